@@ -1,0 +1,596 @@
+//! The record-batch codec: bytes <-> records, with the CRC. No I/O.
+//!
+//! A batch is what one append writes: a fixed 52-byte header followed by an
+//! optional idempotency key and the records. `log/FORMAT.md` describes every
+//! byte; the `*_OFFSET` constants below are that table, shared by the encoder
+//! and the decoder. Invariant: a [`BatchView`] only exists for bytes that
+//! passed [`BatchView::parse`] (length, CRC, magic, version, structure), so
+//! iterating its records cannot fail.
+
+use bytes::{BufMut, Bytes};
+
+/// Byte position of `batch_length` (u32): total bytes of the batch.
+pub const LENGTH_OFFSET: usize = 0;
+/// Byte position of `crc` (u32): CRC-32 of bytes `[CRC_START, batch_length)`.
+pub const CRC_OFFSET: usize = 4;
+/// First byte covered by the CRC.
+pub const CRC_START: usize = 8;
+/// Byte position of `magic` (u8).
+pub const MAGIC_OFFSET: usize = 8;
+/// Byte position of `version` (u8).
+pub const VERSION_OFFSET: usize = 9;
+/// Byte position of `attributes` (u16, reserved, 0 in version 1).
+pub const ATTRIBUTES_OFFSET: usize = 10;
+/// Byte position of `record_count` (u32).
+pub const RECORD_COUNT_OFFSET: usize = 12;
+/// Byte position of `base_offset` (u64).
+pub const BASE_OFFSET_OFFSET: usize = 16;
+/// Byte position of `first_timestamp` (i64, ms).
+pub const FIRST_TIMESTAMP_OFFSET: usize = 24;
+/// Byte position of `max_timestamp` (i64, ms).
+pub const MAX_TIMESTAMP_OFFSET: usize = 32;
+/// Byte position of `append_time` (i64, ms): when the writer appended it.
+pub const APPEND_TIME_OFFSET: usize = 40;
+/// Byte position of `idempotency_key_len` (u16).
+pub const KEY_LEN_OFFSET: usize = 48;
+/// Byte position of a reserved u16 (0 in version 1).
+pub const RESERVED_OFFSET: usize = 50;
+/// Size of the fixed header; the idempotency key starts here.
+pub const HEADER_LEN: usize = 52;
+
+/// The magic byte that starts the CRC-covered part of every batch.
+pub const MAGIC: u8 = 0x4B; // 'K'
+/// The on-disk format version this code writes and reads.
+pub const VERSION: u8 = 1;
+/// Longest idempotency key a batch can carry.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+/// Bytes of a record's fixed fields: timestamp, key length, value length,
+/// header count.
+pub const RECORD_OVERHEAD: usize = 8 + 4 + 4 + 2;
+/// Bytes of a header's fixed fields: name length, value length.
+pub const HEADER_OVERHEAD: usize = 2 + 4;
+
+const _: () = assert!(HEADER_LEN == RESERVED_OFFSET + 2);
+const _: () = assert!(CRC_START == CRC_OFFSET + 4);
+
+/// One record header: a name and an opaque value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Header name (UTF-8).
+    pub name: String,
+    /// Header value.
+    pub value: Bytes,
+}
+
+/// A record as a producer hands it to the log.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NewRecord {
+    /// Optional key (partitioning, compaction, joins).
+    pub key: Option<Bytes>,
+    /// The payload.
+    pub value: Bytes,
+    /// Event or create time in ms since the epoch; `None` = append time.
+    pub timestamp: Option<i64>,
+    /// Headers, in order.
+    pub headers: Vec<Header>,
+}
+
+impl NewRecord {
+    /// A record with just a value.
+    pub fn value(value: impl Into<Bytes>) -> Self {
+        NewRecord {
+            value: value.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Bytes this record takes inside a batch.
+    pub fn encoded_len(&self) -> usize {
+        RECORD_OVERHEAD
+            + self.key.as_ref().map_or(0, |k| k.len())
+            + self.value.len()
+            + self
+                .headers
+                .iter()
+                .map(|h| HEADER_OVERHEAD + h.name.len() + h.value.len())
+                .sum::<usize>()
+    }
+}
+
+/// A stored record, as read back. Key, value and header values share the
+/// batch's buffer (no copy).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Offset in its partition.
+    pub offset: u64,
+    /// Timestamp in ms since the epoch.
+    pub timestamp: i64,
+    /// Key, if any.
+    pub key: Option<Bytes>,
+    /// Value.
+    pub value: Bytes,
+    /// Headers, in order.
+    pub headers: Vec<Header>,
+}
+
+/// What the encoder needs besides the records.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchMeta<'a> {
+    /// Offset of the first record.
+    pub base_offset: u64,
+    /// Append time in ms; also the timestamp of records that have none.
+    pub append_time: i64,
+    /// Idempotency key, at most [`MAX_IDEMPOTENCY_KEY_LEN`] bytes.
+    pub idempotency_key: Option<&'a [u8]>,
+}
+
+/// Bytes a batch of these records takes on disk.
+pub fn encoded_len(records: &[NewRecord], idempotency_key: Option<&[u8]>) -> usize {
+    HEADER_LEN
+        + idempotency_key.map_or(0, |k| k.len())
+        + records.iter().map(NewRecord::encoded_len).sum::<usize>()
+}
+
+/// Appends the encoded batch to `out` and returns its length.
+///
+/// The caller has validated the inputs: at least one record, a key of at
+/// most [`MAX_IDEMPOTENCY_KEY_LEN`] bytes, header names under 64 KiB, and a
+/// total under 4 GiB (the log's limits are far lower).
+pub fn encode(out: &mut Vec<u8>, meta: BatchMeta<'_>, records: &[NewRecord]) -> usize {
+    assert!(!records.is_empty(), "a batch holds at least one record");
+    let key = meta.idempotency_key.unwrap_or(&[]);
+    assert!(key.len() <= MAX_IDEMPOTENCY_KEY_LEN);
+    let len = encoded_len(records, meta.idempotency_key);
+    let batch_len = u32::try_from(len).expect("batch under 4 GiB");
+    let start = out.len();
+    out.reserve(len);
+
+    let timestamp = |r: &NewRecord| r.timestamp.unwrap_or(meta.append_time);
+    let first_timestamp = timestamp(&records[0]);
+    let max_timestamp = records.iter().map(timestamp).max().unwrap_or(first_timestamp);
+
+    out.put_u32_le(batch_len);
+    out.put_u32_le(0); // CRC, filled in below
+    out.put_u8(MAGIC);
+    out.put_u8(VERSION);
+    out.put_u16_le(0);
+    out.put_u32_le(records.len() as u32);
+    out.put_u64_le(meta.base_offset);
+    out.put_i64_le(first_timestamp);
+    out.put_i64_le(max_timestamp);
+    out.put_i64_le(meta.append_time);
+    out.put_u16_le(key.len() as u16);
+    out.put_u16_le(0);
+    out.put_slice(key);
+    for record in records {
+        out.put_i64_le(timestamp(record));
+        match &record.key {
+            Some(k) => {
+                out.put_i32_le(k.len() as i32);
+                out.put_slice(k);
+            }
+            None => out.put_i32_le(-1),
+        }
+        out.put_u32_le(record.value.len() as u32);
+        out.put_slice(&record.value);
+        out.put_u16_le(record.headers.len() as u16);
+        for h in &record.headers {
+            out.put_u16_le(h.name.len() as u16);
+            out.put_slice(h.name.as_bytes());
+            out.put_u32_le(h.value.len() as u32);
+            out.put_slice(&h.value);
+        }
+    }
+    debug_assert_eq!(out.len() - start, len);
+    let crc = crc32fast::hash(&out[start + CRC_START..]);
+    out[start + CRC_OFFSET..start + CRC_START].copy_from_slice(&crc.to_le_bytes());
+    len
+}
+
+/// Why a batch failed to decode; the caller adds the file and position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Fewer bytes than the header or the declared length: a torn write
+    /// when at the end of a file.
+    Incomplete {
+        /// Bytes needed for the batch (or the header).
+        needed: usize,
+        /// Bytes available.
+        available: usize,
+    },
+    /// The bytes are there but wrong.
+    Invalid(String),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Incomplete { needed, available } => {
+                write!(f, "incomplete batch: needs {needed} bytes, {available} present")
+            }
+            DecodeError::Invalid(reason) => f.write_str(reason),
+        }
+    }
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().expect("2 bytes"))
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+fn i64_at(b: &[u8], at: usize) -> i64 {
+    u64_at(b, at) as i64
+}
+
+/// Reads the declared length of the batch starting at `bytes[0]`, checking
+/// only that the header is present and the length is plausible.
+pub fn peek_len(bytes: &[u8]) -> Result<usize, DecodeError> {
+    if bytes.len() < HEADER_LEN {
+        return Err(DecodeError::Incomplete {
+            needed: HEADER_LEN,
+            available: bytes.len(),
+        });
+    }
+    let len = u32_at(bytes, LENGTH_OFFSET) as usize;
+    if len < HEADER_LEN {
+        return Err(DecodeError::Invalid(format!(
+            "batch length {len} is below the header size {HEADER_LEN}"
+        )));
+    }
+    Ok(len)
+}
+
+/// A validated batch. Cheap to clone (shares the buffer).
+#[derive(Debug, Clone)]
+pub struct BatchView {
+    bytes: Bytes,
+}
+
+impl BatchView {
+    /// Validates the batch at the start of `buf` and returns it (sliced to
+    /// its length). Checks length, CRC, magic, version, reserved fields and
+    /// that every record is well formed and the records fill the batch.
+    pub fn parse(buf: &Bytes) -> Result<BatchView, DecodeError> {
+        let len = peek_len(buf)?;
+        if buf.len() < len {
+            return Err(DecodeError::Incomplete {
+                needed: len,
+                available: buf.len(),
+            });
+        }
+        let bytes = buf.slice(..len);
+        let stored_crc = u32_at(&bytes, CRC_OFFSET);
+        let crc = crc32fast::hash(&bytes[CRC_START..]);
+        if crc != stored_crc {
+            return Err(DecodeError::Invalid(format!(
+                "CRC mismatch: stored {stored_crc:#010x}, computed {crc:#010x}"
+            )));
+        }
+        if bytes[MAGIC_OFFSET] != MAGIC {
+            return Err(DecodeError::Invalid(format!(
+                "bad magic byte {:#04x}",
+                bytes[MAGIC_OFFSET]
+            )));
+        }
+        if bytes[VERSION_OFFSET] != VERSION {
+            return Err(DecodeError::Invalid(format!(
+                "unsupported batch version {}",
+                bytes[VERSION_OFFSET]
+            )));
+        }
+        if u16_at(&bytes, ATTRIBUTES_OFFSET) != 0 || u16_at(&bytes, RESERVED_OFFSET) != 0 {
+            return Err(DecodeError::Invalid("reserved fields are not zero".into()));
+        }
+        let view = BatchView { bytes };
+        if view.record_count() == 0 {
+            return Err(DecodeError::Invalid("batch has no records".into()));
+        }
+        view.check_records()?;
+        Ok(view)
+    }
+
+    fn check_records(&self) -> Result<(), DecodeError> {
+        let b = &self.bytes[..];
+        let key_len = u16_at(b, KEY_LEN_OFFSET) as usize;
+        if key_len > MAX_IDEMPOTENCY_KEY_LEN {
+            return Err(DecodeError::Invalid(format!(
+                "idempotency key length {key_len} is over {MAX_IDEMPOTENCY_KEY_LEN}"
+            )));
+        }
+        let mut at = HEADER_LEN + key_len;
+        let short = |what: &str| DecodeError::Invalid(format!("record {what} runs past the batch"));
+        for _ in 0..self.record_count() {
+            let need = |at: usize, n: usize, what: &str| {
+                if at + n > b.len() {
+                    Err(short(what))
+                } else {
+                    Ok(at + n)
+                }
+            };
+            at = need(at, 12, "fixed fields")?;
+            let klen = i32::from_le_bytes(b[at - 4..at].try_into().expect("4"));
+            if klen < -1 {
+                return Err(DecodeError::Invalid(format!("negative key length {klen}")));
+            }
+            at = need(at, klen.max(0) as usize, "key")?;
+            at = need(at, 4, "value length")?;
+            let vlen = u32_at(b, at - 4) as usize;
+            at = need(at, vlen, "value")?;
+            at = need(at, 2, "header count")?;
+            for _ in 0..u16_at(b, at - 2) {
+                at = need(at, 2, "header name length")?;
+                let nlen = u16_at(b, at - 2) as usize;
+                at = need(at, nlen, "header name")?;
+                if std::str::from_utf8(&b[at - nlen..at]).is_err() {
+                    return Err(DecodeError::Invalid("header name is not UTF-8".into()));
+                }
+                at = need(at, 4, "header value length")?;
+                let hvlen = u32_at(b, at - 4) as usize;
+                at = need(at, hvlen, "header value")?;
+            }
+        }
+        if at != b.len() {
+            return Err(DecodeError::Invalid(format!(
+                "records end at byte {at} but the batch is {} bytes",
+                b.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The whole batch as stored.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+    /// Total bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    /// Never true: a batch holds at least one record.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// Offset of the first record.
+    pub fn base_offset(&self) -> u64 {
+        u64_at(&self.bytes, BASE_OFFSET_OFFSET)
+    }
+    /// Number of records.
+    pub fn record_count(&self) -> u32 {
+        u32_at(&self.bytes, RECORD_COUNT_OFFSET)
+    }
+    /// Offset after the last record.
+    pub fn next_offset(&self) -> u64 {
+        self.base_offset() + u64::from(self.record_count())
+    }
+    /// Timestamp of the first record.
+    pub fn first_timestamp(&self) -> i64 {
+        i64_at(&self.bytes, FIRST_TIMESTAMP_OFFSET)
+    }
+    /// Largest record timestamp.
+    pub fn max_timestamp(&self) -> i64 {
+        i64_at(&self.bytes, MAX_TIMESTAMP_OFFSET)
+    }
+    /// When the writer appended the batch.
+    pub fn append_time(&self) -> i64 {
+        i64_at(&self.bytes, APPEND_TIME_OFFSET)
+    }
+    /// The idempotency key, if the append carried one.
+    pub fn idempotency_key(&self) -> Option<&[u8]> {
+        let len = u16_at(&self.bytes, KEY_LEN_OFFSET) as usize;
+        (len > 0).then(|| &self.bytes[HEADER_LEN..HEADER_LEN + len])
+    }
+
+    /// The records, in offset order.
+    pub fn records(&self) -> Records {
+        let key_len = u16_at(&self.bytes, KEY_LEN_OFFSET) as usize;
+        Records {
+            bytes: self.bytes.clone(),
+            at: HEADER_LEN + key_len,
+            next_offset: self.base_offset(),
+            remaining: self.record_count(),
+        }
+    }
+}
+
+/// Iterator over a validated batch's records.
+#[derive(Debug)]
+pub struct Records {
+    bytes: Bytes,
+    at: usize,
+    next_offset: u64,
+    remaining: u32,
+}
+
+impl Records {
+    fn take(&mut self, n: usize) -> Bytes {
+        let slice = self.bytes.slice(self.at..self.at + n);
+        self.at += n;
+        slice
+    }
+    fn u16(&mut self) -> u16 {
+        self.at += 2;
+        u16_at(&self.bytes, self.at - 2)
+    }
+    fn u32(&mut self) -> u32 {
+        self.at += 4;
+        u32_at(&self.bytes, self.at - 4)
+    }
+}
+
+impl Iterator for Records {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        self.at += 8;
+        let timestamp = i64_at(&self.bytes, self.at - 8);
+        let key_len = self.u32() as i32;
+        let key = (key_len >= 0).then(|| self.take(key_len as usize));
+        let value_len = self.u32() as usize;
+        let value = self.take(value_len);
+        let header_count = self.u16();
+        let mut headers = Vec::with_capacity(header_count as usize);
+        for _ in 0..header_count {
+            let name_len = self.u16() as usize;
+            let name = self.take(name_len);
+            let value_len = self.u32() as usize;
+            let value = self.take(value_len);
+            headers.push(Header {
+                // Checked in `check_records`.
+                name: String::from_utf8_lossy(&name).into_owned(),
+                value,
+            });
+        }
+        let offset = self.next_offset;
+        self.next_offset += 1;
+        Some(Record {
+            offset,
+            timestamp,
+            key,
+            value,
+            headers,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining as usize, Some(self.remaining as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Vec<NewRecord> {
+        vec![
+            NewRecord {
+                key: Some(Bytes::from_static(b"user-1")),
+                value: Bytes::from_static("{\"amount\":42,\"name\":\"ß😀\"}".as_bytes()),
+                timestamp: Some(1_700_000_000_000),
+                headers: vec![Header {
+                    name: "trace".into(),
+                    value: Bytes::from_static(b"abc"),
+                }],
+            },
+            NewRecord::value("second"),
+        ]
+    }
+
+    fn encode_one(records: &[NewRecord], key: Option<&[u8]>) -> Bytes {
+        let mut out = Vec::new();
+        encode(
+            &mut out,
+            BatchMeta {
+                base_offset: 7,
+                append_time: 1_800_000_000_000,
+                idempotency_key: key,
+            },
+            records,
+        );
+        Bytes::from(out)
+    }
+
+    #[test]
+    fn roundtrip_keeps_every_field() {
+        let bytes = encode_one(&sample(), Some(b"req-1"));
+        let view = BatchView::parse(&bytes).unwrap();
+        assert_eq!(view.base_offset(), 7);
+        assert_eq!(view.record_count(), 2);
+        assert_eq!(view.next_offset(), 9);
+        assert_eq!(view.idempotency_key(), Some(&b"req-1"[..]));
+        assert_eq!(view.first_timestamp(), 1_700_000_000_000);
+        assert_eq!(view.max_timestamp(), 1_800_000_000_000);
+        assert_eq!(view.append_time(), 1_800_000_000_000);
+        let records: Vec<Record> = view.records().collect();
+        assert_eq!(records[0].offset, 7);
+        assert_eq!(records[0].key.as_deref(), Some(&b"user-1"[..]));
+        assert_eq!(records[0].headers[0].name, "trace");
+        assert_eq!(records[1].offset, 8);
+        assert_eq!(records[1].key, None);
+        assert_eq!(records[1].timestamp, 1_800_000_000_000);
+        assert_eq!(records[1].value, Bytes::from_static(b"second"));
+    }
+
+    #[test]
+    fn every_single_byte_flip_is_detected() {
+        let bytes = encode_one(&sample(), Some(b"k"));
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut copy = bytes.to_vec();
+                copy[i] ^= 1 << bit;
+                let copy = Bytes::from(copy);
+                assert!(
+                    BatchView::parse(&copy).is_err(),
+                    "flip of bit {bit} in byte {i} went unnoticed"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_incomplete_or_invalid() {
+        let bytes = encode_one(&sample(), None);
+        for cut in 0..bytes.len() {
+            assert!(BatchView::parse(&bytes.slice(..cut)).is_err(), "cut at {cut}");
+        }
+    }
+
+    fn arb_record() -> impl Strategy<Value = NewRecord> {
+        (
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..20)),
+            proptest::collection::vec(any::<u8>(), 0..200),
+            proptest::option::of(any::<i64>()),
+            proptest::collection::vec(("[a-z]{0,8}", proptest::collection::vec(any::<u8>(), 0..10)), 0..3),
+        )
+            .prop_map(|(key, value, timestamp, headers)| NewRecord {
+                key: key.map(Bytes::from),
+                value: Bytes::from(value),
+                timestamp,
+                headers: headers
+                    .into_iter()
+                    .map(|(name, value)| Header {
+                        name,
+                        value: Bytes::from(value),
+                    })
+                    .collect(),
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn encode_then_decode_is_identity(
+            records in proptest::collection::vec(arb_record(), 1..20),
+            base in 0u64..u64::MAX / 2,
+            key in proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=MAX_IDEMPOTENCY_KEY_LEN)),
+        ) {
+            let mut out = Vec::new();
+            let len = encode(&mut out, BatchMeta { base_offset: base, append_time: 5, idempotency_key: key.as_deref() }, &records);
+            prop_assert_eq!(len, out.len());
+            prop_assert_eq!(len, encoded_len(&records, key.as_deref()));
+            let view = BatchView::parse(&Bytes::from(out)).unwrap();
+            prop_assert_eq!(view.idempotency_key(), key.as_deref());
+            let decoded: Vec<Record> = view.records().collect();
+            prop_assert_eq!(decoded.len(), records.len());
+            for (i, (d, r)) in decoded.iter().zip(&records).enumerate() {
+                prop_assert_eq!(d.offset, base + i as u64);
+                prop_assert_eq!(d.timestamp, r.timestamp.unwrap_or(5));
+                prop_assert_eq!(&d.key, &r.key);
+                prop_assert_eq!(&d.value, &r.value);
+                prop_assert_eq!(&d.headers, &r.headers);
+            }
+        }
+
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = BatchView::parse(&Bytes::from(data));
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Configuration: the log-wide [`LogConfig`] and the per-topic
+//! [`TopicConfig`], each with documented defaults and `validate()`.
+//!
+//! Every resource the log holds has a limit here (TigerBeetle's "put a limit
+//! on everything"); hitting one is an error, never unbounded growth.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LogError, Result};
+use crate::io::FaultInjector;
+
+/// When the writer makes appended bytes durable with `fdatasync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FsyncPolicy {
+    /// An append is acknowledged only after an fdatasync that covers it; one
+    /// fdatasync covers every append of a group commit. Survives power loss.
+    #[default]
+    Always,
+    /// Acknowledged once written to the page cache; fdatasync runs every
+    /// `fsync_interval_ms`. Survives a process crash; a power loss may lose
+    /// up to the last interval.
+    Interval,
+    /// Acknowledged once written to the page cache; the OS decides when to
+    /// write back. Survives a process crash; a power loss may lose anything
+    /// not yet written back (typically up to 30 s on Linux).
+    Never,
+}
+
+/// Per-topic settings, persisted in the topic's `topic.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicConfig {
+    /// Number of partitions (1..=[`MAX_PARTITIONS_PER_TOPIC`]).
+    pub partitions: u32,
+    /// Roll the active segment once it holds this many bytes (default 128 MiB).
+    pub segment_bytes: u64,
+    /// Roll the active segment once its first batch is this old (default 7 days).
+    pub segment_ms: u64,
+    /// Delete segments whose newest record is older than this; `None` keeps
+    /// them forever (default 7 days).
+    pub retention_ms: Option<u64>,
+    /// Delete the oldest segments while a partition is larger than this;
+    /// `None` = no size limit (the default).
+    pub retention_bytes: Option<u64>,
+    /// Durability policy (default `always`).
+    pub fsync: FsyncPolicy,
+    /// Interval of the `interval` policy (default 100 ms).
+    pub fsync_interval_ms: u64,
+}
+
+/// Most partitions one topic may have.
+pub const MAX_PARTITIONS_PER_TOPIC: u32 = 1024;
+/// Smallest allowed `segment_bytes` (small values are for tests).
+pub const MIN_SEGMENT_BYTES: u64 = 1024;
+/// Largest allowed `segment_bytes`: index positions are 32-bit.
+pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
+
+impl Default for TopicConfig {
+    fn default() -> Self {
+        TopicConfig {
+            partitions: 1,
+            segment_bytes: 128 << 20,
+            segment_ms: 7 * 24 * 3600 * 1000,
+            retention_ms: Some(7 * 24 * 3600 * 1000),
+            retention_bytes: None,
+            fsync: FsyncPolicy::Always,
+            fsync_interval_ms: 100,
+        }
+    }
+}
+
+impl TopicConfig {
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(LogError::InvalidConfig(m));
+        if self.partitions == 0 || self.partitions > MAX_PARTITIONS_PER_TOPIC {
+            return bad(format!(
+                "partitions must be in 1..={MAX_PARTITIONS_PER_TOPIC}, got {}",
+                self.partitions
+            ));
+        }
+        if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes) {
+            return bad(format!(
+                "segment_bytes must be in {MIN_SEGMENT_BYTES}..={MAX_SEGMENT_BYTES}, got {}",
+                self.segment_bytes
+            ));
+        }
+        if self.segment_ms == 0 {
+            return bad("segment_ms must be positive".into());
+        }
+        if self.retention_ms == Some(0) {
+            return bad("retention_ms must be positive (omit it to keep data forever)".into());
+        }
+        if self.fsync_interval_ms == 0 || self.fsync_interval_ms > 3_600_000 {
+            return bad(format!(
+                "fsync_interval_ms must be in 1..=3600000, got {}",
+                self.fsync_interval_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Log-wide settings and limits.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// Root directory; topics live under `topics/`, offsets under `groups/`.
+    pub data_dir: PathBuf,
+    /// Most partitions across all topics (each has a writer thread and an
+    /// open file). Default 1024.
+    pub max_partitions: u32,
+    /// Most sealed segments kept open and mapped at once (LRU). Default 256.
+    pub max_open_segments: usize,
+    /// Most bytes of sealed segments kept mapped at once (LRU). Default 16 GiB
+    /// of address space (pages are loaded on demand).
+    pub max_mapped_bytes: u64,
+    /// Bytes of appends that may wait in one partition's queue. Default 64 MiB.
+    pub append_queue_bytes: usize,
+    /// How long an append waits for queue space before `Backpressure`.
+    /// Default 1000 ms.
+    pub append_queue_wait_ms: u64,
+    /// Largest batch (one append) in bytes. Default 32 MiB.
+    pub max_batch_bytes: usize,
+    /// Most records in one append. Default 100,000.
+    pub max_batch_records: usize,
+    /// Bytes of log between two sparse index entries. Default 4096.
+    pub index_interval_bytes: u64,
+    /// Idempotency keys remembered per partition. Default 10,000.
+    pub idempotency_window_keys: usize,
+    /// How long an idempotency key is remembered. Default 15 minutes.
+    pub idempotency_window_ms: u64,
+    /// How often the background task applies retention. Default 60 s.
+    pub retention_check_interval_ms: u64,
+    /// Fault injection for tests; `None` in production.
+    pub faults: Option<Arc<FaultInjector>>,
+}
+
+impl LogConfig {
+    /// Defaults with the given data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        LogConfig {
+            data_dir: data_dir.into(),
+            max_partitions: 1024,
+            max_open_segments: 256,
+            max_mapped_bytes: 16 << 30,
+            append_queue_bytes: 64 << 20,
+            append_queue_wait_ms: 1000,
+            max_batch_bytes: 32 << 20,
+            max_batch_records: 100_000,
+            index_interval_bytes: 4096,
+            idempotency_window_keys: 10_000,
+            idempotency_window_ms: 15 * 60 * 1000,
+            retention_check_interval_ms: 60_000,
+            faults: None,
+        }
+    }
+
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(LogError::InvalidConfig(m.to_string()));
+        if self.max_partitions == 0 {
+            return bad("max_partitions must be positive");
+        }
+        if self.max_open_segments == 0 {
+            return bad("max_open_segments must be positive");
+        }
+        if self.max_batch_bytes < 1024 || self.max_batch_bytes > (1 << 30) {
+            return bad("max_batch_bytes must be in 1024..=1073741824");
+        }
+        if self.append_queue_bytes < self.max_batch_bytes {
+            return bad("append_queue_bytes must be at least max_batch_bytes");
+        }
+        if self.max_batch_records == 0 {
+            return bad("max_batch_records must be positive");
+        }
+        if self.index_interval_bytes == 0 {
+            return bad("index_interval_bytes must be positive");
+        }
+        if self.retention_check_interval_ms == 0 {
+            return bad("retention_check_interval_ms must be positive");
+        }
+        Ok(())
+    }
+}

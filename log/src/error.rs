@@ -1,0 +1,114 @@
+//! The one error type of the log crate.
+//!
+//! Each variant says what the caller can do about it: a bad argument
+//! (`InvalidTopicName`, `OffsetOutOfRange`), a missing object
+//! (`UnknownTopic`), a transient overload (`Backpressure`), or a storage
+//! problem that needs an operator (`Io`, `Corrupt`, `PartitionFailed`).
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = LogError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the log.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// A topic name broke the naming rule.
+    #[error("invalid topic name {name:?}: {reason}")]
+    InvalidTopicName { name: String, reason: &'static str },
+
+    /// A configuration value was out of its allowed range.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+
+    /// An argument (record, key, request) was not acceptable.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The topic does not exist.
+    #[error("topic {0:?} does not exist")]
+    UnknownTopic(String),
+
+    /// The topic already exists.
+    #[error("topic {0:?} already exists")]
+    TopicExists(String),
+
+    /// The partition number is not one of the topic's partitions.
+    #[error("topic {topic:?} has no partition {partition} (it has {partitions})")]
+    UnknownPartition {
+        topic: String,
+        partition: u32,
+        partitions: u32,
+    },
+
+    /// The requested offset is outside `[start, end]` of the partition.
+    #[error("topic {topic:?} partition {partition}: offset {offset} is out of range [{start}, {end}]")]
+    OffsetOutOfRange {
+        topic: String,
+        partition: u32,
+        offset: u64,
+        start: u64,
+        end: u64,
+    },
+
+    /// The append queue of a partition stayed full for longer than the
+    /// configured wait: the caller should retry later.
+    #[error("topic {topic:?} partition {partition}: append queue is full")]
+    Backpressure { topic: String, partition: u32 },
+
+    /// An idempotency key was reused for a different request.
+    #[error("idempotency key {key:?} was already used for a different request: {reason}")]
+    IdempotencyKeyReused { key: String, reason: String },
+
+    /// A resource limit (open partitions, mapped bytes, batch size) was hit.
+    #[error("limit reached: {0}")]
+    LimitExceeded(String),
+
+    /// The partition stopped accepting writes after a failed fsync or write
+    /// it could not undo; it needs a restart (which runs recovery).
+    #[error("topic {topic:?} partition {partition} stopped accepting writes: {reason}")]
+    PartitionFailed {
+        topic: String,
+        partition: u32,
+        reason: String,
+    },
+
+    /// Stored bytes failed validation (CRC, magic, structure). Never skipped.
+    #[error("corrupt data in {path} at byte {position}: {reason}")]
+    Corrupt {
+        path: PathBuf,
+        position: u64,
+        reason: String,
+    },
+
+    /// An operating-system I/O call failed.
+    #[error("i/o error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The log is shutting down (or the partition was deleted).
+    #[error("the log is closed")]
+    Closed,
+}
+
+impl LogError {
+    /// Wraps an `io::Error` with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        LogError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Builds a `Corrupt` error.
+    pub fn corrupt(path: impl Into<PathBuf>, position: u64, reason: impl Into<String>) -> Self {
+        LogError::Corrupt {
+            path: path.into(),
+            position,
+            reason: reason.into(),
+        }
+    }
+}

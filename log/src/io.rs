@@ -1,0 +1,76 @@
+//! The file seam: every write and fdatasync of segment data goes through
+//! here so tests can inject failures (failed write, failed fsync, a torn
+//! write) without a special filesystem. In production `faults` is `None` and
+//! these are plain calls.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::error::{LogError, Result};
+
+/// Switches that make the next I/O call fail. Shared with the test.
+#[derive(Debug, Default)]
+pub struct FaultInjector {
+    /// Fail the next fdatasync with EIO.
+    pub fail_next_sync: AtomicBool,
+    /// Fail the next write with ENOSPC after writing this many bytes of it
+    /// (`usize::MAX` = off). 0 fails it before any byte is written.
+    pub fail_next_write_after: AtomicUsize,
+}
+
+impl FaultInjector {
+    /// An injector with nothing armed.
+    pub fn new() -> Self {
+        FaultInjector {
+            fail_next_sync: AtomicBool::new(false),
+            fail_next_write_after: AtomicUsize::new(usize::MAX),
+        }
+    }
+}
+
+/// Writes all of `buf` at the file's current position.
+pub fn write_all(file: &mut File, path: &Path, buf: &[u8], faults: Option<&FaultInjector>) -> Result<()> {
+    if let Some(f) = faults {
+        let after = f.fail_next_write_after.swap(usize::MAX, Ordering::SeqCst);
+        if after != usize::MAX {
+            let partial = after.min(buf.len());
+            file.write_all(&buf[..partial]).map_err(|e| LogError::io(path, e))?;
+            return Err(LogError::io(
+                path,
+                io::Error::new(io::ErrorKind::StorageFull, "injected: no space left on device"),
+            ));
+        }
+    }
+    file.write_all(buf).map_err(|e| LogError::io(path, e))
+}
+
+/// fdatasync: the file's data (and the size, if it changed) reach the disk.
+pub fn sync_data(file: &File, path: &Path, faults: Option<&FaultInjector>) -> Result<()> {
+    if let Some(f) = faults {
+        if f.fail_next_sync.swap(false, Ordering::SeqCst) {
+            return Err(LogError::io(path, io::Error::other("injected: fsync failed")));
+        }
+    }
+    file.sync_data().map_err(|e| LogError::io(path, e))
+}
+
+/// fsyncs a directory so that created, renamed or deleted entries in it are
+/// durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(dir, e))
+}
+
+/// Writes `contents` to `path` atomically: a temporary file, fdatasync,
+/// rename, then a directory fsync.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut file = File::create(&tmp).map_err(|e| LogError::io(&tmp, e))?;
+    file.write_all(contents).map_err(|e| LogError::io(&tmp, e))?;
+    file.sync_data().map_err(|e| LogError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| LogError::io(path, e))?;
+    sync_dir(path.parent().expect("a file path has a parent"))
+}

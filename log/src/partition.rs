@@ -1,0 +1,564 @@
+//! A partition: its ordered segments, its writer thread, and the read
+//! paths (by offset, by timestamp, waiting for new data).
+//!
+//! Concurrency: the writer thread owns appends and rolls; retention removes
+//! sealed segments; readers take a snapshot of the segment map under a
+//! short read lock and then read without locks. The end offset readers may
+//! see is published through a `watch` channel, which also wakes waiting
+//! readers (no polling).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch, Semaphore};
+
+use crate::batch::{self, BatchView, NewRecord, Record, MAX_IDEMPOTENCY_KEY_LEN};
+use crate::cache::SegmentCache;
+use crate::config::{LogConfig, TopicConfig};
+use crate::error::{LogError, Result};
+use crate::idempotency::{IdempotencyWindow, PriorAppend};
+use crate::retention::{self, SegmentFacts};
+use crate::segment::{self, Segment};
+use crate::writer::{AppendJob, Command, Writer};
+use crate::{now_ms, recovery, stats};
+
+/// One append: records plus an optional idempotency key.
+#[derive(Debug, Clone, Default)]
+pub struct AppendRequest {
+    /// The records, at least one.
+    pub records: Vec<NewRecord>,
+    /// A key that makes retries of this append idempotent (1..=255 bytes).
+    pub idempotency_key: Option<Vec<u8>>,
+}
+
+/// What an append did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendOutcome {
+    /// Offset of the first record.
+    pub base_offset: u64,
+    /// Number of records.
+    pub record_count: u32,
+    /// Bytes written (0 for a duplicate).
+    pub bytes: u64,
+    /// True if the idempotency key matched an earlier append and nothing
+    /// was written.
+    pub duplicate: bool,
+}
+
+/// Records read from a partition.
+#[derive(Debug, Clone)]
+pub struct Fetch {
+    /// Validated batches; the first may start before `offset`.
+    pub batches: Vec<BatchView>,
+    /// The requested offset.
+    pub offset: u64,
+    /// Offset after the last record returned (where to read next).
+    pub next_offset: u64,
+    /// End offset of the partition when read (the high watermark).
+    pub high_watermark: u64,
+    /// First offset still stored.
+    pub start_offset: u64,
+}
+
+impl Fetch {
+    /// The records in `[offset, next_offset)`.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let (from, to) = (self.offset, self.next_offset);
+        self.batches
+            .iter()
+            .flat_map(|b| b.records())
+            .skip_while(move |r| r.offset < from)
+            .take_while(move |r| r.offset < to)
+    }
+
+    /// Number of records in `[offset, next_offset)`.
+    pub fn record_count(&self) -> u64 {
+        self.next_offset - self.offset
+    }
+}
+
+/// Offsets and sizes of a partition.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PartitionDescription {
+    /// Partition number.
+    pub partition: u32,
+    /// First stored offset.
+    pub start_offset: u64,
+    /// Offset the next record gets (the high watermark).
+    pub end_offset: u64,
+    /// Bytes of all segments.
+    pub bytes: u64,
+    /// Number of segments.
+    pub segment_count: usize,
+}
+
+/// State shared by the partition handle, its writer thread and readers.
+#[derive(Debug)]
+pub struct PartitionShared {
+    /// Topic name.
+    pub topic: String,
+    /// Partition number.
+    pub partition: u32,
+    /// Directory holding the segments.
+    pub dir: PathBuf,
+    /// The topic's settings.
+    pub config: TopicConfig,
+    /// The log's settings.
+    pub log_config: Arc<LogConfig>,
+    segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
+    start_offset: AtomicU64,
+    end: watch::Sender<u64>,
+    failure: Mutex<Option<String>>,
+    cache: Arc<SegmentCache>,
+}
+
+impl PartitionShared {
+    /// Why the partition stopped accepting writes, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().expect("failure").clone()
+    }
+
+    /// Stops the partition for writes because of `error`.
+    pub fn fail(&self, error: &LogError) {
+        let mut failure = self.failure.lock().expect("failure");
+        if failure.is_none() {
+            tracing::error!(topic = %self.topic, partition = self.partition, %error, "partition stops accepting writes");
+            stats::global().partitions_failed.fetch_add(1, Ordering::Relaxed);
+            *failure = Some(error.to_string());
+        }
+    }
+
+    /// The error appends get once the partition failed.
+    pub fn failed_error(&self, reason: &str) -> LogError {
+        LogError::PartitionFailed {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            reason: reason.to_string(),
+        }
+    }
+
+    /// `PartitionFailed` if the partition failed, else a copy of `error`.
+    pub fn failed_or(&self, error: &LogError) -> LogError {
+        match self.failure() {
+            Some(reason) => self.failed_error(&reason),
+            None => match error {
+                LogError::Io { path, source } => LogError::io(path, std::io::Error::new(source.kind(), source.to_string())),
+                other => LogError::InvalidArgument(other.to_string()),
+            },
+        }
+    }
+
+    /// Makes offsets below `end` visible and wakes waiting readers.
+    pub fn publish_end(&self, end: u64) {
+        self.end.send_replace(end);
+    }
+
+    /// Adds a newly created active segment.
+    pub fn add_segment(&self, segment: Arc<Segment>) {
+        self.segments.write().expect("segments").insert(segment.base_offset, segment);
+    }
+
+    fn snapshot(&self) -> Vec<Arc<Segment>> {
+        self.segments.read().expect("segments").values().cloned().collect()
+    }
+}
+
+/// A partition handle: appends go to its writer thread, reads run on the
+/// caller's thread.
+#[derive(Debug)]
+pub struct Partition {
+    shared: Arc<PartitionShared>,
+    sender: Mutex<Option<mpsc::Sender<Command>>>,
+    queue: Arc<Semaphore>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Partition {
+    /// Opens (recovering) the partition in `dir` and starts its writer.
+    pub fn open(
+        topic: &str,
+        partition: u32,
+        dir: PathBuf,
+        config: TopicConfig,
+        log_config: Arc<LogConfig>,
+        cache: Arc<SegmentCache>,
+    ) -> Result<Partition> {
+        let recovered = recovery::recover(&dir, log_config.index_interval_bytes)?;
+        let start = *recovered.segments.keys().next().expect("at least one segment");
+        let end = recovered.active.next_offset;
+        let shared = Arc::new(PartitionShared {
+            topic: topic.to_string(),
+            partition,
+            dir,
+            config,
+            log_config: log_config.clone(),
+            segments: RwLock::new(recovered.segments),
+            start_offset: AtomicU64::new(start),
+            end: watch::Sender::new(end),
+            failure: Mutex::new(None),
+            cache,
+        });
+        let window = recover_window(&shared, recovered.keys)?;
+        let (tx, rx) = mpsc::channel();
+        let writer = Writer::new(shared.clone(), rx, recovered.active, window);
+        let thread = std::thread::Builder::new()
+            .name(format!("kappa-writer-{topic}-{partition}"))
+            .spawn(move || writer.run())
+            .map_err(|e| LogError::io(&shared.dir, e))?;
+        Ok(Partition {
+            shared,
+            sender: Mutex::new(Some(tx)),
+            queue: Arc::new(Semaphore::new(log_config.append_queue_bytes)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Partition number.
+    pub fn id(&self) -> u32 {
+        self.shared.partition
+    }
+
+    /// Checks an append against the log's limits.
+    fn validate(&self, request: &AppendRequest) -> Result<usize> {
+        let cfg = &self.shared.log_config;
+        let bad = |m: String| Err(LogError::InvalidArgument(m));
+        if request.records.is_empty() {
+            return bad("an append needs at least one record".into());
+        }
+        if request.records.len() > cfg.max_batch_records {
+            return Err(LogError::LimitExceeded(format!(
+                "{} records in one append, the limit is {}",
+                request.records.len(),
+                cfg.max_batch_records
+            )));
+        }
+        if let Some(key) = &request.idempotency_key {
+            if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_LEN {
+                return bad(format!("idempotency key must be 1..={MAX_IDEMPOTENCY_KEY_LEN} bytes"));
+            }
+        }
+        for r in &request.records {
+            if r.headers.len() > u16::MAX as usize {
+                return bad(format!("a record has {} headers, at most {} fit", r.headers.len(), u16::MAX));
+            }
+            if r.headers.iter().any(|h| h.name.len() > u16::MAX as usize) {
+                return bad("a header name is longer than 65535 bytes".into());
+            }
+        }
+        let len = batch::encoded_len(&request.records, request.idempotency_key.as_deref());
+        if len > cfg.max_batch_bytes {
+            return Err(LogError::LimitExceeded(format!(
+                "append of {len} bytes, the limit is {} (max_batch_bytes)",
+                cfg.max_batch_bytes
+            )));
+        }
+        Ok(len)
+    }
+
+    /// Queues an append and returns a handle to await its outcome. Waits up
+    /// to `append_queue_wait_ms` for queue space, then fails with
+    /// `Backpressure`.
+    pub async fn submit(&self, request: AppendRequest) -> Result<PendingAppend> {
+        let encoded_len = self.validate(&request)?;
+        if let Some(reason) = self.shared.failure() {
+            return Err(self.shared.failed_error(&reason));
+        }
+        let wait = Duration::from_millis(self.shared.log_config.append_queue_wait_ms);
+        let permit = match tokio::time::timeout(wait, self.queue.clone().acquire_many_owned(encoded_len as u32)).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(LogError::Closed),
+            Err(_) => {
+                return Err(LogError::Backpressure {
+                    topic: self.shared.topic.clone(),
+                    partition: self.shared.partition,
+                })
+            }
+        };
+        let (reply, rx) = oneshot::channel();
+        let job = AppendJob { request, encoded_len, reply, permit };
+        let sender = self.sender.lock().expect("sender");
+        sender
+            .as_ref()
+            .ok_or(LogError::Closed)?
+            .send(Command::Append(job))
+            .map_err(|_| LogError::Closed)?;
+        Ok(PendingAppend { rx })
+    }
+
+    /// Appends and waits until the fsync policy is met.
+    pub async fn append(&self, request: AppendRequest) -> Result<AppendOutcome> {
+        self.submit(request).await?.wait().await
+    }
+
+    /// Seals the active segment now, if it holds data.
+    pub async fn roll(&self) -> Result<()> {
+        let (reply, rx) = oneshot::channel();
+        {
+            let sender = self.sender.lock().expect("sender");
+            sender
+                .as_ref()
+                .ok_or(LogError::Closed)?
+                .send(Command::Roll(reply))
+                .map_err(|_| LogError::Closed)?;
+        }
+        rx.await.map_err(|_| LogError::Closed)?
+    }
+
+    /// First stored offset.
+    pub fn start_offset(&self) -> u64 {
+        self.shared.start_offset.load(Ordering::Acquire)
+    }
+
+    /// Offset the next record gets; readers see everything below it.
+    pub fn end_offset(&self) -> u64 {
+        *self.shared.end.borrow()
+    }
+
+    /// Why the partition stopped accepting writes, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failure()
+    }
+
+    /// Reads records from `offset`, at most `max_records` and about
+    /// `max_bytes` (whole batches; at least one record if any is there).
+    pub fn read(&self, offset: u64, max_records: u64, max_bytes: u64) -> Result<Fetch> {
+        let end = self.end_offset();
+        let start = self.start_offset();
+        if offset < start || offset > end {
+            return Err(self.out_of_range(offset, start, end));
+        }
+        let mut fetch = Fetch {
+            batches: Vec::new(),
+            offset,
+            next_offset: offset,
+            high_watermark: end,
+            start_offset: start,
+        };
+        if offset == end || max_records == 0 {
+            return Ok(fetch);
+        }
+        let segments = self.shared.snapshot();
+        let first = segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        let mut bytes = 0u64;
+        let mut cursor = offset;
+        for segment in &segments[first..] {
+            if cursor >= end || bytes >= max_bytes || cursor - offset >= max_records {
+                break;
+            }
+            if segment.end_offset() <= cursor {
+                continue;
+            }
+            let source = self.shared.cache.source(segment).map_err(|e| self.deleted_or(e, offset))?;
+            let read = segment::read_batches(segment, &source, cursor, max_bytes - bytes)?;
+            bytes += read.bytes;
+            if let Some(last) = read.batches.last() {
+                cursor = last.next_offset();
+            }
+            fetch.batches.extend(read.batches);
+        }
+        fetch.next_offset = cursor.min(offset.saturating_add(max_records)).min(end);
+        Ok(fetch)
+    }
+
+    fn out_of_range(&self, offset: u64, start: u64, end: u64) -> LogError {
+        LogError::OffsetOutOfRange {
+            topic: self.shared.topic.clone(),
+            partition: self.shared.partition,
+            offset,
+            start,
+            end,
+        }
+    }
+
+    /// A read that raced with retention reports the offset as out of range.
+    fn deleted_or(&self, error: LogError, offset: u64) -> LogError {
+        if offset < self.start_offset() {
+            self.out_of_range(offset, self.start_offset(), self.end_offset())
+        } else {
+            error
+        }
+    }
+
+    /// Waits until the end offset is beyond `offset` or `timeout` passes;
+    /// returns the end offset then. No polling: the writer's publish wakes it.
+    pub async fn wait_for(&self, offset: u64, timeout: Duration) -> Result<u64> {
+        let mut rx = self.shared.end.subscribe();
+        let waited = tokio::time::timeout(timeout, rx.wait_for(|end| *end > offset)).await;
+        match waited {
+            Ok(Ok(end)) => Ok(*end),
+            Ok(Err(_)) => Err(LogError::Closed),
+            Err(_) => Ok(self.end_offset()),
+        }
+    }
+
+    /// The first offset whose record timestamp is at or after `timestamp`
+    /// (the end offset if there is none).
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<u64> {
+        let end = self.end_offset();
+        for segment in self.shared.snapshot() {
+            if segment.end_offset() <= self.start_offset().max(segment.base_offset) {
+                continue;
+            }
+            let source = self.shared.cache.source(&segment)?;
+            if segment.max_timestamp().is_some_and(|max| max < timestamp) {
+                continue;
+            }
+            let from = source.time_floor(segment.base_offset, timestamp).unwrap_or(segment.base_offset);
+            let mut cursor = from;
+            while cursor < segment.end_offset().min(end) {
+                let read = segment::read_batches(&segment, &source, cursor, 1 << 20)?;
+                for batch in &read.batches {
+                    if batch.max_timestamp() >= timestamp {
+                        if let Some(r) = batch.records().find(|r| r.offset >= cursor && r.timestamp >= timestamp) {
+                            return Ok(r.offset);
+                        }
+                    }
+                    cursor = batch.next_offset();
+                }
+                if read.batches.is_empty() {
+                    break;
+                }
+            }
+        }
+        Ok(end)
+    }
+
+    /// Offsets and sizes.
+    pub fn describe(&self) -> PartitionDescription {
+        let segments = self.shared.snapshot();
+        PartitionDescription {
+            partition: self.shared.partition,
+            start_offset: self.start_offset(),
+            end_offset: self.end_offset(),
+            bytes: segments.iter().map(|s| s.readable_bytes()).sum(),
+            segment_count: segments.len(),
+        }
+    }
+
+    /// Deletes the sealed segments retention says to delete at `now_ms`;
+    /// returns how many it deleted.
+    pub fn apply_retention(&self, now_ms: i64) -> Result<usize> {
+        let cfg = &self.shared.config;
+        if cfg.retention_ms.is_none() && cfg.retention_bytes.is_none() {
+            return Ok(0);
+        }
+        let segments = self.shared.snapshot();
+        let (active, sealed) = segments.split_last().expect("an active segment");
+        let mut facts = Vec::with_capacity(sealed.len());
+        for (i, s) in sealed.iter().enumerate() {
+            // Append times are only needed for the expired prefix; stop
+            // learning them at the first segment that is young enough.
+            let t = match (cfg.retention_ms, s.known_max_append_time()) {
+                (_, Some(t)) => t,
+                (Some(_), None) if facts.iter().all(|f: &SegmentFacts| f.max_append_time != i64::MAX) => {
+                    self.learn_append_time(s)?
+                }
+                _ => i64::MAX,
+            };
+            facts.push(SegmentFacts { bytes: s.readable_bytes(), max_append_time: t });
+            let _ = i;
+        }
+        let n = retention::segments_to_delete(&facts, active.readable_bytes(), cfg.retention_ms, cfg.retention_bytes, now_ms);
+        if n == 0 {
+            return Ok(0);
+        }
+        let doomed: Vec<Arc<Segment>> = sealed[..n].to_vec();
+        {
+            let mut map = self.shared.segments.write().expect("segments");
+            for s in &doomed {
+                map.remove(&s.base_offset);
+            }
+            let new_start = *map.keys().next().expect("the active segment stays");
+            self.shared.start_offset.store(new_start, Ordering::Release);
+        }
+        for s in &doomed {
+            s.deleted.store(true, Ordering::Release);
+            self.shared.cache.remove(s);
+            for path in [&s.paths.log, &s.paths.index, &s.paths.time_index] {
+                match std::fs::remove_file(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(LogError::io(path, e)),
+                }
+            }
+            tracing::info!(topic = %self.shared.topic, partition = self.shared.partition, segment = s.base_offset, "retention deleted segment");
+        }
+        stats::global().segments_deleted.fetch_add(n as u64, Ordering::Relaxed);
+        crate::io::sync_dir(&self.shared.dir)?;
+        Ok(n)
+    }
+
+    /// Reads the append time of a sealed segment's last batch.
+    fn learn_append_time(&self, segment: &Arc<Segment>) -> Result<i64> {
+        let source = self.shared.cache.source(segment)?;
+        let last = segment.end_offset() - 1;
+        let read = segment::read_batches(segment, &source, last, u64::MAX)?;
+        let t = read.batches.iter().map(|b| b.append_time()).max().unwrap_or(i64::MIN);
+        segment.set_max_append_time(t);
+        Ok(t)
+    }
+
+    /// Stops the writer (syncing unsynced data) and waits for it.
+    pub fn close(&self) {
+        self.sender.lock().expect("sender").take();
+        self.queue.close();
+        if let Some(thread) = self.thread.lock().expect("thread").take() {
+            let _ = thread.join();
+        }
+        for segment in self.shared.snapshot() {
+            self.shared.cache.remove(&segment);
+        }
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// An append in the writer's queue.
+#[derive(Debug)]
+pub struct PendingAppend {
+    rx: oneshot::Receiver<Result<AppendOutcome>>,
+}
+
+impl PendingAppend {
+    /// Waits for the outcome.
+    pub async fn wait(self) -> Result<AppendOutcome> {
+        self.rx.await.map_err(|_| LogError::Closed)?
+    }
+}
+
+/// Rebuilds the idempotency window: keys from the active segment, then
+/// from older segments (newest first) until the window's count is reached
+/// or a segment is older than its age bound.
+fn recover_window(shared: &PartitionShared, active_keys: Vec<(Vec<u8>, u64, u32, i64)>) -> Result<IdempotencyWindow> {
+    let cfg = &shared.log_config;
+    let mut window = IdempotencyWindow::new(cfg.idempotency_window_keys, cfg.idempotency_window_ms);
+    let horizon = now_ms().saturating_sub(cfg.idempotency_window_ms as i64);
+    let mut chunks = vec![active_keys];
+    let mut found: usize = chunks[0].len();
+    let segments = shared.snapshot();
+    for segment in segments.iter().rev().skip(1) {
+        if found >= cfg.idempotency_window_keys {
+            break;
+        }
+        let bytes = segment::map_file(&segment.paths.log)?;
+        let scanned = segment::scan(&bytes, segment.base_offset, cfg.index_interval_bytes);
+        segment.set_max_append_time(scanned.max_append_time);
+        found += scanned.keys.len();
+        chunks.push(scanned.keys);
+        if scanned.max_append_time < horizon {
+            break;
+        }
+    }
+    for (key, base_offset, record_count, append_time) in chunks.into_iter().rev().flatten() {
+        window.insert(key, PriorAppend { base_offset, record_count, append_time });
+    }
+    Ok(window)
+}

@@ -1,0 +1,211 @@
+//! Opening a partition directory after a clean stop or a crash.
+//!
+//! Sealed segments were fsynced when they were sealed, so they are trusted
+//! as they are (their indexes are checked, and rebuilt if missing or
+//! damaged, when first opened; their batches are CRC-checked on every read).
+//! The active (last) segment is scanned batch by batch: the first torn or
+//! corrupt batch and everything after it is truncated away, with a log line
+//! and a counter. Under `fsync = always` those bytes were never
+//! acknowledged. Stray temporary files and index files without a log are
+//! removed.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, SeekFrom};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+
+use crate::error::{LogError, Result};
+use crate::segment::{self, ActiveFiles, IndexBuilder, Segment, SegmentPaths};
+use crate::stats;
+
+/// The writer's view of the active segment.
+#[derive(Debug)]
+pub struct ActiveState {
+    /// The segment, shared with readers.
+    pub segment: Arc<Segment>,
+    /// Its reading side (indexes are appended through it).
+    pub files: Arc<ActiveFiles>,
+    /// The append handle, positioned at `size`.
+    pub file: File,
+    /// Bytes written.
+    pub size: u64,
+    /// Offset the next record gets.
+    pub next_offset: u64,
+    /// Index builder positioned after the last batch.
+    pub builder: IndexBuilder,
+    /// Append time of the first batch, for rolling by age.
+    pub first_append_time: Option<i64>,
+}
+
+/// A recovered partition.
+#[derive(Debug)]
+pub struct Recovered {
+    /// All segments by base offset, the active one last.
+    pub segments: BTreeMap<u64, Arc<Segment>>,
+    /// The active segment's writer state.
+    pub active: ActiveState,
+    /// Idempotency keys found in the active segment (key, base offset,
+    /// record count, append time), in log order.
+    pub keys: Vec<(Vec<u8>, u64, u32, i64)>,
+}
+
+/// Parses `<20 digits>.log`.
+fn base_offset_of(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(".log")?;
+    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok())?
+}
+
+/// Opens (creating if needed) the partition directory `dir`.
+pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
+    std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+    let mut bases = Vec::new();
+    let mut others = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        match base_offset_of(&name) {
+            Some(base) => bases.push(base),
+            None => others.push(name),
+        }
+    }
+    bases.sort_unstable();
+    for name in others {
+        let path = dir.join(&name);
+        let stem_has_log = name
+            .rsplit_once('.')
+            .is_some_and(|(stem, _)| bases.iter().any(|b| format!("{b:020}") == stem));
+        if name.ends_with(".tmp") || ((name.ends_with(".index") || name.ends_with(".timeindex")) && !stem_has_log) {
+            tracing::info!(file = %path.display(), "removing leftover file");
+            std::fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+        }
+    }
+    if bases.is_empty() {
+        let paths = SegmentPaths::new(dir, 0);
+        File::create(&paths.log).map_err(|e| LogError::io(&paths.log, e))?;
+        crate::io::sync_dir(dir)?;
+        bases.push(0);
+    }
+
+    let mut segments = BTreeMap::new();
+    for pair in bases.windows(2) {
+        let paths = SegmentPaths::new(dir, pair[0]);
+        let bytes = std::fs::metadata(&paths.log).map_err(|e| LogError::io(&paths.log, e))?.len();
+        let sealed = Segment::new_sealed(paths, pair[0], pair[1], bytes, interval_bytes);
+        segments.insert(pair[0], Arc::new(sealed));
+    }
+    let active_base = *bases.last().expect("at least one segment");
+    let (active, keys) = recover_active(dir, active_base, interval_bytes)?;
+    segments.insert(active_base, active.segment.clone());
+    Ok(Recovered { segments, active, keys })
+}
+
+type Keys = Vec<(Vec<u8>, u64, u32, i64)>;
+
+/// Scans the active segment, truncates a bad tail, and opens it for append.
+fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveState, Keys)> {
+    let paths = SegmentPaths::new(dir, base);
+    let mut scanned = {
+        let bytes = segment::map_file(&paths.log)?;
+        let scanned = segment::scan(&bytes, base, interval_bytes);
+        if let Some((position, problem)) = &scanned.problem {
+            let dropped = bytes.len() as u64 - position;
+            tracing::warn!(
+                segment = %paths.log.display(),
+                position,
+                dropped_bytes = dropped,
+                %problem,
+                "recovery: truncating the active segment at its first torn or corrupt batch"
+            );
+            let s = stats::global();
+            s.torn_tails_truncated.fetch_add(1, Ordering::Relaxed);
+            s.truncated_bytes.fetch_add(dropped, Ordering::Relaxed);
+        }
+        scanned
+        // The mapping is dropped here, before the file is truncated.
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&paths.log)
+        .map_err(|e| LogError::io(&paths.log, e))?;
+    if scanned.problem.is_some() {
+        file.set_len(scanned.valid_bytes).map_err(|e| LogError::io(&paths.log, e))?;
+        file.sync_all().map_err(|e| LogError::io(&paths.log, e))?;
+    }
+    file.seek(SeekFrom::Start(scanned.valid_bytes))
+        .map_err(|e| LogError::io(&paths.log, e))?;
+    // The active segment's indexes are rebuilt by the scan; stale files of
+    // a previous life are removed (they are written again when it seals).
+    for stale in [&paths.index, &paths.time_index] {
+        match std::fs::remove_file(stale) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LogError::io(stale, e)),
+        }
+    }
+    let read_handle = File::open(&paths.log).map_err(|e| LogError::io(&paths.log, e))?;
+    let files = Arc::new(ActiveFiles {
+        file: read_handle,
+        indexes: RwLock::new(std::mem::take(&mut scanned.indexes)),
+    });
+    let segment = Arc::new(Segment::new_active(paths, base, files.clone(), &scanned, interval_bytes));
+    let keys = std::mem::take(&mut scanned.keys);
+    let state = ActiveState {
+        segment,
+        files,
+        file,
+        size: scanned.valid_bytes,
+        next_offset: scanned.next_offset,
+        builder: scanned.builder.take().expect("scan returns its builder"),
+        first_append_time: scanned.first_append_time,
+    };
+    Ok((state, keys))
+}
+
+/// Creates a new, empty active segment at `base` (a roll).
+pub fn create_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<ActiveState> {
+    let paths = SegmentPaths::new(dir, base);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&paths.log)
+        .map_err(|e| LogError::io(&paths.log, e))?;
+    crate::io::sync_dir(dir)?;
+    let read_handle = File::open(&paths.log).map_err(|e| LogError::io(&paths.log, e))?;
+    let files = Arc::new(ActiveFiles {
+        file: read_handle,
+        indexes: RwLock::new(Default::default()),
+    });
+    let empty = segment::ScanResult {
+        next_offset: base,
+        max_timestamp: i64::MIN,
+        max_append_time: i64::MIN,
+        ..Default::default()
+    };
+    let segment = Arc::new(Segment::new_active(paths, base, files.clone(), &empty, interval_bytes));
+    Ok(ActiveState {
+        segment,
+        files,
+        file,
+        size: 0,
+        next_offset: base,
+        builder: IndexBuilder::new(base, interval_bytes),
+        first_append_time: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_file_names_parse_strictly() {
+        assert_eq!(base_offset_of("00000000000000000042.log"), Some(42));
+        assert_eq!(base_offset_of("0000000000000000042.log"), None);
+        assert_eq!(base_offset_of("00000000000000000042.index"), None);
+        assert_eq!(base_offset_of("0000000000000000004x.log"), None);
+    }
+}

@@ -1,0 +1,538 @@
+//! One segment: a `.log` file of batches plus its two sparse indexes.
+//!
+//! A segment is *active* (the partition's last; its writer appends, readers
+//! `pread` up to the published length, indexes live in memory) or *sealed*
+//! (immutable; log and indexes memory-mapped on demand through the
+//! [`SegmentCache`](crate::cache::SegmentCache), records handed out as
+//! zero-copy `Bytes`). Invariant: readers never see bytes beyond
+//! `readable_bytes`, which the writer publishes only after its fsync policy
+//! is met, and every byte they see passed the batch CRC.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+use memmap2::Mmap;
+
+use crate::batch::{self, BatchView, DecodeError};
+use crate::error::{LogError, Result};
+use crate::index::{OffsetIndex, TimeIndex};
+
+/// The three file paths of a segment.
+#[derive(Debug, Clone)]
+pub struct SegmentPaths {
+    /// `<base:020>.log`
+    pub log: PathBuf,
+    /// `<base:020>.index`
+    pub index: PathBuf,
+    /// `<base:020>.timeindex`
+    pub time_index: PathBuf,
+}
+
+impl SegmentPaths {
+    /// Paths of the segment with `base_offset` in `dir`.
+    pub fn new(dir: &Path, base_offset: u64) -> Self {
+        let stem = format!("{base_offset:020}");
+        SegmentPaths {
+            log: dir.join(format!("{stem}.log")),
+            index: dir.join(format!("{stem}.index")),
+            time_index: dir.join(format!("{stem}.timeindex")),
+        }
+    }
+}
+
+/// The indexes of a segment.
+#[derive(Debug, Default)]
+pub struct Indexes {
+    /// Offset -> position.
+    pub offsets: OffsetIndex,
+    /// Timestamp -> offset.
+    pub times: TimeIndex,
+}
+
+/// What a sequential scan of a segment's bytes found.
+#[derive(Debug, Default)]
+pub struct ScanResult {
+    /// Bytes of valid, complete batches from the start.
+    pub valid_bytes: u64,
+    /// Offset after the last valid batch.
+    pub next_offset: u64,
+    /// Indexes rebuilt over the valid batches.
+    pub indexes: Indexes,
+    /// Largest record timestamp (`i64::MIN` if empty).
+    pub max_timestamp: i64,
+    /// Append time of the first batch.
+    pub first_append_time: Option<i64>,
+    /// Largest append time (`i64::MIN` if empty).
+    pub max_append_time: i64,
+    /// Where and why the scan stopped early, if it did.
+    pub problem: Option<(u64, DecodeError)>,
+    /// (idempotency key, base offset, record count, append time) of each
+    /// keyed batch, in order.
+    pub keys: Vec<(Vec<u8>, u64, u32, i64)>,
+    /// The index builder, ready to continue after the last valid batch.
+    pub builder: Option<IndexBuilder>,
+}
+
+/// Builds the sparse indexes as batches are appended or scanned.
+#[derive(Debug)]
+pub struct IndexBuilder {
+    base_offset: u64,
+    interval_bytes: u64,
+    bytes_since_offset_entry: Option<u64>,
+    bytes_since_time_entry: Option<u64>,
+    /// Largest record timestamp so far.
+    pub max_timestamp: i64,
+    last_time_entry: Option<(i64, u32)>,
+    last_batch_rel: u32,
+}
+
+impl IndexBuilder {
+    /// A builder for a segment starting at `base_offset`.
+    pub fn new(base_offset: u64, interval_bytes: u64) -> Self {
+        IndexBuilder {
+            base_offset,
+            interval_bytes,
+            bytes_since_offset_entry: None,
+            bytes_since_time_entry: None,
+            max_timestamp: i64::MIN,
+            last_time_entry: None,
+            last_batch_rel: 0,
+        }
+    }
+
+    /// Records a batch at `position`; adds index entries when due.
+    pub fn add(&mut self, indexes: &mut Indexes, position: u64, base_offset: u64, len: u64, max_ts: i64) {
+        let rel = (base_offset - self.base_offset) as u32;
+        self.last_batch_rel = rel;
+        if self.bytes_since_offset_entry.is_none_or(|b| b >= self.interval_bytes) {
+            indexes.offsets.push(rel, position as u32);
+            self.bytes_since_offset_entry = Some(0);
+        }
+        if max_ts > self.max_timestamp {
+            self.max_timestamp = max_ts;
+            if self.bytes_since_time_entry.is_none_or(|b| b >= self.interval_bytes) {
+                indexes.times.push(max_ts, rel);
+                self.last_time_entry = Some((max_ts, rel));
+                self.bytes_since_time_entry = Some(0);
+            }
+        }
+        *self.bytes_since_offset_entry.as_mut().expect("set above") += len;
+        if let Some(b) = self.bytes_since_time_entry.as_mut() {
+            *b += len;
+        }
+    }
+
+    /// Adds the final time entry so the last one holds the segment maximum.
+    pub fn finish(&mut self, indexes: &mut Indexes) {
+        let last_batch_rel = self.last_batch_rel;
+        if let Some((ts, rel)) = self.last_time_entry {
+            if ts < self.max_timestamp && rel < last_batch_rel {
+                indexes.times.push(self.max_timestamp, last_batch_rel);
+                self.last_time_entry = Some((self.max_timestamp, last_batch_rel));
+            }
+        }
+    }
+}
+
+/// Scans `bytes` (a segment's log starting at `base_offset`) batch by
+/// batch, validating each, and rebuilds its indexes. Stops at the first
+/// problem (a torn or corrupt batch, or a batch out of sequence).
+pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult {
+    let mut result = ScanResult {
+        next_offset: base_offset,
+        max_timestamp: i64::MIN,
+        max_append_time: i64::MIN,
+        ..Default::default()
+    };
+    let mut builder = IndexBuilder::new(base_offset, interval_bytes);
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let view = match BatchView::parse(&bytes.slice(pos..)) {
+            Ok(v) => v,
+            Err(e) => {
+                result.problem = Some((pos as u64, e));
+                break;
+            }
+        };
+        if view.base_offset() != result.next_offset {
+            let reason = format!(
+                "batch base offset {} where {} was expected",
+                view.base_offset(),
+                result.next_offset
+            );
+            result.problem = Some((pos as u64, DecodeError::Invalid(reason)));
+            break;
+        }
+        let len = view.len() as u64;
+        builder.add(&mut result.indexes, pos as u64, view.base_offset(), len, view.max_timestamp());
+        result.first_append_time.get_or_insert(view.append_time());
+        result.max_append_time = result.max_append_time.max(view.append_time());
+        if let Some(key) = view.idempotency_key() {
+            result
+                .keys
+                .push((key.to_vec(), view.base_offset(), view.record_count(), view.append_time()));
+        }
+        result.next_offset = view.next_offset();
+        pos += view.len();
+    }
+    result.valid_bytes = pos as u64;
+    result.max_timestamp = builder.max_timestamp;
+    result.builder = Some(builder);
+    result
+}
+
+/// Maps a whole file read-only as `Bytes` (empty files give empty `Bytes`).
+pub fn map_file(path: &Path) -> Result<Bytes> {
+    let file = File::open(path).map_err(|e| LogError::io(path, e))?;
+    let len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: sealed segment files are immutable once sealed, and active
+    // ones are only mapped during recovery, before the writer starts. The
+    // log never truncates a mapped file.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| LogError::io(path, e))?;
+    Ok(Bytes::from_owner(map))
+}
+
+/// The open files of a sealed segment.
+#[derive(Debug)]
+pub struct SealedFiles {
+    /// The whole `.log`, mapped.
+    pub log: Bytes,
+    /// Both indexes, mapped (or rebuilt in memory).
+    pub indexes: Indexes,
+}
+
+/// The reading side of the active segment.
+#[derive(Debug)]
+pub struct ActiveFiles {
+    /// A read handle for `pread`.
+    pub file: File,
+    /// In-memory indexes, appended by the writer.
+    pub indexes: RwLock<Indexes>,
+}
+
+/// How a segment is read now.
+#[derive(Debug)]
+enum State {
+    Active(Arc<ActiveFiles>),
+    /// Sealed; files open if `Some` (the cache closes them).
+    Sealed(Option<Arc<SealedFiles>>),
+}
+
+/// A segment as the partition's readers and writer share it.
+#[derive(Debug)]
+pub struct Segment {
+    /// Offset of its first record.
+    pub base_offset: u64,
+    /// Its files.
+    pub paths: SegmentPaths,
+    readable_bytes: AtomicU64,
+    end_offset: AtomicU64,
+    /// Largest record timestamp, `i64::MIN` when empty or not yet known.
+    max_timestamp: AtomicI64,
+    /// Largest append time, `i64::MIN` when empty or not yet known.
+    max_append_time: AtomicI64,
+    state: Mutex<State>,
+    /// LRU tick of the last use (for the cache).
+    pub last_used: AtomicU64,
+    /// Set when retention or topic deletion removed it.
+    pub deleted: AtomicBool,
+    interval_bytes: u64,
+}
+
+/// Where a read found the batches.
+pub enum Source {
+    /// Mapped sealed segment.
+    Sealed(Arc<SealedFiles>),
+    /// Active segment via `pread`.
+    Active(Arc<ActiveFiles>),
+}
+
+impl Segment {
+    /// The active segment, with what recovery or creation established.
+    pub fn new_active(
+        paths: SegmentPaths,
+        base_offset: u64,
+        files: Arc<ActiveFiles>,
+        scanned: &ScanResult,
+        interval_bytes: u64,
+    ) -> Segment {
+        Segment {
+            base_offset,
+            paths,
+            readable_bytes: AtomicU64::new(scanned.valid_bytes),
+            end_offset: AtomicU64::new(scanned.next_offset),
+            max_timestamp: AtomicI64::new(scanned.max_timestamp),
+            max_append_time: AtomicI64::new(scanned.max_append_time),
+            state: Mutex::new(State::Active(files)),
+            last_used: AtomicU64::new(0),
+            deleted: AtomicBool::new(false),
+            interval_bytes,
+        }
+    }
+
+    /// A sealed segment found at open; its files are opened on first use.
+    pub fn new_sealed(paths: SegmentPaths, base_offset: u64, end_offset: u64, bytes: u64, interval_bytes: u64) -> Segment {
+        Segment {
+            base_offset,
+            paths,
+            readable_bytes: AtomicU64::new(bytes),
+            end_offset: AtomicU64::new(end_offset),
+            max_timestamp: AtomicI64::new(i64::MIN),
+            max_append_time: AtomicI64::new(i64::MIN),
+            state: Mutex::new(State::Sealed(None)),
+            last_used: AtomicU64::new(0),
+            deleted: AtomicBool::new(false),
+            interval_bytes,
+        }
+    }
+
+    /// Bytes readers may read.
+    pub fn readable_bytes(&self) -> u64 {
+        self.readable_bytes.load(Ordering::Acquire)
+    }
+
+    /// Offset after the last readable record.
+    pub fn end_offset(&self) -> u64 {
+        self.end_offset.load(Ordering::Acquire)
+    }
+
+    /// Publishes newly durable data (writer only).
+    pub fn publish(&self, readable_bytes: u64, end_offset: u64, max_timestamp: i64, append_time: i64) {
+        self.max_timestamp.fetch_max(max_timestamp, Ordering::AcqRel);
+        self.max_append_time.fetch_max(append_time, Ordering::AcqRel);
+        self.readable_bytes.store(readable_bytes, Ordering::Release);
+        self.end_offset.store(end_offset, Ordering::Release);
+    }
+
+    /// True while this is the partition's active segment.
+    pub fn is_active(&self) -> bool {
+        matches!(*self.state.lock().expect("segment state"), State::Active(_))
+    }
+
+    /// Turns the active segment into a sealed one (writer only, after its
+    /// index files were written).
+    pub fn mark_sealed(&self) {
+        *self.state.lock().expect("segment state") = State::Sealed(None);
+    }
+
+    /// The open files of a sealed segment, if open.
+    pub fn open_sealed_files(&self) -> Option<Arc<SealedFiles>> {
+        match &*self.state.lock().expect("segment state") {
+            State::Sealed(files) => files.clone(),
+            State::Active(_) => None,
+        }
+    }
+
+    /// Closes a sealed segment's files (cache eviction); returns the bytes
+    /// that were mapped.
+    pub fn close_files(&self) -> u64 {
+        let mut state = self.state.lock().expect("segment state");
+        match &mut *state {
+            State::Sealed(files) => files.take().map_or(0, |f| f.log.len() as u64),
+            State::Active(_) => 0,
+        }
+    }
+
+    /// Current source for reads. For a sealed segment whose files are not
+    /// open, returns `None`: the caller opens them through the cache.
+    pub fn source(&self) -> Option<Source> {
+        match &*self.state.lock().expect("segment state") {
+            State::Active(files) => Some(Source::Active(files.clone())),
+            State::Sealed(Some(files)) => Some(Source::Sealed(files.clone())),
+            State::Sealed(None) => None,
+        }
+    }
+
+    /// Opens a sealed segment's files: maps the log, loads the indexes and
+    /// rebuilds (and rewrites) any that are missing or damaged. Called by the
+    /// cache, which accounts for the mapping.
+    pub fn open_sealed(&self) -> Result<Arc<SealedFiles>> {
+        let log = map_file(&self.paths.log).map_err(|e| self.deleted_or(e))?;
+        let rel_end = self.end_offset() - self.base_offset;
+        let offsets = OffsetIndex::load(&self.paths.index)?.filter(|i| i.is_valid_for(log.len() as u64));
+        let times = TimeIndex::load(&self.paths.time_index)?.filter(|i| i.is_valid_for(rel_end));
+        let indexes = match (offsets, times) {
+            (Some(offsets), Some(times)) if !offsets.is_empty() || log.is_empty() => Indexes { offsets, times },
+            _ => self.rebuild_indexes(&log)?,
+        };
+        if let Some((ts, _)) = indexes.times.last() {
+            self.max_timestamp.fetch_max(ts, Ordering::AcqRel);
+        }
+        let files = Arc::new(SealedFiles { log, indexes });
+        let mut state = self.state.lock().expect("segment state");
+        if let State::Sealed(slot) = &mut *state {
+            *slot = Some(files.clone());
+        }
+        Ok(files)
+    }
+
+    fn deleted_or(&self, e: LogError) -> LogError {
+        if self.deleted.load(Ordering::Acquire) {
+            LogError::InvalidArgument(format!(
+                "segment {} was deleted by retention while being read",
+                self.base_offset
+            ))
+        } else {
+            e
+        }
+    }
+
+    fn rebuild_indexes(&self, log: &Bytes) -> Result<Indexes> {
+        let mut scanned = scan(log, self.base_offset, self.interval_bytes);
+        if let Some(builder) = scanned.builder.as_mut() {
+            builder.finish(&mut scanned.indexes);
+        }
+        if let Some((pos, problem)) = &scanned.problem {
+            tracing::error!(
+                segment = %self.paths.log.display(),
+                position = pos,
+                %problem,
+                "corruption in a sealed segment: indexes cover only the data before it; reads past it fail"
+            );
+            crate::stats::global().corruptions_detected.fetch_add(1, Ordering::Relaxed);
+        } else {
+            tracing::warn!(segment = %self.paths.log.display(), "rebuilt missing or damaged index files");
+            crate::io::write_atomic(&self.paths.index, scanned.indexes.offsets.as_bytes())?;
+            crate::io::write_atomic(&self.paths.time_index, scanned.indexes.times.as_bytes())?;
+        }
+        self.max_append_time.fetch_max(scanned.max_append_time, Ordering::AcqRel);
+        Ok(scanned.indexes)
+    }
+
+    /// Largest record timestamp, if known (sealed segments learn it when
+    /// their indexes are opened).
+    pub fn max_timestamp(&self) -> Option<i64> {
+        let ts = self.max_timestamp.load(Ordering::Acquire);
+        (ts != i64::MIN).then_some(ts)
+    }
+
+    /// Largest append time, if known.
+    pub fn known_max_append_time(&self) -> Option<i64> {
+        let t = self.max_append_time.load(Ordering::Acquire);
+        (t != i64::MIN).then_some(t)
+    }
+
+    /// Records the largest append time learned elsewhere (retention scan).
+    pub fn set_max_append_time(&self, t: i64) {
+        self.max_append_time.fetch_max(t, Ordering::AcqRel);
+    }
+}
+
+impl Source {
+    /// The index entry to start a scan for `offset` from: (offset, position).
+    pub fn floor(&self, base_offset: u64, offset: u64) -> (u64, u64) {
+        let rel = (offset - base_offset) as u32;
+        let entry = match self {
+            Source::Sealed(f) => f.indexes.offsets.floor(rel),
+            Source::Active(f) => f.indexes.read().expect("indexes").offsets.floor(rel),
+        };
+        entry.map_or((base_offset, 0), |(r, p)| (base_offset + u64::from(r), u64::from(p)))
+    }
+
+    /// The time index entry for a timestamp lookup: (offset, timestamp) of
+    /// the last entry below `timestamp`.
+    pub fn time_floor(&self, base_offset: u64, timestamp: i64) -> Option<u64> {
+        let entry = match self {
+            Source::Sealed(f) => f.indexes.times.last_before(timestamp),
+            Source::Active(f) => f.indexes.read().expect("indexes").times.last_before(timestamp),
+        };
+        entry.map(|(_, rel)| base_offset + u64::from(rel))
+    }
+
+    /// Bytes `[position, position + len)` of the log.
+    pub fn read(&self, path: &Path, position: u64, len: u64) -> Result<Bytes> {
+        match self {
+            Source::Sealed(f) => {
+                let end = (position + len).min(f.log.len() as u64);
+                Ok(f.log.slice(position as usize..end as usize))
+            }
+            Source::Active(f) => {
+                let mut buf = vec![0u8; len as usize];
+                f.file.read_exact_at(&mut buf, position).map_err(|e| LogError::io(path, e))?;
+                Ok(Bytes::from(buf))
+            }
+        }
+    }
+}
+
+/// Batches read from one segment.
+#[derive(Debug, Default)]
+pub struct SegmentRead {
+    /// Validated batches, in order; the first contains the requested offset.
+    pub batches: Vec<BatchView>,
+    /// Bytes in `batches`.
+    pub bytes: u64,
+}
+
+/// Smallest chunk read from an active segment with one `pread`.
+const MIN_ACTIVE_READ: u64 = 64 * 1024;
+
+/// Reads the batches of `segment` from the one containing `offset`, until
+/// `max_bytes` are collected (at least one batch) or the readable end. Every
+/// batch is validated; a problem is a `Corrupt` error naming the position.
+pub fn read_batches(segment: &Segment, source: &Source, offset: u64, max_bytes: u64) -> Result<SegmentRead> {
+    let readable = segment.readable_bytes();
+    let end_offset = segment.end_offset();
+    let (mut expected, mut position) = source.floor(segment.base_offset, offset);
+    let mut out = SegmentRead::default();
+    let mut window = Bytes::new();
+    let mut window_start = position;
+    while position < readable && expected < end_offset {
+        let at = (position - window_start) as usize;
+        let parsed = if at < window.len() {
+            BatchView::parse(&window.slice(at..))
+        } else {
+            Err(DecodeError::Incomplete { needed: batch::HEADER_LEN, available: 0 })
+        };
+        let view = match parsed {
+            Ok(v) => v,
+            Err(DecodeError::Incomplete { needed, .. }) if window_start + (window.len() as u64) < readable => {
+                // Refill the window from `position`.
+                let len = match source {
+                    // Zero-copy: take the whole rest of the mapping.
+                    Source::Sealed(_) => readable - position,
+                    Source::Active(_) => (needed as u64)
+                        .max(max_bytes.saturating_sub(out.bytes))
+                        .max(MIN_ACTIVE_READ)
+                        .min(readable - position),
+                };
+                window = source.read(&segment.paths.log, position, len)?;
+                window_start = position;
+                continue;
+            }
+            Err(e) => return Err(LogError::corrupt(&segment.paths.log, position, e.to_string())),
+        };
+        if view.base_offset() != expected {
+            return Err(LogError::corrupt(
+                &segment.paths.log,
+                position,
+                format!("batch base offset {} where {expected} was expected", view.base_offset()),
+            ));
+        }
+        position += view.len() as u64;
+        expected = view.next_offset();
+        if view.next_offset() <= offset {
+            continue;
+        }
+        out.bytes += view.len() as u64;
+        out.batches.push(view);
+        if out.bytes >= max_bytes {
+            break;
+        }
+    }
+    if out.batches.is_empty() && offset < end_offset {
+        return Err(LogError::corrupt(
+            &segment.paths.log,
+            position,
+            format!("offset {offset} not found before the end of the readable data"),
+        ));
+    }
+    Ok(out)
+}

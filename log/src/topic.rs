@@ -1,0 +1,249 @@
+//! A topic: its partitions, its persisted metadata (`topic.json`), and
+//! routing of produced records to partitions.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::batch::NewRecord;
+use crate::cache::SegmentCache;
+use crate::config::{LogConfig, TopicConfig};
+use crate::error::{LogError, Result};
+use crate::partition::{AppendRequest, Partition, PartitionDescription};
+use crate::partitioner::{partition_for_key, StickyPartitioner};
+
+/// Longest topic name.
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
+
+/// Checks a topic name: 1..=249 characters of `[A-Za-z0-9._-]`, not `.` or
+/// `..`. Such a name is always a single, harmless path component.
+pub fn validate_topic_name(name: &str) -> Result<()> {
+    let bad = |reason| {
+        Err(LogError::InvalidTopicName {
+            name: name.chars().take(300).collect(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.len() > MAX_TOPIC_NAME_LEN {
+        return bad("it is longer than 249 characters");
+    }
+    if name == "." || name == ".." {
+        return bad("'.' and '..' are reserved");
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
+        return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
+    }
+    Ok(())
+}
+
+/// `topic.json`: what a topic directory holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopicMeta {
+    /// The topic name (equal to the directory name).
+    pub name: String,
+    /// Its settings.
+    pub config: TopicConfig,
+    /// When it was created (ms since the epoch).
+    pub created_ms: i64,
+}
+
+/// A record to produce, with an optional explicit partition.
+#[derive(Debug, Clone, Default)]
+pub struct ProduceRecord {
+    /// Explicit partition; else the key's murmur2 hash; else sticky.
+    pub partition: Option<u32>,
+    /// The record.
+    pub record: NewRecord,
+}
+
+/// Where one produced record landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Produced {
+    /// Partition.
+    pub partition: u32,
+    /// Offset.
+    pub offset: u64,
+}
+
+/// The result of a produce call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProduceOutcome {
+    /// One entry per record, in request order.
+    pub records: Vec<Produced>,
+    /// True if the idempotency key matched earlier appends everywhere and
+    /// nothing was written.
+    pub duplicate: bool,
+}
+
+/// A topic description.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicDescription {
+    /// Name.
+    pub name: String,
+    /// Settings.
+    pub config: TopicConfig,
+    /// Per-partition offsets and sizes.
+    pub partitions: Vec<PartitionDescription>,
+}
+
+/// An open topic.
+#[derive(Debug)]
+pub struct Topic {
+    meta: TopicMeta,
+    dir: PathBuf,
+    partitions: Vec<Partition>,
+    sticky: StickyPartitioner,
+}
+
+impl Topic {
+    /// Opens the topic in `dir` (recovering every partition).
+    pub fn open(dir: &Path, meta: TopicMeta, log_config: Arc<LogConfig>, cache: Arc<SegmentCache>) -> Result<Topic> {
+        let mut partitions = Vec::with_capacity(meta.config.partitions as usize);
+        for p in 0..meta.config.partitions {
+            partitions.push(Partition::open(
+                &meta.name,
+                p,
+                dir.join(p.to_string()),
+                meta.config.clone(),
+                log_config.clone(),
+                cache.clone(),
+            )?);
+        }
+        Ok(Topic {
+            meta,
+            dir: dir.to_path_buf(),
+            partitions,
+            sticky: StickyPartitioner::new(),
+        })
+    }
+
+    /// Name.
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &TopicConfig {
+        &self.meta.config
+    }
+
+    /// Directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of partitions.
+    pub fn partition_count(&self) -> u32 {
+        self.partitions.len() as u32
+    }
+
+    /// Partition `p`.
+    pub fn partition(&self, p: u32) -> Result<&Partition> {
+        self.partitions.get(p as usize).ok_or_else(|| LogError::UnknownPartition {
+            topic: self.meta.name.clone(),
+            partition: p,
+            partitions: self.partition_count(),
+        })
+    }
+
+    /// All partitions.
+    pub fn partitions(&self) -> &[Partition] {
+        &self.partitions
+    }
+
+    /// The partition of each record: explicit, else murmur2 of the key
+    /// (Kafka's default partitioner), else one sticky partition for all
+    /// unkeyed records of the call. With an idempotency key, unkeyed records
+    /// go to the partition of the idempotency key's hash instead, so that a
+    /// retry routes exactly like the original.
+    pub fn route(&self, records: &[ProduceRecord], idempotency_key: Option<&[u8]>) -> Result<Vec<u32>> {
+        let n = self.partition_count();
+        let mut sticky = None;
+        records
+            .iter()
+            .map(|r| match (r.partition, &r.record.key) {
+                (Some(p), _) => self.partition(p).map(|_| p),
+                (None, Some(key)) => Ok(partition_for_key(key, n)),
+                (None, None) => Ok(*sticky.get_or_insert_with(|| match idempotency_key {
+                    Some(k) => partition_for_key(k, n),
+                    None => self.sticky.next_partition(n),
+                })),
+            })
+            .collect()
+    }
+
+    /// Appends records, routed to partitions; every partition's append is
+    /// queued before any is awaited, so they proceed in parallel.
+    pub async fn produce(&self, records: Vec<ProduceRecord>, idempotency_key: Option<Vec<u8>>) -> Result<ProduceOutcome> {
+        let routes = self.route(&records, idempotency_key.as_deref())?;
+        let mut per_partition: Vec<Vec<NewRecord>> = vec![Vec::new(); self.partitions.len()];
+        for (record, &p) in records.into_iter().zip(&routes) {
+            per_partition[p as usize].push(record.record);
+        }
+        let mut pending = Vec::new();
+        for (p, records) in per_partition.into_iter().enumerate() {
+            if records.is_empty() {
+                continue;
+            }
+            let request = AppendRequest {
+                records,
+                idempotency_key: idempotency_key.clone(),
+            };
+            pending.push((p as u32, self.partitions[p].submit(request).await?));
+        }
+        let mut bases = vec![0u64; self.partitions.len()];
+        let mut duplicate = true;
+        for (p, append) in pending {
+            let outcome = append.wait().await?;
+            bases[p as usize] = outcome.base_offset;
+            duplicate &= outcome.duplicate;
+        }
+        let produced = routes
+            .iter()
+            .map(|&p| {
+                let offset = bases[p as usize];
+                bases[p as usize] += 1;
+                Produced { partition: p, offset }
+            })
+            .collect();
+        Ok(ProduceOutcome {
+            records: produced,
+            duplicate,
+        })
+    }
+
+    /// Name, settings and per-partition offsets.
+    pub fn describe(&self) -> TopicDescription {
+        TopicDescription {
+            name: self.meta.name.clone(),
+            config: self.meta.config.clone(),
+            partitions: self.partitions.iter().map(Partition::describe).collect(),
+        }
+    }
+
+    /// Stops every partition's writer.
+    pub fn close(&self) {
+        for p in &self.partitions {
+            p.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_are_validated() {
+        for ok in ["orders", "a", "A.b_c-9", &"x".repeat(249)] {
+            assert!(validate_topic_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "../etc", "a b", "naïve", "a\0b", "\\x", &"x".repeat(250)] {
+            assert!(validate_topic_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The writer thread of one partition: the only code that appends to its
+//! active segment.
+//!
+//! Group commit: the thread takes every append waiting in its queue (up to
+//! a bound), encodes them into one buffer, issues one `write`, and under
+//! `fsync = always` one `fdatasync` for the whole group, then publishes the
+//! new end to readers and answers every caller. While it syncs, new appends
+//! queue up and form the next group, so concurrent producers share syncs.
+//!
+//! A failed fsync stops the partition for good (until a restart runs
+//! recovery): after a failed fsync the kernel may have dropped the dirty
+//! pages, so retrying could acknowledge data that is not on disk.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
+
+use crate::batch::{self, BatchMeta};
+use crate::config::FsyncPolicy;
+use crate::error::{LogError, Result};
+use crate::idempotency::{IdempotencyWindow, PriorAppend};
+use crate::partition::{AppendOutcome, AppendRequest, PartitionShared};
+use crate::recovery::{self, ActiveState};
+use crate::{io, now_ms, stats};
+
+/// Most bytes one group commit writes (beyond its first append).
+const MAX_GROUP_BYTES: usize = 8 << 20;
+/// Most appends in one group commit.
+const MAX_GROUP_APPENDS: usize = 4096;
+
+/// A queued append.
+pub struct AppendJob {
+    /// What to append.
+    pub request: AppendRequest,
+    /// Its encoded size.
+    pub encoded_len: usize,
+    /// Where the answer goes.
+    pub reply: oneshot::Sender<Result<AppendOutcome>>,
+    /// Queue space held until the append is answered.
+    pub permit: OwnedSemaphorePermit,
+}
+
+/// What the writer thread is asked to do.
+pub enum Command {
+    /// Append records.
+    Append(AppendJob),
+    /// Seal the active segment now (if it holds anything).
+    Roll(oneshot::Sender<Result<()>>),
+}
+
+/// The writer's state; `run` consumes it on its own thread.
+pub struct Writer {
+    shared: Arc<PartitionShared>,
+    rx: Receiver<Command>,
+    active: ActiveState,
+    window: IdempotencyWindow,
+    buf: Vec<u8>,
+    last_sync: Instant,
+    unsynced: bool,
+}
+
+/// One append of a group, between encoding and answering.
+struct Pending {
+    job: AppendJob,
+    outcome: Result<AppendOutcome>,
+    /// (position, base offset, length, max timestamp) when it was encoded.
+    written: Option<(u64, u64, u64, i64)>,
+}
+
+impl Writer {
+    /// A writer for a recovered partition.
+    pub fn new(shared: Arc<PartitionShared>, rx: Receiver<Command>, active: ActiveState, window: IdempotencyWindow) -> Self {
+        Writer {
+            shared,
+            rx,
+            active,
+            window,
+            buf: Vec::new(),
+            last_sync: Instant::now(),
+            unsynced: false,
+        }
+    }
+
+    /// The thread body: serve commands until every sender is gone, then
+    /// sync what is unsynced.
+    pub fn run(mut self) {
+        while let Some(command) = self.next_command() {
+            match command {
+                Command::Append(job) => {
+                    let mut group = vec![job];
+                    let mut bytes = 0;
+                    let mut deferred = None;
+                    while bytes < MAX_GROUP_BYTES && group.len() < MAX_GROUP_APPENDS {
+                        match self.rx.try_recv() {
+                            Ok(Command::Append(job)) => {
+                                bytes += job.encoded_len;
+                                group.push(job);
+                            }
+                            Ok(other) => {
+                                deferred = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    self.commit_group(group);
+                    if let Some(Command::Roll(reply)) = deferred {
+                        let _ = reply.send(self.roll());
+                    }
+                }
+                Command::Roll(reply) => {
+                    let _ = reply.send(self.roll());
+                }
+            }
+        }
+        if self.unsynced && self.shared.failure().is_none() {
+            if let Err(e) = self.sync() {
+                tracing::error!(topic = %self.shared.topic, partition = self.shared.partition, error = %e, "final fsync failed");
+            }
+        }
+    }
+
+    /// The next command; under `interval`, syncs when the interval is due.
+    fn next_command(&mut self) -> Option<Command> {
+        loop {
+            let interval = Duration::from_millis(self.shared.config.fsync_interval_ms);
+            if self.shared.config.fsync != FsyncPolicy::Interval || !self.unsynced {
+                return self.rx.recv().ok();
+            }
+            let due = self.last_sync + interval;
+            match self.rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Ok(command) => return Some(command),
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(e) = self.sync() {
+                        self.shared.fail(&e);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    fn commit_group(&mut self, group: Vec<AppendJob>) {
+        if let Some(reason) = self.shared.failure() {
+            for job in group {
+                let _ = job.reply.send(Err(self.shared.failed_error(&reason)));
+            }
+            return;
+        }
+        let now = now_ms();
+        let group_bytes: usize = group.iter().map(|j| j.encoded_len).sum();
+        if self.should_roll(group_bytes as u64, now) {
+            if let Err(e) = self.roll() {
+                for job in group {
+                    let _ = job.reply.send(Err(self.shared.failed_or(&e)));
+                }
+                return;
+            }
+        }
+        self.buf.clear();
+        let start_size = self.active.size;
+        let mut next_offset = self.active.next_offset;
+        let mut pending = Vec::with_capacity(group.len());
+        for job in group {
+            let key = job.request.idempotency_key.clone();
+            if let Some(key) = &key {
+                if let Some(prior) = self.window.get(key, now) {
+                    let outcome = duplicate_outcome(key, prior, job.request.records.len());
+                    pending.push(Pending { job, outcome, written: None });
+                    continue;
+                }
+            }
+            let position = start_size + self.buf.len() as u64;
+            let meta = BatchMeta {
+                base_offset: next_offset,
+                append_time: now,
+                idempotency_key: key.as_deref(),
+            };
+            let len = batch::encode(&mut self.buf, meta, &job.request.records) as u64;
+            let count = job.request.records.len() as u32;
+            let max_ts = job.request.records.iter().map(|r| r.timestamp.unwrap_or(now)).max().unwrap_or(now);
+            if let Some(key) = key {
+                self.window.insert(key, PriorAppend { base_offset: next_offset, record_count: count, append_time: now });
+            }
+            let outcome = Ok(AppendOutcome {
+                base_offset: next_offset,
+                record_count: count,
+                bytes: len,
+                duplicate: false,
+            });
+            pending.push(Pending { job, outcome, written: Some((position, next_offset, len, max_ts)) });
+            next_offset += u64::from(count);
+        }
+        if !self.buf.is_empty() {
+            if let Err(e) = self.write_and_sync(start_size) {
+                for p in &pending {
+                    if p.written.is_some() {
+                        if let Some(key) = &p.job.request.idempotency_key {
+                            self.window.remove(key);
+                        }
+                    }
+                }
+                for p in pending {
+                    let reply = if p.written.is_some() { Err(self.shared.failed_or(&e)) } else { p.outcome };
+                    let _ = p.job.reply.send(reply);
+                }
+                return;
+            }
+            self.publish(&pending, next_offset, now);
+        }
+        for p in pending {
+            let _ = p.job.reply.send(p.outcome);
+            drop(p.job.permit);
+        }
+    }
+
+    fn should_roll(&self, incoming: u64, now: i64) -> bool {
+        let cfg = &self.shared.config;
+        self.active.size > 0
+            && (self.active.size + incoming > cfg.segment_bytes
+                || self
+                    .active
+                    .first_append_time
+                    .is_some_and(|t| now.saturating_sub(t) >= cfg.segment_ms as i64))
+    }
+
+    /// Writes the group's buffer; syncs if the policy says so. On a write
+    /// error the file is cut back to `start_size` so no partial batch stays.
+    fn write_and_sync(&mut self, start_size: u64) -> Result<()> {
+        let path = self.active.segment.paths.log.clone();
+        let faults = self.shared.log_config.faults.clone();
+        if let Err(e) = io::write_all(&mut self.active.file, &path, &self.buf, faults.as_deref()) {
+            use std::io::{Seek, SeekFrom};
+            let undo = self
+                .active
+                .file
+                .set_len(start_size)
+                .and_then(|_| self.active.file.seek(SeekFrom::Start(start_size)).map(|_| ()));
+            if let Err(undo) = undo {
+                let failure = LogError::io(&path, undo);
+                self.shared.fail(&failure);
+            }
+            return Err(e);
+        }
+        self.unsynced = true;
+        let due = match self.shared.config.fsync {
+            FsyncPolicy::Always => true,
+            FsyncPolicy::Interval => {
+                self.last_sync.elapsed() >= Duration::from_millis(self.shared.config.fsync_interval_ms)
+            }
+            FsyncPolicy::Never => false,
+        };
+        if due {
+            if let Err(e) = self.sync() {
+                self.shared.fail(&e);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        let started = Instant::now();
+        let path = &self.active.segment.paths.log;
+        io::sync_data(&self.active.file, path, self.shared.log_config.faults.as_deref())?;
+        let s = stats::global();
+        s.fsyncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        s.fsync_micros
+            .fetch_add(started.elapsed().as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.last_sync = Instant::now();
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Indexes the written batches, then makes them visible to readers.
+    fn publish(&mut self, pending: &[Pending], next_offset: u64, now: i64) {
+        let mut max_ts = i64::MIN;
+        {
+            let mut indexes = self.active.files.indexes.write().expect("indexes");
+            for (position, base, len, ts) in pending.iter().filter_map(|p| p.written) {
+                self.active.builder.add(&mut indexes, position, base, len, ts);
+                max_ts = max_ts.max(ts);
+            }
+        }
+        self.active.size += self.buf.len() as u64;
+        self.active.next_offset = next_offset;
+        self.active.first_append_time.get_or_insert(now);
+        self.active.segment.publish(self.active.size, next_offset, max_ts, now);
+        self.shared.publish_end(next_offset);
+    }
+
+    /// Seals the active segment and starts a new one at the next offset.
+    fn roll(&mut self) -> Result<()> {
+        if let Some(reason) = self.shared.failure() {
+            return Err(self.shared.failed_error(&reason));
+        }
+        if self.active.size == 0 {
+            return Ok(());
+        }
+        let result = self.seal_and_create();
+        if let Err(e) = &result {
+            self.shared.fail(e);
+        }
+        result
+    }
+
+    fn seal_and_create(&mut self) -> Result<()> {
+        // A sealed segment is durable whatever the policy: recovery trusts it.
+        self.sync()?;
+        let paths = self.active.segment.paths.clone();
+        {
+            let mut indexes = self.active.files.indexes.write().expect("indexes");
+            self.active.builder.finish(&mut indexes);
+            io::write_atomic(&paths.index, indexes.offsets.as_bytes())?;
+            io::write_atomic(&paths.time_index, indexes.times.as_bytes())?;
+        }
+        let next = recovery::create_active(&self.shared.dir, self.active.next_offset, self.shared.log_config.index_interval_bytes)?;
+        self.active.segment.mark_sealed();
+        tracing::info!(
+            topic = %self.shared.topic,
+            partition = self.shared.partition,
+            sealed = self.active.segment.base_offset,
+            next = next.segment.base_offset,
+            bytes = self.active.size,
+            "rolled segment"
+        );
+        self.shared.add_segment(next.segment.clone());
+        self.active = next;
+        Ok(())
+    }
+}
+
+fn duplicate_outcome(key: &[u8], prior: PriorAppend, record_count: usize) -> Result<AppendOutcome> {
+    if prior.record_count as usize != record_count {
+        return Err(LogError::IdempotencyKeyReused {
+            key: String::from_utf8_lossy(key).into_owned(),
+            reason: format!(
+                "the first append had {} records, this one has {record_count}",
+                prior.record_count
+            ),
+        });
+    }
+    Ok(AppendOutcome {
+        base_offset: prior.base_offset,
+        record_count: prior.record_count,
+        bytes: 0,
+        duplicate: true,
+    })
+}

@@ -1,0 +1,1 @@
+//! Test harness for end-to-end tests (filled by the server issue).

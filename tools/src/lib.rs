@@ -1,0 +1,1 @@
+//! Kappa tools library part (filled by the tools issue).
