@@ -7,17 +7,27 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::error::{LogError, Result};
 
 /// Switches that make the next I/O call fail. Shared with the test.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FaultInjector {
     /// Fail the next fdatasync with EIO.
     pub fail_next_sync: AtomicBool,
     /// Fail the next write with ENOSPC after writing this many bytes of it
     /// (`usize::MAX` = off). 0 fails it before any byte is written.
     pub fail_next_write_after: AtomicUsize,
+    /// Every segment write takes this lock first: a test that holds it
+    /// stalls the writers (to fill their queues deterministically).
+    pub write_gate: Mutex<()>,
+}
+
+impl Default for FaultInjector {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl FaultInjector {
@@ -26,6 +36,7 @@ impl FaultInjector {
         FaultInjector {
             fail_next_sync: AtomicBool::new(false),
             fail_next_write_after: AtomicUsize::new(usize::MAX),
+            write_gate: Mutex::new(()),
         }
     }
 }
@@ -33,6 +44,7 @@ impl FaultInjector {
 /// Writes all of `buf` at the file's current position.
 pub fn write_all(file: &mut File, path: &Path, buf: &[u8], faults: Option<&FaultInjector>) -> Result<()> {
     if let Some(f) = faults {
+        let _gate = f.write_gate.lock().unwrap_or_else(|e| e.into_inner());
         let after = f.fail_next_write_after.swap(usize::MAX, Ordering::SeqCst);
         if after != usize::MAX {
             let partial = after.min(buf.len());

@@ -353,7 +353,8 @@ impl Partition {
                 continue;
             }
             let source = self.shared.cache.source(segment).map_err(|e| self.deleted_or(e, offset))?;
-            let read = segment::read_batches(segment, &source, cursor, max_bytes - bytes)?;
+            let until = offset.saturating_add(max_records);
+            let read = segment::read_batches(segment, &source, cursor, until, max_bytes - bytes)?;
             bytes += read.bytes;
             if let Some(last) = read.batches.last() {
                 cursor = last.next_offset();
@@ -410,7 +411,7 @@ impl Partition {
             let from = source.time_floor(segment.base_offset, timestamp).unwrap_or(segment.base_offset);
             let mut cursor = from;
             while cursor < segment.end_offset().min(end) {
-                let read = segment::read_batches(&segment, &source, cursor, 1 << 20)?;
+                let read = segment::read_batches(&segment, &source, cursor, u64::MAX, 1 << 20)?;
                 for batch in &read.batches {
                     if batch.max_timestamp() >= timestamp {
                         if let Some(r) = batch.records().find(|r| r.offset >= cursor && r.timestamp >= timestamp) {
@@ -496,7 +497,7 @@ impl Partition {
     fn learn_append_time(&self, segment: &Arc<Segment>) -> Result<i64> {
         let source = self.shared.cache.source(segment)?;
         let last = segment.end_offset() - 1;
-        let read = segment::read_batches(segment, &source, last, u64::MAX)?;
+        let read = segment::read_batches(segment, &source, last, u64::MAX, u64::MAX)?;
         let t = read.batches.iter().map(|b| b.append_time()).max().unwrap_or(i64::MIN);
         segment.set_max_append_time(t);
         Ok(t)

@@ -475,9 +475,16 @@ pub struct SegmentRead {
 const MIN_ACTIVE_READ: u64 = 64 * 1024;
 
 /// Reads the batches of `segment` from the one containing `offset`, until
-/// `max_bytes` are collected (at least one batch) or the readable end. Every
-/// batch is validated; a problem is a `Corrupt` error naming the position.
-pub fn read_batches(segment: &Segment, source: &Source, offset: u64, max_bytes: u64) -> Result<SegmentRead> {
+/// `max_bytes` are collected (at least one batch), a batch reaches
+/// `until_offset`, or the readable end. Every batch is validated; a problem
+/// is a `Corrupt` error naming the position.
+pub fn read_batches(
+    segment: &Segment,
+    source: &Source,
+    offset: u64,
+    until_offset: u64,
+    max_bytes: u64,
+) -> Result<SegmentRead> {
     let readable = segment.readable_bytes();
     let end_offset = segment.end_offset();
     let (mut expected, mut position) = source.floor(segment.base_offset, offset);
@@ -523,7 +530,7 @@ pub fn read_batches(segment: &Segment, source: &Source, offset: u64, max_bytes: 
         }
         out.bytes += view.len() as u64;
         out.batches.push(view);
-        if out.bytes >= max_bytes {
+        if out.bytes >= max_bytes || expected >= until_offset {
             break;
         }
     }
