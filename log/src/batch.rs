@@ -147,7 +147,11 @@ pub fn encode(out: &mut Vec<u8>, meta: BatchMeta<'_>, records: &[NewRecord]) -> 
 
     let timestamp = |r: &NewRecord| r.timestamp.unwrap_or(meta.append_time);
     let first_timestamp = timestamp(&records[0]);
-    let max_timestamp = records.iter().map(timestamp).max().unwrap_or(first_timestamp);
+    let max_timestamp = records
+        .iter()
+        .map(timestamp)
+        .max()
+        .unwrap_or(first_timestamp);
 
     out.put_u32_le(batch_len);
     out.put_u32_le(0); // CRC, filled in below
@@ -206,7 +210,10 @@ impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DecodeError::Incomplete { needed, available } => {
-                write!(f, "incomplete batch: needs {needed} bytes, {available} present")
+                write!(
+                    f,
+                    "incomplete batch: needs {needed} bytes, {available} present"
+                )
             }
             DecodeError::Invalid(reason) => f.write_str(reason),
         }
@@ -539,7 +546,10 @@ mod tests {
     fn every_truncation_is_incomplete_or_invalid() {
         let bytes = encode_one(&sample(), None);
         for cut in 0..bytes.len() {
-            assert!(BatchView::parse(&bytes.slice(..cut)).is_err(), "cut at {cut}");
+            assert!(
+                BatchView::parse(&bytes.slice(..cut)).is_err(),
+                "cut at {cut}"
+            );
         }
     }
 
@@ -548,7 +558,10 @@ mod tests {
             proptest::option::of(proptest::collection::vec(any::<u8>(), 0..20)),
             proptest::collection::vec(any::<u8>(), 0..200),
             proptest::option::of(any::<i64>()),
-            proptest::collection::vec(("[a-z]{0,8}", proptest::collection::vec(any::<u8>(), 0..10)), 0..3),
+            proptest::collection::vec(
+                ("[a-z]{0,8}", proptest::collection::vec(any::<u8>(), 0..10)),
+                0..3,
+            ),
         )
             .prop_map(|(key, value, timestamp, headers)| NewRecord {
                 key: key.map(Bytes::from),

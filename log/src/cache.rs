@@ -39,7 +39,9 @@ impl SegmentCache {
 
     /// The read source of `segment`, opening (and caching) a sealed one.
     pub fn source(&self, segment: &Arc<Segment>) -> Result<Source> {
-        segment.last_used.store(self.tick.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        segment
+            .last_used
+            .store(self.tick.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
         if let Some(source) = segment.source() {
             return Ok(source);
         }

@@ -42,7 +42,9 @@ pub enum LogError {
     },
 
     /// The requested offset is outside `[start, end]` of the partition.
-    #[error("topic {topic:?} partition {partition}: offset {offset} is out of range [{start}, {end}]")]
+    #[error(
+        "topic {topic:?} partition {partition}: offset {offset} is out of range [{start}, {end}]"
+    )]
     OffsetOutOfRange {
         topic: String,
         partition: u32,

@@ -119,7 +119,7 @@ impl OffsetIndex {
     /// True if the file is well formed for a log of `log_len` bytes: whole
     /// entries, both fields strictly increasing, positions inside the log.
     pub fn is_valid_for(&self, log_len: u64) -> bool {
-        if self.storage.bytes().len() % OFFSET_ENTRY_LEN != 0 {
+        if !self.storage.bytes().len().is_multiple_of(OFFSET_ENTRY_LEN) {
             return false;
         }
         let mut prev: Option<(u32, u32)> = None;
@@ -211,7 +211,7 @@ impl TimeIndex {
     /// True if well formed: whole entries, both fields strictly increasing,
     /// offsets below `relative_end`.
     pub fn is_valid_for(&self, relative_end: u64) -> bool {
-        if self.storage.bytes().len() % TIME_ENTRY_LEN != 0 {
+        if !self.storage.bytes().len().is_multiple_of(TIME_ENTRY_LEN) {
             return false;
         }
         let mut prev: Option<(i64, u32)> = None;
@@ -295,7 +295,12 @@ mod tests {
             bytes.extend_from_slice(&pos.to_le_bytes());
         }
         std::fs::write(&path, &bytes).unwrap();
-        assert!(!OffsetIndex::load(&path).unwrap().unwrap().is_valid_for(1000));
-        assert!(OffsetIndex::load(&dir.path().join("missing")).unwrap().is_none());
+        assert!(!OffsetIndex::load(&path)
+            .unwrap()
+            .unwrap()
+            .is_valid_for(1000));
+        assert!(OffsetIndex::load(&dir.path().join("missing"))
+            .unwrap()
+            .is_none());
     }
 }

@@ -42,16 +42,25 @@ impl FaultInjector {
 }
 
 /// Writes all of `buf` at the file's current position.
-pub fn write_all(file: &mut File, path: &Path, buf: &[u8], faults: Option<&FaultInjector>) -> Result<()> {
+pub fn write_all(
+    file: &mut File,
+    path: &Path,
+    buf: &[u8],
+    faults: Option<&FaultInjector>,
+) -> Result<()> {
     if let Some(f) = faults {
         let _gate = f.write_gate.lock().unwrap_or_else(|e| e.into_inner());
         let after = f.fail_next_write_after.swap(usize::MAX, Ordering::SeqCst);
         if after != usize::MAX {
             let partial = after.min(buf.len());
-            file.write_all(&buf[..partial]).map_err(|e| LogError::io(path, e))?;
+            file.write_all(&buf[..partial])
+                .map_err(|e| LogError::io(path, e))?;
             return Err(LogError::io(
                 path,
-                io::Error::new(io::ErrorKind::StorageFull, "injected: no space left on device"),
+                io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "injected: no space left on device",
+                ),
             ));
         }
     }
@@ -62,7 +71,10 @@ pub fn write_all(file: &mut File, path: &Path, buf: &[u8], faults: Option<&Fault
 pub fn sync_data(file: &File, path: &Path, faults: Option<&FaultInjector>) -> Result<()> {
     if let Some(f) = faults {
         if f.fail_next_sync.swap(false, Ordering::SeqCst) {
-            return Err(LogError::io(path, io::Error::other("injected: fsync failed")));
+            return Err(LogError::io(
+                path,
+                io::Error::other("injected: fsync failed"),
+            ));
         }
     }
     file.sync_data().map_err(|e| LogError::io(path, e))
@@ -81,7 +93,8 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let mut file = File::create(&tmp).map_err(|e| LogError::io(&tmp, e))?;
-    file.write_all(contents).map_err(|e| LogError::io(&tmp, e))?;
+    file.write_all(contents)
+        .map_err(|e| LogError::io(&tmp, e))?;
     file.sync_data().map_err(|e| LogError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| LogError::io(path, e))?;
     sync_dir(path.parent().expect("a file path has a parent"))

@@ -78,7 +78,9 @@ pub struct Log {
 
 impl std::fmt::Debug for Log {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Log").field("data_dir", &self.inner.config.data_dir).finish()
+        f.debug_struct("Log")
+            .field("data_dir", &self.inner.config.data_dir)
+            .finish()
     }
 }
 
@@ -100,7 +102,10 @@ impl Log {
         }
         clear_dir(&trash)?;
         let offsets = OffsetStore::open(&data.join("groups"))?;
-        let cache = Arc::new(SegmentCache::new(config.max_open_segments, config.max_mapped_bytes));
+        let cache = Arc::new(SegmentCache::new(
+            config.max_open_segments,
+            config.max_mapped_bytes,
+        ));
         let mut topics = BTreeMap::new();
         for entry in std::fs::read_dir(&topics_dir).map_err(|e| LogError::io(&topics_dir, e))? {
             let entry = entry.map_err(|e| LogError::io(&topics_dir, e))?;
@@ -128,7 +133,8 @@ impl Log {
             trash_counter: AtomicU64::new(0),
             admin: Mutex::new(()),
         });
-        let retention = start_retention(Arc::downgrade(&inner), config.retention_check_interval_ms)?;
+        let retention =
+            start_retention(Arc::downgrade(&inner), config.retention_check_interval_ms)?;
         Ok(Log {
             inner,
             retention: Mutex::new(Some(retention)),
@@ -163,13 +169,26 @@ impl Log {
             config,
             created_ms: now_ms(),
         };
-        let topic = Topic::open(&dir, meta.clone(), self.inner.config.clone(), self.inner.cache.clone())?;
+        let topic = Topic::open(
+            &dir,
+            meta.clone(),
+            self.inner.config.clone(),
+            self.inner.cache.clone(),
+        )?;
         let json = serde_json::to_vec_pretty(&meta).expect("topic metadata serializes");
         io::write_atomic(&dir.join("topic.json"), &json)?;
         io::sync_dir(&topics_dir)?;
         let topic = Arc::new(topic);
-        self.inner.topics.write().expect("topics").insert(name.to_string(), topic.clone());
-        tracing::info!(topic = name, partitions = meta.config.partitions, "created topic");
+        self.inner
+            .topics
+            .write()
+            .expect("topics")
+            .insert(name.to_string(), topic.clone());
+        tracing::info!(
+            topic = name,
+            partitions = meta.config.partitions,
+            "created topic"
+        );
         Ok(topic)
     }
 
@@ -186,7 +205,13 @@ impl Log {
 
     /// All topics, by name.
     pub fn topics(&self) -> Vec<Arc<Topic>> {
-        self.inner.topics.read().expect("topics").values().cloned().collect()
+        self.inner
+            .topics
+            .read()
+            .expect("topics")
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Deletes a topic, its data and every group's offsets for it.
@@ -327,7 +352,13 @@ fn clear_dir(dir: &Path) -> Result<()> {
 }
 
 fn enforce_retention(inner: &Inner, now_ms: i64) -> Result<usize> {
-    let topics: Vec<Arc<Topic>> = inner.topics.read().expect("topics").values().cloned().collect();
+    let topics: Vec<Arc<Topic>> = inner
+        .topics
+        .read()
+        .expect("topics")
+        .values()
+        .cloned()
+        .collect();
     let mut deleted = 0;
     for topic in topics {
         for p in topic.partitions() {
@@ -337,7 +368,10 @@ fn enforce_retention(inner: &Inner, now_ms: i64) -> Result<usize> {
     Ok(deleted)
 }
 
-fn start_retention(inner: Weak<Inner>, interval_ms: u64) -> Result<(mpsc::Sender<()>, JoinHandle<()>)> {
+fn start_retention(
+    inner: Weak<Inner>,
+    interval_ms: u64,
+) -> Result<(mpsc::Sender<()>, JoinHandle<()>)> {
     let (stop, stopped) = mpsc::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("kappa-retention".into())

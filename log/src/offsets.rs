@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{LogError, Result};
+use crate::io::sync_dir;
 
 /// Name of the store's file inside its directory.
 const FILE_NAME: &str = "offsets.log";
@@ -748,20 +749,6 @@ fn validate_topic(topic: &str) -> Result<()> {
     })
 }
 
-/// Makes renames and creations inside `dir` durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| LogError::io(dir, e))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -127,7 +127,9 @@ impl PartitionShared {
         let mut failure = self.failure.lock().expect("failure");
         if failure.is_none() {
             tracing::error!(topic = %self.topic, partition = self.partition, %error, "partition stops accepting writes");
-            stats::global().partitions_failed.fetch_add(1, Ordering::Relaxed);
+            stats::global()
+                .partitions_failed
+                .fetch_add(1, Ordering::Relaxed);
             *failure = Some(error.to_string());
         }
     }
@@ -146,7 +148,9 @@ impl PartitionShared {
         match self.failure() {
             Some(reason) => self.failed_error(&reason),
             None => match error {
-                LogError::Io { path, source } => LogError::io(path, std::io::Error::new(source.kind(), source.to_string())),
+                LogError::Io { path, source } => {
+                    LogError::io(path, std::io::Error::new(source.kind(), source.to_string()))
+                }
                 other => LogError::InvalidArgument(other.to_string()),
             },
         }
@@ -159,11 +163,19 @@ impl PartitionShared {
 
     /// Adds a newly created active segment.
     pub fn add_segment(&self, segment: Arc<Segment>) {
-        self.segments.write().expect("segments").insert(segment.base_offset, segment);
+        self.segments
+            .write()
+            .expect("segments")
+            .insert(segment.base_offset, segment);
     }
 
     fn snapshot(&self) -> Vec<Arc<Segment>> {
-        self.segments.read().expect("segments").values().cloned().collect()
+        self.segments
+            .read()
+            .expect("segments")
+            .values()
+            .cloned()
+            .collect()
     }
 }
 
@@ -188,7 +200,11 @@ impl Partition {
         cache: Arc<SegmentCache>,
     ) -> Result<Partition> {
         let recovered = recovery::recover(&dir, log_config.index_interval_bytes)?;
-        let start = *recovered.segments.keys().next().expect("at least one segment");
+        let start = *recovered
+            .segments
+            .keys()
+            .next()
+            .expect("at least one segment");
         let end = recovered.active.next_offset;
         let shared = Arc::new(PartitionShared {
             topic: topic.to_string(),
@@ -238,12 +254,18 @@ impl Partition {
         }
         if let Some(key) = &request.idempotency_key {
             if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_LEN {
-                return bad(format!("idempotency key must be 1..={MAX_IDEMPOTENCY_KEY_LEN} bytes"));
+                return bad(format!(
+                    "idempotency key must be 1..={MAX_IDEMPOTENCY_KEY_LEN} bytes"
+                ));
             }
         }
         for r in &request.records {
             if r.headers.len() > u16::MAX as usize {
-                return bad(format!("a record has {} headers, at most {} fit", r.headers.len(), u16::MAX));
+                return bad(format!(
+                    "a record has {} headers, at most {} fit",
+                    r.headers.len(),
+                    u16::MAX
+                ));
             }
             if r.headers.iter().any(|h| h.name.len() > u16::MAX as usize) {
                 return bad("a header name is longer than 65535 bytes".into());
@@ -268,7 +290,12 @@ impl Partition {
             return Err(self.shared.failed_error(&reason));
         }
         let wait = Duration::from_millis(self.shared.log_config.append_queue_wait_ms);
-        let permit = match tokio::time::timeout(wait, self.queue.clone().acquire_many_owned(encoded_len as u32)).await {
+        let permit = match tokio::time::timeout(
+            wait,
+            self.queue.clone().acquire_many_owned(encoded_len as u32),
+        )
+        .await
+        {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => return Err(LogError::Closed),
             Err(_) => {
@@ -279,7 +306,12 @@ impl Partition {
             }
         };
         let (reply, rx) = oneshot::channel();
-        let job = AppendJob { request, encoded_len, reply, permit };
+        let job = AppendJob {
+            request,
+            encoded_len,
+            reply,
+            permit,
+        };
         let sender = self.sender.lock().expect("sender");
         sender
             .as_ref()
@@ -342,7 +374,9 @@ impl Partition {
             return Ok(fetch);
         }
         let segments = self.shared.snapshot();
-        let first = segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        let first = segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
         let mut bytes = 0u64;
         let mut cursor = offset;
         for segment in &segments[first..] {
@@ -352,7 +386,11 @@ impl Partition {
             if segment.end_offset() <= cursor {
                 continue;
             }
-            let source = self.shared.cache.source(segment).map_err(|e| self.deleted_or(e, offset))?;
+            let source = self
+                .shared
+                .cache
+                .source(segment)
+                .map_err(|e| self.deleted_or(e, offset))?;
             let until = offset.saturating_add(max_records);
             let read = segment::read_batches(segment, &source, cursor, until, max_bytes - bytes)?;
             bytes += read.bytes;
@@ -408,13 +446,18 @@ impl Partition {
             if segment.max_timestamp().is_some_and(|max| max < timestamp) {
                 continue;
             }
-            let from = source.time_floor(segment.base_offset, timestamp).unwrap_or(segment.base_offset);
+            let from = source
+                .time_floor(segment.base_offset, timestamp)
+                .unwrap_or(segment.base_offset);
             let mut cursor = from;
             while cursor < segment.end_offset().min(end) {
                 let read = segment::read_batches(&segment, &source, cursor, u64::MAX, 1 << 20)?;
                 for batch in &read.batches {
                     if batch.max_timestamp() >= timestamp {
-                        if let Some(r) = batch.records().find(|r| r.offset >= cursor && r.timestamp >= timestamp) {
+                        if let Some(r) = batch
+                            .records()
+                            .find(|r| r.offset >= cursor && r.timestamp >= timestamp)
+                        {
                             return Ok(r.offset);
                         }
                     }
@@ -455,15 +498,28 @@ impl Partition {
             // learning them at the first segment that is young enough.
             let t = match (cfg.retention_ms, s.known_max_append_time()) {
                 (_, Some(t)) => t,
-                (Some(_), None) if facts.iter().all(|f: &SegmentFacts| f.max_append_time != i64::MAX) => {
+                (Some(_), None)
+                    if facts
+                        .iter()
+                        .all(|f: &SegmentFacts| f.max_append_time != i64::MAX) =>
+                {
                     self.learn_append_time(s)?
                 }
                 _ => i64::MAX,
             };
-            facts.push(SegmentFacts { bytes: s.readable_bytes(), max_append_time: t });
+            facts.push(SegmentFacts {
+                bytes: s.readable_bytes(),
+                max_append_time: t,
+            });
             let _ = i;
         }
-        let n = retention::segments_to_delete(&facts, active.readable_bytes(), cfg.retention_ms, cfg.retention_bytes, now_ms);
+        let n = retention::segments_to_delete(
+            &facts,
+            active.readable_bytes(),
+            cfg.retention_ms,
+            cfg.retention_bytes,
+            now_ms,
+        );
         if n == 0 {
             return Ok(0);
         }
@@ -488,7 +544,9 @@ impl Partition {
             }
             tracing::info!(topic = %self.shared.topic, partition = self.shared.partition, segment = s.base_offset, "retention deleted segment");
         }
-        stats::global().segments_deleted.fetch_add(n as u64, Ordering::Relaxed);
+        stats::global()
+            .segments_deleted
+            .fetch_add(n as u64, Ordering::Relaxed);
         crate::io::sync_dir(&self.shared.dir)?;
         Ok(n)
     }
@@ -498,7 +556,12 @@ impl Partition {
         let source = self.shared.cache.source(segment)?;
         let last = segment.end_offset() - 1;
         let read = segment::read_batches(segment, &source, last, u64::MAX, u64::MAX)?;
-        let t = read.batches.iter().map(|b| b.append_time()).max().unwrap_or(i64::MIN);
+        let t = read
+            .batches
+            .iter()
+            .map(|b| b.append_time())
+            .max()
+            .unwrap_or(i64::MIN);
         segment.set_max_append_time(t);
         Ok(t)
     }
@@ -538,7 +601,10 @@ impl PendingAppend {
 /// Rebuilds the idempotency window: keys from the active segment, then
 /// from older segments (newest first) until the window's count is reached
 /// or a segment is older than its age bound.
-fn recover_window(shared: &PartitionShared, active_keys: Vec<(Vec<u8>, u64, u32, i64)>) -> Result<IdempotencyWindow> {
+fn recover_window(
+    shared: &PartitionShared,
+    active_keys: Vec<(Vec<u8>, u64, u32, i64)>,
+) -> Result<IdempotencyWindow> {
     let cfg = &shared.log_config;
     let mut window = IdempotencyWindow::new(cfg.idempotency_window_keys, cfg.idempotency_window_ms);
     let horizon = now_ms().saturating_sub(cfg.idempotency_window_ms as i64);
@@ -559,7 +625,14 @@ fn recover_window(shared: &PartitionShared, active_keys: Vec<(Vec<u8>, u64, u32,
         }
     }
     for (key, base_offset, record_count, append_time) in chunks.into_iter().rev().flatten() {
-        window.insert(key, PriorAppend { base_offset, record_count, append_time });
+        window.insert(
+            key,
+            PriorAppend {
+                base_offset,
+                record_count,
+                append_time,
+            },
+        );
     }
     Ok(window)
 }

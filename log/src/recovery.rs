@@ -76,7 +76,9 @@ pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
         let stem_has_log = name
             .rsplit_once('.')
             .is_some_and(|(stem, _)| bases.iter().any(|b| format!("{b:020}") == stem));
-        if name.ends_with(".tmp") || ((name.ends_with(".index") || name.ends_with(".timeindex")) && !stem_has_log) {
+        if name.ends_with(".tmp")
+            || ((name.ends_with(".index") || name.ends_with(".timeindex")) && !stem_has_log)
+        {
             tracing::info!(file = %path.display(), "removing leftover file");
             std::fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
         }
@@ -91,14 +93,20 @@ pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
     let mut segments = BTreeMap::new();
     for pair in bases.windows(2) {
         let paths = SegmentPaths::new(dir, pair[0]);
-        let bytes = std::fs::metadata(&paths.log).map_err(|e| LogError::io(&paths.log, e))?.len();
+        let bytes = std::fs::metadata(&paths.log)
+            .map_err(|e| LogError::io(&paths.log, e))?
+            .len();
         let sealed = Segment::new_sealed(paths, pair[0], pair[1], bytes, interval_bytes);
         segments.insert(pair[0], Arc::new(sealed));
     }
     let active_base = *bases.last().expect("at least one segment");
     let (active, keys) = recover_active(dir, active_base, interval_bytes)?;
     segments.insert(active_base, active.segment.clone());
-    Ok(Recovered { segments, active, keys })
+    Ok(Recovered {
+        segments,
+        active,
+        keys,
+    })
 }
 
 type Keys = Vec<(Vec<u8>, u64, u32, i64)>;
@@ -131,7 +139,8 @@ fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveS
         .open(&paths.log)
         .map_err(|e| LogError::io(&paths.log, e))?;
     if scanned.problem.is_some() {
-        file.set_len(scanned.valid_bytes).map_err(|e| LogError::io(&paths.log, e))?;
+        file.set_len(scanned.valid_bytes)
+            .map_err(|e| LogError::io(&paths.log, e))?;
         file.sync_all().map_err(|e| LogError::io(&paths.log, e))?;
     }
     file.seek(SeekFrom::Start(scanned.valid_bytes))
@@ -150,7 +159,13 @@ fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveS
         file: read_handle,
         indexes: RwLock::new(std::mem::take(&mut scanned.indexes)),
     });
-    let segment = Arc::new(Segment::new_active(paths, base, files.clone(), &scanned, interval_bytes));
+    let segment = Arc::new(Segment::new_active(
+        paths,
+        base,
+        files.clone(),
+        &scanned,
+        interval_bytes,
+    ));
     let keys = std::mem::take(&mut scanned.keys);
     let state = ActiveState {
         segment,
@@ -185,7 +200,13 @@ pub fn create_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<Activ
         max_append_time: i64::MIN,
         ..Default::default()
     };
-    let segment = Arc::new(Segment::new_active(paths, base, files.clone(), &empty, interval_bytes));
+    let segment = Arc::new(Segment::new_active(
+        paths,
+        base,
+        files.clone(),
+        &empty,
+        interval_bytes,
+    ));
     Ok(ActiveState {
         segment,
         files,

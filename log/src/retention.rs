@@ -28,7 +28,10 @@ pub fn segments_to_delete(
 ) -> usize {
     let by_time = retention_ms.map_or(0, |ms| {
         let horizon = now_ms.saturating_sub(ms.min(i64::MAX as u64) as i64);
-        sealed.iter().take_while(|s| s.max_append_time < horizon).count()
+        sealed
+            .iter()
+            .take_while(|s| s.max_append_time < horizon)
+            .count()
     });
     let by_size = retention_bytes.map_or(0, |limit| {
         let mut total: u64 = sealed.iter().map(|s| s.bytes).sum::<u64>() + active_bytes;

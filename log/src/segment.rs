@@ -105,16 +105,29 @@ impl IndexBuilder {
     }
 
     /// Records a batch at `position`; adds index entries when due.
-    pub fn add(&mut self, indexes: &mut Indexes, position: u64, base_offset: u64, len: u64, max_ts: i64) {
+    pub fn add(
+        &mut self,
+        indexes: &mut Indexes,
+        position: u64,
+        base_offset: u64,
+        len: u64,
+        max_ts: i64,
+    ) {
         let rel = (base_offset - self.base_offset) as u32;
         self.last_batch_rel = rel;
-        if self.bytes_since_offset_entry.is_none_or(|b| b >= self.interval_bytes) {
+        if self
+            .bytes_since_offset_entry
+            .is_none_or(|b| b >= self.interval_bytes)
+        {
             indexes.offsets.push(rel, position as u32);
             self.bytes_since_offset_entry = Some(0);
         }
         if max_ts > self.max_timestamp {
             self.max_timestamp = max_ts;
-            if self.bytes_since_time_entry.is_none_or(|b| b >= self.interval_bytes) {
+            if self
+                .bytes_since_time_entry
+                .is_none_or(|b| b >= self.interval_bytes)
+            {
                 indexes.times.push(max_ts, rel);
                 self.last_time_entry = Some((max_ts, rel));
                 self.bytes_since_time_entry = Some(0);
@@ -168,13 +181,22 @@ pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult 
             break;
         }
         let len = view.len() as u64;
-        builder.add(&mut result.indexes, pos as u64, view.base_offset(), len, view.max_timestamp());
+        builder.add(
+            &mut result.indexes,
+            pos as u64,
+            view.base_offset(),
+            len,
+            view.max_timestamp(),
+        );
         result.first_append_time.get_or_insert(view.append_time());
         result.max_append_time = result.max_append_time.max(view.append_time());
         if let Some(key) = view.idempotency_key() {
-            result
-                .keys
-                .push((key.to_vec(), view.base_offset(), view.record_count(), view.append_time()));
+            result.keys.push((
+                key.to_vec(),
+                view.base_offset(),
+                view.record_count(),
+                view.append_time(),
+            ));
         }
         result.next_offset = view.next_offset();
         pos += view.len();
@@ -278,7 +300,13 @@ impl Segment {
     }
 
     /// A sealed segment found at open; its files are opened on first use.
-    pub fn new_sealed(paths: SegmentPaths, base_offset: u64, end_offset: u64, bytes: u64, interval_bytes: u64) -> Segment {
+    pub fn new_sealed(
+        paths: SegmentPaths,
+        base_offset: u64,
+        end_offset: u64,
+        bytes: u64,
+        interval_bytes: u64,
+    ) -> Segment {
         Segment {
             base_offset,
             paths,
@@ -304,9 +332,17 @@ impl Segment {
     }
 
     /// Publishes newly durable data (writer only).
-    pub fn publish(&self, readable_bytes: u64, end_offset: u64, max_timestamp: i64, append_time: i64) {
-        self.max_timestamp.fetch_max(max_timestamp, Ordering::AcqRel);
-        self.max_append_time.fetch_max(append_time, Ordering::AcqRel);
+    pub fn publish(
+        &self,
+        readable_bytes: u64,
+        end_offset: u64,
+        max_timestamp: i64,
+        append_time: i64,
+    ) {
+        self.max_timestamp
+            .fetch_max(max_timestamp, Ordering::AcqRel);
+        self.max_append_time
+            .fetch_max(append_time, Ordering::AcqRel);
         self.readable_bytes.store(readable_bytes, Ordering::Release);
         self.end_offset.store(end_offset, Ordering::Release);
     }
@@ -356,10 +392,13 @@ impl Segment {
     pub fn open_sealed(&self) -> Result<Arc<SealedFiles>> {
         let log = map_file(&self.paths.log).map_err(|e| self.deleted_or(e))?;
         let rel_end = self.end_offset() - self.base_offset;
-        let offsets = OffsetIndex::load(&self.paths.index)?.filter(|i| i.is_valid_for(log.len() as u64));
+        let offsets =
+            OffsetIndex::load(&self.paths.index)?.filter(|i| i.is_valid_for(log.len() as u64));
         let times = TimeIndex::load(&self.paths.time_index)?.filter(|i| i.is_valid_for(rel_end));
         let indexes = match (offsets, times) {
-            (Some(offsets), Some(times)) if !offsets.is_empty() || log.is_empty() => Indexes { offsets, times },
+            (Some(offsets), Some(times)) if !offsets.is_empty() || log.is_empty() => {
+                Indexes { offsets, times }
+            }
             _ => self.rebuild_indexes(&log)?,
         };
         if let Some((ts, _)) = indexes.times.last() {
@@ -396,13 +435,16 @@ impl Segment {
                 %problem,
                 "corruption in a sealed segment: indexes cover only the data before it; reads past it fail"
             );
-            crate::stats::global().corruptions_detected.fetch_add(1, Ordering::Relaxed);
+            crate::stats::global()
+                .corruptions_detected
+                .fetch_add(1, Ordering::Relaxed);
         } else {
             tracing::warn!(segment = %self.paths.log.display(), "rebuilt missing or damaged index files");
             crate::io::write_atomic(&self.paths.index, scanned.indexes.offsets.as_bytes())?;
             crate::io::write_atomic(&self.paths.time_index, scanned.indexes.times.as_bytes())?;
         }
-        self.max_append_time.fetch_max(scanned.max_append_time, Ordering::AcqRel);
+        self.max_append_time
+            .fetch_max(scanned.max_append_time, Ordering::AcqRel);
         Ok(scanned.indexes)
     }
 
@@ -433,7 +475,9 @@ impl Source {
             Source::Sealed(f) => f.indexes.offsets.floor(rel),
             Source::Active(f) => f.indexes.read().expect("indexes").offsets.floor(rel),
         };
-        entry.map_or((base_offset, 0), |(r, p)| (base_offset + u64::from(r), u64::from(p)))
+        entry.map_or((base_offset, 0), |(r, p)| {
+            (base_offset + u64::from(r), u64::from(p))
+        })
     }
 
     /// The time index entry for a timestamp lookup: (offset, timestamp) of
@@ -441,7 +485,12 @@ impl Source {
     pub fn time_floor(&self, base_offset: u64, timestamp: i64) -> Option<u64> {
         let entry = match self {
             Source::Sealed(f) => f.indexes.times.last_before(timestamp),
-            Source::Active(f) => f.indexes.read().expect("indexes").times.last_before(timestamp),
+            Source::Active(f) => f
+                .indexes
+                .read()
+                .expect("indexes")
+                .times
+                .last_before(timestamp),
         };
         entry.map(|(_, rel)| base_offset + u64::from(rel))
     }
@@ -455,7 +504,9 @@ impl Source {
             }
             Source::Active(f) => {
                 let mut buf = vec![0u8; len as usize];
-                f.file.read_exact_at(&mut buf, position).map_err(|e| LogError::io(path, e))?;
+                f.file
+                    .read_exact_at(&mut buf, position)
+                    .map_err(|e| LogError::io(path, e))?;
                 Ok(Bytes::from(buf))
             }
         }
@@ -496,11 +547,16 @@ pub fn read_batches(
         let parsed = if at < window.len() {
             BatchView::parse(&window.slice(at..))
         } else {
-            Err(DecodeError::Incomplete { needed: batch::HEADER_LEN, available: 0 })
+            Err(DecodeError::Incomplete {
+                needed: batch::HEADER_LEN,
+                available: 0,
+            })
         };
         let view = match parsed {
             Ok(v) => v,
-            Err(DecodeError::Incomplete { needed, .. }) if window_start + (window.len() as u64) < readable => {
+            Err(DecodeError::Incomplete { needed, .. })
+                if window_start + (window.len() as u64) < readable =>
+            {
                 // Refill the window from `position`.
                 let len = match source {
                     // Zero-copy: take the whole rest of the mapping.
@@ -514,13 +570,22 @@ pub fn read_batches(
                 window_start = position;
                 continue;
             }
-            Err(e) => return Err(LogError::corrupt(&segment.paths.log, position, e.to_string())),
+            Err(e) => {
+                return Err(LogError::corrupt(
+                    &segment.paths.log,
+                    position,
+                    e.to_string(),
+                ))
+            }
         };
         if view.base_offset() != expected {
             return Err(LogError::corrupt(
                 &segment.paths.log,
                 position,
-                format!("batch base offset {} where {expected} was expected", view.base_offset()),
+                format!(
+                    "batch base offset {} where {expected} was expected",
+                    view.base_offset()
+                ),
             ));
         }
         position += view.len() as u64;

@@ -34,7 +34,10 @@ pub fn validate_topic_name(name: &str) -> Result<()> {
     if name == "." || name == ".." {
         return bad("'.' and '..' are reserved");
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
         return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
     }
     Ok(())
@@ -101,7 +104,12 @@ pub struct Topic {
 
 impl Topic {
     /// Opens the topic in `dir` (recovering every partition).
-    pub fn open(dir: &Path, meta: TopicMeta, log_config: Arc<LogConfig>, cache: Arc<SegmentCache>) -> Result<Topic> {
+    pub fn open(
+        dir: &Path,
+        meta: TopicMeta,
+        log_config: Arc<LogConfig>,
+        cache: Arc<SegmentCache>,
+    ) -> Result<Topic> {
         let mut partitions = Vec::with_capacity(meta.config.partitions as usize);
         for p in 0..meta.config.partitions {
             partitions.push(Partition::open(
@@ -143,11 +151,13 @@ impl Topic {
 
     /// Partition `p`.
     pub fn partition(&self, p: u32) -> Result<&Partition> {
-        self.partitions.get(p as usize).ok_or_else(|| LogError::UnknownPartition {
-            topic: self.meta.name.clone(),
-            partition: p,
-            partitions: self.partition_count(),
-        })
+        self.partitions
+            .get(p as usize)
+            .ok_or_else(|| LogError::UnknownPartition {
+                topic: self.meta.name.clone(),
+                partition: p,
+                partitions: self.partition_count(),
+            })
     }
 
     /// All partitions.
@@ -160,7 +170,11 @@ impl Topic {
     /// unkeyed records of the call. With an idempotency key, unkeyed records
     /// go to the partition of the idempotency key's hash instead, so that a
     /// retry routes exactly like the original.
-    pub fn route(&self, records: &[ProduceRecord], idempotency_key: Option<&[u8]>) -> Result<Vec<u32>> {
+    pub fn route(
+        &self,
+        records: &[ProduceRecord],
+        idempotency_key: Option<&[u8]>,
+    ) -> Result<Vec<u32>> {
         let n = self.partition_count();
         let mut sticky = None;
         records
@@ -178,7 +192,11 @@ impl Topic {
 
     /// Appends records, routed to partitions; every partition's append is
     /// queued before any is awaited, so they proceed in parallel.
-    pub async fn produce(&self, records: Vec<ProduceRecord>, idempotency_key: Option<Vec<u8>>) -> Result<ProduceOutcome> {
+    pub async fn produce(
+        &self,
+        records: Vec<ProduceRecord>,
+        idempotency_key: Option<Vec<u8>>,
+    ) -> Result<ProduceOutcome> {
         let routes = self.route(&records, idempotency_key.as_deref())?;
         let mut per_partition: Vec<Vec<NewRecord>> = vec![Vec::new(); self.partitions.len()];
         for (record, &p) in records.into_iter().zip(&routes) {
@@ -207,7 +225,10 @@ impl Topic {
             .map(|&p| {
                 let offset = bases[p as usize];
                 bases[p as usize] += 1;
-                Produced { partition: p, offset }
+                Produced {
+                    partition: p,
+                    offset,
+                }
             })
             .collect();
         Ok(ProduceOutcome {
@@ -242,7 +263,18 @@ mod tests {
         for ok in ["orders", "a", "A.b_c-9", &"x".repeat(249)] {
             assert!(validate_topic_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".", "..", "a/b", "../etc", "a b", "naïve", "a\0b", "\\x", &"x".repeat(250)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../etc",
+            "a b",
+            "naïve",
+            "a\0b",
+            "\\x",
+            &"x".repeat(250),
+        ] {
             assert!(validate_topic_name(bad).is_err(), "{bad:?}");
         }
     }

@@ -71,7 +71,12 @@ struct Pending {
 
 impl Writer {
     /// A writer for a recovered partition.
-    pub fn new(shared: Arc<PartitionShared>, rx: Receiver<Command>, active: ActiveState, window: IdempotencyWindow) -> Self {
+    pub fn new(
+        shared: Arc<PartitionShared>,
+        rx: Receiver<Command>,
+        active: ActiveState,
+        window: IdempotencyWindow,
+    ) -> Self {
         Writer {
             shared,
             rx,
@@ -130,7 +135,10 @@ impl Writer {
                 return self.rx.recv().ok();
             }
             let due = self.last_sync + interval;
-            match self.rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+            match self
+                .rx
+                .recv_timeout(due.saturating_duration_since(Instant::now()))
+            {
                 Ok(command) => return Some(command),
                 Err(RecvTimeoutError::Timeout) => {
                     if let Err(e) = self.sync() {
@@ -168,7 +176,11 @@ impl Writer {
             if let Some(key) = &key {
                 if let Some(prior) = self.window.get(key, now) {
                     let outcome = duplicate_outcome(key, prior, job.request.records.len());
-                    pending.push(Pending { job, outcome, written: None });
+                    pending.push(Pending {
+                        job,
+                        outcome,
+                        written: None,
+                    });
                     continue;
                 }
             }
@@ -180,9 +192,22 @@ impl Writer {
             };
             let len = batch::encode(&mut self.buf, meta, &job.request.records) as u64;
             let count = job.request.records.len() as u32;
-            let max_ts = job.request.records.iter().map(|r| r.timestamp.unwrap_or(now)).max().unwrap_or(now);
+            let max_ts = job
+                .request
+                .records
+                .iter()
+                .map(|r| r.timestamp.unwrap_or(now))
+                .max()
+                .unwrap_or(now);
             if let Some(key) = key {
-                self.window.insert(key, PriorAppend { base_offset: next_offset, record_count: count, append_time: now });
+                self.window.insert(
+                    key,
+                    PriorAppend {
+                        base_offset: next_offset,
+                        record_count: count,
+                        append_time: now,
+                    },
+                );
             }
             let outcome = Ok(AppendOutcome {
                 base_offset: next_offset,
@@ -190,7 +215,11 @@ impl Writer {
                 bytes: len,
                 duplicate: false,
             });
-            pending.push(Pending { job, outcome, written: Some((position, next_offset, len, max_ts)) });
+            pending.push(Pending {
+                job,
+                outcome,
+                written: Some((position, next_offset, len, max_ts)),
+            });
             next_offset += u64::from(count);
         }
         if !self.buf.is_empty() {
@@ -203,7 +232,11 @@ impl Writer {
                     }
                 }
                 for p in pending {
-                    let reply = if p.written.is_some() { Err(self.shared.failed_or(&e)) } else { p.outcome };
+                    let reply = if p.written.is_some() {
+                        Err(self.shared.failed_or(&e))
+                    } else {
+                        p.outcome
+                    };
                     let _ = p.job.reply.send(reply);
                 }
                 return;
@@ -233,11 +266,12 @@ impl Writer {
         let faults = self.shared.log_config.faults.clone();
         if let Err(e) = io::write_all(&mut self.active.file, &path, &self.buf, faults.as_deref()) {
             use std::io::{Seek, SeekFrom};
-            let undo = self
-                .active
-                .file
-                .set_len(start_size)
-                .and_then(|_| self.active.file.seek(SeekFrom::Start(start_size)).map(|_| ()));
+            let undo = self.active.file.set_len(start_size).and_then(|_| {
+                self.active
+                    .file
+                    .seek(SeekFrom::Start(start_size))
+                    .map(|_| ())
+            });
             if let Err(undo) = undo {
                 let failure = LogError::io(&path, undo);
                 self.shared.fail(&failure);
@@ -248,7 +282,8 @@ impl Writer {
         let due = match self.shared.config.fsync {
             FsyncPolicy::Always => true,
             FsyncPolicy::Interval => {
-                self.last_sync.elapsed() >= Duration::from_millis(self.shared.config.fsync_interval_ms)
+                self.last_sync.elapsed()
+                    >= Duration::from_millis(self.shared.config.fsync_interval_ms)
             }
             FsyncPolicy::Never => false,
         };
@@ -264,11 +299,17 @@ impl Writer {
     fn sync(&mut self) -> Result<()> {
         let started = Instant::now();
         let path = &self.active.segment.paths.log;
-        io::sync_data(&self.active.file, path, self.shared.log_config.faults.as_deref())?;
+        io::sync_data(
+            &self.active.file,
+            path,
+            self.shared.log_config.faults.as_deref(),
+        )?;
         let s = stats::global();
         s.fsyncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        s.fsync_micros
-            .fetch_add(started.elapsed().as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+        s.fsync_micros.fetch_add(
+            started.elapsed().as_micros() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         self.last_sync = Instant::now();
         self.unsynced = false;
         Ok(())
@@ -280,14 +321,18 @@ impl Writer {
         {
             let mut indexes = self.active.files.indexes.write().expect("indexes");
             for (position, base, len, ts) in pending.iter().filter_map(|p| p.written) {
-                self.active.builder.add(&mut indexes, position, base, len, ts);
+                self.active
+                    .builder
+                    .add(&mut indexes, position, base, len, ts);
                 max_ts = max_ts.max(ts);
             }
         }
         self.active.size += self.buf.len() as u64;
         self.active.next_offset = next_offset;
         self.active.first_append_time.get_or_insert(now);
-        self.active.segment.publish(self.active.size, next_offset, max_ts, now);
+        self.active
+            .segment
+            .publish(self.active.size, next_offset, max_ts, now);
         self.shared.publish_end(next_offset);
     }
 
@@ -316,7 +361,11 @@ impl Writer {
             io::write_atomic(&paths.index, indexes.offsets.as_bytes())?;
             io::write_atomic(&paths.time_index, indexes.times.as_bytes())?;
         }
-        let next = recovery::create_active(&self.shared.dir, self.active.next_offset, self.shared.log_config.index_interval_bytes)?;
+        let next = recovery::create_active(
+            &self.shared.dir,
+            self.active.next_offset,
+            self.shared.log_config.index_interval_bytes,
+        )?;
         self.active.segment.mark_sealed();
         tracing::info!(
             topic = %self.shared.topic,

@@ -20,7 +20,12 @@ fn child(dir: String) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async move {
         let log = Log::open(LogConfig::new(dir)).unwrap();
-        let config = TopicConfig { partitions: 2, segment_bytes: 64 * 1024, fsync: FsyncPolicy::Always, ..Default::default() };
+        let config = TopicConfig {
+            partitions: 2,
+            segment_bytes: 64 * 1024,
+            fsync: FsyncPolicy::Always,
+            ..Default::default()
+        };
         let topic = log.create_topic("t", config).unwrap();
         let mut tasks = Vec::new();
         for writer in 0..4usize {
@@ -28,10 +33,20 @@ fn child(dir: String) {
             tasks.push(tokio::spawn(async move {
                 for seq in 0.. {
                     let partition = (writer + seq) % 2;
-                    let records = (0..1 + seq % 5).map(|i| NewRecord::value(value(writer, seq, i))).collect::<Vec<_>>();
+                    let records = (0..1 + seq % 5)
+                        .map(|i| NewRecord::value(value(writer, seq, i)))
+                        .collect::<Vec<_>>();
                     let n = records.len();
-                    let request = AppendRequest { records, idempotency_key: None };
-                    let outcome = topic.partition(partition as u32).unwrap().append(request).await.unwrap();
+                    let request = AppendRequest {
+                        records,
+                        idempotency_key: None,
+                    };
+                    let outcome = topic
+                        .partition(partition as u32)
+                        .unwrap()
+                        .append(request)
+                        .await
+                        .unwrap();
                     println!("ack {writer} {seq} {partition} {} {n}", outcome.base_offset);
                 }
             }));
@@ -50,7 +65,12 @@ fn acknowledged_appends_survive_sigkill() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "acknowledged_appends_survive_sigkill", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "acknowledged_appends_survive_sigkill",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -59,9 +79,17 @@ fn acknowledged_appends_survive_sigkill() {
     let mut acks = Vec::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
-        let Some(rest) = line.strip_prefix("ack ") else { continue };
+        let Some(rest) = line.strip_prefix("ack ") else {
+            continue;
+        };
         let f: Vec<u64> = rest.split(' ').map(|x| x.parse().unwrap()).collect();
-        acks.push((f[0] as usize, f[1] as usize, f[2] as u32, f[3], f[4] as usize));
+        acks.push((
+            f[0] as usize,
+            f[1] as usize,
+            f[2] as u32,
+            f[3],
+            f[4] as usize,
+        ));
         if acks.len() == ACKS_BEFORE_KILL {
             child.kill().unwrap(); // SIGKILL
             break;
@@ -79,7 +107,12 @@ fn acknowledged_appends_survive_sigkill() {
         assert_eq!(got.len(), n, "append {writer}/{seq} at {partition}:{base}");
         for (i, r) in got.iter().enumerate() {
             assert_eq!(r.offset, base + i as u64);
-            assert_eq!(r.value, value(writer, seq, i), "record {partition}:{}", r.offset);
+            assert_eq!(
+                r.value,
+                value(writer, seq, i),
+                "record {partition}:{}",
+                r.offset
+            );
         }
     }
     for p in topic.partitions() {
@@ -90,7 +123,10 @@ fn acknowledged_appends_survive_sigkill() {
         // Appends continue after the recovered end.
         let end = p.end_offset();
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let outcome = rt.block_on(p.append(AppendRequest { records: vec![NewRecord::value("after")], idempotency_key: None }));
+        let outcome = rt.block_on(p.append(AppendRequest {
+            records: vec![NewRecord::value("after")],
+            idempotency_key: None,
+        }));
         assert_eq!(outcome.unwrap().base_offset, end);
     }
 }

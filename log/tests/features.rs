@@ -9,25 +9,41 @@ use std::time::Duration;
 use bytes::Bytes;
 use kappa_log::io::FaultInjector;
 use kappa_log::{
-    AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, ProduceRecord, ResetTo, TopicConfig,
+    AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, ProduceRecord, ResetTo,
+    TopicConfig,
 };
 
 fn records(n: usize, ts: i64) -> Vec<NewRecord> {
     (0..n)
-        .map(|i| NewRecord { value: Bytes::from(vec![b'x'; 100]), timestamp: Some(ts + i as i64), ..Default::default() })
+        .map(|i| NewRecord {
+            value: Bytes::from(vec![b'x'; 100]),
+            timestamp: Some(ts + i as i64),
+            ..Default::default()
+        })
         .collect()
 }
 
 fn append(n: usize, ts: i64) -> AppendRequest {
-    AppendRequest { records: records(n, ts), idempotency_key: None }
+    AppendRequest {
+        records: records(n, ts),
+        idempotency_key: None,
+    }
 }
 
 fn keyed(key: &str, n: usize) -> AppendRequest {
-    AppendRequest { records: records(n, 0), idempotency_key: Some(key.as_bytes().to_vec()) }
+    AppendRequest {
+        records: records(n, 0),
+        idempotency_key: Some(key.as_bytes().to_vec()),
+    }
 }
 
 fn small_segments() -> TopicConfig {
-    TopicConfig { segment_bytes: 4096, retention_ms: None, fsync: FsyncPolicy::Never, ..Default::default() }
+    TopicConfig {
+        segment_bytes: 4096,
+        retention_ms: None,
+        fsync: FsyncPolicy::Never,
+        ..Default::default()
+    }
 }
 
 #[tokio::test]
@@ -42,8 +58,14 @@ async fn segments_roll_by_size() {
     let d = p.describe();
     // 40 batches of ~700 bytes in 4 KiB segments.
     assert!(d.segment_count >= 6, "{d:?}");
-    let files: Vec<_> = std::fs::read_dir(dir.path().join("topics/t/0")).unwrap().map(|e| e.unwrap().file_name()).collect();
-    let logs = files.iter().filter(|n| n.to_string_lossy().ends_with(".log")).count();
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("topics/t/0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let logs = files
+        .iter()
+        .filter(|n| n.to_string_lossy().ends_with(".log"))
+        .count();
     assert_eq!(logs, d.segment_count);
     for seg in std::fs::read_dir(dir.path().join("topics/t/0")).unwrap() {
         let seg = seg.unwrap();
@@ -51,14 +73,20 @@ async fn segments_roll_by_size() {
             assert!(seg.metadata().unwrap().len() <= 4096 + 800);
         }
     }
-    assert_eq!(p.read(0, u64::MAX, u64::MAX).unwrap().records().count(), 200);
+    assert_eq!(
+        p.read(0, u64::MAX, u64::MAX).unwrap().records().count(),
+        200
+    );
 }
 
 #[tokio::test]
 async fn segments_roll_by_age() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
-    let config = TopicConfig { segment_ms: 1, ..small_segments() };
+    let config = TopicConfig {
+        segment_ms: 1,
+        ..small_segments()
+    };
     let topic = log.create_topic("t", config).unwrap();
     let p = topic.partition(0).unwrap();
     p.append(append(1, 0)).await.unwrap();
@@ -72,7 +100,10 @@ async fn segments_roll_by_age() {
 async fn retention_by_time_deletes_old_sealed_segments_only() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
-    let config = TopicConfig { retention_ms: Some(60_000), ..small_segments() };
+    let config = TopicConfig {
+        retention_ms: Some(60_000),
+        ..small_segments()
+    };
     let topic = log.create_topic("t", config).unwrap();
     let p = topic.partition(0).unwrap();
     for i in 0..20 {
@@ -83,27 +114,41 @@ async fn retention_by_time_deletes_old_sealed_segments_only() {
     // Not yet old: nothing goes.
     assert_eq!(log.enforce_retention(kappa_log::now_ms()).unwrap(), 0);
     // An hour later everything sealed is past 60 s; the active one stays.
-    let deleted = log.enforce_retention(kappa_log::now_ms() + 3_600_000).unwrap();
+    let deleted = log
+        .enforce_retention(kappa_log::now_ms() + 3_600_000)
+        .unwrap();
     assert_eq!(deleted, before.segment_count - 1);
     let after = p.describe();
     assert_eq!(after.segment_count, 1);
     assert_eq!(after.end_offset, before.end_offset);
     assert!(after.start_offset > 0);
-    assert!(matches!(p.read(0, 1, 1), Err(LogError::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        p.read(0, 1, 1),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
     let rest = p.read(after.start_offset, u64::MAX, u64::MAX).unwrap();
-    assert_eq!(rest.records().count() as u64, after.end_offset - after.start_offset);
+    assert_eq!(
+        rest.records().count() as u64,
+        after.end_offset - after.start_offset
+    );
     // The start offset survives a reopen.
     drop(topic);
     drop(log);
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
-    assert_eq!(log.topic("t").unwrap().partition(0).unwrap().start_offset(), after.start_offset);
+    assert_eq!(
+        log.topic("t").unwrap().partition(0).unwrap().start_offset(),
+        after.start_offset
+    );
 }
 
 #[tokio::test]
 async fn retention_by_bytes_keeps_the_partition_under_its_limit() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
-    let config = TopicConfig { retention_bytes: Some(10_000), ..small_segments() };
+    let config = TopicConfig {
+        retention_bytes: Some(10_000),
+        ..small_segments()
+    };
     let topic = log.create_topic("t", config).unwrap();
     let p = topic.partition(0).unwrap();
     for i in 0..40 {
@@ -114,8 +159,17 @@ async fn retention_by_bytes_keeps_the_partition_under_its_limit() {
     assert!(deleted > 0);
     let d = p.describe();
     assert!(d.bytes <= 10_000, "{d:?}");
-    assert!(d.bytes > 10_000 - 4096 - 800, "deleted more than needed: {d:?}");
-    assert_eq!(p.read(d.start_offset, u64::MAX, u64::MAX).unwrap().records().count() as u64, d.end_offset - d.start_offset);
+    assert!(
+        d.bytes > 10_000 - 4096 - 800,
+        "deleted more than needed: {d:?}"
+    );
+    assert_eq!(
+        p.read(d.start_offset, u64::MAX, u64::MAX)
+            .unwrap()
+            .records()
+            .count() as u64,
+        d.end_offset - d.start_offset
+    );
 }
 
 #[tokio::test]
@@ -127,7 +181,12 @@ async fn offset_lookup_by_timestamp_finds_the_first_record_at_or_after() {
     // Offsets 0..100 with timestamps 1000, 1010, ...; offset 50 is late.
     for i in 0..100i64 {
         let ts = if i == 50 { 5 } else { 1000 + 10 * i };
-        p.append(AppendRequest { records: records(1, ts), idempotency_key: None }).await.unwrap();
+        p.append(AppendRequest {
+            records: records(1, ts),
+            idempotency_key: None,
+        })
+        .await
+        .unwrap();
     }
     assert!(p.describe().segment_count > 3);
     assert_eq!(p.offset_for_timestamp(0).unwrap(), 0);
@@ -146,7 +205,15 @@ async fn consumer_groups_commit_reset_and_report_lag() {
     let dir = tempfile::tempdir().unwrap();
     {
         let log = Log::open(LogConfig::new(dir.path())).unwrap();
-        let topic = log.create_topic("t", TopicConfig { partitions: 2, ..small_segments() }).unwrap();
+        let topic = log
+            .create_topic(
+                "t",
+                TopicConfig {
+                    partitions: 2,
+                    ..small_segments()
+                },
+            )
+            .unwrap();
         for p in topic.partitions() {
             for i in 0..10 {
                 p.append(append(1, 1000 + i * 100)).await.unwrap();
@@ -156,9 +223,18 @@ async fn consumer_groups_commit_reset_and_report_lag() {
         assert_eq!(before[0].committed, None);
         assert_eq!(before[0].lag, 10);
         log.commit_offsets("g", "t", &[(0, 4), (1, 10)]).unwrap();
-        assert!(matches!(log.commit_offsets("g", "t", &[(0, 11)]), Err(LogError::OffsetOutOfRange { .. })));
-        assert!(matches!(log.commit_offsets("g", "t", &[(2, 1)]), Err(LogError::UnknownPartition { .. })));
-        assert!(matches!(log.commit_offsets("g", "nope", &[(0, 1)]), Err(LogError::UnknownTopic(_))));
+        assert!(matches!(
+            log.commit_offsets("g", "t", &[(0, 11)]),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+        assert!(matches!(
+            log.commit_offsets("g", "t", &[(2, 1)]),
+            Err(LogError::UnknownPartition { .. })
+        ));
+        assert!(matches!(
+            log.commit_offsets("g", "nope", &[(0, 1)]),
+            Err(LogError::UnknownTopic(_))
+        ));
     }
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
     let offsets = log.group_offsets("g", "t").unwrap();
@@ -166,12 +242,32 @@ async fn consumer_groups_commit_reset_and_report_lag() {
     assert_eq!((offsets[1].committed, offsets[1].lag), (Some(10), 0));
     assert_eq!(log.groups(), vec!["g".to_string()]);
 
-    assert_eq!(log.reset_offsets("g", "t", ResetTo::Earliest).unwrap(), vec![(0, 0), (1, 0)]);
-    assert_eq!(log.reset_offsets("g", "t", ResetTo::Latest).unwrap(), vec![(0, 10), (1, 10)]);
-    assert_eq!(log.reset_offsets("g", "t", ResetTo::Timestamp(1350)).unwrap(), vec![(0, 4), (1, 4)]);
-    assert_eq!(log.reset_offsets("g", "t", ResetTo::Timestamp(99_999)).unwrap(), vec![(0, 10), (1, 10)]);
-    assert_eq!(log.reset_offsets("g", "t", ResetTo::Offset(7)).unwrap(), vec![(0, 7), (1, 7)]);
-    assert_eq!(log.reset_offsets("g", "t", ResetTo::Offset(70)).unwrap(), vec![(0, 10), (1, 10)]);
+    assert_eq!(
+        log.reset_offsets("g", "t", ResetTo::Earliest).unwrap(),
+        vec![(0, 0), (1, 0)]
+    );
+    assert_eq!(
+        log.reset_offsets("g", "t", ResetTo::Latest).unwrap(),
+        vec![(0, 10), (1, 10)]
+    );
+    assert_eq!(
+        log.reset_offsets("g", "t", ResetTo::Timestamp(1350))
+            .unwrap(),
+        vec![(0, 4), (1, 4)]
+    );
+    assert_eq!(
+        log.reset_offsets("g", "t", ResetTo::Timestamp(99_999))
+            .unwrap(),
+        vec![(0, 10), (1, 10)]
+    );
+    assert_eq!(
+        log.reset_offsets("g", "t", ResetTo::Offset(7)).unwrap(),
+        vec![(0, 7), (1, 7)]
+    );
+    assert_eq!(
+        log.reset_offsets("g", "t", ResetTo::Offset(70)).unwrap(),
+        vec![(0, 10), (1, 10)]
+    );
     log.reset_offsets("g", "t", ResetTo::Offset(3)).unwrap();
     drop(log);
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
@@ -211,10 +307,18 @@ async fn idempotent_appends_survive_reopen() {
     assert_eq!(retry.base_offset, first.base_offset);
     assert_eq!(p.end_offset(), p_end, "a retry appends nothing");
     // The same key for a different request is a conflict.
-    assert!(matches!(p.append(keyed("req-1", 3)).await, Err(LogError::IdempotencyKeyReused { .. })));
+    assert!(matches!(
+        p.append(keyed("req-1", 3)).await,
+        Err(LogError::IdempotencyKeyReused { .. })
+    ));
     // Produce through the topic: a retry returns every record's offset.
     let produce = || {
-        let records = (0..4).map(|i| ProduceRecord { partition: None, record: NewRecord::value(format!("v{i}")) }).collect();
+        let records = (0..4)
+            .map(|i| ProduceRecord {
+                partition: None,
+                record: NewRecord::value(format!("v{i}")),
+            })
+            .collect();
         topic.produce(records, Some(b"req-2".to_vec()))
     };
     let a = produce().await.unwrap();
@@ -226,7 +330,10 @@ async fn idempotent_appends_survive_reopen() {
 #[tokio::test]
 async fn idempotency_window_is_bounded_by_count() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LogConfig { idempotency_window_keys: 2, ..LogConfig::new(dir.path()) };
+    let config = LogConfig {
+        idempotency_window_keys: 2,
+        ..LogConfig::new(dir.path())
+    };
     let log = Log::open(config).unwrap();
     let topic = log.create_topic("t", small_segments()).unwrap();
     let p = topic.partition(0).unwrap();
@@ -241,19 +348,62 @@ async fn idempotency_window_is_bounded_by_count() {
 #[tokio::test]
 async fn topics_are_created_listed_described_and_deleted() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LogConfig { max_partitions: 8, ..LogConfig::new(dir.path()) };
+    let config = LogConfig {
+        max_partitions: 8,
+        ..LogConfig::new(dir.path())
+    };
     let log = Log::open(config.clone()).unwrap();
-    log.create_topic("b", TopicConfig { partitions: 3, ..Default::default() }).unwrap();
+    log.create_topic(
+        "b",
+        TopicConfig {
+            partitions: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     log.create_topic("a", TopicConfig::default()).unwrap();
-    assert!(matches!(log.create_topic("a", TopicConfig::default()), Err(LogError::TopicExists(_))));
+    assert!(matches!(
+        log.create_topic("a", TopicConfig::default()),
+        Err(LogError::TopicExists(_))
+    ));
     for bad in ["", "..", "a/b", "../../etc", "x y"] {
-        assert!(matches!(log.create_topic(bad, TopicConfig::default()), Err(LogError::InvalidTopicName { .. })), "{bad}");
+        assert!(
+            matches!(
+                log.create_topic(bad, TopicConfig::default()),
+                Err(LogError::InvalidTopicName { .. })
+            ),
+            "{bad}"
+        );
     }
-    assert!(matches!(log.create_topic("big", TopicConfig { partitions: 5, ..Default::default() }), Err(LogError::LimitExceeded(_))));
-    assert!(matches!(log.create_topic("zero", TopicConfig { partitions: 0, ..Default::default() }), Err(LogError::InvalidConfig(_))));
+    assert!(matches!(
+        log.create_topic(
+            "big",
+            TopicConfig {
+                partitions: 5,
+                ..Default::default()
+            }
+        ),
+        Err(LogError::LimitExceeded(_))
+    ));
+    assert!(matches!(
+        log.create_topic(
+            "zero",
+            TopicConfig {
+                partitions: 0,
+                ..Default::default()
+            }
+        ),
+        Err(LogError::InvalidConfig(_))
+    ));
     let names: Vec<String> = log.topics().iter().map(|t| t.name().to_string()).collect();
     assert_eq!(names, ["a", "b"]);
-    log.topic("b").unwrap().partition(2).unwrap().append(append(3, 0)).await.unwrap();
+    log.topic("b")
+        .unwrap()
+        .partition(2)
+        .unwrap()
+        .append(append(3, 0))
+        .await
+        .unwrap();
     drop(log);
 
     let log = Log::open(config).unwrap();
@@ -266,25 +416,53 @@ async fn topics_are_created_listed_described_and_deleted() {
     assert!(matches!(log.topic("b"), Err(LogError::UnknownTopic(_))));
     assert!(!dir.path().join("topics/b").exists());
     log.create_topic("b", TopicConfig::default()).unwrap();
-    assert_eq!(log.topic("b").unwrap().partition(0).unwrap().end_offset(), 0);
+    assert_eq!(
+        log.topic("b").unwrap().partition(0).unwrap().end_offset(),
+        0
+    );
 }
 
 #[tokio::test]
 async fn appends_over_the_limits_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LogConfig { max_batch_bytes: 4096, append_queue_bytes: 4096, max_batch_records: 10, ..LogConfig::new(dir.path()) };
+    let config = LogConfig {
+        max_batch_bytes: 4096,
+        append_queue_bytes: 4096,
+        max_batch_records: 10,
+        ..LogConfig::new(dir.path())
+    };
     let log = Log::open(config).unwrap();
     let topic = log.create_topic("t", small_segments()).unwrap();
     let p = topic.partition(0).unwrap();
-    assert!(matches!(p.append(append(11, 0)).await, Err(LogError::LimitExceeded(_))));
-    let big = AppendRequest { records: vec![NewRecord::value(vec![0u8; 5000])], idempotency_key: None };
-    assert!(matches!(p.append(big).await, Err(LogError::LimitExceeded(_))));
-    assert!(matches!(p.append(AppendRequest::default()).await, Err(LogError::InvalidArgument(_))));
-    let long_key = AppendRequest { records: records(1, 0), idempotency_key: Some(vec![b'k'; 256]) };
-    assert!(matches!(p.append(long_key).await, Err(LogError::InvalidArgument(_))));
+    assert!(matches!(
+        p.append(append(11, 0)).await,
+        Err(LogError::LimitExceeded(_))
+    ));
+    let big = AppendRequest {
+        records: vec![NewRecord::value(vec![0u8; 5000])],
+        idempotency_key: None,
+    };
+    assert!(matches!(
+        p.append(big).await,
+        Err(LogError::LimitExceeded(_))
+    ));
+    assert!(matches!(
+        p.append(AppendRequest::default()).await,
+        Err(LogError::InvalidArgument(_))
+    ));
+    let long_key = AppendRequest {
+        records: records(1, 0),
+        idempotency_key: Some(vec![b'k'; 256]),
+    };
+    assert!(matches!(
+        p.append(long_key).await,
+        Err(LogError::InvalidArgument(_))
+    ));
     assert_eq!(p.end_offset(), 0);
 }
 
+// Holding the gate across awaits is the point: it stalls the writer thread.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test]
 async fn a_full_queue_answers_backpressure() {
     let dir = tempfile::tempdir().unwrap();
@@ -322,17 +500,33 @@ async fn a_full_queue_answers_backpressure() {
 async fn a_failed_fsync_stops_the_partition_until_restart() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Arc::new(FaultInjector::new());
-    let config = LogConfig { faults: Some(faults.clone()), ..LogConfig::new(dir.path()) };
+    let config = LogConfig {
+        faults: Some(faults.clone()),
+        ..LogConfig::new(dir.path())
+    };
     {
         let log = Log::open(config.clone()).unwrap();
-        let topic = log.create_topic("t", TopicConfig { fsync: FsyncPolicy::Always, ..Default::default() }).unwrap();
+        let topic = log
+            .create_topic(
+                "t",
+                TopicConfig {
+                    fsync: FsyncPolicy::Always,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         let p = topic.partition(0).unwrap();
         p.append(append(2, 0)).await.unwrap();
         faults.fail_next_sync.store(true, Ordering::SeqCst);
-        assert!(matches!(p.append(append(2, 0)).await, Err(LogError::PartitionFailed { .. })));
+        assert!(matches!(
+            p.append(append(2, 0)).await,
+            Err(LogError::PartitionFailed { .. })
+        ));
         // No silent retry: later appends fail too, with the reason.
         match p.append(append(1, 0)).await {
-            Err(LogError::PartitionFailed { reason, .. }) => assert!(reason.contains("fsync"), "{reason}"),
+            Err(LogError::PartitionFailed { reason, .. }) => {
+                assert!(reason.contains("fsync"), "{reason}")
+            }
             other => panic!("{other:?}"),
         }
         assert!(p.failure().is_some());
@@ -352,21 +546,35 @@ async fn a_failed_fsync_stops_the_partition_until_restart() {
 async fn a_failed_write_is_undone_and_the_partition_continues() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Arc::new(FaultInjector::new());
-    let config = LogConfig { faults: Some(faults.clone()), ..LogConfig::new(dir.path()) };
+    let config = LogConfig {
+        faults: Some(faults.clone()),
+        ..LogConfig::new(dir.path())
+    };
     let log = Log::open(config).unwrap();
     let topic = log.create_topic("t", small_segments()).unwrap();
     let p = topic.partition(0).unwrap();
     p.append(append(2, 0)).await.unwrap();
     let size = p.describe().bytes;
     faults.fail_next_write_after.store(37, Ordering::SeqCst);
-    assert!(matches!(p.append(append(2, 0)).await, Err(LogError::Io { .. })));
-    assert_eq!(std::fs::metadata(dir.path().join("topics/t/0/00000000000000000000.log")).unwrap().len(), size);
+    assert!(matches!(
+        p.append(append(2, 0)).await,
+        Err(LogError::Io { .. })
+    ));
+    assert_eq!(
+        std::fs::metadata(dir.path().join("topics/t/0/00000000000000000000.log"))
+            .unwrap()
+            .len(),
+        size
+    );
     assert_eq!(p.append(append(3, 0)).await.unwrap().base_offset, 2);
     assert_eq!(p.read(0, 100, u64::MAX).unwrap().records().count(), 5);
     drop(topic);
     drop(log);
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
-    assert_eq!(log.topic("t").unwrap().partition(0).unwrap().end_offset(), 5);
+    assert_eq!(
+        log.topic("t").unwrap().partition(0).unwrap().end_offset(),
+        5
+    );
 }
 
 #[tokio::test]
@@ -378,7 +586,13 @@ async fn a_waiting_reader_wakes_on_append_and_times_out_without_one() {
     assert_eq!(p.wait_for(0, Duration::from_millis(20)).await.unwrap(), 0);
     let waiter = {
         let topic = topic.clone();
-        tokio::spawn(async move { topic.partition(0).unwrap().wait_for(0, Duration::from_secs(60)).await })
+        tokio::spawn(async move {
+            topic
+                .partition(0)
+                .unwrap()
+                .wait_for(0, Duration::from_secs(60))
+                .await
+        })
     };
     p.append(append(1, 0)).await.unwrap();
     // Returns because of the append, long before its 60 s timeout.

@@ -52,8 +52,17 @@ fn topic_config() -> TopicConfig {
 
 fn run(ops: Vec<Op>) {
     let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let open = || Log::open(LogConfig { index_interval_bytes: 256, ..LogConfig::new(dir.path()) }).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let open = || {
+        Log::open(LogConfig {
+            index_interval_bytes: 256,
+            ..LogConfig::new(dir.path())
+        })
+        .unwrap()
+    };
     let mut log = open();
     log.create_topic("t", topic_config()).unwrap();
     // model[i] is the record at offset `start + i`.
@@ -83,11 +92,18 @@ fn run(ops: Vec<Op>) {
                     })
                     .collect();
                 let outcome = rt
-                    .block_on(p.append(AppendRequest { records: records.clone(), idempotency_key: None }))
+                    .block_on(p.append(AppendRequest {
+                        records: records.clone(),
+                        idempotency_key: None,
+                    }))
                     .unwrap();
                 assert_eq!(outcome.base_offset, end);
                 for r in records {
-                    model.push(ModelRecord { key: r.key, value: r.value, timestamp: r.timestamp.unwrap() });
+                    model.push(ModelRecord {
+                        key: r.key,
+                        value: r.value,
+                        timestamp: r.timestamp.unwrap(),
+                    });
                 }
                 batch_bases.push(start + model.len() as u64);
             }
@@ -102,12 +118,21 @@ fn run(ops: Vec<Op>) {
                 assert_eq!(fetch.high_watermark, end);
                 for (i, (g, m)) in got.iter().zip(expect).enumerate() {
                     assert_eq!(g.offset, offset + i as u64);
-                    assert_eq!((&g.key, &g.value, g.timestamp), (&m.key, &m.value, m.timestamp));
+                    assert_eq!(
+                        (&g.key, &g.value, g.timestamp),
+                        (&m.key, &m.value, m.timestamp)
+                    );
                 }
                 if start > 0 {
-                    assert!(matches!(p.read(start - 1, 1, 1024), Err(LogError::OffsetOutOfRange { .. })));
+                    assert!(matches!(
+                        p.read(start - 1, 1, 1024),
+                        Err(LogError::OffsetOutOfRange { .. })
+                    ));
                 }
-                assert!(matches!(p.read(end + 1, 1, 1024), Err(LogError::OffsetOutOfRange { .. })));
+                assert!(matches!(
+                    p.read(end + 1, 1, 1024),
+                    Err(LogError::OffsetOutOfRange { .. })
+                ));
             }
             Op::Roll => rt.block_on(p.roll()).unwrap(),
             Op::Reopen => {
@@ -117,22 +142,38 @@ fn run(ops: Vec<Op>) {
                 log = open();
                 let topic = log.topic("t").unwrap();
                 let p = topic.partition(0).unwrap();
-                assert_eq!((p.start_offset(), p.end_offset()), (start, end), "offsets after reopen");
+                assert_eq!(
+                    (p.start_offset(), p.end_offset()),
+                    (start, end),
+                    "offsets after reopen"
+                );
             }
             Op::LookupTimestamp(f, exact) => {
                 let ts = match (exact, model.is_empty()) {
-                    (true, false) => model[((model.len() - 1) as f64 * f.min(1.0)) as usize].timestamp,
+                    (true, false) => {
+                        model[((model.len() - 1) as f64 * f.min(1.0)) as usize].timestamp
+                    }
                     _ => (f * (counter / 3 + 25) as f64) as i64,
                 };
-                let expect = model.iter().position(|r| r.timestamp >= ts).map_or(end, |i| start + i as u64);
-                assert_eq!(p.offset_for_timestamp(ts).unwrap(), expect, "first offset at or after {ts}");
+                let expect = model
+                    .iter()
+                    .position(|r| r.timestamp >= ts)
+                    .map_or(end, |i| start + i as u64);
+                assert_eq!(
+                    p.offset_for_timestamp(ts).unwrap(),
+                    expect,
+                    "first offset at or after {ts}"
+                );
             }
             Op::Retention => {
                 log.enforce_retention(kappa_log::now_ms()).unwrap();
                 let d = p.describe();
                 let new_start = p.start_offset();
                 assert!(new_start >= start && new_start <= end);
-                assert!(batch_bases.contains(&new_start), "start {new_start} is not a batch boundary");
+                assert!(
+                    batch_bases.contains(&new_start),
+                    "start {new_start} is not a batch boundary"
+                );
                 assert!(d.bytes <= RETENTION_BYTES || d.segment_count == 1, "{d:?}");
                 model.drain(..(new_start - start) as usize);
                 start = new_start;

@@ -5,10 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use kappa_log::{AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, Record, TopicConfig};
+use kappa_log::{
+    AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, Record, TopicConfig,
+};
 
 fn config() -> TopicConfig {
-    TopicConfig { fsync: FsyncPolicy::Never, retention_ms: None, ..Default::default() }
+    TopicConfig {
+        fsync: FsyncPolicy::Never,
+        retention_ms: None,
+        ..Default::default()
+    }
 }
 
 fn batch(tag: &str, n: usize, ts: i64) -> AppendRequest {
@@ -18,7 +24,10 @@ fn batch(tag: &str, n: usize, ts: i64) -> AppendRequest {
                 key: Some(Bytes::from(format!("{tag}-key-{i}"))),
                 value: Bytes::from(format!("{tag} value {i} ✓")),
                 timestamp: Some(ts + i as i64),
-                headers: vec![kappa_log::Header { name: "h".into(), value: Bytes::from_static(b"v") }],
+                headers: vec![kappa_log::Header {
+                    name: "h".into(),
+                    value: Bytes::from_static(b"v"),
+                }],
             })
             .collect(),
         idempotency_key: None,
@@ -49,7 +58,11 @@ async fn three_batches(dir: &Path) -> (Vec<u8>, u64, Vec<Record>) {
     p.append(batch("c", 3, 3000)).await.unwrap();
     drop(topic);
     log.close();
-    (std::fs::read(segment_log(dir, 0)).unwrap(), last_start, first_two)
+    (
+        std::fs::read(segment_log(dir, 0)).unwrap(),
+        last_start,
+        first_two,
+    )
 }
 
 #[tokio::test]
@@ -65,8 +78,14 @@ async fn recovery_truncates_a_torn_tail_at_every_byte() {
         let p = topic.partition(0).unwrap();
         assert_eq!(p.end_offset(), 8, "cut at {cut}");
         let outcome = p.append(batch("d", 2, 4000)).await.unwrap();
-        assert_eq!(outcome.base_offset, 8, "appends continue at the right offset (cut at {cut})");
-        assert_eq!(std::fs::metadata(segment_log(dir.path(), 0)).unwrap().len(), last_start + outcome.bytes);
+        assert_eq!(
+            outcome.base_offset, 8,
+            "appends continue at the right offset (cut at {cut})"
+        );
+        assert_eq!(
+            std::fs::metadata(segment_log(dir.path(), 0)).unwrap().len(),
+            last_start + outcome.bytes
+        );
     }
 }
 
@@ -77,12 +96,22 @@ async fn recovery_drops_a_garbage_tail() {
     let all_len = bytes.len();
     bytes.extend_from_slice(&[0u8; 100]);
     std::fs::write(segment_log(dir.path(), 0), &bytes).unwrap();
-    let before = kappa_log::stats::global().torn_tails_truncated.load(Ordering::Relaxed);
+    let before = kappa_log::stats::global()
+        .torn_tails_truncated
+        .load(Ordering::Relaxed);
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
     assert_eq!(read_all(&log).unwrap().len(), 11);
-    assert!(kappa_log::stats::global().torn_tails_truncated.load(Ordering::Relaxed) > before);
+    assert!(
+        kappa_log::stats::global()
+            .torn_tails_truncated
+            .load(Ordering::Relaxed)
+            > before
+    );
     drop(log);
-    assert_eq!(std::fs::metadata(segment_log(dir.path(), 0)).unwrap().len() as usize, all_len);
+    assert_eq!(
+        std::fs::metadata(segment_log(dir.path(), 0)).unwrap().len() as usize,
+        all_len
+    );
 }
 
 /// Three batches in a sealed segment, one in the active one.
@@ -100,7 +129,11 @@ async fn sealed_segment(dir: &Path) -> (Vec<u8>, u64, u64) {
     assert_eq!(p.describe().segment_count, 2);
     drop(topic);
     log.close();
-    (std::fs::read(segment_log(dir, 0)).unwrap(), second_start, second_end)
+    (
+        std::fs::read(segment_log(dir, 0)).unwrap(),
+        second_start,
+        second_end,
+    )
 }
 
 #[tokio::test]
@@ -117,11 +150,17 @@ async fn every_flipped_byte_of_a_sealed_batch_is_reported_and_never_returned() {
         let p = topic.partition(0).unwrap();
         for from in [0, 4, 5] {
             match p.read(from, u64::MAX, u64::MAX) {
-                Err(LogError::Corrupt { path: p, position, reason }) => {
+                Err(LogError::Corrupt {
+                    path: p,
+                    position,
+                    reason,
+                }) => {
                     assert_eq!(p, path, "flip at {i}");
                     assert_eq!(position, start, "flip at {i}: {reason}");
                 }
-                other => panic!("flip at byte {i}, read from {from}: expected Corrupt, got {other:?}"),
+                other => {
+                    panic!("flip at byte {i}, read from {from}: expected Corrupt, got {other:?}")
+                }
             }
         }
         // Data before the corrupt batch still reads; after it too.
@@ -141,12 +180,25 @@ async fn a_flipped_byte_in_the_active_segment_is_truncated_and_reported() {
         let mut copy = bytes.clone();
         copy[i] ^= 0x01;
         std::fs::write(&path, &copy).unwrap();
-        let before = kappa_log::stats::global().torn_tails_truncated.load(Ordering::Relaxed);
+        let before = kappa_log::stats::global()
+            .torn_tails_truncated
+            .load(Ordering::Relaxed);
         let log = Log::open(LogConfig::new(dir.path())).unwrap();
         let records = read_all(&log).unwrap();
-        assert!(kappa_log::stats::global().torn_tails_truncated.load(Ordering::Relaxed) > before);
+        assert!(
+            kappa_log::stats::global()
+                .torn_tails_truncated
+                .load(Ordering::Relaxed)
+                > before
+        );
         // Only whole batches before the flipped one survive, unchanged.
-        let expect = if i as u64 >= last_start { 8 } else if records.is_empty() { 0 } else { 4 };
+        let expect = if i as u64 >= last_start {
+            8
+        } else if records.is_empty() {
+            0
+        } else {
+            4
+        };
         assert_eq!(records.len(), expect, "flip at {i}");
         assert_eq!(records[..], first_two[..expect]);
     }
