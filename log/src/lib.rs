@@ -24,6 +24,7 @@ pub mod idempotency;
 pub mod index;
 pub mod io;
 pub mod log;
+pub mod metrics;
 pub mod offsets;
 pub mod partition;
 pub mod partitioner;

@@ -15,8 +15,6 @@ pub struct LogStats {
     pub truncated_bytes: AtomicU64,
     /// fdatasync calls on segment data.
     pub fsyncs: AtomicU64,
-    /// Total time spent in those calls, in microseconds.
-    pub fsync_micros: AtomicU64,
     /// Partitions that stopped accepting writes after an I/O failure.
     pub partitions_failed: AtomicU64,
     /// Segments deleted by retention.

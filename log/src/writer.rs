@@ -241,6 +241,9 @@ impl Writer {
                 }
                 return;
             }
+            metrics::histogram!(crate::metrics::GROUP_COMMIT_RECORDS).record((next_offset - self.active.next_offset) as f64);
+            let records = next_offset - self.active.next_offset;
+            metrics::histogram!(crate::metrics::GROUP_COMMIT_RECORDS).record(records as f64);
             self.publish(&pending, next_offset, now);
         }
         for p in pending {
@@ -304,12 +307,10 @@ impl Writer {
             path,
             self.shared.log_config.faults.as_deref(),
         )?;
-        let s = stats::global();
-        s.fsyncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        s.fsync_micros.fetch_add(
-            started.elapsed().as_micros() as u64,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        stats::global()
+            .fsyncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        metrics::histogram!(crate::metrics::FSYNC_SECONDS).record(started.elapsed().as_secs_f64());
         self.last_sync = Instant::now();
         self.unsynced = false;
         Ok(())

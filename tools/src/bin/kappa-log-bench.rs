@@ -49,6 +49,24 @@ enum Scenario {
     Read,
 }
 
+/// `FsyncPolicy` as a command-line value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+enum Policy {
+    Never,
+    Interval,
+    Always,
+}
+
+impl From<Policy> for FsyncPolicy {
+    fn from(p: Policy) -> FsyncPolicy {
+        match p {
+            Policy::Never => FsyncPolicy::Never,
+            Policy::Interval => FsyncPolicy::Interval,
+            Policy::Always => FsyncPolicy::Always,
+        }
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "kappa-log-bench",
@@ -84,6 +102,14 @@ struct Args {
     /// Small sizes and a single run, for a smoke test.
     #[arg(long)]
     quick: bool,
+    /// fsync policies to measure appends with.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "never,interval,always"
+    )]
+    fsync: Vec<Policy>,
     /// Numbers of concurrent writer tasks to measure appends with.
     #[arg(long, value_delimiter = ',', default_value = "1,8")]
     writers: Vec<usize>,
@@ -102,6 +128,7 @@ struct Args {
 #[derive(Debug)]
 struct Settings {
     scenarios: Vec<Scenario>,
+    policies: Vec<FsyncPolicy>,
     dir: PathBuf,
     append_bytes: u64,
     read_bytes: u64,
@@ -142,6 +169,10 @@ impl Settings {
         let mut scenarios = args.scenarios;
         scenarios.sort_unstable();
         scenarios.dedup();
+        let mut policies = args.fsync;
+        policies.sort_unstable();
+        policies.dedup();
+        ensure!(!policies.is_empty(), "--fsync needs at least one policy");
         let mut writers = args.writers;
         writers.sort_unstable();
         writers.dedup();
@@ -155,6 +186,7 @@ impl Settings {
         let batch_disk_bytes = kappa_log::batch::encoded_len(&sample, None);
         Ok(Settings {
             scenarios,
+            policies: policies.into_iter().map(FsyncPolicy::from).collect(),
             dir,
             append_bytes: append_mb * 1_000_000,
             read_bytes: (read_gb * 1e9) as u64,
@@ -244,13 +276,9 @@ fn make_batch(payload: &'static [u8], value_bytes: usize, records: usize) -> Vec
         .collect()
 }
 
-/// The log's process-wide fsync counters: (count, microseconds).
-fn fsync_counters() -> (u64, u64) {
-    let s = kappa_log::stats::global();
-    (
-        s.fsyncs.load(Ordering::Relaxed),
-        s.fsync_micros.load(Ordering::Relaxed),
-    )
+/// The log's process-wide count of segment fdatasyncs.
+fn fsync_count() -> u64 {
+    kappa_log::stats::global().fsyncs.load(Ordering::Relaxed)
 }
 
 // ---------------------------------------------------------------- append
@@ -262,7 +290,6 @@ struct AppendSample {
     value_bytes: u64,
     appends: u64,
     fsyncs: u64,
-    fsync_micros: u64,
     close_secs: f64,
     segments: usize,
 }
@@ -279,7 +306,7 @@ fn append_run(
     let topic = log.create_topic(TOPIC, s.topic_config(fsync))?;
     let batches = s.batches_for(s.append_bytes);
     let (value_bytes, batch_records) = (s.value_bytes, s.batch_records);
-    let (fsyncs0, micros0) = fsync_counters();
+    let fsyncs0 = fsync_count();
     let started = Instant::now();
     rt.block_on(async {
         let mut tasks = Vec::with_capacity(writers);
@@ -306,7 +333,7 @@ fn append_run(
         anyhow::Ok(())
     })?;
     let secs = started.elapsed().as_secs_f64();
-    let (fsyncs1, micros1) = fsync_counters();
+    let fsyncs1 = fsync_count();
     let partition = topic.partition(0)?;
     let records = batches * s.batch_records as u64;
     ensure!(
@@ -327,7 +354,6 @@ fn append_run(
         value_bytes: batches * s.batch_value_bytes(),
         appends: batches,
         fsyncs: fsyncs1 - fsyncs0,
-        fsync_micros: micros1 - micros0,
         close_secs,
         segments,
     })
@@ -724,7 +750,7 @@ fn main() -> Result<()> {
     ];
     let mut append: Vec<(FsyncPolicy, usize, Vec<AppendSample>)> = Vec::new();
     if s.scenarios.contains(&Scenario::Append) {
-        for policy in policies {
+        for &policy in &s.policies {
             for &writers in &s.writers {
                 let mut samples = Vec::with_capacity(runs);
                 for run in 1..=runs {
@@ -875,29 +901,25 @@ fn report(
         );
         let _ = writeln!(
             o,
-            "| fsync | writers | records/s | (min – max) | MB/s | (min – max) | fsyncs | appends per fsync | mean fsync | close |"
+            "| fsync | writers | records/s | (min – max) | MB/s | (min – max) | fsyncs | appends per fsync | close |"
         );
-        let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|--:|");
         for (policy, writers, samples) in append {
             let rps = summarize(samples.iter().map(|a| a.records as f64 / a.secs));
             let mbps = summarize(samples.iter().map(|a| a.value_bytes as f64 / a.secs / 1e6));
             let fsyncs = summarize(samples.iter().map(|a| a.fsyncs as f64));
-            // Over all runs: appends and time per fdatasync.
+            // Over all runs: appends per fdatasync (the group commit factor).
             let total_fsyncs: u64 = samples.iter().map(|a| a.fsyncs).sum();
-            let (per_fsync, mean_fsync) = if total_fsyncs == 0 {
-                ("–".to_string(), "–".to_string())
+            let per_fsync = if total_fsyncs == 0 {
+                "–".to_string()
             } else {
                 let appends: u64 = samples.iter().map(|a| a.appends).sum();
-                let micros: u64 = samples.iter().map(|a| a.fsync_micros).sum();
-                (
-                    format!("{:.1}", appends as f64 / total_fsyncs as f64),
-                    format!("{:.2} ms", micros as f64 / total_fsyncs as f64 / 1000.0),
-                )
+                format!("{:.1}", appends as f64 / total_fsyncs as f64)
             };
             let close = summarize(samples.iter().map(|a| a.close_secs));
             let _ = writeln!(
                 o,
-                "| {} | {writers} | {} | ({}) | {:.1} | ({}) | {} | {per_fsync} | {mean_fsync} | {:.2} s |",
+                "| {} | {writers} | {} | ({}) | {:.1} | ({}) | {} | {per_fsync} | {:.2} s |",
                 policy_name(*policy),
                 int(rps.median),
                 range_compact(rps),

@@ -1,0 +1,1 @@
+//! Client subcommands (placeholder until the CLI lands).

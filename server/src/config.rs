@@ -1,0 +1,229 @@
+//! Server configuration: defaults, then an optional TOML file, then
+//! environment variables, then flags (env and flags are merged by clap
+//! into [`Overrides`]). Every field has a documented default and
+//! [`ServerConfig::validate`] checks every range.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use kappa_log::FsyncPolicy;
+use serde::{Deserialize, Serialize};
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Everything `kappa serve` needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Data directory (default `./data`).
+    pub data_dir: PathBuf,
+    /// Address to listen on (default `127.0.0.1:8080`; loopback only unless asked).
+    pub listen: SocketAddr,
+    /// Log line format (default `text`).
+    pub log_format: LogFormat,
+    /// Create unknown topics on first produce (default true).
+    pub auto_create_topics: bool,
+    /// Partitions of auto-created topics (default 1).
+    pub default_partitions: u32,
+    /// fsync policy of auto-created topics (default `always`).
+    pub default_fsync: FsyncPolicy,
+    /// Largest request body (default 16 MiB).
+    pub max_body_bytes: usize,
+    /// Most records in one produce request (default 10,000).
+    pub max_records_per_request: usize,
+    /// Largest record key (default 16 KiB).
+    pub max_key_bytes: usize,
+    /// Largest record value as JSON text (default 1 MiB).
+    pub max_value_bytes: usize,
+    /// Most headers on one record (default 64).
+    pub max_headers_per_record: usize,
+    /// Most open client connections; more wait in the listen backlog
+    /// (default 1024).
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers (default 10 s).
+    pub header_read_timeout_ms: u64,
+    /// Time a client has to send a request's body (default 30 s).
+    pub request_body_timeout_ms: u64,
+    /// How long a produce waits for space in a full append queue before
+    /// answering 503 (default 500 ms).
+    pub append_queue_wait_ms: u64,
+    /// Bytes of appends that may wait per partition (default 64 MiB).
+    pub append_queue_bytes: usize,
+    /// On shutdown, how long in-flight requests get to finish (default 10 s).
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            data_dir: PathBuf::from("./data"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            log_format: LogFormat::Text,
+            auto_create_topics: true,
+            default_partitions: 1,
+            default_fsync: FsyncPolicy::Always,
+            max_body_bytes: 16 << 20,
+            max_records_per_request: 10_000,
+            max_key_bytes: 16 << 10,
+            max_value_bytes: 1 << 20,
+            max_headers_per_record: 64,
+            max_connections: 1024,
+            header_read_timeout_ms: 10_000,
+            request_body_timeout_ms: 30_000,
+            append_queue_wait_ms: 500,
+            append_queue_bytes: 64 << 20,
+            shutdown_grace_ms: 10_000,
+        }
+    }
+}
+
+/// Values given as flags or environment variables; `None` = not given.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Overrides {
+    /// Data directory [default: ./data].
+    #[arg(long, env = "KAPPA_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "KAPPA_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Log format [default: text].
+    #[arg(long, env = "KAPPA_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Create unknown topics on first produce [default: true].
+    #[arg(long, env = "KAPPA_AUTO_CREATE_TOPICS")]
+    pub auto_create_topics: Option<bool>,
+    /// Partitions of auto-created topics [default: 1].
+    #[arg(long, env = "KAPPA_DEFAULT_PARTITIONS")]
+    pub default_partitions: Option<u32>,
+    /// fsync policy of auto-created topics: always, interval, never [default: always].
+    #[arg(long, env = "KAPPA_DEFAULT_FSYNC", value_parser = parse_fsync)]
+    pub default_fsync: Option<FsyncPolicy>,
+    /// Largest request body in bytes [default: 16777216].
+    #[arg(long, env = "KAPPA_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Most records in one produce request [default: 10000].
+    #[arg(long, env = "KAPPA_MAX_RECORDS_PER_REQUEST")]
+    pub max_records_per_request: Option<usize>,
+    /// Most open client connections [default: 1024].
+    #[arg(long, env = "KAPPA_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+}
+
+fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
+    match s {
+        "always" => Ok(FsyncPolicy::Always),
+        "interval" => Ok(FsyncPolicy::Interval),
+        "never" => Ok(FsyncPolicy::Never),
+        other => Err(format!("expected always, interval or never, got {other:?}")),
+    }
+}
+
+impl ServerConfig {
+    /// Defaults, then the file (if any), then the overrides; validated.
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> anyhow::Result<ServerConfig> {
+        let mut config = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?
+            }
+            None => ServerConfig::default(),
+        };
+        let o = overrides.clone();
+        macro_rules! apply {
+            ($($field:ident),*) => { $(if let Some(v) = o.$field { config.$field = v; })* };
+        }
+        apply!(
+            data_dir,
+            listen,
+            log_format,
+            auto_create_topics,
+            default_partitions,
+            default_fsync,
+            max_body_bytes,
+            max_records_per_request,
+            max_connections
+        );
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every range.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.default_partitions == 0 || self.default_partitions > kappa_log::config::MAX_PARTITIONS_PER_TOPIC {
+            bail!("default_partitions must be in 1..={}", kappa_log::config::MAX_PARTITIONS_PER_TOPIC);
+        }
+        if self.max_body_bytes < 1024 || self.max_body_bytes > 1 << 30 {
+            bail!("max_body_bytes must be in 1024..=1073741824");
+        }
+        if self.max_records_per_request == 0 || self.max_records_per_request > 100_000 {
+            bail!("max_records_per_request must be in 1..=100000");
+        }
+        if self.max_connections == 0 {
+            bail!("max_connections must be positive");
+        }
+        if self.header_read_timeout_ms == 0 || self.request_body_timeout_ms == 0 {
+            bail!("timeouts must be positive");
+        }
+        if self.append_queue_bytes < self.max_body_bytes * 2 {
+            bail!("append_queue_bytes must be at least twice max_body_bytes");
+        }
+        Ok(())
+    }
+
+    /// The log configuration this server config implies.
+    pub fn log_config(&self) -> kappa_log::LogConfig {
+        kappa_log::LogConfig {
+            append_queue_wait_ms: self.append_queue_wait_ms,
+            append_queue_bytes: self.append_queue_bytes,
+            // One request body may become one batch (JSON text is larger than
+            // the stored records, so this always fits).
+            max_batch_bytes: self.max_body_bytes * 2,
+            max_batch_records: self.max_records_per_request,
+            ..kappa_log::LogConfig::new(&self.data_dir)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order_defaults_file_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kappa.toml");
+        std::fs::write(&file, "data_dir = \"/from/file\"\ndefault_partitions = 4\nmax_connections = 7\n").unwrap();
+        let overrides = Overrides { max_connections: Some(9), ..Default::default() };
+        let c = ServerConfig::load(Some(&file), &overrides).unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("/from/file"));
+        assert_eq!(c.default_partitions, 4);
+        assert_eq!(c.max_connections, 9);
+        assert_eq!(c.listen, ServerConfig::default().listen);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_ranges_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kappa.toml");
+        std::fs::write(&file, "no_such_key = 1\n").unwrap();
+        assert!(ServerConfig::load(Some(&file), &Overrides::default()).is_err());
+        let bad = Overrides { default_partitions: Some(0), ..Default::default() };
+        assert!(ServerConfig::load(None, &bad).is_err());
+    }
+
+    #[test]
+    fn defaults_bind_to_loopback() {
+        assert!(ServerConfig::default().listen.ip().is_loopback());
+        ServerConfig::default().validate().unwrap();
+    }
+}

@@ -1,0 +1,236 @@
+//! Wire types of the HTTP API (docs/http-api.md), kept apart from the log's
+//! domain types so the API can stay stable while the engine changes.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use kappa_log::{FsyncPolicy, Record, TopicConfig};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+
+/// Distinguishes a missing field (`None`) from an explicit null (`Some(None)`).
+fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// `POST /v1/topics` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTopic {
+    /// Topic name.
+    pub name: String,
+    /// Partitions.
+    pub partitions: Option<u32>,
+    /// Segment size before roll.
+    pub segment_bytes: Option<u64>,
+    /// Segment age before roll.
+    pub segment_ms: Option<u64>,
+    /// Retention by age; null = forever.
+    #[serde(default, deserialize_with = "double_option")]
+    pub retention_ms: Option<Option<u64>>,
+    /// Retention by size; null = no limit.
+    #[serde(default, deserialize_with = "double_option")]
+    pub retention_bytes: Option<Option<u64>>,
+    /// fsync policy.
+    pub fsync: Option<FsyncPolicy>,
+    /// Interval of the `interval` policy.
+    pub fsync_interval_ms: Option<u64>,
+}
+
+impl CreateTopic {
+    /// The topic config: defaults overlaid with what the request gives.
+    pub fn config(&self, defaults: TopicConfig) -> TopicConfig {
+        TopicConfig {
+            partitions: self.partitions.unwrap_or(defaults.partitions),
+            segment_bytes: self.segment_bytes.unwrap_or(defaults.segment_bytes),
+            segment_ms: self.segment_ms.unwrap_or(defaults.segment_ms),
+            retention_ms: self.retention_ms.unwrap_or(defaults.retention_ms),
+            retention_bytes: self.retention_bytes.unwrap_or(defaults.retention_bytes),
+            fsync: self.fsync.unwrap_or(defaults.fsync),
+            fsync_interval_ms: self.fsync_interval_ms.unwrap_or(defaults.fsync_interval_ms),
+        }
+    }
+}
+
+/// One record of a produce request; borrows from the request body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordIn<'a> {
+    /// Key (partitioning).
+    #[serde(default, borrow)]
+    pub key: Option<Cow<'a, str>>,
+    /// Any JSON value, kept as its text.
+    #[serde(borrow)]
+    pub value: &'a RawValue,
+    /// Timestamp in ms.
+    #[serde(default)]
+    pub timestamp: Option<i64>,
+    /// Headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Explicit partition.
+    #[serde(default)]
+    pub partition: Option<u32>,
+}
+
+/// `POST /v1/topics/{topic}/records` JSON body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProduceBody<'a> {
+    /// The records.
+    #[serde(borrow)]
+    pub records: Vec<RecordIn<'a>>,
+}
+
+/// Where a produced record landed.
+#[derive(Debug, Serialize)]
+pub struct ProducedOut {
+    /// Partition.
+    pub partition: u32,
+    /// Offset.
+    pub offset: u64,
+}
+
+/// Produce answer.
+#[derive(Debug, Serialize)]
+pub struct ProduceResponse {
+    /// Topic.
+    pub topic: String,
+    /// One entry per record, in request order.
+    pub records: Vec<ProducedOut>,
+    /// True when an idempotent retry appended nothing.
+    pub duplicate: bool,
+}
+
+/// A record as answered to readers.
+#[derive(Debug, Serialize)]
+pub struct RecordOut<'a> {
+    /// Partition (group reads only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<u32>,
+    /// Offset.
+    pub offset: u64,
+    /// Timestamp (ms).
+    pub timestamp: i64,
+    /// Key (null if none).
+    pub key: Option<Cow<'a, str>>,
+    /// The value as JSON.
+    pub value: Cow<'a, RawValue>,
+    /// Headers.
+    pub headers: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
+}
+
+impl<'a> RecordOut<'a> {
+    /// Wire form of a stored record. Values that are not JSON (written by
+    /// something other than this API) are answered as a JSON string.
+    pub fn from_record(record: &'a Record, partition: Option<u32>) -> Self {
+        let value = match serde_json::from_slice::<&RawValue>(&record.value) {
+            Ok(raw) => Cow::Borrowed(raw),
+            Err(_) => {
+                let text = String::from_utf8_lossy(&record.value);
+                Cow::Owned(RawValue::from_string(serde_json::to_string(&text).expect("a string serializes")).expect("valid JSON"))
+            }
+        };
+        RecordOut {
+            partition,
+            offset: record.offset,
+            timestamp: record.timestamp,
+            key: record.key.as_ref().map(|k| String::from_utf8_lossy(k)),
+            value,
+            headers: record
+                .headers
+                .iter()
+                .map(|h| (Cow::Borrowed(h.name.as_str()), String::from_utf8_lossy(&h.value)))
+                .collect(),
+        }
+    }
+}
+
+/// Partition read answer.
+#[derive(Debug, Serialize)]
+pub struct ReadResponse<'a> {
+    /// Topic.
+    pub topic: &'a str,
+    /// Partition.
+    pub partition: u32,
+    /// Records.
+    pub records: Vec<RecordOut<'a>>,
+    /// Where to read next.
+    pub next_offset: u64,
+    /// End offset when read.
+    pub high_watermark: u64,
+    /// First stored offset.
+    pub start_offset: u64,
+}
+
+/// A (partition, offset) pair.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionOffset {
+    /// Partition.
+    pub partition: u32,
+    /// Offset.
+    pub offset: u64,
+}
+
+/// Group read answer.
+#[derive(Debug, Serialize)]
+pub struct GroupReadResponse<'a> {
+    /// Group.
+    pub group: &'a str,
+    /// Topic.
+    pub topic: &'a str,
+    /// Records of all partitions.
+    pub records: Vec<RecordOut<'a>>,
+    /// Position after this read, per partition.
+    pub next_offsets: Vec<PartitionOffset>,
+}
+
+/// `POST /v1/groups/{group}/offsets` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommitRequest {
+    /// Topic.
+    pub topic: String,
+    /// Offsets to commit.
+    pub offsets: Vec<PartitionOffset>,
+}
+
+/// Offsets answer of commit and reset.
+#[derive(Debug, Serialize)]
+pub struct OffsetsResponse {
+    /// Group.
+    pub group: String,
+    /// Topic.
+    pub topic: String,
+    /// Offsets now committed.
+    pub offsets: Vec<PartitionOffset>,
+}
+
+/// Where a reset goes.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ResetTarget {
+    /// `"earliest"` or `"latest"`.
+    Named(String),
+    /// `{"timestamp": ms}`.
+    Timestamp {
+        /// ms since the epoch.
+        timestamp: i64,
+    },
+    /// `{"offset": n}`.
+    Offset {
+        /// The offset.
+        offset: u64,
+    },
+}
+
+/// `POST /v1/groups/{group}/reset` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    /// Topic.
+    pub topic: String,
+    /// Target.
+    pub to: ResetTarget,
+}

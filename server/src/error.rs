@@ -1,0 +1,88 @@
+//! The one place where errors become HTTP responses: every error is JSON
+//! `{"error": {"code", "message"}}` with a stable snake_case code.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use kappa_log::LogError;
+use serde_json::json;
+
+/// An error answered to a client.
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable snake_case code.
+    pub code: &'static str,
+    /// What went wrong, naming the object.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with the given status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400 `bad_request`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 413 `too_large`, naming the limit.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    }
+
+    /// 500 `internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+impl From<LogError> for ApiError {
+    fn from(e: LogError) -> Self {
+        use StatusCode as S;
+        let (status, code) = match &e {
+            LogError::InvalidTopicName { .. } => (S::BAD_REQUEST, "invalid_topic_name"),
+            LogError::InvalidConfig(_) => (S::BAD_REQUEST, "invalid_config"),
+            LogError::InvalidArgument(m) if m.contains("group") => (S::BAD_REQUEST, "invalid_group"),
+            LogError::InvalidArgument(_) => (S::BAD_REQUEST, "bad_request"),
+            LogError::UnknownTopic(_) => (S::NOT_FOUND, "unknown_topic"),
+            LogError::TopicExists(_) => (S::CONFLICT, "topic_exists"),
+            LogError::UnknownPartition { .. } => (S::BAD_REQUEST, "unknown_partition"),
+            LogError::OffsetOutOfRange { .. } => (S::BAD_REQUEST, "offset_out_of_range"),
+            LogError::Backpressure { .. } => (S::SERVICE_UNAVAILABLE, "overloaded"),
+            LogError::IdempotencyKeyReused { .. } => (S::CONFLICT, "idempotency_key_reused"),
+            LogError::LimitExceeded(_) => (S::PAYLOAD_TOO_LARGE, "too_large"),
+            LogError::PartitionFailed { .. } => (S::SERVICE_UNAVAILABLE, "partition_failed"),
+            LogError::Closed => (S::SERVICE_UNAVAILABLE, "shutting_down"),
+            LogError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
+                (S::INSUFFICIENT_STORAGE, "disk_full")
+            }
+            LogError::Corrupt { .. } | LogError::Io { .. } => (S::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        if status.is_server_error() && status != S::SERVICE_UNAVAILABLE {
+            tracing::error!(error = %e, "request failed");
+        }
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        crate::metrics::count_error(self.status.as_u16(), self.code);
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+/// Result of a handler.
+pub type ApiResult<T> = Result<T, ApiError>;

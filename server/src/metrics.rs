@@ -1,0 +1,125 @@
+//! Prometheus metrics: every metric name the server exports lives here.
+//!
+//! Counters and histograms are recorded where things happen (through the
+//! `metrics` facade); per-partition gauges (offsets, sizes, lag) and the
+//! log's counters are read from the log at scrape time, so they are never
+//! stale and cost nothing between scrapes.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use kappa_log::Log;
+use metrics::{counter, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Produce requests, by topic.
+pub const PRODUCE_REQUESTS: &str = "kappa_produce_requests_total";
+/// Records produced, by topic.
+pub const PRODUCE_RECORDS: &str = "kappa_produce_records_total";
+/// Bytes of produced request bodies, by topic.
+pub const PRODUCE_BYTES: &str = "kappa_produce_bytes_total";
+/// Produce latency from request start to answer, seconds.
+pub const PRODUCE_LATENCY: &str = "kappa_produce_latency_seconds";
+/// Records read by consumers, by topic.
+pub const READ_RECORDS: &str = "kappa_read_records_total";
+/// Error answers, by status and code.
+pub const ERRORS: &str = "kappa_http_errors_total";
+/// Requests shed with 503 because an append queue was full.
+pub const SHED: &str = "kappa_shed_requests_total";
+/// End offset per partition.
+pub const END_OFFSET: &str = "kappa_partition_end_offset";
+/// Start offset per partition.
+pub const START_OFFSET: &str = "kappa_partition_start_offset";
+/// Bytes on disk per partition.
+pub const PARTITION_BYTES: &str = "kappa_partition_bytes";
+/// Segments per partition.
+pub const SEGMENTS: &str = "kappa_partition_segments";
+/// Consumer group lag per group, topic and partition.
+pub const GROUP_LAG: &str = "kappa_group_lag";
+/// fdatasync calls on segment data.
+pub const FSYNCS: &str = "kappa_log_fsyncs_total";
+/// Corruptions detected.
+pub const CORRUPTIONS: &str = "kappa_log_corruptions_detected_total";
+/// Torn tails truncated by recovery.
+pub const TORN_TAILS: &str = "kappa_log_torn_tails_truncated_total";
+/// Partitions stopped after an I/O failure.
+pub const FAILED_PARTITIONS: &str = "kappa_log_partitions_failed_total";
+/// Segments deleted by retention.
+pub const SEGMENTS_DELETED: &str = "kappa_log_segments_deleted_total";
+
+/// Installs the global recorder and returns the handle that renders it.
+pub fn install() -> PrometheusHandle {
+    let buckets = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    ];
+    let builder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
+        .expect("valid buckets");
+    let recorder = builder.build_recorder();
+    let handle = recorder.handle();
+    // A second server in the same process (tests) keeps the first recorder.
+    let _ = metrics::set_global_recorder(recorder);
+    handle
+}
+
+/// Records one produce request.
+pub fn record_produce(topic: &str, records: usize, body_bytes: usize, elapsed: Duration) {
+    let t = topic.to_string();
+    counter!(PRODUCE_REQUESTS, "topic" => t.clone()).increment(1);
+    counter!(PRODUCE_RECORDS, "topic" => t.clone()).increment(records as u64);
+    counter!(PRODUCE_BYTES, "topic" => t.clone()).increment(body_bytes as u64);
+    histogram!(PRODUCE_LATENCY, "topic" => t).record(elapsed.as_secs_f64());
+}
+
+/// Records records handed to a consumer.
+pub fn record_read(topic: &str, records: usize) {
+    counter!(READ_RECORDS, "topic" => topic.to_string()).increment(records as u64);
+}
+
+/// Counts an error answer.
+pub fn count_error(status: u16, code: &'static str) {
+    counter!(ERRORS, "status" => status.to_string(), "code" => code).increment(1);
+    if code == "overloaded" {
+        counter!(SHED).increment(1);
+    }
+}
+
+/// Sets the gauges read from the log, then renders everything.
+pub fn render(handle: &PrometheusHandle, log: &Log) -> String {
+    for topic in log.topics() {
+        for p in topic.partitions() {
+            let d = p.describe();
+            let labels = [("topic", topic.name().to_string()), ("partition", d.partition.to_string())];
+            gauge!(END_OFFSET, &labels).set(d.end_offset as f64);
+            gauge!(START_OFFSET, &labels).set(d.start_offset as f64);
+            gauge!(PARTITION_BYTES, &labels).set(d.bytes as f64);
+            gauge!(SEGMENTS, &labels).set(d.segment_count as f64);
+        }
+    }
+    for group in log.groups() {
+        let mut topics: Vec<String> = log.committed(&group).into_iter().map(|c| c.topic).collect();
+        topics.dedup();
+        for topic in topics {
+            for o in log.group_offsets(&group, &topic).unwrap_or_default() {
+                let labels = [
+                    ("group", group.clone()),
+                    ("topic", topic.clone()),
+                    ("partition", o.partition.to_string()),
+                ];
+                gauge!(GROUP_LAG, &labels).set(o.lag as f64);
+            }
+        }
+    }
+    let s = kappa_log::stats::global();
+    let log_counters = [
+        (FSYNCS, s.fsyncs.load(Ordering::Relaxed)),
+        (CORRUPTIONS, s.corruptions_detected.load(Ordering::Relaxed)),
+        (TORN_TAILS, s.torn_tails_truncated.load(Ordering::Relaxed)),
+        (FAILED_PARTITIONS, s.partitions_failed.load(Ordering::Relaxed)),
+        (SEGMENTS_DELETED, s.segments_deleted.load(Ordering::Relaxed)),
+    ];
+    for (name, value) in log_counters {
+        counter!(name).absolute(value);
+    }
+    handle.render()
+}

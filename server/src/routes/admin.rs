@@ -1,0 +1,45 @@
+//! Health, readiness, metrics and the OpenAPI document.
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::AppState;
+
+/// The OpenAPI document, compiled into the binary.
+pub const OPENAPI: &str = include_str!("../../openapi.json");
+
+/// Liveness.
+pub async fn health() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// Readiness: the log is open and no partition stopped accepting writes.
+pub async fn ready(State(state): State<AppState>) -> Response {
+    let mut failed = Vec::new();
+    for topic in state.log.topics() {
+        for p in topic.partitions() {
+            if let Some(reason) = p.failure() {
+                failed.push(json!({"topic": topic.name(), "partition": p.id(), "reason": reason}));
+            }
+        }
+    }
+    if failed.is_empty() {
+        Json(json!({"status": "ready"})).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "degraded", "failed_partitions": failed}))).into_response()
+    }
+}
+
+/// Prometheus text.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let text = crate::metrics::render(&state.metrics, &state.log);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// `GET /v1/openapi.json`.
+pub async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}

@@ -1,0 +1,162 @@
+//! `/v1/groups`: consumer groups — read from committed positions, commit,
+//! list offsets with lag, reset.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use futures_util::future::select_all;
+use kappa_log::{Record, ResetTo, Topic};
+use serde_json::json;
+
+use super::{blocking, body, json, Params, ReadLimits};
+use crate::dto::{CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, ResetRequest, ResetTarget};
+use crate::error::{ApiError, ApiResult};
+use crate::AppState;
+
+/// `GET /v1/groups`.
+pub async fn list(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({ "groups": state.log.groups() }))
+}
+
+/// The group's position on each partition: committed, else the start;
+/// never below the start (retention may have passed it).
+fn positions(state: &AppState, group: &str, topic: &str) -> ApiResult<Vec<u64>> {
+    Ok(state
+        .log
+        .group_offsets(group, topic)?
+        .iter()
+        .map(|o| o.committed.unwrap_or(o.start_offset).clamp(o.start_offset, o.end_offset))
+        .collect())
+}
+
+/// Reads every partition from `positions` within the limits.
+fn read_all(topic: &Topic, positions: &[u64], limits: &ReadLimits) -> ApiResult<(Vec<(u32, Record)>, Vec<PartitionOffset>)> {
+    let mut records = Vec::new();
+    let mut next = Vec::with_capacity(positions.len());
+    let mut bytes = 0u64;
+    for (p, &position) in topic.partitions().iter().zip(positions) {
+        let left = limits.max_records.saturating_sub(records.len() as u64);
+        let mut offset = position;
+        if left > 0 && bytes < limits.max_bytes {
+            let fetch = p.read(position, left, limits.max_bytes - bytes)?;
+            for r in fetch.records() {
+                bytes += (r.value.len() + r.key.as_ref().map_or(0, |k| k.len())) as u64;
+                records.push((p.id(), r));
+            }
+            offset = fetch.next_offset;
+        }
+        next.push(PartitionOffset { partition: p.id(), offset });
+    }
+    Ok((records, next))
+}
+
+/// `GET /v1/groups/{group}/topics/{topic}/records`.
+pub async fn read(
+    State(state): State<AppState>,
+    Path((group, topic_name)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let mut params = Params::parse(query.as_deref())?;
+    let limits = ReadLimits::take(&mut params)?;
+    let commit = params.take_bool("commit", false)?;
+    params.finish()?;
+    let topic = state.log.topic(&topic_name)?;
+    let positions = Arc::new(positions(&state, &group, &topic_name)?);
+    let run = |topic: Arc<Topic>, positions: Arc<Vec<u64>>, limits: ReadLimits| {
+        blocking(move || read_all(&topic, &positions, &limits))
+    };
+    let copy = |l: &ReadLimits| ReadLimits { max_records: l.max_records, max_bytes: l.max_bytes, max_wait: l.max_wait };
+    let (mut records, mut next) = run(topic.clone(), positions.clone(), copy(&limits)).await?;
+    if records.is_empty() && !limits.max_wait.is_zero() {
+        let waits = topic
+            .partitions()
+            .iter()
+            .zip(positions.iter())
+            .map(|(p, &pos)| Box::pin(p.wait_for(pos, limits.max_wait)));
+        let _ = select_all(waits).await;
+        (records, next) = run(topic.clone(), positions.clone(), copy(&limits)).await?;
+    }
+    if commit {
+        let offsets: Vec<(u32, u64)> = next.iter().map(|o| (o.partition, o.offset)).collect();
+        let (log, g, t) = (state.log.clone(), group.clone(), topic_name.clone());
+        blocking(move || Ok(log.commit_offsets(&g, &t, &offsets)?)).await?;
+    }
+    crate::metrics::record_read(&topic_name, records.len());
+    let response = GroupReadResponse {
+        group: &group,
+        topic: &topic_name,
+        records: records.iter().map(|(p, r)| RecordOut::from_record(r, Some(*p))).collect(),
+        next_offsets: next,
+    };
+    Ok(Json(response).into_response())
+}
+
+/// `POST /v1/groups/{group}/offsets`.
+pub async fn commit(
+    State(state): State<AppState>,
+    Path(group): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Json<OffsetsResponse>> {
+    let bytes = body(raw, state.config.max_body_bytes)?;
+    let request: CommitRequest = json(&bytes)?;
+    if request.offsets.is_empty() {
+        return Err(ApiError::bad_request("offsets is empty"));
+    }
+    let offsets: Vec<(u32, u64)> = request.offsets.iter().map(|o| (o.partition, o.offset)).collect();
+    let (log, g, t) = (state.log.clone(), group.clone(), request.topic.clone());
+    blocking(move || Ok(log.commit_offsets(&g, &t, &offsets)?)).await?;
+    Ok(Json(OffsetsResponse { group, topic: request.topic, offsets: request.offsets }))
+}
+
+/// `GET /v1/groups/{group}/offsets[?topic=]`.
+pub async fn offsets(State(state): State<AppState>, Path(group): Path<String>, RawQuery(query): RawQuery) -> ApiResult<Response> {
+    let mut params = Params::parse(query.as_deref())?;
+    let topic = params.take("topic");
+    params.finish()?;
+    let topics = match topic {
+        Some(t) => vec![t],
+        None => {
+            let mut names: Vec<String> = state.log.committed(&group).into_iter().map(|c| c.topic).collect();
+            names.dedup();
+            names
+        }
+    };
+    let mut out = Vec::new();
+    for t in topics {
+        let partitions = state.log.group_offsets(&group, &t)?;
+        out.push(json!({"topic": t, "partitions": partitions}));
+    }
+    Ok(Json(json!({"group": group, "topics": out})).into_response())
+}
+
+/// `POST /v1/groups/{group}/reset`.
+pub async fn reset(
+    State(state): State<AppState>,
+    Path(group): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Json<OffsetsResponse>> {
+    let bytes = body(raw, state.config.max_body_bytes)?;
+    let request: ResetRequest = json(&bytes)?;
+    let to = match request.to {
+        ResetTarget::Named(name) if name == "earliest" => ResetTo::Earliest,
+        ResetTarget::Named(name) if name == "latest" => ResetTo::Latest,
+        ResetTarget::Named(name) => {
+            return Err(ApiError::bad_request(format!(
+                "to must be \"earliest\", \"latest\", {{\"timestamp\": ms}} or {{\"offset\": n}}, got {name:?}"
+            )))
+        }
+        ResetTarget::Timestamp { timestamp } => ResetTo::Timestamp(timestamp),
+        ResetTarget::Offset { offset } => ResetTo::Offset(offset),
+    };
+    let (log, g, t) = (state.log.clone(), group.clone(), request.topic.clone());
+    let offsets = blocking(move || Ok(log.reset_offsets(&g, &t, to)?)).await?;
+    Ok(Json(OffsetsResponse {
+        group,
+        topic: request.topic,
+        offsets: offsets.into_iter().map(|(partition, offset)| PartitionOffset { partition, offset }).collect(),
+    }))
+}

@@ -1,0 +1,259 @@
+//! Produce (`POST /v1/topics/{topic}/records`) and partition reads
+//! (`GET /v1/topics/{topic}/partitions/{partition}/records`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use kappa_log::{Fetch, Header, LogError, NewRecord, ProduceRecord, Record, Topic};
+
+use super::topics::default_topic_config;
+use super::{blocking, body, Params, ReadLimits};
+use crate::config::ServerConfig;
+use crate::dto::{ProduceBody, ProduceResponse, ProducedOut, ReadResponse, RecordIn, RecordOut};
+use crate::error::{ApiError, ApiResult};
+use crate::AppState;
+
+/// Largest accepted record timestamp: 9999-12-31T23:59:59.999Z.
+pub const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
+
+/// `POST /v1/topics/{topic}/records`.
+pub async fn produce(
+    State(state): State<AppState>,
+    Path(topic_name): Path<String>,
+    headers: HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let bytes = body(raw, state.config.max_body_bytes)?;
+    let idempotency_key = idempotency_key(&headers)?;
+    let ndjson = is_ndjson(&headers)?;
+    let records = parse_records(&bytes, ndjson, &state.config)?;
+    let topic = topic_for_produce(&state, &topic_name).await?;
+    let count = records.len();
+    let outcome = topic.produce(records, idempotency_key).await?;
+    crate::metrics::record_produce(&topic_name, count, bytes.len(), started.elapsed());
+    let response = ProduceResponse {
+        topic: topic_name,
+        records: outcome
+            .records
+            .iter()
+            .map(|p| ProducedOut { partition: p.partition, offset: p.offset })
+            .collect(),
+        duplicate: outcome.duplicate,
+    };
+    Ok(Json(response).into_response())
+}
+
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<Vec<u8>>> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) if (1..=255).contains(&v.len()) => Ok(Some(v.as_bytes().to_vec())),
+        Some(_) => Err(ApiError::bad_request("the Idempotency-Key header must be 1 to 255 bytes")),
+    }
+}
+
+fn is_ndjson(headers: &HeaderMap) -> ApiResult<bool> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else { return Ok(false) };
+    let mime = value.to_str().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    match mime.as_str() {
+        "application/json" => Ok(false),
+        "application/x-ndjson" | "application/ndjson" | "application/jsonl" => Ok(true),
+        other => Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("Content-Type {other:?} is not accepted: use application/json or application/x-ndjson"),
+        )),
+    }
+}
+
+/// Parses and validates the records; keys and values share `body`'s buffer.
+fn parse_records(body: &Bytes, ndjson: bool, config: &ServerConfig) -> ApiResult<Vec<ProduceRecord>> {
+    let parsed: Vec<RecordIn<'_>> = if ndjson {
+        let mut records = Vec::new();
+        for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if records.len() == config.max_records_per_request {
+                return Err(too_many(config));
+            }
+            let record = serde_json::from_slice(line)
+                .map_err(|e| ApiError::bad_request(format!("NDJSON line {}: {e}", i + 1)))?;
+            records.push(record);
+        }
+        records
+    } else {
+        let parsed: ProduceBody<'_> = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+        parsed.records
+    };
+    if parsed.is_empty() {
+        return Err(ApiError::bad_request("the request has no records"));
+    }
+    if parsed.len() > config.max_records_per_request {
+        return Err(too_many(config));
+    }
+    parsed.iter().enumerate().map(|(i, r)| to_record(i, r, body, config)).collect()
+}
+
+fn too_many(config: &ServerConfig) -> ApiError {
+    ApiError::too_large(format!(
+        "more than {} records in one request (max_records_per_request)",
+        config.max_records_per_request
+    ))
+}
+
+/// A slice of `body` when `part` points into it (zero copy), else a copy.
+fn share(body: &Bytes, part: &str) -> Bytes {
+    let (start, base) = (part.as_ptr() as usize, body.as_ptr() as usize);
+    if start >= base && start + part.len() <= base + body.len() {
+        body.slice(start - base..start - base + part.len())
+    } else {
+        Bytes::copy_from_slice(part.as_bytes())
+    }
+}
+
+fn to_record(i: usize, r: &RecordIn<'_>, body: &Bytes, config: &ServerConfig) -> ApiResult<ProduceRecord> {
+    let value = r.value.get();
+    if value.len() > config.max_value_bytes {
+        return Err(ApiError::too_large(format!(
+            "record {i}: value is {} bytes, the limit is {} (max_value_bytes)",
+            value.len(),
+            config.max_value_bytes
+        )));
+    }
+    if let Some(key) = &r.key {
+        if key.len() > config.max_key_bytes {
+            return Err(ApiError::too_large(format!(
+                "record {i}: key is {} bytes, the limit is {} (max_key_bytes)",
+                key.len(),
+                config.max_key_bytes
+            )));
+        }
+    }
+    if r.headers.len() > config.max_headers_per_record {
+        return Err(ApiError::too_large(format!(
+            "record {i}: {} headers, the limit is {} (max_headers_per_record)",
+            r.headers.len(),
+            config.max_headers_per_record
+        )));
+    }
+    if let Some(ts) = r.timestamp {
+        if !(0..=MAX_TIMESTAMP_MS).contains(&ts) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_timestamp",
+                format!("record {i}: timestamp {ts} is not in 0..={MAX_TIMESTAMP_MS} (ms since the epoch)"),
+            ));
+        }
+    }
+    Ok(ProduceRecord {
+        partition: r.partition,
+        record: NewRecord {
+            key: r.key.as_ref().map(|k| share(body, k)),
+            value: share(body, value),
+            timestamp: r.timestamp,
+            headers: r
+                .headers
+                .iter()
+                .map(|(name, value)| Header { name: name.clone(), value: Bytes::copy_from_slice(value.as_bytes()) })
+                .collect(),
+        },
+    })
+}
+
+/// The topic, created with the server's defaults if it is unknown and
+/// auto-creation is on.
+async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>> {
+    match state.log.topic(name) {
+        Ok(t) => Ok(t),
+        Err(LogError::UnknownTopic(_)) if state.config.auto_create_topics => {
+            let (log, name, config) = (state.log.clone(), name.to_string(), default_topic_config(state));
+            blocking(move || match log.create_topic(&name, config) {
+                Ok(t) => Ok(t),
+                Err(LogError::TopicExists(_)) => Ok(log.topic(&name)?),
+                Err(e) => Err(e.into()),
+            })
+            .await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Parses a partition path segment.
+pub fn partition_number(topic: &Topic, raw: &str) -> ApiResult<u32> {
+    let p: u32 = raw.parse().map_err(|_| {
+        ApiError::new(StatusCode::BAD_REQUEST, "unknown_partition", format!("partition {raw:?} is not a partition number"))
+    })?;
+    topic.partition(p)?;
+    Ok(p)
+}
+
+/// `GET /v1/topics/{topic}/partitions/{partition}/records`.
+pub async fn read(
+    State(state): State<AppState>,
+    Path((topic_name, partition)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let mut params = Params::parse(query.as_deref())?;
+    let limits = ReadLimits::take(&mut params)?;
+    let offset = params.take("offset");
+    let from_timestamp = params.take("from_timestamp");
+    params.finish()?;
+    let topic = state.log.topic(&topic_name)?;
+    let p = partition_number(&topic, &partition)?;
+    let offset = match (offset.as_deref(), from_timestamp) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("give offset or from_timestamp, not both")),
+        (None, Some(ts)) => {
+            let ts: i64 = ts.parse().map_err(|_| {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_timestamp", format!("from_timestamp must be an integer (ms), got {ts:?}"))
+            })?;
+            let topic = topic.clone();
+            blocking(move || Ok(topic.partition(p)?.offset_for_timestamp(ts)?)).await?
+        }
+        (None | Some("earliest"), None) => topic.partition(p)?.start_offset(),
+        (Some("latest"), None) => topic.partition(p)?.end_offset(),
+        (Some(n), None) => n.parse::<u64>().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_offset",
+                format!("offset must be a non-negative integer, earliest or latest, got {n:?}"),
+            )
+        })?,
+    };
+    let fetch = fetch(&topic, p, offset, &limits).await?;
+    let records: Vec<Record> = fetch.records().collect();
+    crate::metrics::record_read(&topic_name, records.len());
+    let response = ReadResponse {
+        topic: &topic_name,
+        partition: p,
+        records: records.iter().map(|r| RecordOut::from_record(r, None)).collect(),
+        next_offset: fetch.next_offset,
+        high_watermark: fetch.high_watermark,
+        start_offset: fetch.start_offset,
+    };
+    Ok(Json(response).into_response())
+}
+
+/// Reads, and if nothing is there yet waits up to `max_wait` for a record
+/// (woken by the writer, no polling), then reads again.
+pub async fn fetch(topic: &Arc<Topic>, p: u32, offset: u64, limits: &ReadLimits) -> ApiResult<Fetch> {
+    let read = |topic: Arc<Topic>, max_records, max_bytes| {
+        blocking(move || Ok(topic.partition(p)?.read(offset, max_records, max_bytes)?))
+    };
+    let fetch = read(topic.clone(), limits.max_records, limits.max_bytes).await?;
+    if fetch.record_count() > 0 || limits.max_wait.is_zero() || offset != fetch.high_watermark {
+        return Ok(fetch);
+    }
+    let end = topic.partition(p)?.wait_for(offset, limits.max_wait).await?;
+    if end == offset {
+        return Ok(fetch);
+    }
+    read(topic.clone(), limits.max_records, limits.max_bytes).await
+}

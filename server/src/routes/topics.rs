@@ -1,0 +1,52 @@
+//! `/v1/topics`: create, list, describe, delete.
+
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use kappa_log::TopicConfig;
+use serde_json::json;
+
+use super::{blocking, body, json};
+use crate::dto::CreateTopic;
+use crate::error::ApiResult;
+use crate::AppState;
+
+/// The defaults a topic gets from this server.
+pub fn default_topic_config(state: &AppState) -> TopicConfig {
+    TopicConfig {
+        partitions: state.config.default_partitions,
+        fsync: state.config.default_fsync,
+        ..TopicConfig::default()
+    }
+}
+
+/// `POST /v1/topics`.
+pub async fn create(State(state): State<AppState>, raw: Result<Bytes, BytesRejection>) -> ApiResult<Response> {
+    let bytes = body(raw, state.config.max_body_bytes)?;
+    let request: CreateTopic = json(&bytes)?;
+    let config = request.config(default_topic_config(&state));
+    let log = state.log.clone();
+    let topic = blocking(move || Ok(log.create_topic(&request.name, config)?)).await?;
+    Ok((StatusCode::CREATED, Json(topic.describe())).into_response())
+}
+
+/// `GET /v1/topics`.
+pub async fn list(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let topics: Vec<_> = state.log.topics().iter().map(|t| t.describe()).collect();
+    Json(json!({ "topics": topics }))
+}
+
+/// `GET /v1/topics/{topic}`.
+pub async fn describe(State(state): State<AppState>, Path(topic): Path<String>) -> ApiResult<Response> {
+    Ok(Json(state.log.topic(&topic)?.describe()).into_response())
+}
+
+/// `DELETE /v1/topics/{topic}`.
+pub async fn delete(State(state): State<AppState>, Path(topic): Path<String>) -> ApiResult<StatusCode> {
+    let log = state.log.clone();
+    blocking(move || Ok(log.delete_topic(&topic)?)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
