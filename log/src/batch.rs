@@ -204,6 +204,9 @@ pub enum DecodeError {
     },
     /// The bytes are there but wrong.
     Invalid(String),
+    /// A complete batch (its CRC matches) of a format version this code
+    /// does not know: written by a newer Kappa.
+    UnsupportedVersion(u8),
 }
 
 impl std::fmt::Display for DecodeError {
@@ -216,6 +219,12 @@ impl std::fmt::Display for DecodeError {
                 )
             }
             DecodeError::Invalid(reason) => f.write_str(reason),
+            DecodeError::UnsupportedVersion(v) => {
+                write!(
+                    f,
+                    "batch format version {v} is newer than this build understands ({VERSION})"
+                )
+            }
         }
     }
 }
@@ -284,10 +293,7 @@ impl BatchView {
             )));
         }
         if bytes[VERSION_OFFSET] != VERSION {
-            return Err(DecodeError::Invalid(format!(
-                "unsupported batch version {}",
-                bytes[VERSION_OFFSET]
-            )));
+            return Err(DecodeError::UnsupportedVersion(bytes[VERSION_OFFSET]));
         }
         if u16_at(&bytes, ATTRIBUTES_OFFSET) != 0 || u16_at(&bytes, RESERVED_OFFSET) != 0 {
             return Err(DecodeError::Invalid("reserved fields are not zero".into()));

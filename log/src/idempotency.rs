@@ -52,9 +52,11 @@ impl IdempotencyWindow {
         if self.max_keys == 0 {
             return;
         }
-        if self.by_key.insert(key.clone(), prior).is_none() {
-            self.order.push_back((key, prior.append_time));
+        if self.by_key.insert(key.clone(), prior).is_some() {
+            // A key reused after it expired: its newer append decides expiry.
+            self.order.retain(|(k, _)| *k != key);
         }
+        self.order.push_back((key, prior.append_time));
         while self.order.len() > self.max_keys {
             self.pop_oldest();
         }

@@ -225,12 +225,15 @@ impl Log {
             .remove(name)
             .ok_or_else(|| LogError::UnknownTopic(name.to_string()))?;
         topic.close();
+        // Offsets first: a crash after this leaves the topic with no group
+        // offsets (harmless), never a new topic of the same name inheriting
+        // old ones.
+        self.inner.offsets.delete_topic(name)?;
         let data = &self.inner.config.data_dir;
         let n = self.inner.trash_counter.fetch_add(1, Ordering::Relaxed);
         let doomed = data.join("trash").join(format!("{name}.{}.{n}", now_ms()));
         std::fs::rename(topic.dir(), &doomed).map_err(|e| LogError::io(topic.dir(), e))?;
         io::sync_dir(&topics_dir(data))?;
-        self.inner.offsets.delete_topic(name)?;
         std::fs::remove_dir_all(&doomed).map_err(|e| LogError::io(&doomed, e))?;
         tracing::info!(topic = name, "deleted topic");
         Ok(())
@@ -242,8 +245,9 @@ impl Log {
         enforce_retention(&self.inner, now_ms)
     }
 
-    /// Commits a group's offsets on one topic. An offset may be anything in
-    /// `[start, end]` of its partition.
+    /// Commits a group's offsets on one topic. An offset may be anything up
+    /// to the partition's end (one below the start means "from the start",
+    /// as retention may have passed it).
     pub fn commit_offsets(&self, group: &str, topic: &str, offsets: &[(u32, u64)]) -> Result<()> {
         let t = self.topic(topic)?;
         for &(p, offset) in offsets {
@@ -359,13 +363,25 @@ fn enforce_retention(inner: &Inner, now_ms: i64) -> Result<usize> {
         .values()
         .cloned()
         .collect();
+    // One partition's failure must not stop retention for the others: each
+    // is tried, and the first error is returned after all were.
     let mut deleted = 0;
+    let mut first_error = None;
     for topic in topics {
         for p in topic.partitions() {
-            deleted += p.apply_retention(now_ms)?;
+            match p.apply_retention(now_ms) {
+                Ok(n) => deleted += n,
+                Err(e) => {
+                    tracing::error!(topic = topic.name(), partition = p.id(), error = %e, "retention failed");
+                    first_error.get_or_insert(e);
+                }
+            }
         }
     }
-    Ok(deleted)
+    match first_error {
+        None => Ok(deleted),
+        Some(e) => Err(e),
+    }
 }
 
 fn start_retention(

@@ -749,7 +749,6 @@ fn validate_topic(topic: &str) -> Result<()> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -492,26 +492,26 @@ impl Partition {
         }
         let segments = self.shared.snapshot();
         let (active, sealed) = segments.split_last().expect("an active segment");
+        let horizon = cfg
+            .retention_ms
+            .map(|ms| now_ms.saturating_sub(ms.min(i64::MAX as u64) as i64));
+        // Append times are only needed for the expired prefix: stop learning
+        // them (a read of each segment's last batch) at the first young one.
+        let mut in_expired_prefix = horizon.is_some();
         let mut facts = Vec::with_capacity(sealed.len());
-        for (i, s) in sealed.iter().enumerate() {
-            // Append times are only needed for the expired prefix; stop
-            // learning them at the first segment that is young enough.
-            let t = match (cfg.retention_ms, s.known_max_append_time()) {
-                (_, Some(t)) => t,
-                (Some(_), None)
-                    if facts
-                        .iter()
-                        .all(|f: &SegmentFacts| f.max_append_time != i64::MAX) =>
-                {
-                    self.learn_append_time(s)?
-                }
-                _ => i64::MAX,
+        for s in sealed {
+            let t = match s.known_max_append_time() {
+                Some(t) => t,
+                None if in_expired_prefix => self.learn_append_time(s)?,
+                None => i64::MAX,
             };
+            if horizon.is_some_and(|h| t >= h) {
+                in_expired_prefix = false;
+            }
             facts.push(SegmentFacts {
                 bytes: s.readable_bytes(),
                 max_append_time: t,
             });
-            let _ = i;
         }
         let n = retention::segments_to_delete(
             &facts,
@@ -617,6 +617,17 @@ fn recover_window(
         }
         let bytes = segment::map_file(&segment.paths.log)?;
         let scanned = segment::scan(&bytes, segment.base_offset, cfg.index_interval_bytes);
+        if let Some((position, problem)) = &scanned.problem {
+            tracing::error!(
+                segment = %segment.paths.log.display(),
+                position,
+                %problem,
+                "corrupt batch in a sealed segment: idempotency keys after it are not recovered"
+            );
+            stats::global()
+                .corruptions_detected
+                .fetch_add(1, Ordering::Relaxed);
+        }
         segment.set_max_append_time(scanned.max_append_time);
         found += scanned.keys.len();
         chunks.push(scanned.keys);

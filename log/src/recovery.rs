@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 
+use crate::batch::{self, DecodeError};
 use crate::error::{LogError, Result};
 use crate::segment::{self, ActiveFiles, IndexBuilder, Segment, SegmentPaths};
 use crate::stats;
@@ -118,17 +119,7 @@ fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveS
         let bytes = segment::map_file(&paths.log)?;
         let scanned = segment::scan(&bytes, base, interval_bytes);
         if let Some((position, problem)) = &scanned.problem {
-            let dropped = bytes.len() as u64 - position;
-            tracing::warn!(
-                segment = %paths.log.display(),
-                position,
-                dropped_bytes = dropped,
-                %problem,
-                "recovery: truncating the active segment at its first torn or corrupt batch"
-            );
-            let s = stats::global();
-            s.torn_tails_truncated.fetch_add(1, Ordering::Relaxed);
-            s.truncated_bytes.fetch_add(dropped, Ordering::Relaxed);
+            handle_bad_tail(&paths.log, &bytes, *position, problem)?;
         }
         scanned
         // The mapping is dropped here, before the file is truncated.
@@ -177,6 +168,69 @@ fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveS
         first_append_time: scanned.first_append_time,
     };
     Ok((state, keys))
+}
+
+/// Decides what to do with the bytes after the first bad batch of the
+/// active segment, before they are truncated away.
+///
+/// * A complete batch of a newer format version: refuse to open (an older
+///   build must not destroy a newer one's data).
+/// * Valid batches further on: not a torn write but corruption inside
+///   written data. The tail is kept in `<segment>.log.corrupt-<position>`
+///   for inspection, and the corruption is logged and counted.
+/// * Otherwise a torn tail: dropped, logged and counted.
+fn handle_bad_tail(
+    path: &Path,
+    bytes: &bytes::Bytes,
+    position: u64,
+    problem: &DecodeError,
+) -> Result<()> {
+    if let DecodeError::UnsupportedVersion(_) = problem {
+        return Err(LogError::corrupt(
+            path,
+            position,
+            format!("{problem}; refusing to truncate it"),
+        ));
+    }
+    let tail = bytes.slice(position as usize..);
+    let s = stats::global();
+    s.truncated_bytes
+        .fetch_add(tail.len() as u64, Ordering::Relaxed);
+    match find_valid_batch(&tail) {
+        Some(at) => {
+            let keep = path.with_extension(format!("log.corrupt-{position}"));
+            std::fs::write(&keep, &tail).map_err(|e| LogError::io(&keep, e))?;
+            tracing::error!(
+                segment = %path.display(),
+                position,
+                next_valid_batch = position + at as u64,
+                kept_in = %keep.display(),
+                %problem,
+                "recovery: corrupt batch inside the active segment; truncating there and keeping the rest aside"
+            );
+            s.corruptions_detected.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            tracing::warn!(
+                segment = %path.display(),
+                position,
+                dropped_bytes = tail.len(),
+                %problem,
+                "recovery: truncating a torn tail of the active segment"
+            );
+            s.torn_tails_truncated.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// Position of the first complete, valid batch in `tail` after its start.
+fn find_valid_batch(tail: &bytes::Bytes) -> Option<usize> {
+    (1..tail.len().saturating_sub(batch::HEADER_LEN)).find(|&p| {
+        tail[p + batch::MAGIC_OFFSET] == batch::MAGIC
+            && tail[p + batch::VERSION_OFFSET] == batch::VERSION
+            && batch::BatchView::parse(&tail.slice(p..)).is_ok()
+    })
 }
 
 /// Creates a new, empty active segment at `base` (a roll).

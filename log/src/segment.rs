@@ -522,6 +522,20 @@ pub struct SegmentRead {
     pub bytes: u64,
 }
 
+/// Logs and counts corruption found by a read, and builds its error.
+fn report_corruption(segment: &Segment, position: u64, reason: String) -> LogError {
+    tracing::error!(
+        segment = %segment.paths.log.display(),
+        position,
+        %reason,
+        "corrupt batch: the read fails here, nothing past it is returned"
+    );
+    crate::stats::global()
+        .corruptions_detected
+        .fetch_add(1, Ordering::Relaxed);
+    LogError::corrupt(&segment.paths.log, position, reason)
+}
+
 /// Smallest chunk read from an active segment with one `pread`.
 const MIN_ACTIVE_READ: u64 = 64 * 1024;
 
@@ -570,23 +584,14 @@ pub fn read_batches(
                 window_start = position;
                 continue;
             }
-            Err(e) => {
-                return Err(LogError::corrupt(
-                    &segment.paths.log,
-                    position,
-                    e.to_string(),
-                ))
-            }
+            Err(e) => return Err(report_corruption(segment, position, e.to_string())),
         };
         if view.base_offset() != expected {
-            return Err(LogError::corrupt(
-                &segment.paths.log,
-                position,
-                format!(
-                    "batch base offset {} where {expected} was expected",
-                    view.base_offset()
-                ),
-            ));
+            let reason = format!(
+                "batch base offset {} where {expected} was expected",
+                view.base_offset()
+            );
+            return Err(report_corruption(segment, position, reason));
         }
         position += view.len() as u64;
         expected = view.next_offset();
@@ -600,11 +605,8 @@ pub fn read_batches(
         }
     }
     if out.batches.is_empty() && offset < end_offset {
-        return Err(LogError::corrupt(
-            &segment.paths.log,
-            position,
-            format!("offset {offset} not found before the end of the readable data"),
-        ));
+        let reason = format!("offset {offset} not found before the end of the readable data");
+        return Err(report_corruption(segment, position, reason));
     }
     Ok(out)
 }

@@ -231,8 +231,11 @@ impl Writer {
                         }
                     }
                 }
+                let group_start = self.active.next_offset;
                 for p in pending {
-                    let reply = if p.written.is_some() {
+                    // A duplicate of an append in this same group failed with it.
+                    let in_group = matches!(&p.outcome, Ok(o) if o.base_offset >= group_start);
+                    let reply = if p.written.is_some() || in_group {
                         Err(self.shared.failed_or(&e))
                     } else {
                         p.outcome
@@ -241,7 +244,6 @@ impl Writer {
                 }
                 return;
             }
-            metrics::histogram!(crate::metrics::GROUP_COMMIT_RECORDS).record((next_offset - self.active.next_offset) as f64);
             let records = next_offset - self.active.next_offset;
             metrics::histogram!(crate::metrics::GROUP_COMMIT_RECORDS).record(records as f64);
             self.publish(&pending, next_offset, now);

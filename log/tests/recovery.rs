@@ -176,21 +176,19 @@ async fn a_flipped_byte_in_the_active_segment_is_truncated_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, last_start, first_two) = three_batches(dir.path()).await;
     let path = segment_log(dir.path(), 0);
+    let stats = kappa_log::stats::global();
     for i in (0..bytes.len()).step_by(7) {
         let mut copy = bytes.clone();
         copy[i] ^= 0x01;
         std::fs::write(&path, &copy).unwrap();
-        let before = kappa_log::stats::global()
-            .torn_tails_truncated
-            .load(Ordering::Relaxed);
+        let counted = || {
+            stats.torn_tails_truncated.load(Ordering::Relaxed)
+                + stats.corruptions_detected.load(Ordering::Relaxed)
+        };
+        let before = counted();
         let log = Log::open(LogConfig::new(dir.path())).unwrap();
         let records = read_all(&log).unwrap();
-        assert!(
-            kappa_log::stats::global()
-                .torn_tails_truncated
-                .load(Ordering::Relaxed)
-                > before
-        );
+        assert!(counted() > before, "flip at {i} was not reported");
         // Only whole batches before the flipped one survive, unchanged.
         let expect = if i as u64 >= last_start {
             8
@@ -201,7 +199,50 @@ async fn a_flipped_byte_in_the_active_segment_is_truncated_and_reported() {
         };
         assert_eq!(records.len(), expect, "flip at {i}");
         assert_eq!(records[..], first_two[..expect]);
+        drop(log);
+        // When valid batches followed the flipped one, they were kept aside.
+        let kept: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".log.corrupt-"))
+            .collect();
+        if (i as u64) < last_start {
+            assert_eq!(kept.len(), 1, "flip at {i}: the valid tail was not kept");
+            let tail = std::fs::read(&kept[0]).unwrap();
+            assert!(copy.ends_with(&tail) && tail.len() > bytes.len() - last_start as usize);
+        }
+        for k in kept {
+            std::fs::remove_file(k).unwrap();
+        }
     }
+}
+
+#[tokio::test]
+async fn a_batch_of_a_newer_format_version_is_never_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, last_start, _) = three_batches(dir.path()).await;
+    let mut copy = bytes.clone();
+    // Rewrite the last batch as version 2 with a valid CRC.
+    let at = last_start as usize;
+    copy[at + kappa_log::batch::VERSION_OFFSET] = 2;
+    let crc = crc32fast::hash(&copy[at + kappa_log::batch::CRC_START..]);
+    copy[at + kappa_log::batch::CRC_OFFSET..at + kappa_log::batch::CRC_START]
+        .copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(segment_log(dir.path(), 0), &copy).unwrap();
+    match Log::open(LogConfig::new(dir.path())) {
+        Err(LogError::Corrupt {
+            position, reason, ..
+        }) => {
+            assert_eq!(position, last_start);
+            assert!(reason.contains("version 2"), "{reason}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(segment_log(dir.path(), 0)).unwrap(),
+        copy,
+        "nothing was truncated"
+    );
 }
 
 #[tokio::test]

@@ -133,7 +133,8 @@ impl ServerConfig {
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> anyhow::Result<ServerConfig> {
         let mut config = match file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading config file {}", path.display()))?;
                 toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?
             }
             None => ServerConfig::default(),
@@ -159,8 +160,13 @@ impl ServerConfig {
 
     /// Checks every range.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if self.default_partitions == 0 || self.default_partitions > kappa_log::config::MAX_PARTITIONS_PER_TOPIC {
-            bail!("default_partitions must be in 1..={}", kappa_log::config::MAX_PARTITIONS_PER_TOPIC);
+        if self.default_partitions == 0
+            || self.default_partitions > kappa_log::config::MAX_PARTITIONS_PER_TOPIC
+        {
+            bail!(
+                "default_partitions must be in 1..={}",
+                kappa_log::config::MAX_PARTITIONS_PER_TOPIC
+            );
         }
         if self.max_body_bytes < 1024 || self.max_body_bytes > 1 << 30 {
             bail!("max_body_bytes must be in 1024..=1073741824");
@@ -202,8 +208,15 @@ mod tests {
     fn layers_apply_in_order_defaults_file_overrides() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("kappa.toml");
-        std::fs::write(&file, "data_dir = \"/from/file\"\ndefault_partitions = 4\nmax_connections = 7\n").unwrap();
-        let overrides = Overrides { max_connections: Some(9), ..Default::default() };
+        std::fs::write(
+            &file,
+            "data_dir = \"/from/file\"\ndefault_partitions = 4\nmax_connections = 7\n",
+        )
+        .unwrap();
+        let overrides = Overrides {
+            max_connections: Some(9),
+            ..Default::default()
+        };
         let c = ServerConfig::load(Some(&file), &overrides).unwrap();
         assert_eq!(c.data_dir, PathBuf::from("/from/file"));
         assert_eq!(c.default_partitions, 4);
@@ -217,7 +230,10 @@ mod tests {
         let file = dir.path().join("kappa.toml");
         std::fs::write(&file, "no_such_key = 1\n").unwrap();
         assert!(ServerConfig::load(Some(&file), &Overrides::default()).is_err());
-        let bad = Overrides { default_partitions: Some(0), ..Default::default() };
+        let bad = Overrides {
+            default_partitions: Some(0),
+            ..Default::default()
+        };
         assert!(ServerConfig::load(None, &bad).is_err());
     }
 

@@ -9,7 +9,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
 /// Distinguishes a missing field (`None`) from an explicit null (`Some(None)`).
-fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
 }
 
@@ -128,7 +130,12 @@ impl<'a> RecordOut<'a> {
             Ok(raw) => Cow::Borrowed(raw),
             Err(_) => {
                 let text = String::from_utf8_lossy(&record.value);
-                Cow::Owned(RawValue::from_string(serde_json::to_string(&text).expect("a string serializes")).expect("valid JSON"))
+                Cow::Owned(
+                    RawValue::from_string(
+                        serde_json::to_string(&text).expect("a string serializes"),
+                    )
+                    .expect("valid JSON"),
+                )
             }
         };
         RecordOut {
@@ -140,7 +147,12 @@ impl<'a> RecordOut<'a> {
             headers: record
                 .headers
                 .iter()
-                .map(|h| (Cow::Borrowed(h.name.as_str()), String::from_utf8_lossy(&h.value)))
+                .map(|h| {
+                    (
+                        Cow::Borrowed(h.name.as_str()),
+                        String::from_utf8_lossy(&h.value),
+                    )
+                })
                 .collect(),
         }
     }

@@ -49,7 +49,9 @@ impl From<LogError> for ApiError {
         let (status, code) = match &e {
             LogError::InvalidTopicName { .. } => (S::BAD_REQUEST, "invalid_topic_name"),
             LogError::InvalidConfig(_) => (S::BAD_REQUEST, "invalid_config"),
-            LogError::InvalidArgument(m) if m.contains("group") => (S::BAD_REQUEST, "invalid_group"),
+            LogError::InvalidArgument(m) if m.contains("group") => {
+                (S::BAD_REQUEST, "invalid_group")
+            }
             LogError::InvalidArgument(_) => (S::BAD_REQUEST, "bad_request"),
             LogError::UnknownTopic(_) => (S::NOT_FOUND, "unknown_topic"),
             LogError::TopicExists(_) => (S::CONFLICT, "topic_exists"),
@@ -63,7 +65,9 @@ impl From<LogError> for ApiError {
             LogError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
                 (S::INSUFFICIENT_STORAGE, "disk_full")
             }
-            LogError::Corrupt { .. } | LogError::Io { .. } => (S::INTERNAL_SERVER_ERROR, "internal"),
+            LogError::Corrupt { .. } | LogError::Io { .. } => {
+                (S::INTERNAL_SERVER_ERROR, "internal")
+            }
         };
         if status.is_server_error() && status != S::SERVICE_UNAVAILABLE {
             tracing::error!(error = %e, "request failed");
@@ -78,7 +82,9 @@ impl IntoResponse for ApiError {
         let body = json!({"error": {"code": self.code, "message": self.message}});
         let mut response = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response
     }

@@ -65,7 +65,10 @@ pub async fn serve(
     tracing::info!("shutting down: no new connections; finishing in-flight requests");
     drop(listener);
     let grace = Duration::from_millis(config.shutdown_grace_ms);
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!("in-flight requests did not finish within {grace:?}; closing them");
     }
     Ok(())

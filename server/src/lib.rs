@@ -37,7 +37,11 @@ pub struct AppState {
 
 /// Opens the log in `config.data_dir` (running recovery), serves the API on
 /// `listener` until `shutdown` completes, then drains and closes.
-pub async fn run(config: ServerConfig, listener: TcpListener, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+pub async fn run(
+    config: ServerConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
     let log_config = config.log_config();
     let log = tokio::task::spawn_blocking(move || Log::open(log_config)).await??;
     let state = AppState {

@@ -50,7 +50,8 @@ pub const SEGMENTS_DELETED: &str = "kappa_log_segments_deleted_total";
 /// Installs the global recorder and returns the handle that renders it.
 pub fn install() -> PrometheusHandle {
     let buckets = [
-        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+        5.0,
     ];
     let builder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
@@ -89,7 +90,10 @@ pub fn render(handle: &PrometheusHandle, log: &Log) -> String {
     for topic in log.topics() {
         for p in topic.partitions() {
             let d = p.describe();
-            let labels = [("topic", topic.name().to_string()), ("partition", d.partition.to_string())];
+            let labels = [
+                ("topic", topic.name().to_string()),
+                ("partition", d.partition.to_string()),
+            ];
             gauge!(END_OFFSET, &labels).set(d.end_offset as f64);
             gauge!(START_OFFSET, &labels).set(d.start_offset as f64);
             gauge!(PARTITION_BYTES, &labels).set(d.bytes as f64);
@@ -115,7 +119,10 @@ pub fn render(handle: &PrometheusHandle, log: &Log) -> String {
         (FSYNCS, s.fsyncs.load(Ordering::Relaxed)),
         (CORRUPTIONS, s.corruptions_detected.load(Ordering::Relaxed)),
         (TORN_TAILS, s.torn_tails_truncated.load(Ordering::Relaxed)),
-        (FAILED_PARTITIONS, s.partitions_failed.load(Ordering::Relaxed)),
+        (
+            FAILED_PARTITIONS,
+            s.partitions_failed.load(Ordering::Relaxed),
+        ),
         (SEGMENTS_DELETED, s.segments_deleted.load(Ordering::Relaxed)),
     ];
     for (name, value) in log_counters {

@@ -29,7 +29,11 @@ pub async fn ready(State(state): State<AppState>) -> Response {
     if failed.is_empty() {
         Json(json!({"status": "ready"})).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "degraded", "failed_partitions": failed}))).into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "degraded", "failed_partitions": failed})),
+        )
+            .into_response()
     }
 }
 

@@ -13,7 +13,10 @@ use kappa_log::{Record, ResetTo, Topic};
 use serde_json::json;
 
 use super::{blocking, body, json, Params, ReadLimits};
-use crate::dto::{CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, ResetRequest, ResetTarget};
+use crate::dto::{
+    CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, ResetRequest,
+    ResetTarget,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -29,12 +32,20 @@ fn positions(state: &AppState, group: &str, topic: &str) -> ApiResult<Vec<u64>> 
         .log
         .group_offsets(group, topic)?
         .iter()
-        .map(|o| o.committed.unwrap_or(o.start_offset).clamp(o.start_offset, o.end_offset))
+        .map(|o| {
+            o.committed
+                .unwrap_or(o.start_offset)
+                .clamp(o.start_offset, o.end_offset)
+        })
         .collect())
 }
 
 /// Reads every partition from `positions` within the limits.
-fn read_all(topic: &Topic, positions: &[u64], limits: &ReadLimits) -> ApiResult<(Vec<(u32, Record)>, Vec<PartitionOffset>)> {
+fn read_all(
+    topic: &Topic,
+    positions: &[u64],
+    limits: &ReadLimits,
+) -> ApiResult<(Vec<(u32, Record)>, Vec<PartitionOffset>)> {
     let mut records = Vec::new();
     let mut next = Vec::with_capacity(positions.len());
     let mut bytes = 0u64;
@@ -49,7 +60,10 @@ fn read_all(topic: &Topic, positions: &[u64], limits: &ReadLimits) -> ApiResult<
             }
             offset = fetch.next_offset;
         }
-        next.push(PartitionOffset { partition: p.id(), offset });
+        next.push(PartitionOffset {
+            partition: p.id(),
+            offset,
+        });
     }
     Ok((records, next))
 }
@@ -69,7 +83,11 @@ pub async fn read(
     let run = |topic: Arc<Topic>, positions: Arc<Vec<u64>>, limits: ReadLimits| {
         blocking(move || read_all(&topic, &positions, &limits))
     };
-    let copy = |l: &ReadLimits| ReadLimits { max_records: l.max_records, max_bytes: l.max_bytes, max_wait: l.max_wait };
+    let copy = |l: &ReadLimits| ReadLimits {
+        max_records: l.max_records,
+        max_bytes: l.max_bytes,
+        max_wait: l.max_wait,
+    };
     let (mut records, mut next) = run(topic.clone(), positions.clone(), copy(&limits)).await?;
     if records.is_empty() && !limits.max_wait.is_zero() {
         let waits = topic
@@ -89,7 +107,10 @@ pub async fn read(
     let response = GroupReadResponse {
         group: &group,
         topic: &topic_name,
-        records: records.iter().map(|(p, r)| RecordOut::from_record(r, Some(*p))).collect(),
+        records: records
+            .iter()
+            .map(|(p, r)| RecordOut::from_record(r, Some(*p)))
+            .collect(),
         next_offsets: next,
     };
     Ok(Json(response).into_response())
@@ -106,21 +127,38 @@ pub async fn commit(
     if request.offsets.is_empty() {
         return Err(ApiError::bad_request("offsets is empty"));
     }
-    let offsets: Vec<(u32, u64)> = request.offsets.iter().map(|o| (o.partition, o.offset)).collect();
+    let offsets: Vec<(u32, u64)> = request
+        .offsets
+        .iter()
+        .map(|o| (o.partition, o.offset))
+        .collect();
     let (log, g, t) = (state.log.clone(), group.clone(), request.topic.clone());
     blocking(move || Ok(log.commit_offsets(&g, &t, &offsets)?)).await?;
-    Ok(Json(OffsetsResponse { group, topic: request.topic, offsets: request.offsets }))
+    Ok(Json(OffsetsResponse {
+        group,
+        topic: request.topic,
+        offsets: request.offsets,
+    }))
 }
 
 /// `GET /v1/groups/{group}/offsets[?topic=]`.
-pub async fn offsets(State(state): State<AppState>, Path(group): Path<String>, RawQuery(query): RawQuery) -> ApiResult<Response> {
+pub async fn offsets(
+    State(state): State<AppState>,
+    Path(group): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
     let mut params = Params::parse(query.as_deref())?;
     let topic = params.take("topic");
     params.finish()?;
     let topics = match topic {
         Some(t) => vec![t],
         None => {
-            let mut names: Vec<String> = state.log.committed(&group).into_iter().map(|c| c.topic).collect();
+            let mut names: Vec<String> = state
+                .log
+                .committed(&group)
+                .into_iter()
+                .map(|c| c.topic)
+                .collect();
             names.dedup();
             names
         }
@@ -157,6 +195,9 @@ pub async fn reset(
     Ok(Json(OffsetsResponse {
         group,
         topic: request.topic,
-        offsets: offsets.into_iter().map(|(partition, offset)| PartitionOffset { partition, offset }).collect(),
+        offsets: offsets
+            .into_iter()
+            .map(|(partition, offset)| PartitionOffset { partition, offset })
+            .collect(),
     }))
 }

@@ -50,16 +50,32 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(admin::metrics))
         .route("/v1/openapi.json", get(admin::openapi))
         .route("/v1/topics", post(topics::create).get(topics::list))
-        .route("/v1/topics/{topic}", get(topics::describe).delete(topics::delete))
+        .route(
+            "/v1/topics/{topic}",
+            get(topics::describe).delete(topics::delete),
+        )
         .route("/v1/topics/{topic}/records", post(records::produce))
-        .route("/v1/topics/{topic}/partitions/{partition}/records", get(records::read))
+        .route(
+            "/v1/topics/{topic}/partitions/{partition}/records",
+            get(records::read),
+        )
         .route("/v1/groups", get(groups::list))
-        .route("/v1/groups/{group}/topics/{topic}/records", get(groups::read))
-        .route("/v1/groups/{group}/offsets", post(groups::commit).get(groups::offsets))
+        .route(
+            "/v1/groups/{group}/topics/{topic}/records",
+            get(groups::read),
+        )
+        .route(
+            "/v1/groups/{group}/offsets",
+            post(groups::commit).get(groups::offsets),
+        )
         .route("/v1/groups/{group}/reset", post(groups::reset))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .method_not_allowed_fallback(|| async {
-            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed on this route")
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "method not allowed on this route",
+            )
         })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
@@ -68,7 +84,9 @@ pub fn router(state: AppState) -> Router {
 
 /// Runs blocking work (file I/O, fsync, page faults on mapped segments) on
 /// the blocking pool, never on the async workers.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> ApiResult<T> + Send + 'static) -> ApiResult<T> {
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ApiError::internal(format!("blocking task failed: {e}")))?
@@ -78,16 +96,22 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> ApiResult<T> + Send
 pub fn body(body: Result<Bytes, BytesRejection>, limit: usize) -> ApiResult<Bytes> {
     body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(format!("request body is larger than the limit of {limit} bytes (max_body_bytes)"))
+            ApiError::too_large(format!(
+                "request body is larger than the limit of {limit} bytes (max_body_bytes)"
+            ))
         } else {
-            ApiError::bad_request(format!("could not read the request body: {}", rejection.body_text()))
+            ApiError::bad_request(format!(
+                "could not read the request body: {}",
+                rejection.body_text()
+            ))
         }
     })
 }
 
 /// Parses a JSON body into `T`, naming the problem and its position.
 pub fn json<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> ApiResult<T> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 
 /// Strict query parameters: each known at most once, unknown ones refused.
@@ -103,11 +127,17 @@ impl Params {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let decode = |s: &str| {
                 let s = s.replace('+', " ");
-                percent_decode(&s).ok_or_else(|| ApiError::bad_request(format!("query parameter {k:?} is not valid percent-encoded UTF-8")))
+                percent_decode(&s).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "query parameter {k:?} is not valid percent-encoded UTF-8"
+                    ))
+                })
             };
             let (k, v) = (decode(k)?, decode(v)?);
             if values.insert(k.clone(), v).is_some() {
-                return Err(ApiError::bad_request(format!("query parameter {k:?} is given twice")));
+                return Err(ApiError::bad_request(format!(
+                    "query parameter {k:?} is given twice"
+                )));
             }
         }
         Ok(Params { values })
@@ -137,7 +167,9 @@ impl Params {
             None => Ok(default),
             Some("true") => Ok(true),
             Some("false") => Ok(false),
-            Some(v) => Err(ApiError::bad_request(format!("query parameter {name} must be true or false, got {v:?}"))),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "query parameter {name} must be true or false, got {v:?}"
+            ))),
         }
     }
 
@@ -145,7 +177,9 @@ impl Params {
     pub fn finish(self) -> ApiResult<()> {
         match self.values.keys().next() {
             None => Ok(()),
-            Some(k) => Err(ApiError::bad_request(format!("unknown query parameter {k:?}"))),
+            Some(k) => Err(ApiError::bad_request(format!(
+                "unknown query parameter {k:?}"
+            ))),
         }
     }
 }

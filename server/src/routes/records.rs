@@ -43,7 +43,10 @@ pub async fn produce(
         records: outcome
             .records
             .iter()
-            .map(|p| ProducedOut { partition: p.partition, offset: p.offset })
+            .map(|p| ProducedOut {
+                partition: p.partition,
+                offset: p.offset,
+            })
             .collect(),
         duplicate: outcome.duplicate,
     };
@@ -54,13 +57,24 @@ fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<Vec<u8>>> {
     match headers.get("idempotency-key") {
         None => Ok(None),
         Some(v) if (1..=255).contains(&v.len()) => Ok(Some(v.as_bytes().to_vec())),
-        Some(_) => Err(ApiError::bad_request("the Idempotency-Key header must be 1 to 255 bytes")),
+        Some(_) => Err(ApiError::bad_request(
+            "the Idempotency-Key header must be 1 to 255 bytes",
+        )),
     }
 }
 
 fn is_ndjson(headers: &HeaderMap) -> ApiResult<bool> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else { return Ok(false) };
-    let mime = value.to_str().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(false);
+    };
+    let mime = value
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     match mime.as_str() {
         "application/json" => Ok(false),
         "application/x-ndjson" | "application/ndjson" | "application/jsonl" => Ok(true),
@@ -73,7 +87,11 @@ fn is_ndjson(headers: &HeaderMap) -> ApiResult<bool> {
 }
 
 /// Parses and validates the records; keys and values share `body`'s buffer.
-fn parse_records(body: &Bytes, ndjson: bool, config: &ServerConfig) -> ApiResult<Vec<ProduceRecord>> {
+fn parse_records(
+    body: &Bytes,
+    ndjson: bool,
+    config: &ServerConfig,
+) -> ApiResult<Vec<ProduceRecord>> {
     let parsed: Vec<RecordIn<'_>> = if ndjson {
         let mut records = Vec::new();
         for (i, line) in body.split(|&b| b == b'\n').enumerate() {
@@ -99,7 +117,11 @@ fn parse_records(body: &Bytes, ndjson: bool, config: &ServerConfig) -> ApiResult
     if parsed.len() > config.max_records_per_request {
         return Err(too_many(config));
     }
-    parsed.iter().enumerate().map(|(i, r)| to_record(i, r, body, config)).collect()
+    parsed
+        .iter()
+        .enumerate()
+        .map(|(i, r)| to_record(i, r, body, config))
+        .collect()
 }
 
 fn too_many(config: &ServerConfig) -> ApiError {
@@ -119,7 +141,12 @@ fn share(body: &Bytes, part: &str) -> Bytes {
     }
 }
 
-fn to_record(i: usize, r: &RecordIn<'_>, body: &Bytes, config: &ServerConfig) -> ApiResult<ProduceRecord> {
+fn to_record(
+    i: usize,
+    r: &RecordIn<'_>,
+    body: &Bytes,
+    config: &ServerConfig,
+) -> ApiResult<ProduceRecord> {
     let value = r.value.get();
     if value.len() > config.max_value_bytes {
         return Err(ApiError::too_large(format!(
@@ -162,7 +189,10 @@ fn to_record(i: usize, r: &RecordIn<'_>, body: &Bytes, config: &ServerConfig) ->
             headers: r
                 .headers
                 .iter()
-                .map(|(name, value)| Header { name: name.clone(), value: Bytes::copy_from_slice(value.as_bytes()) })
+                .map(|(name, value)| Header {
+                    name: name.clone(),
+                    value: Bytes::copy_from_slice(value.as_bytes()),
+                })
                 .collect(),
         },
     })
@@ -174,7 +204,11 @@ async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>
     match state.log.topic(name) {
         Ok(t) => Ok(t),
         Err(LogError::UnknownTopic(_)) if state.config.auto_create_topics => {
-            let (log, name, config) = (state.log.clone(), name.to_string(), default_topic_config(state));
+            let (log, name, config) = (
+                state.log.clone(),
+                name.to_string(),
+                default_topic_config(state),
+            );
             blocking(move || match log.create_topic(&name, config) {
                 Ok(t) => Ok(t),
                 Err(LogError::TopicExists(_)) => Ok(log.topic(&name)?),
@@ -189,7 +223,11 @@ async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>
 /// Parses a partition path segment.
 pub fn partition_number(topic: &Topic, raw: &str) -> ApiResult<u32> {
     let p: u32 = raw.parse().map_err(|_| {
-        ApiError::new(StatusCode::BAD_REQUEST, "unknown_partition", format!("partition {raw:?} is not a partition number"))
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "unknown_partition",
+            format!("partition {raw:?} is not a partition number"),
+        )
     })?;
     topic.partition(p)?;
     Ok(p)
@@ -209,10 +247,18 @@ pub async fn read(
     let topic = state.log.topic(&topic_name)?;
     let p = partition_number(&topic, &partition)?;
     let offset = match (offset.as_deref(), from_timestamp) {
-        (Some(_), Some(_)) => return Err(ApiError::bad_request("give offset or from_timestamp, not both")),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give offset or from_timestamp, not both",
+            ))
+        }
         (None, Some(ts)) => {
             let ts: i64 = ts.parse().map_err(|_| {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_timestamp", format!("from_timestamp must be an integer (ms), got {ts:?}"))
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_timestamp",
+                    format!("from_timestamp must be an integer (ms), got {ts:?}"),
+                )
             })?;
             let topic = topic.clone();
             blocking(move || Ok(topic.partition(p)?.offset_for_timestamp(ts)?)).await?
@@ -233,7 +279,10 @@ pub async fn read(
     let response = ReadResponse {
         topic: &topic_name,
         partition: p,
-        records: records.iter().map(|r| RecordOut::from_record(r, None)).collect(),
+        records: records
+            .iter()
+            .map(|r| RecordOut::from_record(r, None))
+            .collect(),
         next_offset: fetch.next_offset,
         high_watermark: fetch.high_watermark,
         start_offset: fetch.start_offset,
@@ -243,7 +292,12 @@ pub async fn read(
 
 /// Reads, and if nothing is there yet waits up to `max_wait` for a record
 /// (woken by the writer, no polling), then reads again.
-pub async fn fetch(topic: &Arc<Topic>, p: u32, offset: u64, limits: &ReadLimits) -> ApiResult<Fetch> {
+pub async fn fetch(
+    topic: &Arc<Topic>,
+    p: u32,
+    offset: u64,
+    limits: &ReadLimits,
+) -> ApiResult<Fetch> {
     let read = |topic: Arc<Topic>, max_records, max_bytes| {
         blocking(move || Ok(topic.partition(p)?.read(offset, max_records, max_bytes)?))
     };
@@ -251,7 +305,10 @@ pub async fn fetch(topic: &Arc<Topic>, p: u32, offset: u64, limits: &ReadLimits)
     if fetch.record_count() > 0 || limits.max_wait.is_zero() || offset != fetch.high_watermark {
         return Ok(fetch);
     }
-    let end = topic.partition(p)?.wait_for(offset, limits.max_wait).await?;
+    let end = topic
+        .partition(p)?
+        .wait_for(offset, limits.max_wait)
+        .await?;
     if end == offset {
         return Ok(fetch);
     }

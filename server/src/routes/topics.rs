@@ -24,7 +24,10 @@ pub fn default_topic_config(state: &AppState) -> TopicConfig {
 }
 
 /// `POST /v1/topics`.
-pub async fn create(State(state): State<AppState>, raw: Result<Bytes, BytesRejection>) -> ApiResult<Response> {
+pub async fn create(
+    State(state): State<AppState>,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: CreateTopic = json(&bytes)?;
     let config = request.config(default_topic_config(&state));
@@ -40,12 +43,18 @@ pub async fn list(State(state): State<AppState>) -> Json<serde_json::Value> {
 }
 
 /// `GET /v1/topics/{topic}`.
-pub async fn describe(State(state): State<AppState>, Path(topic): Path<String>) -> ApiResult<Response> {
+pub async fn describe(
+    State(state): State<AppState>,
+    Path(topic): Path<String>,
+) -> ApiResult<Response> {
     Ok(Json(state.log.topic(&topic)?.describe()).into_response())
 }
 
 /// `DELETE /v1/topics/{topic}`.
-pub async fn delete(State(state): State<AppState>, Path(topic): Path<String>) -> ApiResult<StatusCode> {
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(topic): Path<String>,
+) -> ApiResult<StatusCode> {
     let log = state.log.clone();
     blocking(move || Ok(log.delete_topic(&topic)?)).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -743,11 +743,6 @@ fn main() -> Result<()> {
     };
 
     // append
-    let policies = [
-        FsyncPolicy::Never,
-        FsyncPolicy::Interval,
-        FsyncPolicy::Always,
-    ];
     let mut append: Vec<(FsyncPolicy, usize, Vec<AppendSample>)> = Vec::new();
     if s.scenarios.contains(&Scenario::Append) {
         for &policy in &s.policies {
