@@ -2,6 +2,8 @@
 //! calls off the async workers, strict query parameters, body extraction).
 
 mod admin;
+
+pub use admin::OPENAPI as OPENAPI_JSON;
 mod groups;
 mod records;
 mod topics;

@@ -637,6 +637,22 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The 1, 5 and 15 minute load averages.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Facts about where the benchmark ran.
+struct Environment {
+    /// (device, filesystem type) of the data directory.
+    fs: Option<(String, String)>,
+    load_start: String,
+    load_end: String,
+}
+
 fn kernel() -> String {
     let read = |p: &str| {
         std::fs::read_to_string(p)
@@ -718,6 +734,7 @@ fn main() -> Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
+    let load_start = load_average();
     let fs = filesystem(&s.dir);
     if let Some((_, fstype)) = &fs {
         if fstype == "tmpfs" || fstype == "ramfs" {
@@ -824,7 +841,11 @@ fn main() -> Result<()> {
         report(
             &s,
             &argv,
-            fs,
+            Environment {
+                fs,
+                load_start,
+                load_end: load_average()
+            },
             &append,
             &disk_sync,
             &disk_dsync,
@@ -839,7 +860,7 @@ fn main() -> Result<()> {
 fn report(
     s: &Settings,
     argv: &[String],
-    fs: Option<(String, String)>,
+    env: Environment,
     append: &[(FsyncPolicy, usize, Vec<AppendSample>)],
     disk_sync: &[f64],
     disk_dsync: &[f64],
@@ -854,18 +875,21 @@ fn report(
         command.push_str(&shell_quote(a));
     }
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let (device, fstype) = fs.unwrap_or_else(|| ("?".into(), "?".into()));
+    let (device, fstype) = env.fs.unwrap_or_else(|| ("?".into(), "?".into()));
     let per_record_disk = s.batch_disk_bytes as f64 / s.batch_records as f64;
     let append_batches = s.batches_for(s.append_bytes);
     let _ = writeln!(o, "## kappa-log benchmarks ({})\n", today());
     let _ = writeln!(o, "Command: `{command}`\n");
     let _ = writeln!(
         o,
-        "Machine: {nproc} CPUs (nproc), {}, {}, {}; data directory under `{}` on {device} ({fstype}).\n",
+        "Machine: {nproc} CPUs (nproc), {}, {}, {}; data directory under `{}` on {device} \
+         ({fstype}). Load average (1/5/15 min) {} at the start, {} at the end.\n",
         cpu_model(),
         kernel(),
         memory(),
-        s.dir.display()
+        s.dir.display(),
+        env.load_start,
+        env.load_end
     );
     let _ = writeln!(
         o,
