@@ -532,6 +532,45 @@ mod tests {
         assert_eq!(records[1].value, Bytes::from_static(b"second"));
     }
 
+    /// The worked example of FORMAT.md section 2.7, byte for byte.
+    #[test]
+    fn batch_bytes_match_the_documented_example() {
+        let records = vec![
+            NewRecord {
+                key: Some(Bytes::from_static(b"k")),
+                value: Bytes::from_static(b"hello"),
+                timestamp: None,
+                headers: vec![Header {
+                    name: "h".into(),
+                    value: Bytes::from_static(b"1"),
+                }],
+            },
+            NewRecord {
+                key: None,
+                value: Bytes::new(),
+                timestamp: Some(1_600_000_000_000),
+                headers: vec![],
+            },
+        ];
+        let mut out = Vec::new();
+        let meta = BatchMeta {
+            base_offset: 42,
+            append_time: 1_700_000_000_000,
+            idempotency_key: Some(b"req-1"),
+        };
+        assert_eq!(encode(&mut out, meta, &records), 107);
+        let expected = "6b0000008dd8ad224b01000002000000\
+                        2a000000000000000068e5cf8b010000\
+                        0068e5cf8b0100000068e5cf8b010000\
+                        050000007265712d310068e5cf8b0100\
+                        0001000000 6b 0500000068656c6c6f\
+                        0100010068010000003100806e877401\
+                        0000ffffffff000000000000";
+        let expected: String = expected.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+        let got: String = out.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, expected);
+    }
+
     #[test]
     fn every_single_byte_flip_is_detected() {
         let bytes = encode_one(&sample(), Some(b"k"));

@@ -7,7 +7,10 @@ use kappa_server::routes::{OPENAPI_JSON, ROUTES};
 #[test]
 fn openapi_paths_match_the_route_table() {
     let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).expect("openapi.json is JSON");
-    assert_eq!(doc["openapi"].as_str().map(|v| v.starts_with("3.")), Some(true));
+    assert_eq!(
+        doc["openapi"].as_str().map(|v| v.starts_with("3.")),
+        Some(true)
+    );
     let mut documented = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for method in ["get", "post", "put", "delete", "patch"] {
@@ -16,7 +19,10 @@ fn openapi_paths_match_the_route_table() {
             }
         }
     }
-    let served: BTreeSet<(String, String)> = ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    let served: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
     let missing: Vec<_> = served.difference(&documented).collect();
     let extra: Vec<_> = documented.difference(&served).collect();
     assert!(missing.is_empty(), "served but not documented: {missing:?}");
@@ -29,7 +35,10 @@ fn every_operation_documents_its_error_shape() {
     assert!(doc["components"]["schemas"]["Error"].is_object());
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
-            if !path.starts_with("/v1/") || path == "/v1/openapi.json" || op.get("responses").is_none() {
+            if !path.starts_with("/v1/")
+                || path == "/v1/openapi.json"
+                || op.get("responses").is_none()
+            {
                 continue;
             }
             let has_error = op["responses"]

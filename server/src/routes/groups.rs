@@ -44,11 +44,7 @@ fn positions(state: &AppState, group: &str, topic: &str) -> ApiResult<Vec<u64>> 
 type GroupRead = (Vec<(u32, Record)>, Vec<PartitionOffset>);
 
 /// Reads every partition from `positions` within the limits.
-fn read_all(
-    topic: &Topic,
-    positions: &[u64],
-    limits: &ReadLimits,
-) -> ApiResult<GroupRead> {
+fn read_all(topic: &Topic, positions: &[u64], limits: &ReadLimits) -> ApiResult<GroupRead> {
     let mut records = Vec::new();
     let mut next = Vec::with_capacity(positions.len());
     let mut bytes = 0u64;

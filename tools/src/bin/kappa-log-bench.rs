@@ -648,7 +648,7 @@ fn load_average() -> String {
 /// Facts about where the benchmark ran.
 struct Environment {
     /// (device, filesystem type) of the data directory.
-    fs: Option<(String, String)>,
+    fs: Option<(String, String, String)>,
     load_start: String,
     load_end: String,
 }
@@ -679,20 +679,20 @@ fn memory() -> String {
         .unwrap_or_else(|| "RAM unknown".into())
 }
 
-/// (device, filesystem type) of the mount holding `dir`.
-fn filesystem(dir: &Path) -> Option<(String, String)> {
+/// (device, filesystem type, mount options) of the mount holding `dir`.
+fn filesystem(dir: &Path) -> Option<(String, String, String)> {
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
     mounts
         .lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();
-            let (dev, mount, fstype) = (f.next()?, f.next()?, f.next()?);
+            let (dev, mount, fstype, options) = (f.next()?, f.next()?, f.next()?, f.next()?);
             let mount = mount.replace("\\040", " ");
             dir.starts_with(&mount)
-                .then(|| (mount.len(), dev.to_string(), fstype.to_string()))
+                .then(|| (mount.len(), (dev.into(), fstype.into(), options.into())))
         })
-        .max_by_key(|(len, _, _)| *len)
-        .map(|(_, dev, fstype)| (dev, fstype))
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, fs)| fs)
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
@@ -736,7 +736,7 @@ fn main() -> Result<()> {
         .context("starting the tokio runtime")?;
     let load_start = load_average();
     let fs = filesystem(&s.dir);
-    if let Some((_, fstype)) = &fs {
+    if let Some((_, fstype, _)) = &fs {
         if fstype == "tmpfs" || fstype == "ramfs" {
             eprintln!(
                 "warning: {} is on {fstype}: fdatasync is free there, pass --dir on a real disk",
@@ -875,7 +875,9 @@ fn report(
         command.push_str(&shell_quote(a));
     }
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let (device, fstype) = env.fs.unwrap_or_else(|| ("?".into(), "?".into()));
+    let (device, fstype, options) = env
+        .fs
+        .unwrap_or_else(|| ("?".into(), "?".into(), "?".into()));
     let per_record_disk = s.batch_disk_bytes as f64 / s.batch_records as f64;
     let append_batches = s.batches_for(s.append_bytes);
     let _ = writeln!(o, "## kappa-log benchmarks ({})\n", today());
@@ -883,7 +885,7 @@ fn report(
     let _ = writeln!(
         o,
         "Machine: {nproc} CPUs (nproc), {}, {}, {}; data directory under `{}` on {device} \
-         ({fstype}). Load average (1/5/15 min) {} at the start, {} at the end.\n",
+         ({fstype}, mounted `{options}`). Load average (1/5/15 min) {} at the start, {} at the end.\n",
         cpu_model(),
         kernel(),
         memory(),
