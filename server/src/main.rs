@@ -11,6 +11,14 @@ use kappa_server::config::{LogFormat, Overrides, ServerConfig};
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
+    /// URL of the server the client subcommands talk to.
+    #[arg(
+        long,
+        env = "KAPPA_URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    url: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -25,6 +33,8 @@ enum Command {
         #[command(flatten)]
         overrides: Overrides,
     },
+    #[command(flatten)]
+    Client(kappa_server::cli::ClientCommand),
 }
 
 fn init_tracing(format: LogFormat) {
@@ -68,8 +78,14 @@ fn serve(config_file: Option<PathBuf>, overrides: Overrides) -> anyhow::Result<(
     })
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
         Command::Serve { config, overrides } => serve(config, overrides),
+        Command::Client(command) => kappa_server::cli::run(&cli.url, command),
+    };
+    if let Err(e) = result {
+        eprintln!("{e:#}");
+        std::process::exit(1);
     }
 }
