@@ -616,7 +616,7 @@ fn recover_window(
             break;
         }
         let bytes = segment::map_file(&segment.paths.log)?;
-        let scanned = segment::scan(&bytes, segment.base_offset, cfg.index_interval_bytes);
+        let scanned = segment::scan_keys(&bytes, segment.base_offset);
         if let Some((position, problem)) = &scanned.problem {
             tracing::error!(
                 segment = %segment.paths.log.display(),
@@ -628,10 +628,10 @@ fn recover_window(
                 .corruptions_detected
                 .fetch_add(1, Ordering::Relaxed);
         }
-        segment.set_max_append_time(scanned.max_append_time);
+        segment.set_max_append_time(scanned.last_append_time);
         found += scanned.keys.len();
         chunks.push(scanned.keys);
-        if scanned.max_append_time < horizon {
+        if scanned.last_append_time < horizon {
             break;
         }
     }

@@ -12,10 +12,10 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
 
 fn record(i: u64) -> NewRecord {
     NewRecord {
-        key: (i % 3 != 0).then(|| Bytes::from(format!("key-{}", i % 5))),
+        key: (!i.is_multiple_of(3)).then(|| Bytes::from(format!("key-{}", i % 5))),
         value: Bytes::from(format!("{{\"n\":{i},\"text\":\"värde ✓ {i}\"}}")),
         timestamp: Some(1_700_000_000_000 + i as i64 * 1000),
-        headers: if i % 2 == 0 {
+        headers: if i.is_multiple_of(2) {
             vec![Header {
                 name: "trace".into(),
                 value: Bytes::from(format!("t{i}")),

@@ -70,7 +70,11 @@ fn locate_or_build() -> PathBuf {
     if needs_build(&bin) {
         build(&profile_dir);
     }
-    assert!(bin.is_file(), "{} does not exist after building it", bin.display());
+    assert!(
+        bin.is_file(),
+        "{} does not exist after building it",
+        bin.display()
+    );
     bin
 }
 
@@ -156,7 +160,11 @@ impl Server {
             .tempdir()
             .expect("creating a data dir");
         let path = dir.path().to_path_buf();
-        Server::spawn(path, Some(dir), args.iter().map(|s| s.to_string()).collect())
+        Server::spawn(
+            path,
+            Some(dir),
+            args.iter().map(|s| s.to_string()).collect(),
+        )
     }
 
     /// Starts `kappa serve` with `args` on `data_dir`, which the caller owns.
@@ -191,7 +199,11 @@ impl Server {
         )
     }
 
-    fn spawn(data_dir: PathBuf, owned_data: Option<tempfile::TempDir>, args: Vec<String>) -> Server {
+    fn spawn(
+        data_dir: PathBuf,
+        owned_data: Option<tempfile::TempDir>,
+        args: Vec<String>,
+    ) -> Server {
         let logs = tempfile::Builder::new()
             .prefix("kappa-e2e-logs-")
             .tempdir()
@@ -207,12 +219,14 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr));
-        // The environment must not configure the server behind the test's back.
+        // The environment must not configure the server behind the test's
+        // back; logs are plain text for the failure dumps.
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("KAPPA_") {
                 cmd.env_remove(key);
             }
         }
+        cmd.env("NO_COLOR", "1");
         let mut child = cmd.spawn().expect("spawning kappa serve");
         let stdout = child.stdout.take().expect("piped stdout");
         let (first_tx, first_rx) = mpsc::channel();
@@ -323,7 +337,10 @@ impl Server {
             .rest_of_stdout
             .recv_timeout(EXIT_TIMEOUT)
             .expect("stdout closes when the server exits");
-        assert!(rest.is_empty(), "kappa printed more than one stdout line: {rest:?}");
+        assert!(
+            rest.is_empty(),
+            "kappa printed more than one stdout line: {rest:?}"
+        );
     }
 
     fn signal_and_wait(&mut self, signal: libc::c_int) -> ExitStatus {
@@ -332,7 +349,12 @@ impl Server {
         // SAFETY: kill(2) with the PID of our own unreaped child: the PID
         // cannot have been reused, since we have not waited for it yet.
         let rc = unsafe { libc::kill(pid, signal) };
-        assert_eq!(rc, 0, "kill({pid}, {signal}): {}", std::io::Error::last_os_error());
+        assert_eq!(
+            rc,
+            0,
+            "kill({pid}, {signal}): {}",
+            std::io::Error::last_os_error()
+        );
         match wait_for_exit(child, EXIT_TIMEOUT) {
             Some(status) => {
                 self.child = None;
@@ -400,7 +422,9 @@ fn wait_for_exit(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
                     events: libc::POLLIN,
                     revents: 0,
                 };
-                let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX).max(1);
+                let ms = libc::c_int::try_from(left.as_millis())
+                    .unwrap_or(libc::c_int::MAX)
+                    .max(1);
                 // SAFETY: one valid pollfd; the fd stays open until after the loop.
                 unsafe { libc::poll(&mut poll, 1, ms) };
             }
@@ -518,7 +542,9 @@ impl Client {
         let status = response.status();
         let content_type = response.header("content-type").unwrap_or("").to_string();
         let retry_after = response.header("retry-after").map(str::to_string);
-        let text = response.into_string().map_err(|e| format!("reading the body: {e}"))?;
+        let text = response
+            .into_string()
+            .map_err(|e| format!("reading the body: {e}"))?;
         let body = parse_body(&text);
         Ok(Reply {
             status,
@@ -560,9 +586,20 @@ impl Client {
     }
 
     /// `POST path` with a JSON body and extra headers.
-    pub fn post_json_with(&self, path: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+    pub fn post_json_with(
+        &self,
+        path: &str,
+        body: &Value,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
         let bytes = serde_json::to_vec(body).expect("JSON serializes");
-        let r = self.send("POST", path, Some("application/json"), headers, Some(&bytes));
+        let r = self.send(
+            "POST",
+            path,
+            Some("application/json"),
+            headers,
+            Some(&bytes),
+        );
         (r.status, r.body)
     }
 
@@ -572,7 +609,12 @@ impl Client {
     }
 
     /// `POST path` with an `application/x-ndjson` body and extra headers.
-    pub fn post_ndjson_with(&self, path: &str, body: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+    pub fn post_ndjson_with(
+        &self,
+        path: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
         let r = self.send(
             "POST",
             path,
@@ -628,7 +670,11 @@ impl Client {
             if next >= end || empty {
                 return records;
             }
-            page = self.read(topic, partition, &format!("offset={next}&max_records=10000"));
+            page = self.read(
+                topic,
+                partition,
+                &format!("offset={next}&max_records=10000"),
+            );
         }
         panic!("read_all {topic}/{partition}: more than 10000 pages");
     }
@@ -666,17 +712,33 @@ pub fn produced_of(body: &Value) -> Vec<Produced> {
 
 /// Asserts the documented error shape: `status`, a JSON body that is
 /// exactly `{"error": {"code": code, "message": <non-empty string>}}`.
-pub fn assert_error(context: &str, status: u16, body: &Value, expected_status: u16, expected_code: &str) {
+pub fn assert_error(
+    context: &str,
+    status: u16,
+    body: &Value,
+    expected_status: u16,
+    expected_code: &str,
+) {
     assert_error_of(context, status, body, expected_status, &[expected_code]);
 }
 
 /// Like [`assert_error`], accepting any of `codes`.
-pub fn assert_error_of(context: &str, status: u16, body: &Value, expected_status: u16, codes: &[&str]) {
+pub fn assert_error_of(
+    context: &str,
+    status: u16,
+    body: &Value,
+    expected_status: u16,
+    codes: &[&str],
+) {
     assert_eq!(status, expected_status, "{context}: status (body {body})");
     let object = body
         .as_object()
         .unwrap_or_else(|| panic!("{context}: the body is not a JSON object: {body}"));
-    assert_eq!(object.len(), 1, "{context}: only `error` at the top: {body}");
+    assert_eq!(
+        object.len(),
+        1,
+        "{context}: only `error` at the top: {body}"
+    );
     let error = body["error"]
         .as_object()
         .unwrap_or_else(|| panic!("{context}: no `error` object: {body}"));
@@ -684,12 +746,18 @@ pub fn assert_error_of(context: &str, status: u16, body: &Value, expected_status
         .get("code")
         .and_then(Value::as_str)
         .unwrap_or_else(|| panic!("{context}: no string `error.code`: {body}"));
-    assert!(codes.contains(&code), "{context}: code {code:?}, expected one of {codes:?}: {body}");
+    assert!(
+        codes.contains(&code),
+        "{context}: code {code:?}, expected one of {codes:?}: {body}"
+    );
     let message = error
         .get("message")
         .and_then(Value::as_str)
         .unwrap_or_else(|| panic!("{context}: no string `error.message`: {body}"));
-    assert!(!message.trim().is_empty(), "{context}: empty message: {body}");
+    assert!(
+        !message.trim().is_empty(),
+        "{context}: empty message: {body}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -724,8 +792,12 @@ impl RawConnection {
     /// Connects to `addr`.
     pub fn connect(addr: SocketAddr) -> RawConnection {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
-        stream.set_read_timeout(Some(HTTP_TIMEOUT)).expect("read timeout");
-        stream.set_write_timeout(Some(HTTP_TIMEOUT)).expect("write timeout");
+        stream
+            .set_read_timeout(Some(HTTP_TIMEOUT))
+            .expect("read timeout");
+        stream
+            .set_write_timeout(Some(HTTP_TIMEOUT))
+            .expect("write timeout");
         RawConnection {
             stream,
             buf: Vec::new(),
@@ -749,8 +821,14 @@ impl RawConnection {
             if let Some(i) = find(&self.buf, b"\r\n\r\n") {
                 break i;
             }
-            assert!(self.buf.len() < 1 << 20, "response headers larger than 1 MiB");
-            assert!(self.fill() > 0, "connection closed before the response headers");
+            assert!(
+                self.buf.len() < 1 << 20,
+                "response headers larger than 1 MiB"
+            );
+            assert!(
+                self.fill() > 0,
+                "connection closed before the response headers"
+            );
         };
         let head = String::from_utf8_lossy(&self.buf[..header_end]).into_owned();
         self.buf.drain(..header_end + 4);
@@ -779,7 +857,11 @@ impl RawConnection {
             }
             std::mem::take(&mut self.buf)
         };
-        RawResponse { status, headers, body }
+        RawResponse {
+            status,
+            headers,
+            body,
+        }
     }
 
     fn fill(&mut self) -> usize {
@@ -843,7 +925,13 @@ pub fn request_bytes(method: &str, target: &str, headers: &[(&str, &str)], body:
 }
 
 /// Sends one request on a new connection and reads the response.
-pub fn raw_request(addr: SocketAddr, method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> RawResponse {
+pub fn raw_request(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> RawResponse {
     let mut conn = RawConnection::connect(addr);
     conn.send(method, target, headers, body);
     conn.receive()

@@ -27,10 +27,16 @@ fn setup(server: &Server, topic: &str) {
         let mut records = Vec::new();
         for p in 0..2u64 {
             let half = COUNTS[p as usize] / 2;
-            let range = if chunk == 0 { 0..half } else { half..COUNTS[p as usize] };
+            let range = if chunk == 0 {
+                0..half
+            } else {
+                half..COUNTS[p as usize]
+            };
             for i in range {
-                records.push(json!({"key": format!("k{p}-{i}"), "partition": p, "timestamp": timestamp(p, i),
-                                    "value": {"p": p, "i": i}}));
+                records.push(
+                    json!({"key": format!("k{p}-{i}"), "partition": p, "timestamp": timestamp(p, i),
+                                    "value": {"p": p, "i": i}}),
+                );
             }
         }
         server.produce(topic, &Value::Array(records));
@@ -60,7 +66,11 @@ fn group_offsets(client: &Client, group: &str, topic: &str) -> Vec<(Option<u64>,
             let committed = p["committed"].as_u64();
             assert!(committed.is_some() || p["committed"].is_null(), "{body}");
             let lag = p["lag"].as_u64().unwrap();
-            assert_eq!(lag, ends[i] - committed.unwrap_or(0), "lag = end - position: {body}");
+            assert_eq!(
+                lag,
+                ends[i] - committed.unwrap_or(0),
+                "lag = end - position: {body}"
+            );
             (committed, lag)
         })
         .collect()
@@ -69,7 +79,13 @@ fn group_offsets(client: &Client, group: &str, topic: &str) -> Vec<(Option<u64>,
 /// A group read; checks that the records of each partition are contiguous
 /// from `from[p]` and that `next_offsets` follows them. Returns
 /// (records by partition as (offset, value), next offsets).
-fn group_read(client: &Client, group: &str, topic: &str, query: &str, from: &[u64]) -> (BTreeMap<u64, Vec<(u64, Value)>>, Vec<u64>) {
+fn group_read(
+    client: &Client,
+    group: &str,
+    topic: &str,
+    query: &str,
+    from: &[u64],
+) -> (BTreeMap<u64, Vec<(u64, Value)>>, Vec<u64>) {
     let path = format!("/v1/groups/{group}/topics/{topic}/records?{query}");
     let (status, body) = client.get(&path);
     assert_eq!(status, 200, "GET {path}: {body}");
@@ -82,7 +98,10 @@ fn group_read(client: &Client, group: &str, topic: &str, query: &str, from: &[u6
         assert_eq!(r["value"], json!({"p": p, "i": offset}), "{r}");
         assert_eq!(r["key"], json!(format!("k{p}-{offset}")));
         assert_eq!(r["timestamp"], json!(timestamp(p, offset)));
-        by_partition.entry(p).or_default().push((offset, r["value"].clone()));
+        by_partition
+            .entry(p)
+            .or_default()
+            .push((offset, r["value"].clone()));
     }
     let next: Vec<u64> = body["next_offsets"]
         .as_array()
@@ -96,10 +115,20 @@ fn group_read(client: &Client, group: &str, topic: &str, query: &str, from: &[u6
         .collect();
     assert_eq!(next.len(), from.len(), "{body}");
     for (p, &start) in from.iter().enumerate() {
-        let offsets: Vec<u64> = by_partition.get(&(p as u64)).map(|v| v.iter().map(|(o, _)| *o).collect()).unwrap_or_default();
+        let offsets: Vec<u64> = by_partition
+            .get(&(p as u64))
+            .map(|v| v.iter().map(|(o, _)| *o).collect())
+            .unwrap_or_default();
         let want: Vec<u64> = (start..start + offsets.len() as u64).collect();
-        assert_eq!(offsets, want, "partition {p} reads contiguously from the position {start}: {body}");
-        assert_eq!(next[p], start + offsets.len() as u64, "next offset of partition {p}: {body}");
+        assert_eq!(
+            offsets, want,
+            "partition {p} reads contiguously from the position {start}: {body}"
+        );
+        assert_eq!(
+            next[p],
+            start + offsets.len() as u64,
+            "next offset of partition {p}: {body}"
+        );
     }
     (by_partition, next)
 }
@@ -115,11 +144,17 @@ fn commit(client: &Client, group: &str, topic: &str, offsets: &[u64]) {
         &json!({"topic": topic, "offsets": offsets}),
     );
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body, json!({"group": group, "topic": topic, "offsets": offsets}));
+    assert_eq!(
+        body,
+        json!({"group": group, "topic": topic, "offsets": offsets})
+    );
 }
 
 fn reset(client: &Client, group: &str, topic: &str, to: Value) -> Vec<u64> {
-    let (status, body) = client.post_json(&format!("/v1/groups/{group}/reset"), &json!({"topic": topic, "to": to}));
+    let (status, body) = client.post_json(
+        &format!("/v1/groups/{group}/reset"),
+        &json!({"topic": topic, "to": to}),
+    );
     assert_eq!(status, 200, "reset to {to}: {body}");
     assert_eq!(body["group"], group);
     assert_eq!(body["topic"], topic);
@@ -134,8 +169,15 @@ fn reset(client: &Client, group: &str, topic: &str, to: Value) -> Vec<u64> {
         })
         .collect();
     // The reset is what GET offsets reports from now on.
-    let committed: Vec<Option<u64>> = group_offsets(client, group, topic).into_iter().map(|(c, _)| c).collect();
-    assert_eq!(committed, offsets.iter().map(|&o| Some(o)).collect::<Vec<_>>(), "after reset to {to}");
+    let committed: Vec<Option<u64>> = group_offsets(client, group, topic)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(
+        committed,
+        offsets.iter().map(|&o| Some(o)).collect::<Vec<_>>(),
+        "after reset to {to}"
+    );
     offsets
 }
 
@@ -146,13 +188,27 @@ fn commits_survive_a_restart_and_the_group_read_continues_from_them() {
     let client = server.client();
 
     // A new group: nothing committed, positioned at the start.
-    assert_eq!(group_offsets(&client, "g1", "orders"), vec![(None, 10), (None, 6)]);
+    assert_eq!(
+        group_offsets(&client, "g1", "orders"),
+        vec![(None, 10), (None, 6)]
+    );
     let (first, next) = group_read(&client, "g1", "orders", "max_records=4", &[0, 0]);
-    assert_eq!(first.values().map(Vec::len).sum::<usize>(), 4, "max_records counts across partitions");
+    assert_eq!(
+        first.values().map(Vec::len).sum::<usize>(),
+        4,
+        "max_records counts across partitions"
+    );
     // Reading does not commit by default.
-    assert_eq!(group_offsets(&client, "g1", "orders"), vec![(None, 10), (None, 6)]);
+    assert_eq!(
+        group_offsets(&client, "g1", "orders"),
+        vec![(None, 10), (None, 6)]
+    );
     let (again, next_again) = group_read(&client, "g1", "orders", "max_records=4", &[0, 0]);
-    assert_eq!((&again, &next_again), (&first, &next), "an uncommitted read repeats");
+    assert_eq!(
+        (&again, &next_again),
+        (&first, &next),
+        "an uncommitted read repeats"
+    );
 
     commit(&client, "g1", "orders", &next);
     let lags: Vec<u64> = COUNTS.iter().zip(&next).map(|(c, n)| c - n).collect();
@@ -171,24 +227,46 @@ fn commits_survive_a_restart_and_the_group_read_continues_from_them() {
         vec![(Some(next[0]), lags[0]), (Some(next[1]), lags[1])],
         "committed offsets survive the restart"
     );
-    assert_eq!(group_offsets(&client, "g2", "orders"), vec![(Some(1), 9), (Some(1), 5)]);
+    assert_eq!(
+        group_offsets(&client, "g2", "orders"),
+        vec![(Some(1), 9), (Some(1), 5)]
+    );
     let (status, groups) = client.get("/v1/groups");
     assert_eq!(status, 200);
-    let groups: Vec<&str> = groups["groups"].as_array().unwrap().iter().map(|g| g.as_str().unwrap()).collect();
-    assert!(groups.contains(&"g1") && groups.contains(&"g2"), "{groups:?}");
+    let groups: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert!(
+        groups.contains(&"g1") && groups.contains(&"g2"),
+        "{groups:?}"
+    );
 
     // The group read continues at the commit and reaches the end.
     let (rest, end) = group_read(&client, "g1", "orders", "max_records=1000", &next);
     assert_eq!(end, COUNTS.to_vec());
     for p in 0..2u64 {
-        let offsets: Vec<u64> = rest.get(&p).map(|v| v.iter().map(|(o, _)| *o).collect()).unwrap_or_default();
-        assert_eq!(offsets, (next[p as usize]..COUNTS[p as usize]).collect::<Vec<_>>());
+        let offsets: Vec<u64> = rest
+            .get(&p)
+            .map(|v| v.iter().map(|(o, _)| *o).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            offsets,
+            (next[p as usize]..COUNTS[p as usize]).collect::<Vec<_>>()
+        );
     }
 
     // GET offsets without a topic lists the topics the group committed on.
     let (status, body) = client.get("/v1/groups/g1/offsets");
     assert_eq!(status, 200, "{body}");
-    let topics: Vec<&Value> = body["topics"].as_array().unwrap().iter().map(|t| &t["topic"]).collect();
+    let topics: Vec<&Value> = body["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["topic"])
+        .collect();
     assert_eq!(topics, [&json!("orders")]);
 }
 
@@ -200,9 +278,22 @@ fn commit_true_commits_the_answers_next_offsets() {
     let mut position = vec![0, 0];
     let mut seen: Vec<(u64, u64)> = Vec::new();
     for round in 0..20 {
-        let (records, next) = group_read(&client, "ac", "auto", "max_records=5&commit=true", &position);
-        let committed: Vec<Option<u64>> = group_offsets(&client, "ac", "auto").into_iter().map(|(c, _)| c).collect();
-        assert_eq!(committed, next.iter().map(|&o| Some(o)).collect::<Vec<_>>(), "round {round}");
+        let (records, next) = group_read(
+            &client,
+            "ac",
+            "auto",
+            "max_records=5&commit=true",
+            &position,
+        );
+        let committed: Vec<Option<u64>> = group_offsets(&client, "ac", "auto")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(
+            committed,
+            next.iter().map(|&o| Some(o)).collect::<Vec<_>>(),
+            "round {round}"
+        );
         for (p, rs) in &records {
             seen.extend(rs.iter().map(|(o, _)| (*p, *o)));
         }
@@ -213,16 +304,27 @@ fn commit_true_commits_the_answers_next_offsets() {
     }
     assert_eq!(position, COUNTS.to_vec());
     seen.sort_unstable();
-    let all: Vec<(u64, u64)> = (0..2u64).flat_map(|p| (0..COUNTS[p as usize]).map(move |o| (p, o))).collect();
-    assert_eq!(seen, all, "each record exactly once across the committed reads");
-    assert_eq!(group_offsets(&client, "ac", "auto"), vec![(Some(10), 0), (Some(6), 0)]);
+    let all: Vec<(u64, u64)> = (0..2u64)
+        .flat_map(|p| (0..COUNTS[p as usize]).map(move |o| (p, o)))
+        .collect();
+    assert_eq!(
+        seen, all,
+        "each record exactly once across the committed reads"
+    );
+    assert_eq!(
+        group_offsets(&client, "ac", "auto"),
+        vec![(Some(10), 0), (Some(6), 0)]
+    );
 
     // commit=false (explicit) does not move the group.
     server.produce("auto", &json!([{"key": "k0-10", "partition": 0, "timestamp": timestamp(0, 10), "value": {"p": 0, "i": 10}}]));
     let (records, next) = group_read(&client, "ac", "auto", "commit=false", &[10, 6]);
     assert_eq!(records.values().map(Vec::len).sum::<usize>(), 1);
     assert_eq!(next, vec![11, 6]);
-    assert_eq!(group_offsets(&client, "ac", "auto"), vec![(Some(10), 1), (Some(6), 0)]);
+    assert_eq!(
+        group_offsets(&client, "ac", "auto"),
+        vec![(Some(10), 1), (Some(6), 0)]
+    );
 }
 
 #[test]
@@ -255,17 +357,31 @@ fn reset_lands_on_timestamp_earliest_latest_and_clamped_offsets() {
         let got = reset(&client, "r", "events", to.clone());
         assert_eq!(got, want, "reset to {to}");
         // Lag follows, and the group read starts exactly there.
-        let lags: Vec<u64> = group_offsets(&client, "r", "events").into_iter().map(|(_, l)| l).collect();
-        assert_eq!(lags, vec![COUNTS[0] - want[0], COUNTS[1] - want[1]], "lag after reset to {to}");
+        let lags: Vec<u64> = group_offsets(&client, "r", "events")
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect();
+        assert_eq!(
+            lags,
+            vec![COUNTS[0] - want[0], COUNTS[1] - want[1]],
+            "lag after reset to {to}"
+        );
         let (records, next) = group_read(&client, "r", "events", "max_records=1000", &want);
         let read: usize = records.values().map(Vec::len).sum();
-        assert_eq!(read as u64, lags.iter().sum::<u64>(), "reset to {to}: reads what the lag says");
+        assert_eq!(
+            read as u64,
+            lags.iter().sum::<u64>(),
+            "reset to {to}: reads what the lag says"
+        );
         assert_eq!(next, COUNTS.to_vec());
     }
 
     // At the end: lag 0; new records raise the lag and are what the group reads.
     reset(&client, "r", "events", json!("latest"));
-    assert_eq!(group_offsets(&client, "r", "events"), vec![(Some(10), 0), (Some(6), 0)]);
+    assert_eq!(
+        group_offsets(&client, "r", "events"),
+        vec![(Some(10), 0), (Some(6), 0)]
+    );
     server.produce(
         "events",
         &json!([
@@ -273,8 +389,14 @@ fn reset_lands_on_timestamp_earliest_latest_and_clamped_offsets() {
             {"key": "k0-11", "partition": 0, "timestamp": timestamp(0, 11), "value": {"p": 0, "i": 11}}
         ]),
     );
-    assert_eq!(group_offsets(&client, "r", "events"), vec![(Some(10), 2), (Some(6), 0)]);
+    assert_eq!(
+        group_offsets(&client, "r", "events"),
+        vec![(Some(10), 2), (Some(6), 0)]
+    );
     let (records, next) = group_read(&client, "r", "events", "", &[10, 6]);
-    assert_eq!(records[&0].iter().map(|(o, _)| *o).collect::<Vec<_>>(), vec![10, 11]);
+    assert_eq!(
+        records[&0].iter().map(|(o, _)| *o).collect::<Vec<_>>(),
+        vec![10, 11]
+    );
     assert_eq!(next, vec![12, 6]);
 }

@@ -39,7 +39,11 @@ fn assert_duplicate(what: &str, status: u16, body: &Value, first: &[Produced]) {
     assert_eq!(status, 200, "{what}: {body}");
     assert_eq!(body["duplicate"], true, "{what}: {body}");
     assert_eq!(body["topic"], TOPIC, "{what}: {body}");
-    assert_eq!(produced_of(body), first, "{what}: the first answer's offsets");
+    assert_eq!(
+        produced_of(body),
+        first,
+        "{what}: the first answer's offsets"
+    );
 }
 
 /// Every value in the topic, with how often it occurs.
@@ -67,8 +71,12 @@ fn a_retried_request_appends_once_also_across_restarts() {
     ]);
     let (status, body) = produce_with_key(&client, "order-42", &a);
     let first_a = first_answer(status, &body);
-    let partitions_a: std::collections::BTreeSet<u32> = first_a.iter().map(|p| p.partition).collect();
-    assert!(partitions_a.len() >= 2, "the request spans partitions: {first_a:?}");
+    let partitions_a: std::collections::BTreeSet<u32> =
+        first_a.iter().map(|p| p.partition).collect();
+    assert!(
+        partitions_a.len() >= 2,
+        "the request spans partitions: {first_a:?}"
+    );
     let ends = client.end_offsets(TOPIC);
 
     let (status, body) = produce_with_key(&client, "order-42", &a);
@@ -121,32 +129,62 @@ fn a_retried_request_appends_once_also_across_restarts() {
     let client = server.client();
     assert_eq!(client.end_offsets(TOPIC), ends);
     for key in ["order-42", "order-43"] {
-        let want = if key == "order-42" { &first_a } else { &first_a2 };
+        let want = if key == "order-42" {
+            &first_a
+        } else {
+            &first_a2
+        };
         let (status, body) = produce_with_key(&client, key, &a);
-        assert_duplicate(&format!("{key} after SIGKILL + restart"), status, &body, want);
+        assert_duplicate(
+            &format!("{key} after SIGKILL + restart"),
+            status,
+            &body,
+            want,
+        );
     }
     assert_eq!(client.end_offsets(TOPIC), ends);
 
     // A different record count under a used key is refused, and appends nothing.
     let fewer = json!([{"key": "a", "value": "a-1"}]);
     let (status, body) = produce_with_key(&client, "order-42", &fewer);
-    assert_error("fewer records under order-42", status, &body, 409, "idempotency_key_reused");
+    assert_error(
+        "fewer records under order-42",
+        status,
+        &body,
+        409,
+        "idempotency_key_reused",
+    );
     let more = json!([{"key": "x", "value": {"nd": 1}}, {"value": {"nd": 2}}, {"key": "y", "value": {"nd": 3}}, {"value": 4}]);
     let (status, body) = produce_with_key(&client, "nd-7", &more);
-    assert_error("more records under nd-7", status, &body, 409, "idempotency_key_reused");
+    assert_error(
+        "more records under nd-7",
+        status,
+        &body,
+        409,
+        "idempotency_key_reused",
+    );
     assert_eq!(client.end_offsets(TOPIC), ends);
 
     // Each record is stored as often as it was acknowledged as new, at the
     // offsets of the first answer.
     let counts = value_counts(&client);
     for r in a.as_array().unwrap() {
-        assert_eq!(counts[&r["value"].to_string()], 2, "order-42 and order-43: {}", r["value"]);
+        assert_eq!(
+            counts[&r["value"].to_string()],
+            2,
+            "order-42 and order-43: {}",
+            r["value"]
+        );
     }
     for r in b.as_array().unwrap() {
         assert_eq!(counts[&r["value"].to_string()], 1, "nd-7: {}", r["value"]);
     }
     for (record, at) in a.as_array().unwrap().iter().zip(&first_a) {
-        let page = client.read(TOPIC, at.partition, &format!("offset={}&max_records=1", at.offset));
+        let page = client.read(
+            TOPIC,
+            at.partition,
+            &format!("offset={}&max_records=1", at.offset),
+        );
         assert_eq!(page["records"][0]["value"], record["value"], "{at:?}");
     }
 }
@@ -162,7 +200,13 @@ fn a_different_request_with_the_same_count_under_a_used_key_is_409() {
     first_answer(status, &body);
     let ends = client.end_offsets(TOPIC);
     let (status, body) = produce_with_key(&client, "k1", &json!([{"key": "a", "value": 2}]));
-    assert_error("different value under k1", status, &body, 409, "idempotency_key_reused");
+    assert_error(
+        "different value under k1",
+        status,
+        &body,
+        409,
+        "idempotency_key_reused",
+    );
     assert_eq!(client.end_offsets(TOPIC), ends);
 }
 
@@ -177,6 +221,12 @@ fn a_different_request_routed_elsewhere_under_a_used_key_is_409() {
     first_answer(status, &body);
     let ends = client.end_offsets(TOPIC);
     let (status, body) = produce_with_key(&client, "k2", &json!([{"value": 1, "partition": 2}]));
-    assert_error("same key, other partition", status, &body, 409, "idempotency_key_reused");
+    assert_error(
+        "same key, other partition",
+        status,
+        &body,
+        409,
+        "idempotency_key_reused",
+    );
     assert_eq!(client.end_offsets(TOPIC), ends);
 }

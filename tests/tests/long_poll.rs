@@ -46,11 +46,17 @@ fn a_waiting_read_returns_as_soon_as_a_record_is_produced() {
     server.create_topic(&json!({"name": "lp", "partitions": 1}));
     server.produce("lp", &json!([{"value": "already there"}]));
 
-    let done = start_waiting_read(&server, "/v1/topics/lp/partitions/0/records?offset=1&max_wait_ms=20000".into());
+    let done = start_waiting_read(
+        &server,
+        "/v1/topics/lp/partitions/0/records?offset=1&max_wait_ms=20000".into(),
+    );
     let produced = server.produce("lp", &json!([{"key": "k", "value": "wake up"}]));
     assert_eq!(produced[0].offset, 1);
     let (elapsed, body) = finish(done);
-    assert!(elapsed < Duration::from_secs(15), "returned after {elapsed:?}, not as soon as the record came");
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "returned after {elapsed:?}, not as soon as the record came"
+    );
     let records = body["records"].as_array().unwrap();
     assert_eq!(records.len(), 1, "{body}");
     assert_eq!(records[0]["offset"], 1);
@@ -60,11 +66,22 @@ fn a_waiting_read_returns_as_soon_as_a_record_is_produced() {
     assert_eq!(body["high_watermark"], 2);
 
     // The same with offset=latest.
-    let done = start_waiting_read(&server, "/v1/topics/lp/partitions/0/records?offset=latest&max_wait_ms=20000".into());
+    let done = start_waiting_read(
+        &server,
+        "/v1/topics/lp/partitions/0/records?offset=latest&max_wait_ms=20000".into(),
+    );
     server.produce("lp", &json!([{"value": {"n": 3}}, {"value": {"n": 4}}]));
     let (elapsed, body) = finish(done);
-    assert!(elapsed < Duration::from_secs(15), "returned after {elapsed:?}");
-    let offsets: Vec<&Value> = body["records"].as_array().unwrap().iter().map(|r| &r["offset"]).collect();
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "returned after {elapsed:?}"
+    );
+    let offsets: Vec<&Value> = body["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["offset"])
+        .collect();
     assert!(!offsets.is_empty(), "{body}");
     assert_eq!(body["records"][0]["offset"], 2);
     assert_eq!(body["records"][0]["value"], json!({"n": 3}));
@@ -75,10 +92,16 @@ fn a_waiting_group_read_returns_when_any_partition_gets_a_record() {
     let server = Server::start(&[]);
     server.create_topic(&json!({"name": "lpg", "partitions": 3}));
     // Nothing committed and nothing stored: the group waits on all three.
-    let done = start_waiting_read(&server, "/v1/groups/waiters/topics/lpg/records?max_wait_ms=20000".into());
+    let done = start_waiting_read(
+        &server,
+        "/v1/groups/waiters/topics/lpg/records?max_wait_ms=20000".into(),
+    );
     server.produce("lpg", &json!([{"value": "on two", "partition": 2}]));
     let (elapsed, body) = finish(done);
-    assert!(elapsed < Duration::from_secs(15), "returned after {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "returned after {elapsed:?}"
+    );
     assert_eq!(body["group"], "waiters");
     assert_eq!(body["topic"], "lpg");
     let records = body["records"].as_array().unwrap();
@@ -99,16 +122,28 @@ fn a_waiting_read_with_nothing_produced_returns_empty_after_max_wait() {
     server.produce("quiet", &json!([{"value": 1, "partition": 0}]));
 
     for (target, what) in [
-        ("/v1/topics/quiet/partitions/0/records?offset=1&max_wait_ms=300", "partition read at the end"),
-        ("/v1/topics/quiet/partitions/1/records?max_wait_ms=300", "partition read of an empty partition"),
+        (
+            "/v1/topics/quiet/partitions/0/records?offset=1&max_wait_ms=300",
+            "partition read at the end",
+        ),
+        (
+            "/v1/topics/quiet/partitions/1/records?max_wait_ms=300",
+            "partition read of an empty partition",
+        ),
     ] {
         let started = Instant::now();
         let (status, body) = server.get(target);
         let elapsed = started.elapsed();
         assert_eq!(status, 200, "{what}: {body}");
         assert_eq!(body["records"], json!([]), "{what}");
-        assert!(elapsed >= Duration::from_millis(290), "{what}: returned after {elapsed:?}, before max_wait_ms");
-        assert!(elapsed < Duration::from_secs(10), "{what}: returned after {elapsed:?}");
+        assert!(
+            elapsed >= Duration::from_millis(290),
+            "{what}: returned after {elapsed:?}, before max_wait_ms"
+        );
+        assert!(
+            elapsed < Duration::from_secs(10),
+            "{what}: returned after {elapsed:?}"
+        );
     }
     let page = server.read("quiet", 0, "offset=1&max_wait_ms=300");
     assert_eq!(page["next_offset"], 1);
@@ -125,8 +160,14 @@ fn a_waiting_read_with_nothing_produced_returns_empty_after_max_wait() {
     let elapsed = started.elapsed();
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["records"], json!([]));
-    assert!(elapsed >= Duration::from_millis(290), "group read returned after {elapsed:?}");
-    assert!(elapsed < Duration::from_secs(10), "group read returned after {elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_millis(290),
+        "group read returned after {elapsed:?}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "group read returned after {elapsed:?}"
+    );
 
     // With records available, max_wait_ms does not delay the answer.
     let started = Instant::now();

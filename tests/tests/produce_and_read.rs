@@ -58,11 +58,19 @@ fn reference_murmur2_matches_kafkas_own_test_vectors() {
         (b"foobar", -790_332_482),
         (b"a-little-bit-long-string", -985_981_536),
         (b"a-little-bit-longer-string", -1_486_304_829),
-        (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58_897_971),
+        (
+            b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
+            -58_897_971,
+        ),
         (b"abc", 479_470_107),
     ];
     for (data, expected) in cases {
-        assert_eq!(kafka_murmur2(data), expected, "{}", String::from_utf8_lossy(data));
+        assert_eq!(
+            kafka_murmur2(data),
+            expected,
+            "{}",
+            String::from_utf8_lossy(data)
+        );
     }
 }
 
@@ -117,7 +125,12 @@ fn json_and_ndjson_records_read_back_identically() {
     let n_json = json_records.as_array().unwrap().len();
     assert_eq!(
         produced,
-        (0..n_json as u64).map(|offset| Produced { partition: 0, offset }).collect::<Vec<_>>()
+        (0..n_json as u64)
+            .map(|offset| Produced {
+                partition: 0,
+                offset
+            })
+            .collect::<Vec<_>>()
     );
 
     // NDJSON, with blank and whitespace-only lines (ignored) and compact,
@@ -150,7 +163,10 @@ fn json_and_ndjson_records_read_back_identically() {
     assert_eq!(
         nd_produced,
         (n_json as u64..n_total as u64)
-            .map(|offset| Produced { partition: 0, offset })
+            .map(|offset| Produced {
+                partition: 0,
+                offset
+            })
             .collect::<Vec<_>>()
     );
 
@@ -177,7 +193,10 @@ fn json_and_ndjson_records_read_back_identically() {
                 "offset {i}: defaulted timestamp {ts} not in [{before}, {latest}]"
             ),
         }
-        assert!(record.get("partition").is_none(), "partition reads carry no partition field");
+        assert!(
+            record.get("partition").is_none(),
+            "partition reads carry no partition field"
+        );
     }
 
     // The answer's envelope, and paging with max_records.
@@ -230,18 +249,33 @@ fn the_same_key_always_lands_on_kafkas_partition() {
             .iter()
             .map(|k| json!({"key": k, "value": {"key": k, "round": 2}}))
             .collect();
-        for (k, p) in chunk.iter().zip(server.produce("keyed", &Value::Array(records))) {
+        for (k, p) in chunk
+            .iter()
+            .zip(server.produce("keyed", &Value::Array(records)))
+        {
             second.insert(k.as_str(), p);
         }
     }
     let mut used = BTreeSet::new();
     for (k, p1) in keys.iter().zip(&first) {
         let p2 = second[k.as_str()];
-        assert_eq!(p1.partition, p2.partition, "key {k:?} moved between requests");
-        assert_eq!(p1.partition, kafka_partition(k, 4), "key {k:?} is not on Kafka's partition");
+        assert_eq!(
+            p1.partition, p2.partition,
+            "key {k:?} moved between requests"
+        );
+        assert_eq!(
+            p1.partition,
+            kafka_partition(k, 4),
+            "key {k:?} is not on Kafka's partition"
+        );
         used.insert(p1.partition);
     }
-    assert_eq!(used.len(), 4, "{} keys should use every partition", keys.len());
+    assert_eq!(
+        used.len(),
+        4,
+        "{} keys should use every partition",
+        keys.len()
+    );
 
     // Reading back: every record sits on its key's partition, both rounds.
     let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -250,11 +284,16 @@ fn the_same_key_always_lands_on_kafkas_partition() {
             let key = r["key"].as_str().unwrap().to_string();
             assert_eq!(r["value"]["key"], json!(key));
             assert_eq!(kafka_partition(&key, 4), p, "{r}");
-            seen.entry(key).or_default().push(r["value"]["round"].as_u64().unwrap());
+            seen.entry(key)
+                .or_default()
+                .push(r["value"]["round"].as_u64().unwrap());
         }
     }
     assert_eq!(seen.len(), keys.len());
-    assert!(seen.values().all(|rounds| rounds == &[1, 2]), "each key once per round, in order");
+    assert!(
+        seen.values().all(|rounds| rounds == &[1, 2]),
+        "each key once per round, in order"
+    );
 }
 
 #[test]
@@ -269,7 +308,11 @@ fn explicit_partitions_are_honoured_and_unkeyed_requests_rotate() {
         .collect();
     let produced = server.produce("explicit", &Value::Array(records));
     let partitions: Vec<u32> = produced.iter().map(|p| p.partition).collect();
-    assert_eq!(partitions, vec![3, 1, 0, 2, 3, hashed], "answers come in request order");
+    assert_eq!(
+        partitions,
+        vec![3, 1, 0, 2, 3, hashed],
+        "answers come in request order"
+    );
     // An unkeyed record with a partition.
     let unkeyed = server.produce("explicit", &json!([{"value": "x", "partition": 2}]));
     assert_eq!(unkeyed[0].partition, 2);
@@ -298,14 +341,21 @@ fn explicit_partitions_are_honoured_and_unkeyed_requests_rotate() {
         let records: Vec<Value> = (0..3).map(|i| json!({"value": [request, i]})).collect();
         let produced = server.produce("explicit", &Value::Array(records));
         let p = produced[0].partition;
-        assert!(produced.iter().all(|r| r.partition == p), "one partition per request: {produced:?}");
+        assert!(
+            produced.iter().all(|r| r.partition == p),
+            "one partition per request: {produced:?}"
+        );
         assert!(
             produced.windows(2).all(|w| w[1].offset == w[0].offset + 1),
             "consecutive offsets: {produced:?}"
         );
         rotation.insert(p);
     }
-    assert_eq!(rotation.len(), 4, "unkeyed requests rotate over all partitions: {rotation:?}");
+    assert_eq!(
+        rotation.len(),
+        4,
+        "unkeyed requests rotate over all partitions: {rotation:?}"
+    );
 }
 
 #[test]
@@ -316,7 +366,8 @@ fn latest_and_from_timestamp_start_at_the_right_offsets() {
     // Offsets 0..7, in three requests (three batches); offset 5 is out of
     // timestamp order.
     let timestamps = [0, 1000, 1000, 2000, 5000, 3000, 6000];
-    let record = |i: usize| json!({"key": format!("t{i}"), "value": i, "timestamp": base + timestamps[i]});
+    let record =
+        |i: usize| json!({"key": format!("t{i}"), "value": i, "timestamp": base + timestamps[i]});
     server.produce("times", &json!([record(0), record(1)]));
     server.produce("times", &json!([record(2), record(3), record(4)]));
     server.produce("times", &json!([record(5), record(6)]));
@@ -324,7 +375,11 @@ fn latest_and_from_timestamp_start_at_the_right_offsets() {
     let first_offset = |query: &str| -> (Option<u64>, u64) {
         let page = server.read("times", 0, query);
         (
-            page["records"].as_array().unwrap().first().map(|r| r["offset"].as_u64().unwrap()),
+            page["records"]
+                .as_array()
+                .unwrap()
+                .first()
+                .map(|r| r["offset"].as_u64().unwrap()),
             page["next_offset"].as_u64().unwrap(),
         )
     };
@@ -348,12 +403,19 @@ fn latest_and_from_timestamp_start_at_the_right_offsets() {
         let (got, next) = first_offset(&format!("from_timestamp={ts}"));
         assert_eq!(got, want, "from_timestamp={ts} (base{:+})", ts - base);
         if want.is_none() {
-            assert_eq!(next, 7, "from_timestamp past every record starts at the end");
+            assert_eq!(
+                next, 7,
+                "from_timestamp past every record starts at the end"
+            );
         } else {
             assert_eq!(next, 7, "reads to the end from there");
         }
     }
-    let page = server.read("times", 0, &format!("from_timestamp={}&max_records=1", base + 2000));
+    let page = server.read(
+        "times",
+        0,
+        &format!("from_timestamp={}&max_records=1", base + 2000),
+    );
     assert_eq!(page["records"].as_array().unwrap().len(), 1);
     assert_eq!(page["records"][0]["value"], 3);
     assert_eq!(page["next_offset"], 4);
@@ -369,7 +431,12 @@ fn latest_and_from_timestamp_start_at_the_right_offsets() {
     server.produce("times", &json!([{"value": "new-1"}, {"value": "new-2"}]));
     let next = latest["next_offset"].as_u64().unwrap();
     let fresh = server.read("times", 0, &format!("offset={next}"));
-    let values: Vec<&Value> = fresh["records"].as_array().unwrap().iter().map(|r| &r["value"]).collect();
+    let values: Vec<&Value> = fresh["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["value"])
+        .collect();
     assert_eq!(values, [&json!("new-1"), &json!("new-2")]);
     assert_eq!(fresh["records"][0]["offset"], 7);
     assert_eq!(server.read("times", 0, "offset=latest")["next_offset"], 9);
