@@ -1,5 +1,9 @@
-//! Stream processors and materialized views.
+//! `kappa-processor`: stream processors and materialized views.
 //!
-//! Empty for now: the processor issue fills it (operators, event time,
-//! windows, RocksDB views, exactly-once commits). It depends only on
-//! `kappa-log`, as DESIGN.md's one-way dependency rule asks.
+//! Built so far: window assignment ([`window`]) and watermarks
+//! ([`watermark`]) — the event-time core that the operators, RocksDB state
+//! and exactly-once runtime build on. It depends only on `kappa-log`, as
+//! DESIGN.md's one-way dependency rule asks.
+
+pub mod watermark;
+pub mod window;

@@ -1,0 +1,83 @@
+//! Window assignment: which windows an event time belongs to. Pure
+//! functions over milliseconds since the epoch (negative = before 1970);
+//! every window is `[start, end)` — the end is exclusive.
+//!
+//! One file per window kind: [`tumbling`], [`hopping`] (with the slice
+//! arithmetic that lets aggregates avoid copying an event into every
+//! overlapping window), and [`session`] (merging by gap).
+
+pub mod hopping;
+pub mod session;
+pub mod tumbling;
+
+use serde::{Deserialize, Serialize};
+
+/// A time window `[start, end)` in ms since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Window {
+    /// First millisecond in the window.
+    pub start: i64,
+    /// First millisecond after the window.
+    pub end: i64,
+}
+
+impl Window {
+    /// True if `ts` falls in `[start, end)`.
+    pub fn contains(&self, ts: i64) -> bool {
+        self.start <= ts && ts < self.end
+    }
+}
+
+/// How events are grouped in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum WindowSpec {
+    /// Fixed, non-overlapping windows of `size_ms`.
+    Tumbling {
+        /// Window length.
+        size_ms: i64,
+    },
+    /// Windows of `size_ms` starting every `advance_ms` (they overlap when
+    /// `advance_ms < size_ms`).
+    Hopping {
+        /// Window length.
+        size_ms: i64,
+        /// Distance between window starts.
+        advance_ms: i64,
+    },
+    /// Per key, events closer than `gap_ms` share a window `[first, last + gap)`.
+    Session {
+        /// Inactivity gap that closes a session.
+        gap_ms: i64,
+    },
+}
+
+impl WindowSpec {
+    /// Checks sizes are positive and a hop does not skip time.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            WindowSpec::Tumbling { size_ms } if size_ms <= 0 => Err("window size must be positive".into()),
+            WindowSpec::Hopping { size_ms, advance_ms } if size_ms <= 0 || advance_ms <= 0 => {
+                Err("window size and advance must be positive".into())
+            }
+            WindowSpec::Hopping { size_ms, advance_ms } if advance_ms > size_ms => {
+                Err("a hopping window's advance must not exceed its size (events would fall in no window)".into())
+            }
+            WindowSpec::Session { gap_ms } if gap_ms <= 0 => Err("session gap must be positive".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Windows of a fixed grid (tumbling, hopping) containing `ts`, in start
+    /// order. Sessions depend on other events: see [`session`].
+    pub fn fixed_windows(&self, ts: i64) -> Vec<Window> {
+        match *self {
+            WindowSpec::Tumbling { size_ms } => vec![tumbling::window_of(ts, size_ms)],
+            WindowSpec::Hopping {
+                size_ms,
+                advance_ms,
+            } => hopping::windows_of(ts, size_ms, advance_ms).collect(),
+            WindowSpec::Session { .. } => Vec::new(),
+        }
+    }
+}
