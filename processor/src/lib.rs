@@ -5,5 +5,6 @@
 //! and exactly-once runtime build on. It depends only on `kappa-log`, as
 //! DESIGN.md's one-way dependency rule asks.
 
+pub mod state;
 pub mod watermark;
 pub mod window;
