@@ -10,6 +10,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::batch::{BatchView, Header, NewRecord};
+
 /// Where an earlier append with a key landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PriorAppend {
@@ -19,6 +21,77 @@ pub struct PriorAppend {
     pub record_count: u32,
     /// When it was appended (ms).
     pub append_time: i64,
+    /// [`fingerprint`] of its records: a retry must carry the same ones.
+    pub fingerprint: u32,
+}
+
+/// An idempotency key found in a stored batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    /// The key.
+    pub key: Vec<u8>,
+    /// Where its append landed.
+    pub prior: PriorAppend,
+}
+
+impl StoredKey {
+    /// The key of a stored batch, if it carries one.
+    pub fn of(view: &BatchView) -> Option<StoredKey> {
+        let key = view.idempotency_key()?.to_vec();
+        let records: Vec<_> = view.records().collect();
+        let fingerprint = fingerprint(
+            records
+                .iter()
+                .map(|r| (r.key.as_deref(), &r.value[..], &r.headers[..])),
+        );
+        Some(StoredKey {
+            key,
+            prior: PriorAppend {
+                base_offset: view.base_offset(),
+                record_count: view.record_count(),
+                append_time: view.append_time(),
+                fingerprint,
+            },
+        })
+    }
+}
+
+/// A checksum of records' keys, values and headers — not their
+/// timestamps, which a retry may leave to the append time. It tells a true
+/// retry from a different request that reuses a key.
+pub fn fingerprint<'a>(
+    records: impl Iterator<Item = (Option<&'a [u8]>, &'a [u8], &'a [Header])>,
+) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    for (key, value, headers) in records {
+        match key {
+            Some(k) => {
+                h.update(&[1]);
+                h.update(&(k.len() as u64).to_le_bytes());
+                h.update(k);
+            }
+            None => h.update(&[0]),
+        }
+        h.update(&(value.len() as u64).to_le_bytes());
+        h.update(value);
+        h.update(&(headers.len() as u64).to_le_bytes());
+        for header in headers {
+            h.update(&(header.name.len() as u64).to_le_bytes());
+            h.update(header.name.as_bytes());
+            h.update(&(header.value.len() as u64).to_le_bytes());
+            h.update(&header.value);
+        }
+    }
+    h.finalize()
+}
+
+/// [`fingerprint`] of records about to be appended.
+pub fn fingerprint_of(records: &[NewRecord]) -> u32 {
+    fingerprint(
+        records
+            .iter()
+            .map(|r| (r.key.as_deref(), &r.value[..], &r.headers[..])),
+    )
 }
 
 /// Bounded map of recent idempotency keys.
@@ -60,6 +133,11 @@ impl IdempotencyWindow {
         while self.order.len() > self.max_keys {
             self.pop_oldest();
         }
+    }
+
+    /// True if `key` is in the window at `now_ms`.
+    pub fn contains(&mut self, key: &[u8], now_ms: i64) -> bool {
+        self.get(key, now_ms).is_some()
     }
 
     /// Forgets a key (its append failed before it became durable).
@@ -112,6 +190,7 @@ mod tests {
             base_offset: base,
             record_count: 1,
             append_time: t,
+            fingerprint: 0,
         }
     }
 

@@ -20,7 +20,7 @@ use crate::batch::{self, BatchView, NewRecord, Record, MAX_IDEMPOTENCY_KEY_LEN};
 use crate::cache::SegmentCache;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
-use crate::idempotency::{IdempotencyWindow, PriorAppend};
+use crate::idempotency::{IdempotencyWindow, StoredKey};
 use crate::retention::{self, SegmentFacts};
 use crate::segment::{self, Segment};
 use crate::writer::{AppendJob, Command, Writer};
@@ -114,6 +114,8 @@ pub struct PartitionShared {
     end: watch::Sender<u64>,
     failure: Mutex<Option<String>>,
     cache: Arc<SegmentCache>,
+    /// Recent idempotency keys; the writer updates it under this lock.
+    pub idempotency: Mutex<IdempotencyWindow>,
 }
 
 impl PartitionShared {
@@ -217,10 +219,11 @@ impl Partition {
             end: watch::Sender::new(end),
             failure: Mutex::new(None),
             cache,
+            idempotency: Mutex::new(IdempotencyWindow::new(0, 0)),
         });
-        let window = recover_window(&shared, recovered.keys)?;
+        *shared.idempotency.lock().expect("idempotency") = recover_window(&shared, recovered.keys)?;
         let (tx, rx) = mpsc::channel();
-        let writer = Writer::new(shared.clone(), rx, recovered.active, window);
+        let writer = Writer::new(shared.clone(), rx, recovered.active);
         let thread = std::thread::Builder::new()
             .name(format!("kappa-writer-{topic}-{partition}"))
             .spawn(move || writer.run())
@@ -353,6 +356,15 @@ impl Partition {
     /// Why the partition stopped accepting writes, if it did.
     pub fn failure(&self) -> Option<String> {
         self.shared.failure()
+    }
+
+    /// True if an append with this idempotency key is in the window.
+    pub fn remembers_idempotency_key(&self, key: &[u8]) -> bool {
+        self.shared
+            .idempotency
+            .lock()
+            .expect("idempotency")
+            .contains(key, now_ms())
     }
 
     /// Reads records from `offset`, at most `max_records` and about
@@ -603,7 +615,7 @@ impl PendingAppend {
 /// or a segment is older than its age bound.
 fn recover_window(
     shared: &PartitionShared,
-    active_keys: Vec<(Vec<u8>, u64, u32, i64)>,
+    active_keys: Vec<StoredKey>,
 ) -> Result<IdempotencyWindow> {
     let cfg = &shared.log_config;
     let mut window = IdempotencyWindow::new(cfg.idempotency_window_keys, cfg.idempotency_window_ms);
@@ -635,15 +647,8 @@ fn recover_window(
             break;
         }
     }
-    for (key, base_offset, record_count, append_time) in chunks.into_iter().rev().flatten() {
-        window.insert(
-            key,
-            PriorAppend {
-                base_offset,
-                record_count,
-                append_time,
-            },
-        );
+    for stored in chunks.into_iter().rev().flatten() {
+        window.insert(stored.key, stored.prior);
     }
     Ok(window)
 }

@@ -18,6 +18,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::batch::{self, DecodeError};
 use crate::error::{LogError, Result};
+use crate::idempotency::StoredKey;
 use crate::segment::{self, ActiveFiles, IndexBuilder, Segment, SegmentPaths};
 use crate::stats;
 
@@ -49,7 +50,7 @@ pub struct Recovered {
     pub active: ActiveState,
     /// Idempotency keys found in the active segment (key, base offset,
     /// record count, append time), in log order.
-    pub keys: Vec<(Vec<u8>, u64, u32, i64)>,
+    pub keys: Vec<StoredKey>,
 }
 
 /// Parses `<20 digits>.log`.
@@ -110,7 +111,7 @@ pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
     })
 }
 
-type Keys = Vec<(Vec<u8>, u64, u32, i64)>;
+type Keys = Vec<StoredKey>;
 
 /// Scans the active segment, truncates a bad tail, and opens it for append.
 fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveState, Keys)> {

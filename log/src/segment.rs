@@ -19,6 +19,7 @@ use memmap2::Mmap;
 
 use crate::batch::{self, BatchView, DecodeError};
 use crate::error::{LogError, Result};
+use crate::idempotency::StoredKey;
 use crate::index::{OffsetIndex, TimeIndex};
 
 /// The three file paths of a segment.
@@ -72,7 +73,7 @@ pub struct ScanResult {
     pub problem: Option<(u64, DecodeError)>,
     /// (idempotency key, base offset, record count, append time) of each
     /// keyed batch, in order.
-    pub keys: Vec<(Vec<u8>, u64, u32, i64)>,
+    pub keys: Vec<StoredKey>,
     /// The index builder, ready to continue after the last valid batch.
     pub builder: Option<IndexBuilder>,
 }
@@ -190,14 +191,7 @@ pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult 
         );
         result.first_append_time.get_or_insert(view.append_time());
         result.max_append_time = result.max_append_time.max(view.append_time());
-        if let Some(key) = view.idempotency_key() {
-            result.keys.push((
-                key.to_vec(),
-                view.base_offset(),
-                view.record_count(),
-                view.append_time(),
-            ));
-        }
+        result.keys.extend(StoredKey::of(&view));
         result.next_offset = view.next_offset();
         pos += view.len();
     }
@@ -211,7 +205,7 @@ pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult 
 #[derive(Debug, Default)]
 pub struct KeyScan {
     /// (key, base offset, record count, append time) of each keyed batch.
-    pub keys: Vec<(Vec<u8>, u64, u32, i64)>,
+    pub keys: Vec<StoredKey>,
     /// Append time of the last batch walked (`i64::MIN` if none).
     pub last_append_time: i64,
     /// Where and why the walk stopped early, if it did.
@@ -257,8 +251,7 @@ pub fn scan_keys(bytes: &Bytes, base_offset: u64) -> KeyScan {
             let append_time = field(batch::APPEND_TIME_OFFSET, 8) as i64;
             if field(batch::KEY_LEN_OFFSET, 2) > 0 {
                 let view = BatchView::parse(&bytes.slice(pos..pos + len))?;
-                let key = view.idempotency_key().expect("key length checked").to_vec();
-                out.keys.push((key, expected, count, append_time));
+                out.keys.extend(StoredKey::of(&view));
             }
             Ok((len, count, append_time))
         });

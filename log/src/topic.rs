@@ -198,6 +198,9 @@ impl Topic {
         idempotency_key: Option<Vec<u8>>,
     ) -> Result<ProduceOutcome> {
         let routes = self.route(&records, idempotency_key.as_deref())?;
+        if let Some(key) = &idempotency_key {
+            self.check_key_routing(key, &routes)?;
+        }
         let mut per_partition: Vec<Vec<NewRecord>> = vec![Vec::new(); self.partitions.len()];
         for (record, &p) in records.into_iter().zip(&routes) {
             per_partition[p as usize].push(record.record);
@@ -235,6 +238,24 @@ impl Topic {
             records: produced,
             duplicate,
         })
+    }
+
+    /// A retry must write to the same partitions as the first request: a key
+    /// remembered by a partition this request does not write to means the
+    /// key was used for a different request.
+    fn check_key_routing(&self, key: &[u8], routes: &[u32]) -> Result<()> {
+        for p in &self.partitions {
+            if !routes.contains(&p.id()) && p.remembers_idempotency_key(key) {
+                return Err(LogError::IdempotencyKeyReused {
+                    key: String::from_utf8_lossy(key).into_owned(),
+                    reason: format!(
+                        "the first request wrote to partition {}, this one does not",
+                        p.id()
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Name, settings and per-partition offsets.

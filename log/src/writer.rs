@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use crate::batch::{self, BatchMeta};
+use crate::batch::{self, BatchMeta, NewRecord};
 use crate::config::FsyncPolicy;
 use crate::error::{LogError, Result};
-use crate::idempotency::{IdempotencyWindow, PriorAppend};
+use crate::idempotency::{fingerprint_of, PriorAppend};
 use crate::partition::{AppendOutcome, AppendRequest, PartitionShared};
 use crate::recovery::{self, ActiveState};
 use crate::{io, now_ms, stats};
@@ -55,7 +55,6 @@ pub struct Writer {
     shared: Arc<PartitionShared>,
     rx: Receiver<Command>,
     active: ActiveState,
-    window: IdempotencyWindow,
     buf: Vec<u8>,
     last_sync: Instant,
     unsynced: bool,
@@ -71,17 +70,11 @@ struct Pending {
 
 impl Writer {
     /// A writer for a recovered partition.
-    pub fn new(
-        shared: Arc<PartitionShared>,
-        rx: Receiver<Command>,
-        active: ActiveState,
-        window: IdempotencyWindow,
-    ) -> Self {
+    pub fn new(shared: Arc<PartitionShared>, rx: Receiver<Command>, active: ActiveState) -> Self {
         Writer {
             shared,
             rx,
             active,
-            window,
             buf: Vec::new(),
             last_sync: Instant::now(),
             unsynced: false,
@@ -171,11 +164,13 @@ impl Writer {
         let start_size = self.active.size;
         let mut next_offset = self.active.next_offset;
         let mut pending = Vec::with_capacity(group.len());
+        let shared = self.shared.clone();
+        let mut window = shared.idempotency.lock().expect("idempotency");
         for job in group {
             let key = job.request.idempotency_key.clone();
             if let Some(key) = &key {
-                if let Some(prior) = self.window.get(key, now) {
-                    let outcome = duplicate_outcome(key, prior, job.request.records.len());
+                if let Some(prior) = window.get(key, now) {
+                    let outcome = duplicate_outcome(key, prior, &job.request.records);
                     pending.push(Pending {
                         job,
                         outcome,
@@ -200,14 +195,13 @@ impl Writer {
                 .max()
                 .unwrap_or(now);
             if let Some(key) = key {
-                self.window.insert(
-                    key,
-                    PriorAppend {
-                        base_offset: next_offset,
-                        record_count: count,
-                        append_time: now,
-                    },
-                );
+                let prior = PriorAppend {
+                    base_offset: next_offset,
+                    record_count: count,
+                    append_time: now,
+                    fingerprint: fingerprint_of(&job.request.records),
+                };
+                window.insert(key, prior);
             }
             let outcome = Ok(AppendOutcome {
                 base_offset: next_offset,
@@ -222,12 +216,16 @@ impl Writer {
             });
             next_offset += u64::from(count);
         }
+        // Not held across the write and fsync: readers of the window
+        // (routing checks) must not wait for the disk.
+        drop(window);
         if !self.buf.is_empty() {
             if let Err(e) = self.write_and_sync(start_size) {
+                let mut window = shared.idempotency.lock().expect("idempotency");
                 for p in &pending {
                     if p.written.is_some() {
                         if let Some(key) = &p.job.request.idempotency_key {
-                            self.window.remove(key);
+                            window.remove(key);
                         }
                     }
                 }
@@ -384,15 +382,26 @@ impl Writer {
     }
 }
 
-fn duplicate_outcome(key: &[u8], prior: PriorAppend, record_count: usize) -> Result<AppendOutcome> {
-    if prior.record_count as usize != record_count {
-        return Err(LogError::IdempotencyKeyReused {
-            key: String::from_utf8_lossy(key).into_owned(),
-            reason: format!(
-                "the first append had {} records, this one has {record_count}",
-                prior.record_count
-            ),
-        });
+/// The answer to a retry: the first append's offsets, if it really is the
+/// same request.
+fn duplicate_outcome(
+    key: &[u8],
+    prior: PriorAppend,
+    records: &[NewRecord],
+) -> Result<AppendOutcome> {
+    let reused = |reason: String| LogError::IdempotencyKeyReused {
+        key: String::from_utf8_lossy(key).into_owned(),
+        reason,
+    };
+    if prior.record_count as usize != records.len() {
+        return Err(reused(format!(
+            "the first append had {} records, this one has {}",
+            prior.record_count,
+            records.len()
+        )));
+    }
+    if prior.fingerprint != fingerprint_of(records) {
+        return Err(reused("the records differ from the first append's".into()));
     }
     Ok(AppendOutcome {
         base_offset: prior.base_offset,

@@ -598,3 +598,70 @@ async fn a_waiting_reader_wakes_on_append_and_times_out_without_one() {
     // Returns because of the append, long before its 60 s timeout.
     assert_eq!(waiter.await.unwrap().unwrap(), 1);
 }
+
+#[tokio::test]
+async fn an_idempotency_key_reused_for_different_records_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let topic = log
+        .create_topic(
+            "t",
+            TopicConfig {
+                partitions: 3,
+                ..small_segments()
+            },
+        )
+        .unwrap();
+    let request = |value: &str, partition: u32| {
+        vec![ProduceRecord {
+            partition: Some(partition),
+            record: NewRecord::value(value.to_string()),
+        }]
+    };
+    topic
+        .produce(request("a", 0), Some(b"k".to_vec()))
+        .await
+        .unwrap();
+    // Same count, different value.
+    let err = topic
+        .produce(request("b", 0), Some(b"k".to_vec()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LogError::IdempotencyKeyReused { .. }),
+        "{err}"
+    );
+    // Same records, another partition.
+    let err = topic
+        .produce(request("a", 2), Some(b"k".to_vec()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LogError::IdempotencyKeyReused { .. }),
+        "{err}"
+    );
+    assert_eq!(topic.partition(2).unwrap().end_offset(), 0);
+    // A true retry (timestamps may differ) is a duplicate, also after a reopen.
+    assert!(
+        topic
+            .produce(request("a", 0), Some(b"k".to_vec()))
+            .await
+            .unwrap()
+            .duplicate
+    );
+    drop(topic);
+    drop(log);
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let topic = log.topic("t").unwrap();
+    assert!(
+        topic
+            .produce(request("a", 0), Some(b"k".to_vec()))
+            .await
+            .unwrap()
+            .duplicate
+    );
+    assert!(topic
+        .produce(request("b", 0), Some(b"k".to_vec()))
+        .await
+        .is_err());
+}
