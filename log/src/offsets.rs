@@ -719,7 +719,7 @@ fn encode_state(state: &State) -> (Vec<u8>, u64) {
 }
 
 /// Checks a consumer group name: 1..=255 bytes, no ASCII control character.
-fn validate_group(group: &str) -> Result<()> {
+pub fn validate_group(group: &str) -> Result<()> {
     let problem = if group.is_empty() {
         "must not be empty"
     } else if group.len() > MAX_GROUP_LEN {

@@ -219,30 +219,12 @@ pub struct OffsetsResponse {
     pub offsets: Vec<PartitionOffset>,
 }
 
-/// Where a reset goes.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum ResetTarget {
-    /// `"earliest"` or `"latest"`.
-    Named(String),
-    /// `{"timestamp": ms}`.
-    Timestamp {
-        /// ms since the epoch.
-        timestamp: i64,
-    },
-    /// `{"offset": n}`.
-    Offset {
-        /// The offset.
-        offset: u64,
-    },
-}
-
 /// `POST /v1/groups/{group}/reset` body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResetRequest {
     /// Topic.
     pub topic: String,
-    /// Target.
-    pub to: ResetTarget,
+    /// Target: `"earliest"`, `"latest"`, `{"timestamp": ms}` or `{"offset": n}`.
+    pub to: serde_json::Value,
 }

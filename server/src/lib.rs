@@ -33,6 +33,16 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// Renders the Prometheus registry.
     pub metrics: PrometheusHandle,
+    /// Becomes true when shutdown starts: long-polls stop waiting.
+    pub shutting_down: tokio::sync::watch::Receiver<bool>,
+}
+
+impl AppState {
+    /// Completes when shutdown starts.
+    pub async fn shutdown_started(&self) {
+        let mut rx = self.shutting_down.clone();
+        let _ = rx.wait_for(|down| *down).await;
+    }
 }
 
 /// Opens the log in `config.data_dir` (running recovery), serves the API on
@@ -44,12 +54,18 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let log_config = config.log_config();
     let log = tokio::task::spawn_blocking(move || Log::open(log_config)).await??;
+    let (shutdown_tx, shutting_down) = tokio::sync::watch::channel(false);
     let state = AppState {
         log: Arc::new(log),
         config: Arc::new(config),
         metrics: metrics::install(),
+        shutting_down,
     };
     let router = routes::router(state.clone());
+    let shutdown = async move {
+        shutdown.await;
+        let _ = shutdown_tx.send(true);
+    };
     http::serve(listener, router, &state.config, shutdown).await?;
     let log = state.log.clone();
     tokio::task::spawn_blocking(move || log.close()).await?;

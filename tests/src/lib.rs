@@ -815,8 +815,14 @@ impl RawConnection {
         self.send_bytes(&request_bytes(method, target, headers, body));
     }
 
-    /// Reads one response.
+    /// Reads one response; panics if the connection ends before one.
     pub fn receive(&mut self) -> RawResponse {
+        self.try_receive().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Reads one response; `Err` if the connection is closed or reset
+    /// before the response headers.
+    pub fn try_receive(&mut self) -> Result<RawResponse, String> {
         let header_end = loop {
             if let Some(i) = find(&self.buf, b"\r\n\r\n") {
                 break i;
@@ -825,10 +831,12 @@ impl RawConnection {
                 self.buf.len() < 1 << 20,
                 "response headers larger than 1 MiB"
             );
-            assert!(
-                self.fill() > 0,
-                "connection closed before the response headers"
-            );
+            let mut chunk = [0u8; 16 * 1024];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err("connection closed before the response headers".into()),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(format!("reading the response headers: {e}")),
+            }
         };
         let head = String::from_utf8_lossy(&self.buf[..header_end]).into_owned();
         self.buf.drain(..header_end + 4);
@@ -857,11 +865,11 @@ impl RawConnection {
             }
             std::mem::take(&mut self.buf)
         };
-        RawResponse {
+        Ok(RawResponse {
             status,
             headers,
             body,
-        }
+        })
     }
 
     fn fill(&mut self) -> usize {
@@ -905,10 +913,17 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// An HTTP/1.1 request with `Host`, `Connection: close` and, when there is
-/// a body, `Content-Length` (unless `headers` sets `Transfer-Encoding`).
+/// An HTTP/1.1 request with `Host`, `Connection: close` (unless `headers`
+/// has a `Connection`) and, when there is a body, `Content-Length` (unless
+/// `headers` sets `Transfer-Encoding`).
 pub fn request_bytes(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!("{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    let mut out = format!("{method} {target} HTTP/1.1\r\nHost: localhost\r\n");
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("connection"))
+    {
+        out.push_str("Connection: close\r\n");
+    }
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
     }

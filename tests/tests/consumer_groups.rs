@@ -1,9 +1,9 @@
 //! Consumer groups: a group read does not commit by default; committed
-//! offsets survive a restart and the group endpoint continues from them;
-//! `commit=true` commits the answer's `next_offsets`; reset to a timestamp
-//! lands on the first record at or after it, and earliest / latest /
-//! offset (clamped) land where documented; `lag` in `GET …/offsets` is
-//! end − position throughout.
+//! offsets survive a graceful restart and a SIGKILL, and the group endpoint
+//! continues from them; `commit=true` commits the answer's `next_offsets`;
+//! reset to a timestamp lands on the first record at or after it, and
+//! earliest / latest / offset (clamped) land where documented; `lag` in
+//! `GET …/offsets` is end − position throughout.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +11,10 @@ use kappa_tests::{json, Client, Server, Value};
 
 /// Base timestamp of the records (2026-01-01T00:00:00Z).
 const BASE: i64 = 1_767_225_600_000;
+/// A group name with a space, a slash and non-ASCII characters, and its
+/// percent-encoded path segment.
+const UNICODE_GROUP: &str = "team a/ß😀";
+const UNICODE_GROUP_PATH: &str = "team%20a%2F%C3%9F%F0%9F%98%80";
 /// Records on partitions 0 and 1.
 const COUNTS: [u64; 2] = [10, 6];
 
@@ -76,6 +80,9 @@ fn group_offsets(client: &Client, group: &str, topic: &str) -> Vec<(Option<u64>,
         .collect()
 }
 
+/// Records of a group read by partition, as (offset, value).
+type ByPartition = BTreeMap<u64, Vec<(u64, Value)>>;
+
 /// A group read; checks that the records of each partition are contiguous
 /// from `from[p]` and that `next_offsets` follows them. Returns
 /// (records by partition as (offset, value), next offsets).
@@ -85,13 +92,13 @@ fn group_read(
     topic: &str,
     query: &str,
     from: &[u64],
-) -> (BTreeMap<u64, Vec<(u64, Value)>>, Vec<u64>) {
+) -> (ByPartition, Vec<u64>) {
     let path = format!("/v1/groups/{group}/topics/{topic}/records?{query}");
     let (status, body) = client.get(&path);
     assert_eq!(status, 200, "GET {path}: {body}");
     assert_eq!(body["group"], group);
     assert_eq!(body["topic"], topic);
-    let mut by_partition: BTreeMap<u64, Vec<(u64, Value)>> = BTreeMap::new();
+    let mut by_partition = ByPartition::new();
     for r in body["records"].as_array().unwrap() {
         let p = r["partition"].as_u64().unwrap();
         let offset = r["offset"].as_u64().unwrap();
@@ -218,6 +225,13 @@ fn commits_survive_a_restart_and_the_group_read_continues_from_them() {
     );
     // A second group is independent.
     commit(&client, "g2", "orders", &[1, 1]);
+    // Any name of 1..=255 bytes without control characters, percent-encoded.
+    let (status, body) = client.post_json(
+        &format!("/v1/groups/{UNICODE_GROUP_PATH}/offsets"),
+        &json!({"topic": "orders", "offsets": [{"partition": 0, "offset": 2}, {"partition": 1, "offset": 2}]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["group"], UNICODE_GROUP);
 
     server.terminate_ok();
     let server = server.restart();
@@ -240,9 +254,16 @@ fn commits_survive_a_restart_and_the_group_read_continues_from_them() {
         .map(|g| g.as_str().unwrap())
         .collect();
     assert!(
-        groups.contains(&"g1") && groups.contains(&"g2"),
+        groups.contains(&"g1") && groups.contains(&"g2") && groups.contains(&UNICODE_GROUP),
         "{groups:?}"
     );
+    let (status, body) = client.get(&format!(
+        "/v1/groups/{UNICODE_GROUP_PATH}/offsets?topic=orders"
+    ));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["group"], UNICODE_GROUP);
+    assert_eq!(body["topics"][0]["partitions"][0]["committed"], 2, "{body}");
+    assert_eq!(body["topics"][0]["partitions"][1]["committed"], 2, "{body}");
 
     // The group read continues at the commit and reaches the end.
     let (rest, end) = group_read(&client, "g1", "orders", "max_records=1000", &next);
@@ -268,6 +289,29 @@ fn commits_survive_a_restart_and_the_group_read_continues_from_them() {
         .map(|t| &t["topic"])
         .collect();
     assert_eq!(topics, [&json!("orders")]);
+
+    // A commit (plain and commit=true) acknowledged before a SIGKILL survives it too.
+    commit(&client, "g1", "orders", &[7, 3]);
+    let (_, next) = group_read(
+        &client,
+        "g2",
+        "orders",
+        "max_records=3&commit=true",
+        &[1, 1],
+    );
+    let mut server = server;
+    server.kill9();
+    let server = server.restart();
+    let client = server.client();
+    assert_eq!(
+        group_offsets(&client, "g1", "orders"),
+        vec![(Some(7), 3), (Some(3), 3)]
+    );
+    let committed: Vec<Option<u64>> = group_offsets(&client, "g2", "orders")
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(committed, next.iter().map(|&o| Some(o)).collect::<Vec<_>>());
 }
 
 #[test]

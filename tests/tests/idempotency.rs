@@ -1,8 +1,9 @@
 //! Idempotent produce: the same request under the same `Idempotency-Key`
 //! appends once and answers the first answer's offsets with
 //! `duplicate: true` — also after a graceful restart and after SIGKILL —
-//! while end offsets (GET /v1/topics/{t}) do not move; a different request
-//! under a used key is `409 idempotency_key_reused`.
+//! while end offsets (GET /v1/topics/{t}) do not move, also once the first
+//! append sits in a sealed segment; a different request under a used key is
+//! `409 idempotency_key_reused`.
 
 use std::collections::BTreeMap;
 
@@ -190,8 +191,34 @@ fn a_retried_request_appends_once_also_across_restarts() {
 }
 
 #[test]
-#[ignore = "server bug: same Idempotency-Key with different records of the same count answers 200 duplicate:true \
-            (the log compares only record counts), expected 409 idempotency_key_reused"]
+fn a_retry_is_recognized_after_segment_rolls_and_a_restart() {
+    let mut server = Server::start(&[]);
+    // 1 KiB segments: the first append is in a sealed segment by the retry.
+    server.create_topic(&json!({"name": TOPIC, "partitions": 1, "segment_bytes": 1024}));
+    let client = server.client();
+    let request = json!([{"value": "first"}, {"key": "k", "value": "second"}]);
+    let (status, body) = produce_with_key(&client, "early", &request);
+    let first = first_answer(status, &body);
+    for i in 0..50 {
+        server.produce(TOPIC, &json!([{"value": {"i": i, "pad": "p".repeat(100)}}]));
+    }
+    let segments = server.describe(TOPIC)["partitions"][0]["segment_count"]
+        .as_u64()
+        .unwrap();
+    assert!(segments > 3, "{segments} segments");
+    let ends = client.end_offsets(TOPIC);
+    let (status, body) = produce_with_key(&client, "early", &request);
+    assert_duplicate("retry after rolls", status, &body, &first);
+
+    server.terminate_ok();
+    let server = server.restart();
+    let client = server.client();
+    let (status, body) = produce_with_key(&client, "early", &request);
+    assert_duplicate("retry after rolls and a restart", status, &body, &first);
+    assert_eq!(client.end_offsets(TOPIC), ends);
+}
+
+#[test]
 fn a_different_request_with_the_same_count_under_a_used_key_is_409() {
     let server = Server::start(&[]);
     server.create_topic(&json!({"name": TOPIC, "partitions": 3}));
@@ -211,8 +238,6 @@ fn a_different_request_with_the_same_count_under_a_used_key_is_409() {
 }
 
 #[test]
-#[ignore = "server bug: same Idempotency-Key with records routed to another partition appends them \
-            (200 duplicate:false; the window is per partition), expected 409 idempotency_key_reused"]
 fn a_different_request_routed_elsewhere_under_a_used_key_is_409() {
     let server = Server::start(&[]);
     server.create_topic(&json!({"name": TOPIC, "partitions": 3}));

@@ -3,11 +3,12 @@
 //! unicode, nested JSON, null keys); a key always lands on the partition
 //! Kafka's murmur2 partitioner gives it; an explicit partition is honoured;
 //! unkeyed requests rotate over the partitions; `offset=latest` and
-//! `from_timestamp=` start at the right offsets.
+//! `from_timestamp=` start at the right offsets, also across many segments
+//! and after restarts.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kappa_tests::{json, now_ms, Produced, Server, Value};
+use kappa_tests::{json, now_ms, Produced, Rng, Server, Value};
 
 /// Kafka's `Utils.murmur2`, written independently of the server's copy.
 fn kafka_murmur2(data: &[u8]) -> i32 {
@@ -440,4 +441,58 @@ fn latest_and_from_timestamp_start_at_the_right_offsets() {
     assert_eq!(values, [&json!("new-1"), &json!("new-2")]);
     assert_eq!(fresh["records"][0]["offset"], 7);
     assert_eq!(server.read("times", 0, "offset=latest")["next_offset"], 9);
+}
+
+#[test]
+fn from_timestamp_is_right_across_segments_and_restarts() {
+    let mut server = Server::start(&[]);
+    // Small segments: the lookups cross many segments and time indexes.
+    server.create_topic(&json!({"name": "seg", "partitions": 1, "segment_bytes": 1024}));
+    let base = 1_767_225_600_000_i64;
+    let mut timestamps: Vec<i64> = Vec::new();
+    let mut rng = Rng::new(7);
+    for request in 0..60 {
+        let n = 1 + rng.below(5) as usize;
+        let records: Vec<Value> = (0..n)
+            .map(|i| {
+                // Rising by 100 ms per record, with jitter: some out of order.
+                let t = base + timestamps.len() as i64 * 100 + rng.below(250) as i64 - 100;
+                timestamps.push(t);
+                json!({"value": {"request": request, "i": i, "pad": "p".repeat(40)}, "timestamp": t})
+            })
+            .collect();
+        server.produce("seg", &Value::Array(records));
+    }
+    let segments = server.describe("seg")["partitions"][0]["segment_count"]
+        .as_u64()
+        .unwrap();
+    assert!(segments > 5, "{segments} segments");
+
+    let check = |server: &Server, when: &str| {
+        let mut wrong = Vec::new();
+        let last = base + timestamps.len() as i64 * 100 + 300;
+        for ts in (base - 200..last).step_by(37) {
+            let want = timestamps.iter().position(|&t| t >= ts).map(|o| o as u64);
+            let page = server.read("seg", 0, &format!("from_timestamp={ts}&max_records=1"));
+            let got = page["records"]
+                .as_array()
+                .unwrap()
+                .first()
+                .map(|r| r["offset"].as_u64().unwrap());
+            if got != want {
+                wrong.push((ts - base, want, got));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{when}: (from_timestamp - base, want, got): {wrong:?}"
+        );
+    };
+    check(&server, "live");
+    server.terminate_ok();
+    let mut server = server.restart();
+    check(&server, "after SIGTERM + restart");
+    server.kill9();
+    let server = server.restart();
+    check(&server, "after SIGKILL + restart");
 }

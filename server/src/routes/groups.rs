@@ -15,7 +15,6 @@ use serde_json::json;
 use super::{blocking, body, json, Params, ReadLimits};
 use crate::dto::{
     CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, ResetRequest,
-    ResetTarget,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -48,7 +47,13 @@ fn read_all(topic: &Topic, positions: &[u64], limits: &ReadLimits) -> ApiResult<
     let mut records = Vec::new();
     let mut next = Vec::with_capacity(positions.len());
     let mut bytes = 0u64;
-    for (p, &position) in topic.partitions().iter().zip(positions) {
+    // Start at a partition that moves as the group advances, so a busy
+    // partition cannot starve the others of the record budget.
+    let n = positions.len().max(1);
+    let first = (positions.iter().sum::<u64>() % n as u64) as usize;
+    let order = (0..n).map(|i| (first + i) % n);
+    for i in order {
+        let (p, position) = (&topic.partitions()[i], positions[i]);
         let left = limits.max_records.saturating_sub(records.len() as u64);
         let mut offset = position;
         if left > 0 && bytes < limits.max_bytes {
@@ -64,6 +69,7 @@ fn read_all(topic: &Topic, positions: &[u64], limits: &ReadLimits) -> ApiResult<
             offset,
         });
     }
+    next.sort_by_key(|o| o.partition);
     Ok((records, next))
 }
 
@@ -77,6 +83,7 @@ pub async fn read(
     let limits = ReadLimits::take(&mut params)?;
     let commit = params.take_bool("commit", false)?;
     params.finish()?;
+    kappa_log::offsets::validate_group(&group)?;
     let topic = state.log.topic(&topic_name)?;
     let positions = Arc::new(positions(&state, &group, &topic_name)?);
     let run = |topic: Arc<Topic>, positions: Arc<Vec<u64>>, limits: ReadLimits| {
@@ -94,7 +101,10 @@ pub async fn read(
             .iter()
             .zip(positions.iter())
             .map(|(p, &pos)| Box::pin(p.wait_for(pos, limits.max_wait)));
-        let _ = select_all(waits).await;
+        tokio::select! {
+            _ = select_all(waits) => {}
+            () = state.shutdown_started() => {}
+        }
         (records, next) = run(topic.clone(), positions.clone(), copy(&limits)).await?;
     }
     if commit {
@@ -149,6 +159,7 @@ pub async fn offsets(
     let mut params = Params::parse(query.as_deref())?;
     let topic = params.take("topic");
     params.finish()?;
+    kappa_log::offsets::validate_group(&group)?;
     let topics = match topic {
         Some(t) => vec![t],
         None => {
@@ -170,6 +181,27 @@ pub async fn offsets(
     Ok(Json(json!({"group": group, "topics": out})).into_response())
 }
 
+/// Parses `to`: `"earliest"`, `"latest"`, `{"timestamp": ms}` or
+/// `{"offset": n}` — exactly one of them.
+fn reset_target(to: &serde_json::Value) -> ApiResult<ResetTo> {
+    use serde_json::Value;
+    let target = match to {
+        Value::String(s) if s == "earliest" => Some(ResetTo::Earliest),
+        Value::String(s) if s == "latest" => Some(ResetTo::Latest),
+        Value::Object(o) if o.len() == 1 => match (o.get("timestamp"), o.get("offset")) {
+            (Some(t), None) => t.as_i64().map(ResetTo::Timestamp),
+            (None, Some(n)) => n.as_u64().map(ResetTo::Offset),
+            _ => None,
+        },
+        _ => None,
+    };
+    target.ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "to must be \"earliest\", \"latest\", {{\"timestamp\": ms}} or {{\"offset\": n}} (n >= 0), got {to}"
+        ))
+    })
+}
+
 /// `POST /v1/groups/{group}/reset`.
 pub async fn reset(
     State(state): State<AppState>,
@@ -178,17 +210,7 @@ pub async fn reset(
 ) -> ApiResult<Json<OffsetsResponse>> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: ResetRequest = json(&bytes)?;
-    let to = match request.to {
-        ResetTarget::Named(name) if name == "earliest" => ResetTo::Earliest,
-        ResetTarget::Named(name) if name == "latest" => ResetTo::Latest,
-        ResetTarget::Named(name) => {
-            return Err(ApiError::bad_request(format!(
-                "to must be \"earliest\", \"latest\", {{\"timestamp\": ms}} or {{\"offset\": n}}, got {name:?}"
-            )))
-        }
-        ResetTarget::Timestamp { timestamp } => ResetTo::Timestamp(timestamp),
-        ResetTarget::Offset { offset } => ResetTo::Offset(offset),
-    };
+    let to = reset_target(&request.to)?;
     let (log, g, t) = (state.log.clone(), group.clone(), request.topic.clone());
     let offsets = blocking(move || Ok(log.reset_offsets(&g, &t, to)?)).await?;
     Ok(Json(OffsetsResponse {

@@ -201,6 +201,7 @@ fn to_record(
 /// The topic, created with the server's defaults if it is unknown and
 /// auto-creation is on.
 async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>> {
+    kappa_log::topic::validate_topic_name(name)?;
     match state.log.topic(name) {
         Ok(t) => Ok(t),
         Err(LogError::UnknownTopic(_)) if state.config.auto_create_topics => {
@@ -273,7 +274,7 @@ pub async fn read(
             )
         })?,
     };
-    let fetch = fetch(&topic, p, offset, &limits).await?;
+    let fetch = fetch(&state, &topic, p, offset, &limits).await?;
     let records: Vec<Record> = fetch.records().collect();
     crate::metrics::record_read(&topic_name, records.len());
     let response = ReadResponse {
@@ -291,8 +292,10 @@ pub async fn read(
 }
 
 /// Reads, and if nothing is there yet waits up to `max_wait` for a record
-/// (woken by the writer, no polling), then reads again.
+/// (woken by the writer, no polling; cut short by shutdown), then reads
+/// again.
 pub async fn fetch(
+    state: &AppState,
     topic: &Arc<Topic>,
     p: u32,
     offset: u64,
@@ -305,10 +308,11 @@ pub async fn fetch(
     if fetch.record_count() > 0 || limits.max_wait.is_zero() || offset != fetch.high_watermark {
         return Ok(fetch);
     }
-    let end = topic
-        .partition(p)?
-        .wait_for(offset, limits.max_wait)
-        .await?;
+    let partition = topic.partition(p)?;
+    let end = tokio::select! {
+        end = partition.wait_for(offset, limits.max_wait) => end?,
+        () = state.shutdown_started() => return Ok(fetch),
+    };
     if end == offset {
         return Ok(fetch);
     }
