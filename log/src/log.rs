@@ -321,6 +321,11 @@ impl Log {
         self.inner.offsets.delete_group(group)
     }
 
+    /// Number of sealed segments currently open (mapped), across all topics.
+    pub fn open_sealed_segments(&self) -> usize {
+        self.inner.cache.open_segments()
+    }
+
     /// Stops retention and every writer (each syncs what it wrote).
     pub fn close(&self) {
         if let Some((stop, thread)) = self.retention.lock().expect("retention").take() {

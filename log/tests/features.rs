@@ -665,3 +665,28 @@ async fn an_idempotency_key_reused_for_different_records_is_refused() {
         .await
         .is_err());
 }
+
+#[tokio::test]
+async fn sealed_segments_stay_within_the_open_segment_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        max_open_segments: 2,
+        ..LogConfig::new(dir.path())
+    };
+    let log = Log::open(config).unwrap();
+    let topic = log.create_topic("t", small_segments()).unwrap();
+    let p = topic.partition(0).unwrap();
+    for i in 0..40 {
+        p.append(append(5, i)).await.unwrap();
+    }
+    assert!(p.describe().segment_count > 5);
+    // Read every record one at a time, touching every sealed segment.
+    let mut offset = 0;
+    while offset < p.end_offset() {
+        let fetch = p.read(offset, 1, 1).unwrap();
+        assert_eq!(fetch.records().next().unwrap().offset, offset);
+        offset = fetch.next_offset;
+    }
+    let open = log.open_sealed_segments();
+    assert!(open <= 2, "{open} sealed segments open, the limit is 2");
+}

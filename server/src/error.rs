@@ -92,3 +92,45 @@ impl IntoResponse for ApiError {
 
 /// Result of a handler.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_append_queue_sheds_with_503_and_retry_after() {
+        let e = ApiError::from(LogError::Backpressure {
+            topic: "t".into(),
+            partition: 1,
+        });
+        assert_eq!(
+            (e.status, e.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
+        let response = e.into_response();
+        assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "1");
+    }
+
+    #[test]
+    fn log_errors_map_to_their_documented_codes() {
+        let cases = [
+            (LogError::UnknownTopic("t".into()), 404, "unknown_topic"),
+            (LogError::TopicExists("t".into()), 409, "topic_exists"),
+            (LogError::InvalidConfig("x".into()), 400, "invalid_config"),
+            (LogError::LimitExceeded("x".into()), 413, "too_large"),
+            (LogError::Closed, 503, "shutting_down"),
+            (
+                LogError::Io {
+                    path: "p".into(),
+                    source: std::io::Error::new(std::io::ErrorKind::StorageFull, "full"),
+                },
+                507,
+                "disk_full",
+            ),
+        ];
+        for (error, status, code) in cases {
+            let e = ApiError::from(error);
+            assert_eq!((e.status.as_u16(), e.code), (status, code));
+        }
+    }
+}
