@@ -5,6 +5,7 @@
 //! and exactly-once runtime build on. It depends only on `kappa-log`, as
 //! DESIGN.md's one-way dependency rule asks.
 
+pub mod aggregate;
 pub mod state;
 pub mod watermark;
 pub mod window;

@@ -1,0 +1,374 @@
+//! Aggregate functions and their accumulators.
+//!
+//! An accumulator holds the partial result of one aggregate for one group
+//! (and window, or window slice). It can take a value, merge another
+//! accumulator (for hopping-window slices and session merges) and produce
+//! its result. Accumulators serialize into state, so they are plain data.
+//!
+//! NULL inputs are ignored, as in SQL (except `COUNT(*)`, which counts
+//! rows). Integer sums stay integers until they overflow or meet a float.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AggregateKind {
+    /// `COUNT(*)`: rows.
+    CountAll,
+    /// `COUNT(x)`: non-null values.
+    Count,
+    /// `SUM(x)`.
+    Sum,
+    /// `AVG(x)`.
+    Avg,
+    /// `MIN(x)`.
+    Min,
+    /// `MAX(x)`.
+    Max,
+    /// `COUNT_DISTINCT(x)`: distinct non-null values (exact).
+    CountDistinct,
+    /// `LATEST_BY_OFFSET(x)`: the value of the record with the largest offset.
+    Latest,
+    /// `EARLIEST_BY_OFFSET(x)`: the value of the record with the smallest offset.
+    Earliest,
+}
+
+impl AggregateKind {
+    /// The SQL function name (case-insensitive), with `COUNT(*)` spelled
+    /// `COUNT` plus `star = true`.
+    pub fn from_sql(name: &str, star: bool) -> Option<AggregateKind> {
+        Some(match name.to_ascii_uppercase().as_str() {
+            "COUNT" if star => AggregateKind::CountAll,
+            "COUNT" => AggregateKind::Count,
+            "SUM" => AggregateKind::Sum,
+            "AVG" => AggregateKind::Avg,
+            "MIN" => AggregateKind::Min,
+            "MAX" => AggregateKind::Max,
+            "COUNT_DISTINCT" => AggregateKind::CountDistinct,
+            "LATEST_BY_OFFSET" | "LATEST" => AggregateKind::Latest,
+            "EARLIEST_BY_OFFSET" | "EARLIEST" => AggregateKind::Earliest,
+            _ => return None,
+        })
+    }
+
+    /// A fresh accumulator.
+    pub fn accumulator(self) -> Accumulator {
+        match self {
+            AggregateKind::CountAll | AggregateKind::Count => Accumulator::Count(0),
+            AggregateKind::Sum => Accumulator::Sum(Sum::default()),
+            AggregateKind::Avg => Accumulator::Avg { sum: 0.0, count: 0 },
+            AggregateKind::Min => Accumulator::Min(None),
+            AggregateKind::Max => Accumulator::Max(None),
+            AggregateKind::CountDistinct => Accumulator::Distinct(BTreeSet::new()),
+            AggregateKind::Latest => Accumulator::Latest(None),
+            AggregateKind::Earliest => Accumulator::Earliest(None),
+        }
+    }
+}
+
+/// A running sum: exact while every input is an integer and it fits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sum {
+    int: i64,
+    float: f64,
+    is_float: bool,
+    seen: bool,
+}
+
+impl Sum {
+    fn add_number(&mut self, n: &serde_json::Number) {
+        self.seen = true;
+        match (self.is_float, n.as_i64()) {
+            (false, Some(i)) => match self.int.checked_add(i) {
+                Some(s) => self.int = s,
+                None => self.to_float(i as f64),
+            },
+            _ => self.to_float(n.as_f64().unwrap_or(0.0)),
+        }
+    }
+
+    fn to_float(&mut self, add: f64) {
+        if !self.is_float {
+            self.float = self.int as f64;
+            self.is_float = true;
+        }
+        self.float += add;
+    }
+
+    fn merge(&mut self, other: &Sum) {
+        if !other.seen {
+            return;
+        }
+        let n = if other.is_float {
+            serde_json::Number::from_f64(other.float).unwrap_or_else(|| 0.into())
+        } else {
+            other.int.into()
+        };
+        self.add_number(&n);
+    }
+
+    fn result(&self) -> Value {
+        match (self.seen, self.is_float) {
+            (false, _) => Value::Null,
+            (true, false) => self.int.into(),
+            (true, true) => float(self.float),
+        }
+    }
+}
+
+/// (offset, partition) ordering of LATEST/EARLIEST, with the value.
+type ByOffset = Option<((u64, u32), Value)>;
+
+/// The partial result of one aggregate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Accumulator {
+    /// COUNT(*) and COUNT(x).
+    Count(u64),
+    /// SUM.
+    Sum(Sum),
+    /// AVG.
+    Avg {
+        /// Sum of the values.
+        sum: f64,
+        /// Number of values.
+        count: u64,
+    },
+    /// MIN.
+    Min(Option<Value>),
+    /// MAX.
+    Max(Option<Value>),
+    /// COUNT_DISTINCT: the distinct values, as JSON text.
+    Distinct(BTreeSet<String>),
+    /// LATEST_BY_OFFSET.
+    Latest(ByOffset),
+    /// EARLIEST_BY_OFFSET.
+    Earliest(ByOffset),
+}
+
+fn float(f: f64) -> Value {
+    serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
+}
+
+/// SQL ordering of two non-null scalars: numbers numerically, strings
+/// lexicographically, booleans false < true; other pairs do not compare.
+pub fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => Some(i.cmp(&j)),
+            _ => x.as_f64()?.partial_cmp(&y.as_f64()?),
+        },
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+impl Accumulator {
+    /// Adds one row: `value` is the aggregate's input (ignored by
+    /// `COUNT(*)`, which the caller marks with `count_all`); `position` is
+    /// the record's (offset, partition).
+    pub fn add(&mut self, value: &Value, count_all: bool, position: (u64, u32)) {
+        if count_all {
+            if let Accumulator::Count(n) = self {
+                *n += 1;
+            }
+            return;
+        }
+        if value.is_null() {
+            return;
+        }
+        match self {
+            Accumulator::Count(n) => *n += 1,
+            Accumulator::Sum(s) => {
+                if let Value::Number(n) = value {
+                    s.add_number(n);
+                }
+            }
+            Accumulator::Avg { sum, count } => {
+                if let Some(f) = value.as_f64() {
+                    *sum += f;
+                    *count += 1;
+                }
+            }
+            Accumulator::Min(m) => keep_if(m, value, std::cmp::Ordering::Less),
+            Accumulator::Max(m) => keep_if(m, value, std::cmp::Ordering::Greater),
+            Accumulator::Distinct(set) => {
+                set.insert(value.to_string());
+            }
+            Accumulator::Latest(slot) => {
+                if slot.as_ref().is_none_or(|(p, _)| position >= *p) {
+                    *slot = Some((position, value.clone()));
+                }
+            }
+            Accumulator::Earliest(slot) => {
+                if slot.as_ref().is_none_or(|(p, _)| position < *p) {
+                    *slot = Some((position, value.clone()));
+                }
+            }
+        }
+    }
+
+    /// Merges another partial result of the same aggregate into this one.
+    pub fn merge(&mut self, other: &Accumulator) {
+        match (self, other) {
+            (Accumulator::Count(a), Accumulator::Count(b)) => *a += b,
+            (Accumulator::Sum(a), Accumulator::Sum(b)) => a.merge(b),
+            (Accumulator::Avg { sum, count }, Accumulator::Avg { sum: s, count: c }) => {
+                *sum += s;
+                *count += c;
+            }
+            (Accumulator::Min(a), Accumulator::Min(Some(b))) => {
+                keep_if(a, b, std::cmp::Ordering::Less)
+            }
+            (Accumulator::Max(a), Accumulator::Max(Some(b))) => {
+                keep_if(a, b, std::cmp::Ordering::Greater)
+            }
+            (Accumulator::Distinct(a), Accumulator::Distinct(b)) => a.extend(b.iter().cloned()),
+            (Accumulator::Latest(a), Accumulator::Latest(Some((p, v)))) => {
+                if a.as_ref().is_none_or(|(q, _)| p >= q) {
+                    *a = Some((*p, v.clone()));
+                }
+            }
+            (Accumulator::Earliest(a), Accumulator::Earliest(Some((p, v)))) => {
+                if a.as_ref().is_none_or(|(q, _)| p < q) {
+                    *a = Some((*p, v.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The aggregate's value now.
+    pub fn result(&self) -> Value {
+        match self {
+            Accumulator::Count(n) => (*n).into(),
+            Accumulator::Sum(s) => s.result(),
+            Accumulator::Avg { count: 0, .. } => Value::Null,
+            Accumulator::Avg { sum, count } => float(sum / *count as f64),
+            Accumulator::Min(v) | Accumulator::Max(v) => v.clone().unwrap_or(Value::Null),
+            Accumulator::Distinct(set) => (set.len() as u64).into(),
+            Accumulator::Latest(slot) | Accumulator::Earliest(slot) => {
+                slot.as_ref().map_or(Value::Null, |(_, v)| v.clone())
+            }
+        }
+    }
+}
+
+/// Replaces `slot` with `candidate` when it orders `wanted` against it.
+fn keep_if(slot: &mut Option<Value>, candidate: &Value, wanted: std::cmp::Ordering) {
+    match slot {
+        None => *slot = Some(candidate.clone()),
+        Some(current) => {
+            if compare(candidate, current) == Some(wanted) {
+                *slot = Some(candidate.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn run(kind: AggregateKind, values: &[Value]) -> Value {
+        let mut acc = kind.accumulator();
+        for (i, v) in values.iter().enumerate() {
+            acc.add(v, kind == AggregateKind::CountAll, (i as u64, 0));
+        }
+        acc.result()
+    }
+
+    #[test]
+    fn nulls_are_ignored_except_by_count_star() {
+        let values = [json!(1), Value::Null, json!(3)];
+        assert_eq!(run(AggregateKind::CountAll, &values), json!(3));
+        assert_eq!(run(AggregateKind::Count, &values), json!(2));
+        assert_eq!(run(AggregateKind::Sum, &values), json!(4));
+        assert_eq!(run(AggregateKind::Avg, &values), json!(2.0));
+        assert_eq!(run(AggregateKind::Min, &values), json!(1));
+        assert_eq!(run(AggregateKind::Max, &values), json!(3));
+    }
+
+    #[test]
+    fn empty_inputs_give_null_or_zero() {
+        assert_eq!(run(AggregateKind::Sum, &[]), Value::Null);
+        assert_eq!(run(AggregateKind::Avg, &[Value::Null]), Value::Null);
+        assert_eq!(run(AggregateKind::Count, &[]), json!(0));
+        assert_eq!(run(AggregateKind::Max, &[]), Value::Null);
+    }
+
+    #[test]
+    fn integer_sums_stay_exact_until_a_float_or_overflow() {
+        assert_eq!(
+            run(AggregateKind::Sum, &[json!(i64::MAX - 1), json!(1)]),
+            json!(i64::MAX)
+        );
+        assert_eq!(run(AggregateKind::Sum, &[json!(1), json!(2.5)]), json!(3.5));
+        let overflow = run(AggregateKind::Sum, &[json!(i64::MAX), json!(1)]);
+        assert!(overflow.as_f64().unwrap() > 9.2e18);
+    }
+
+    #[test]
+    fn distinct_latest_and_earliest() {
+        let values = [json!("a"), json!("b"), json!("a"), json!(1)];
+        assert_eq!(run(AggregateKind::CountDistinct, &values), json!(3));
+        assert_eq!(run(AggregateKind::Latest, &values), json!(1));
+        assert_eq!(run(AggregateKind::Earliest, &values), json!("a"));
+    }
+
+    #[test]
+    fn min_max_compare_strings_and_mixed_numbers() {
+        assert_eq!(
+            run(AggregateKind::Min, &[json!("b"), json!("a")]),
+            json!("a")
+        );
+        assert_eq!(
+            run(AggregateKind::Max, &[json!(1), json!(2.5), json!(2)]),
+            json!(2.5)
+        );
+    }
+
+    proptest! {
+        /// Splitting the input anywhere and merging the halves gives the
+        /// same result as one pass: what hopping slices and session merges
+        /// rely on.
+        #[test]
+        fn merge_of_parts_equals_one_pass(values in proptest::collection::vec(proptest::option::of(-1000i64..1000), 0..30), cut in 0usize..30) {
+            let values: Vec<Value> = values.into_iter().map(|v| v.map_or(Value::Null, Value::from)).collect();
+            let cut = cut.min(values.len());
+            for kind in [AggregateKind::CountAll, AggregateKind::Count, AggregateKind::Sum, AggregateKind::Avg,
+                         AggregateKind::Min, AggregateKind::Max, AggregateKind::CountDistinct, AggregateKind::Latest, AggregateKind::Earliest] {
+                let star = kind == AggregateKind::CountAll;
+                let mut whole = kind.accumulator();
+                let (mut left, mut right) = (kind.accumulator(), kind.accumulator());
+                for (i, v) in values.iter().enumerate() {
+                    whole.add(v, star, (i as u64, 0));
+                    if i < cut { left.add(v, star, (i as u64, 0)) } else { right.add(v, star, (i as u64, 0)) }
+                }
+                // Merge in both orders.
+                let mut lr = left.clone();
+                lr.merge(&right);
+                let mut rl = right.clone();
+                rl.merge(&left);
+                let expect = whole.result();
+                match (&expect, lr.result(), rl.result()) {
+                    (Value::Number(e), Value::Number(a), Value::Number(b)) => {
+                        let (e, a, b) = (e.as_f64().unwrap(), a.as_f64().unwrap(), b.as_f64().unwrap());
+                        prop_assert!((e - a).abs() < 1e-6 && (e - b).abs() < 1e-6, "{kind:?}");
+                    }
+                    (e, a, b) => {
+                        prop_assert_eq!(e, &a, "{:?}", kind);
+                        prop_assert_eq!(e, &b, "{:?}", kind);
+                    }
+                }
+            }
+        }
+    }
+}
