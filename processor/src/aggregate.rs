@@ -85,13 +85,13 @@ impl Sum {
         match (self.is_float, n.as_i64()) {
             (false, Some(i)) => match self.int.checked_add(i) {
                 Some(s) => self.int = s,
-                None => self.to_float(i as f64),
+                None => self.promote_to_float(i as f64),
             },
-            _ => self.to_float(n.as_f64().unwrap_or(0.0)),
+            _ => self.promote_to_float(n.as_f64().unwrap_or(0.0)),
         }
     }
 
-    fn to_float(&mut self, add: f64) {
+    fn promote_to_float(&mut self, add: f64) {
         if !self.is_float {
             self.float = self.int as f64;
             self.is_float = true;
@@ -229,15 +229,15 @@ impl Accumulator {
                 keep_if(a, b, std::cmp::Ordering::Greater)
             }
             (Accumulator::Distinct(a), Accumulator::Distinct(b)) => a.extend(b.iter().cloned()),
-            (Accumulator::Latest(a), Accumulator::Latest(Some((p, v)))) => {
-                if a.as_ref().is_none_or(|(q, _)| p >= q) {
-                    *a = Some((*p, v.clone()));
-                }
+            (Accumulator::Latest(a), Accumulator::Latest(Some((p, v))))
+                if a.as_ref().is_none_or(|(q, _)| p >= q) =>
+            {
+                *a = Some((*p, v.clone()));
             }
-            (Accumulator::Earliest(a), Accumulator::Earliest(Some((p, v)))) => {
-                if a.as_ref().is_none_or(|(q, _)| p < q) {
-                    *a = Some((*p, v.clone()));
-                }
+            (Accumulator::Earliest(a), Accumulator::Earliest(Some((p, v))))
+                if a.as_ref().is_none_or(|(q, _)| p < q) =>
+            {
+                *a = Some((*p, v.clone()));
             }
             _ => {}
         }
