@@ -1,11 +1,15 @@
 //! `kappa-processor`: stream processors and materialized views.
 //!
-//! Built so far: window assignment ([`window`]) and watermarks
-//! ([`watermark`]) — the event-time core that the operators, RocksDB state
-//! and exactly-once runtime build on. It depends only on `kappa-log`, as
-//! DESIGN.md's one-way dependency rule asks.
+//! Built so far: the logical [`plan`] and the Rust [`dsl`] that builds it,
+//! expressions ([`expr`]), aggregates ([`aggregate`]), window assignment
+//! ([`window`]), watermarks ([`watermark`]) and the state key encoding
+//! ([`state`]). It depends only on `kappa-log`, as DESIGN.md's one-way
+//! dependency rule asks.
 
 pub mod aggregate;
+pub mod dsl;
+pub mod expr;
+pub mod plan;
 pub mod state;
 pub mod watermark;
 pub mod window;

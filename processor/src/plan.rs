@@ -1,0 +1,238 @@
+//! The logical plan of a processor: what it reads, how it turns events into
+//! rows, and where the rows go. The Rust DSL ([`crate::dsl`]) and the SQL
+//! front end both build this one type; the runtime executes it. It is plain
+//! data (serializable) so the catalog can persist it.
+//!
+//! Operator order: source → event time → dedup → join → filter →
+//! (aggregate, optionally windowed | projection) → sink.
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::AggregateKind;
+use crate::expr::Expr;
+use crate::window::WindowSpec;
+
+/// A processor definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Name of the processor and of the view or topic it feeds.
+    pub name: String,
+    /// The input topic and its event-time settings.
+    pub source: SourceSpec,
+    /// Drop events whose id was already seen within a time-to-live.
+    pub dedup: Option<DedupSpec>,
+    /// Enrich events with the latest row of a table (stream-table join).
+    pub join: Option<JoinSpec>,
+    /// Keep only events for which this is true.
+    pub filter: Option<Expr>,
+    /// What each event becomes.
+    pub operation: Operation,
+    /// Where results go.
+    pub sink: Sink,
+    /// What happens to events too late for their window.
+    pub late: LateHandling,
+}
+
+/// Where event time comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventTime {
+    /// The record's timestamp (set by the producer, or the append time).
+    RecordTimestamp,
+    /// A field of the value: epoch milliseconds or an RFC 3339 string.
+    Field(Vec<String>),
+}
+
+/// The input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceSpec {
+    /// Topic read (all partitions).
+    pub topic: String,
+    /// Event time.
+    pub event_time: EventTime,
+    /// Bounded out-of-orderness: the watermark trails the largest event
+    /// time by this much.
+    pub out_of_orderness_ms: i64,
+    /// A partition without events for this long stops holding the watermark.
+    pub idle_timeout_ms: i64,
+}
+
+/// Deduplication by an id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DedupSpec {
+    /// The id of an event.
+    pub id: Expr,
+    /// How long (event time) an id is remembered.
+    pub ttl_ms: i64,
+}
+
+/// Inner join keeps only matched events; left join keeps all (table
+/// fields are then null).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinKind {
+    /// Only events with a table row.
+    Inner,
+    /// Every event.
+    Left,
+}
+
+/// Stream-table join: the table is the latest value per record key of
+/// another topic, kept in state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JoinSpec {
+    /// The topic materialized as the table.
+    pub table_topic: String,
+    /// The stream expression matched against the table's record key.
+    pub stream_key: Expr,
+    /// The table's value appears to expressions under this field name.
+    pub alias: String,
+    /// Inner or left.
+    pub kind: JoinKind,
+}
+
+/// What each event becomes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// One output row per event (a derived stream).
+    Project {
+        /// Output columns, in order.
+        columns: Vec<(String, Expr)>,
+    },
+    /// Rows per group (and window).
+    Aggregate(AggregateSpec),
+}
+
+/// Emit a window's row on every change, or once when it closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Emit {
+    /// EMIT CHANGES.
+    Changes,
+    /// EMIT FINAL.
+    Final,
+}
+
+/// Windowing of an aggregate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowedSpec {
+    /// Window kind and sizes.
+    pub window: WindowSpec,
+    /// Allowed lateness after the watermark passes a window's end.
+    pub grace_ms: i64,
+    /// When rows appear.
+    pub emit: Emit,
+}
+
+/// One aggregate output column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AggregateColumn {
+    /// Column name.
+    pub name: String,
+    /// Function.
+    pub kind: AggregateKind,
+    /// Input (`None` for COUNT(*)).
+    pub input: Option<Expr>,
+}
+
+/// Where an output column's value comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnSource {
+    /// The i-th GROUP BY expression's value.
+    GroupKey(usize),
+    /// The window's start (ms).
+    WindowStart,
+    /// The window's end (ms, exclusive).
+    WindowEnd,
+    /// The i-th aggregate.
+    Aggregate(usize),
+}
+
+/// Grouped aggregation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AggregateSpec {
+    /// Group key expressions (empty = one global group).
+    pub group_by: Vec<Expr>,
+    /// Windowing, if any (else a running aggregate).
+    pub window: Option<WindowedSpec>,
+    /// The aggregates.
+    pub aggregates: Vec<AggregateColumn>,
+    /// Output columns, in order.
+    pub columns: Vec<(String, ColumnSource)>,
+    /// Keep only rows for which this is true; reads output columns by name.
+    pub having: Option<Expr>,
+}
+
+/// Where results go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sink {
+    /// A queryable view named after the plan.
+    View,
+    /// Records appended to a topic.
+    Topic(String),
+}
+
+/// Late events: older than their window's end plus grace at the watermark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LateHandling {
+    /// Dropped and counted.
+    Drop,
+    /// Appended to this topic (and counted).
+    SideOutput(String),
+}
+
+impl Plan {
+    /// Checks the plan is executable: windows valid, grace and TTLs not
+    /// negative, column references in range, names non-empty.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.name.is_empty() || self.source.topic.is_empty() {
+            return Err("a plan needs a name and a source topic".into());
+        }
+        if self.source.out_of_orderness_ms < 0 || self.source.idle_timeout_ms <= 0 {
+            return Err("out-of-orderness must be >= 0 and the idle timeout > 0".into());
+        }
+        if let Some(d) = &self.dedup {
+            if d.ttl_ms <= 0 {
+                return Err("the deduplication TTL must be positive".into());
+            }
+        }
+        match &self.operation {
+            Operation::Project { columns } if columns.is_empty() => {
+                Err("a projection needs columns".into())
+            }
+            Operation::Project { .. } => Ok(()),
+            Operation::Aggregate(a) => a.validate(),
+        }
+    }
+}
+
+impl AggregateSpec {
+    fn validate(&self) -> Result<(), String> {
+        if let Some(w) = &self.window {
+            w.window.validate()?;
+            if w.grace_ms < 0 {
+                return Err("the grace period must not be negative".into());
+            }
+        }
+        for (name, source) in &self.columns {
+            let ok = match source {
+                ColumnSource::GroupKey(i) => *i < self.group_by.len(),
+                ColumnSource::Aggregate(i) => *i < self.aggregates.len(),
+                ColumnSource::WindowStart | ColumnSource::WindowEnd => self.window.is_some(),
+            };
+            if !ok {
+                return Err(format!(
+                    "column {name:?} refers to nothing in this aggregate"
+                ));
+            }
+        }
+        if self.columns.is_empty() {
+            return Err("an aggregate needs output columns".into());
+        }
+        Ok(())
+    }
+}
