@@ -8,8 +8,16 @@
 
 pub mod aggregate;
 pub mod dsl;
+pub mod error;
+pub mod event;
 pub mod expr;
+pub mod metrics;
+pub mod operator;
 pub mod plan;
+pub mod progress;
+pub mod runner;
 pub mod state;
+pub mod version;
+pub mod view;
 pub mod watermark;
 pub mod window;

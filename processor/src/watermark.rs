@@ -59,22 +59,25 @@ impl WatermarkTracker {
     /// more (later ones are late). `i64::MIN` until every active partition
     /// has seen an event.
     pub fn watermark(&mut self, now_ms: i64) -> i64 {
-        let active: Vec<&PartitionProgress> = self
-            .partitions
-            .iter()
-            .filter(|p| now_ms.saturating_sub(p.last_event_at_ms) < self.idle_timeout_ms)
-            .collect();
-        let candidate = if active.is_empty() {
-            // Everything is idle: let the watermark follow the furthest one.
-            self.partitions
-                .iter()
-                .filter_map(|p| p.max_event_time)
-                .max()
-        } else if active.iter().any(|p| p.max_event_time.is_none()) {
-            None
-        } else {
-            active.iter().filter_map(|p| p.max_event_time).min()
+        let is_active = |p: &PartitionProgress| {
+            now_ms.saturating_sub(p.last_event_at_ms) < self.idle_timeout_ms
         };
+        let (mut any_active, mut active_min, mut all_max) = (false, Some(i64::MAX), None::<i64>);
+        for p in &self.partitions {
+            all_max = match (all_max, p.max_event_time) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            if is_active(p) {
+                any_active = true;
+                active_min = match (active_min, p.max_event_time) {
+                    (Some(m), Some(t)) => Some(m.min(t)),
+                    _ => None,
+                };
+            }
+        }
+        // Everything idle: the watermark follows the furthest partition.
+        let candidate = if any_active { active_min } else { all_max };
         if let Some(max) = candidate {
             self.emitted = self
                 .emitted

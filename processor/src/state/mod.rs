@@ -1,4 +1,5 @@
 //! State and view storage: the one order-preserving key encoding
-//! ([`key`]); the RocksDB store comes next.
+//! ([`key`]) and the RocksDB store ([`store`]).
 
 pub mod key;
+pub mod store;

@@ -1,0 +1,32 @@
+//! The one error type of the processor crate.
+
+/// Result alias of the crate.
+pub type Result<T, E = ProcessorError> = std::result::Result<T, E>;
+
+/// What can go wrong while defining, running or reading a processor.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessorError {
+    /// The plan cannot run as written.
+    #[error("invalid plan: {0}")]
+    InvalidPlan(String),
+    /// The state store failed.
+    #[error("state store: {0}")]
+    Store(#[from] rocksdb::Error),
+    /// Stored state could not be decoded.
+    #[error("corrupt state in {cf}: {reason}")]
+    CorruptState {
+        /// Column family.
+        cf: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The log failed.
+    #[error(transparent)]
+    Log(#[from] kappa_log::LogError),
+    /// No such processor version or view.
+    #[error("{0} does not exist")]
+    NotFound(String),
+    /// The processor stopped.
+    #[error("processor stopped: {0}")]
+    Stopped(String),
+}

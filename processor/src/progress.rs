@@ -1,0 +1,108 @@
+//! Progress of a processor version, shared between its runtime thread and
+//! readers (the API, metrics): committed offsets and watermark, and
+//! counters of what happened to input records.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// Live counters and the last commit's position.
+#[derive(Debug)]
+pub struct Progress {
+    committed: Mutex<(Vec<u64>, i64)>,
+    processed: AtomicU64,
+    output: AtomicU64,
+    late_dropped: AtomicU64,
+    late_side_output: AtomicU64,
+    duplicates: AtomicU64,
+    invalid: AtomicU64,
+    started: Instant,
+}
+
+/// A copy of [`Progress`] at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProgressSnapshot {
+    /// Committed offset per input partition.
+    pub committed_offsets: Vec<u64>,
+    /// Committed watermark (ms), if any event was seen.
+    pub watermark: Option<i64>,
+    /// Input records processed.
+    pub processed: u64,
+    /// Rows or records emitted.
+    pub output: u64,
+    /// Late records dropped.
+    pub late_dropped: u64,
+    /// Late records sent to the side output.
+    pub late_side_output: u64,
+    /// Records dropped as duplicates.
+    pub duplicates: u64,
+    /// Records skipped: not JSON, or no usable event time.
+    pub invalid: u64,
+    /// Records processed per second since start.
+    pub rate_per_second: f64,
+}
+
+impl Progress {
+    /// Fresh counters for `partitions` input partitions.
+    pub fn new(partitions: usize) -> Self {
+        Progress {
+            committed: Mutex::new((vec![0; partitions], i64::MIN)),
+            processed: AtomicU64::new(0),
+            output: AtomicU64::new(0),
+            late_dropped: AtomicU64::new(0),
+            late_side_output: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            invalid: AtomicU64::new(0),
+            started: Instant::now(),
+        }
+    }
+
+    /// Records the position of a commit.
+    pub fn set_committed(&self, offsets: &[u64], watermark: i64) {
+        *self.committed.lock().expect("progress") = (offsets.to_vec(), watermark);
+    }
+    /// Counts processed input records.
+    pub fn add_processed(&self, n: u64) {
+        self.processed.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Counts emitted rows or records.
+    pub fn add_output(&self, n: u64) {
+        self.output.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Counts a dropped late record.
+    pub fn count_late_dropped(&self) {
+        self.late_dropped.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts a late record sent to the side output.
+    pub fn count_late_side_output(&self) {
+        self.late_side_output.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts a duplicate.
+    pub fn count_duplicate(&self) {
+        self.duplicates.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts an undecodable record.
+    pub fn count_invalid(&self) {
+        self.invalid.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A consistent copy.
+    pub fn snapshot(&self) -> ProgressSnapshot {
+        let (committed_offsets, watermark) = self.committed.lock().expect("progress").clone();
+        let processed = self.processed.load(Ordering::Relaxed);
+        let secs = self.started.elapsed().as_secs_f64().max(1e-9);
+        ProgressSnapshot {
+            committed_offsets,
+            watermark: (watermark != i64::MIN).then_some(watermark),
+            processed,
+            output: self.output.load(Ordering::Relaxed),
+            late_dropped: self.late_dropped.load(Ordering::Relaxed),
+            late_side_output: self.late_side_output.load(Ordering::Relaxed),
+            duplicates: self.duplicates.load(Ordering::Relaxed),
+            invalid: self.invalid.load(Ordering::Relaxed),
+            rate_per_second: processed as f64 / secs,
+        }
+    }
+}

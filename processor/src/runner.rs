@@ -1,0 +1,665 @@
+//! The runtime of one processor version: pull records from the log, push
+//! them through the operators, and commit — state, view rows, input offsets
+//! and watermark in one RocksDB write — every commit interval.
+//!
+//! Exactly-once: after a crash the runtime resumes from the offsets of its
+//! last commit, so the state and views count every input once. Records for
+//! output topics (sink or late side output) are written to an outbox inside
+//! the commit and appended after it with an idempotency key derived from the
+//! commit's sequence number; a restart re-appends a pending outbox with the
+//! same key, which the log deduplicates. So a crash at any point yields
+//! neither duplicates nor gaps downstream.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kappa_log::{Log, NewRecord, ProduceRecord, Record, TopicConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ProcessorError, Result};
+use crate::event::Event;
+use crate::expr::parse_timestamp;
+use crate::operator::aggregate::{AggregateOp, Outcome};
+use crate::operator::dedup::Dedup;
+use crate::operator::join::TableJoin;
+use crate::operator::RowChange;
+use crate::plan::{EventTime, LateHandling, Operation, Plan, Sink};
+use crate::progress::Progress;
+use crate::state::key;
+use crate::state::store::{ns, Batch, Scope, Store};
+use crate::watermark::WatermarkTracker;
+
+/// Where a new version starts reading.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartFrom {
+    /// The start of every partition.
+    Earliest,
+    /// The end of every partition (new records only).
+    Latest,
+    /// The first record at or after this time (ms).
+    Timestamp(i64),
+    /// These offsets, one per partition.
+    Offsets(Vec<u64>),
+}
+
+/// Runtime settings.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Commit at least this often (default 100 ms).
+    pub commit_interval_ms: u64,
+    /// Records read per partition per poll (default 5,000).
+    pub max_poll_records: u64,
+    /// Clean state entries kept in memory (default 100,000).
+    pub state_cache_entries: usize,
+    /// Where to start when the version has no committed offsets.
+    pub start: StartFrom,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            commit_interval_ms: 100,
+            max_poll_records: 5_000,
+            state_cache_entries: 100_000,
+            start: StartFrom::Earliest,
+        }
+    }
+}
+
+/// Where the simulated crash of [`Runtime::commit_crashing`] happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// After the RocksDB commit, before the outbox is appended.
+    AfterCommit,
+    /// After the outbox is appended, before it is cleared.
+    AfterAppend,
+}
+
+/// An output record waiting in the outbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct OutRecord {
+    topic: String,
+    key: Option<String>,
+    value: String,
+    timestamp: i64,
+}
+
+/// One processor version at work.
+pub struct Runtime {
+    plan: Plan,
+    scope: Scope,
+    log: Arc<Log>,
+    store: Arc<Store>,
+    options: RunOptions,
+    io: tokio::runtime::Runtime,
+    positions: Vec<u64>,
+    table_positions: Vec<u64>,
+    watermark: WatermarkTracker,
+    dedup: Option<Dedup>,
+    join: Option<TableJoin>,
+    aggregate: Option<AggregateOp>,
+    outbox: Vec<OutRecord>,
+    outbox_seq: u64,
+    last_commit: Instant,
+    /// Largest append time among records processed since the last commit.
+    newest_input_ms: Option<i64>,
+    progress: Arc<Progress>,
+}
+
+fn meta(name: &str) -> Vec<u8> {
+    let mut k = vec![ns::META];
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+fn now_ms() -> i64 {
+    kappa_log::now_ms()
+}
+
+impl Runtime {
+    /// Opens the version `scope` of `plan`: creates its column families,
+    /// restores state, offsets and watermark, and re-appends a pending outbox.
+    pub fn open(
+        plan: Plan,
+        version: u64,
+        log: Arc<Log>,
+        store: Arc<Store>,
+        options: RunOptions,
+    ) -> Result<Runtime> {
+        plan.validate().map_err(ProcessorError::InvalidPlan)?;
+        if matches!(plan.operation, Operation::Project { .. }) && plan.sink == Sink::View {
+            return Err(ProcessorError::InvalidPlan(
+                "a projection must sink to a topic".into(),
+            ));
+        }
+        let scope = Scope {
+            name: plan.name.clone(),
+            version,
+        };
+        store.ensure(&scope)?;
+        let source = log.topic(&plan.source.topic)?;
+        for topic in Self::output_topics(&plan) {
+            if log.topic(&topic).is_err() {
+                match log.create_topic(&topic, TopicConfig::default()) {
+                    Ok(_) | Err(kappa_log::LogError::TopicExists(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        let state_cf = scope.state_cf();
+        let io = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                ProcessorError::Stopped(format!("cannot start the processor's I/O runtime: {e}"))
+            })?;
+        let partitions = source.partition_count() as usize;
+        let now = now_ms();
+        let mut rt = Runtime {
+            watermark: WatermarkTracker::new(
+                partitions,
+                plan.source.out_of_orderness_ms,
+                plan.source.idle_timeout_ms,
+                now,
+            ),
+            dedup: plan.dedup.clone().map(|d| Dedup::new(d, state_cf.clone())),
+            join: plan
+                .join
+                .clone()
+                .map(|j| TableJoin::new(j, state_cf.clone())),
+            aggregate: match &plan.operation {
+                Operation::Aggregate(spec) => Some(AggregateOp::new(
+                    spec.clone(),
+                    state_cf.clone(),
+                    options.state_cache_entries,
+                )),
+                Operation::Project { .. } => None,
+            },
+            progress: Arc::new(Progress::new(partitions)),
+            plan,
+            scope,
+            log,
+            store,
+            options,
+            io,
+            positions: Vec::new(),
+            table_positions: Vec::new(),
+            outbox: Vec::new(),
+            outbox_seq: 0,
+            last_commit: Instant::now(),
+            newest_input_ms: None,
+        };
+        rt.restore(partitions)?;
+        Ok(rt)
+    }
+
+    fn output_topics(plan: &Plan) -> Vec<String> {
+        let mut topics = Vec::new();
+        if let Sink::Topic(t) = &plan.sink {
+            topics.push(t.clone());
+        }
+        if let LateHandling::SideOutput(t) = &plan.late {
+            topics.push(t.clone());
+        }
+        topics
+    }
+
+    fn get_u64(&self, name: &str) -> Result<Option<u64>> {
+        let Some(v) = self.store.get(&self.scope.state_cf(), &meta(name))? else {
+            return Ok(None);
+        };
+        let bytes: [u8; 8] = v
+            .as_slice()
+            .try_into()
+            .map_err(|_| ProcessorError::CorruptState {
+                cf: self.scope.state_cf(),
+                reason: format!("meta {name} is not 8 bytes"),
+            })?;
+        Ok(Some(u64::from_le_bytes(bytes)))
+    }
+
+    fn restore(&mut self, partitions: usize) -> Result<()> {
+        let source = self.log.topic(&self.plan.source.topic)?;
+        let mut positions = Vec::with_capacity(partitions);
+        for p in 0..partitions {
+            let committed = self.get_u64(&format!("offset/{p}"))?;
+            let part = source.partition(p as u32)?;
+            let start = match (committed, &self.options.start) {
+                (Some(o), _) => o,
+                (None, StartFrom::Earliest) => part.start_offset(),
+                (None, StartFrom::Latest) => part.end_offset(),
+                (None, StartFrom::Timestamp(ts)) => part.offset_for_timestamp(*ts)?,
+                (None, StartFrom::Offsets(o)) => o.get(p).copied().unwrap_or(0),
+            };
+            positions.push(start.max(part.start_offset()));
+        }
+        self.positions = positions;
+        if let Some(join) = &self.join {
+            let table = self.log.topic(join.topic())?;
+            self.table_positions = (0..table.partition_count())
+                .map(|p| Ok(self.get_u64(&format!("table_offset/{p}"))?.unwrap_or(0)))
+                .collect::<Result<_>>()?;
+        }
+        let watermark = self.get_u64("watermark")?.map_or(i64::MIN, |w| w as i64);
+        self.watermark.restore(watermark);
+        self.outbox_seq = self.get_u64("outbox_seq")?.unwrap_or(0);
+        if let Some(d) = &mut self.dedup {
+            d.restore(&self.store)?;
+        }
+        if let Some(j) = &mut self.join {
+            j.restore(&self.store)?;
+        }
+        if let Some(a) = &mut self.aggregate {
+            a.restore(&self.store, watermark)?;
+        }
+        self.progress.set_committed(&self.positions, watermark);
+        self.flush_pending_outbox()
+    }
+
+    /// Appends outbox entries a crash left behind (the log drops the ones
+    /// that were already appended), then clears them.
+    fn flush_pending_outbox(&mut self) -> Result<()> {
+        let cf = self.scope.state_cf();
+        let prefix = meta("outbox/");
+        let mut end = prefix.clone();
+        *end.last_mut().expect("non-empty") += 1;
+        for (k, v) in self.store.scan(&cf, &prefix, Some(&end), usize::MAX)? {
+            let seq: u64 = String::from_utf8_lossy(&k[prefix.len()..])
+                .parse()
+                .unwrap_or(0);
+            let records: Vec<OutRecord> =
+                serde_json::from_slice(&v).map_err(|e| ProcessorError::CorruptState {
+                    cf: cf.clone(),
+                    reason: e.to_string(),
+                })?;
+            self.append_outbox(seq, &records)?;
+            let mut batch = Batch::default();
+            batch.delete(&cf, k);
+            self.store.write(batch)?;
+        }
+        Ok(())
+    }
+
+    fn append_outbox(&self, seq: u64, records: &[OutRecord]) -> Result<()> {
+        let mut topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
+        topics.sort_unstable();
+        topics.dedup();
+        for topic in topics {
+            let batch: Vec<ProduceRecord> = records
+                .iter()
+                .filter(|r| r.topic == topic)
+                .map(|r| ProduceRecord {
+                    partition: None,
+                    record: NewRecord {
+                        key: r.key.clone().map(Bytes::from),
+                        value: Bytes::from(r.value.clone()),
+                        timestamp: Some(r.timestamp),
+                        headers: Vec::new(),
+                    },
+                })
+                .collect();
+            let key = format!(
+                "kappa:{}@{}:{seq}:{topic}",
+                self.scope.name, self.scope.version
+            );
+            let target = self.log.topic(topic)?;
+            for (i, chunk) in batch.chunks(10_000).enumerate() {
+                let chunk_key = if i == 0 {
+                    key.clone()
+                } else {
+                    format!("{key}:{i}")
+                };
+                self.io
+                    .block_on(target.produce(chunk.to_vec(), Some(chunk_key.into_bytes())))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The shared progress (offsets, watermark, counters) of this runtime.
+    pub fn progress(&self) -> Arc<Progress> {
+        self.progress.clone()
+    }
+
+    /// Reads one round from every partition (table first) and processes
+    /// it; returns the number of stream records processed.
+    pub fn poll_once(&mut self) -> Result<u64> {
+        self.poll_table()?;
+        let source = self.log.topic(&self.plan.source.topic)?;
+        let mut processed = 0;
+        for p in 0..self.positions.len() {
+            let partition = source.partition(p as u32)?;
+            let offset = self.positions[p].max(partition.start_offset());
+            let fetch = partition.read(offset, self.options.max_poll_records, 4 << 20)?;
+            let newest = fetch.batches.iter().map(|b| b.append_time()).max();
+            if let Some(t) = newest {
+                self.newest_input_ms = Some(self.newest_input_ms.map_or(t, |n| n.max(t)));
+            }
+            for record in fetch.records() {
+                self.process(p as u32, record)?;
+                processed += 1;
+            }
+            self.positions[p] = fetch.next_offset;
+        }
+        let watermark = self.watermark.watermark(now_ms());
+        if let Some(a) = &mut self.aggregate {
+            a.advance(&self.store, watermark)?;
+        }
+        if let Some(d) = &mut self.dedup {
+            d.expire(watermark);
+        }
+        self.progress.add_processed(processed);
+        Ok(processed)
+    }
+
+    fn poll_table(&mut self) -> Result<()> {
+        let Some(join) = &mut self.join else {
+            return Ok(());
+        };
+        let table = self.log.topic(join.topic())?;
+        for (p, position) in self.table_positions.iter_mut().enumerate() {
+            let partition = table.partition(p as u32)?;
+            loop {
+                let offset = (*position).max(partition.start_offset());
+                let fetch = partition.read(offset, 10_000, 4 << 20)?;
+                for r in fetch.records() {
+                    let key = r
+                        .key
+                        .as_ref()
+                        .map(|k| String::from_utf8_lossy(k).into_owned())
+                        .unwrap_or_default();
+                    let value = serde_json::from_slice(&r.value).unwrap_or(Value::Null);
+                    join.upsert(key, value);
+                }
+                *position = fetch.next_offset;
+                if fetch.record_count() == 0 {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn decode(&self, partition: u32, record: Record) -> Option<Event> {
+        let value: Value = match serde_json::from_slice(&record.value) {
+            Ok(v) => v,
+            Err(_) => {
+                self.progress.count_invalid();
+                return None;
+            }
+        };
+        let event_time = match &self.plan.source.event_time {
+            EventTime::RecordTimestamp => record.timestamp,
+            EventTime::Field(path) => {
+                match crate::expr::get_path(&value, path).and_then(parse_timestamp) {
+                    Some(t) => t,
+                    None => {
+                        self.progress.count_invalid();
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(Event {
+            partition,
+            offset: record.offset,
+            record_timestamp: record.timestamp,
+            key: record
+                .key
+                .as_ref()
+                .map(|k| String::from_utf8_lossy(k).into_owned()),
+            raw_key: record.key,
+            raw_value: record.value,
+            value,
+            event_time,
+            joined: None,
+        })
+    }
+
+    fn process(&mut self, partition: u32, record: Record) -> Result<()> {
+        let Some(mut event) = self.decode(partition, record) else {
+            return Ok(());
+        };
+        // Lateness is judged against the watermark before this event; the
+        // watermark then moves per record, so results do not depend on how
+        // records were batched into polls.
+        let watermark = self.watermark.current();
+        let now = now_ms();
+        self.watermark
+            .observe(partition as usize, event.event_time, now);
+        let advanced = self.watermark.watermark(now);
+        if advanced > watermark {
+            if let Some(a) = &mut self.aggregate {
+                a.advance(&self.store, advanced)?;
+            }
+            if let Some(d) = &mut self.dedup {
+                d.expire(advanced);
+            }
+        }
+        if let Some(d) = &mut self.dedup {
+            if d.is_duplicate(&event) {
+                self.progress.count_duplicate();
+                return Ok(());
+            }
+        }
+        if let Some(j) = &self.join {
+            if !j.enrich(&mut event) {
+                return Ok(());
+            }
+        }
+        if let Some(filter) = &self.plan.filter {
+            if !filter.is_true(&event) {
+                return Ok(());
+            }
+        }
+        match &self.plan.operation {
+            Operation::Project { columns } => {
+                let row: serde_json::Map<String, Value> = columns
+                    .iter()
+                    .map(|(name, e)| (name.clone(), e.eval(&event)))
+                    .collect();
+                if let Sink::Topic(topic) = &self.plan.sink {
+                    self.outbox.push(OutRecord {
+                        topic: topic.clone(),
+                        key: event.key.clone(),
+                        value: Value::Object(row).to_string(),
+                        timestamp: event.event_time,
+                    });
+                }
+            }
+            Operation::Aggregate(_) => {
+                let op = self
+                    .aggregate
+                    .as_mut()
+                    .expect("aggregate plans have the operator");
+                if op.apply(&self.store, &event, watermark)? == Outcome::Late {
+                    self.late(&event);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn late(&mut self, event: &Event) {
+        match &self.plan.late {
+            LateHandling::Drop => self.progress.count_late_dropped(),
+            LateHandling::SideOutput(topic) => {
+                self.progress.count_late_side_output();
+                self.outbox.push(OutRecord {
+                    topic: topic.clone(),
+                    key: event.key.clone(),
+                    value: String::from_utf8_lossy(&event.raw_value).into_owned(),
+                    timestamp: event.record_timestamp,
+                });
+            }
+        }
+    }
+
+    /// True when the commit interval has passed since the last commit.
+    pub fn commit_due(&self) -> bool {
+        self.last_commit.elapsed() >= Duration::from_millis(self.options.commit_interval_ms)
+    }
+
+    /// Commits: one atomic write of state, rows, offsets and watermark (and
+    /// the outbox), then appends the outbox to its topics.
+    pub fn commit(&mut self) -> Result<()> {
+        self.commit_inner(None)
+    }
+
+    /// A commit that stops at `crash`, as a crash would (tests).
+    pub fn commit_crashing(&mut self, crash: CrashPoint) -> Result<()> {
+        self.commit_inner(Some(crash))
+    }
+
+    fn commit_inner(&mut self, crash: Option<CrashPoint>) -> Result<()> {
+        let started = Instant::now();
+        let cf = self.scope.state_cf();
+        let mut batch = Batch::default();
+        if let Some(mut a) = self.aggregate.take() {
+            let changes = a.take_changes(&self.store);
+            if let Ok(changes) = &changes {
+                self.write_rows(&mut batch, changes.clone());
+                a.flush(&mut batch);
+            }
+            self.aggregate = Some(a);
+            changes?;
+        }
+        if let Some(d) = &mut self.dedup {
+            d.flush(&mut batch);
+        }
+        if let Some(j) = &mut self.join {
+            j.flush(&mut batch);
+        }
+        for (p, offset) in self.positions.iter().enumerate() {
+            batch.put(
+                &cf,
+                meta(&format!("offset/{p}")),
+                offset.to_le_bytes().to_vec(),
+            );
+        }
+        for (p, offset) in self.table_positions.iter().enumerate() {
+            batch.put(
+                &cf,
+                meta(&format!("table_offset/{p}")),
+                offset.to_le_bytes().to_vec(),
+            );
+        }
+        let watermark = self.watermark.current();
+        batch.put(
+            &cf,
+            meta("watermark"),
+            (watermark as u64).to_le_bytes().to_vec(),
+        );
+        let outbox = std::mem::take(&mut self.outbox);
+        let seq = self.outbox_seq;
+        if !outbox.is_empty() {
+            let json = serde_json::to_vec(&outbox).expect("serializes");
+            batch.put(&cf, meta(&format!("outbox/{seq:020}")), json);
+            self.outbox_seq += 1;
+            batch.put(
+                &cf,
+                meta("outbox_seq"),
+                self.outbox_seq.to_le_bytes().to_vec(),
+            );
+        }
+        let bytes = batch.bytes();
+        self.store.write(batch)?;
+        self.last_commit = Instant::now();
+        self.progress.set_committed(&self.positions, watermark);
+        if crash == Some(CrashPoint::AfterCommit) {
+            return Err(ProcessorError::Stopped(
+                "simulated crash after the commit".into(),
+            ));
+        }
+        if !outbox.is_empty() {
+            self.append_outbox(seq, &outbox)?;
+            if crash == Some(CrashPoint::AfterAppend) {
+                return Err(ProcessorError::Stopped(
+                    "simulated crash after the append".into(),
+                ));
+            }
+            let mut clear = Batch::default();
+            clear.delete(&cf, meta(&format!("outbox/{seq:020}")));
+            self.store.write(clear)?;
+            self.progress.add_output(outbox.len() as u64);
+        }
+        let latency = self
+            .newest_input_ms
+            .take()
+            .map(|t| now_ms().saturating_sub(t));
+        crate::metrics::record_commit(&self.scope, started.elapsed(), bytes, latency);
+        Ok(())
+    }
+
+    fn write_rows(&mut self, batch: &mut Batch, changes: Vec<RowChange>) {
+        let view_cf = self.scope.view_cf();
+        for change in changes {
+            match &self.plan.sink {
+                Sink::View => {
+                    let k = match change.window {
+                        Some((s, e)) => key::windowed(change.key.as_bytes(), s, e),
+                        None => key::plain(change.key.as_bytes()),
+                    };
+                    match &change.row {
+                        Some(row) => batch.put(&view_cf, k, row.to_string().into_bytes()),
+                        None => batch.delete(&view_cf, k),
+                    }
+                }
+                Sink::Topic(topic) => self.outbox.push(OutRecord {
+                    topic: topic.clone(),
+                    key: Some(change.key.clone()),
+                    value: change.row.as_ref().map_or("null".into(), Value::to_string),
+                    timestamp: change.window.map_or(now_ms(), |(s, _)| s),
+                }),
+            }
+            self.progress.add_output(1);
+        }
+    }
+
+    /// Processes until `stop` is set: polls, waits for new records without
+    /// polling when caught up, and commits every interval. A final commit
+    /// runs on a clean stop.
+    pub fn run(mut self, stop: Arc<AtomicBool>) -> Result<()> {
+        while !stop.load(Ordering::Acquire) {
+            let processed = self.poll_once()?;
+            if self.commit_due() {
+                self.commit()?;
+            }
+            if processed == 0 {
+                self.wait_for_input(Duration::from_millis(self.options.commit_interval_ms));
+            }
+        }
+        self.commit()
+    }
+
+    /// Waits until any source partition has records past our position, or
+    /// `timeout`.
+    fn wait_for_input(&self, timeout: Duration) {
+        let Ok(source) = self.log.topic(&self.plan.source.topic) else {
+            return;
+        };
+        let positions = self.positions.clone();
+        self.io.block_on(async {
+            let waits = source
+                .partitions()
+                .iter()
+                .zip(positions)
+                .map(|(p, pos)| Box::pin(p.wait_for(pos, timeout)));
+            let _ = futures_util::future::select_all(waits).await;
+        });
+    }
+
+    /// The version's scope (name and version).
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Input offsets processed so far (committed or not).
+    pub fn positions(&self) -> &[u64] {
+        &self.positions
+    }
+}

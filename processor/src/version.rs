@@ -1,0 +1,139 @@
+//! A processor version running on its own thread, and the building blocks
+//! of replay: start a version from earliest, latest, a timestamp or explicit
+//! offsets into its own column families; watch its progress and lag; stop
+//! it; drop its state.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use kappa_log::Log;
+use serde::Serialize;
+
+use crate::error::{ProcessorError, Result};
+use crate::plan::Plan;
+use crate::progress::{Progress, ProgressSnapshot};
+use crate::runner::{RunOptions, Runtime};
+use crate::state::store::{Scope, Store};
+
+/// One input partition's position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionLag {
+    /// Partition.
+    pub partition: u32,
+    /// Committed offset.
+    pub committed: u64,
+    /// End offset of the input now.
+    pub end: u64,
+    /// Records not yet processed and committed.
+    pub lag: u64,
+}
+
+/// A running processor version.
+pub struct RunningProcessor {
+    scope: Scope,
+    plan: Plan,
+    log: Arc<Log>,
+    progress: Arc<Progress>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl RunningProcessor {
+    /// Opens the version (restoring its state) on the caller's thread, so
+    /// errors surface here, then runs it on a thread of its own.
+    pub fn start(
+        plan: Plan,
+        version: u64,
+        log: Arc<Log>,
+        store: Arc<Store>,
+        options: RunOptions,
+    ) -> Result<Self> {
+        let runtime = Runtime::open(plan.clone(), version, log.clone(), store, options)?;
+        let scope = runtime.scope().clone();
+        let progress = runtime.progress();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("kappa-proc-{}@{}", scope.name, scope.version))
+            .spawn(move || {
+                let result = runtime.run(flag);
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "processor stopped with an error");
+                }
+                result
+            })
+            .map_err(|e| ProcessorError::Stopped(format!("cannot start a thread: {e}")))?;
+        Ok(RunningProcessor {
+            scope,
+            plan,
+            log,
+            progress,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Name and version.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The plan it runs.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Counters and the last commit's position.
+    pub fn progress(&self) -> ProgressSnapshot {
+        self.progress.snapshot()
+    }
+
+    /// Committed position against the input's end, per partition.
+    pub fn lag(&self) -> Result<Vec<PartitionLag>> {
+        let source = self.log.topic(&self.plan.source.topic)?;
+        let committed = self.progress.snapshot().committed_offsets;
+        Ok(source
+            .partitions()
+            .iter()
+            .zip(committed)
+            .map(|(p, c)| PartitionLag {
+                partition: p.id(),
+                committed: c,
+                end: p.end_offset(),
+                lag: p.end_offset().saturating_sub(c),
+            })
+            .collect())
+    }
+
+    /// True once the thread ended (stopped, or failed).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stops after a final commit and waits for the thread.
+    pub fn stop(mut self) -> Result<()> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Result<()> {
+        self.stop.store(true, Ordering::Release);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| ProcessorError::Stopped("the processor thread panicked".into()))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningProcessor {
+    fn drop(&mut self) {
+        let _ = self.stop_inner();
+    }
+}
+
+/// Deletes a version's state and rows (its column families).
+pub fn drop_version(store: &Store, scope: &Scope) -> Result<()> {
+    store.drop_scope(scope)
+}
