@@ -1,10 +1,16 @@
 //! `kappa-processor`: stream processors and materialized views.
 //!
-//! Built so far: the logical [`plan`] and the Rust [`dsl`] that builds it,
-//! expressions ([`expr`]), aggregates ([`aggregate`]), window assignment
-//! ([`window`]), watermarks ([`watermark`]) and the state key encoding
-//! ([`state`]). It depends only on `kappa-log`, as DESIGN.md's one-way
-//! dependency rule asks.
+//! A processor is a [`plan::Plan`] — built with the Rust [`dsl`] (and, next,
+//! from SQL) — run by a [`runner::Runtime`] that pulls its input topic from
+//! the log, pushes events through the operators ([`operator`]: dedup,
+//! stream-table join, filter, projection, windowed or running aggregates
+//! over [`window`]s driven by [`watermark`]s), and commits state, view rows,
+//! input offsets and watermark in one RocksDB write ([`state`]). Output
+//! topics get records exactly once through an outbox. [`view`] reads the
+//! rows; [`version`] runs versions on threads for replay.
+//!
+//! It depends only on `kappa-log`, as DESIGN.md's one-way dependency rule
+//! asks.
 
 pub mod aggregate;
 pub mod dsl;

@@ -3,8 +3,8 @@
 //! counters of what happened to input records.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -12,6 +12,7 @@ use serde::Serialize;
 #[derive(Debug)]
 pub struct Progress {
     committed: Mutex<(Vec<u64>, i64)>,
+    committed_changed: Condvar,
     processed: AtomicU64,
     output: AtomicU64,
     late_dropped: AtomicU64,
@@ -49,6 +50,7 @@ impl Progress {
     pub fn new(partitions: usize) -> Self {
         Progress {
             committed: Mutex::new((vec![0; partitions], i64::MIN)),
+            committed_changed: Condvar::new(),
             processed: AtomicU64::new(0),
             output: AtomicU64::new(0),
             late_dropped: AtomicU64::new(0),
@@ -62,6 +64,18 @@ impl Progress {
     /// Records the position of a commit.
     pub fn set_committed(&self, offsets: &[u64], watermark: i64) {
         *self.committed.lock().expect("progress") = (offsets.to_vec(), watermark);
+        self.committed_changed.notify_all();
+    }
+
+    /// Blocks until the committed offsets satisfy `done` (woken by each
+    /// commit, no polling) or `timeout` passes; returns whether they do.
+    pub fn wait_committed(&self, timeout: Duration, done: impl Fn(&[u64]) -> bool) -> bool {
+        let guard = self.committed.lock().expect("progress");
+        let (guard, _) = self
+            .committed_changed
+            .wait_timeout_while(guard, timeout, |(offsets, _)| !done(offsets))
+            .expect("progress");
+        done(&guard.0)
     }
     /// Counts processed input records.
     pub fn add_processed(&self, n: u64) {

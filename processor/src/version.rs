@@ -106,6 +106,14 @@ impl RunningProcessor {
             .collect())
     }
 
+    /// Waits (woken by commits) until every partition's committed offset
+    /// reaches `targets`, or `timeout`; returns whether it did.
+    pub fn wait_committed(&self, targets: &[u64], timeout: std::time::Duration) -> bool {
+        self.progress.wait_committed(timeout, |offsets| {
+            offsets.iter().zip(targets).all(|(c, t)| c >= t)
+        })
+    }
+
     /// True once the thread ended (stopped, or failed).
     pub fn is_finished(&self) -> bool {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)

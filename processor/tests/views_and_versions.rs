@@ -1,0 +1,201 @@
+//! View queries (point, prefix, a key's windows in a range, paging, "as
+//! of") and version building blocks (start from latest / a timestamp /
+//! explicit offsets into separate column families, progress and lag, stop,
+//! drop).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{run_steps, Harness, Step};
+use kappa_processor::dsl::{self, Pipeline, Tumbling};
+use kappa_processor::expr::Expr;
+use kappa_processor::plan::Plan;
+use kappa_processor::runner::{RunOptions, Runtime, StartFrom};
+use kappa_processor::state::store::Scope;
+use kappa_processor::version::{drop_version, RunningProcessor};
+use kappa_processor::view::{self, ViewQuery};
+use serde_json::json;
+
+fn windowed_plan() -> Plan {
+    Pipeline::from_topic("clicks")
+        .event_time_field("ts")
+        .max_out_of_orderness(Duration::from_secs(3600))
+        .key_by([("page", Expr::field("page"))])
+        .window(Tumbling::of(Duration::from_secs(1)))
+        .aggregate([dsl::count("n")])
+        .to_view("page_views")
+}
+
+fn click(page: &str, ts: i64) -> Step {
+    Step::Produce {
+        topic: "clicks".into(),
+        partition: None,
+        key: Some(page.into()),
+        value: json!({"page": page, "ts": ts}),
+        timestamp: Some(ts),
+    }
+}
+
+#[test]
+fn views_answer_point_prefix_window_range_and_pages() {
+    let plan = windowed_plan();
+    let mut steps = Vec::new();
+    for (page, ts) in [
+        ("home", 100),
+        ("home", 1100),
+        ("home", 2100),
+        ("help", 50),
+        ("about", 10),
+        ("home", 2200),
+    ] {
+        steps.push(click(page, ts));
+    }
+    let h = run_steps(&plan, &steps, None);
+    let scope = Scope {
+        name: plan.name.clone(),
+        version: 1,
+    };
+    let q = |query: ViewQuery| view::query(&h.store, &scope, &query, None, 100).unwrap().0;
+
+    let home = q(ViewQuery::Key("home".into()));
+    let starts: Vec<i64> = home.iter().map(|r| r.window_start.unwrap()).collect();
+    assert_eq!(
+        starts,
+        vec![0, 1000, 2000],
+        "a key's windows, in time order"
+    );
+    assert_eq!(home[2].row["n"], json!(2));
+
+    let middle = q(ViewQuery::KeyWindows {
+        key: "home".into(),
+        from: 1000,
+        to: 2000,
+    });
+    assert_eq!(middle.len(), 1);
+    assert_eq!(middle[0].window_start, Some(1000));
+
+    let prefixed: Vec<String> = q(ViewQuery::Prefix("h".into()))
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert_eq!(prefixed, vec!["help", "home", "home", "home"]);
+    assert!(
+        q(ViewQuery::Key("ho".into())).is_empty(),
+        "a point lookup is not a prefix match"
+    );
+
+    // Paging through everything two rows at a time returns each row once.
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (rows, next) =
+            view::query(&h.store, &scope, &ViewQuery::All, cursor.as_deref(), 2).unwrap();
+        seen.extend(rows.into_iter().map(|r| (r.key, r.window_start)));
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 5);
+    let as_of = view::as_of(&h.store, &scope, 1).unwrap();
+    assert_eq!(as_of.offsets, vec![6]);
+    assert_eq!(as_of.watermark, Some(2200 - 3_600_000));
+}
+
+fn produce_all(h: &Harness, steps: &[Step]) {
+    for s in steps {
+        h.produce(s);
+    }
+}
+
+#[test]
+fn versions_start_where_asked_into_their_own_state() {
+    let plan = windowed_plan();
+    let h = Harness::new();
+    h.create_topic("clicks", 1);
+    produce_all(&h, &[click("a", 100), click("a", 200), click("a", 5000)]);
+    let open = |version, start| {
+        Runtime::open(
+            plan.clone(),
+            version,
+            h.log.clone(),
+            h.store.clone(),
+            RunOptions {
+                start,
+                ..RunOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let mut v1 = open(1, StartFrom::Earliest);
+    let mut v2 = open(2, StartFrom::Latest);
+    let mut v3 = open(3, StartFrom::Timestamp(150));
+    let mut v4 = open(4, StartFrom::Offsets(vec![2]));
+    for rt in [&mut v1, &mut v2, &mut v3, &mut v4] {
+        h.run_to_end(rt, &plan);
+    }
+    let rows = |version| {
+        let scope = Scope {
+            name: plan.name.clone(),
+            version,
+        };
+        view::query(&h.store, &scope, &ViewQuery::All, None, 100)
+            .unwrap()
+            .0
+            .len()
+    };
+    assert_eq!((rows(1), rows(2), rows(3), rows(4)), (2, 0, 2, 1));
+    // Dropping a version removes its state; the others are untouched.
+    drop(v3);
+    drop_version(
+        &h.store,
+        &Scope {
+            name: plan.name.clone(),
+            version: 3,
+        },
+    )
+    .unwrap();
+    assert!(!h.store.has(&Scope {
+        name: plan.name.clone(),
+        version: 3
+    }));
+    assert_eq!(rows(1), 2);
+}
+
+#[test]
+fn a_running_version_reports_progress_and_lag_and_stops_cleanly() {
+    let plan = windowed_plan();
+    let h = Harness::new();
+    h.create_topic("clicks", 1);
+    produce_all(&h, &(0..50).map(|i| click("p", i * 10)).collect::<Vec<_>>());
+    let running = RunningProcessor::start(
+        plan.clone(),
+        1,
+        h.log.clone(),
+        h.store.clone(),
+        RunOptions::default(),
+    )
+    .unwrap();
+    // Woken by the processor's commits; bounded.
+    assert!(running.wait_committed(&[50], Duration::from_secs(30)));
+    let lag = running.lag().unwrap();
+    assert_eq!(
+        (lag[0].committed, lag[0].end, lag[0].lag),
+        (50, 50, 0),
+        "{lag:?}"
+    );
+    assert_eq!(running.progress().processed, 50);
+    running.stop().unwrap();
+    let scope = Scope {
+        name: plan.name.clone(),
+        version: 1,
+    };
+    let (rows, _) = view::query(&h.store, &scope, &ViewQuery::All, None, 100).unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| r.row["n"].as_u64().unwrap())
+            .sum::<u64>(),
+        50
+    );
+}
