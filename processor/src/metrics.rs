@@ -6,6 +6,22 @@ use metrics::histogram;
 
 use crate::state::store::Scope;
 
+/// Input records processed.
+pub const RECORDS_IN: &str = "kappa_processor_records_in_total";
+/// Rows or records emitted.
+pub const RECORDS_OUT: &str = "kappa_processor_records_out_total";
+/// Late records dropped.
+pub const LATE_DROPPED: &str = "kappa_processor_late_dropped_total";
+/// Late records sent to the side output.
+pub const LATE_SIDE_OUTPUT: &str = "kappa_processor_late_side_output_total";
+/// Records dropped as duplicates.
+pub const DUPLICATES: &str = "kappa_processor_duplicates_total";
+/// Records skipped as undecodable or without event time.
+pub const INVALID: &str = "kappa_processor_invalid_records_total";
+/// Committed watermark (ms since the epoch).
+pub const WATERMARK: &str = "kappa_processor_watermark_ms";
+/// Wall clock minus the committed watermark, seconds.
+pub const WATERMARK_LAG: &str = "kappa_processor_watermark_lag_seconds";
 /// Commit duration, seconds, per processor version.
 pub const COMMIT_SECONDS: &str = "kappa_processor_commit_seconds";
 /// Bytes written per commit.

@@ -11,6 +11,7 @@ use serde::Serialize;
 /// Live counters and the last commit's position.
 #[derive(Debug)]
 pub struct Progress {
+    labels: [(&'static str, String); 2],
     committed: Mutex<(Vec<u64>, i64)>,
     committed_changed: Condvar,
     processed: AtomicU64,
@@ -46,9 +47,14 @@ pub struct ProgressSnapshot {
 }
 
 impl Progress {
-    /// Fresh counters for `partitions` input partitions.
-    pub fn new(partitions: usize) -> Self {
+    /// Fresh counters for `partitions` input partitions of processor
+    /// `name`, version `version` (the labels of its metrics).
+    pub fn new(partitions: usize, name: &str, version: u64) -> Self {
         Progress {
+            labels: [
+                ("processor", name.to_string()),
+                ("version", version.to_string()),
+            ],
             committed: Mutex::new((vec![0; partitions], i64::MIN)),
             committed_changed: Condvar::new(),
             processed: AtomicU64::new(0),
@@ -63,6 +69,11 @@ impl Progress {
 
     /// Records the position of a commit.
     pub fn set_committed(&self, offsets: &[u64], watermark: i64) {
+        if watermark != i64::MIN {
+            metrics::gauge!(crate::metrics::WATERMARK, &self.labels).set(watermark as f64);
+            let lag = kappa_log::now_ms().saturating_sub(watermark);
+            metrics::gauge!(crate::metrics::WATERMARK_LAG, &self.labels).set(lag as f64 / 1000.0);
+        }
         *self.committed.lock().expect("progress") = (offsets.to_vec(), watermark);
         self.committed_changed.notify_all();
     }
@@ -80,26 +91,32 @@ impl Progress {
     /// Counts processed input records.
     pub fn add_processed(&self, n: u64) {
         self.processed.fetch_add(n, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::RECORDS_IN, &self.labels).increment(n);
     }
     /// Counts emitted rows or records.
     pub fn add_output(&self, n: u64) {
         self.output.fetch_add(n, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::RECORDS_OUT, &self.labels).increment(n);
     }
     /// Counts a dropped late record.
     pub fn count_late_dropped(&self) {
         self.late_dropped.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::LATE_DROPPED, &self.labels).increment(1);
     }
     /// Counts a late record sent to the side output.
     pub fn count_late_side_output(&self) {
         self.late_side_output.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::LATE_SIDE_OUTPUT, &self.labels).increment(1);
     }
     /// Counts a duplicate.
     pub fn count_duplicate(&self) {
         self.duplicates.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::DUPLICATES, &self.labels).increment(1);
     }
     /// Counts an undecodable record.
     pub fn count_invalid(&self) {
         self.invalid.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::INVALID, &self.labels).increment(1);
     }
 
     /// A consistent copy.

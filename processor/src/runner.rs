@@ -179,7 +179,7 @@ impl Runtime {
                 )),
                 Operation::Project { .. } => None,
             },
-            progress: Arc::new(Progress::new(partitions)),
+            progress: Arc::new(Progress::new(partitions, &plan.name, version)),
             plan,
             scope,
             log,
