@@ -22,6 +22,8 @@ pub const INVALID: &str = "kappa_processor_invalid_records_total";
 pub const WATERMARK: &str = "kappa_processor_watermark_ms";
 /// Wall clock minus the committed watermark, seconds.
 pub const WATERMARK_LAG: &str = "kappa_processor_watermark_lag_seconds";
+/// Approximate bytes of a version's state and view rows in RocksDB.
+pub const STATE_BYTES: &str = "kappa_processor_state_bytes";
 /// Commit duration, seconds, per processor version.
 pub const COMMIT_SECONDS: &str = "kappa_processor_commit_seconds";
 /// Bytes written per commit.
@@ -30,11 +32,18 @@ pub const COMMIT_BYTES: &str = "kappa_processor_commit_bytes";
 pub const END_TO_END_SECONDS: &str = "kappa_processor_end_to_end_latency_seconds";
 
 /// Records one commit.
-pub fn record_commit(scope: &Scope, took: Duration, bytes: usize, latency_ms: Option<i64>) {
+pub fn record_commit(
+    scope: &Scope,
+    took: Duration,
+    bytes: usize,
+    latency_ms: Option<i64>,
+    state_bytes: u64,
+) {
     let labels = [
         ("processor", scope.name.clone()),
         ("version", scope.version.to_string()),
     ];
+    metrics::gauge!(STATE_BYTES, &labels).set(state_bytes as f64);
     histogram!(COMMIT_SECONDS, &labels).record(took.as_secs_f64());
     histogram!(COMMIT_BYTES, &labels).record(bytes as f64);
     if let Some(ms) = latency_ms {

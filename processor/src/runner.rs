@@ -591,7 +591,8 @@ impl Runtime {
             .newest_input_ms
             .take()
             .map(|t| now_ms().saturating_sub(t));
-        crate::metrics::record_commit(&self.scope, started.elapsed(), bytes, latency);
+        let state_bytes = self.state_bytes();
+        crate::metrics::record_commit(&self.scope, started.elapsed(), bytes, latency, state_bytes);
         Ok(())
     }
 
@@ -651,6 +652,12 @@ impl Runtime {
                 .map(|(p, pos)| Box::pin(p.wait_for(pos, timeout)));
             let _ = futures_util::future::select_all(waits).await;
         });
+    }
+
+    /// Approximate bytes of this version's state and view rows.
+    pub fn state_bytes(&self) -> u64 {
+        let size = |cf: String| self.store.size(&cf).unwrap_or(0);
+        size(self.scope.state_cf()) + size(self.scope.view_cf())
     }
 
     /// The version's scope (name and version).

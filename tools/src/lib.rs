@@ -1,1 +1,4 @@
-//! Kappa tools library part (filled by the tools issue).
+//! Kappa tools library part: the building blocks of the `kappa-bench` HTTP
+//! load generator (see [`bench`]). The binaries live in `src/bin/`.
+
+pub mod bench;
