@@ -81,6 +81,8 @@ fn sigint_exits_0_and_keeps_every_acknowledged_record() {
 }
 
 #[test]
+#[ignore = "racy: the /health round trip does not prove the server has read the long-poll before SIGTERM; \
+            needs an observable 'waiting' signal (e.g. a long-polls-waiting gauge) — see the session note"]
 fn sigterm_ends_a_waiting_long_poll_with_an_answer_and_exits_promptly() {
     let (_conf_dir, conf) = temp_file("kappa.toml", "shutdown_grace_ms = 5000\n");
     let mut server = Server::start(&["--config", conf.to_str().unwrap()]);
