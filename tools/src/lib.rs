@@ -2,3 +2,4 @@
 //! load generator (see [`bench`]). The binaries live in `src/bin/`.
 
 pub mod bench;
+pub mod machine;

@@ -44,6 +44,9 @@ use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
 use kappa_processor::runner::{RunOptions, Runtime};
 use kappa_processor::state::store::Store;
+use kappa_tools::machine::{
+    cpu_model, filesystem, kernel, load_average, memory, shell_quote, today,
+};
 use serde::{Deserialize, Serialize};
 
 /// The input topic.
@@ -1310,98 +1313,6 @@ fn compact(x: f64) -> String {
 
 fn range_compact(s: Summary) -> String {
     format!("{} – {}", compact(s.min), compact(s.max))
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// The 1, 5 and 15 minute load averages.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn kernel() -> String {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    match (
-        read("/proc/sys/kernel/ostype"),
-        read("/proc/sys/kernel/osrelease"),
-    ) {
-        (Some(os), Some(release)) => format!("{os} {release}"),
-        _ => std::env::consts::OS.to_string(),
-    }
-}
-
-fn memory() -> String {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(format!("{:.1} GiB RAM", kib / (1 << 20) as f64))
-        })
-        .unwrap_or_else(|| "RAM unknown".into())
-}
-
-/// (device, filesystem type, mount options) of the mount holding `dir`.
-fn filesystem(dir: &Path) -> Option<(String, String, String)> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (dev, mount, fstype, options) = (f.next()?, f.next()?, f.next()?, f.next()?);
-            let mount = mount.replace("\\040", " ");
-            dir.starts_with(&mount)
-                .then(|| (mount.len(), (dev.into(), fstype.into(), options.into())))
-        })
-        .max_by_key(|(len, _)| *len)
-        .map(|(_, fs)| fs)
-}
-
-/// Today's date (UTC) as YYYY-MM-DD.
-fn today() -> String {
-    let days = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-fn shell_quote(arg: &str) -> String {
-    let safe = !arg.is_empty()
-        && arg
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_=.,/:+@%".contains(&b));
-    if safe {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
 }
 
 // ----------------------------------------------------------------- main
