@@ -259,6 +259,94 @@ impl Accumulator {
     }
 }
 
+/// Tags of the binary accumulator encoding ([`Accumulator::encode`]).
+mod tag {
+    pub const COUNT: u8 = 1;
+    pub const SUM: u8 = 2;
+    pub const AVG: u8 = 3;
+    /// Any other accumulator, as JSON (they hold JSON values anyway).
+    pub const JSON: u8 = 4;
+}
+
+fn take<const N: usize>(bytes: &mut &[u8]) -> Option<[u8; N]> {
+    let (head, rest) = bytes.split_first_chunk::<N>()?;
+    *bytes = rest;
+    Some(*head)
+}
+
+impl Accumulator {
+    /// Appends the binary form: a tag byte, then for COUNT a `u64`, for SUM
+    /// a flags byte (bit 0 seen, bit 1 float) and an `i64` or `f64`, for AVG
+    /// an `f64` sum and a `u64` count (all little-endian); any other
+    /// accumulator as a `u32` length and its JSON.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Accumulator::Count(n) => {
+                out.push(tag::COUNT);
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            Accumulator::Sum(s) => {
+                out.push(tag::SUM);
+                out.push(u8::from(s.seen) | (u8::from(s.is_float) << 1));
+                if s.is_float {
+                    out.extend_from_slice(&s.float.to_le_bytes());
+                } else {
+                    out.extend_from_slice(&s.int.to_le_bytes());
+                }
+            }
+            Accumulator::Avg { sum, count } => {
+                out.push(tag::AVG);
+                out.extend_from_slice(&sum.to_le_bytes());
+                out.extend_from_slice(&count.to_le_bytes());
+            }
+            other => {
+                out.push(tag::JSON);
+                let json = serde_json::to_vec(other).expect("accumulators serialize");
+                out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+                out.extend_from_slice(&json);
+            }
+        }
+    }
+
+    /// Reads one [`Accumulator::encode`]d accumulator from the front of
+    /// `bytes`, advancing it; `None` if the bytes are not one.
+    pub fn decode(bytes: &mut &[u8]) -> Option<Accumulator> {
+        let [t] = take::<1>(bytes)?;
+        Some(match t {
+            tag::COUNT => Accumulator::Count(u64::from_le_bytes(take(bytes)?)),
+            tag::SUM => {
+                let [flags] = take::<1>(bytes)?;
+                let raw: [u8; 8] = take(bytes)?;
+                let is_float = flags & 2 != 0;
+                Accumulator::Sum(Sum {
+                    int: if is_float { 0 } else { i64::from_le_bytes(raw) },
+                    float: if is_float {
+                        f64::from_le_bytes(raw)
+                    } else {
+                        0.0
+                    },
+                    is_float,
+                    seen: flags & 1 != 0,
+                })
+            }
+            tag::AVG => Accumulator::Avg {
+                sum: f64::from_le_bytes(take(bytes)?),
+                count: u64::from_le_bytes(take(bytes)?),
+            },
+            tag::JSON => {
+                let len = u32::from_le_bytes(take(bytes)?) as usize;
+                if bytes.len() < len {
+                    return None;
+                }
+                let (json, rest) = bytes.split_at(len);
+                *bytes = rest;
+                serde_json::from_slice(json).ok()?
+            }
+            _ => return None,
+        })
+    }
+}
+
 /// Replaces `slot` with `candidate` when it orders `wanted` against it.
 fn keep_if(slot: &mut Option<Value>, candidate: &Value, wanted: std::cmp::Ordering) {
     match slot {
@@ -335,7 +423,55 @@ mod tests {
         );
     }
 
+    fn arb_accumulator() -> impl Strategy<Value = Accumulator> {
+        let value = prop_oneof![
+            any::<i64>().prop_map(Value::from),
+            "[a-z]{0,5}".prop_map(Value::from),
+            any::<bool>().prop_map(Value::from),
+        ];
+        prop_oneof![
+            any::<u64>().prop_map(Accumulator::Count),
+            (any::<i64>(), -1e12f64..1e12, any::<bool>(), any::<bool>()).prop_map(
+                |(int, float, is_float, seen)| Accumulator::Sum(Sum {
+                    int: if is_float { 0 } else { int },
+                    float: if is_float { float } else { 0.0 },
+                    is_float,
+                    seen,
+                })
+            ),
+            (-1e12f64..1e12, any::<u64>()).prop_map(|(sum, count)| Accumulator::Avg { sum, count }),
+            proptest::option::of(value.clone()).prop_map(Accumulator::Min),
+            proptest::option::of(value.clone()).prop_map(Accumulator::Max),
+            proptest::collection::btree_set("[a-z]{0,3}", 0..4).prop_map(Accumulator::Distinct),
+            proptest::option::of((any::<(u64, u32)>(), value)).prop_map(Accumulator::Latest),
+        ]
+    }
+
     proptest! {
+        /// The binary form reads back as the same accumulators, and a
+        /// truncated encoding is an error, never a wrong value.
+        #[test]
+        fn binary_encoding_roundtrips(accs in proptest::collection::vec(arb_accumulator(), 0..5)) {
+            let mut bytes = Vec::new();
+            for a in &accs {
+                a.encode(&mut bytes);
+            }
+            let mut rest = bytes.as_slice();
+            let mut back = Vec::new();
+            while !rest.is_empty() {
+                back.push(Accumulator::decode(&mut rest).expect("decodes"));
+            }
+            prop_assert_eq!(&back, &accs);
+            if !bytes.is_empty() {
+                let mut cut = &bytes[..bytes.len() - 1];
+                let mut failed = false;
+                while !cut.is_empty() && !failed {
+                    failed = Accumulator::decode(&mut cut).is_none();
+                }
+                prop_assert!(failed, "a truncated last accumulator must not decode");
+            }
+        }
+
         /// Splitting the input anywhere and merging the halves gives the
         /// same result as one pass: what hopping slices and session merges
         /// rely on.

@@ -186,6 +186,34 @@ pub enum LateHandling {
 }
 
 impl Plan {
+    /// The top-level value fields the plan reads, or `None` if it reads
+    /// whole values (so a record's value must be decoded in full).
+    pub fn used_fields(&self) -> Option<Vec<String>> {
+        let mut exprs: Vec<&Expr> = Vec::new();
+        exprs.extend(&self.filter);
+        exprs.extend(self.dedup.as_ref().map(|d| &d.id));
+        exprs.extend(self.join.as_ref().map(|j| &j.stream_key));
+        match &self.operation {
+            Operation::Project { columns } => exprs.extend(columns.iter().map(|(_, e)| e)),
+            Operation::Aggregate(a) => {
+                exprs.extend(&a.group_by);
+                exprs.extend(a.aggregates.iter().filter_map(|c| c.input.as_ref()));
+            }
+        }
+        let mut paths: Vec<Vec<String>> = exprs.iter().flat_map(|e| e.fields()).collect();
+        if let EventTime::Field(path) = &self.source.event_time {
+            paths.push(path.clone());
+        }
+        let mut names: Vec<String> = Vec::new();
+        for path in paths {
+            let first = path.into_iter().next()?;
+            if !names.contains(&first) {
+                names.push(first);
+            }
+        }
+        Some(names)
+    }
+
     /// Checks the plan is executable: windows valid, grace and TTLs not
     /// negative, column references in range, names non-empty.
     pub fn validate(&self) -> Result<(), String> {

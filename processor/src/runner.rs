@@ -28,7 +28,6 @@ use crate::operator::join::TableJoin;
 use crate::operator::RowChange;
 use crate::plan::{EventTime, LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
-use crate::state::key;
 use crate::state::store::{ns, Batch, Scope, Store};
 use crate::watermark::WatermarkTracker;
 
@@ -108,6 +107,8 @@ pub struct Runtime {
     /// Largest append time among records processed since the last commit.
     newest_input_ms: Option<i64>,
     progress: Arc<Progress>,
+    /// The top-level fields the plan reads (`None`: decode whole values).
+    used_fields: Option<Vec<String>>,
 }
 
 fn meta(name: &str) -> Vec<u8> {
@@ -175,11 +176,15 @@ impl Runtime {
                 Operation::Aggregate(spec) => Some(AggregateOp::new(
                     spec.clone(),
                     state_cf.clone(),
+                    scope.view_cf(),
                     options.state_cache_entries,
+                    plan.sink != Sink::View,
+                    plan.sink == Sink::View,
                 )),
                 Operation::Project { .. } => None,
             },
             progress: Arc::new(Progress::new(partitions, &plan.name, version)),
+            used_fields: plan.used_fields(),
             plan,
             scope,
             log,
@@ -194,6 +199,13 @@ impl Runtime {
             newest_input_ms: None,
         };
         rt.restore(partitions)?;
+        if let Operation::Aggregate(spec) = &rt.plan.operation {
+            // Readers compute a view's rows from its accumulators with the spec.
+            let mut batch = Batch::default();
+            let json = serde_json::to_vec(spec).expect("plans serialize");
+            batch.put(&rt.scope.state_cf(), meta(crate::view::SPEC_META), json);
+            rt.store.write(batch)?;
+        }
         Ok(rt)
     }
 
@@ -385,7 +397,7 @@ impl Runtime {
     }
 
     fn decode(&self, partition: u32, record: Record) -> Option<Event> {
-        let value: Value = match serde_json::from_slice(&record.value) {
+        let value = match crate::event::decode_value(&record.value, self.used_fields.as_deref()) {
             Ok(v) => v,
             Err(_) => {
                 self.progress.count_invalid();
@@ -519,14 +531,11 @@ impl Runtime {
         let started = Instant::now();
         let cf = self.scope.state_cf();
         let mut batch = Batch::default();
-        if let Some(mut a) = self.aggregate.take() {
-            let changes = a.take_changes(&self.store);
-            if let Ok(changes) = &changes {
-                self.write_rows(&mut batch, changes.clone());
-                a.flush(&mut batch);
-            }
-            self.aggregate = Some(a);
-            changes?;
+        if let Some(a) = &mut self.aggregate {
+            let changes = a.take_changes(&self.store)?;
+            let rows = a.flush(&mut batch);
+            self.progress.add_output(rows);
+            self.queue_changes(changes);
         }
         if let Some(d) = &mut self.dedup {
             d.flush(&mut batch);
@@ -596,28 +605,19 @@ impl Runtime {
         Ok(())
     }
 
-    fn write_rows(&mut self, batch: &mut Batch, changes: Vec<RowChange>) {
-        let view_cf = self.scope.view_cf();
+    /// Puts an aggregate's row changes in the outbox of a topic sink (a
+    /// view's rows were written by the operator's flush).
+    fn queue_changes(&mut self, changes: Vec<RowChange>) {
+        let Sink::Topic(topic) = &self.plan.sink else {
+            return;
+        };
         for change in changes {
-            match &self.plan.sink {
-                Sink::View => {
-                    let k = match change.window {
-                        Some((s, e)) => key::windowed(change.key.as_bytes(), s, e),
-                        None => key::plain(change.key.as_bytes()),
-                    };
-                    match &change.row {
-                        Some(row) => batch.put(&view_cf, k, row.to_string().into_bytes()),
-                        None => batch.delete(&view_cf, k),
-                    }
-                }
-                Sink::Topic(topic) => self.outbox.push(OutRecord {
-                    topic: topic.clone(),
-                    key: Some(change.key.clone()),
-                    value: change.row.as_ref().map_or("null".into(), Value::to_string),
-                    timestamp: change.window.map_or(now_ms(), |(s, _)| s),
-                }),
-            }
-            self.progress.add_output(1);
+            self.outbox.push(OutRecord {
+                topic: topic.clone(),
+                key: Some(change.key),
+                value: change.row.as_ref().map_or("null".into(), Value::to_string),
+                timestamp: change.window.map_or(now_ms(), |(s, _)| s),
+            });
         }
     }
 

@@ -1,12 +1,22 @@
 //! Reading a view: point lookups, prefix and key ranges, a key's windows in
 //! a time range — each answer says as of which input offsets and watermark.
+//!
+//! A view stores accumulators, not rows (see `operator::aggregate`): a read
+//! computes each row's columns with the version's aggregate spec (kept in
+//! its state under [`SPEC_META`]), skips rows HAVING rejects and, for EMIT
+//! FINAL, windows the committed watermark has not closed. Everything is read
+//! from one snapshot, so rows, watermark and offsets belong to one commit.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ProcessorError, Result};
+use crate::operator::aggregate::row_of;
+use crate::plan::{AggregateSpec, Emit};
 use crate::state::key;
-use crate::state::store::{ns, Scope, Store};
+use crate::state::slot;
+use crate::state::store::{ns, Scope, Snapshot, Store};
+use crate::window::Window;
 
 /// One view row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,38 +60,65 @@ pub struct AsOf {
     pub watermark: Option<i64>,
 }
 
-fn decode_row(scope: &Scope, k: &[u8], v: &[u8]) -> Result<ViewRow> {
-    let bad = |reason: &str| ProcessorError::CorruptState {
-        cf: scope.view_cf(),
-        reason: reason.to_string(),
-    };
-    let (key_bytes, rest) = key::decode_group_key(k).ok_or_else(|| bad("bad view key"))?;
-    let (window_start, window_end) = if rest.is_empty() {
-        (None, None)
-    } else {
-        let (s, rest) = key::decode_i64(rest).ok_or_else(|| bad("bad window start"))?;
-        let (e, _) = key::decode_i64(rest).ok_or_else(|| bad("bad window end"))?;
-        (Some(s), Some(e))
-    };
-    Ok(ViewRow {
-        key: String::from_utf8_lossy(&key_bytes).into_owned(),
-        window_start,
-        window_end,
-        row: serde_json::from_slice(v).map_err(|e| bad(&e.to_string()))?,
-    })
+/// Meta entry (in the version's state column family) holding the
+/// aggregate spec that readers compute rows with; written at open.
+pub const SPEC_META: &str = "spec";
+
+fn meta_key(name: &str) -> Vec<u8> {
+    let mut k = vec![ns::META];
+    k.extend_from_slice(name.as_bytes());
+    k
 }
 
-/// Reads rows of `scope`'s view: at most `limit`, starting after `cursor`
-/// (an opaque key from a previous page). Returns the rows and the cursor
-/// of the next page, if there is more.
-pub fn query(
-    store: &Store,
-    scope: &Scope,
-    query: &ViewQuery,
-    cursor: Option<&[u8]>,
-    limit: usize,
-) -> Result<(Vec<ViewRow>, Option<Vec<u8>>)> {
-    let (lower, upper) = match query {
+/// What a reader needs to turn stored slots into rows.
+struct RowReader<'a> {
+    scope: &'a Scope,
+    spec: AggregateSpec,
+    /// Committed watermark (`i64::MIN` before the first).
+    watermark: i64,
+}
+
+impl RowReader<'_> {
+    fn bad(&self, reason: &str) -> ProcessorError {
+        ProcessorError::CorruptState {
+            cf: self.scope.view_cf(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The row stored under `k`, or `None` when it is not visible: HAVING
+    /// rejects it, or (EMIT FINAL) its window has not closed.
+    fn row(&self, k: &[u8], v: &[u8]) -> Result<Option<ViewRow>> {
+        let (key_bytes, rest) = key::decode_group_key(k).ok_or_else(|| self.bad("bad view key"))?;
+        let window = if rest.is_empty() {
+            None
+        } else {
+            let (start, rest) = key::decode_i64(rest).ok_or_else(|| self.bad("bad window"))?;
+            let (end, _) = key::decode_i64(rest).ok_or_else(|| self.bad("bad window"))?;
+            Some(Window { start, end })
+        };
+        if let (Some(w), Some(ws)) = (window, &self.spec.window) {
+            if ws.emit == Emit::Final && w.end.saturating_add(ws.grace_ms) > self.watermark {
+                return Ok(None);
+            }
+        }
+        let key = String::from_utf8_lossy(&key_bytes).into_owned();
+        let (form, accs) = slot::decode(v).ok_or_else(|| self.bad("bad accumulator value"))?;
+        let group = form.values(&key).ok_or_else(|| self.bad("bad group key"))?;
+        Ok(
+            row_of(&self.spec, &group, window, &accs).map(|row| ViewRow {
+                key,
+                window_start: window.map(|w| w.start),
+                window_end: window.map(|w| w.end),
+                row,
+            }),
+        )
+    }
+}
+
+/// The key range a query covers.
+fn bounds(query: &ViewQuery) -> (Vec<u8>, Option<Vec<u8>>) {
+    match query {
         ViewQuery::Key(k) => {
             let lower = key::plain(k.as_bytes());
             let mut upper = lower.clone();
@@ -105,8 +142,60 @@ pub fn query(
             (lower, upper)
         }
         ViewQuery::All => (Vec::new(), None),
+    }
+}
+
+/// Reads rows of `scope`'s view: at most `limit`, starting after `cursor`
+/// (an opaque key from a previous page). Returns the rows and the cursor
+/// of the next page, if there is more.
+pub fn query(
+    store: &Store,
+    scope: &Scope,
+    query: &ViewQuery,
+    cursor: Option<&[u8]>,
+    limit: usize,
+) -> Result<(Vec<ViewRow>, Option<Vec<u8>>)> {
+    let snapshot = store.snapshot();
+    read_rows(&snapshot, scope, query, cursor, limit)
+}
+
+/// [`query`] and the committed position the rows reflect, read from one
+/// snapshot so the two always agree.
+pub fn query_as_of(
+    store: &Store,
+    scope: &Scope,
+    query: &ViewQuery,
+    cursor: Option<&[u8]>,
+    limit: usize,
+    partitions: usize,
+) -> Result<(Vec<ViewRow>, Option<Vec<u8>>, AsOf)> {
+    let snapshot = store.snapshot();
+    let (rows, next) = read_rows(&snapshot, scope, query, cursor, limit)?;
+    Ok((rows, next, read_as_of(&snapshot, scope, partitions)?))
+}
+
+fn read_rows(
+    snapshot: &Snapshot<'_>,
+    scope: &Scope,
+    query: &ViewQuery,
+    cursor: Option<&[u8]>,
+    limit: usize,
+) -> Result<(Vec<ViewRow>, Option<Vec<u8>>)> {
+    let spec_bytes = snapshot
+        .get(&scope.state_cf(), &meta_key(SPEC_META))?
+        .ok_or_else(|| ProcessorError::NotFound(format!("view {}", scope.view_cf())))?;
+    let spec: AggregateSpec =
+        serde_json::from_slice(&spec_bytes).map_err(|e| ProcessorError::CorruptState {
+            cf: scope.state_cf(),
+            reason: format!("view spec: {e}"),
+        })?;
+    let reader = RowReader {
+        scope,
+        spec,
+        watermark: read_u64(snapshot, scope, "watermark")?.map_or(i64::MIN, |w| w as i64),
     };
-    let start = match cursor {
+    let (lower, upper) = bounds(query);
+    let mut start = match cursor {
         Some(c) if c > lower.as_slice() => {
             let mut after = c.to_vec();
             after.push(0);
@@ -114,36 +203,51 @@ pub fn query(
         }
         _ => lower,
     };
-    let raw = store.scan(&scope.view_cf(), &start, upper.as_deref(), limit + 1)?;
-    let more = raw.len() > limit;
-    let rows = raw
-        .iter()
-        .take(limit)
-        .map(|(k, v)| decode_row(scope, k, v))
-        .collect::<Result<Vec<_>>>()?;
-    let next = if more {
-        raw.get(limit - 1).map(|(k, _)| k.clone())
-    } else {
-        None
-    };
-    Ok((rows, next))
+    // Hidden rows (HAVING, open EMIT FINAL windows) are skipped, so read
+    // pages until one row past the limit is found or the range ends.
+    let page = limit.saturating_add(1).clamp(16, 4096);
+    let mut rows = Vec::new();
+    let mut last_key: Option<Vec<u8>> = None;
+    loop {
+        let raw = snapshot.scan(&scope.view_cf(), &start, upper.as_deref(), page)?;
+        let exhausted = raw.len() < page;
+        for (k, v) in &raw {
+            if let Some(row) = reader.row(k, v)? {
+                if rows.len() == limit {
+                    return Ok((rows, last_key));
+                }
+                rows.push(row);
+                last_key = Some(k.clone());
+            }
+        }
+        match raw.last() {
+            Some((k, _)) if !exhausted => {
+                start = k.clone();
+                start.push(0);
+            }
+            _ => return Ok((rows, None)),
+        }
+    }
+}
+
+fn read_u64(snapshot: &Snapshot<'_>, scope: &Scope, name: &str) -> Result<Option<u64>> {
+    Ok(snapshot
+        .get(&scope.state_cf(), &meta_key(name))?
+        .and_then(|v| v.as_slice().try_into().ok())
+        .map(u64::from_le_bytes))
+}
+
+fn read_as_of(snapshot: &Snapshot<'_>, scope: &Scope, partitions: usize) -> Result<AsOf> {
+    let offsets = (0..partitions)
+        .map(|p| Ok(read_u64(snapshot, scope, &format!("offset/{p}"))?.unwrap_or(0)))
+        .collect::<Result<_>>()?;
+    let watermark = read_u64(snapshot, scope, "watermark")?
+        .map(|w| w as i64)
+        .filter(|w| *w != i64::MIN);
+    Ok(AsOf { offsets, watermark })
 }
 
 /// The committed input position of a version.
 pub fn as_of(store: &Store, scope: &Scope, partitions: usize) -> Result<AsOf> {
-    let read = |name: &str| -> Result<Option<u64>> {
-        let mut k = vec![ns::META];
-        k.extend_from_slice(name.as_bytes());
-        Ok(store
-            .get(&scope.state_cf(), &k)?
-            .and_then(|v| v.as_slice().try_into().ok())
-            .map(u64::from_le_bytes))
-    };
-    let offsets = (0..partitions)
-        .map(|p| Ok(read(&format!("offset/{p}"))?.unwrap_or(0)))
-        .collect::<Result<_>>()?;
-    let watermark = read("watermark")?
-        .map(|w| w as i64)
-        .filter(|w| *w != i64::MIN);
-    Ok(AsOf { offsets, watermark })
+    read_as_of(&store.snapshot(), scope, partitions)
 }

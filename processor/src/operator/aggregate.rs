@@ -1,17 +1,31 @@
 //! Grouped aggregation, unwindowed or over tumbling, hopping or session
-//! windows, with EMIT CHANGES or EMIT FINAL, grace periods and state purge.
+//! windows, with EMIT CHANGES or EMIT FINAL and grace periods.
 //!
-//! State: per group (and window, or hopping slice) the accumulators of every
-//! aggregate, under `ns::ACCUMULATOR` + the key encoding of `state::key`.
-//! Hopping windows keep one slot per slice (`gcd(size, advance)`) and merge a
-//! window's slices when its row is computed, so an event touches one slot.
-//! In memory: a cache of slots (dirty ones are flushed at each commit, clean
-//! ones evicted beyond a bound), and indexes of open windows, sessions and
-//! hopping slices, rebuilt from the store at restore.
-
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+//! Storage: an aggregate view's rows *are* its accumulators. The rows
+//! column family maps a row key (`state::key`: the view key, plus the
+//! window) to the encoded accumulators (`state::slot`), and readers compute
+//! the columns with [`row_of`] — applying HAVING and, for EMIT FINAL, showing
+//! only windows the committed watermark has closed. So an event updates one
+//! slot in memory, and a commit writes each changed slot once; nothing is
+//! written twice (state and row), and closing a window writes nothing.
+//! Hopping windows are the exception: each slot is a slice of
+//! `gcd(size, advance)` kept in operator state (`ns::ACCUMULATOR` + row
+//! key); a window's row is the merge of its slices, written when it changes
+//! (EMIT CHANGES) or closes (EMIT FINAL) and the slices purged after the
+//! last window using them closes.
+//!
+//! In memory: a cache of slots (dirty ones written at each commit, clean
+//! ones evicted beyond a bound, closed windows dropped), and indexes of the
+//! open windows by close time, of sessions per group and of hopping slices
+//! by purge time. The indexes are complete (rebuilt from the store at
+//! restore), so a slot absent from them is known to be new and costs no
+//! store lookup.
+//!
+//! Row changes ([`RowChange`]) are computed only when something consumes
+//! them: a topic sink, or a change feed.
 
 use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::RowChange;
 use crate::aggregate::{Accumulator, AggregateKind};
@@ -19,6 +33,7 @@ use crate::error::{ProcessorError, Result};
 use crate::event::{Event, OutputRow};
 use crate::plan::{AggregateSpec, ColumnSource, Emit};
 use crate::state::key;
+use crate::state::slot::{self, GroupForm};
 use crate::state::store::{ns, Batch, Store};
 use crate::window::{hopping, session, Window, WindowSpec};
 
@@ -31,11 +46,26 @@ pub enum Outcome {
     Late,
 }
 
+/// Which column family a slot lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Home {
+    /// The rows column family (the slot is a row).
+    Rows,
+    /// Operator state (a hopping slice; its key starts with `ns::ACCUMULATOR`).
+    State,
+}
+
 #[derive(Debug)]
 struct Slot {
+    form: GroupForm,
     accs: Vec<Accumulator>,
+    home: Home,
+    /// Changed since the last flush.
     dirty: bool,
+    /// Removed: the flush deletes it.
     deleted: bool,
+    /// Its window closed: the flush writes it if dirty, then forgets it.
+    closed: bool,
 }
 
 /// The aggregate operator's state.
@@ -43,18 +73,28 @@ struct Slot {
 pub struct AggregateOp {
     spec: AggregateSpec,
     state_cf: String,
+    rows_cf: String,
+    /// Compute [`RowChange`]s (a topic sink or a change feed reads them).
+    emit_changes: bool,
+    /// Write hopping windows' rows (the sink is a view).
+    write_rows: bool,
     cache: HashMap<Vec<u8>, Slot>,
+    /// Keys of slots made dirty since the last flush.
+    dirty: Vec<Vec<u8>>,
     cache_limit: usize,
-    /// (close at = end + grace, group, window) of windows not yet closed.
-    open: BTreeSet<(i64, Vec<u8>, Window)>,
-    /// Session windows per group.
+    /// Row keys of windows not yet closed, by close time (end + grace).
+    open: BTreeMap<i64, HashSet<Vec<u8>>>,
+    /// Open session windows per view key.
     sessions: HashMap<Vec<u8>, Vec<Window>>,
-    /// (purge at, group, slice start) of hopping slices.
-    slices: BTreeSet<(i64, Vec<u8>, i64)>,
-    /// Rows to recompute at the next commit (EMIT CHANGES).
-    changed: BTreeSet<(Vec<u8>, Option<Window>)>,
-    /// Row changes ready to write.
-    ready: BTreeMap<(Vec<u8>, Option<Window>), Option<Value>>,
+    /// Slot keys of hopping slices, by purge time.
+    slices: BTreeMap<i64, HashSet<Vec<u8>>>,
+    /// Row keys whose row changed since the last commit and is recomputed
+    /// then (hopping windows; others only when changes are emitted).
+    changed: HashSet<Vec<u8>>,
+    /// Row changes ready to hand out, by row key (`None` = removed).
+    ready: HashMap<Vec<u8>, Option<Value>>,
+    /// Hopping rows to write at the next flush (`None` = delete).
+    row_writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 fn corrupt(cf: &str, reason: impl Into<String>) -> ProcessorError {
@@ -66,6 +106,7 @@ fn corrupt(cf: &str, reason: impl Into<String>) -> ProcessorError {
 
 /// The key a group's rows are found under: a single string group value as
 /// itself, anything else as JSON text (a JSON array for several columns).
+/// Groups with the same text (`42` and `"42"`) are the same group.
 pub fn view_key(group: &[Value]) -> String {
     match group {
         [Value::String(s)] => s.clone(),
@@ -74,19 +115,76 @@ pub fn view_key(group: &[Value]) -> String {
     }
 }
 
+/// The output row of a group (and window) from its accumulators; `None`
+/// if HAVING rejects it.
+pub fn row_of(
+    spec: &AggregateSpec,
+    group: &[Value],
+    window: Option<Window>,
+    accs: &[Accumulator],
+) -> Option<Value> {
+    let mut row = Map::new();
+    for (name, source) in &spec.columns {
+        let v = match source {
+            ColumnSource::GroupKey(i) => group.get(*i).cloned().unwrap_or(Value::Null),
+            ColumnSource::WindowStart => window.map_or(Value::Null, |w| w.start.into()),
+            ColumnSource::WindowEnd => window.map_or(Value::Null, |w| w.end.into()),
+            ColumnSource::Aggregate(i) => accs.get(*i).map_or(Value::Null, Accumulator::result),
+        };
+        row.insert(name.clone(), v);
+    }
+    if let Some(having) = &spec.having {
+        if !having.is_true(&OutputRow { columns: &row }) {
+            return None;
+        }
+    }
+    Some(Value::Object(row))
+}
+
+/// Splits a row key into its view key text and window.
+fn split_row_key(k: &[u8], windowed: bool) -> Option<(String, Option<Window>)> {
+    if windowed {
+        let (group, start, end) = key::decode_windowed(k)?;
+        Some((
+            String::from_utf8_lossy(&group).into_owned(),
+            Some(Window { start, end }),
+        ))
+    } else {
+        let (group, rest) = key::decode_group_key(k)?;
+        rest.is_empty()
+            .then(|| (String::from_utf8_lossy(&group).into_owned(), None))
+    }
+}
+
 impl AggregateOp {
-    /// An empty operator for `spec`, keeping at most `cache_limit` clean slots.
-    pub fn new(spec: AggregateSpec, state_cf: String, cache_limit: usize) -> Self {
+    /// An empty operator for `spec`. Its slots live in `rows_cf` (the
+    /// view's column family), hopping slices in `state_cf`; at most
+    /// `cache_limit` clean slots stay in memory. `emit_changes` makes
+    /// [`AggregateOp::take_changes`] compute row changes (for a topic sink);
+    /// `write_rows` makes hopping windows write their rows (for a view).
+    pub fn new(
+        spec: AggregateSpec,
+        state_cf: String,
+        rows_cf: String,
+        cache_limit: usize,
+        emit_changes: bool,
+        write_rows: bool,
+    ) -> Self {
         AggregateOp {
             spec,
             state_cf,
+            rows_cf,
+            emit_changes,
+            write_rows,
             cache: HashMap::new(),
+            dirty: Vec::new(),
             cache_limit,
-            open: BTreeSet::new(),
+            open: BTreeMap::new(),
             sessions: HashMap::new(),
-            slices: BTreeSet::new(),
-            changed: BTreeSet::new(),
-            ready: BTreeMap::new(),
+            slices: BTreeMap::new(),
+            changed: HashSet::new(),
+            ready: HashMap::new(),
+            row_writes: Vec::new(),
         }
     }
 
@@ -97,13 +195,8 @@ impl AggregateOp {
             .map(|w| (w.window, w.grace_ms, w.emit))
     }
 
-    fn slot_key(group: &[u8], window: Option<Window>) -> Vec<u8> {
-        let mut k = vec![ns::ACCUMULATOR];
-        match window {
-            Some(w) => k.extend(key::windowed(group, w.start, w.end)),
-            None => k.extend(key::plain(group)),
-        }
-        k
+    fn emit(&self) -> Emit {
+        self.spec.window.as_ref().map_or(Emit::Changes, |w| w.emit)
     }
 
     fn fresh(&self) -> Vec<Accumulator> {
@@ -114,67 +207,135 @@ impl AggregateOp {
             .collect()
     }
 
-    /// The slot for `k`, loaded from the store or created.
-    fn slot(&mut self, store: &Store, k: &[u8]) -> Result<&mut Slot> {
+    fn cf(&self, home: Home) -> &str {
+        match home {
+            Home::Rows => &self.rows_cf,
+            Home::State => &self.state_cf,
+        }
+    }
+
+    /// The cached slot under `k`, loaded from the store when `stored` (it
+    /// may exist there) and not cached, else created empty.
+    fn slot(
+        &mut self,
+        store: &Store,
+        k: &[u8],
+        home: Home,
+        form: GroupForm,
+        stored: bool,
+    ) -> Result<&mut Slot> {
         if !self.cache.contains_key(k) {
-            let accs = match store.get(&self.state_cf, k)? {
-                Some(bytes) => serde_json::from_slice(&bytes)
-                    .map_err(|e| corrupt(&self.state_cf, e.to_string()))?,
-                None => self.fresh(),
+            let loaded = if stored {
+                let cf = self.cf(home);
+                match store.get(cf, k)? {
+                    Some(bytes) => Some(
+                        slot::decode(&bytes).ok_or_else(|| corrupt(cf, "bad accumulator value"))?,
+                    ),
+                    None => None,
+                }
+            } else {
+                None
             };
+            let (form, accs) = loaded.unwrap_or_else(|| (form, self.fresh()));
             self.cache.insert(
                 k.to_vec(),
                 Slot {
+                    form,
                     accs,
+                    home,
                     dirty: false,
                     deleted: false,
+                    closed: false,
                 },
             );
         }
+        let fresh = self.fresh();
         let slot = self.cache.get_mut(k).expect("inserted above");
-        if slot.deleted {
+        if slot.deleted || slot.closed {
             slot.deleted = false;
-            slot.accs = self
-                .spec
-                .aggregates
-                .iter()
-                .map(|a| a.kind.accumulator())
-                .collect();
+            slot.closed = false;
+            slot.accs = fresh;
         }
         Ok(slot)
     }
 
+    fn mark_dirty(&mut self, k: &[u8]) {
+        if let Some(slot) = self.cache.get_mut(k) {
+            if !slot.dirty {
+                slot.dirty = true;
+                self.dirty.push(k.to_vec());
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn add_to(
         &mut self,
         store: &Store,
         k: &[u8],
+        home: Home,
+        form: GroupForm,
+        stored: bool,
         inputs: &[Value],
         position: (u64, u32),
     ) -> Result<()> {
-        let kinds: Vec<AggregateKind> = self.spec.aggregates.iter().map(|a| a.kind).collect();
-        let slot = self.slot(store, k)?;
-        for ((acc, input), kind) in slot.accs.iter_mut().zip(inputs).zip(kinds) {
-            acc.add(input, kind == AggregateKind::CountAll, position);
+        self.slot(store, k, home, form, stored)?;
+        // Split borrows: the slot is in `cache`, the kinds in `spec`.
+        let slot = self.cache.get_mut(k).expect("loaded above");
+        for ((acc, input), spec) in slot.accs.iter_mut().zip(inputs).zip(&self.spec.aggregates) {
+            acc.add(input, spec.kind == AggregateKind::CountAll, position);
         }
-        slot.dirty = true;
+        self.mark_dirty(k);
         Ok(())
     }
 
-    fn delete_slot(&mut self, k: Vec<u8>) {
-        self.cache.insert(
-            k,
-            Slot {
-                accs: Vec::new(),
-                dirty: true,
-                deleted: true,
-            },
-        );
+    fn delete_slot(&mut self, k: &[u8], home: Home) {
+        match self.cache.get_mut(k) {
+            Some(slot) => {
+                slot.deleted = true;
+                slot.accs.clear();
+            }
+            None => {
+                self.cache.insert(
+                    k.to_vec(),
+                    Slot {
+                        form: GroupForm::String,
+                        accs: Vec::new(),
+                        home,
+                        dirty: false,
+                        deleted: true,
+                        closed: false,
+                    },
+                );
+            }
+        }
+        self.mark_dirty(k);
+    }
+
+    /// Forgets a closed window's slot after its last write.
+    fn close_slot(&mut self, k: &[u8]) {
+        if let Some(slot) = self.cache.get_mut(k) {
+            if slot.dirty {
+                slot.closed = true;
+            } else {
+                self.cache.remove(k);
+            }
+        }
     }
 
     /// Applies an event, given the watermark before it.
     pub fn apply(&mut self, store: &Store, event: &Event, watermark: i64) -> Result<Outcome> {
         let group: Vec<Value> = self.spec.group_by.iter().map(|e| e.eval(event)).collect();
-        let group = serde_json::to_vec(&group).expect("JSON values serialize");
+        let form = GroupForm::of(&group);
+        let view_key = match &group[..] {
+            [Value::String(_)] => None,
+            other => Some(view_key(other)),
+        };
+        let vk: &[u8] = match (&view_key, &group[..]) {
+            (Some(k), _) => k.as_bytes(),
+            (None, [Value::String(s)]) => s.as_bytes(),
+            _ => unreachable!("a non-string group has a rendered key"),
+        };
         let inputs: Vec<Value> = self
             .spec
             .aggregates
@@ -183,9 +344,12 @@ impl AggregateOp {
             .collect();
         let position = (event.offset, event.partition);
         let et = event.event_time;
-        let Some((window, grace, _)) = self.window_spec() else {
-            self.add_to(store, &Self::slot_key(&group, None), &inputs, position)?;
-            self.changed.insert((group, None));
+        let Some((window, grace, emit)) = self.window_spec() else {
+            let k = key::plain(vk);
+            self.add_to(store, &k, Home::Rows, form, true, &inputs, position)?;
+            if self.emit_changes {
+                self.changed.insert(k);
+            }
             return Ok(Outcome::Applied);
         };
         let is_open = |w: &Window| w.end.saturating_add(grace) > watermark;
@@ -195,60 +359,61 @@ impl AggregateOp {
                 if !is_open(&w) {
                     return Ok(Outcome::Late);
                 }
-                self.add_to(store, &Self::slot_key(&group, Some(w)), &inputs, position)?;
-                self.track_open(&group, w, grace);
+                let k = key::windowed(vk, w.start, w.end);
+                let stored = self.open_insert(w.end.saturating_add(grace), &k);
+                self.add_to(store, &k, Home::Rows, form, stored, &inputs, position)?;
+                if self.emit_changes && emit == Emit::Changes {
+                    self.changed.insert(k);
+                }
             }
             WindowSpec::Hopping {
                 size_ms,
                 advance_ms,
             } => {
-                let open: Vec<Window> = window
-                    .fixed_windows(et)
-                    .into_iter()
-                    .filter(is_open)
-                    .collect();
+                let mut open = window.fixed_windows(et);
+                open.retain(is_open);
                 if open.is_empty() {
                     return Ok(Outcome::Late);
                 }
                 let slice_ms = hopping::slice_ms(size_ms, advance_ms);
                 let slice = hopping::slice_start(et, slice_ms);
-                let slice_window = Window {
-                    start: slice,
-                    end: slice + slice_ms,
-                };
-                self.add_to(
-                    store,
-                    &Self::slot_key(&group, Some(slice_window)),
-                    &inputs,
-                    position,
-                )?;
+                let mut k = vec![ns::ACCUMULATOR];
+                k.extend(key::windowed(vk, slice, slice + slice_ms));
                 let last_start = slice.div_euclid(advance_ms) * advance_ms;
-                self.slices
-                    .insert((last_start + size_ms + grace, group.clone(), slice));
+                let purge_at = last_start + size_ms + grace;
+                let bucket = self.slices.entry(purge_at).or_default();
+                let stored = bucket.contains(&k);
+                if !stored {
+                    bucket.insert(k.clone());
+                }
+                self.add_to(store, &k, Home::State, form, stored, &inputs, position)?;
                 for w in open {
-                    self.track_open(&group, w, grace);
+                    let rk = key::windowed(vk, w.start, w.end);
+                    self.open_insert(w.end.saturating_add(grace), &rk);
+                    if emit == Emit::Changes {
+                        self.changed.insert(rk);
+                    }
                 }
             }
             WindowSpec::Session { gap_ms } => {
                 if et.saturating_add(gap_ms).saturating_add(grace) <= watermark {
                     return Ok(Outcome::Late);
                 }
-                self.apply_session(store, &group, et, gap_ms, grace, &inputs, position)?;
+                self.apply_session(store, vk, form, et, gap_ms, grace, &inputs, position)?;
             }
         }
         Ok(Outcome::Applied)
     }
 
-    fn track_open(&mut self, group: &[u8], w: Window, grace: i64) {
-        self.open
-            .insert((w.end.saturating_add(grace), group.to_vec(), w));
-        if self
-            .spec
-            .window
-            .as_ref()
-            .is_some_and(|s| s.emit == Emit::Changes)
-        {
-            self.changed.insert((group.to_vec(), Some(w)));
+    /// Adds a row key to the open index; returns true if it was there (its
+    /// slot may be stored).
+    fn open_insert(&mut self, close_at: i64, k: &[u8]) -> bool {
+        let bucket = self.open.entry(close_at).or_default();
+        if bucket.contains(k) {
+            true
+        } else {
+            bucket.insert(k.to_vec());
+            false
         }
     }
 
@@ -256,212 +421,259 @@ impl AggregateOp {
     fn apply_session(
         &mut self,
         store: &Store,
-        group: &[u8],
+        vk: &[u8],
+        form: GroupForm,
         et: i64,
         gap_ms: i64,
         grace: i64,
         inputs: &[Value],
         position: (u64, u32),
     ) -> Result<()> {
-        let existing = self.sessions.get(group).cloned().unwrap_or_default();
+        let existing = self.sessions.get(vk).cloned().unwrap_or_default();
         let merge = session::assign(&existing, et, gap_ms);
         let mut accs = self.fresh();
         for old in &merge.absorbed {
-            let k = Self::slot_key(group, Some(*old));
-            for (acc, part) in accs.iter_mut().zip(&self.slot(store, &k)?.accs.clone()) {
+            let k = key::windowed(vk, old.start, old.end);
+            let part = &self.slot(store, &k, Home::Rows, form, true)?.accs;
+            for (acc, part) in accs.iter_mut().zip(part) {
                 acc.merge(part);
             }
-            self.delete_slot(k);
-            self.open
-                .remove(&(old.end.saturating_add(grace), group.to_vec(), *old));
-            self.changed.remove(&(group.to_vec(), Some(*old)));
-            if *old != merge.window {
+            self.delete_slot(&k, Home::Rows);
+            if let Some(bucket) = self.open.get_mut(&old.end.saturating_add(grace)) {
+                bucket.remove(&k);
+            }
+            self.changed.remove(&k);
+            if *old != merge.window && self.emit_changes {
                 // The absorbed session's row goes away; the merged one replaces it.
-                self.ready.insert((group.to_vec(), Some(*old)), None);
+                self.ready.insert(k, None);
             }
         }
-        let k = Self::slot_key(group, Some(merge.window));
-        let slot = self.slot(store, &k)?;
+        let k = key::windowed(vk, merge.window.start, merge.window.end);
+        let slot = self.slot(store, &k, Home::Rows, form, false)?;
         slot.accs = accs;
-        slot.dirty = true;
-        self.add_to(store, &k, inputs, position)?;
-        let sessions = self.sessions.entry(group.to_vec()).or_default();
+        self.add_to(store, &k, Home::Rows, form, false, inputs, position)?;
+        let sessions = self.sessions.entry(vk.to_vec()).or_default();
         sessions.retain(|s| !merge.absorbed.contains(s));
         sessions.push(merge.window);
-        self.track_open(group, merge.window, grace);
+        self.open_insert(merge.window.end.saturating_add(grace), &k);
+        if self.emit_changes && self.emit() == Emit::Changes {
+            self.changed.insert(k);
+        }
         Ok(())
     }
 
     /// Closes every window whose end + grace the watermark has reached:
-    /// emits its final row (EMIT FINAL) or its last change, and purges its
-    /// state.
+    /// hands out its final row (EMIT FINAL) or its last change, writes a
+    /// hopping window's final row, and drops the window from memory; purges
+    /// hopping slices no open window uses.
     pub fn advance(&mut self, store: &Store, watermark: i64) -> Result<()> {
-        while let Some((close_at, group, w)) = self.open.first().cloned() {
-            if close_at > watermark {
+        let Some((window, _, emit)) = self.window_spec() else {
+            return Ok(());
+        };
+        while let Some(entry) = self.open.first_entry() {
+            if *entry.key() > watermark {
                 break;
             }
-            self.open.pop_first();
-            let changed = self.changed.remove(&(group.clone(), Some(w)));
-            let emit_final = self
-                .spec
-                .window
-                .as_ref()
-                .is_some_and(|s| s.emit == Emit::Final);
-            if emit_final || changed {
-                let row = self.compute_row(store, &group, Some(w))?;
-                self.ready.insert((group.clone(), Some(w)), row);
-            }
-            if let Some((WindowSpec::Session { .. } | WindowSpec::Tumbling { .. }, _, _)) =
-                self.window_spec()
-            {
-                self.delete_slot(Self::slot_key(&group, Some(w)));
-                if let Some(sessions) = self.sessions.get_mut(&group) {
-                    sessions.retain(|s| *s != w);
-                    if sessions.is_empty() {
-                        self.sessions.remove(&group);
+            let mut closing: Vec<Vec<u8>> = entry.remove().into_iter().collect();
+            closing.sort_unstable();
+            for rk in closing {
+                let changed = self.changed.remove(&rk);
+                let (vk, w) = split_row_key(&rk, true)
+                    .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
+                let w = w.expect("windowed");
+                match window {
+                    WindowSpec::Hopping { .. } => {
+                        if emit == Emit::Final || changed {
+                            self.finish_hopping_row(store, &rk, &vk, w)?;
+                        }
+                    }
+                    _ => {
+                        if self.emit_changes && (emit == Emit::Final || changed) {
+                            let row = self.compute_row(store, &rk, &vk, Some(w), true)?;
+                            self.ready.insert(rk.clone(), row);
+                        }
+                        self.close_slot(&rk);
+                        if let Some(sessions) = self.sessions.get_mut(vk.as_bytes()) {
+                            sessions.retain(|s| *s != w);
+                            if sessions.is_empty() {
+                                self.sessions.remove(vk.as_bytes());
+                            }
+                        }
                     }
                 }
             }
         }
-        while let Some((purge_at, group, slice)) = self.slices.first().cloned() {
-            if purge_at > watermark {
+        while let Some(entry) = self.slices.first_entry() {
+            if *entry.key() > watermark {
                 break;
             }
-            self.slices.pop_first();
-            if let Some((
-                WindowSpec::Hopping {
-                    size_ms,
-                    advance_ms,
-                },
-                _,
-                _,
-            )) = self.window_spec()
-            {
-                let slice_ms = hopping::slice_ms(size_ms, advance_ms);
-                self.delete_slot(Self::slot_key(
-                    &group,
-                    Some(Window {
-                        start: slice,
-                        end: slice + slice_ms,
-                    }),
-                ));
+            for k in entry.remove() {
+                self.delete_slot(&k, Home::State);
             }
         }
         Ok(())
     }
 
-    /// The accumulators of a row: its slot, or its merged hopping slices.
-    fn row_accumulators(
+    /// The merged slices of a hopping window, and their group form; `None`
+    /// if no slice holds data.
+    fn merged_slices(
         &mut self,
         store: &Store,
-        group: &[u8],
-        w: Option<Window>,
-    ) -> Result<Vec<Accumulator>> {
-        if let (
-            Some(w),
-            Some((
-                WindowSpec::Hopping {
-                    size_ms,
-                    advance_ms,
-                },
-                _,
-                _,
-            )),
-        ) = (w, self.window_spec())
-        {
-            let slice_ms = hopping::slice_ms(size_ms, advance_ms);
-            let mut accs = self.fresh();
-            for start in hopping::slices_of(w, slice_ms) {
-                let k = Self::slot_key(
-                    group,
-                    Some(Window {
-                        start,
-                        end: start + slice_ms,
-                    }),
-                );
-                let slot = self.slot(store, &k)?;
-                for (acc, part) in accs.iter_mut().zip(&slot.accs) {
-                    acc.merge(part);
-                }
+        vk: &str,
+        w: Window,
+    ) -> Result<Option<(GroupForm, Vec<Accumulator>)>> {
+        let Some((
+            WindowSpec::Hopping {
+                size_ms,
+                advance_ms,
+            },
+            grace,
+            _,
+        )) = self.window_spec()
+        else {
+            return Ok(None);
+        };
+        let slice_ms = hopping::slice_ms(size_ms, advance_ms);
+        let mut accs = self.fresh();
+        let mut form = None;
+        for start in hopping::slices_of(w, slice_ms) {
+            let mut k = vec![ns::ACCUMULATOR];
+            k.extend(key::windowed(vk.as_bytes(), start, start + slice_ms));
+            let purge_at = start.div_euclid(advance_ms) * advance_ms + size_ms + grace;
+            let indexed = self.slices.get(&purge_at).is_some_and(|b| b.contains(&k));
+            let live = self.cache.get(&k).is_some_and(|s| !s.deleted);
+            if !indexed && !live {
+                continue;
             }
-            return Ok(accs);
+            let slot = self.slot(store, &k, Home::State, GroupForm::String, true)?;
+            form.get_or_insert(slot.form);
+            for (acc, part) in accs.iter_mut().zip(&slot.accs) {
+                acc.merge(part);
+            }
         }
-        Ok(self.slot(store, &Self::slot_key(group, w))?.accs.clone())
+        Ok(form.map(|f| (f, accs)))
     }
 
-    /// The output row of a group (and window); `None` if HAVING rejects it.
+    /// Writes a hopping window's row (to the view) and hands out its change.
+    fn finish_hopping_row(&mut self, store: &Store, rk: &[u8], vk: &str, w: Window) -> Result<()> {
+        let Some((form, accs)) = self.merged_slices(store, vk, w)? else {
+            return Ok(());
+        };
+        if self.emit_changes {
+            let group = form
+                .values(vk)
+                .ok_or_else(|| corrupt(&self.rows_cf, "bad group key"))?;
+            self.ready
+                .insert(rk.to_vec(), row_of(&self.spec, &group, Some(w), &accs));
+        }
+        if self.write_rows {
+            self.row_writes
+                .push((rk.to_vec(), Some(slot::encode(form, &accs))));
+        }
+        Ok(())
+    }
+
+    /// The output row of the slot `rk` (a tumbling, session or unwindowed row).
     fn compute_row(
         &mut self,
         store: &Store,
-        group: &[u8],
+        rk: &[u8],
+        vk: &str,
         w: Option<Window>,
+        stored: bool,
     ) -> Result<Option<Value>> {
-        let accs = self.row_accumulators(store, group, w)?;
-        let values: Vec<Value> =
-            serde_json::from_slice(group).map_err(|e| corrupt(&self.state_cf, e.to_string()))?;
-        let mut row = Map::new();
-        for (name, source) in &self.spec.columns {
-            let v = match source {
-                ColumnSource::GroupKey(i) => values.get(*i).cloned().unwrap_or(Value::Null),
-                ColumnSource::WindowStart => w.map_or(Value::Null, |w| w.start.into()),
-                ColumnSource::WindowEnd => w.map_or(Value::Null, |w| w.end.into()),
-                ColumnSource::Aggregate(i) => accs.get(*i).map_or(Value::Null, Accumulator::result),
-            };
-            row.insert(name.clone(), v);
-        }
-        if let Some(having) = &self.spec.having {
-            if !having.is_true(&OutputRow { columns: &row }) {
-                return Ok(None);
-            }
-        }
-        Ok(Some(Value::Object(row)))
+        let slot = self.slot(store, rk, Home::Rows, GroupForm::String, stored)?;
+        let (form, accs) = (slot.form, slot.accs.clone());
+        let group = form
+            .values(vk)
+            .ok_or_else(|| corrupt(&self.rows_cf, "bad group key"))?;
+        Ok(row_of(&self.spec, &group, w, &accs))
     }
 
-    /// Row changes since the last call (EMIT CHANGES rows recomputed once
-    /// each, plus rows finished by `advance`).
+    /// Row changes since the last call, in row-key order: EMIT CHANGES rows
+    /// recomputed once each, plus rows finished by `advance`. Hopping
+    /// windows' changed rows are also queued for the next flush. Empty
+    /// unless the operator emits changes (and, for hopping, writes rows).
     pub fn take_changes(&mut self, store: &Store) -> Result<Vec<RowChange>> {
-        for (group, w) in std::mem::take(&mut self.changed) {
-            let row = self.compute_row(store, &group, w)?;
-            self.ready.insert((group, w), row);
+        let windowed = self.spec.window.is_some();
+        let hopping = matches!(self.window_spec(), Some((WindowSpec::Hopping { .. }, _, _)));
+        let mut changed: Vec<Vec<u8>> = std::mem::take(&mut self.changed).into_iter().collect();
+        changed.sort_unstable();
+        for rk in changed {
+            let (vk, w) = split_row_key(&rk, windowed)
+                .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
+            if hopping {
+                self.finish_hopping_row(store, &rk, &vk, w.expect("windowed"))?;
+            } else if self.emit_changes {
+                let row = self.compute_row(store, &rk, &vk, w, true)?;
+                self.ready.insert(rk, row);
+            }
         }
-        let mut out = Vec::with_capacity(self.ready.len());
-        for ((group, w), row) in std::mem::take(&mut self.ready) {
-            let values: Vec<Value> = serde_json::from_slice(&group)
-                .map_err(|e| corrupt(&self.state_cf, e.to_string()))?;
-            out.push(RowChange {
-                key: view_key(&values),
-                window: w.map(|w| (w.start, w.end)),
-                row,
-            });
-        }
-        Ok(out)
+        let mut ready: Vec<(Vec<u8>, Option<Value>)> = self.ready.drain().collect();
+        ready.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        ready
+            .into_iter()
+            .map(|(rk, row)| {
+                let (key, w) = split_row_key(&rk, windowed)
+                    .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
+                Ok(RowChange {
+                    key,
+                    window: w.map(|w| (w.start, w.end)),
+                    row,
+                })
+            })
+            .collect()
     }
 
-    /// Adds dirty slots to `batch` and marks them clean; evicts clean slots
-    /// beyond the cache bound.
-    pub fn flush(&mut self, batch: &mut Batch) {
-        self.cache.retain(|k, slot| {
-            if slot.dirty {
-                if slot.deleted {
-                    batch.delete(&self.state_cf, k.clone());
-                } else {
-                    batch.put(
-                        &self.state_cf,
-                        k.clone(),
-                        serde_json::to_vec(&slot.accs).expect("serializes"),
-                    );
-                }
-                slot.dirty = false;
+    /// Adds dirty slots (and queued hopping rows) to `batch` and marks them
+    /// clean; forgets deleted and closed slots; evicts clean slots beyond
+    /// the cache bound. Returns the number of rows written to the rows
+    /// column family.
+    pub fn flush(&mut self, batch: &mut Batch) -> u64 {
+        let mut rows = 0;
+        for k in std::mem::take(&mut self.dirty) {
+            let Some(slot) = self.cache.get_mut(&k) else {
+                continue;
+            };
+            if !slot.dirty {
+                continue;
             }
-            !slot.deleted
-        });
-        if self.cache.len() > self.cache_limit {
-            let excess = self.cache.len() - self.cache_limit;
-            let victims: Vec<Vec<u8>> = self.cache.keys().take(excess).cloned().collect();
-            for k in victims {
+            slot.dirty = false;
+            let cf = match slot.home {
+                Home::Rows => {
+                    rows += 1;
+                    &self.rows_cf
+                }
+                Home::State => &self.state_cf,
+            };
+            if slot.deleted {
+                batch.delete(cf, k.clone());
+            } else {
+                batch.put(cf, k.clone(), slot::encode(slot.form, &slot.accs));
+            }
+            if slot.deleted || slot.closed {
                 self.cache.remove(&k);
             }
         }
+        for (k, v) in std::mem::take(&mut self.row_writes) {
+            rows += 1;
+            match v {
+                Some(v) => batch.put(&self.rows_cf, k, v),
+                None => batch.delete(&self.rows_cf, k),
+            }
+        }
+        if self.cache.len() > self.cache_limit {
+            let mut excess = self.cache.len() - self.cache_limit;
+            self.cache.retain(|_, slot| {
+                if excess > 0 && !slot.dirty {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        rows
     }
 
     /// Rebuilds the open-window, session and slice indexes from the store,
@@ -470,25 +682,35 @@ impl AggregateOp {
         let Some((window, grace, _)) = self.window_spec() else {
             return Ok(());
         };
-        let lower = [ns::ACCUMULATOR];
-        let upper = [ns::ACCUMULATOR + 1];
-        let mut after: Vec<u8> = lower.to_vec();
+        let (cf, lower, upper) = match window {
+            WindowSpec::Hopping { .. } => (
+                self.state_cf.clone(),
+                vec![ns::ACCUMULATOR],
+                Some(vec![ns::ACCUMULATOR + 1]),
+            ),
+            _ => (self.rows_cf.clone(), Vec::new(), None),
+        };
+        let mut after = lower.clone();
         loop {
-            let chunk = store.scan(&self.state_cf, &after, Some(&upper), 10_000)?;
-            let Some((last, _)) = chunk.last() else { break };
+            let chunk = store.scan_keys(&cf, &after, upper.as_deref(), 10_000)?;
+            let Some(last) = chunk.last() else { break };
             after = last.clone();
             after.push(0);
-            for (k, _) in &chunk {
-                let (group, start, end) = key::decode_windowed(&k[1..])
-                    .ok_or_else(|| corrupt(&self.state_cf, "bad accumulator key"))?;
+            for k in chunk {
+                let row_key = &k[lower.len()..];
+                let (group, start, end) =
+                    key::decode_windowed(row_key).ok_or_else(|| corrupt(&cf, "bad row key"))?;
                 let w = Window { start, end };
                 match window {
-                    WindowSpec::Tumbling { .. } => {
-                        self.open.insert((end.saturating_add(grace), group, w));
-                    }
-                    WindowSpec::Session { .. } => {
-                        self.sessions.entry(group.clone()).or_default().push(w);
-                        self.open.insert((end.saturating_add(grace), group, w));
+                    WindowSpec::Tumbling { .. } | WindowSpec::Session { .. } => {
+                        let close_at = end.saturating_add(grace);
+                        if close_at <= watermark {
+                            continue;
+                        }
+                        if matches!(window, WindowSpec::Session { .. }) {
+                            self.sessions.entry(group).or_default().push(w);
+                        }
+                        self.open.entry(close_at).or_default().insert(k);
                     }
                     WindowSpec::Hopping {
                         size_ms,
@@ -496,12 +718,17 @@ impl AggregateOp {
                     } => {
                         let last_start = start.div_euclid(advance_ms) * advance_ms;
                         self.slices
-                            .insert((last_start + size_ms + grace, group.clone(), start));
+                            .entry(last_start + size_ms + grace)
+                            .or_default()
+                            .insert(k.clone());
                         // Every window containing this slice that has not closed.
                         for w in hopping::windows_of(start, size_ms, advance_ms) {
-                            if w.end.saturating_add(grace) > watermark {
+                            let close_at = w.end.saturating_add(grace);
+                            if close_at > watermark {
                                 self.open
-                                    .insert((w.end.saturating_add(grace), group.clone(), w));
+                                    .entry(close_at)
+                                    .or_default()
+                                    .insert(key::windowed(&group, w.start, w.end));
                             }
                         }
                     }
@@ -513,6 +740,6 @@ impl AggregateOp {
 
     /// Number of open windows (for metrics).
     pub fn open_windows(&self) -> usize {
-        self.open.len()
+        self.open.values().map(HashSet::len).sum()
     }
 }

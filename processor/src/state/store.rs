@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rocksdb::{
-    properties, BoundColumnFamily, DBWithThreadMode, IteratorMode, MultiThreaded, Options,
-    ReadOptions, WriteBatch, WriteOptions,
+    properties, BlockBasedOptions, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode,
+    IteratorMode, MultiThreaded, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 
 use crate::error::{ProcessorError, Result};
@@ -49,6 +49,23 @@ impl Scope {
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
+/// Options of every column family. Memtables are kept small (16 MiB): state
+/// keys arrive in random order, and a skiplist insert into a large memtable
+/// is mostly cache misses; a memtable bloom filter makes lookups of absent
+/// keys (new groups) cheap, and a block bloom filter does the same on disk.
+fn cf_options() -> Options {
+    let mut opts = Options::default();
+    opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    opts.set_write_buffer_size(16 << 20);
+    opts.set_memtable_prefix_bloom_ratio(0.1);
+    opts.set_memtable_whole_key_filtering(true);
+    let mut table = BlockBasedOptions::default();
+    table.set_bloom_filter(10.0, false);
+    table.set_whole_key_filtering(true);
+    opts.set_block_based_table_factory(&table);
+    opts
+}
+
 /// The state database.
 pub struct Store {
     db: Db,
@@ -65,20 +82,33 @@ impl std::fmt::Debug for Store {
 /// Puts and deletes for one atomic commit, by column family name.
 #[derive(Debug, Default)]
 pub struct Batch {
-    ops: Vec<(String, Vec<u8>, Option<Vec<u8>>)>,
+    /// Column family names, each once; ops refer to them by index.
+    cfs: Vec<String>,
+    ops: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
     bytes: usize,
 }
 
 impl Batch {
+    fn cf_index(&mut self, cf: &str) -> usize {
+        match self.cfs.iter().position(|c| c == cf) {
+            Some(i) => i,
+            None => {
+                self.cfs.push(cf.to_string());
+                self.cfs.len() - 1
+            }
+        }
+    }
     /// Sets `key` to `value` in `cf`.
     pub fn put(&mut self, cf: &str, key: Vec<u8>, value: Vec<u8>) {
         self.bytes += key.len() + value.len();
-        self.ops.push((cf.to_string(), key, Some(value)));
+        let cf = self.cf_index(cf);
+        self.ops.push((cf, key, Some(value)));
     }
     /// Deletes `key` in `cf`.
     pub fn delete(&mut self, cf: &str, key: Vec<u8>) {
         self.bytes += key.len();
-        self.ops.push((cf.to_string(), key, None));
+        let cf = self.cf_index(cf);
+        self.ops.push((cf, key, None));
     }
     /// Number of operations.
     pub fn len(&self) -> usize {
@@ -105,7 +135,10 @@ impl Store {
             Ok(cfs) => cfs,
             Err(_) => vec!["default".to_string()],
         };
-        let db = Db::open_cf(&opts, path, cfs)?;
+        let descriptors = cfs
+            .into_iter()
+            .map(|name| ColumnFamilyDescriptor::new(name, cf_options()));
+        let db = Db::open_cf_descriptors(&opts, path, descriptors)?;
         Ok(Store { db })
     }
 
@@ -119,9 +152,7 @@ impl Store {
     pub fn ensure(&self, scope: &Scope) -> Result<()> {
         for name in [scope.state_cf(), scope.view_cf()] {
             if self.db.cf_handle(&name).is_none() {
-                let mut opts = Options::default();
-                opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
-                self.db.create_cf(&name, &opts)?;
+                self.db.create_cf(&name, &cf_options())?;
             }
         }
         Ok(())
@@ -154,12 +185,17 @@ impl Store {
 
     /// Writes a batch atomically, with the write-ahead log synced.
     pub fn write(&self, batch: Batch) -> Result<()> {
+        let handles = batch
+            .cfs
+            .iter()
+            .map(|name| self.cf(name))
+            .collect::<Result<Vec<_>>>()?;
         let mut wb = WriteBatch::default();
         for (cf, key, value) in &batch.ops {
-            let handle = self.cf(cf)?;
+            let handle = &handles[*cf];
             match value {
-                Some(v) => wb.put_cf(&handle, key, v),
-                None => wb.delete_cf(&handle, key),
+                Some(v) => wb.put_cf(handle, key, v),
+                None => wb.delete_cf(handle, key),
             }
         }
         let mut opts = WriteOptions::default();
@@ -193,6 +229,40 @@ impl Store {
         Ok(out)
     }
 
+    /// Keys in `[lower, upper)` of `cf`, at most `limit`.
+    pub fn scan_keys(
+        &self,
+        cf: &str,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Vec<u8>>> {
+        let handle = self.cf(cf)?;
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = upper {
+            opts.set_iterate_upper_bound(upper.to_vec());
+        }
+        let mut iter = self.db.raw_iterator_cf_opt(&handle, opts);
+        iter.seek(lower);
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let Some(k) = iter.key() else { break };
+            out.push(k.to_vec());
+            iter.next();
+        }
+        iter.status()?;
+        Ok(out)
+    }
+
+    /// A consistent view of the whole store as of now: reads through it
+    /// see one commit, never parts of two.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            store: self,
+            snapshot: self.db.snapshot(),
+        }
+    }
+
     /// Approximate bytes of live data in `cf`.
     pub fn size(&self, cf: &str) -> Result<u64> {
         let handle = self.cf(cf)?;
@@ -203,5 +273,45 @@ impl Store {
             .db
             .property_int_value_cf(&handle, properties::CUR_SIZE_ALL_MEM_TABLES)?;
         Ok(live.unwrap_or(0) + mem.unwrap_or(0))
+    }
+}
+
+/// Reads of the store at one point in time ([`Store::snapshot`]).
+pub struct Snapshot<'a> {
+    store: &'a Store,
+    snapshot: rocksdb::SnapshotWithThreadMode<'a, Db>,
+}
+
+impl Snapshot<'_> {
+    /// Reads one key.
+    pub fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.snapshot.get_cf(&self.store.cf(cf)?, key)?)
+    }
+
+    /// Keys and values in `[lower, upper)` of `cf`, at most `limit`.
+    pub fn scan(
+        &self,
+        cf: &str,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let handle = self.store.cf(cf)?;
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = upper {
+            opts.set_iterate_upper_bound(upper.to_vec());
+        }
+        let mut iter = self.snapshot.raw_iterator_cf_opt(&handle, opts);
+        iter.seek(lower);
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let (Some(k), Some(v)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            out.push((k.to_vec(), v.to_vec()));
+            iter.next();
+        }
+        iter.status()?;
+        Ok(out)
     }
 }
