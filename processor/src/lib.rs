@@ -1,7 +1,7 @@
 //! `kappa-processor`: stream processors and materialized views.
 //!
-//! A processor is a [`plan::Plan`] — built with the Rust [`dsl`] (and, next,
-//! from SQL) — run by a [`runner::Runtime`] that pulls its input topic from
+//! A processor is a [`plan::Plan`] — built with the Rust [`dsl`] or from
+//! ksqlDB-flavoured SQL ([`sql`]) — run by a [`runner::Runtime`] that pulls its input topic from
 //! the log, pushes events through the operators ([`operator`]: dedup,
 //! stream-table join, filter, projection, windowed or running aggregates
 //! over [`window`]s driven by [`watermark`]s), and commits state, view rows,
@@ -22,6 +22,7 @@ pub mod operator;
 pub mod plan;
 pub mod progress;
 pub mod runner;
+pub mod sql;
 pub mod state;
 pub mod version;
 pub mod view;

@@ -1,0 +1,223 @@
+//! The aggregate part of a plan: `GROUP BY` keys, the SELECT list as group
+//! keys, window bounds and aggregates ([`ColumnSource`]), and `HAVING`
+//! rewritten to read output columns by name.
+
+use sqlparser::ast::{self as ast, Ident, SelectItem, Spanned};
+use sqlparser::tokenizer::{Location, Span};
+
+use super::error::{Result, SqlError};
+use super::planner::default_name;
+use super::query::{known, QueryParts};
+use super::resolve::{ident_matches, Resolved, Scope};
+use super::translate::{aggregate_call, AggCall, Names, Translator};
+use crate::expr::Expr;
+use crate::plan::{AggregateColumn, AggregateSpec, ColumnSource, WindowedSpec};
+
+const NESTED: &str = "aggregates cannot be nested";
+const OVER_AGGREGATES: &str =
+    "expressions over aggregates are not supported: select the aggregate itself (and filter with HAVING)";
+
+/// Builds the aggregate of a grouped query.
+pub(crate) fn aggregate_spec(
+    parts: &QueryParts<'_>,
+    scope: &Scope,
+    window: Option<WindowedSpec>,
+    at: Location,
+) -> Result<AggregateSpec> {
+    let names = scope.names("GROUP BY", "group by columns or expressions over them");
+    let tr = Translator { names: &names, at };
+    let mut group_by = Vec::with_capacity(parts.group_by.len());
+    for g in parts.group_by {
+        if let ast::Expr::Value(v) = g {
+            if matches!(v.value, ast::Value::Number(..)) {
+                return Err(SqlError::span(
+                    known(g.span(), at),
+                    "positional GROUP BY is not supported; name the column",
+                ));
+            }
+        }
+        group_by.push(tr.expr(g)?);
+    }
+    let mut spec = AggregateSpec {
+        group_by,
+        window,
+        aggregates: Vec::new(),
+        columns: Vec::new(),
+        having: None,
+    };
+    for (i, item) in parts.select.projection.iter().enumerate() {
+        let (e, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias)),
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                return Err(SqlError::span(
+                    known(item.span(), at),
+                    "SELECT * cannot be used with GROUP BY: list the group columns and aggregates",
+                ))
+            }
+            _ => {
+                return Err(SqlError::span(
+                    known(item.span(), at),
+                    "this kind of SELECT item is not supported",
+                ))
+            }
+        };
+        let span = known(e.span(), at);
+        let name = alias.map_or_else(|| default_name(e, i, scope), |a| a.value.clone());
+        if spec
+            .columns
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(&name))
+        {
+            return Err(SqlError::span(
+                span,
+                format!("duplicate output column '{name}'; give it another name with AS"),
+            ));
+        }
+        let source = column_source(e, &name, &mut spec, scope, at)?;
+        spec.columns.push((name, source));
+    }
+    if let Some(h) = &parts.select.having {
+        let names = HavingNames { scope, spec: &spec };
+        spec.having = Some(Translator { names: &names, at }.expr(h)?);
+    }
+    Ok(spec)
+}
+
+fn strip(e: &ast::Expr) -> &ast::Expr {
+    match e {
+        ast::Expr::Nested(inner) => strip(inner),
+        other => other,
+    }
+}
+
+fn column_ref(e: &ast::Expr) -> Option<&[Ident]> {
+    match strip(e) {
+        ast::Expr::Identifier(id) => Some(std::slice::from_ref(id)),
+        ast::Expr::CompoundIdentifier(ids) => Some(ids.as_slice()),
+        _ => None,
+    }
+}
+
+/// Where one SELECT item of a grouped query comes from.
+fn column_source(
+    e: &ast::Expr,
+    name: &str,
+    spec: &mut AggregateSpec,
+    scope: &Scope,
+    at: Location,
+) -> Result<ColumnSource> {
+    let span = known(e.span(), at);
+    if let Some(parts) = column_ref(e) {
+        let bound = match scope.resolve(parts, span)? {
+            Resolved::WindowStart => Some(ColumnSource::WindowStart),
+            Resolved::WindowEnd => Some(ColumnSource::WindowEnd),
+            _ => None,
+        };
+        if let Some(bound) = bound {
+            if spec.window.is_none() {
+                return Err(SqlError::span(
+                    span,
+                    "WINDOWSTART and WINDOWEND need a WINDOW clause",
+                ));
+            }
+            return Ok(bound);
+        }
+    }
+    if let ast::Expr::Function(f) = strip(e) {
+        if let Some(call) = aggregate_call(f, at)? {
+            let input = aggregate_input(&call, scope, at)?;
+            spec.aggregates.push(AggregateColumn {
+                name: name.to_string(),
+                kind: call.kind,
+                input,
+            });
+            return Ok(ColumnSource::Aggregate(spec.aggregates.len() - 1));
+        }
+    }
+    let names = scope.names("this SELECT item", OVER_AGGREGATES);
+    let expr = Translator { names: &names, at }.expr(e)?;
+    match spec.group_by.iter().position(|g| *g == expr) {
+        Some(i) => Ok(ColumnSource::GroupKey(i)),
+        None => Err(SqlError::span(
+            span,
+            format!(
+                "expected a GROUP BY column, a window bound or an aggregate, found '{e}': add it to GROUP BY or aggregate it"
+            ),
+        )),
+    }
+}
+
+fn aggregate_input(call: &AggCall<'_>, scope: &Scope, at: Location) -> Result<Option<Expr>> {
+    let names = scope.names("an aggregate's argument", NESTED);
+    call.arg
+        .map(|a| Translator { names: &names, at }.expr(a))
+        .transpose()
+}
+
+/// `HAVING` reads the output row: output column names, selected GROUP BY
+/// columns and window bounds, and selected aggregates.
+struct HavingNames<'a> {
+    scope: &'a Scope,
+    spec: &'a AggregateSpec,
+}
+
+impl HavingNames<'_> {
+    fn output(&self, want: &ColumnSource) -> Option<Expr> {
+        self.spec
+            .columns
+            .iter()
+            .find(|(_, s)| s == want)
+            .map(|(n, _)| Expr::Column(n.clone()))
+    }
+}
+
+impl Names for HavingNames<'_> {
+    fn column(&self, parts: &[Ident], span: Span) -> Result<Expr> {
+        if let [id] = parts {
+            if let Some((n, _)) = self.spec.columns.iter().find(|(n, _)| ident_matches(id, n)) {
+                return Ok(Expr::Column(n.clone()));
+            }
+        }
+        let text = parts
+            .iter()
+            .map(|p| p.value.as_str())
+            .collect::<Vec<_>>()
+            .join(".");
+        let found = match self.scope.resolve(parts, span)? {
+            Resolved::WindowStart => self.output(&ColumnSource::WindowStart),
+            Resolved::WindowEnd => self.output(&ColumnSource::WindowEnd),
+            Resolved::Expr(e) => self
+                .spec
+                .group_by
+                .iter()
+                .position(|g| *g == e)
+                .and_then(|i| self.output(&ColumnSource::GroupKey(i))),
+            Resolved::TableKey => None,
+        };
+        found.ok_or_else(|| {
+            SqlError::span(
+                span,
+                format!("HAVING can read output columns only, and '{text}' is not selected: add it to the SELECT list"),
+            )
+        })
+    }
+
+    fn aggregate(&self, call: &AggCall<'_>, span: Span) -> Result<Expr> {
+        let input = aggregate_input(call, self.scope, span.start)?;
+        self.spec
+            .aggregates
+            .iter()
+            .position(|a| a.kind == call.kind && a.input == input)
+            .and_then(|i| self.output(&ColumnSource::Aggregate(i)))
+            .ok_or_else(|| {
+                SqlError::span(
+                    span,
+                    format!(
+                        "HAVING uses {}, which is not in the SELECT list: select it to filter on it",
+                        call.text
+                    ),
+                )
+            })
+    }
+}

@@ -1,0 +1,459 @@
+//! `CREATE .. AS SELECT` into a [`Plan`]: resolves the sources through the
+//! catalog, then builds the operators in plan order (source and event time
+//! → dedup → join → filter → aggregate or projection → sink).
+//!
+//! `CREATE STREAM .. AS` is a per-event projection sunk to a topic; `CREATE
+//! TABLE .. AS` is an aggregate (windowed or running) sunk to a view.
+
+use sqlparser::ast::{self as ast, SelectItem, SelectItemQualifiedWildcardKind, Spanned};
+use sqlparser::tokenizer::{Location, Span};
+
+use super::aggregate::aggregate_spec;
+use super::defaults;
+use super::error::{Result, SqlError};
+use super::lex::{self, normalize};
+use super::query::{known, object_name, JoinParts, QueryParts, Relation};
+use super::resolve::{Resolved, Scope, Side, TableSide};
+use super::statement::{self, parse_sql_expr};
+use super::translate::{aggregate_call, Translator};
+use super::types::{CreateAs, ObjectKind, SourceDecl};
+use super::SourceCatalog;
+use crate::expr::Expr;
+use crate::plan::{
+    DedupSpec, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan, Sink, SourceSpec,
+    WindowedSpec,
+};
+
+/// Plans `stmt`; error positions are in the text it was parsed from.
+pub(crate) fn plan(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
+    build(stmt, catalog).map_err(|e| e.shifted(stmt.line, stmt.column))
+}
+
+fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
+    let statements = lex::split(&stmt.sql)?;
+    let [st] = statements.as_slice() else {
+        return Err(SqlError::new(
+            "expected exactly one CREATE .. AS statement",
+            1,
+            1,
+        ));
+    };
+    let (decl, parsed) = statement::parse_create_as(st)?;
+    let at = st.start;
+    let parts = QueryParts::of(&parsed.query, st.end)?;
+    let stream = lookup(catalog, &parts.from, ObjectKind::Stream)?;
+    let mut scope = Scope {
+        stream: Side {
+            qualifiers: qualifiers(&parts.from),
+            decl: stream,
+        },
+        table: None,
+    };
+    let join = match &parts.join {
+        Some(j) => Some(join_spec(catalog, j, &mut scope, at)?),
+        None => None,
+    };
+    let dedup = match (&decl.dedup, parsed.dedup_span) {
+        (Some(d), Some(span)) => Some(dedup_spec(&d.by, d.ttl_ms, span, &scope)?),
+        _ => None,
+    };
+    let filter = match &parts.select.selection {
+        Some(w) => Some(
+            Translator {
+                names: &scope.names("WHERE", "filter aggregated rows with HAVING"),
+                at,
+            }
+            .expr(w)?,
+        ),
+        None => None,
+    };
+    let window = parsed.clauses.window.as_ref().map(|w| WindowedSpec {
+        window: w.spec,
+        grace_ms: w.grace_ms.unwrap_or(defaults::GRACE_MS),
+        emit: parsed.clauses.emit.map_or(defaults::EMIT, |(emit, _)| emit),
+    });
+    if let (None, Some((crate::plan::Emit::Final, span))) = (&window, parsed.clauses.emit) {
+        return Err(SqlError::span(
+            span,
+            "EMIT FINAL needs a WINDOW clause: a row is final when its window closes",
+        ));
+    }
+    let aggregated = is_aggregated(&parts, at)?;
+    let operation = if aggregated {
+        if decl.kind == ObjectKind::Stream {
+            return Err(SqlError::at(
+                at,
+                "CREATE STREAM .. AS cannot aggregate (GROUP BY, aggregates): an aggregate is a table; use CREATE TABLE .. AS",
+            ));
+        }
+        Operation::Aggregate(aggregate_spec(&parts, &scope, window, at)?)
+    } else {
+        if decl.kind == ObjectKind::Table {
+            return Err(SqlError::at(
+                at,
+                "CREATE TABLE .. AS needs GROUP BY or an aggregate; use CREATE STREAM .. AS for a per-event projection",
+            ));
+        }
+        if let Some(w) = &parsed.clauses.window {
+            return Err(SqlError::span(
+                w.span,
+                "a WINDOW clause needs GROUP BY or an aggregate",
+            ));
+        }
+        Operation::Project {
+            columns: projection(&parts, &scope, at)?,
+        }
+    };
+    let late = match &decl.late_topic {
+        Some(t) if parsed.clauses.window.is_some() => LateHandling::SideOutput(t.clone()),
+        Some(_) => {
+            return Err(SqlError::at(
+                at,
+                "LATE_TOPIC needs a WINDOW clause: only windowed aggregates have late events",
+            ))
+        }
+        None => LateHandling::Drop,
+    };
+    let plan = Plan {
+        name: decl.name.clone(),
+        source: source_spec(&decl, &scope.stream.decl),
+        dedup,
+        join,
+        filter,
+        operation,
+        sink: match decl.kind {
+            ObjectKind::Stream => {
+                Sink::Topic(decl.topic.clone().unwrap_or_else(|| decl.name.clone()))
+            }
+            ObjectKind::Table => Sink::View,
+        },
+        late,
+    };
+    plan.validate().map_err(|reason| SqlError::at(at, reason))?;
+    Ok(plan)
+}
+
+fn source_spec(decl: &CreateAs, stream: &SourceDecl) -> SourceSpec {
+    SourceSpec {
+        topic: stream.topic.clone(),
+        event_time: match &stream.timestamp {
+            Some(col) => EventTime::Field(vec![col.clone()]),
+            None => EventTime::RecordTimestamp,
+        },
+        out_of_orderness_ms: decl.watermark_delay_ms.unwrap_or(stream.watermark_delay_ms),
+        idle_timeout_ms: decl.idle_timeout_ms.unwrap_or(stream.idle_timeout_ms),
+    }
+}
+
+fn qualifiers(r: &Relation) -> Vec<String> {
+    let mut q = vec![r.qualifier()];
+    let name = r.name.normalized();
+    if !q.contains(&name) {
+        q.push(name);
+    }
+    q
+}
+
+/// Looks `r` up and checks it is a `want`.
+fn lookup(catalog: &dyn SourceCatalog, r: &Relation, want: ObjectKind) -> Result<SourceDecl> {
+    let name = r.name.normalized();
+    let Some(decl) = catalog.source(&name) else {
+        return Err(SqlError::span(
+            r.name.span,
+            format!("unknown {want} '{name}'"),
+        ));
+    };
+    if decl.kind != want {
+        let hint = match want {
+            ObjectKind::Stream => "FROM reads a stream; join tables with JOIN .. ON",
+            ObjectKind::Table => "JOIN enriches a stream from a table (the latest row per key)",
+        };
+        return Err(SqlError::span(
+            r.name.span,
+            format!("'{name}' is a {}, not a {want}: {hint}", decl.kind),
+        ));
+    }
+    Ok(decl)
+}
+
+/// Builds the join and puts the table in scope.
+fn join_spec(
+    catalog: &dyn SourceCatalog,
+    j: &JoinParts<'_>,
+    scope: &mut Scope,
+    at: Location,
+) -> Result<JoinSpec> {
+    let table = lookup(catalog, &j.table, ObjectKind::Table)?;
+    let field = j.table.qualifier();
+    let name_span = j.table.alias.as_ref().unwrap_or(&j.table.name).span;
+    if scope.stream.qualifiers.contains(&field) {
+        return Err(SqlError::span(
+            name_span,
+            "the stream and the table need different names or aliases",
+        ));
+    }
+    if let Some(c) = scope
+        .stream
+        .decl
+        .columns
+        .iter()
+        .find(|c| normalize(&c.name, false) == field)
+    {
+        return Err(SqlError::span(
+            name_span,
+            format!(
+                "the table's alias '{field}' would hide stream column '{}'; choose another alias",
+                c.name
+            ),
+        ));
+    }
+    scope.table = Some(TableSide {
+        side: Side {
+            qualifiers: qualifiers(&j.table),
+            decl: table.clone(),
+        },
+        field: field.clone(),
+        key: None,
+    });
+    let stream_key = join_key(j.on, scope, at)?;
+    if let Some(t) = scope.table.as_mut() {
+        t.key = Some(match j.kind {
+            JoinKind::Inner => stream_key.clone(),
+            JoinKind::Left => Expr::Case {
+                operand: None,
+                branches: vec![(
+                    Expr::IsNull {
+                        expr: Box::new(Expr::Field(vec![field.clone()])),
+                        negated: true,
+                    },
+                    stream_key.clone(),
+                )],
+                otherwise: None,
+            },
+        });
+    }
+    Ok(JoinSpec {
+        table_topic: table.topic,
+        stream_key,
+        alias: field,
+        kind: j.kind,
+    })
+}
+
+/// `ON a = b`: one side is the table's key, the other a stream expression.
+fn join_key(on: &ast::Expr, scope: &Scope, at: Location) -> Result<Expr> {
+    let span = known(on.span(), at);
+    let expected = "expected ON <stream expression> = <table key column> (a table is joined on its PRIMARY KEY)";
+    let ast::Expr::BinaryOp {
+        left,
+        op: ast::BinaryOperator::Eq,
+        right,
+    } = strip(on)
+    else {
+        return Err(SqlError::span(span, expected));
+    };
+    let is_key = |e: &ast::Expr| -> Result<bool> {
+        let (parts, span) = match strip(e) {
+            ast::Expr::Identifier(id) => (std::slice::from_ref(id), known(id.span, at)),
+            ast::Expr::CompoundIdentifier(ids) => (ids.as_slice(), known(e.span(), at)),
+            _ => return Ok(false),
+        };
+        Ok(scope.resolve(parts, span)? == Resolved::TableKey)
+    };
+    let stream_side = match (is_key(left)?, is_key(right)?) {
+        (true, false) => right,
+        (false, true) => left,
+        _ => return Err(SqlError::span(span, expected)),
+    };
+    let names = scope.names("ON", "join on columns, not aggregates");
+    let key = Translator { names: &names, at }.expr(stream_side)?;
+    let table_field = scope.table.as_ref().map(|t| t.field.clone());
+    if key
+        .fields()
+        .iter()
+        .any(|p| p.first() == table_field.as_ref())
+    {
+        return Err(SqlError::span(
+            known(stream_side.span(), at),
+            "the stream side of ON must not read the table",
+        ));
+    }
+    Ok(key)
+}
+
+fn strip(e: &ast::Expr) -> &ast::Expr {
+    match e {
+        ast::Expr::Nested(inner) => strip(inner),
+        other => other,
+    }
+}
+
+fn dedup_spec(by: &str, ttl_ms: i64, span: Span, scope: &Scope) -> Result<DedupSpec> {
+    let expr = parse_sql_expr(by)
+        .map_err(|e| SqlError::span(span, format!("DEDUP_BY '{by}': {}", e.message)))?;
+    let stream_only = Scope {
+        stream: scope.stream.clone(),
+        table: None,
+    };
+    let names = stream_only.names("DEDUP_BY", "deduplicate by an event's id");
+    let id = Translator {
+        names: &names,
+        at: span.start,
+    }
+    .expr(&expr)
+    .map_err(|e| SqlError::span(span, format!("DEDUP_BY '{by}': {}", e.message)))?;
+    Ok(DedupSpec { id, ttl_ms })
+}
+
+/// True if the query groups: GROUP BY, HAVING, or an aggregate at the top
+/// of a SELECT item.
+fn is_aggregated(parts: &QueryParts<'_>, at: Location) -> Result<bool> {
+    if !parts.group_by.is_empty() || parts.select.having.is_some() {
+        return Ok(true);
+    }
+    for item in &parts.select.projection {
+        let expr = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => continue,
+        };
+        if let ast::Expr::Function(f) = strip(expr) {
+            if aggregate_call(f, at)?.is_some() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// The output name of an unaliased item: a column's name, else
+/// `KSQL_COL_<position>` as in ksqlDB.
+pub(crate) fn default_name(e: &ast::Expr, position: usize, scope: &Scope) -> String {
+    let last = match strip(e) {
+        ast::Expr::Identifier(id) => Some(std::slice::from_ref(id)),
+        ast::Expr::CompoundIdentifier(ids) => Some(ids.as_slice()),
+        _ => None,
+    };
+    match last {
+        Some(parts) => {
+            let id = &parts[parts.len() - 1];
+            // The declared spelling when it is a declared column.
+            let decls = std::iter::once(&scope.stream.decl)
+                .chain(scope.table.as_ref().map(|t| &t.side.decl));
+            decls
+                .flat_map(|d| d.columns.iter())
+                .find(|c| super::resolve::ident_matches(id, &c.name))
+                .map_or_else(|| id.value.clone(), |c| c.name.clone())
+        }
+        None => format!("KSQL_COL_{position}"),
+    }
+}
+
+/// Output columns of a per-event projection.
+fn projection(parts: &QueryParts<'_>, scope: &Scope, at: Location) -> Result<Vec<(String, Expr)>> {
+    let names = scope.names(
+        "SELECT",
+        "an aggregate needs CREATE TABLE .. AS (with GROUP BY)",
+    );
+    let tr = Translator { names: &names, at };
+    let mut columns: Vec<(String, Expr)> = Vec::new();
+    let mut push = |name: String, e: Expr, span: Span| -> Result<()> {
+        if columns.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return Err(SqlError::span(
+                span,
+                format!("duplicate output column '{name}'; give it another name with AS"),
+            ));
+        }
+        columns.push((name, e));
+        Ok(())
+    };
+    for (i, item) in parts.select.projection.iter().enumerate() {
+        let span = known(item.span(), at);
+        match item {
+            SelectItem::Wildcard(_) => {
+                for (name, e) in star(scope, None, span)? {
+                    push(name, e, span)?;
+                }
+            }
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                let q = object_name(n, at)?;
+                for (name, e) in star(scope, Some(&q.normalized()), span)? {
+                    push(name, e, span)?;
+                }
+            }
+            SelectItem::UnnamedExpr(e) => push(default_name(e, i, scope), tr.expr(e)?, span)?,
+            SelectItem::ExprWithAlias { expr, alias } => {
+                push(alias.value.clone(), tr.expr(expr)?, span)?
+            }
+            _ => {
+                return Err(SqlError::span(
+                    span,
+                    "this kind of SELECT item is not supported",
+                ))
+            }
+        }
+    }
+    Ok(columns)
+}
+
+/// `*` (or `q.*`): the declared columns; with a join, `*` adds the table's
+/// columns prefixed `<table>_`.
+fn star(scope: &Scope, only: Option<&str>, span: Span) -> Result<Vec<(String, Expr)>> {
+    let mut out = Vec::new();
+    let want_stream = only.is_none_or(|q| scope.stream.qualifiers.iter().any(|s| s == q));
+    let table = scope.table.as_ref();
+    let want_table =
+        table.filter(|t| only.is_none_or(|q| t.side.qualifiers.iter().any(|s| s == q)));
+    if !want_stream && want_table.is_none() {
+        return Err(SqlError::span(
+            span,
+            format!(
+                "unknown source '{}' in {}.*",
+                only.unwrap_or(""),
+                only.unwrap_or("")
+            ),
+        ));
+    }
+    if want_stream {
+        if scope.stream.decl.columns.is_empty() {
+            return Err(SqlError::span(
+                span,
+                format!(
+                    "SELECT * needs declared columns, and stream '{}' declares none: list the fields to select",
+                    scope.stream.decl.name
+                ),
+            ));
+        }
+        out.extend(
+            scope
+                .stream
+                .decl
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), scope.stream_column(c))),
+        );
+    }
+    if let Some(t) = want_table {
+        if t.side.decl.columns.is_empty() {
+            return Err(SqlError::span(
+                span,
+                format!(
+                    "SELECT * needs declared columns, and table '{}' declares none",
+                    t.side.decl.name
+                ),
+            ));
+        }
+        let prefix = if only.is_some() {
+            String::new()
+        } else {
+            format!("{}_", t.field)
+        };
+        out.extend(
+            t.side
+                .decl
+                .columns
+                .iter()
+                .map(|c| (format!("{prefix}{}", c.name), scope.table_column(t, c))),
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,257 @@
+//! The one query shape Kappa runs: `SELECT .. FROM stream [alias] [[LEFT]
+//! JOIN table [alias] ON ..] [WHERE ..] [GROUP BY ..] [HAVING ..]` (plus
+//! `LIMIT` for pull queries). [`QueryParts::of`] checks a `sqlparser` query
+//! has it and names its parts; everything else is rejected here, with a
+//! position.
+
+use sqlparser::ast::{
+    Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, ObjectName, ObjectNamePart,
+    Query, Select, SetExpr, Spanned, TableFactor, TableWithJoins,
+};
+use sqlparser::tokenizer::{Location, Span};
+
+use super::error::{Result, SqlError};
+use super::lex::Name;
+use crate::plan::JoinKind;
+
+/// A source named in `FROM` or `JOIN`.
+#[derive(Debug, Clone)]
+pub(crate) struct Relation {
+    /// Its name.
+    pub name: Name,
+    /// `AS alias`, if given.
+    pub alias: Option<Name>,
+}
+
+impl Relation {
+    /// How columns qualify it: the alias, else the name (normalized).
+    pub fn qualifier(&self) -> String {
+        self.alias.as_ref().unwrap_or(&self.name).normalized()
+    }
+}
+
+/// The `JOIN` of a query.
+#[derive(Debug, Clone)]
+pub(crate) struct JoinParts<'q> {
+    /// The joined table.
+    pub table: Relation,
+    /// Inner or left.
+    pub kind: JoinKind,
+    /// The `ON` condition.
+    pub on: &'q Expr,
+}
+
+/// The parts of an accepted query.
+#[derive(Debug, Clone)]
+pub(crate) struct QueryParts<'q> {
+    /// The `SELECT` (projection, WHERE, GROUP BY, HAVING).
+    pub select: &'q Select,
+    /// The `FROM` source.
+    pub from: Relation,
+    /// The `JOIN`, if any.
+    pub join: Option<JoinParts<'q>>,
+    /// The `GROUP BY` expressions.
+    pub group_by: &'q [Expr],
+    /// Where `LIMIT` is, if given.
+    pub limit: Option<Span>,
+    /// The `LIMIT` expression, if given.
+    pub limit_expr: Option<&'q Expr>,
+}
+
+/// A span, or `fallback` when `sqlparser` could not tell (empty spans).
+pub(crate) fn known(span: Span, fallback: Location) -> Span {
+    if span.start.line == 0 {
+        Span::new(fallback, fallback)
+    } else {
+        span
+    }
+}
+
+fn unsupported(span: Span, at: Location, what: &str) -> SqlError {
+    SqlError::span(known(span, at), format!("{what} is not supported"))
+}
+
+impl<'q> QueryParts<'q> {
+    /// Names the parts of `query`, or says what is not supported; `end` is
+    /// where the statement ends (for errors without a position).
+    pub fn of(query: &'q Query, end: Location) -> Result<QueryParts<'q>> {
+        if let Some(with) = &query.with {
+            return Err(unsupported(
+                with.span(),
+                end,
+                "WITH (common table expressions)",
+            ));
+        }
+        if let Some(order) = &query.order_by {
+            return Err(unsupported(order.span(), end, "ORDER BY"));
+        }
+        if let Some(fetch) = &query.fetch {
+            return Err(unsupported(fetch.span(), end, "FETCH"));
+        }
+        let select = match query.body.as_ref() {
+            SetExpr::Select(s) => s.as_ref(),
+            other => {
+                return Err(unsupported(
+                    other.span(),
+                    end,
+                    "a query other than one SELECT (UNION, VALUES, subqueries)",
+                ))
+            }
+        };
+        let (limit, limit_expr) = match &query.limit_clause {
+            None => (None, None),
+            Some(
+                l @ LimitClause::LimitOffset {
+                    limit,
+                    offset: None,
+                    limit_by,
+                },
+            ) if limit_by.is_empty() => (Some(known(l.span(), end)), limit.as_ref()),
+            Some(l) => return Err(unsupported(l.span(), end, "OFFSET")),
+        };
+        let at = known(select.select_token.0.span, end).start;
+        check_select_extras(select, at)?;
+        let (from, join) = from_clause(&select.from, at)?;
+        let group_by = match &select.group_by {
+            GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs.as_slice(),
+            other => {
+                return Err(unsupported(
+                    other.span(),
+                    at,
+                    "GROUP BY ALL / ROLLUP / CUBE",
+                ))
+            }
+        };
+        Ok(QueryParts {
+            select,
+            from,
+            join,
+            group_by,
+            limit,
+            limit_expr,
+        })
+    }
+}
+
+fn check_select_extras(select: &Select, at: Location) -> Result<()> {
+    if select.distinct.is_some() {
+        return Err(SqlError::at(
+            at,
+            "SELECT DISTINCT is not supported; deduplicate with DEDUP_BY, or use COUNT_DISTINCT",
+        ));
+    }
+    if select.top.is_some() || select.into.is_some() {
+        return Err(SqlError::at(at, "TOP and INTO are not supported"));
+    }
+    if !select.named_window.is_empty() {
+        return Err(SqlError::span(
+            known(select.named_window[0].span(), at),
+            "expected WINDOW TUMBLING, HOPPING or SESSION",
+        ));
+    }
+    if select.qualify.is_some() || !select.lateral_views.is_empty() || select.prewhere.is_some() {
+        return Err(SqlError::at(
+            at,
+            "QUALIFY, LATERAL VIEW and PREWHERE are not supported",
+        ));
+    }
+    if !select.sort_by.is_empty()
+        || !select.cluster_by.is_empty()
+        || !select.distribute_by.is_empty()
+    {
+        return Err(SqlError::at(
+            at,
+            "SORT BY, CLUSTER BY and DISTRIBUTE BY are not supported",
+        ));
+    }
+    Ok(())
+}
+
+fn from_clause(from: &[TableWithJoins], at: Location) -> Result<(Relation, Option<JoinParts<'_>>)> {
+    let first = match from {
+        [] => return Err(SqlError::at(at, "expected FROM and a stream name")),
+        [one] => one,
+        [_, second, ..] => {
+            return Err(SqlError::span(
+                known(second.relation.span(), at),
+                "a query reads one stream: use JOIN .. ON to enrich it from a table",
+            ))
+        }
+    };
+    let source = relation(&first.relation, at)?;
+    let join = match first.joins.as_slice() {
+        [] => None,
+        [j] => {
+            let span = known(j.span(), at);
+            let (kind, constraint) =
+                match &j.join_operator {
+                    JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
+                    JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                    _ => return Err(SqlError::span(
+                        span,
+                        "only JOIN (inner) and LEFT JOIN of a stream with a table are supported",
+                    )),
+                };
+            let on = match constraint {
+                JoinConstraint::On(e) => e,
+                _ => {
+                    return Err(SqlError::span(
+                        span,
+                        "expected ON stream_column = table_key in the JOIN",
+                    ))
+                }
+            };
+            Some(JoinParts {
+                table: relation(&j.relation, at)?,
+                kind,
+                on,
+            })
+        }
+        [_, second, ..] => {
+            return Err(SqlError::span(
+                known(second.span(), at),
+                "only one JOIN per query is supported",
+            ))
+        }
+    };
+    Ok((source, join))
+}
+
+fn relation(t: &TableFactor, at: Location) -> Result<Relation> {
+    match t {
+        TableFactor::Table {
+            name, alias, args: None, ..
+        } => {
+            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                return Err(unsupported(t.span(), at, "column aliases on a source"));
+            }
+            Ok(Relation {
+                name: object_name(name, at)?,
+                alias: alias.as_ref().map(|a| Name {
+                    value: a.name.value.clone(),
+                    quoted: a.name.quote_style.is_some(),
+                    span: known(a.name.span, at),
+                }),
+            })
+        }
+        _ => Err(SqlError::span(
+            known(t.span(), at),
+            "expected the name of a stream or table (subqueries and table functions are not supported)",
+        )),
+    }
+}
+
+/// A one-part object name.
+pub(crate) fn object_name(name: &ObjectName, at: Location) -> Result<Name> {
+    match name.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] => Ok(Name {
+            value: id.value.clone(),
+            quoted: id.quote_style.is_some(),
+            span: known(id.span, at),
+        }),
+        _ => Err(SqlError::span(
+            known(name.span(), at),
+            format!("expected a plain name, found '{name}'"),
+        )),
+    }
+}

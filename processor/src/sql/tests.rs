@@ -1,0 +1,705 @@
+//! Statements that must parse and plan: the product brief's examples
+//! verbatim, then each feature of the dialect.
+
+use serde_json::json;
+
+use super::*;
+use crate::aggregate::AggregateKind;
+use crate::expr::{BinaryOp, DataType, Expr, Function};
+use crate::plan::{
+    AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,
+    LateHandling, Operation, Plan, Sink, SourceSpec, WindowedSpec,
+};
+use crate::view::{ViewQuery, ViewRow};
+use crate::window::WindowSpec;
+
+const USER_EVENTS: &str = "CREATE STREAM user_events (
+  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
+) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');";
+
+const PURCHASE_STATS: &str = "CREATE TABLE purchase_stats AS
+SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
+       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
+FROM user_events
+WINDOW TUMBLING (SIZE 5 MINUTES)
+WHERE event_type = 'purchase'
+GROUP BY user_id
+EMIT CHANGES;";
+
+const HIGH_VALUE: &str = "CREATE STREAM high_value_alerts AS
+SELECT * FROM user_events WHERE event_type = 'purchase' AND amount > 100000 EMIT CHANGES;";
+
+const USERS: &str = "CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR, tier VARCHAR)
+  WITH (TOPIC='users');";
+
+fn f(name: &str) -> Expr {
+    Expr::Field(vec![name.to_string()])
+}
+
+fn lit(v: serde_json::Value) -> Expr {
+    Expr::Literal(v)
+}
+
+fn bin(op: BinaryOp, l: Expr, r: Expr) -> Expr {
+    Expr::Binary(op, Box::new(l), Box::new(r))
+}
+
+fn one(sql: &str) -> Statement {
+    let mut all = parse(sql).unwrap_or_else(|e| panic!("{sql}\n{e}"));
+    assert_eq!(all.len(), 1, "{sql}");
+    all.remove(0)
+}
+
+fn source(sql: &str) -> SourceDecl {
+    match one(sql) {
+        Statement::CreateSource(d) => d,
+        other => panic!("not a source: {other:?}"),
+    }
+}
+
+fn create_as(sql: &str) -> CreateAs {
+    match one(sql) {
+        Statement::CreateAs(c) => c,
+        other => panic!("not CREATE AS: {other:?}"),
+    }
+}
+
+fn catalog() -> Vec<SourceDecl> {
+    vec![source(USER_EVENTS), source(USERS)]
+}
+
+fn plan_sql(sql: &str) -> Plan {
+    let c = create_as(sql);
+    let p = plan(&c, &catalog()).unwrap_or_else(|e| panic!("{sql}\n{e}"));
+    p.validate().expect("valid plan");
+    p
+}
+
+fn plan_err(sql: &str) -> SqlError {
+    let c = create_as(sql);
+    plan(&c, &catalog()).expect_err(sql)
+}
+
+fn default_source(topic: &str) -> SourceSpec {
+    SourceSpec {
+        topic: topic.into(),
+        event_time: EventTime::RecordTimestamp,
+        out_of_orderness_ms: defaults::WATERMARK_DELAY_MS,
+        idle_timeout_ms: defaults::IDLE_TIMEOUT_MS,
+    }
+}
+
+fn project(p: &Plan) -> &[(String, Expr)] {
+    match &p.operation {
+        Operation::Project { columns } => columns,
+        other => panic!("not a projection: {other:?}"),
+    }
+}
+
+fn aggregate(p: &Plan) -> &AggregateSpec {
+    match &p.operation {
+        Operation::Aggregate(a) => a,
+        other => panic!("not an aggregate: {other:?}"),
+    }
+}
+
+#[test]
+fn brief_user_events_declares_a_stream() {
+    let d = source(USER_EVENTS);
+    assert_eq!(d.name, "user_events");
+    assert_eq!(d.kind, ObjectKind::Stream);
+    assert_eq!(d.topic, "user_events");
+    assert_eq!(d.value_format, "JSON");
+    assert_eq!(d.timestamp, None);
+    assert_eq!(d.watermark_delay_ms, defaults::WATERMARK_DELAY_MS);
+    assert_eq!(d.partitions, None);
+    let cols: Vec<(&str, SqlType)> = d
+        .columns
+        .iter()
+        .map(|c| (c.name.as_str(), c.sql_type))
+        .collect();
+    assert_eq!(
+        cols,
+        vec![
+            ("user_id", SqlType::Varchar),
+            ("event_type", SqlType::Varchar),
+            (
+                "amount",
+                SqlType::Decimal {
+                    precision: 10,
+                    scale: 2
+                }
+            ),
+            ("event_time", SqlType::Timestamp),
+        ]
+    );
+    assert!(d.columns.iter().all(|c| !c.key));
+    assert!(
+        d.sql.starts_with("CREATE STREAM user_events (") && d.sql.ends_with("VALUE_FORMAT='JSON')")
+    );
+    let text = serde_json::to_string(&d).unwrap();
+    assert_eq!(serde_json::from_str::<SourceDecl>(&text).unwrap(), d);
+}
+
+#[test]
+fn brief_purchase_stats_plans_a_tumbling_aggregate_into_a_view() {
+    let c = create_as(PURCHASE_STATS);
+    assert_eq!(
+        (c.name.as_str(), c.kind, c.or_replace),
+        ("purchase_stats", ObjectKind::Table, false)
+    );
+    assert_eq!(c.sources, vec!["user_events".to_string()]);
+    assert!(c.sql.starts_with("CREATE TABLE purchase_stats AS") && c.sql.ends_with("EMIT CHANGES"));
+    let text = serde_json::to_string(&c).unwrap();
+    assert_eq!(serde_json::from_str::<CreateAs>(&text).unwrap(), c);
+    let p = plan_sql(PURCHASE_STATS);
+    let want = Plan {
+        name: "purchase_stats".into(),
+        source: default_source("user_events"),
+        dedup: None,
+        join: None,
+        filter: Some(bin(BinaryOp::Eq, f("event_type"), lit(json!("purchase")))),
+        operation: Operation::Aggregate(AggregateSpec {
+            group_by: vec![f("user_id")],
+            window: Some(WindowedSpec {
+                window: WindowSpec::Tumbling { size_ms: 300_000 },
+                grace_ms: defaults::GRACE_MS,
+                emit: Emit::Changes,
+            }),
+            aggregates: vec![
+                AggregateColumn {
+                    name: "purchase_count".into(),
+                    kind: AggregateKind::CountAll,
+                    input: None,
+                },
+                AggregateColumn {
+                    name: "total_amount".into(),
+                    kind: AggregateKind::Sum,
+                    input: Some(f("amount")),
+                },
+                AggregateColumn {
+                    name: "avg_amount".into(),
+                    kind: AggregateKind::Avg,
+                    input: Some(f("amount")),
+                },
+            ],
+            columns: vec![
+                ("user_id".into(), ColumnSource::GroupKey(0)),
+                ("window_start".into(), ColumnSource::WindowStart),
+                ("window_end".into(), ColumnSource::WindowEnd),
+                ("purchase_count".into(), ColumnSource::Aggregate(0)),
+                ("total_amount".into(), ColumnSource::Aggregate(1)),
+                ("avg_amount".into(), ColumnSource::Aggregate(2)),
+            ],
+            having: None,
+        }),
+        sink: Sink::View,
+        late: LateHandling::Drop,
+    };
+    assert_eq!(p, want);
+}
+
+#[test]
+fn brief_high_value_alerts_plans_a_filtered_projection_into_a_topic() {
+    let p = plan_sql(HIGH_VALUE);
+    let want = Plan {
+        name: "high_value_alerts".into(),
+        source: default_source("user_events"),
+        dedup: None,
+        join: None,
+        filter: Some(bin(
+            BinaryOp::And,
+            bin(BinaryOp::Eq, f("event_type"), lit(json!("purchase"))),
+            bin(BinaryOp::Gt, f("amount"), lit(json!(100000))),
+        )),
+        operation: Operation::Project {
+            columns: ["user_id", "event_type", "amount", "event_time"]
+                .iter()
+                .map(|c| (c.to_string(), f(c)))
+                .collect(),
+        },
+        sink: Sink::Topic("high_value_alerts".into()),
+        late: LateHandling::Drop,
+    };
+    assert_eq!(p, want);
+}
+
+#[test]
+fn brief_statements_parse_together_in_one_request() {
+    let all = parse(&format!(
+        "{USER_EVENTS}\n\n{PURCHASE_STATS}\n\n{HIGH_VALUE}"
+    ))
+    .unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(matches!(all[0], Statement::CreateSource(_)));
+    let Statement::CreateAs(c) = &all[2] else {
+        panic!()
+    };
+    // The third statement starts on line 14 of the combined text.
+    assert_eq!((c.line, c.column), (14, 1));
+    assert!(plan(c, &catalog()).is_ok());
+}
+
+#[test]
+fn with_properties_timestamp_watermark_idle_partitions() {
+    let d = source(
+        "create stream Clicks (Ts BIGINT, url STRING, id VARCHAR KEY) with (topic='clicks', timestamp='ts', \
+         watermark_delay='2 seconds', idle_timeout='1 MINUTE', partitions=4, replicas=1, key_format='KAFKA')",
+    );
+    assert_eq!(d.name, "clicks");
+    assert_eq!(d.timestamp.as_deref(), Some("Ts"));
+    assert_eq!(d.watermark_delay_ms, 2_000);
+    assert_eq!(d.idle_timeout_ms, 60_000);
+    assert_eq!(d.partitions, Some(4));
+    assert_eq!(d.key_column().map(|c| c.name.as_str()), Some("id"));
+    let cat = vec![d];
+    let c = create_as("CREATE STREAM c2 WITH (KAFKA_TOPIC='out', WATERMARK_DELAY=250) AS SELECT id, URL FROM clicks");
+    let p = plan(&c, &cat).unwrap();
+    assert_eq!(p.source.event_time, EventTime::Field(vec!["Ts".into()]));
+    assert_eq!(p.source.out_of_orderness_ms, 250);
+    assert_eq!(p.source.idle_timeout_ms, 60_000);
+    assert_eq!(p.sink, Sink::Topic("out".into()));
+    assert_eq!(
+        project(&p),
+        &[("id".to_string(), Expr::Key), ("url".to_string(), f("url"))]
+    );
+}
+
+#[test]
+fn durations_take_every_unit_singular_or_plural() {
+    for (text, ms) in [
+        ("1 MILLISECOND", 1),
+        ("7 milliseconds", 7),
+        ("1 second", 1_000),
+        ("3 SECONDS", 3_000),
+        ("1 minute", 60_000),
+        ("2 Minutes", 120_000),
+        ("1 HOUR", 3_600_000),
+        ("2 hours", 7_200_000),
+        ("1 DAY", 86_400_000),
+        ("2 days", 172_800_000),
+    ] {
+        assert_eq!(ksql::parse_duration_text(text), Some(ms), "{text}");
+    }
+    assert_eq!(ksql::parse_duration_text("5 FORTNIGHTS"), None);
+    assert_eq!(ksql::parse_duration_text("-5 SECONDS"), None);
+    assert_eq!(ksql::parse_duration_text("99999999999999 DAYS"), None);
+}
+
+#[test]
+fn hopping_and_session_windows_with_grace_and_emit_final() {
+    let p = plan_sql(
+        "CREATE TABLE h AS SELECT user_id, COUNT(*) AS n FROM user_events \
+         WINDOW HOPPING (SIZE 10 MINUTES, ADVANCE BY 1 MINUTE, GRACE PERIOD 30 SECONDS) \
+         GROUP BY user_id EMIT FINAL",
+    );
+    let w = aggregate(&p).window.clone().unwrap();
+    assert_eq!(
+        w.window,
+        WindowSpec::Hopping {
+            size_ms: 600_000,
+            advance_ms: 60_000
+        }
+    );
+    assert_eq!((w.grace_ms, w.emit), (30_000, Emit::Final));
+    let p = plan_sql(
+        "CREATE TABLE s AS SELECT user_id, WINDOWSTART, WINDOWEND, MAX(amount) AS top \
+         FROM user_events WINDOW SESSION (5 MINUTES) GROUP BY user_id",
+    );
+    let a = aggregate(&p);
+    assert_eq!(
+        a.window.as_ref().unwrap().window,
+        WindowSpec::Session { gap_ms: 300_000 }
+    );
+    assert_eq!(a.window.as_ref().unwrap().emit, Emit::Changes);
+    let names: Vec<&str> = a.columns.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["user_id", "WINDOWSTART", "WINDOWEND", "top"]);
+    let p = plan_sql(
+        "CREATE TABLE t AS SELECT user_id, COUNT(*) AS n FROM user_events \
+         WINDOW TUMBLING (SIZE 1 HOUR, GRACE PERIOD 10 MINUTES) GROUP BY user_id",
+    );
+    assert_eq!(aggregate(&p).window.as_ref().unwrap().grace_ms, 600_000);
+}
+
+#[test]
+fn every_aggregate_kind_and_running_aggregates() {
+    let p = plan_sql(
+        "CREATE TABLE k AS SELECT event_type, COUNT(*) AS a, COUNT(user_id) AS b, SUM(amount) AS c, \
+         AVG(amount) AS d, MIN(amount) AS e, MAX(amount) AS f, COUNT_DISTINCT(user_id) AS g, \
+         COUNT(DISTINCT user_id) AS h, LATEST_BY_OFFSET(amount) AS i, EARLIEST_BY_OFFSET(amount) AS j \
+         FROM user_events GROUP BY event_type",
+    );
+    let a = aggregate(&p);
+    assert!(a.window.is_none());
+    let kinds: Vec<AggregateKind> = a.aggregates.iter().map(|x| x.kind).collect();
+    use AggregateKind::*;
+    assert_eq!(
+        kinds,
+        [
+            CountAll,
+            Count,
+            Sum,
+            Avg,
+            Min,
+            Max,
+            CountDistinct,
+            CountDistinct,
+            Latest,
+            Earliest
+        ]
+    );
+    // A global aggregate: no GROUP BY.
+    let p = plan_sql("CREATE TABLE total AS SELECT COUNT(*) FROM user_events");
+    let a = aggregate(&p);
+    assert!(a.group_by.is_empty());
+    assert_eq!(
+        a.columns,
+        vec![("KSQL_COL_0".to_string(), ColumnSource::Aggregate(0))]
+    );
+}
+
+#[test]
+fn having_reads_output_columns() {
+    let p = plan_sql(
+        "CREATE TABLE big AS SELECT user_id, COUNT(*) AS n, SUM(amount) AS total FROM user_events \
+         GROUP BY user_id HAVING COUNT(*) > 2 AND total >= 10 AND user_id <> 'bot'",
+    );
+    let want = bin(
+        BinaryOp::And,
+        bin(
+            BinaryOp::And,
+            bin(BinaryOp::Gt, Expr::Column("n".into()), lit(json!(2))),
+            bin(BinaryOp::GtEq, Expr::Column("total".into()), lit(json!(10))),
+        ),
+        bin(
+            BinaryOp::NotEq,
+            Expr::Column("user_id".into()),
+            lit(json!("bot")),
+        ),
+    );
+    assert_eq!(aggregate(&p).having, Some(want));
+}
+
+#[test]
+fn expressions_translate_to_expr_trees() {
+    let p = plan_sql(
+        "CREATE STREAM x AS SELECT \
+           amount * 2 + 1 AS a, \
+           CASE WHEN amount > 10 THEN 'big' ELSE 'small' END AS b, \
+           CAST(amount AS DOUBLE) AS c, \
+           UPPER(user_id) AS d, \
+           user_id || '-' || event_type AS e, \
+           COALESCE(amount, 0) AS g, \
+           -5 AS h, \
+           SUBSTRING(user_id, 2, 3) AS i, \
+           ROWKEY AS k, ROWTIME AS t \
+         FROM user_events \
+         WHERE NOT (user_id IS NULL) AND event_type IN ('a', 'b') AND amount BETWEEN 1 AND 5 \
+           AND user_id LIKE 'u%' AND event_type NOT IN ('c') AND amount IS NOT NULL OR amount <= 0",
+    );
+    let cols = project(&p);
+    assert_eq!(
+        cols[0].1,
+        bin(
+            BinaryOp::Add,
+            bin(BinaryOp::Mul, f("amount"), lit(json!(2))),
+            lit(json!(1))
+        )
+    );
+    assert_eq!(
+        cols[1].1,
+        Expr::Case {
+            operand: None,
+            branches: vec![(
+                bin(BinaryOp::Gt, f("amount"), lit(json!(10))),
+                lit(json!("big"))
+            )],
+            otherwise: Some(Box::new(lit(json!("small")))),
+        }
+    );
+    assert_eq!(
+        cols[2].1,
+        Expr::Cast(Box::new(f("amount")), DataType::Double)
+    );
+    assert_eq!(
+        cols[3].1,
+        Expr::Function(Function::Upper, vec![f("user_id")])
+    );
+    assert_eq!(
+        cols[4].1,
+        bin(
+            BinaryOp::Concat,
+            bin(BinaryOp::Concat, f("user_id"), lit(json!("-"))),
+            f("event_type")
+        )
+    );
+    assert_eq!(
+        cols[5].1,
+        Expr::Function(Function::Coalesce, vec![f("amount"), lit(json!(0))])
+    );
+    assert_eq!(cols[6].1, lit(json!(-5)));
+    assert_eq!(
+        cols[7].1,
+        Expr::Function(
+            Function::Substring,
+            vec![f("user_id"), lit(json!(2)), lit(json!(3))]
+        )
+    );
+    assert_eq!(cols[8].1, Expr::Key);
+    assert_eq!(cols[9].1, Expr::RecordTimestamp);
+    let filter = p.filter.unwrap();
+    let fields = filter.fields();
+    assert!(
+        fields.contains(&vec!["user_id".to_string()])
+            && fields.contains(&vec!["amount".to_string()])
+    );
+    let Expr::Binary(BinaryOp::Or, _, _) = filter else {
+        panic!("OR binds loosest: {filter:?}")
+    };
+}
+
+#[test]
+fn identifiers_are_case_insensitive_unless_quoted() {
+    let p = plan_sql("create stream Loud as select USER_ID, Amount AS \"Amt\" from USER_EVENTS where EVENT_TYPE = 'x'");
+    assert_eq!(p.name, "loud");
+    assert_eq!(p.sink, Sink::Topic("loud".into()));
+    assert_eq!(
+        project(&p),
+        &[
+            ("user_id".to_string(), f("user_id")),
+            ("Amt".to_string(), f("amount"))
+        ]
+    );
+    let quoted = plan_err("CREATE STREAM q AS SELECT \"USER_ID\" FROM user_events");
+    assert!(
+        quoted.message.contains("unknown column 'USER_ID'"),
+        "{quoted}"
+    );
+    let ok = plan_sql("CREATE STREAM q AS SELECT \"user_id\", `event_type` FROM user_events");
+    assert_eq!(project(&ok).len(), 2);
+}
+
+#[test]
+fn schemaless_streams_read_fields_as_written_and_reject_star() {
+    let raw = source("CREATE STREAM raw WITH (KAFKA_TOPIC='raw')");
+    assert!(raw.columns.is_empty());
+    let cat = vec![raw];
+    let c = create_as("CREATE STREAM r2 AS SELECT userId, payload.items.first_item AS first FROM raw WHERE Kind = 'x'");
+    let p = plan(&c, &cat).unwrap();
+    assert_eq!(project(&p)[0], ("userId".to_string(), f("userId")));
+    assert_eq!(
+        project(&p)[1].1,
+        Expr::Field(vec!["payload".into(), "items".into(), "first_item".into()])
+    );
+    let c = create_as("CREATE STREAM r3 AS SELECT * FROM raw");
+    let e = plan(&c, &cat).unwrap_err();
+    assert!(e.message.contains("SELECT * needs declared columns"), "{e}");
+}
+
+#[test]
+fn stream_table_joins_inner_and_left() {
+    let p = plan_sql(
+        "CREATE STREAM enriched AS SELECT e.user_id, u.name, u.id AS uid, amount \
+         FROM user_events e LEFT JOIN users u ON e.user_id = u.id WHERE u.tier = 'gold'",
+    );
+    assert_eq!(
+        p.join,
+        Some(JoinSpec {
+            table_topic: "users".into(),
+            stream_key: f("user_id"),
+            alias: "u".into(),
+            kind: JoinKind::Left,
+        })
+    );
+    let cols = project(&p);
+    assert_eq!(
+        cols[1],
+        (
+            "name".to_string(),
+            Expr::Field(vec!["u".into(), "name".into()])
+        )
+    );
+    assert!(
+        matches!(cols[2].1, Expr::Case { .. }),
+        "a LEFT JOIN's table key is null when unmatched"
+    );
+    assert_eq!(
+        p.filter,
+        Some(bin(
+            BinaryOp::Eq,
+            Expr::Field(vec!["u".into(), "tier".into()]),
+            lit(json!("gold"))
+        ))
+    );
+    let p = plan_sql(
+        "CREATE STREAM j AS SELECT * FROM user_events JOIN users ON users.id = UPPER(user_id)",
+    );
+    let j = p.join.clone().unwrap();
+    assert_eq!((j.kind, j.alias.as_str()), (JoinKind::Inner, "users"));
+    assert_eq!(
+        j.stream_key,
+        Expr::Function(Function::Upper, vec![f("user_id")])
+    );
+    let names: Vec<&str> = project(&p).iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "user_id",
+            "event_type",
+            "amount",
+            "event_time",
+            "users_id",
+            "users_name",
+            "users_tier"
+        ]
+    );
+    // Table columns in an aggregate over a join.
+    let p = plan_sql(
+        "CREATE TABLE by_tier AS SELECT u.tier, COUNT(*) AS n FROM user_events s JOIN users u ON s.user_id = u.id GROUP BY u.tier",
+    );
+    assert_eq!(
+        aggregate(&p).group_by,
+        vec![Expr::Field(vec!["u".into(), "tier".into()])]
+    );
+}
+
+#[test]
+fn dedup_late_topic_and_create_or_replace() {
+    let c = create_as(
+        "CREATE OR REPLACE TABLE d WITH (DEDUP_BY='user_id', DEDUP_TTL='10 MINUTES', LATE_TOPIC='late') AS \
+         SELECT user_id, COUNT(*) AS n FROM user_events WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY user_id",
+    );
+    assert!(c.or_replace);
+    assert_eq!(c.late_topic.as_deref(), Some("late"));
+    assert_eq!(
+        c.dedup.as_ref().map(|d| (d.by.as_str(), d.ttl_ms)),
+        Some(("user_id", 600_000))
+    );
+    let p = plan(&c, &catalog()).unwrap();
+    assert_eq!(
+        p.dedup,
+        Some(DedupSpec {
+            id: f("user_id"),
+            ttl_ms: 600_000
+        })
+    );
+    assert_eq!(p.late, LateHandling::SideOutput("late".into()));
+    let p = plan_sql("CREATE STREAM d2 WITH (DEDUP_BY='user_id') AS SELECT * FROM user_events");
+    assert_eq!(p.dedup.unwrap().ttl_ms, defaults::DEDUP_TTL_MS);
+}
+
+#[test]
+fn drop_show_describe() {
+    assert_eq!(
+        one("DROP STREAM IF EXISTS Foo"),
+        Statement::Drop {
+            kind: ObjectKind::Stream,
+            name: "foo".into(),
+            if_exists: true
+        }
+    );
+    assert_eq!(
+        one("drop table \"Bar\";"),
+        Statement::Drop {
+            kind: ObjectKind::Table,
+            name: "Bar".into(),
+            if_exists: false
+        }
+    );
+    assert_eq!(one("SHOW STREAMS"), Statement::Show(ShowWhat::Streams));
+    assert_eq!(one("show tables;"), Statement::Show(ShowWhat::Tables));
+    assert_eq!(one("SHOW VIEWS"), Statement::Show(ShowWhat::Views));
+    assert_eq!(one("LIST TOPICS"), Statement::Show(ShowWhat::Topics));
+    assert_eq!(
+        one("DESCRIBE Purchase_Stats"),
+        Statement::Describe("purchase_stats".into())
+    );
+    let all = parse("-- comment\nSHOW STREAMS; SHOW TABLES;;").unwrap();
+    assert_eq!(all.len(), 2);
+}
+
+#[test]
+fn pull_queries_map_to_view_queries() {
+    let Statement::Select(q) = one("SELECT * FROM purchase_stats WHERE user_id = 'u1'") else {
+        panic!()
+    };
+    assert_eq!(q.view, "purchase_stats");
+    assert_eq!(q.key.as_deref(), Some("u1"));
+    assert_eq!(q.key_column.as_deref(), Some("user_id"));
+    assert_eq!(q.view_query(), ViewQuery::Key("u1".into()));
+    let Statement::Select(q) = one(
+        "SELECT user_id, total_amount FROM purchase_stats WHERE user_id = 'u1' \
+         AND WINDOWSTART >= '2024-01-01T00:00:00Z' AND WINDOWSTART < 1704067500000 AND WINDOWEND <= 1704067800000 LIMIT 10",
+    ) else {
+        panic!()
+    };
+    assert_eq!(
+        q.columns,
+        Some(vec!["user_id".into(), "total_amount".into()])
+    );
+    assert_eq!(
+        q.window_start,
+        TimeRange {
+            from_ms: Some(1_704_067_200_000),
+            to_ms: Some(1_704_067_500_000)
+        }
+    );
+    assert_eq!(
+        q.window_end,
+        TimeRange {
+            from_ms: None,
+            to_ms: Some(1_704_067_800_001)
+        }
+    );
+    assert_eq!(q.limit, Some(10));
+    assert_eq!(
+        q.view_query(),
+        ViewQuery::KeyWindows {
+            key: "u1".into(),
+            from: 1_704_067_200_000,
+            to: 1_704_067_500_000
+        }
+    );
+    let row = |ws: i64, we: i64| ViewRow {
+        key: "u1".into(),
+        window_start: Some(ws),
+        window_end: Some(we),
+        row: json!({}),
+    };
+    assert!(q.matches(&row(1_704_067_200_000, 1_704_067_500_000)));
+    assert!(!q.matches(&row(1_704_067_500_000, 1_704_067_800_000)));
+    let Statement::Select(q) =
+        one("SELECT * FROM counts WHERE id = 42 AND WINDOWSTART BETWEEN 0 AND 10")
+    else {
+        panic!()
+    };
+    assert_eq!(q.key.as_deref(), Some("42"));
+    assert_eq!(
+        q.window_start,
+        TimeRange {
+            from_ms: Some(0),
+            to_ms: Some(11)
+        }
+    );
+    let Statement::Select(q) = one("SELECT * FROM counts") else {
+        panic!()
+    };
+    assert_eq!(q.view_query(), ViewQuery::All);
+}
+
+#[test]
+fn plan_positions_point_into_the_submitted_text() {
+    let text = format!("{USER_EVENTS}\nCREATE STREAM x AS\n  SELECT nope FROM user_events;");
+    let all = parse(&text).unwrap();
+    let Statement::CreateAs(c) = &all[1] else {
+        panic!()
+    };
+    let e = plan(c, &catalog()).unwrap_err();
+    assert_eq!((e.line, e.column), (5, 10), "{e}");
+    assert!(e.message.contains("unknown column 'nope'"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("line 5, column 10: unknown column"),
+        "{e}"
+    );
+}

@@ -1,0 +1,200 @@
+//! The typed values statements parse into. Declarations ([`SourceDecl`],
+//! [`CreateAs`]) are plain serializable data: the server persists them in
+//! its catalog and re-plans a [`CreateAs`] from its SQL text.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::pull::PullQuery;
+
+/// A parsed statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// `CREATE STREAM|TABLE name (cols..) WITH (..)`: a schema over a topic.
+    CreateSource(SourceDecl),
+    /// `CREATE [OR REPLACE] STREAM|TABLE name [WITH (..)] AS SELECT ..`: a
+    /// processor feeding a topic (stream) or a view (table).
+    CreateAs(CreateAs),
+    /// `DROP STREAM|TABLE [IF EXISTS] name`.
+    Drop {
+        /// Stream or table.
+        kind: ObjectKind,
+        /// The (normalized) name.
+        name: String,
+        /// `IF EXISTS` was given: dropping a missing object is not an error.
+        if_exists: bool,
+    },
+    /// `SHOW STREAMS|TABLES|VIEWS|TOPICS`.
+    Show(ShowWhat),
+    /// `DESCRIBE name`: the (normalized) name of a stream, table or view.
+    Describe(String),
+    /// A pull query on a view.
+    Select(PullQuery),
+}
+
+/// Stream (an append-only sequence of events) or table (latest row per key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectKind {
+    /// `STREAM`.
+    Stream,
+    /// `TABLE`.
+    Table,
+}
+
+impl fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ObjectKind::Stream => "stream",
+            ObjectKind::Table => "table",
+        })
+    }
+}
+
+/// What `SHOW` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShowWhat {
+    /// `SHOW STREAMS`.
+    Streams,
+    /// `SHOW TABLES`.
+    Tables,
+    /// `SHOW VIEWS`.
+    Views,
+    /// `SHOW TOPICS`.
+    Topics,
+}
+
+/// A declared column type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum SqlType {
+    /// `BOOLEAN`.
+    Boolean,
+    /// `INT`/`INTEGER` (32-bit in ksqlDB; evaluated as 64-bit here).
+    Integer,
+    /// `BIGINT`.
+    BigInt,
+    /// `DOUBLE`.
+    Double,
+    /// `DECIMAL(precision, scale)`.
+    Decimal {
+        /// Significant digits.
+        precision: u32,
+        /// Digits after the point.
+        scale: u32,
+    },
+    /// `VARCHAR`/`STRING`.
+    Varchar,
+    /// `TIMESTAMP`: epoch milliseconds or an RFC 3339 string in the JSON.
+    Timestamp,
+    /// `BYTES`, `ARRAY<..>`, `MAP<..>`, `STRUCT<..>`: read as raw JSON.
+    Json,
+}
+
+impl fmt::Display for SqlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SqlType::Boolean => f.write_str("BOOLEAN"),
+            SqlType::Integer => f.write_str("INTEGER"),
+            SqlType::BigInt => f.write_str("BIGINT"),
+            SqlType::Double => f.write_str("DOUBLE"),
+            SqlType::Decimal { precision, scale } => write!(f, "DECIMAL({precision}, {scale})"),
+            SqlType::Varchar => f.write_str("VARCHAR"),
+            SqlType::Timestamp => f.write_str("TIMESTAMP"),
+            SqlType::Json => f.write_str("JSON"),
+        }
+    }
+}
+
+/// One declared column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnDecl {
+    /// The name as declared: the JSON field it reads (quoted or not, the
+    /// spelling is kept).
+    pub name: String,
+    /// Its type.
+    pub sql_type: SqlType,
+    /// `KEY` (stream) or `PRIMARY KEY` (table): the column is the record
+    /// key, not a field of the value.
+    pub key: bool,
+}
+
+/// A stream or table declared over a topic (`CREATE STREAM|TABLE .. WITH`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceDecl {
+    /// Normalized name (lower-cased unless quoted).
+    pub name: String,
+    /// Stream or table.
+    pub kind: ObjectKind,
+    /// Declared columns, in order (empty: schemaless JSON, fields are read
+    /// by the names queries use).
+    pub columns: Vec<ColumnDecl>,
+    /// The topic (`KAFKA_TOPIC` or `TOPIC`).
+    pub topic: String,
+    /// Value format; only `JSON`.
+    pub value_format: String,
+    /// Event-time column (`TIMESTAMP='col'`, declared spelling); `None`
+    /// means the record timestamp.
+    pub timestamp: Option<String>,
+    /// Bounded out-of-orderness of the watermark (`WATERMARK_DELAY`).
+    pub watermark_delay_ms: i64,
+    /// A partition idle this long stops holding the watermark (`IDLE_TIMEOUT`).
+    pub idle_timeout_ms: i64,
+    /// Partitions to create the topic with if it does not exist (`PARTITIONS`).
+    pub partitions: Option<u32>,
+    /// The original statement text.
+    pub sql: String,
+}
+
+impl SourceDecl {
+    /// The key column (`KEY` / `PRIMARY KEY`), if declared.
+    pub fn key_column(&self) -> Option<&ColumnDecl> {
+        self.columns.iter().find(|c| c.key)
+    }
+}
+
+/// Deduplication requested by `DEDUP_BY` (+ `DEDUP_TTL`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DedupDecl {
+    /// The id expression's SQL text (usually a column name).
+    pub by: String,
+    /// How long an id is remembered (event time).
+    pub ttl_ms: i64,
+}
+
+/// `CREATE [OR REPLACE] STREAM|TABLE name [WITH (..)] AS SELECT ..`.
+///
+/// The query itself stays SQL text ([`CreateAs::sql`]); [`super::plan`]
+/// compiles it against the catalog of the moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateAs {
+    /// Normalized name of the new stream or table (and of its processor).
+    pub name: String,
+    /// `STREAM` (sinks to a topic) or `TABLE` (sinks to a view).
+    pub kind: ObjectKind,
+    /// `OR REPLACE` was given: a new version replaces the running one.
+    pub or_replace: bool,
+    /// Normalized names of the sources read (`FROM`, then `JOIN`).
+    pub sources: Vec<String>,
+    /// Output topic of a stream (`KAFKA_TOPIC`, default: the name).
+    pub topic: Option<String>,
+    /// Partitions of the output topic (`PARTITIONS`).
+    pub partitions: Option<u32>,
+    /// Topic for events too late for their window (`LATE_TOPIC`).
+    pub late_topic: Option<String>,
+    /// Deduplication (`DEDUP_BY`, `DEDUP_TTL`).
+    pub dedup: Option<DedupDecl>,
+    /// Overrides the source's watermark delay (`WATERMARK_DELAY`).
+    pub watermark_delay_ms: Option<i64>,
+    /// Overrides the source's idle timeout (`IDLE_TIMEOUT`).
+    pub idle_timeout_ms: Option<i64>,
+    /// The statement's original text, without the trailing `;`.
+    pub sql: String,
+    /// 1-based line of the statement's first character in the text given
+    /// to [`super::parse`] (so planning errors point into that text).
+    pub line: u64,
+    /// 1-based column of the statement's first character.
+    pub column: u64,
+}

@@ -1,0 +1,144 @@
+//! `kappa-inspect`: an offline inspector of a kappa data directory (no
+//! running server needed; nothing is modified). See tools/README.md and
+//! `kappa_tools::inspect`.
+//!
+//! ```text
+//! kappa-inspect segments <data-dir> [--topic T] [--partition P] [--json]
+//! kappa-inspect dump <data-dir> --topic T --partition P [--from OFFSET] [--max N] [--records] [--json]
+//! kappa-inspect verify <data-dir> [--topic T] [--json]     exit 0 = clean, 1 = a problem
+//! kappa-inspect groups <data-dir> [--json]
+//! ```
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use kappa_tools::inspect::{dump, groups, segments, verify};
+use serde::Serialize;
+
+/// Offline inspector of a kappa data directory (read-only).
+#[derive(Debug, Parser)]
+#[command(name = "kappa-inspect", version, about)]
+struct Cli {
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// A table per partition of its segments: offsets, timestamps, size, counts, index entries.
+    Segments {
+        /// The data directory (as given to `kappa serve --data-dir`).
+        data_dir: PathBuf,
+        /// Only this topic.
+        #[arg(long)]
+        topic: Option<String>,
+        /// Only this partition.
+        #[arg(long)]
+        partition: Option<u32>,
+    },
+    /// The batches (and with --records the records) of one partition.
+    Dump {
+        /// The data directory.
+        data_dir: PathBuf,
+        /// Topic.
+        #[arg(long)]
+        topic: String,
+        /// Partition.
+        #[arg(long)]
+        partition: u32,
+        /// First offset.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// Most records to cover.
+        #[arg(long, default_value_t = 100)]
+        max: u64,
+        /// Print the records (key, value, headers, timestamp).
+        #[arg(long)]
+        records: bool,
+    },
+    /// Check every batch (CRC, magic, version), offset continuity and every index entry; exit 1 on the first problem.
+    Verify {
+        /// The data directory.
+        data_dir: PathBuf,
+        /// Only this topic.
+        #[arg(long)]
+        topic: Option<String>,
+    },
+    /// Committed consumer group offsets per topic and partition, with lag.
+    Groups {
+        /// The data directory.
+        data_dir: PathBuf,
+    },
+}
+
+fn print<T: Serialize>(
+    json: bool,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", text(value));
+    }
+    Ok(())
+}
+
+/// Runs the command; `Ok(false)` when it found a problem in the data.
+fn run(cli: Cli) -> anyhow::Result<bool> {
+    let json = cli.json;
+    match cli.command {
+        Command::Segments {
+            data_dir,
+            topic,
+            partition,
+        } => {
+            let report = segments::segments(&data_dir, topic.as_deref(), partition)?;
+            print(json, &report, |r| segments::render(r))?;
+            Ok(true)
+        }
+        Command::Dump {
+            data_dir,
+            topic,
+            partition,
+            from,
+            max,
+            records,
+        } => {
+            let request = dump::DumpRequest {
+                topic: &topic,
+                partition,
+                from,
+                max_records: max,
+                records,
+            };
+            let report = dump::dump(&data_dir, request)?;
+            print(json, &report, dump::render)?;
+            Ok(report.problem.is_none())
+        }
+        Command::Verify { data_dir, topic } => {
+            let report = verify::verify(&data_dir, topic.as_deref())?;
+            print(json, &report, verify::render)?;
+            Ok(report.clean)
+        }
+        Command::Groups { data_dir } => {
+            let report = groups::groups(&data_dir)?;
+            print(json, &report, |r| groups::render(r))?;
+            Ok(true)
+        }
+    }
+}
+
+fn main() {
+    match run(Cli::parse()) {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("kappa-inspect: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
