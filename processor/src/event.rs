@@ -3,6 +3,7 @@
 //! can read it.
 
 use std::fmt;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -19,32 +20,64 @@ pub struct Event {
     pub offset: u64,
     /// The record timestamp (ms).
     pub record_timestamp: i64,
-    /// The record key, as text.
-    pub key: Option<String>,
-    /// The raw key bytes (kept for side outputs).
+    /// The record key bytes.
     pub raw_key: Option<Bytes>,
+    /// The key as text when its bytes are not UTF-8 (lossy); otherwise
+    /// [`Event::key_text`] borrows the bytes.
+    pub lossy_key: Option<String>,
     /// The raw value bytes (kept for side outputs).
     pub raw_value: Bytes,
-    /// The decoded value.
+    /// The decoded value, when decoded whole (else `Null`).
     pub value: Value,
+    /// When decoded by fields: the names read and their values, in order
+    /// (`Null` for a missing field).
+    pub fields: Option<(Arc<[String]>, Vec<Value>)>,
     /// Event time (ms).
     pub event_time: i64,
     /// The joined table row, under its alias.
     pub joined: Option<(String, Value)>,
 }
 
+impl Event {
+    /// The record key as text, if any.
+    pub fn key_text(&self) -> Option<&str> {
+        match &self.lossy_key {
+            Some(k) => Some(k),
+            None => self
+                .raw_key
+                .as_deref()
+                .and_then(|k| std::str::from_utf8(k).ok()),
+        }
+    }
+
+    /// The lossy text of `key` when it is not UTF-8 (for [`Event::lossy_key`]).
+    pub fn lossy_key_of(key: Option<&[u8]>) -> Option<String> {
+        let key = key?;
+        std::str::from_utf8(key)
+            .is_err()
+            .then(|| String::from_utf8_lossy(key).into_owned())
+    }
+}
+
 impl Row for Event {
     fn field(&self, path: &[String]) -> Option<&Value> {
-        if let (Some((alias, row)), Some(first)) = (&self.joined, path.first()) {
+        let (first, rest) = path.split_first()?;
+        if let Some((alias, row)) = &self.joined {
             if first == alias {
-                return get_path(row, &path[1..]);
+                return get_path(row, rest);
             }
         }
-        get_path(&self.value, path)
+        match &self.fields {
+            Some((names, values)) => {
+                let i = names.iter().position(|n| n == first)?;
+                get_path(&values[i], rest)
+            }
+            None => get_path(&self.value, path),
+        }
     }
 
     fn key(&self) -> Option<&str> {
-        self.key.as_deref()
+        self.key_text()
     }
 
     fn record_timestamp(&self) -> i64 {
@@ -97,6 +130,101 @@ pub fn decode_value(bytes: &[u8], keep: Option<&[String]>) -> serde_json::Result
             de.end()?;
             Ok(value)
         }
+    }
+}
+
+/// Decodes only the members `names` of a JSON object value, into values in
+/// the order of `names` (`Null` when missing, or when the value is not an
+/// object). Other members are skipped without being built, but still
+/// checked to be well-formed JSON.
+pub fn decode_fields(bytes: &[u8], names: &[String]) -> serde_json::Result<Vec<Value>> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let values = ByName(names).deserialize(&mut de)?;
+    de.end()?;
+    Ok(values)
+}
+
+/// Reads the named members of an object into a vector.
+struct ByName<'k>(&'k [String]);
+
+impl<'de> DeserializeSeed<'de> for ByName<'_> {
+    type Value = Vec<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Value>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ByName<'_> {
+    type Value = Vec<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Vec<Value>, E> {
+        Ok(vec![Value::Null; self.0.len()])
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Vec<Value>, E> {
+        Ok(vec![Value::Null; self.0.len()])
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Vec<Value>, E> {
+        Ok(vec![Value::Null; self.0.len()])
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Vec<Value>, E> {
+        Ok(vec![Value::Null; self.0.len()])
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Vec<Value>, E> {
+        Ok(vec![Value::Null; self.0.len()])
+    }
+
+    fn visit_unit<E>(self) -> Result<Vec<Value>, E> {
+        Ok(vec![Value::Null; self.0.len()])
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Value>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(vec![Value::Null; self.0.len()])
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<Value>, A::Error> {
+        let mut out = vec![Value::Null; self.0.len()];
+        while let Some(i) = map.next_key_seed(NameIndex(self.0))? {
+            match i {
+                Some(i) => out[i] = map.next_value()?,
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a member name; its index in the names to keep, if it is one.
+struct NameIndex<'k>(&'k [String]);
+
+impl<'de> DeserializeSeed<'de> for NameIndex<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NameIndex<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Option<usize>, E> {
+        Ok(self.0.iter().position(|k| k == v))
     }
 }
 
@@ -239,6 +367,21 @@ mod tests {
         assert_eq!(decode_value(b"[1,2]", Some(&keep)).unwrap(), json!([1, 2]));
     }
 
+    #[test]
+    fn fields_come_back_in_the_order_asked() {
+        let bytes = br#"{"ts":7,"pad":[1,{"a":2}],"user":"u1"}"#;
+        let names = ["user".to_string(), "missing".to_string(), "ts".to_string()];
+        assert_eq!(
+            decode_fields(bytes, &names).unwrap(),
+            vec![json!("u1"), Value::Null, json!(7)]
+        );
+        assert_eq!(
+            decode_fields(b"[1,2]", &names).unwrap(),
+            vec![Value::Null; 3]
+        );
+        assert!(decode_fields(br#"{"user":"u1","x":}"#, &names).is_err());
+    }
+
     fn arb_json() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -268,7 +411,15 @@ mod tests {
                 Value::Object(m) => Value::Object(m.iter().filter(|(k, _)| keep.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect()),
                 other => other.clone(),
             };
-            prop_assert_eq!(decode_value(&bytes, Some(&keep)).unwrap(), expect);
+            prop_assert_eq!(decode_value(&bytes, Some(&keep)).unwrap(), expect.clone());
+            // Plans ask for each name once.
+            let mut names = keep.clone();
+            names.sort();
+            names.dedup();
+            let by_name = decode_fields(&bytes, &names).unwrap();
+            for (name, v) in names.iter().zip(by_name) {
+                prop_assert_eq!(v, expect.get(name).cloned().unwrap_or(Value::Null));
+            }
         }
     }
 }

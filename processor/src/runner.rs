@@ -108,7 +108,7 @@ pub struct Runtime {
     newest_input_ms: Option<i64>,
     progress: Arc<Progress>,
     /// The top-level fields the plan reads (`None`: decode whole values).
-    used_fields: Option<Vec<String>>,
+    used_fields: Option<Arc<[String]>>,
 }
 
 fn meta(name: &str) -> Vec<u8> {
@@ -184,7 +184,7 @@ impl Runtime {
                 Operation::Project { .. } => None,
             },
             progress: Arc::new(Progress::new(partitions, &plan.name, version)),
-            used_fields: plan.used_fields(),
+            used_fields: plan.used_fields().map(Arc::from),
             plan,
             scope,
             log,
@@ -397,39 +397,37 @@ impl Runtime {
     }
 
     fn decode(&self, partition: u32, record: Record) -> Option<Event> {
-        let value = match crate::event::decode_value(&record.value, self.used_fields.as_deref()) {
-            Ok(v) => v,
-            Err(_) => {
-                self.progress.count_invalid();
-                return None;
-            }
+        let decoded = match &self.used_fields {
+            Some(names) => crate::event::decode_fields(&record.value, names)
+                .map(|values| (Value::Null, Some((names.clone(), values)))),
+            None => serde_json::from_slice(&record.value).map(|v| (v, None)),
         };
-        let event_time = match &self.plan.source.event_time {
-            EventTime::RecordTimestamp => record.timestamp,
-            EventTime::Field(path) => {
-                match crate::expr::get_path(&value, path).and_then(parse_timestamp) {
-                    Some(t) => t,
-                    None => {
-                        self.progress.count_invalid();
-                        return None;
-                    }
-                }
-            }
+        let Ok((value, fields)) = decoded else {
+            self.progress.count_invalid();
+            return None;
         };
-        Some(Event {
+        let mut event = Event {
             partition,
             offset: record.offset,
             record_timestamp: record.timestamp,
-            key: record
-                .key
-                .as_ref()
-                .map(|k| String::from_utf8_lossy(k).into_owned()),
+            lossy_key: Event::lossy_key_of(record.key.as_deref()),
             raw_key: record.key,
             raw_value: record.value,
             value,
-            event_time,
+            fields,
+            event_time: record.timestamp,
             joined: None,
-        })
+        };
+        if let EventTime::Field(path) = &self.plan.source.event_time {
+            match crate::expr::Row::field(&event, path).and_then(parse_timestamp) {
+                Some(t) => event.event_time = t,
+                None => {
+                    self.progress.count_invalid();
+                    return None;
+                }
+            }
+        }
+        Some(event)
     }
 
     fn process(&mut self, partition: u32, record: Record) -> Result<()> {
@@ -477,7 +475,7 @@ impl Runtime {
                 if let Sink::Topic(topic) = &self.plan.sink {
                     self.outbox.push(OutRecord {
                         topic: topic.clone(),
-                        key: event.key.clone(),
+                        key: event.key_text().map(str::to_string),
                         value: Value::Object(row).to_string(),
                         timestamp: event.event_time,
                     });
@@ -503,7 +501,7 @@ impl Runtime {
                 self.progress.count_late_side_output();
                 self.outbox.push(OutRecord {
                     topic: topic.clone(),
-                    key: event.key.clone(),
+                    key: event.key_text().map(str::to_string),
                     value: String::from_utf8_lossy(&event.raw_value).into_owned(),
                     timestamp: event.record_timestamp,
                 });

@@ -89,6 +89,12 @@ impl RunningProcessor {
         self.progress.snapshot()
     }
 
+    /// The shared progress, so a caller can wait for commits
+    /// ([`Progress::wait_committed`]) without holding the processor.
+    pub fn shared_progress(&self) -> Arc<Progress> {
+        self.progress.clone()
+    }
+
     /// Committed position against the input's end, per partition.
     pub fn lag(&self) -> Result<Vec<PartitionLag>> {
         let source = self.log.topic(&self.plan.source.topic)?;

@@ -24,13 +24,22 @@
 //! Row changes ([`RowChange`]) are computed only when something consumes
 //! them: a topic sink, or a change feed.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+/// Hash maps keyed by state keys: foldhash is several times faster than
+/// SipHash on short keys, and the keys are not attacker-chosen in a way that
+/// matters here (a collision flood only slows one processor).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use super::RowChange;
 use crate::aggregate::{Accumulator, AggregateKind};
 use crate::error::{ProcessorError, Result};
 use crate::event::{Event, OutputRow};
+use crate::expr::{Expr, Row};
 use crate::plan::{AggregateSpec, ColumnSource, Emit};
 use crate::state::key;
 use crate::state::slot::{self, GroupForm};
@@ -79,8 +88,6 @@ pub struct AggregateOp {
     /// Write hopping windows' rows (the sink is a view).
     write_rows: bool,
     cache: HashMap<Vec<u8>, Slot>,
-    /// Keys of slots made dirty since the last flush.
-    dirty: Vec<Vec<u8>>,
     cache_limit: usize,
     /// Row keys of windows not yet closed, by close time (end + grace).
     open: BTreeMap<i64, HashSet<Vec<u8>>>,
@@ -96,6 +103,9 @@ pub struct AggregateOp {
     /// Hopping rows to write at the next flush (`None` = delete).
     row_writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
+
+/// What a missing field or `COUNT(*)`'s input reads as.
+static NULL: Value = Value::Null;
 
 fn corrupt(cf: &str, reason: impl Into<String>) -> ProcessorError {
     ProcessorError::CorruptState {
@@ -176,14 +186,13 @@ impl AggregateOp {
             rows_cf,
             emit_changes,
             write_rows,
-            cache: HashMap::new(),
-            dirty: Vec::new(),
+            cache: HashMap::default(),
             cache_limit,
             open: BTreeMap::new(),
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             slices: BTreeMap::new(),
-            changed: HashSet::new(),
-            ready: HashMap::new(),
+            changed: HashSet::default(),
+            ready: HashMap::default(),
             row_writes: Vec::new(),
         }
     }
@@ -261,10 +270,7 @@ impl AggregateOp {
 
     fn mark_dirty(&mut self, k: &[u8]) {
         if let Some(slot) = self.cache.get_mut(k) {
-            if !slot.dirty {
-                slot.dirty = true;
-                self.dirty.push(k.to_vec());
-            }
+            slot.dirty = true;
         }
     }
 
@@ -276,16 +282,24 @@ impl AggregateOp {
         home: Home,
         form: GroupForm,
         stored: bool,
-        inputs: &[Value],
-        position: (u64, u32),
+        event: &Event,
     ) -> Result<()> {
-        self.slot(store, k, home, form, stored)?;
-        // Split borrows: the slot is in `cache`, the kinds in `spec`.
-        let slot = self.cache.get_mut(k).expect("loaded above");
-        for ((acc, input), spec) in slot.accs.iter_mut().zip(inputs).zip(&self.spec.aggregates) {
-            acc.add(input, spec.kind == AggregateKind::CountAll, position);
+        if !self.cache.get(k).is_some_and(|s| !s.deleted && !s.closed) {
+            self.slot(store, k, home, form, stored)?;
         }
-        self.mark_dirty(k);
+        // One lookup; split borrows: the slot is in `cache`, the aggregates
+        // in `spec`.
+        let slot = self.cache.get_mut(k).expect("loaded above");
+        let position = (event.offset, event.partition);
+        for (acc, spec) in slot.accs.iter_mut().zip(&self.spec.aggregates) {
+            let input = match &spec.input {
+                None => Cow::Borrowed(&NULL),
+                Some(Expr::Field(path)) => Cow::Borrowed(event.field(path).unwrap_or(&NULL)),
+                Some(e) => Cow::Owned(e.eval(event)),
+            };
+            acc.add(&input, spec.kind == AggregateKind::CountAll, position);
+        }
+        slot.dirty = true;
         Ok(())
     }
 
@@ -325,28 +339,29 @@ impl AggregateOp {
 
     /// Applies an event, given the watermark before it.
     pub fn apply(&mut self, store: &Store, event: &Event, watermark: i64) -> Result<Outcome> {
-        let group: Vec<Value> = self.spec.group_by.iter().map(|e| e.eval(event)).collect();
-        let form = GroupForm::of(&group);
-        let view_key = match &group[..] {
+        // A group by one field borrows the event's value; others are evaluated.
+        let evaluated: Vec<Value>;
+        let group: &[Value] = match &self.spec.group_by[..] {
+            [Expr::Field(path)] => std::slice::from_ref(event.field(path).unwrap_or(&NULL)),
+            exprs => {
+                evaluated = exprs.iter().map(|e| e.eval(event)).collect();
+                &evaluated
+            }
+        };
+        let form = GroupForm::of(group);
+        let rendered = match group {
             [Value::String(_)] => None,
             other => Some(view_key(other)),
         };
-        let vk: &[u8] = match (&view_key, &group[..]) {
+        let vk: &[u8] = match (&rendered, group) {
             (Some(k), _) => k.as_bytes(),
             (None, [Value::String(s)]) => s.as_bytes(),
             _ => unreachable!("a non-string group has a rendered key"),
         };
-        let inputs: Vec<Value> = self
-            .spec
-            .aggregates
-            .iter()
-            .map(|a| a.input.as_ref().map_or(Value::Null, |e| e.eval(event)))
-            .collect();
-        let position = (event.offset, event.partition);
         let et = event.event_time;
         let Some((window, grace, emit)) = self.window_spec() else {
             let k = key::plain(vk);
-            self.add_to(store, &k, Home::Rows, form, true, &inputs, position)?;
+            self.add_to(store, &k, Home::Rows, form, true, event)?;
             if self.emit_changes {
                 self.changed.insert(k);
             }
@@ -360,8 +375,10 @@ impl AggregateOp {
                     return Ok(Outcome::Late);
                 }
                 let k = key::windowed(vk, w.start, w.end);
-                let stored = self.open_insert(w.end.saturating_add(grace), &k);
-                self.add_to(store, &k, Home::Rows, form, stored, &inputs, position)?;
+                // A cached slot is already in the open index.
+                let stored = self.cache.contains_key(&k)
+                    || self.open_insert(w.end.saturating_add(grace), &k);
+                self.add_to(store, &k, Home::Rows, form, stored, event)?;
                 if self.emit_changes && emit == Emit::Changes {
                     self.changed.insert(k);
                 }
@@ -386,7 +403,7 @@ impl AggregateOp {
                 if !stored {
                     bucket.insert(k.clone());
                 }
-                self.add_to(store, &k, Home::State, form, stored, &inputs, position)?;
+                self.add_to(store, &k, Home::State, form, stored, event)?;
                 for w in open {
                     let rk = key::windowed(vk, w.start, w.end);
                     self.open_insert(w.end.saturating_add(grace), &rk);
@@ -399,7 +416,7 @@ impl AggregateOp {
                 if et.saturating_add(gap_ms).saturating_add(grace) <= watermark {
                     return Ok(Outcome::Late);
                 }
-                self.apply_session(store, vk, form, et, gap_ms, grace, &inputs, position)?;
+                self.apply_session(store, vk, form, et, gap_ms, grace, event)?;
             }
         }
         Ok(Outcome::Applied)
@@ -426,8 +443,7 @@ impl AggregateOp {
         et: i64,
         gap_ms: i64,
         grace: i64,
-        inputs: &[Value],
-        position: (u64, u32),
+        event: &Event,
     ) -> Result<()> {
         let existing = self.sessions.get(vk).cloned().unwrap_or_default();
         let merge = session::assign(&existing, et, gap_ms);
@@ -451,7 +467,7 @@ impl AggregateOp {
         let k = key::windowed(vk, merge.window.start, merge.window.end);
         let slot = self.slot(store, &k, Home::Rows, form, false)?;
         slot.accs = accs;
-        self.add_to(store, &k, Home::Rows, form, false, inputs, position)?;
+        self.add_to(store, &k, Home::Rows, form, false, event)?;
         let sessions = self.sessions.entry(vk.to_vec()).or_default();
         sessions.retain(|s| !merge.absorbed.contains(s));
         sessions.push(merge.window);
@@ -631,14 +647,13 @@ impl AggregateOp {
     /// column family.
     pub fn flush(&mut self, batch: &mut Batch) -> u64 {
         let mut rows = 0;
-        for k in std::mem::take(&mut self.dirty) {
-            let Some(slot) = self.cache.get_mut(&k) else {
-                continue;
-            };
-            if !slot.dirty {
-                continue;
-            }
-            slot.dirty = false;
+        let mut dirty: Vec<(&Vec<u8>, &Slot)> =
+            self.cache.iter().filter(|(_, slot)| slot.dirty).collect();
+        // In key order, RocksDB's memtable inserts each key next to the
+        // previous one instead of searching the skiplist from the top.
+        dirty.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut value = Vec::new();
+        for (k, slot) in dirty {
             let cf = match slot.home {
                 Home::Rows => {
                     rows += 1;
@@ -647,14 +662,19 @@ impl AggregateOp {
                 Home::State => &self.state_cf,
             };
             if slot.deleted {
-                batch.delete(cf, k.clone());
+                batch.delete(cf, k);
             } else {
-                batch.put(cf, k.clone(), slot::encode(slot.form, &slot.accs));
-            }
-            if slot.deleted || slot.closed {
-                self.cache.remove(&k);
+                slot::encode_into(&mut value, slot.form, &slot.accs);
+                batch.put(cf, k, &value);
             }
         }
+        self.cache.retain(|_, slot| {
+            if !slot.dirty {
+                return true;
+            }
+            slot.dirty = false;
+            !(slot.deleted || slot.closed)
+        });
         for (k, v) in std::mem::take(&mut self.row_writes) {
             rows += 1;
             match v {

@@ -71,12 +71,18 @@ impl GroupForm {
 /// Encodes a slot value.
 pub fn encode(form: GroupForm, accs: &[Accumulator]) -> Vec<u8> {
     let mut out = Vec::with_capacity(2 + 10 * accs.len());
+    encode_into(&mut out, form, accs);
+    out
+}
+
+/// Encodes a slot value into `out` (cleared first), reusing its memory.
+pub fn encode_into(out: &mut Vec<u8>, form: GroupForm, accs: &[Accumulator]) {
+    out.clear();
     out.push(VERSION);
     out.push(form as u8);
     for acc in accs {
-        acc.encode(&mut out);
+        acc.encode(out);
     }
-    out
 }
 
 /// Decodes a slot value; `None` if it is not one.

@@ -79,12 +79,21 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// Puts and deletes for one atomic commit, by column family name.
+/// Puts and deletes for one atomic commit, by column family name. Keys and
+/// values are copied into one buffer, so building a batch of many small
+/// writes costs no allocation per write.
 #[derive(Debug, Default)]
 pub struct Batch {
     /// Column family names, each once; ops refer to them by index.
     cfs: Vec<String>,
-    ops: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
+    /// Keys and values, back to back.
+    data: Vec<u8>,
+    /// (column family, key range, value range or `None` for a delete).
+    ops: Vec<(
+        usize,
+        std::ops::Range<usize>,
+        Option<std::ops::Range<usize>>,
+    )>,
     bytes: usize,
 }
 
@@ -98,16 +107,28 @@ impl Batch {
             }
         }
     }
+
+    fn push_bytes(&mut self, bytes: &[u8]) -> std::ops::Range<usize> {
+        let start = self.data.len();
+        self.data.extend_from_slice(bytes);
+        start..self.data.len()
+    }
+
     /// Sets `key` to `value` in `cf`.
-    pub fn put(&mut self, cf: &str, key: Vec<u8>, value: Vec<u8>) {
+    pub fn put(&mut self, cf: &str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let (key, value) = (key.as_ref(), value.as_ref());
         self.bytes += key.len() + value.len();
         let cf = self.cf_index(cf);
+        let key = self.push_bytes(key);
+        let value = self.push_bytes(value);
         self.ops.push((cf, key, Some(value)));
     }
     /// Deletes `key` in `cf`.
-    pub fn delete(&mut self, cf: &str, key: Vec<u8>) {
+    pub fn delete(&mut self, cf: &str, key: impl AsRef<[u8]>) {
+        let key = key.as_ref();
         self.bytes += key.len();
         let cf = self.cf_index(cf);
+        let key = self.push_bytes(key);
         self.ops.push((cf, key, None));
     }
     /// Number of operations.
@@ -193,8 +214,9 @@ impl Store {
         let mut wb = WriteBatch::default();
         for (cf, key, value) in &batch.ops {
             let handle = &handles[*cf];
+            let key = &batch.data[key.clone()];
             match value {
-                Some(v) => wb.put_cf(handle, key, v),
+                Some(v) => wb.put_cf(handle, key, &batch.data[v.clone()]),
                 None => wb.delete_cf(handle, key),
             }
         }
