@@ -61,6 +61,14 @@ pub struct ServerConfig {
     pub append_queue_bytes: usize,
     /// On shutdown, how long in-flight requests get to finish (default 10 s).
     pub shutdown_grace_ms: u64,
+    /// A view's new version is swapped in once its total lag (records not
+    /// yet processed, over all input partitions) is at most this (default 1,000).
+    pub view_swap_max_lag: u64,
+    /// How long a replaced view version stays readable with `?version=`
+    /// before its state is dropped (default 60 s; 0 = dropped at the swap).
+    pub view_grace_ms: u64,
+    /// How often processors commit state, rows and offsets (default 100 ms).
+    pub view_commit_interval_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -83,6 +91,9 @@ impl Default for ServerConfig {
             append_queue_wait_ms: 500,
             append_queue_bytes: 64 << 20,
             shutdown_grace_ms: 10_000,
+            view_swap_max_lag: 1_000,
+            view_grace_ms: 60_000,
+            view_commit_interval_ms: 100,
         }
     }
 }
@@ -117,6 +128,15 @@ pub struct Overrides {
     /// Most open client connections [default: 1024].
     #[arg(long, env = "KAPPA_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Swap in a view's new version once its lag is at most this many records [default: 1000].
+    #[arg(long, env = "KAPPA_VIEW_SWAP_MAX_LAG")]
+    pub view_swap_max_lag: Option<u64>,
+    /// How long a replaced view version stays readable, ms [default: 60000].
+    #[arg(long, env = "KAPPA_VIEW_GRACE_MS")]
+    pub view_grace_ms: Option<u64>,
+    /// How often processors commit, ms [default: 100].
+    #[arg(long, env = "KAPPA_VIEW_COMMIT_INTERVAL_MS")]
+    pub view_commit_interval_ms: Option<u64>,
 }
 
 fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
@@ -152,7 +172,10 @@ impl ServerConfig {
             default_fsync,
             max_body_bytes,
             max_records_per_request,
-            max_connections
+            max_connections,
+            view_swap_max_lag,
+            view_grace_ms,
+            view_commit_interval_ms
         );
         config.validate()?;
         Ok(config)
@@ -182,6 +205,12 @@ impl ServerConfig {
         }
         if self.append_queue_bytes < self.max_body_bytes * 2 {
             bail!("append_queue_bytes must be at least twice max_body_bytes");
+        }
+        if self.view_grace_ms > 7 * 24 * 3_600_000 {
+            bail!("view_grace_ms must be at most 604800000 (7 days)");
+        }
+        if !(1..=60_000).contains(&self.view_commit_interval_ms) {
+            bail!("view_commit_interval_ms must be in 1..=60000");
         }
         Ok(())
     }

@@ -228,3 +228,165 @@ pub struct ResetRequest {
     /// Target: `"earliest"`, `"latest"`, `{"timestamp": ms}` or `{"offset": n}`.
     pub to: serde_json::Value,
 }
+
+// ---------------------------------------------------------------------------
+// Views
+// ---------------------------------------------------------------------------
+
+/// One input partition of a view version.
+#[derive(Debug, Clone, Serialize)]
+pub struct ViewPartitionOut {
+    /// Partition.
+    pub partition: u32,
+    /// Committed input offset (the next record to process).
+    pub committed: u64,
+    /// End offset of the input.
+    pub end: u64,
+    /// `end - committed`.
+    pub lag: u64,
+}
+
+/// A live version of a view.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionOut {
+    /// Version number.
+    pub version: u64,
+    /// Its SQL (null when defined by a plan).
+    pub sql: Option<String>,
+    /// When it started (ms).
+    pub started_ms: i64,
+    /// True while its processor runs.
+    pub running: bool,
+    /// Per input partition.
+    pub partitions: Vec<ViewPartitionOut>,
+    /// Sum of the partitions' lag.
+    pub lag: u64,
+    /// Committed watermark (ms), null before any event.
+    pub watermark: Option<i64>,
+    /// Approximate bytes of its state and rows.
+    pub state_bytes: u64,
+    /// Input records processed since this server started it.
+    pub processed: u64,
+    /// Late records dropped or sent aside since this server started it.
+    pub late: u64,
+    /// Records skipped (not JSON, no event time) since this server started it.
+    pub invalid: u64,
+}
+
+/// How far a build is.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildProgressOut {
+    /// Records processed since the build started.
+    pub done: u64,
+    /// Records to process in all: `done` + lag.
+    pub total: u64,
+    /// Records per second over the last seconds.
+    pub rate_records_per_second: f64,
+    /// Estimated time to catch up (ms), null while unknown.
+    pub eta_ms: Option<u64>,
+}
+
+/// The version being built.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildOut {
+    /// The version.
+    #[serde(flatten)]
+    pub version: VersionOut,
+    /// Where it was asked to start: `"earliest"`, `{"timestamp": ms}`, `{"offsets": [..]}`.
+    pub start: kappa_processor::runner::StartFrom,
+    /// Where it started, per partition.
+    pub start_offsets: Vec<u64>,
+    /// The input's end offsets when it started: it is swapped in after
+    /// reaching them, once its lag is at most `view_swap_max_lag`.
+    pub target_offsets: Vec<u64>,
+    /// Progress.
+    pub progress: BuildProgressOut,
+}
+
+/// A replaced version, readable with `?version=` until `readable_until_ms`.
+#[derive(Debug, Clone, Serialize)]
+pub struct GraceOut {
+    /// Version number.
+    pub version: u64,
+    /// Its SQL.
+    pub sql: Option<String>,
+    /// When it stops being readable (ms).
+    pub readable_until_ms: i64,
+}
+
+/// `GET /v1/views/{view}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ViewOut {
+    /// Name.
+    pub name: String,
+    /// `"table"` (rows you can query) or `"stream"` (records appended to a topic).
+    pub kind: &'static str,
+    /// SQL of the served version.
+    pub sql: Option<String>,
+    /// The topic it reads.
+    pub source_topic: String,
+    /// The topic a stream writes.
+    pub output_topic: Option<String>,
+    /// `running`, `building` or `failed` (the served version's processor stopped).
+    pub status: &'static str,
+    /// The version queries read.
+    pub served_version: VersionOut,
+    /// The version being built, if any.
+    pub building_version: Option<BuildOut>,
+    /// Replaced versions still readable.
+    pub grace_versions: Vec<GraceOut>,
+    /// The last failure.
+    pub failure: Option<crate::views::catalog::Failure>,
+}
+
+/// One row of a view.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowOut {
+    /// The row's key.
+    pub key: String,
+    /// Window start (ms), windowed views only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_start: Option<i64>,
+    /// Window end (ms, exclusive), windowed views only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_end: Option<i64>,
+    /// The row's columns.
+    pub row: serde_json::Value,
+}
+
+/// Where rows were read.
+#[derive(Debug, Clone, Serialize)]
+pub struct AsOfOut {
+    /// Committed input offset per partition: every record before it is in the rows.
+    pub offsets: Vec<PartitionOffset>,
+    /// Committed watermark (ms), null before any event.
+    pub watermark: Option<i64>,
+}
+
+/// `GET /v1/views/{view}/rows`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowsOut {
+    /// View.
+    pub view: String,
+    /// Version read.
+    pub version: u64,
+    /// The rows, in key (then window start) order.
+    pub rows: Vec<RowOut>,
+    /// Give as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// Input position of the rows.
+    pub as_of: AsOfOut,
+}
+
+/// `POST /v1/views/{view}/replay` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRequest {
+    /// `"earliest"` (default), `"latest"`, `{"timestamp": ms}` or `{"offsets": [n, ..]}`.
+    #[serde(default = "earliest")]
+    pub from: kappa_processor::runner::StartFrom,
+}
+
+fn earliest() -> kappa_processor::runner::StartFrom {
+    kappa_processor::runner::StartFrom::Earliest
+}

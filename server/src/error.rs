@@ -4,7 +4,11 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use kappa_log::LogError;
+use kappa_processor::error::ProcessorError;
+use kappa_processor::sql::SqlError;
 use serde_json::json;
+
+use crate::views::ViewError;
 
 /// An error answered to a client.
 #[derive(Debug)]
@@ -15,6 +19,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// What went wrong, naming the object.
     pub message: String,
+    /// More fields of the `error` object (a SQL error's `line` and `column`).
+    pub details: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ApiError {
@@ -24,6 +30,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            details: serde_json::Map::new(),
         }
     }
 
@@ -76,10 +83,69 @@ impl From<LogError> for ApiError {
     }
 }
 
+impl From<SqlError> for ApiError {
+    fn from(e: SqlError) -> Self {
+        let mut error = ApiError::new(StatusCode::BAD_REQUEST, "sql_error", e.message);
+        error.details.insert("line".into(), json!(e.line));
+        error.details.insert("column".into(), json!(e.column));
+        error
+    }
+}
+
+impl From<ProcessorError> for ApiError {
+    fn from(e: ProcessorError) -> Self {
+        match e {
+            ProcessorError::Log(e) => e.into(),
+            ProcessorError::InvalidPlan(m) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_plan",
+                format!("invalid definition: {m}"),
+            ),
+            e => {
+                tracing::error!(error = %e, "request failed");
+                ApiError::internal(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<ViewError> for ApiError {
+    fn from(e: ViewError) -> Self {
+        use StatusCode as S;
+        let (status, code) = match &e {
+            ViewError::UnknownView(_) => (S::NOT_FOUND, "unknown_view"),
+            ViewError::UnknownSource(_) => (S::NOT_FOUND, "unknown_source"),
+            ViewError::UnknownVersion { .. } => (S::NOT_FOUND, "unknown_version"),
+            ViewError::Exists(_) => (S::CONFLICT, "already_exists"),
+            ViewError::HasDependents { .. } => (S::CONFLICT, "has_dependents"),
+            ViewError::InvalidPlan(_) => (S::BAD_REQUEST, "invalid_plan"),
+            ViewError::BadRequest(_) => (S::BAD_REQUEST, "bad_request"),
+            ViewError::NotATable(_) => (S::BAD_REQUEST, "not_a_table"),
+            ViewError::Behind { .. } => (S::GATEWAY_TIMEOUT, "view_behind"),
+            ViewError::Closed => (S::SERVICE_UNAVAILABLE, "shutting_down"),
+            ViewError::Processor(_) => {
+                let ViewError::Processor(inner) = e else {
+                    unreachable!("matched above")
+                };
+                return inner.into();
+            }
+            ViewError::Catalog(_) => (S::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        if status == S::INTERNAL_SERVER_ERROR {
+            tracing::error!(error = %e, "request failed");
+        }
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         crate::metrics::count_error(self.status.as_u16(), self.code);
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let mut error = serde_json::Map::new();
+        error.insert("code".into(), json!(self.code));
+        error.insert("message".into(), json!(self.message));
+        error.extend(self.details);
+        let body = json!({ "error": error });
         let mut response = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             response

@@ -5,7 +5,8 @@
 //! Module map: `config` (layered settings) · `http` (accept loop: connection
 //! limit, header and body deadlines, graceful shutdown) · `routes/*` (one
 //! file per resource) · `dto` (wire types) · `error` (the one status map) ·
-//! `metrics` (Prometheus names) · `cli/` (client subcommands).
+//! `metrics` (Prometheus names) · `views/` (catalog, processors, blue/green
+//! builds) · `cli/` (client subcommands).
 
 pub mod cli;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod http;
 pub mod metrics;
 pub mod routes;
+pub mod views;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,12 +25,15 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 
 pub use config::ServerConfig;
+use views::{ManagerConfig, ViewManager};
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     /// The log.
     pub log: Arc<Log>,
+    /// The views and their processors.
+    pub views: Arc<ViewManager>,
     /// The server settings.
     pub config: Arc<ServerConfig>,
     /// Renders the Prometheus registry.
@@ -45,18 +50,35 @@ impl AppState {
     }
 }
 
-/// Opens the log in `config.data_dir` (running recovery), serves the API on
-/// `listener` until `shutdown` completes, then drains and closes.
+/// Opens the log in `config.data_dir` (running recovery) and the views
+/// (resuming every processor), serves the API on `listener` until
+/// `shutdown` completes, then drains, stops the processors and closes the log.
 pub async fn run(
     config: ServerConfig,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let log_config = config.log_config();
-    let log = tokio::task::spawn_blocking(move || Log::open(log_config)).await??;
+    let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
+    let manager_config = ManagerConfig {
+        data_dir: config.data_dir.clone(),
+        swap_max_lag: config.view_swap_max_lag,
+        grace_ms: config.view_grace_ms,
+        commit_interval_ms: config.view_commit_interval_ms,
+    };
+    let views = {
+        let log = log.clone();
+        tokio::task::spawn_blocking(move || -> anyhow::Result<Arc<ViewManager>> {
+            let manager = ViewManager::open(log, manager_config)?;
+            manager.spawn_supervisor()?;
+            Ok(manager)
+        })
+        .await??
+    };
     let (shutdown_tx, shutting_down) = tokio::sync::watch::channel(false);
     let state = AppState {
-        log: Arc::new(log),
+        log,
+        views,
         config: Arc::new(config),
         metrics: metrics::install(),
         shutting_down,
@@ -67,6 +89,8 @@ pub async fn run(
         let _ = shutdown_tx.send(true);
     };
     http::serve(listener, router, &state.config, shutdown).await?;
+    let views = state.views.clone();
+    tokio::task::spawn_blocking(move || views.close()).await?;
     let log = state.log.clone();
     tokio::task::spawn_blocking(move || log.close()).await?;
     tracing::info!("log closed; bye");

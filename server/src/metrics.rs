@@ -46,6 +46,14 @@ pub const TORN_TAILS: &str = "kappa_log_torn_tails_truncated_total";
 pub const FAILED_PARTITIONS: &str = "kappa_log_partitions_failed_total";
 /// Segments deleted by retention.
 pub const SEGMENTS_DELETED: &str = "kappa_log_segments_deleted_total";
+/// Views swapped to a new version, by view.
+pub const VIEW_SWAPS: &str = "kappa_view_swaps_total";
+/// Processor versions that ended with an error, by view.
+pub const VIEW_FAILURES: &str = "kappa_view_failures_total";
+/// Records a running build processed since it started, by view.
+pub const VIEW_BUILD_DONE: &str = "kappa_view_build_done_records";
+/// Records a running build has to process in all, by view.
+pub const VIEW_BUILD_TOTAL: &str = "kappa_view_build_total_records";
 
 /// Installs the global recorder and returns the handle that renders it.
 pub fn install() -> PrometheusHandle {
@@ -83,6 +91,22 @@ pub fn count_error(status: u16, code: &'static str) {
     if code == "overloaded" {
         counter!(SHED).increment(1);
     }
+}
+
+/// Counts a swap of `view` to a new version.
+pub fn count_view_swap(view: &str) {
+    counter!(VIEW_SWAPS, "view" => view.to_string()).increment(1);
+}
+
+/// Counts a processor version of `view` that ended with an error.
+pub fn count_view_failure(view: &str) {
+    counter!(VIEW_FAILURES, "view" => view.to_string()).increment(1);
+}
+
+/// Sets the build progress gauges of `view`.
+pub fn set_view_build(view: &str, done: u64, total: u64) {
+    gauge!(VIEW_BUILD_DONE, "view" => view.to_string()).set(done as f64);
+    gauge!(VIEW_BUILD_TOTAL, "view" => view.to_string()).set(total as f64);
 }
 
 /// Sets the gauges read from the log, then renders everything.

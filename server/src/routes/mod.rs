@@ -6,7 +6,9 @@ mod admin;
 pub use admin::OPENAPI as OPENAPI_JSON;
 mod groups;
 mod records;
+mod statements;
 mod topics;
+mod views;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +42,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/groups/{group}/offsets"),
     ("GET", "/v1/groups/{group}/offsets"),
     ("POST", "/v1/groups/{group}/reset"),
+    ("POST", "/v1/statements"),
+    ("GET", "/v1/views"),
+    ("GET", "/v1/views/{view}"),
+    ("GET", "/v1/views/{view}/rows"),
+    ("POST", "/v1/views/{view}/replay"),
 ];
 
 /// Builds the router over `state`.
@@ -71,6 +78,11 @@ pub fn router(state: AppState) -> Router {
             post(groups::commit).get(groups::offsets),
         )
         .route("/v1/groups/{group}/reset", post(groups::reset))
+        .route("/v1/statements", post(statements::run))
+        .route("/v1/views", get(views::list))
+        .route("/v1/views/{view}", get(views::describe))
+        .route("/v1/views/{view}/rows", get(views::rows))
+        .route("/v1/views/{view}/replay", post(views::replay))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

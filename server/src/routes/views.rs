@@ -1,0 +1,259 @@
+//! `/v1/views`: list and describe views, read their rows (point, prefix,
+//! a key's windows, all; paged; optionally after given offsets —
+//! read-your-writes) and start a replay. Every manager call blocks
+//! (RocksDB, joining threads), so it runs on the blocking pool.
+
+use std::time::Duration;
+
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use kappa_processor::view::ViewQuery;
+use serde_json::json;
+
+use super::{blocking, body, json, Params};
+use crate::dto::{AsOfOut, PartitionOffset, ReplayRequest, RowOut, RowsOut};
+use crate::error::{ApiError, ApiResult};
+use crate::views::manager::Change;
+use crate::views::{RowsAnswer, RowsRequest};
+use crate::AppState;
+
+/// Most rows in one answer.
+pub const MAX_ROWS_PER_PAGE: u64 = 10_000;
+/// Rows in one answer when `limit` is not given.
+pub const DEFAULT_ROWS_PER_PAGE: u64 = 100;
+/// Default wait of a read-your-writes read (`after`), ms.
+pub const DEFAULT_AFTER_WAIT_MS: u64 = 5_000;
+/// Longest wait of a read-your-writes read, ms.
+pub const MAX_AFTER_WAIT_MS: u64 = 30_000;
+
+/// `GET /v1/views`.
+pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
+    let views = state.views.clone();
+    let list = blocking(move || Ok(views.list())).await?;
+    Ok(Json(json!({ "views": list })).into_response())
+}
+
+/// `GET /v1/views/{view}`.
+pub async fn describe(
+    State(state): State<AppState>,
+    Path(view): Path<String>,
+) -> ApiResult<Response> {
+    let views = state.views.clone();
+    let out = blocking(move || Ok(views.describe(&view)?)).await?;
+    Ok(Json(out).into_response())
+}
+
+/// `GET /v1/views/{view}/rows`.
+pub async fn rows(
+    State(state): State<AppState>,
+    Path(view): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let mut params = Params::parse(query.as_deref())?;
+    let request = rows_request(&mut params)?;
+    params.finish()?;
+    let views = state.views.clone();
+    let name = view.clone();
+    let answer = blocking(move || Ok(views.rows(&name, &request)?)).await?;
+    Ok(Json(rows_out(view, answer)).into_response())
+}
+
+/// The wire form of a rows answer.
+pub fn rows_out(view: String, answer: RowsAnswer) -> RowsOut {
+    RowsOut {
+        view,
+        version: answer.version,
+        rows: answer
+            .rows
+            .into_iter()
+            .map(|r| RowOut {
+                key: r.key,
+                window_start: r.window_start,
+                window_end: r.window_end,
+                row: r.row,
+            })
+            .collect(),
+        next_cursor: answer.next_cursor.as_deref().map(hex),
+        as_of: AsOfOut {
+            offsets: answer
+                .as_of
+                .offsets
+                .iter()
+                .enumerate()
+                .map(|(p, &offset)| PartitionOffset {
+                    partition: p as u32,
+                    offset,
+                })
+                .collect(),
+            watermark: answer.as_of.watermark,
+        },
+    }
+}
+
+fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {
+    let key = params.take("key");
+    let prefix = params.take("prefix");
+    let from = params.take("from").map(|v| time("from", &v)).transpose()?;
+    let to = params.take("to").map(|v| time("to", &v)).transpose()?;
+    let query = match (key, prefix) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("give key or prefix, not both")),
+        (Some(key), None) if from.is_some() || to.is_some() => ViewQuery::KeyWindows {
+            key,
+            from: from.unwrap_or(i64::MIN),
+            to: to.unwrap_or(i64::MAX),
+        },
+        (Some(key), None) => ViewQuery::Key(key),
+        (None, _) if from.is_some() || to.is_some() => {
+            return Err(ApiError::bad_request(
+                "from and to select a key's windows: give key too",
+            ))
+        }
+        (None, Some(prefix)) => ViewQuery::Prefix(prefix),
+        (None, None) => ViewQuery::All,
+    };
+    let limit = params.take_u64("limit", 1, MAX_ROWS_PER_PAGE, DEFAULT_ROWS_PER_PAGE)? as usize;
+    let cursor = params
+        .take("cursor")
+        .map(|c| {
+            unhex(&c).ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_cursor",
+                    format!("cursor {c:?} is not one this API answered"),
+                )
+            })
+        })
+        .transpose()?;
+    let version = match params.take("version") {
+        None => None,
+        Some(v) => Some(v.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("version must be a version number, got {v:?}"))
+        })?),
+    };
+    let after = params.take("after").map(|a| after(&a)).transpose()?;
+    let max_wait = params.take_u64("max_wait_ms", 0, MAX_AFTER_WAIT_MS, DEFAULT_AFTER_WAIT_MS)?;
+    if after.is_some() && version.is_some() {
+        return Err(ApiError::bad_request(
+            "after waits for the served version: do not give version too",
+        ));
+    }
+    Ok(RowsRequest {
+        query,
+        cursor,
+        limit,
+        version,
+        after: after.unwrap_or_default(),
+        max_wait: Duration::from_millis(max_wait),
+    })
+}
+
+/// A time as ms since the epoch or RFC 3339.
+fn time(name: &str, value: &str) -> ApiResult<i64> {
+    let parsed = match value.parse::<i64>() {
+        Ok(ms) => Some(ms),
+        Err(_) => kappa_processor::expr::parse_timestamp(&serde_json::Value::String(value.into())),
+    };
+    parsed.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_timestamp",
+            format!("{name} must be ms since the epoch or an RFC 3339 time, got {value:?}"),
+        )
+    })
+}
+
+/// `partition:offset,partition:offset`.
+fn after(value: &str) -> ApiResult<Vec<(u32, u64)>> {
+    let bad = || {
+        ApiError::bad_request(format!(
+            "after must be partition:offset pairs separated by commas (e.g. 0:17,2:5), got {value:?}"
+        ))
+    };
+    let pairs: Vec<(u32, u64)> = value
+        .split(',')
+        .map(|pair| {
+            let (p, o) = pair.trim().split_once(':').ok_or_else(bad)?;
+            Ok((p.parse().map_err(|_| bad())?, o.parse().map_err(|_| bad())?))
+        })
+        .collect::<ApiResult<_>>()?;
+    if pairs.is_empty() || pairs.len() > 10_000 {
+        return Err(bad());
+    }
+    Ok(pairs)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || s.len() > 64 * 1024 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// `POST /v1/views/{view}/replay`.
+pub async fn replay(
+    State(state): State<AppState>,
+    Path(view): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let bytes = body(raw, state.config.max_body_bytes)?;
+    let request: ReplayRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
+        ReplayRequest {
+            from: kappa_processor::runner::StartFrom::Earliest,
+        }
+    } else {
+        json(&bytes)?
+    };
+    let views = state.views.clone();
+    let name = view.clone();
+    let from = request.from.clone();
+    let change = blocking(move || Ok(views.replay(&name, from)?)).await?;
+    let body = match change {
+        Change::Building(version) => {
+            json!({"view": view, "building_version": version, "from": request.from})
+        }
+        Change::Served(version) => {
+            json!({"view": view, "served_version": version, "from": request.from})
+        }
+        Change::Unchanged => json!({"view": view, "from": request.from}),
+    };
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let key = vec![0u8, 1, 0xff, 0x7f];
+        assert_eq!(unhex(&hex(&key)), Some(key));
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+
+    #[test]
+    fn after_parses_partition_offset_pairs() {
+        assert_eq!(after("0:17, 2:5").unwrap(), vec![(0, 17), (2, 5)]);
+        assert!(after("0-17").is_err());
+        assert!(after("").is_err());
+        assert!(after("x:1").is_err());
+    }
+
+    #[test]
+    fn times_are_ms_or_rfc3339() {
+        assert_eq!(time("from", "1000").unwrap(), 1000);
+        assert_eq!(time("from", "1970-01-01T00:00:01Z").unwrap(), 1000);
+        assert!(time("from", "yesterday").is_err());
+    }
+}

@@ -1,0 +1,360 @@
+//! Reads: a view's description (versions, lag, build progress, state
+//! size) and its rows (point, prefix, a key's windows, all; paged), each
+//! answer saying as of which input offsets and watermark — optionally
+//! after waiting until the served version has processed given offsets
+//! (read-your-writes).
+//!
+//! The version to read is resolved under the manager's lock, the RocksDB
+//! reads run outside it. `as_of` is read before the rows, so it is a lower
+//! bound: the rows contain at least every input record before it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kappa_processor::plan::{Operation, Plan};
+use kappa_processor::progress::Progress;
+use kappa_processor::state::store::Scope;
+use kappa_processor::view::{self, AsOf, ViewQuery, ViewRow};
+
+use super::catalog::{VersionEntry, ViewEntry};
+use super::manager::{lock, scope, ViewManager};
+use super::supervisor::RATE_WINDOW;
+use super::{Result, ViewError};
+use crate::dto::{BuildOut, BuildProgressOut, GraceOut, VersionOut, ViewOut, ViewPartitionOut};
+
+/// Longest slice of a read-your-writes wait before the served version is
+/// looked up again (it may have been swapped).
+const WAIT_SLICE: Duration = Duration::from_millis(250);
+
+/// What a rows request asks.
+#[derive(Debug, Clone)]
+pub struct RowsRequest {
+    /// Point, key windows, prefix or all.
+    pub query: ViewQuery,
+    /// Continue after this key (from `next_cursor`).
+    pub cursor: Option<Vec<u8>>,
+    /// Most rows.
+    pub limit: usize,
+    /// A version other than the served one.
+    pub version: Option<u64>,
+    /// Wait until the served version has processed these (partition, offset) records.
+    pub after: Vec<(u32, u64)>,
+    /// Longest wait for `after`.
+    pub max_wait: Duration,
+}
+
+/// Rows and where they were read.
+#[derive(Debug, Clone)]
+pub struct RowsAnswer {
+    /// Version read.
+    pub version: u64,
+    /// Rows.
+    pub rows: Vec<ViewRow>,
+    /// Cursor of the next page.
+    pub next_cursor: Option<Vec<u8>>,
+    /// Input position.
+    pub as_of: AsOf,
+}
+
+/// A version resolved for reading.
+struct Target {
+    scope: Scope,
+    plan: Plan,
+    partitions: usize,
+}
+
+fn windowed(plan: &Plan) -> bool {
+    matches!(&plan.operation, Operation::Aggregate(a) if a.window.is_some())
+}
+
+impl ViewManager {
+    fn resolve(&self, name: &str, version: Option<u64>) -> Result<Target> {
+        let st = lock(&self.state);
+        let view = st
+            .catalog
+            .views
+            .get(name)
+            .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
+        if !view.is_table() {
+            return Err(ViewError::NotATable(name.to_string()));
+        }
+        let entry = match version {
+            None => &view.served,
+            Some(v) => view.version(v).ok_or(ViewError::UnknownVersion {
+                view: name.to_string(),
+                version: v,
+            })?,
+        };
+        let s = scope(name, entry.version);
+        let partitions = match st.running.get(&s) {
+            Some(p) => p.progress().committed_offsets.len(),
+            None => self.partitions(&entry.plan),
+        };
+        Ok(Target {
+            scope: s,
+            plan: entry.plan.clone(),
+            partitions,
+        })
+    }
+
+    /// Reads rows of view `name`.
+    pub fn rows(&self, name: &str, request: &RowsRequest) -> Result<RowsAnswer> {
+        let waited = if request.after.is_empty() {
+            None
+        } else {
+            Some(self.wait_for(name, &request.after, request.max_wait)?)
+        };
+        let target = self.resolve(name, request.version.or(waited))?;
+        if matches!(request.query, ViewQuery::KeyWindows { .. }) && !windowed(&target.plan) {
+            return Err(ViewError::BadRequest(format!(
+                "view {name:?} is not windowed: from and to do not apply"
+            )));
+        }
+        let gone = |e| match e {
+            kappa_processor::error::ProcessorError::NotFound(_) => ViewError::UnknownVersion {
+                view: name.to_string(),
+                version: target.scope.version,
+            },
+            e => e.into(),
+        };
+        // Rows and position from one snapshot: `as_of` is exact.
+        let (rows, next_cursor, as_of) = view::query_as_of(
+            &self.store,
+            &target.scope,
+            &request.query,
+            request.cursor.as_deref(),
+            request.limit,
+            target.partitions,
+        )
+        .map_err(gone)?;
+        Ok(RowsAnswer {
+            version: target.scope.version,
+            rows,
+            next_cursor,
+            as_of,
+        })
+    }
+
+    /// Waits (bounded by `max_wait`) until the served version of `name`
+    /// has committed past every (partition, offset); returns that version.
+    fn wait_for(&self, name: &str, after: &[(u32, u64)], max_wait: Duration) -> Result<u64> {
+        let deadline = Instant::now() + max_wait;
+        loop {
+            let (version, progress, targets) = self.wait_target(name, after)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let reached = |c: &[u64]| c.iter().zip(&targets).all(|(c, t)| c >= t);
+            let done = match &progress {
+                Some(p) => p.wait_committed(left.min(WAIT_SLICE), reached),
+                None => false,
+            };
+            if done {
+                return Ok(version);
+            }
+            if Instant::now() >= deadline || progress.is_none() {
+                let committed = progress
+                    .map(|p| p.snapshot().committed_offsets)
+                    .unwrap_or_default();
+                return Err(ViewError::Behind {
+                    view: name.to_string(),
+                    wanted: format_offsets(&targets),
+                    committed: format_offsets(&committed),
+                });
+            }
+        }
+    }
+
+    /// The served version, its progress (None if not running) and the
+    /// committed offsets `after` asks for, per partition.
+    fn wait_target(
+        &self,
+        name: &str,
+        after: &[(u32, u64)],
+    ) -> Result<(u64, Option<Arc<Progress>>, Vec<u64>)> {
+        let st = lock(&self.state);
+        let view = st
+            .catalog
+            .views
+            .get(name)
+            .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
+        if !view.is_table() {
+            return Err(ViewError::NotATable(name.to_string()));
+        }
+        let topic_name = &view.served.plan.source.topic;
+        let topic = self
+            .log
+            .topic(topic_name)
+            .map_err(|e| ViewError::Processor(e.into()))?;
+        let mut targets = vec![0u64; topic.partition_count() as usize];
+        for &(p, offset) in after {
+            let partition = topic.partition(p).map_err(|_| {
+                ViewError::BadRequest(format!("after: topic {topic_name:?} has no partition {p}"))
+            })?;
+            if offset >= partition.end_offset() {
+                return Err(ViewError::BadRequest(format!(
+                    "after: topic {topic_name:?} partition {p}: offset {offset} is beyond the end ({})",
+                    partition.end_offset()
+                )));
+            }
+            targets[p as usize] = targets[p as usize].max(offset + 1);
+        }
+        let version = view.served.version;
+        let progress = st
+            .running
+            .get(&scope(name, version))
+            .map(|p| p.shared_progress());
+        Ok((version, progress, targets))
+    }
+
+    /// Describes every view, by name.
+    pub fn list(&self) -> Vec<ViewOut> {
+        let names: Vec<String> = lock(&self.state).catalog.views.keys().cloned().collect();
+        names.iter().filter_map(|n| self.describe(n).ok()).collect()
+    }
+
+    /// Describes view `name`: versions, lag, progress, state size.
+    pub fn describe(&self, name: &str) -> Result<ViewOut> {
+        let (view, mut served, building) = {
+            let st = lock(&self.state);
+            let view = st
+                .catalog
+                .views
+                .get(name)
+                .ok_or_else(|| ViewError::UnknownView(name.to_string()))?
+                .clone();
+            let served = self.version_out(&st.running, name, &view.served);
+            let building = view.building.as_ref().map(|b| {
+                let s = scope(name, b.entry.version);
+                let rate = st.samples.get(&s).and_then(|samples| {
+                    let (first, last) = (samples.front()?, samples.back()?);
+                    let secs = last.0.duration_since(first.0).as_secs_f64();
+                    (secs >= 0.5 && first.0.elapsed() <= RATE_WINDOW * 2)
+                        .then(|| last.1.saturating_sub(first.1) as f64 / secs)
+                });
+                let rate =
+                    rate.or_else(|| st.running.get(&s).map(|p| p.progress().rate_per_second));
+                (self.version_out(&st.running, name, &b.entry), rate)
+            });
+            (view, served, building)
+        };
+        served.state_bytes = self.state_bytes(&scope(name, served.version));
+        let building_version = match (view.building.as_ref(), building) {
+            (Some(b), Some((mut out, rate))) => {
+                out.state_bytes = self.state_bytes(&scope(name, out.version));
+                Some(build_out(b, out, rate.unwrap_or(0.0)))
+            }
+            _ => None,
+        };
+        Ok(view_out(&view, served, building_version))
+    }
+
+    fn version_out(
+        &self,
+        running: &std::collections::HashMap<Scope, kappa_processor::version::RunningProcessor>,
+        name: &str,
+        entry: &VersionEntry,
+    ) -> VersionOut {
+        let s = scope(name, entry.version);
+        let p = running.get(&s);
+        let lags = p.and_then(|p| p.lag().ok()).unwrap_or_default();
+        let snapshot = p.map(|p| p.progress());
+        let watermark = match &snapshot {
+            Some(snap) => snap.watermark,
+            None => view::as_of(&self.store, &s, 0)
+                .ok()
+                .and_then(|a| a.watermark),
+        };
+        VersionOut {
+            version: entry.version,
+            sql: entry.sql.clone(),
+            started_ms: entry.started_ms,
+            running: p.is_some_and(|p| !p.is_finished()),
+            lag: lags.iter().map(|l| l.lag).sum(),
+            partitions: lags
+                .into_iter()
+                .map(|l| ViewPartitionOut {
+                    partition: l.partition,
+                    committed: l.committed,
+                    end: l.end,
+                    lag: l.lag,
+                })
+                .collect(),
+            watermark,
+            state_bytes: 0,
+            processed: snapshot.as_ref().map_or(0, |s| s.processed),
+            late: snapshot
+                .as_ref()
+                .map_or(0, |s| s.late_dropped + s.late_side_output),
+            invalid: snapshot.as_ref().map_or(0, |s| s.invalid),
+        }
+    }
+
+    fn state_bytes(&self, s: &Scope) -> u64 {
+        let size = |cf: String| self.store.size(&cf).unwrap_or(0);
+        size(s.state_cf()) + size(s.view_cf())
+    }
+}
+
+fn build_out(b: &super::catalog::BuildEntry, version: VersionOut, rate: f64) -> BuildOut {
+    let done: u64 = version
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.committed
+                .saturating_sub(b.start_offsets.get(i).copied().unwrap_or(0))
+        })
+        .sum();
+    let total = done + version.lag;
+    let eta_ms = (rate > 0.0).then(|| ((version.lag as f64 / rate) * 1000.0) as u64);
+    BuildOut {
+        start: b.entry.start.clone(),
+        start_offsets: b.start_offsets.clone(),
+        target_offsets: b.target_offsets.clone(),
+        progress: BuildProgressOut {
+            done,
+            total,
+            rate_records_per_second: rate,
+            eta_ms,
+        },
+        version,
+    }
+}
+
+fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) -> ViewOut {
+    let status = if !served.running {
+        "failed"
+    } else if building.is_some() {
+        "building"
+    } else {
+        "running"
+    };
+    ViewOut {
+        name: view.name.clone(),
+        kind: if view.is_table() { "table" } else { "stream" },
+        sql: view.served.sql.clone(),
+        source_topic: view.served.plan.source.topic.clone(),
+        output_topic: view.output_topic().map(str::to_string),
+        status,
+        served_version: served,
+        building_version: building,
+        grace_versions: view
+            .grace
+            .iter()
+            .map(|g| GraceOut {
+                version: g.entry.version,
+                sql: g.entry.sql.clone(),
+                readable_until_ms: g.readable_until_ms,
+            })
+            .collect(),
+        failure: view.failure.clone(),
+    }
+}
+
+fn format_offsets(offsets: &[u64]) -> String {
+    let parts: Vec<String> = offsets
+        .iter()
+        .enumerate()
+        .map(|(p, o)| format!("{p}:{o}"))
+        .collect();
+    format!("[{}]", parts.join(","))
+}

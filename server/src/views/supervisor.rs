@@ -1,0 +1,222 @@
+//! The supervisor: one thread that watches the live versions and moves
+//! them along — swaps a build in once it has reached the input's end as it
+//! was when the build started and its lag is at most `swap_max_lag`;
+//! records a build or served version whose thread ended with an error; and
+//! stops and drops versions whose grace has passed.
+//!
+//! It sleeps on a condition variable: woken by every change of the
+//! manager, and otherwise after [`BUILD_TICK`] while a build runs (its lag
+//! only shrinks by commits, which are at least that far apart in practice)
+//! or after [`IDLE_TICK`] / the next grace deadline.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kappa_processor::state::store::Scope;
+use kappa_processor::version::RunningProcessor;
+
+use super::catalog::{Catalog, Failure, GraceEntry};
+use super::manager::{lock, scope, ViewManager};
+
+/// How often a running build's lag is checked.
+pub const BUILD_TICK: Duration = Duration::from_millis(100);
+/// How often versions are checked when nothing is building.
+pub const IDLE_TICK: Duration = Duration::from_secs(1);
+/// Window of the build rate.
+pub const RATE_WINDOW: Duration = Duration::from_secs(10);
+
+/// What one look at a version found.
+enum Seen {
+    /// The thread ended; the error (or that it stopped without one).
+    Ended(Box<RunningProcessor>),
+    /// Running, with this total lag, records done since the start, and
+    /// whether every partition reached its target.
+    Lag { lag: u64, done: u64, reached: bool },
+    /// Not running (failed earlier) or the input is gone.
+    Unknown,
+}
+
+fn look(
+    running: &mut std::collections::HashMap<Scope, RunningProcessor>,
+    s: &Scope,
+    start: &[u64],
+    target: &[u64],
+) -> Seen {
+    let finished = match running.get(s) {
+        None => return Seen::Unknown,
+        Some(p) => p.is_finished(),
+    };
+    if finished {
+        return Seen::Ended(Box::new(running.remove(s).expect("present")));
+    }
+    match running.get(s).map(RunningProcessor::lag) {
+        Some(Ok(lags)) => Seen::Lag {
+            lag: lags.iter().map(|l| l.lag).sum(),
+            done: lags
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    l.committed
+                        .saturating_sub(start.get(i).copied().unwrap_or(0))
+                })
+                .sum(),
+            reached: lags
+                .iter()
+                .enumerate()
+                .all(|(i, l)| l.committed >= target.get(i).copied().unwrap_or(0)),
+        },
+        _ => Seen::Unknown,
+    }
+}
+
+fn reason(p: Box<RunningProcessor>) -> String {
+    match p.stop() {
+        Ok(()) => "the processor stopped".to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+impl ViewManager {
+    /// Starts the supervisor thread.
+    pub fn spawn_supervisor(self: &Arc<Self>) -> std::io::Result<()> {
+        let manager = self.clone();
+        let handle = std::thread::Builder::new()
+            .name("kappa-views".into())
+            .spawn(move || manager.supervise())?;
+        *lock(&self.supervisor) = Some(handle);
+        Ok(())
+    }
+
+    fn supervise(&self) {
+        while !self.stopping.load(Ordering::Acquire) {
+            let seen = lock(&self.state).changes;
+            let wait = self.tick();
+            let st = lock(&self.state);
+            if st.changes == seen && !self.stopping.load(Ordering::Acquire) {
+                let _ = self.wake.wait_timeout(st, wait);
+            }
+        }
+    }
+
+    /// One round: failures, swaps, grace expiry, rate samples and gauges.
+    /// Returns how long to wait before the next round.
+    pub fn tick(&self) -> Duration {
+        let _ops = lock(&self.ops);
+        if self.stopping.load(Ordering::Acquire) {
+            return IDLE_TICK;
+        }
+        let mut catalog = self.catalog();
+        let mut retire = Vec::new();
+        let changed = self.observe(&mut catalog, &mut retire);
+        let now = kappa_log::now_ms();
+        for view in catalog.views.values_mut() {
+            let (expired, kept): (Vec<GraceEntry>, Vec<GraceEntry>) = view
+                .grace
+                .drain(..)
+                .partition(|g| g.readable_until_ms <= now);
+            view.grace = kept;
+            retire.extend(expired.iter().map(|g| scope(&view.name, g.entry.version)));
+        }
+        if changed || !retire.is_empty() {
+            if let Err(e) = self.save(&catalog) {
+                // Nothing moves until the catalog can be written; the
+                // ended processors are gone either way.
+                tracing::error!(error = %e, "cannot persist the catalog");
+                return IDLE_TICK;
+            }
+            self.install(catalog.clone(), Vec::new());
+        }
+        // Stop and drop after the catalog stopped naming them.
+        self.retire(retire, true);
+        next_wait(&catalog, now)
+    }
+
+    /// Looks at every build and served version; updates `catalog` for
+    /// failures and swaps. Returns whether it changed.
+    fn observe(&self, catalog: &mut Catalog, retire: &mut Vec<Scope>) -> bool {
+        let now = kappa_log::now_ms();
+        let mut changed = false;
+        let mut finished = Vec::new();
+        let mut guard = lock(&self.state);
+        let st = &mut *guard;
+        for view in catalog.views.values_mut() {
+            let served = scope(&view.name, view.served.version);
+            if let Seen::Ended(p) = look(&mut st.running, &served, &[], &[]) {
+                finished.push((served.clone(), p, false));
+            }
+            let Some(build) = &view.building else {
+                continue;
+            };
+            let b = scope(&view.name, build.entry.version);
+            match look(
+                &mut st.running,
+                &b,
+                &build.start_offsets,
+                &build.target_offsets,
+            ) {
+                Seen::Ended(p) => finished.push((b, p, true)),
+                Seen::Lag { lag, done, reached } => {
+                    let samples = st.samples.entry(b.clone()).or_default();
+                    samples.push_back((Instant::now(), done));
+                    while samples.len() > 2 && samples[0].0.elapsed() > RATE_WINDOW {
+                        samples.pop_front();
+                    }
+                    crate::metrics::set_view_build(&view.name, done, done + lag);
+                    if reached && lag <= self.config.swap_max_lag {
+                        let build = view.building.take().expect("present");
+                        let old = std::mem::replace(&mut view.served, build.entry);
+                        tracing::info!(view = %view.name, from = old.version, to = view.served.version, lag, "swapped in the new version");
+                        crate::metrics::count_view_swap(&view.name);
+                        crate::metrics::set_view_build(&view.name, 0, 0);
+                        if self.config.grace_ms == 0 {
+                            retire.push(scope(&view.name, old.version));
+                        } else {
+                            view.grace.push(GraceEntry {
+                                entry: old,
+                                readable_until_ms: now + self.config.grace_ms as i64,
+                            });
+                        }
+                        st.samples.remove(&b);
+                        changed = true;
+                    }
+                }
+                Seen::Unknown => {}
+            }
+        }
+        drop(guard);
+        for (s, p, during_build) in finished {
+            let why = reason(p);
+            tracing::error!(view = %s.name, version = s.version, reason = %why, during_build, "processor ended");
+            crate::metrics::count_view_failure(&s.name);
+            if during_build {
+                crate::metrics::set_view_build(&s.name, 0, 0);
+            }
+            if let Some(view) = catalog.views.get_mut(&s.name) {
+                if during_build {
+                    view.building = None;
+                    retire.push(s.clone());
+                }
+                view.failure = Some(Failure {
+                    version: s.version,
+                    reason: why,
+                    at_ms: now,
+                    during_build,
+                });
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+/// Until the next grace deadline, or a tick.
+fn next_wait(catalog: &Catalog, now: i64) -> Duration {
+    let building = catalog.views.values().any(|v| v.building.is_some());
+    let mut wait = if building { BUILD_TICK } else { IDLE_TICK };
+    for g in catalog.views.values().flat_map(|v| &v.grace) {
+        let left = Duration::from_millis(g.readable_until_ms.saturating_sub(now).max(0) as u64);
+        wait = wait.min(left.max(Duration::from_millis(1)));
+    }
+    wait
+}

@@ -1,0 +1,174 @@
+//! Manager behaviour that the end-to-end tests cannot provoke on demand:
+//! a build whose processor fails, and a derived stream's replacement
+//! (which must not write its output twice). The supervisor thread is not
+//! started; each test runs [`ViewManager::tick`] itself.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kappa_log::{Log, LogConfig, NewRecord, ProduceRecord, TopicConfig};
+use kappa_processor::dsl::{self, Pipeline};
+use kappa_processor::expr::Expr;
+use kappa_processor::plan::Plan;
+
+use super::manager::Change;
+use super::{ManagerConfig, ViewManager};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    log: Arc<Log>,
+    manager: Arc<ViewManager>,
+    io: tokio::runtime::Runtime,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::open(LogConfig::new(dir.path())).unwrap());
+    let manager = ViewManager::open(
+        log.clone(),
+        ManagerConfig {
+            data_dir: dir.path().to_path_buf(),
+            swap_max_lag: 0,
+            grace_ms: 0,
+            commit_interval_ms: 10,
+        },
+    )
+    .unwrap();
+    let io = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    Fixture {
+        _dir: dir,
+        log,
+        manager,
+        io,
+    }
+}
+
+impl Fixture {
+    fn produce(&self, topic: &str, keys: &[&str]) {
+        let t = match self.log.topic(topic) {
+            Ok(t) => t,
+            Err(_) => self
+                .log
+                .create_topic(topic, TopicConfig::default())
+                .unwrap(),
+        };
+        let records = keys
+            .iter()
+            .map(|k| ProduceRecord {
+                partition: None,
+                record: NewRecord {
+                    key: Some(Bytes::from(k.to_string())),
+                    value: Bytes::from(format!("{{\"k\":\"{k}\"}}")),
+                    timestamp: None,
+                    headers: Vec::new(),
+                },
+            })
+            .collect();
+        self.io.block_on(t.produce(records, None)).unwrap();
+    }
+
+    /// Polls `f` for at most 30 s.
+    fn eventually(&self, what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !f() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn counts(topic: &str, name: &str) -> Plan {
+    Pipeline::from_topic(topic)
+        .key_by([("k", Expr::field("k"))])
+        .aggregate([dsl::count("n")])
+        .to_view(name)
+}
+
+#[test]
+fn a_failed_build_leaves_the_served_version_serving_and_says_why() {
+    let f = fixture();
+    f.produce("a", &["x", "y"]);
+    f.produce("b", &["z"]);
+    assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
+    let change = f.manager.replace("v", counts("b", "v"), None).unwrap();
+    assert_eq!(change, Change::Building(2));
+    // The build's input disappears: its processor ends with an error.
+    f.log.delete_topic("b").unwrap();
+    f.eventually("the build's processor ended", || {
+        let d = f.manager.describe("v").unwrap();
+        d.building_version.is_some_and(|b| !b.version.running)
+    });
+    f.manager.tick();
+    let d = f.manager.describe("v").unwrap();
+    assert!(d.building_version.is_none());
+    assert_eq!(d.status, "running");
+    assert_eq!(d.served_version.version, 1);
+    let failure = d.failure.expect("the failure is recorded");
+    assert_eq!((failure.version, failure.during_build), (2, true));
+    assert!(failure.reason.contains('b'), "{}", failure.reason);
+    // Recorded in the catalog, and the build's state is gone.
+    assert!(f.manager.catalog().views["v"].failure.is_some());
+    let store_has = |version| f.manager.store.has(&super::manager::scope("v", version));
+    assert!(store_has(1) && !store_has(2));
+}
+
+#[test]
+fn a_build_is_swapped_in_once_caught_up_and_the_old_version_dropped() {
+    let f = fixture();
+    f.produce("a", &["x", "y", "x"]);
+    f.manager.create("v", counts("a", "v"), None).unwrap();
+    let plan = Pipeline::from_topic("a")
+        .key_by([("k", Expr::field("k"))])
+        .aggregate([dsl::count("n"), dsl::count("m")])
+        .to_view("v");
+    assert_eq!(
+        f.manager.replace("v", plan.clone(), None).unwrap(),
+        Change::Building(2)
+    );
+    assert_eq!(
+        f.manager.replace("v", plan, None).unwrap(),
+        Change::Unchanged
+    );
+    f.eventually("the swap", || {
+        f.manager.tick();
+        f.manager.describe("v").unwrap().served_version.version == 2
+    });
+    // Grace 0: version 1 is stopped and dropped at the swap.
+    assert!(!f.manager.store.has(&super::manager::scope("v", 1)));
+    let d = f.manager.describe("v").unwrap();
+    assert!(d.grace_versions.is_empty() && d.building_version.is_none());
+}
+
+#[test]
+fn a_stream_replacement_continues_where_the_old_version_stopped() {
+    let f = fixture();
+    f.produce("a", &["1", "2", "3", "4", "5"]);
+    let plan = |cols: &[&'static str]| {
+        Pipeline::from_topic("a")
+            .select(cols.iter().map(|c| (*c, Expr::field("k"))))
+            .to_topic("out")
+    };
+    f.manager.create("s", plan(&["k"]), None).unwrap();
+    let committed = |f: &Fixture| -> u64 {
+        f.manager.describe("s").unwrap().served_version.partitions[0].committed
+    };
+    f.eventually("version 1 processed everything", || committed(&f) == 5);
+    let change = f.manager.replace("s", plan(&["k", "k2"]), None).unwrap();
+    assert_eq!(change, Change::Served(2));
+    f.produce("a", &["6", "7"]);
+    f.eventually("version 2 processed the new records", || committed(&f) == 7);
+    f.manager.close();
+    let out = f.log.topic("out").unwrap();
+    let fetch = out.partition(0).unwrap().read(0, 1000, 1 << 20).unwrap();
+    let values: Vec<String> = fetch
+        .records()
+        .map(|r| String::from_utf8_lossy(&r.value).into_owned())
+        .collect();
+    assert_eq!(values.len(), 7, "each input once: {values:?}");
+    assert!(values[..5].iter().all(|v| !v.contains("k2")), "{values:?}");
+    assert!(values[5..].iter().all(|v| v.contains("k2")), "{values:?}");
+}

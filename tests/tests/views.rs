@@ -1,0 +1,657 @@
+//! Views hosted by the server, end to end: SQL through `POST
+//! /v1/statements`, rows through `GET /v1/views/{view}/rows` (point, prefix,
+//! a key's windows, pages, read-your-writes), blue/green replacement and
+//! replay observed through `GET /v1/views/{view}`, and restarts during and
+//! after a build.
+//!
+//! Synchronization: reads wait with `after=` (the server waits until the
+//! view processed the produced offsets) or poll observable state with a
+//! bounded deadline; nothing sleeps to wait for the server.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kappa_tests::{assert_error, json, Client, Produced, Server, Value};
+
+/// 2026-01-01T00:00:00Z, a multiple of five minutes.
+const BASE: i64 = 1_767_225_600_000;
+const WINDOW_MS: i64 = 300_000;
+/// The SQL dialect's default watermark delay.
+const WATERMARK_DELAY_MS: i64 = 5_000;
+const DEADLINE: Duration = Duration::from_secs(60);
+
+const USER_EVENTS: &str = "CREATE STREAM user_events (
+  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
+) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');";
+
+const PURCHASE_STATS: &str = "CREATE TABLE purchase_stats AS
+SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
+       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
+FROM user_events
+WINDOW TUMBLING (SIZE 5 MINUTES)
+WHERE event_type = 'purchase'
+GROUP BY user_id
+EMIT CHANGES;";
+
+/// The replacement: only purchases above 10 count.
+const PURCHASE_STATS_V2: &str = "CREATE OR REPLACE TABLE purchase_stats AS
+SELECT user_id, COUNT(*) as purchase_count, SUM(amount) as total_amount
+FROM user_events
+WINDOW TUMBLING (SIZE 5 MINUTES)
+WHERE event_type = 'purchase' AND amount > 10
+GROUP BY user_id
+EMIT CHANGES;";
+
+/// One input event.
+#[derive(Clone, Copy)]
+struct Event {
+    user: &'static str,
+    kind: &'static str,
+    amount: f64,
+    /// Offset from BASE, ms.
+    at: i64,
+}
+
+const fn ev(user: &'static str, kind: &'static str, amount: f64, at: i64) -> Event {
+    Event {
+        user,
+        kind,
+        amount,
+        at,
+    }
+}
+
+/// Purchases and page views, some out of order (still in time) and one
+/// too late for its window (the watermark passed the window's end).
+const EVENTS: &[Event] = &[
+    ev("u1", "purchase", 10.5, 1_000),
+    ev("u2", "purchase", 20.0, 2_000),
+    ev("u1", "view", 0.0, 3_000),
+    ev("u1", "purchase", 5.0, 60_000),
+    // Out of order, within the watermark delay: counts.
+    ev("u2", "purchase", 7.25, 57_000),
+    ev("u1", "purchase", 100.0, 310_000),
+    ev("u3", "purchase", 42.0, 320_000),
+    // Out of order into the previous window, still open: counts.
+    ev("u3", "purchase", 1.0, 299_000),
+    ev("u2", "view", 0.0, 700_000),
+    // Window [0, 5 min) ended long before the watermark: late, dropped.
+    ev("u1", "purchase", 1000.0, 30_000),
+    ev("u2", "purchase", 12.0, 610_000),
+    ev("u1", "purchase", 3.5, 620_000),
+];
+
+/// (user, window start) -> (count, sum), computed independently of the
+/// server: per event (one partition, in order) the watermark before it is
+/// the largest event time seen so far minus the delay; a purchase whose
+/// window ended at or before that watermark is late.
+fn expected(events: &[Event], min_amount: f64) -> BTreeMap<(String, i64), (u64, f64)> {
+    let mut rows = BTreeMap::new();
+    let mut max_seen: Option<i64> = None;
+    for e in events {
+        let ts = BASE + e.at;
+        let watermark = max_seen.map_or(i64::MIN, |m| m - WATERMARK_DELAY_MS);
+        max_seen = Some(max_seen.map_or(ts, |m| m.max(ts)));
+        if e.kind != "purchase" || e.amount <= min_amount {
+            continue;
+        }
+        let start = ts.div_euclid(WINDOW_MS) * WINDOW_MS;
+        if start + WINDOW_MS <= watermark {
+            continue;
+        }
+        let row = rows.entry((e.user.to_string(), start)).or_insert((0, 0.0));
+        row.0 += 1;
+        row.1 += e.amount;
+    }
+    rows
+}
+
+fn sql(client: &Client, text: &str) -> (u16, Value) {
+    let r = client.send(
+        "POST",
+        "/v1/statements",
+        Some("text/plain"),
+        &[],
+        Some(text.as_bytes()),
+    );
+    (r.status, r.body)
+}
+
+fn sql_ok(client: &Client, text: &str) -> Vec<Value> {
+    let (status, body) = sql(client, text);
+    assert_eq!(status, 200, "{text}\n{body}");
+    body["results"].as_array().expect("results").clone()
+}
+
+fn produce_events(client: &Client, events: &[Event]) -> Vec<Produced> {
+    let records: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            json!({"key": e.user, "timestamp": BASE + e.at,
+                   "value": {"user_id": e.user, "event_type": e.kind, "amount": e.amount,
+                             "event_time": BASE + e.at}})
+        })
+        .collect();
+    client.produce("user_events", &Value::Array(records))
+}
+
+/// `after=` naming the last produced offset of every partition written.
+fn after(produced: &[Produced]) -> String {
+    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
+    for p in produced {
+        let o = last.entry(p.partition).or_insert(p.offset);
+        *o = (*o).max(p.offset);
+    }
+    last.iter()
+        .map(|(p, o)| format!("{p}:{o}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn rows(client: &Client, view: &str, query: &str) -> Value {
+    let path = format!("/v1/views/{view}/rows?{query}");
+    let (status, body) = client.get(&path);
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
+}
+
+/// Every row of a view, following cursors, as (user, window start) -> (count, sum).
+fn all_rows(client: &Client, view: &str, query: &str) -> BTreeMap<(String, i64), (u64, f64)> {
+    let mut out = BTreeMap::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..1000 {
+        let q = match &cursor {
+            Some(c) => format!("{query}&limit=2&cursor={c}"),
+            None => format!("{query}&limit=2"),
+        };
+        let page = rows(client, view, &q);
+        assert!(page["rows"].as_array().unwrap().len() <= 2, "{page}");
+        for r in page["rows"].as_array().unwrap() {
+            let key = (
+                r["key"].as_str().unwrap().to_string(),
+                r["window_start"].as_i64().unwrap(),
+            );
+            let value = (
+                r["row"]["purchase_count"].as_u64().unwrap(),
+                r["row"]["total_amount"].as_f64().unwrap(),
+            );
+            assert!(out.insert(key, value).is_none(), "each row once: {page}");
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
+    }
+    panic!("more than 1000 pages");
+}
+
+fn assert_rows_eq(
+    got: &BTreeMap<(String, i64), (u64, f64)>,
+    want: &BTreeMap<(String, i64), (u64, f64)>,
+) {
+    let keys = |m: &BTreeMap<(String, i64), (u64, f64)>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(got), keys(want), "rows: got {got:?}, want {want:?}");
+    for (k, (count, sum)) in want {
+        let (c, s) = got[k];
+        assert_eq!(c, *count, "{k:?}");
+        assert!((s - sum).abs() < 1e-9, "{k:?}: sum {s}, want {sum}");
+    }
+}
+
+/// Polls `f` until it returns Some, for at most DEADLINE.
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn describe(client: &Client, view: &str) -> Value {
+    let (status, body) = client.get(&format!("/v1/views/{view}"));
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn setup(client: &Client) -> Vec<Produced> {
+    let results = sql_ok(client, &format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["status"], "created", "{results:?}");
+    assert_eq!(results[0]["topic_created"], true, "{results:?}");
+    assert_eq!(results[1]["status"], "created", "{results:?}");
+    assert_eq!(results[1]["version"], 1, "{results:?}");
+    produce_events(client, EVENTS)
+}
+
+#[test]
+fn the_brief_scenario_answers_what_an_independent_computation_does() {
+    let server = Server::start(&[]);
+    let client = server.client();
+    let produced = setup(&client);
+    let want = expected(EVENTS, f64::NEG_INFINITY);
+
+    // Read-your-writes: the answer includes every produced record.
+    let body = rows(
+        &client,
+        "purchase_stats",
+        &format!("after={}", after(&produced)),
+    );
+    assert_eq!(body["version"], 1, "{body}");
+    assert_eq!(
+        body["as_of"]["offsets"],
+        json!([{"partition": 0, "offset": EVENTS.len()}])
+    );
+    let max_ts = EVENTS.iter().map(|e| BASE + e.at).max().unwrap();
+    assert_eq!(
+        body["as_of"]["watermark"],
+        json!(max_ts - WATERMARK_DELAY_MS),
+        "{body}"
+    );
+    assert_rows_eq(&all_rows(&client, "purchase_stats", ""), &want);
+
+    // Columns of a row.
+    let u1 = rows(&client, "purchase_stats", "key=u1");
+    let first = &u1["rows"][0];
+    assert_eq!(first["window_start"], json!(BASE));
+    assert_eq!(first["window_end"], json!(BASE + WINDOW_MS));
+    assert_eq!(first["row"]["user_id"], "u1");
+    assert_eq!(
+        first["row"]["purchase_count"], 2,
+        "the late 1000.0 is not counted: {u1}"
+    );
+    assert!((first["row"]["avg_amount"].as_f64().unwrap() - 7.75).abs() < 1e-9);
+
+    // A key's windows, in time order; a range of them (ms or RFC 3339).
+    let starts = |body: &Value| -> Vec<i64> {
+        body["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["window_start"].as_i64().unwrap())
+            .collect()
+    };
+    let all_u1: Vec<i64> = want
+        .keys()
+        .filter(|(u, _)| u == "u1")
+        .map(|(_, s)| *s)
+        .collect();
+    assert_eq!(starts(&u1), all_u1);
+    let ranged = rows(
+        &client,
+        "purchase_stats",
+        &format!(
+            "key=u1&from={}&to={}",
+            BASE + WINDOW_MS,
+            BASE + 2 * WINDOW_MS
+        ),
+    );
+    assert_eq!(starts(&ranged), vec![BASE + WINDOW_MS]);
+    let ranged = rows(
+        &client,
+        "purchase_stats",
+        "key=u1&from=2026-01-01T00:05:00Z&to=2026-01-01T01:00:00.000Z",
+    );
+    assert_eq!(
+        starts(&ranged),
+        vec![BASE + WINDOW_MS, BASE + 2 * WINDOW_MS]
+    );
+    // Prefix: every user, no other rows.
+    assert_rows_eq(&all_rows(&client, "purchase_stats", "prefix=u"), &want);
+    assert!(rows(&client, "purchase_stats", "prefix=x")["rows"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(rows(&client, "purchase_stats", "key=u")["rows"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // A pull query answers the same rows.
+    let results = sql_ok(
+        &client,
+        "SELECT * FROM purchase_stats WHERE user_id = 'u2';",
+    );
+    let pulled = &results[0];
+    assert_eq!(pulled["statement"], "SELECT");
+    let u2: Vec<(i64, u64)> = pulled["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["window_start"].as_i64().unwrap(),
+                r["row"]["purchase_count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want_u2: Vec<(i64, u64)> = want
+        .iter()
+        .filter(|((u, _), _)| u == "u2")
+        .map(|((_, s), (c, _))| (*s, *c))
+        .collect();
+    assert_eq!(u2, want_u2, "{pulled}");
+
+    // The description.
+    let d = describe(&client, "purchase_stats");
+    assert_eq!(d["name"], "purchase_stats");
+    assert_eq!(d["kind"], "table");
+    assert_eq!(d["status"], "running", "{d}");
+    assert_eq!(d["source_topic"], "user_events");
+    assert!(d["sql"]
+        .as_str()
+        .unwrap()
+        .starts_with("CREATE TABLE purchase_stats AS"));
+    assert_eq!(d["served_version"]["version"], 1);
+    assert_eq!(d["served_version"]["lag"], 0, "{d}");
+    assert_eq!(
+        d["served_version"]["partitions"][0]["end"],
+        json!(EVENTS.len())
+    );
+    assert!(d["building_version"].is_null());
+    let (status, list) = client.get("/v1/views");
+    assert_eq!(status, 200);
+    assert_eq!(list["views"][0]["name"], "purchase_stats", "{list}");
+    let shown = sql_ok(&client, "SHOW TABLES; DESCRIBE purchase_stats;");
+    assert_eq!(shown[0]["rows"][0]["name"], "purchase_stats", "{shown:?}");
+    assert_eq!(
+        shown[1]["settings"]["watermark_delay_ms"],
+        WATERMARK_DELAY_MS
+    );
+}
+
+#[test]
+fn errors_have_stable_codes() {
+    let server = Server::start(&[]);
+    let client = server.client();
+    setup(&client);
+    for path in [
+        "/v1/views/nope",
+        "/v1/views/nope/rows",
+        "/v1/views/nope/rows?key=a",
+    ] {
+        let (status, body) = client.get(path);
+        assert_error(path, status, &body, 404, "unknown_view");
+    }
+    let (status, body) = client.post_json("/v1/views/nope/replay", &json!({"from": "earliest"}));
+    assert_error("replay", status, &body, 404, "unknown_view");
+    let (status, body) = sql(&client, "SELECT * FROM nope;");
+    assert_error("select", status, &body, 404, "unknown_view");
+    let (status, body) = client.get("/v1/views/purchase_stats/rows?version=7");
+    assert_error("version", status, &body, 404, "unknown_version");
+
+    // SQL errors say where.
+    let (status, body) = sql(&client, "SHOW TABLES;\nCREATE TABLE x AS SELEC 1;");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "sql_error");
+    assert_eq!(body["error"]["line"], 2, "{body}");
+    assert!(body["error"]["column"].as_u64().unwrap() >= 1);
+    // Creating again without OR REPLACE, dropping what is read.
+    let (status, body) = sql(&client, PURCHASE_STATS);
+    assert_error("create twice", status, &body, 409, "already_exists");
+    let (status, body) = sql(&client, "DROP STREAM user_events;");
+    assert_error("drop a source in use", status, &body, 409, "has_dependents");
+    // Bad parameters.
+    for query in [
+        "key=a&prefix=a",
+        "from=1",
+        "limit=0",
+        "cursor=zz",
+        "after=0-1",
+        "after=0:999",
+        "unknown=1",
+    ] {
+        let (status, body) = client.get(&format!("/v1/views/purchase_stats/rows?{query}"));
+        assert_eq!(status, 400, "{query}: {body}");
+    }
+    // Drop: the view goes, then its source may go.
+    sql_ok(
+        &client,
+        "DROP TABLE purchase_stats; DROP STREAM user_events;",
+    );
+    let (status, body) = client.get("/v1/views/purchase_stats");
+    assert_error("dropped", status, &body, 404, "unknown_view");
+    let results = sql_ok(&client, "DROP TABLE IF EXISTS purchase_stats;");
+    assert_eq!(results[0]["status"], "not_found");
+}
+
+#[test]
+fn read_your_writes_sees_each_produced_record() {
+    let server = Server::start(&[]);
+    let client = server.client();
+    sql_ok(
+        &client,
+        "CREATE STREAM clicks (page VARCHAR) WITH (KAFKA_TOPIC='clicks', VALUE_FORMAT='JSON', PARTITIONS=3);
+         CREATE TABLE page_counts AS SELECT page, COUNT(*) AS n FROM clicks GROUP BY page EMIT CHANGES;",
+    );
+    for i in 1..=20u64 {
+        let page = ["home", "cart", "help"][(i % 3) as usize];
+        let produced = client.produce("clicks", &json!([{"key": page, "value": {"page": page}}]));
+        let body = rows(
+            &client,
+            "page_counts",
+            &format!("key={page}&after={}", after(&produced)),
+        );
+        let n: u64 = (1..=i).filter(|j| j % 3 == i % 3).count() as u64;
+        assert_eq!(body["rows"][0]["row"]["n"], n, "after record {i}: {body}");
+        let p = produced[0].partition as usize;
+        assert!(body["as_of"]["offsets"][p]["offset"].as_u64().unwrap() > produced[0].offset);
+    }
+}
+
+#[test]
+fn a_replacement_is_built_beside_the_served_version_and_swapped_in() {
+    let server = Server::start(&["--view-grace-ms", "3000"]);
+    let client = server.client();
+    let produced = setup(&client);
+    rows(
+        &client,
+        "purchase_stats",
+        &format!("after={}", after(&produced)),
+    );
+
+    // The same definition again is a no-op.
+    let same = sql_ok(
+        &client,
+        &PURCHASE_STATS.replace("CREATE TABLE", "CREATE OR REPLACE TABLE"),
+    );
+    assert_eq!(same[0]["status"], "unchanged", "{same:?}");
+
+    let replaced = sql_ok(&client, PURCHASE_STATS_V2);
+    assert_eq!(replaced[0]["status"], "building", "{replaced:?}");
+    assert_eq!(replaced[0]["version"], 2);
+    let d = eventually("version 2 served", || {
+        let d = describe(&client, "purchase_stats");
+        (d["served_version"]["version"] == 2).then_some(d)
+    });
+    assert!(d["sql"].as_str().unwrap().contains("amount > 10"), "{d}");
+    assert_eq!(d["grace_versions"][0]["version"], 1, "{d}");
+    // Served: the new definition; version 1 still readable during its grace.
+    let v2 = expected(EVENTS, 10.0);
+    assert_rows_eq(&all_rows(&client, "purchase_stats", ""), &v2);
+    assert_rows_eq(
+        &all_rows(&client, "purchase_stats", "version=1"),
+        &expected(EVENTS, f64::NEG_INFINITY),
+    );
+    eventually("version 1 dropped after its grace", || {
+        let (status, _) = client.get("/v1/views/purchase_stats/rows?version=1");
+        (status == 404).then_some(())
+    });
+    assert!(describe(&client, "purchase_stats")["grace_versions"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // A replay from a time: only events from then on count.
+    let (status, body) = client.post_json(
+        "/v1/views/purchase_stats/replay",
+        &json!({"from": {"timestamp": BASE + 600_000}}),
+    );
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["building_version"], 3, "{body}");
+    eventually("version 3 served", || {
+        (describe(&client, "purchase_stats")["served_version"]["version"] == 3).then_some(())
+    });
+    // Records are in the log in production order; the replay starts at the
+    // first record stamped at or after the time.
+    let first = EVENTS.iter().position(|e| e.at >= 600_000).unwrap();
+    let tail = expected(&EVENTS[first..], 10.0);
+    assert_rows_eq(&all_rows(&client, "purchase_stats", ""), &tail);
+
+    // After a restart the swapped-in version is served.
+    let mut server = server;
+    server.terminate_ok();
+    let server = server.restart();
+    let client = server.client();
+    let d = describe(&client, "purchase_stats");
+    assert_eq!(d["served_version"]["version"], 3, "{d}");
+    assert_eq!(d["status"], "running", "{d}");
+    assert_rows_eq(&all_rows(&client, "purchase_stats", ""), &tail);
+    // New records flow into it.
+    let more = [ev("u9", "purchase", 50.0, 900_000)];
+    let produced = produce_events(&client, &more);
+    let body = rows(
+        &client,
+        "purchase_stats",
+        &format!("key=u9&after={}", after(&produced)),
+    );
+    assert_eq!(body["rows"][0]["row"]["purchase_count"], 1, "{body}");
+}
+
+#[test]
+fn a_restart_during_a_build_resumes_it() {
+    // Commits every minute: nothing commits while this server runs, so the
+    // build cannot catch up (and read-your-writes cannot be met) before the kill.
+    let mut server = Server::start(&[
+        "--view-commit-interval-ms",
+        "60000",
+        "--view-swap-max-lag",
+        "0",
+    ]);
+    let client = server.client();
+    let produced = setup(&client);
+    let (status, body) = client.get(&format!(
+        "/v1/views/purchase_stats/rows?after={}&max_wait_ms=100",
+        after(&produced)
+    ));
+    assert_error("not caught up", status, &body, 504, "view_behind");
+    let replaced = sql_ok(&client, PURCHASE_STATS_V2);
+    assert_eq!(replaced[0]["status"], "building", "{replaced:?}");
+    let d = describe(&client, "purchase_stats");
+    assert_eq!(d["status"], "building", "{d}");
+    assert_eq!(d["building_version"]["version"], 2, "{d}");
+    assert_eq!(d["building_version"]["start"], "earliest", "{d}");
+    let progress = &d["building_version"]["progress"];
+    assert_eq!(
+        progress["done"].as_u64().unwrap() + d["building_version"]["lag"].as_u64().unwrap(),
+        progress["total"].as_u64().unwrap(),
+        "{d}"
+    );
+    assert_eq!(d["served_version"]["version"], 1);
+
+    server.kill9();
+    let server = server.restart_with(&[]);
+    let client = server.client();
+    let d = eventually("the resumed build swapped in", || {
+        let d = describe(&client, "purchase_stats");
+        (d["served_version"]["version"] == 2).then_some(d)
+    });
+    assert!(d["building_version"].is_null(), "{d}");
+    let body = rows(
+        &client,
+        "purchase_stats",
+        &format!("after={}", after(&produced)),
+    );
+    assert_eq!(body["version"], 2);
+    assert_rows_eq(
+        &all_rows(&client, "purchase_stats", ""),
+        &expected(EVENTS, 10.0),
+    );
+}
+
+#[test]
+fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
+    let server = Server::start(&[]);
+    let client = server.client();
+    setup(&client);
+    let created = sql_ok(
+        &client,
+        "CREATE STREAM high_value AS SELECT user_id, amount FROM user_events
+         WHERE event_type = 'purchase' AND amount > 15 EMIT CHANGES;",
+    );
+    assert_eq!(created[0]["status"], "created", "{created:?}");
+    let committed = |client: &Client| {
+        describe(client, "high_value")["served_version"]["partitions"][0]["committed"]
+            .as_u64()
+            .unwrap()
+    };
+    let d = describe(&client, "high_value");
+    assert_eq!(
+        (d["kind"].as_str(), d["output_topic"].as_str()),
+        (Some("stream"), Some("high_value"))
+    );
+    let amounts = |client: &Client| -> Vec<f64> {
+        client
+            .read_all("high_value", 0)
+            .iter()
+            .map(|r| r["value"]["amount"].as_f64().unwrap())
+            .collect()
+    };
+    // A commit appends its output right after it: wait for the topic.
+    let want = vec![20.0, 100.0, 42.0, 1000.0];
+    eventually("the stream's output", || {
+        (amounts(&client).len() >= want.len()).then_some(())
+    });
+    assert_eq!(amounts(&client), want);
+    let (status, body) = client.get("/v1/views/high_value/rows");
+    assert_error("rows of a stream", status, &body, 400, "not_a_table");
+
+    // The replacement continues where the old definition stopped.
+    let replaced = sql_ok(
+        &client,
+        "CREATE OR REPLACE STREAM high_value AS SELECT user_id, amount FROM user_events
+         WHERE event_type = 'purchase' AND amount > 50 EMIT CHANGES;",
+    );
+    assert_eq!(replaced[0]["status"], "replaced", "{replaced:?}");
+    assert_eq!(replaced[0]["version"], 2);
+    produce_events(
+        &client,
+        &[
+            ev("u5", "purchase", 30.0, 800_000),
+            ev("u5", "purchase", 60.0, 801_000),
+        ],
+    );
+    eventually("the new version's output", || {
+        (committed(&client) == EVENTS.len() as u64 + 2 && amounts(&client).len() >= 5).then_some(())
+    });
+    // A clean stop flushes everything; nothing was written twice.
+    let mut server = server;
+    server.terminate_ok();
+    let server = server.restart();
+    let client = server.client();
+    assert_eq!(amounts(&client), vec![20.0, 100.0, 42.0, 1000.0, 60.0]);
+    assert_eq!(
+        describe(&client, "high_value")["served_version"]["version"],
+        2
+    );
+
+    let shown = sql_ok(&client, "SHOW STREAMS;");
+    let names: Vec<&str> = shown[0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["high_value", "user_events"]);
+    // A pull query must look rows up by the view's key column.
+    let (status, body) = sql(
+        &client,
+        "SELECT * FROM purchase_stats WHERE event_type = 'x';",
+    );
+    assert_error("wrong key column", status, &body, 400, "bad_request");
+    sql_ok(&client, "DROP STREAM high_value;");
+    let (status, _) = client.get("/v1/views/high_value");
+    assert_eq!(status, 404);
+}
