@@ -13,6 +13,7 @@
 //! asks.
 
 pub mod aggregate;
+pub mod changes;
 pub mod dsl;
 pub mod error;
 pub mod event;

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::changes::ChangeFeed;
+
 /// Live counters and the last commit's position.
 #[derive(Debug)]
 pub struct Progress {
@@ -21,6 +23,8 @@ pub struct Progress {
     duplicates: AtomicU64,
     invalid: AtomicU64,
     started: Instant,
+    /// Row changes of recent commits, for change-feed readers.
+    pub changes: ChangeFeed,
 }
 
 /// A copy of [`Progress`] at one moment.
@@ -64,6 +68,7 @@ impl Progress {
             duplicates: AtomicU64::new(0),
             invalid: AtomicU64::new(0),
             started: Instant::now(),
+            changes: ChangeFeed::default(),
         }
     }
 

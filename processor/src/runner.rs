@@ -341,6 +341,11 @@ impl Runtime {
     /// it; returns the number of stream records processed.
     pub fn poll_once(&mut self) -> Result<u64> {
         self.poll_table()?;
+        if let Some(a) = &mut self.aggregate {
+            if !a.emits_changes() && self.progress.changes.is_enabled() {
+                a.set_emit_changes(true);
+            }
+        }
         let source = self.log.topic(&self.plan.source.topic)?;
         let mut processed = 0;
         for p in 0..self.positions.len() {
@@ -529,11 +534,11 @@ impl Runtime {
         let started = Instant::now();
         let cf = self.scope.state_cf();
         let mut batch = Batch::default();
+        let mut changes = Vec::new();
         if let Some(a) = &mut self.aggregate {
-            let changes = a.take_changes(&self.store)?;
+            changes = a.take_changes(&self.store)?;
             let rows = a.flush(&mut batch);
             self.progress.add_output(rows);
-            self.queue_changes(changes);
         }
         if let Some(d) = &mut self.dedup {
             d.flush(&mut batch);
@@ -561,6 +566,7 @@ impl Runtime {
             meta("watermark"),
             (watermark as u64).to_le_bytes().to_vec(),
         );
+        self.queue_changes(&changes);
         let outbox = std::mem::take(&mut self.outbox);
         let seq = self.outbox_seq;
         if !outbox.is_empty() {
@@ -577,6 +583,7 @@ impl Runtime {
         self.store.write(batch)?;
         self.last_commit = Instant::now();
         self.progress.set_committed(&self.positions, watermark);
+        self.progress.changes.publish(&changes);
         if crash == Some(CrashPoint::AfterCommit) {
             return Err(ProcessorError::Stopped(
                 "simulated crash after the commit".into(),
@@ -605,14 +612,14 @@ impl Runtime {
 
     /// Puts an aggregate's row changes in the outbox of a topic sink (a
     /// view's rows were written by the operator's flush).
-    fn queue_changes(&mut self, changes: Vec<RowChange>) {
+    fn queue_changes(&mut self, changes: &[RowChange]) {
         let Sink::Topic(topic) = &self.plan.sink else {
             return;
         };
         for change in changes {
             self.outbox.push(OutRecord {
                 topic: topic.clone(),
-                key: Some(change.key),
+                key: Some(change.key.clone()),
                 value: change.row.as_ref().map_or("null".into(), Value::to_string),
                 timestamp: change.window.map_or(now_ms(), |(s, _)| s),
             });

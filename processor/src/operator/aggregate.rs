@@ -758,6 +758,17 @@ impl AggregateOp {
         Ok(())
     }
 
+    /// Starts (or stops) computing row changes from now on (a change feed
+    /// subscribed).
+    pub fn set_emit_changes(&mut self, on: bool) {
+        self.emit_changes = on;
+    }
+
+    /// True if row changes are computed.
+    pub fn emits_changes(&self) -> bool {
+        self.emit_changes
+    }
+
     /// Number of open windows (for metrics).
     pub fn open_windows(&self) -> usize {
         self.open.values().map(HashSet::len).sum()
