@@ -2,6 +2,7 @@
 //! calls off the async workers, strict query parameters, body extraction).
 
 mod admin;
+mod changes;
 
 pub use admin::OPENAPI as OPENAPI_JSON;
 mod groups;
@@ -46,6 +47,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/views"),
     ("GET", "/v1/views/{view}"),
     ("GET", "/v1/views/{view}/rows"),
+    ("GET", "/v1/views/{view}/changes"),
     ("POST", "/v1/views/{view}/replay"),
 ];
 
@@ -82,6 +84,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/views", get(views::list))
         .route("/v1/views/{view}", get(views::describe))
         .route("/v1/views/{view}/rows", get(views::rows))
+        .route("/v1/views/{view}/changes", get(changes::changes))
         .route("/v1/views/{view}/replay", post(views::replay))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .method_not_allowed_fallback(|| async {

@@ -5,8 +5,8 @@
 //! (read-your-writes).
 //!
 //! The version to read is resolved under the manager's lock, the RocksDB
-//! reads run outside it. `as_of` is read before the rows, so it is a lower
-//! bound: the rows contain at least every input record before it.
+//! reads run outside it. Rows and `as_of` come from one snapshot of the
+//! store, so `as_of` is exactly the input the rows reflect.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,6 +203,26 @@ impl ViewManager {
             .get(&scope(name, version))
             .map(|p| p.shared_progress());
         Ok((version, progress, targets))
+    }
+
+    /// The served version of view `name` and its shared progress (which
+    /// carries its change feed); `None` when that version is not running.
+    pub fn served_progress(&self, name: &str) -> Result<(u64, Option<Arc<Progress>>)> {
+        let st = lock(&self.state);
+        let view = st
+            .catalog
+            .views
+            .get(name)
+            .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
+        if !view.is_table() {
+            return Err(ViewError::NotATable(name.to_string()));
+        }
+        let version = view.served.version;
+        let progress = st
+            .running
+            .get(&scope(name, version))
+            .map(|p| p.shared_progress());
+        Ok((version, progress))
     }
 
     /// Describes every view, by name.
