@@ -139,7 +139,14 @@ impl ChangeFeed {
             return Since::Gap { next: ring.next };
         }
         let skip = (after + 1 - oldest) as usize;
-        Since::Changes(ring.changes.iter().skip(skip).take(limit).cloned().collect())
+        Since::Changes(
+            ring.changes
+                .iter()
+                .skip(skip)
+                .take(limit)
+                .cloned()
+                .collect(),
+        )
     }
 
     /// A receiver that changes whenever changes are published (its value is

@@ -439,8 +439,12 @@ impl Runtime {
         let Some(mut event) = self.decode(partition, record) else {
             return Ok(());
         };
-        // Lateness is judged against the watermark before this event; the
-        // watermark then moves per record, so results do not depend on how
+        // Lateness is judged against the watermark including this event
+        // (which closed windows before it is applied, so an event never
+        // lands in a window already closed — with several partitions, one
+        // event can move the watermark past its own windows). The event's
+        // own time never makes it late: its windows end after it. The
+        // watermark moves per record, so results do not depend on how
         // records were batched into polls.
         let watermark = self.watermark.current();
         let now = now_ms();
@@ -491,7 +495,7 @@ impl Runtime {
                     .aggregate
                     .as_mut()
                     .expect("aggregate plans have the operator");
-                if op.apply(&self.store, &event, watermark)? == Outcome::Late {
+                if op.apply(&self.store, &event, advanced)? == Outcome::Late {
                     self.late(&event);
                 }
             }
@@ -547,25 +551,17 @@ impl Runtime {
             j.flush(&mut batch);
         }
         for (p, offset) in self.positions.iter().enumerate() {
-            batch.put(
-                &cf,
-                meta(&format!("offset/{p}")),
-                offset.to_le_bytes().to_vec(),
-            );
+            batch.put(&cf, meta(&format!("offset/{p}")), offset.to_le_bytes());
         }
         for (p, offset) in self.table_positions.iter().enumerate() {
             batch.put(
                 &cf,
                 meta(&format!("table_offset/{p}")),
-                offset.to_le_bytes().to_vec(),
+                offset.to_le_bytes(),
             );
         }
         let watermark = self.watermark.current();
-        batch.put(
-            &cf,
-            meta("watermark"),
-            (watermark as u64).to_le_bytes().to_vec(),
-        );
+        batch.put(&cf, meta("watermark"), (watermark as u64).to_le_bytes());
         self.queue_changes(&changes);
         let outbox = std::mem::take(&mut self.outbox);
         let seq = self.outbox_seq;
@@ -573,11 +569,7 @@ impl Runtime {
             let json = serde_json::to_vec(&outbox).expect("serializes");
             batch.put(&cf, meta(&format!("outbox/{seq:020}")), json);
             self.outbox_seq += 1;
-            batch.put(
-                &cf,
-                meta("outbox_seq"),
-                self.outbox_seq.to_le_bytes().to_vec(),
-            );
+            batch.put(&cf, meta("outbox_seq"), self.outbox_seq.to_le_bytes());
         }
         let bytes = batch.bytes();
         self.store.write(batch)?;

@@ -10,13 +10,16 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use std::collections::VecDeque;
+
+use crate::aggregate::Accumulator;
 use crate::error::{ProcessorError, Result};
 use crate::operator::aggregate::row_of;
 use crate::plan::{AggregateSpec, Emit};
 use crate::state::key;
-use crate::state::slot;
+use crate::state::slot::{self, GroupForm};
 use crate::state::store::{ns, Scope, Snapshot, Store};
-use crate::window::Window;
+use crate::window::{hopping, Window, WindowSpec};
 
 /// One view row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -203,21 +206,42 @@ fn read_rows(
         }
         _ => lower,
     };
+    // Open hopping windows (EMIT CHANGES) are not stored as rows: they are
+    // merged from their slices and interleaved with the stored rows.
+    let mut open = match reader.spec.window.as_ref().map(|w| (w.window, w.emit)) {
+        Some((WindowSpec::Hopping { .. }, Emit::Changes)) => {
+            open_hopping_rows(snapshot, &reader, &start, upper.as_deref())?
+        }
+        _ => VecDeque::new(),
+    };
     // Hidden rows (HAVING, open EMIT FINAL windows) are skipped, so read
     // pages until one row past the limit is found or the range ends.
     let page = limit.saturating_add(1).clamp(16, 4096);
     let mut rows = Vec::new();
     let mut last_key: Option<Vec<u8>> = None;
+    // Adds a row; true once a row past the limit shows there is more.
+    let mut push = |k: &[u8], row: ViewRow| {
+        if rows.len() == limit {
+            return true;
+        }
+        rows.push(row);
+        last_key = Some(k.to_vec());
+        false
+    };
     loop {
         let raw = snapshot.scan(&scope.view_cf(), &start, upper.as_deref(), page)?;
         let exhausted = raw.len() < page;
         for (k, v) in &raw {
-            if let Some(row) = reader.row(k, v)? {
-                if rows.len() == limit {
+            while open.front().is_some_and(|(ok, _)| ok < k) {
+                let (ok, row) = open.pop_front().expect("non-empty");
+                if push(&ok, row) {
                     return Ok((rows, last_key));
                 }
-                rows.push(row);
-                last_key = Some(k.clone());
+            }
+            if let Some(row) = reader.row(k, v)? {
+                if push(k, row) {
+                    return Ok((rows, last_key));
+                }
             }
         }
         match raw.last() {
@@ -225,9 +249,123 @@ fn read_rows(
                 start = k.clone();
                 start.push(0);
             }
-            _ => return Ok((rows, None)),
+            _ => break,
         }
     }
+    while let Some((ok, row)) = open.pop_front() {
+        if push(&ok, row) {
+            return Ok((rows, last_key));
+        }
+    }
+    Ok((rows, None))
+}
+
+/// A hopping slice's start and accumulators.
+type SliceAccs = (i64, Vec<Accumulator>);
+
+/// The rows of open hopping windows whose keys fall in `[start, upper)`,
+/// in key order: each window with data that the committed watermark has
+/// not closed, merged from its slices in operator state.
+fn open_hopping_rows(
+    snapshot: &Snapshot<'_>,
+    reader: &RowReader<'_>,
+    start: &[u8],
+    upper: Option<&[u8]>,
+) -> Result<VecDeque<(Vec<u8>, ViewRow)>> {
+    let Some(ws) = &reader.spec.window else {
+        return Ok(VecDeque::new());
+    };
+    let WindowSpec::Hopping {
+        size_ms,
+        advance_ms,
+    } = ws.window
+    else {
+        return Ok(VecDeque::new());
+    };
+    // Whole groups: a window in range may use slices past `upper`.
+    let group_start = |k: &[u8]| match key::decode_group_key(k) {
+        Some((group, _)) => key::plain(&group),
+        None => k.to_vec(),
+    };
+    let mut lower = vec![ns::ACCUMULATOR];
+    lower.extend(group_start(start));
+    let slice_upper = match upper {
+        Some(u) => {
+            let mut end = vec![ns::ACCUMULATOR];
+            match key::decode_group_key(u) {
+                Some((group, rest)) if !rest.is_empty() => {
+                    let mut g = key::plain(&group);
+                    *g.last_mut().expect("terminated") += 1;
+                    end.extend(g);
+                }
+                _ => end.extend_from_slice(u),
+            }
+            end
+        }
+        None => vec![ns::ACCUMULATOR + 1],
+    };
+    let state_cf = reader.scope.state_cf();
+    let slices = snapshot.scan(&state_cf, &lower, Some(&slice_upper), usize::MAX)?;
+    let fresh = || -> Vec<Accumulator> {
+        reader
+            .spec
+            .aggregates
+            .iter()
+            .map(|a| a.kind.accumulator())
+            .collect()
+    };
+    // Slices grouped by view key, in key (then time) order.
+    let mut groups: Vec<(Vec<u8>, GroupForm, Vec<SliceAccs>)> = Vec::new();
+    for (k, v) in &slices {
+        let (group, slice_start, _) =
+            key::decode_windowed(&k[1..]).ok_or_else(|| reader.bad("bad slice key"))?;
+        let (form, accs) = slot::decode(v).ok_or_else(|| reader.bad("bad slice value"))?;
+        match groups.last_mut() {
+            Some((g, _, list)) if *g == group => list.push((slice_start, accs)),
+            _ => groups.push((group, form, vec![(slice_start, accs)])),
+        }
+    }
+    let mut out = VecDeque::new();
+    for (group, form, slices) in groups {
+        let key = String::from_utf8_lossy(&group).into_owned();
+        let values = form
+            .values(&key)
+            .ok_or_else(|| reader.bad("bad group key"))?;
+        let mut starts = std::collections::BTreeSet::new();
+        for (s, _) in &slices {
+            for w in hopping::windows_of(*s, size_ms, advance_ms) {
+                if w.end.saturating_add(ws.grace_ms) > reader.watermark {
+                    starts.insert(w.start);
+                }
+            }
+        }
+        for window_start in starts {
+            let w = Window {
+                start: window_start,
+                end: window_start + size_ms,
+            };
+            let rk = key::windowed(&group, w.start, w.end);
+            if rk.as_slice() < start || upper.is_some_and(|u| rk.as_slice() >= u) {
+                continue;
+            }
+            let mut accs = fresh();
+            for (_, part) in slices.iter().filter(|(s, _)| w.contains(*s)) {
+                for (acc, p) in accs.iter_mut().zip(part) {
+                    acc.merge(p);
+                }
+            }
+            if let Some(row) = row_of(&reader.spec, &values, Some(w), &accs) {
+                let view_row = ViewRow {
+                    key: key.clone(),
+                    window_start: Some(w.start),
+                    window_end: Some(w.end),
+                    row,
+                };
+                out.push_back((rk, view_row));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn read_u64(snapshot: &Snapshot<'_>, scope: &Scope, name: &str) -> Result<Option<u64>> {

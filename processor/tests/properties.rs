@@ -1,5 +1,6 @@
 //! Property test: for random event sequences with bounded disorder, random
-//! late events and duplicates, a deduplicated tumbling COUNT/SUM view equals
+//! late events and duplicates, a deduplicated tumbling or hopping COUNT/SUM
+//! view (open hopping windows are computed from slices when read) equals
 //! a naive recomputation over exactly the events that were neither late nor
 //! duplicates; with EMIT FINAL, rows exist only for closed windows. Runs
 //! with and without random crashes.
@@ -10,7 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use common::{run_steps, Step};
-use kappa_processor::dsl::{self, Pipeline, Tumbling};
+use kappa_processor::dsl::{self, Hopping, Pipeline, Tumbling};
 use kappa_processor::expr::Expr;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -59,8 +60,11 @@ fn inputs() -> impl Strategy<Value = Vec<Input>> {
     )
 }
 
-/// The naive answer: replays the events one by one with the same rules.
-fn naive(inputs: &[Input], delay: i64, grace: i64, emit_final: bool) -> Vec<Value> {
+/// The naive answer: replays the events one by one with the same rules;
+/// windows of `SIZE` start every `advance` (tumbling when equal). An event
+/// counts in each of its windows still open before it; it is late when
+/// none is.
+fn naive(inputs: &[Input], delay: i64, grace: i64, emit_final: bool, advance: i64) -> Vec<Value> {
     let mut watermark = i64::MIN;
     let mut seen = HashSet::new();
     let mut windows: BTreeMap<(String, i64), (u64, i64)> = BTreeMap::new();
@@ -70,13 +74,16 @@ fn naive(inputs: &[Input], delay: i64, grace: i64, emit_final: bool) -> Vec<Valu
         if !seen.insert(e.id.clone()) {
             continue;
         }
-        let start = e.ts.div_euclid(SIZE) * SIZE;
-        if start + SIZE + grace <= before {
-            continue;
+        let last_start = e.ts.div_euclid(advance) * advance;
+        let mut start = last_start;
+        while start > e.ts - SIZE {
+            if start + SIZE + grace > before {
+                let w = windows.entry((format!("u{}", e.user), start)).or_default();
+                w.0 += 1;
+                w.1 += e.amount;
+            }
+            start -= advance;
         }
-        let w = windows.entry((format!("u{}", e.user), start)).or_default();
-        w.0 += 1;
-        w.1 += e.amount;
     }
     windows
         .into_iter()
@@ -97,13 +104,18 @@ proptest! {
         grace in (0i64..5).prop_map(|g| g * 100),
         emit_final in any::<bool>(),
         crash in proptest::option::of(0u64..1000),
+        advance in prop_oneof![Just(SIZE), Just(SIZE / 2), Just(SIZE / 4)],
     ) {
         let grouped = Pipeline::from_topic("events")
             .event_time_field("ts")
             .max_out_of_orderness(Duration::from_millis(delay as u64))
             .dedup_by(Expr::field("id"), Duration::from_secs(3600))
             .key_by([("user", Expr::field("user"))])
-            .window(Tumbling::of(Duration::from_millis(SIZE as u64)))
+            .window(if advance == SIZE {
+                Tumbling::of(Duration::from_millis(SIZE as u64))
+            } else {
+                Hopping::of(Duration::from_millis(SIZE as u64), Duration::from_millis(advance as u64))
+            })
             .grace(Duration::from_millis(grace as u64));
         let grouped = if emit_final { grouped.emit_final() } else { grouped };
         let plan = grouped.aggregate([dsl::count("n"), dsl::sum("total", Expr::field("amount"))]).to_view("v");
@@ -118,6 +130,6 @@ proptest! {
             })
             .collect();
         let h = run_steps(&plan, &steps, crash);
-        prop_assert_eq!(h.view_rows(&plan), naive(&inputs, delay, grace, emit_final));
+        prop_assert_eq!(h.view_rows(&plan), naive(&inputs, delay, grace, emit_final, advance));
     }
 }

@@ -229,7 +229,10 @@ fn the_change_feed_replays_to_the_view() {
         let Since::Changes(changes) = progress.changes.since(after, 1000) else {
             panic!("round {round}: a gap in a fresh feed");
         };
-        assert!(!changes.is_empty(), "round {round}: commits publish changes");
+        assert!(
+            !changes.is_empty(),
+            "round {round}: commits publish changes"
+        );
         for c in changes {
             assert_eq!(c.seq, after + 1, "sequence numbers are dense");
             after = c.seq;

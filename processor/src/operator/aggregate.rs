@@ -93,8 +93,11 @@ pub struct AggregateOp {
     open: BTreeMap<i64, HashSet<Vec<u8>>>,
     /// Open session windows per view key.
     sessions: HashMap<Vec<u8>, Vec<Window>>,
-    /// Slot keys of hopping slices, by purge time.
-    slices: BTreeMap<i64, HashSet<Vec<u8>>>,
+    /// View keys of the groups with data in each hopping slice, by slice
+    /// start: the index of hopping slices.
+    slice_groups: BTreeMap<i64, HashSet<Vec<u8>>>,
+    /// End of the last hopping window closed (`i64::MIN`: none yet).
+    closed_end: i64,
     /// Row keys whose row changed since the last commit and is recomputed
     /// then (hopping windows; others only when changes are emitted).
     changed: HashSet<Vec<u8>>,
@@ -151,6 +154,29 @@ pub fn row_of(
     Some(Value::Object(row))
 }
 
+/// The state key of a hopping slice of group `vk` starting at `start`.
+fn slice_key(vk: &[u8], start: i64, slice_ms: i64) -> Vec<u8> {
+    let mut k = vec![ns::ACCUMULATOR];
+    k.extend(key::windowed(vk, start, start + slice_ms));
+    k
+}
+
+/// End of the last hopping window a watermark has closed (`i64::MIN` if
+/// none): window ends lie on `size + n * advance`.
+pub fn last_closed_end(watermark: i64, size_ms: i64, advance_ms: i64, grace: i64) -> i64 {
+    let Some(limit) = watermark
+        .checked_sub(grace)
+        .and_then(|l| l.checked_sub(size_ms))
+    else {
+        return i64::MIN;
+    };
+    limit
+        .div_euclid(advance_ms)
+        .checked_mul(advance_ms)
+        .and_then(|s| s.checked_add(size_ms))
+        .unwrap_or(i64::MIN)
+}
+
 /// Splits a row key into its view key text and window.
 fn split_row_key(k: &[u8], windowed: bool) -> Option<(String, Option<Window>)> {
     if windowed {
@@ -190,7 +216,8 @@ impl AggregateOp {
             cache_limit,
             open: BTreeMap::new(),
             sessions: HashMap::default(),
-            slices: BTreeMap::new(),
+            slice_groups: BTreeMap::new(),
+            closed_end: i64::MIN,
             changed: HashSet::default(),
             ready: HashMap::default(),
             row_writes: Vec::new(),
@@ -392,23 +419,23 @@ impl AggregateOp {
                 if open.is_empty() {
                     return Ok(Outcome::Late);
                 }
+                // One slice takes the event; open windows are computed from
+                // slices when read, closed ones written when they close.
                 let slice_ms = hopping::slice_ms(size_ms, advance_ms);
                 let slice = hopping::slice_start(et, slice_ms);
-                let mut k = vec![ns::ACCUMULATOR];
-                k.extend(key::windowed(vk, slice, slice + slice_ms));
-                let last_start = slice.div_euclid(advance_ms) * advance_ms;
-                let purge_at = last_start + size_ms + grace;
-                let bucket = self.slices.entry(purge_at).or_default();
-                let stored = bucket.contains(&k);
-                if !stored {
-                    bucket.insert(k.clone());
-                }
+                let k = slice_key(vk, slice, slice_ms);
+                let stored = self.cache.get(&k).is_some_and(|s| !s.deleted) || {
+                    let groups = self.slice_groups.entry(slice).or_default();
+                    let indexed = groups.contains(vk);
+                    if !indexed {
+                        groups.insert(vk.to_vec());
+                    }
+                    indexed
+                };
                 self.add_to(store, &k, Home::State, form, stored, event)?;
-                for w in open {
-                    let rk = key::windowed(vk, w.start, w.end);
-                    self.open_insert(w.end.saturating_add(grace), &rk);
-                    if emit == Emit::Changes {
-                        self.changed.insert(rk);
+                if self.emit_changes && emit == Emit::Changes {
+                    for w in open {
+                        self.changed.insert(key::windowed(vk, w.start, w.end));
                     }
                 }
             }
@@ -483,9 +510,16 @@ impl AggregateOp {
     /// hopping window's final row, and drops the window from memory; purges
     /// hopping slices no open window uses.
     pub fn advance(&mut self, store: &Store, watermark: i64) -> Result<()> {
-        let Some((window, _, emit)) = self.window_spec() else {
+        let Some((window, grace, emit)) = self.window_spec() else {
             return Ok(());
         };
+        if let WindowSpec::Hopping {
+            size_ms,
+            advance_ms,
+        } = window
+        {
+            return self.advance_hopping(store, watermark, size_ms, advance_ms, grace, emit);
+        }
         while let Some(entry) = self.open.first_entry() {
             if *entry.key() > watermark {
                 break;
@@ -497,36 +531,82 @@ impl AggregateOp {
                 let (vk, w) = split_row_key(&rk, true)
                     .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
                 let w = w.expect("windowed");
-                match window {
-                    WindowSpec::Hopping { .. } => {
-                        if emit == Emit::Final || changed {
-                            self.finish_hopping_row(store, &rk, &vk, w)?;
-                        }
-                    }
-                    _ => {
-                        if self.emit_changes && (emit == Emit::Final || changed) {
-                            let row = self.compute_row(store, &rk, &vk, Some(w), true)?;
-                            self.ready.insert(rk.clone(), row);
-                        }
-                        self.close_slot(&rk);
-                        if let Some(sessions) = self.sessions.get_mut(vk.as_bytes()) {
-                            sessions.retain(|s| *s != w);
-                            if sessions.is_empty() {
-                                self.sessions.remove(vk.as_bytes());
-                            }
-                        }
+                if self.emit_changes && (emit == Emit::Final || changed) {
+                    let row = self.compute_row(store, &rk, &vk, Some(w), true)?;
+                    self.ready.insert(rk.clone(), row);
+                }
+                self.close_slot(&rk);
+                if let Some(sessions) = self.sessions.get_mut(vk.as_bytes()) {
+                    sessions.retain(|s| *s != w);
+                    if sessions.is_empty() {
+                        self.sessions.remove(vk.as_bytes());
                     }
                 }
             }
         }
-        while let Some(entry) = self.slices.first_entry() {
-            if *entry.key() > watermark {
+        Ok(())
+    }
+
+    /// Closes hopping windows in end order: each window with data is merged
+    /// from its slices and written as a row (and handed out as a change
+    /// when changes are emitted); slices no later window uses are purged.
+    fn advance_hopping(
+        &mut self,
+        store: &Store,
+        watermark: i64,
+        size_ms: i64,
+        advance_ms: i64,
+        grace: i64,
+        emit: Emit,
+    ) -> Result<()> {
+        let slice_ms = hopping::slice_ms(size_ms, advance_ms);
+        while let Some(&first) = self.slice_groups.keys().next() {
+            // The first window holding the earliest slice (starts lie on
+            // the advance grid), or the one after the last window closed.
+            let first_end = ((first - size_ms).div_euclid(advance_ms) + 1) * advance_ms + size_ms;
+            let end = match self.closed_end {
+                i64::MIN => first_end,
+                closed => first_end.max(closed.saturating_add(advance_ms)),
+            };
+            if end.saturating_add(grace) > watermark {
                 break;
             }
-            for k in entry.remove() {
-                self.delete_slot(&k, Home::State);
+            let w = Window {
+                start: end - size_ms,
+                end,
+            };
+            let mut groups: Vec<Vec<u8>> = self
+                .slice_groups
+                .range(w.start..w.end)
+                .flat_map(|(_, groups)| groups.iter().cloned())
+                .collect();
+            groups.sort_unstable();
+            groups.dedup();
+            for group in groups {
+                let vk = String::from_utf8_lossy(&group).into_owned();
+                let rk = key::windowed(&group, w.start, w.end);
+                let changed = self.changed.remove(&rk);
+                let hand_out = self.emit_changes && (emit == Emit::Final || changed);
+                self.finish_hopping_row(store, &rk, &vk, w, hand_out, self.write_rows)?;
+            }
+            self.closed_end = end;
+            // Slices before the next window's start are in no open window.
+            let keep_from = end - size_ms + advance_ms;
+            while let Some(entry) = self.slice_groups.first_entry() {
+                if *entry.key() >= keep_from {
+                    break;
+                }
+                let start = *entry.key();
+                for group in entry.remove() {
+                    self.delete_slot(&slice_key(&group, start, slice_ms), Home::State);
+                }
             }
         }
+        // Windows that closed without data stay closed: an event arriving
+        // later for one of their slices must not open them again.
+        self.closed_end = self
+            .closed_end
+            .max(last_closed_end(watermark, size_ms, advance_ms, grace));
         Ok(())
     }
 
@@ -543,7 +623,7 @@ impl AggregateOp {
                 size_ms,
                 advance_ms,
             },
-            grace,
+            _,
             _,
         )) = self.window_spec()
         else {
@@ -553,14 +633,14 @@ impl AggregateOp {
         let mut accs = self.fresh();
         let mut form = None;
         for start in hopping::slices_of(w, slice_ms) {
-            let mut k = vec![ns::ACCUMULATOR];
-            k.extend(key::windowed(vk.as_bytes(), start, start + slice_ms));
-            let purge_at = start.div_euclid(advance_ms) * advance_ms + size_ms + grace;
-            let indexed = self.slices.get(&purge_at).is_some_and(|b| b.contains(&k));
-            let live = self.cache.get(&k).is_some_and(|s| !s.deleted);
-            if !indexed && !live {
+            let indexed = self
+                .slice_groups
+                .get(&start)
+                .is_some_and(|g| g.contains(vk.as_bytes()));
+            if !indexed {
                 continue;
             }
+            let k = slice_key(vk.as_bytes(), start, slice_ms);
             let slot = self.slot(store, &k, Home::State, GroupForm::String, true)?;
             form.get_or_insert(slot.form);
             for (acc, part) in accs.iter_mut().zip(&slot.accs) {
@@ -570,19 +650,28 @@ impl AggregateOp {
         Ok(form.map(|f| (f, accs)))
     }
 
-    /// Writes a hopping window's row (to the view) and hands out its change.
-    fn finish_hopping_row(&mut self, store: &Store, rk: &[u8], vk: &str, w: Window) -> Result<()> {
+    /// A hopping window's row from its slices: handed out as a change
+    /// and/or written to the view.
+    fn finish_hopping_row(
+        &mut self,
+        store: &Store,
+        rk: &[u8],
+        vk: &str,
+        w: Window,
+        hand_out: bool,
+        write: bool,
+    ) -> Result<()> {
         let Some((form, accs)) = self.merged_slices(store, vk, w)? else {
             return Ok(());
         };
-        if self.emit_changes {
+        if hand_out {
             let group = form
                 .values(vk)
                 .ok_or_else(|| corrupt(&self.rows_cf, "bad group key"))?;
             self.ready
                 .insert(rk.to_vec(), row_of(&self.spec, &group, Some(w), &accs));
         }
-        if self.write_rows {
+        if write {
             self.row_writes
                 .push((rk.to_vec(), Some(slot::encode(form, &accs))));
         }
@@ -619,7 +708,9 @@ impl AggregateOp {
             let (vk, w) = split_row_key(&rk, windowed)
                 .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
             if hopping {
-                self.finish_hopping_row(store, &rk, &vk, w.expect("windowed"))?;
+                // An open window's row is computed when read; only the change
+                // is handed out.
+                self.finish_hopping_row(store, &rk, &vk, w.expect("windowed"), true, false)?;
             } else if self.emit_changes {
                 let row = self.compute_row(store, &rk, &vk, w, true)?;
                 self.ready.insert(rk, row);
@@ -659,7 +750,11 @@ impl AggregateOp {
                     rows += 1;
                     &self.rows_cf
                 }
-                Home::State => &self.state_cf,
+                Home::State => {
+                    // A hopping slice: its write changes its windows' rows.
+                    rows += u64::from(!slot.deleted);
+                    &self.state_cf
+                }
             };
             if slot.deleted {
                 batch.delete(cf, k);
@@ -732,28 +827,18 @@ impl AggregateOp {
                         }
                         self.open.entry(close_at).or_default().insert(k);
                     }
-                    WindowSpec::Hopping {
-                        size_ms,
-                        advance_ms,
-                    } => {
-                        let last_start = start.div_euclid(advance_ms) * advance_ms;
-                        self.slices
-                            .entry(last_start + size_ms + grace)
-                            .or_default()
-                            .insert(k.clone());
-                        // Every window containing this slice that has not closed.
-                        for w in hopping::windows_of(start, size_ms, advance_ms) {
-                            let close_at = w.end.saturating_add(grace);
-                            if close_at > watermark {
-                                self.open
-                                    .entry(close_at)
-                                    .or_default()
-                                    .insert(key::windowed(&group, w.start, w.end));
-                            }
-                        }
+                    WindowSpec::Hopping { .. } => {
+                        self.slice_groups.entry(start).or_default().insert(group);
                     }
                 }
             }
+        }
+        if let WindowSpec::Hopping {
+            size_ms,
+            advance_ms,
+        } = window
+        {
+            self.closed_end = last_closed_end(watermark, size_ms, advance_ms, grace);
         }
         Ok(())
     }

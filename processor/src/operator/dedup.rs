@@ -78,11 +78,7 @@ impl Dedup {
     pub fn flush(&mut self, batch: &mut Batch) {
         for (id, at) in self.dirty.drain() {
             match at {
-                Some(t) => batch.put(
-                    &self.state_cf,
-                    Self::state_key(&id),
-                    t.to_le_bytes().to_vec(),
-                ),
+                Some(t) => batch.put(&self.state_cf, Self::state_key(&id), t.to_le_bytes()),
                 None => batch.delete(&self.state_cf, Self::state_key(&id)),
             }
         }
