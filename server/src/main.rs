@@ -1,5 +1,6 @@
 //! The `kappa` binary: parses arguments and calls the library — `serve`
-//! runs the server, the other subcommands are clients of a running server.
+//! runs the server, `demo` runs one with a demo workload, the other
+//! subcommands are clients of a running server.
 
 use std::path::PathBuf;
 
@@ -11,9 +12,10 @@ use kappa_server::config::{LogFormat, Overrides, ServerConfig};
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
-    /// URL of the server the client subcommands talk to.
+    /// URL of the server the client subcommands talk to (alias: --server).
     #[arg(
         long,
+        visible_alias = "server",
         env = "KAPPA_URL",
         default_value = "http://127.0.0.1:8080",
         global = true
@@ -33,13 +35,17 @@ enum Command {
         #[command(flatten)]
         overrides: Overrides,
     },
+    /// Run a server with a demo: the user_events stream, the purchase_stats
+    /// table, the high_value_alerts stream and a purchases generator.
+    Demo(kappa_server::cli::demo::DemoArgs),
     #[command(flatten)]
     Client(kappa_server::cli::ClientCommand),
 }
 
-fn init_tracing(format: LogFormat) {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+/// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise.
+fn init_tracing(format: LogFormat, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| default_level.into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -62,7 +68,7 @@ async fn shutdown_signal() {
 
 fn serve(config_file: Option<PathBuf>, overrides: Overrides) -> anyhow::Result<()> {
     let config = ServerConfig::load(config_file.as_deref(), &overrides)?;
-    init_tracing(config.log_format);
+    init_tracing(config.log_format, "info");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -78,14 +84,26 @@ fn serve(config_file: Option<PathBuf>, overrides: Overrides) -> anyhow::Result<(
     })
 }
 
+fn demo(args: kappa_server::cli::demo::DemoArgs) -> anyhow::Result<()> {
+    // The demo's guide is on stdout: only warnings go to stderr.
+    init_tracing(LogFormat::Text, "warn");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(kappa_server::cli::demo::run(args, shutdown_signal()))
+}
+
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve { config, overrides } => serve(config, overrides),
+        Command::Demo(args) => demo(args),
         Command::Client(command) => kappa_server::cli::run(&cli.url, command),
     };
     if let Err(e) = result {
-        eprintln!("{e:#}");
+        if e.downcast_ref::<kappa_server::cli::Reported>().is_none() {
+            eprintln!("{e:#}");
+        }
         std::process::exit(1);
     }
 }

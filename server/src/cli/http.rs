@@ -32,6 +32,8 @@ pub struct ApiError {
     pub code: String,
     /// The human-readable message naming the object and the problem.
     pub message: String,
+    /// A SQL error's 1-based `(line, column)` in the text sent.
+    pub position: Option<(u64, u64)>,
 }
 
 impl fmt::Display for ApiError {
@@ -51,6 +53,10 @@ struct ErrorBody {
 struct ErrorDetail {
     code: String,
     message: String,
+    #[serde(default)]
+    line: Option<u64>,
+    #[serde(default)]
+    column: Option<u64>,
 }
 
 /// Decodes an error answer. Bodies that are not the API's error shape (e.g. from
@@ -59,6 +65,7 @@ pub fn decode_error(status: u16, body: &str) -> ApiError {
     if let Ok(parsed) = serde_json::from_str::<ErrorBody>(body) {
         return ApiError {
             status,
+            position: parsed.error.line.zip(parsed.error.column),
             code: parsed.error.code,
             message: parsed.error.message,
         };
@@ -73,6 +80,7 @@ pub fn decode_error(status: u16, body: &str) -> ApiError {
         status,
         code: format!("http_{status}"),
         message,
+        position: None,
     }
 }
 
@@ -127,6 +135,11 @@ impl Client {
             .timeout_write(READ_TIMEOUT)
             .build();
         Client { base, agent }
+    }
+
+    /// The server's base URL, e.g. `http://127.0.0.1:8080`.
+    pub fn base_url(&self) -> &str {
+        &self.base
     }
 
     /// `GET path?query`; returns the body of a successful answer.
@@ -284,10 +297,19 @@ mod tests {
             r#"{"error": {"code": "unknown_topic", "message": "topic \"orders\" does not exist"}}"#;
         let error = decode_error(404, body);
         assert_eq!(error.code, "unknown_topic");
+        assert_eq!(error.position, None);
         assert_eq!(
             error.to_string(),
             "error: unknown_topic: topic \"orders\" does not exist"
         );
+    }
+
+    #[test]
+    fn decodes_sql_error_positions() {
+        let body = r#"{"error": {"code": "sql_error", "message": "unknown stream 'x'", "line": 2, "column": 6, "statement": 0}}"#;
+        let error = decode_error(400, body);
+        assert_eq!(error.position, Some((2, 6)));
+        assert_eq!(error.to_string(), "error: sql_error: unknown stream 'x'");
     }
 
     #[test]

@@ -2,23 +2,46 @@
 //! API (docs/http-api.md) and print tables for humans, or JSON.
 //!
 //! Server errors come back as `error: <code>: <message>`; a server that cannot
-//! be reached is named by its URL.
+//! be reached is named by its URL. `demo` is the exception: it runs a server
+//! in this process and drives it as a client would.
 
+pub mod demo;
 mod groups;
 mod http;
 mod produce;
+mod query;
+mod replay;
+mod sql;
 mod table;
 mod tail;
 #[cfg(test)]
 mod testserver;
 mod topics;
+mod views;
 
 use std::io;
 
 pub use groups::GroupsCommand;
 pub use produce::ProduceArgs;
+pub use query::QueryArgs;
+pub use replay::{ReplayArgs, ReplayFrom};
+pub use sql::SqlArgs;
 pub use tail::TailArgs;
 pub use topics::TopicsCommand;
+pub use views::ViewsArgs;
+
+/// An error whose message was already printed (e.g. a failed SQL statement):
+/// the command exits non-zero without printing it again.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a statement failed")
+    }
+}
+
+impl std::error::Error for Reported {}
 
 /// Client subcommands: they talk to a running server over HTTP.
 #[derive(Debug, clap::Subcommand)]
@@ -33,6 +56,14 @@ pub enum ClientCommand {
     /// Consumer groups.
     #[command(subcommand)]
     Groups(GroupsCommand),
+    /// SQL shell: run statements typed, piped, given with -e or in a file (-f).
+    Sql(SqlArgs),
+    /// List views, or describe one: versions, build progress, lag, failure.
+    Views(ViewsArgs),
+    /// Read a view's rows: one key (and its windows), a prefix, or all.
+    Query(QueryArgs),
+    /// Rebuild a view from the start of its input (or a time) and follow the build.
+    Replay(ReplayArgs),
 }
 
 /// Runs a client command against the server at `url` (e.g. "http://127.0.0.1:8080").
@@ -45,6 +76,10 @@ pub fn run(url: &str, command: ClientCommand) -> anyhow::Result<()> {
         ClientCommand::Produce(args) => produce::run(&client, args, &mut out),
         ClientCommand::Tail(args) => tail::run(&client, args, &mut out),
         ClientCommand::Groups(command) => groups::run(&client, command, &mut out),
+        ClientCommand::Sql(args) => sql::run(&client, args, &mut out),
+        ClientCommand::Views(args) => views::run(&client, args, &mut out),
+        ClientCommand::Query(args) => query::run(&client, args, &mut out),
+        ClientCommand::Replay(args) => replay::run(&client, args, &mut out),
     }
 }
 
@@ -75,6 +110,23 @@ mod tests {
         assert!(parse("groups offsets g --topic orders --json").is_ok());
         assert!(parse("groups reset g --topic orders --to offset:5").is_ok());
         assert!(parse("groups reset g --to latest").is_err());
+        assert!(parse("sql").is_ok());
+        assert!(parse("sql -e SHOW").is_ok());
+        assert!(parse("sql -f x.sql").is_ok());
+        assert!(parse("sql -e SHOW -f x.sql").is_err());
+        assert!(parse("views").is_ok());
+        assert!(parse("views purchase_stats --json").is_ok());
+        assert!(
+            parse("query v k --from 0 --to 2026-01-01T00:00:00Z --limit 5 --version 2").is_ok()
+        );
+        assert!(parse("query v --from 0").is_err());
+        assert!(parse("query v k --prefix p").is_err());
+        assert!(parse("query v --prefix p --json").is_ok());
+        assert!(parse("query v k --after 0:17,2:5").is_ok());
+        assert!(parse("query v k --after 0:17 --version 2").is_err());
+        assert!(parse("replay v").is_ok());
+        assert!(parse("replay v --from 2026-01-01T00:00:00Z --no-wait").is_ok());
+        assert!(parse("replay v --from yesterday").is_err());
     }
 
     #[test]

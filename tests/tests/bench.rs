@@ -1,0 +1,325 @@
+//! `kappa-bench` against a real server, with tiny sizes: `produce`
+//! (twice, the second with `--compare`), `replay` (consumer group re-read),
+//! `e2e` (produce → visible in a view, read-your-writes probes) and
+//! `rebuild` (a view replayed from earliest). Each writes `--json`; the test
+//! checks the fields a results file promises, zero failures, and that the
+//! scenarios clean up what they created.
+//!
+//! The `kappa-bench` binary is found next to the `kappa` binary under test
+//! (`target/<profile>/`) and built with `cargo build -p kappa-tools --bin
+//! kappa-bench` when it is missing or older than its sources, the way the
+//! harness builds `kappa` (`$KAPPA_BENCH_BIN` overrides). Nothing sleeps to
+//! synchronize: the server's address comes from its stdout line, each
+//! kappa-bench run is awaited (bounded), and the views' progress is waited
+//! for by kappa-bench itself (`after=` probes, bounded polls).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::Duration;
+
+use kappa_tests::{Server, Value};
+
+/// Longest a tiny kappa-bench run may take.
+const BENCH_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace")
+        .to_path_buf()
+}
+
+/// `target/<profile>/` of this test executable (`…/deps/<name>-<hash>`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test executable is in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Newest modification time under the sources kappa-bench is built from.
+fn sources_newer_than(bin: &Path) -> bool {
+    let Ok(built) = bin.metadata().and_then(|m| m.modified()) else {
+        return true;
+    };
+    let root = workspace_root();
+    let mut stack: Vec<PathBuf> = ["tools", "log", "processor"]
+        .iter()
+        .flat_map(|k| [root.join(k).join("src"), root.join(k).join("Cargo.toml")])
+        .collect();
+    let mut visited = 0;
+    while let Some(path) = stack.pop() {
+        visited += 1;
+        if visited > 100_000 {
+            break;
+        }
+        let Ok(meta) = path.metadata() else { continue };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                stack.extend(entries.flatten().map(|e| e.path()));
+            }
+        } else if meta.modified().is_ok_and(|m| m > built) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The kappa-bench binary, built once per test process when needed.
+fn bench_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("KAPPA_BENCH_BIN") {
+            return PathBuf::from(bin);
+        }
+        let dir = profile_dir();
+        let bin = dir.join(format!("kappa-bench{}", std::env::consts::EXE_SUFFIX));
+        if sources_newer_than(&bin) {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.current_dir(workspace_root()).args([
+                "build",
+                "-p",
+                "kappa-tools",
+                "--bin",
+                "kappa-bench",
+            ]);
+            match dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") | None => {}
+                Some("release") => {
+                    cmd.arg("--release");
+                }
+                Some(other) => {
+                    cmd.args(["--profile", other]);
+                }
+            }
+            if let Some(target_dir) = dir.parent() {
+                cmd.arg("--target-dir").arg(target_dir);
+            }
+            let out = cmd.output().expect("running cargo build");
+            assert!(
+                out.status.success(),
+                "cargo build -p kappa-tools --bin kappa-bench failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(bin.is_file(), "{} missing after building it", bin.display());
+        bin
+    })
+}
+
+/// Runs kappa-bench against `server` with `--json <dir>/<name>.json`;
+/// asserts success within [`BENCH_TIMEOUT`]; answers stdout and the JSON.
+fn bench(server: &Server, dir: &Path, name: &str, args: &[&str]) -> (String, Value) {
+    let json_path = dir.join(format!("{name}.json"));
+    let child = Command::new(bench_bin())
+        .arg("--server")
+        .arg(server.url())
+        .arg("--json")
+        .arg(&json_path)
+        .args(args)
+        .env_remove("KAPPA_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning kappa-bench");
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out: Output = match rx.recv_timeout(BENCH_TIMEOUT) {
+        Ok(out) => out.expect("waiting for kappa-bench"),
+        Err(_) => {
+            // SAFETY: kill(2) on our own child, not yet reaped (the waiting
+            // thread has not returned), so the PID cannot have been reused.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            panic!("kappa-bench {args:?} did not finish within {BENCH_TIMEOUT:?}");
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "kappa-bench {args:?} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json_path).expect("kappa-bench wrote --json");
+    let json: Value = serde_json::from_str(&text).expect("the results file is JSON");
+    (stdout, json)
+}
+
+/// The value of figure `name` of the only run.
+fn figure(report: &Value, name: &str) -> f64 {
+    report["runs"][0]["metrics"]
+        .as_array()
+        .expect("runs[0].metrics")
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no figure {name:?} in {report}"))["value"]
+        .as_f64()
+        .expect("a number")
+}
+
+/// The fields every results file has, and no non-2xx answer.
+fn assert_report_shape(report: &Value, scenario: &str) {
+    assert_eq!(report["scenario"], scenario, "{report}");
+    for field in ["title", "command"] {
+        assert!(report[field].is_string(), "{field} in {report}");
+    }
+    assert!(report["params"].is_object(), "{report}");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{report}");
+    for field in [
+        "elapsed_s",
+        "ok_requests",
+        "records",
+        "bytes",
+        "transport_errors",
+        "started_unix_ms",
+        "finished_unix_ms",
+    ] {
+        assert!(runs[0][field].is_number(), "{field} in {report}");
+    }
+    assert_eq!(runs[0]["statuses"], serde_json::json!({}), "{report}");
+    assert_eq!(runs[0]["transport_errors"], 0, "{report}");
+    let summary = report["summary"].as_array().expect("summary");
+    assert!(!summary.is_empty(), "{report}");
+    for row in summary {
+        assert!(row["spread"]["median"].is_number(), "{row}");
+    }
+}
+
+#[test]
+fn kappa_bench_scenarios_run_against_a_real_server() {
+    let mut server = Server::start(&[]);
+    let dir = tempfile::tempdir().expect("results dir");
+
+    // produce: 4 counted requests of 50 records.
+    let produce_args = [
+        "produce",
+        "--topic",
+        "bench_t",
+        "--create",
+        "--partitions",
+        "2",
+        "--fsync",
+        "never",
+        "--connections",
+        "2",
+        "--batch",
+        "50",
+        "--requests",
+        "4",
+        "--warmup",
+        "0",
+    ];
+    let (stdout, produce) = bench(&server, dir.path(), "produce", &produce_args);
+    assert!(stdout.contains("| records/s |"), "{stdout}");
+    assert_report_shape(&produce, "produce");
+    assert_eq!(produce["runs"][0]["records"], 200, "{produce}");
+    assert_eq!(figure(&produce, "failed requests"), 0.0);
+    assert!(figure(&produce, "records/s") > 0.0);
+    assert!(produce["runs"][0]["latency"]["p99_ms"].as_f64().unwrap() > 0.0);
+
+    // The same again (the topic exists now), compared with the first.
+    let previous = dir.path().join("produce.json");
+    let mut again: Vec<&str> = produce_args
+        .iter()
+        .copied()
+        .filter(|a| *a != "--create")
+        .collect();
+    again.splice(0..0, ["--compare", previous.to_str().unwrap()]);
+    let (stdout, _) = bench(&server, dir.path(), "produce2", &again);
+    assert!(
+        stdout.contains("#### Change against the previous result"),
+        "{stdout}"
+    );
+
+    // replay: the group re-reads everything produced so far.
+    let stored: u64 = server.end_offsets("bench_t").iter().sum();
+    let (_, replay) = bench(
+        &server,
+        dir.path(),
+        "replay",
+        &["replay", "--topic", "bench_t", "--max-records", "64"],
+    );
+    assert_report_shape(&replay, "replay");
+    assert_eq!(replay["runs"][0]["records"], stored, "{replay}");
+    assert_eq!(figure(&replay, "failed requests"), 0.0);
+
+    // e2e: 200 events at 1000/s, every 2nd request of 10 records sampled.
+    let (stdout, e2e) = bench(
+        &server,
+        dir.path(),
+        "e2e",
+        &[
+            "e2e",
+            "--rate",
+            "1000",
+            "--events",
+            "200",
+            "--batch",
+            "10",
+            "--connections",
+            "2",
+            "--sample-every",
+            "2",
+            "--warmup",
+            "0",
+            "--fsync",
+            "never",
+            "--max-wait-ms",
+            "30000",
+        ],
+    );
+    assert!(stdout.contains("latency e2e p99 (ms)"), "{stdout}");
+    assert_report_shape(&e2e, "e2e");
+    assert_eq!(e2e["runs"][0]["records"], 200, "{e2e}");
+    for failure in [
+        "failed requests",
+        "failed probes",
+        "view_behind",
+        "skipped samples",
+    ] {
+        assert_eq!(figure(&e2e, failure), 0.0, "{failure} in {e2e}");
+    }
+    let samples = figure(&e2e, "e2e samples");
+    assert!(samples >= 1.0, "{e2e}");
+    assert_eq!(e2e["runs"][0]["latency"]["count"].as_f64(), Some(samples));
+    assert!(figure(&e2e, "e2e p50") > 0.0, "{e2e}");
+    assert!(figure(&e2e, "e2e max") >= figure(&e2e, "e2e p50"), "{e2e}");
+    // Cleaned up: no view, no stream, no topic.
+    let (status, views) = server.get("/v1/views");
+    assert_eq!((status, &views["views"]), (200, &serde_json::json!([])));
+    assert_eq!(server.get("/v1/topics/bench_e2e_events").0, 404);
+
+    // rebuild: 1000 events, a view over them, one replay.
+    let (_, rebuild) = bench(
+        &server,
+        dir.path(),
+        "rebuild",
+        &[
+            "rebuild",
+            "--events",
+            "1000",
+            "--batch",
+            "100",
+            "--poll-ms",
+            "20",
+        ],
+    );
+    assert_report_shape(&rebuild, "rebuild");
+    assert_eq!(rebuild["runs"][0]["records"], 1000, "{rebuild}");
+    assert!(figure(&rebuild, "rebuild time") > 0.0, "{rebuild}");
+    assert!(figure(&rebuild, "events/s") > 0.0, "{rebuild}");
+    let details = &rebuild["runs"][0]["details"];
+    assert_eq!(details["version"], 2, "{rebuild}");
+    assert!(details["progress"].is_array(), "{rebuild}");
+    assert_eq!(server.get("/v1/topics/bench_rebuild_events").0, 404);
+
+    server.terminate_ok();
+}
