@@ -8,14 +8,25 @@
 //! * [`stats`]: HDR latency summaries and median/min/max over runs.
 //! * [`report`]: the JSON result file, the Markdown table, `--compare` math.
 //! * [`http`]: one keep-alive HTTP/1.1 connection per task, and topic admin.
+//! * [`views`]: SQL statements, view descriptions, replay, drop.
+//! * [`load`]: loading a topic with an exact number of records (unmeasured).
 //! * [`progress`]: the live progress bar on stderr.
-//! * [`produce`] and [`consume`]: the two scenarios.
+//! * [`summary`]: the BENCHMARKS.md summary of a `tools/bench.sh` results directory.
+//! * The scenarios: [`produce`], [`consume`], [`replay`] (re-read through a
+//!   consumer group reset), [`e2e`] (produce → visible in a view) and
+//!   [`rebuild`] (a view replayed from earliest).
 
 pub mod body;
 pub mod consume;
+pub mod e2e;
 pub mod http;
 pub mod keys;
+pub mod load;
 pub mod produce;
 pub mod progress;
+pub mod rebuild;
+pub mod replay;
 pub mod report;
 pub mod stats;
+pub mod summary;
+pub mod views;

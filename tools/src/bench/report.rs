@@ -26,7 +26,8 @@ pub struct Metric {
 }
 
 impl Metric {
-    fn new(name: &str, unit: &str, higher_is_better: bool, value: f64) -> Metric {
+    /// A figure named `name` in `unit` (`/s`, `MB/s`, `ms`, `s` or `count`).
+    pub fn new(name: &str, unit: &str, higher_is_better: bool, value: f64) -> Metric {
         Metric {
             name: name.into(),
             unit: unit.into(),
@@ -75,6 +76,10 @@ pub struct RunResult {
     /// Wall-clock end of the run (ms since the Unix epoch).
     #[serde(default)]
     pub finished_unix_ms: u64,
+    /// Scenario-specific detail (e.g. the rebuild's progress samples);
+    /// null for produce and consume.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
 }
 
 impl RunResult {
@@ -114,6 +119,7 @@ impl RunResult {
             transport_errors,
             started_unix_ms: 0,
             finished_unix_ms: 0,
+            details: serde_json::Value::Null,
         }
     }
 
@@ -158,7 +164,7 @@ pub struct SummaryRow {
 /// Everything a benchmark invocation measured: what `--json` writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// `produce` or `consume`.
+    /// `produce`, `consume`, `e2e`, `rebuild` or `replay`.
     pub scenario: String,
     /// One line describing the configuration.
     pub title: String,
@@ -221,6 +227,7 @@ pub fn format_value(unit: &str, value: f64) -> String {
         "MB/s" => format!("{value:.1}"),
         "ms" if value < 10.0 => format!("{value:.3}"),
         "ms" => format!("{value:.1}"),
+        "s" => format!("{value:.2}"),
         _ => format!("{value}"),
     }
 }
@@ -228,6 +235,7 @@ pub fn format_value(unit: &str, value: f64) -> String {
 fn label(row: &SummaryRow) -> String {
     match row.unit.as_str() {
         "ms" => format!("latency {} (ms)", row.name),
+        "s" => format!("{} (s)", row.name),
         _ => row.name.clone(),
     }
 }

@@ -2,9 +2,15 @@
 //! kappa server (docs/http-api.md is the contract it relies on).
 //!
 //! ```text
-//! kappa-bench [--url URL] [--json out.json] [--compare previous.json] <SCENARIO> [options]
+//! kappa-bench [--server URL] [--json out.json] [--compare previous.json] <SCENARIO> [options]
 //!   produce   POST NDJSON batches over N keep-alive connections (throughput, latency)
 //!   consume   read a topic from the start, one connection per partition
+//!   replay    re-read a topic through a consumer group reset to earliest
+//!   e2e       produce at a rate into a topic with an aggregate view; latency
+//!             from produce to visible in the view (read-your-writes probes)
+//!   rebuild   replay a view from earliest; rebuild time, events/s, progress
+//! kappa-bench summary --results DIR [--benchmarks BENCHMARKS.md]
+//!             (no server: writes the summary of a tools/bench.sh run)
 //! ```
 //!
 //! Progress goes to stderr, a Markdown table of the results to stdout;
@@ -18,17 +24,22 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use kappa_tools::bench::consume::{self, ConsumeArgs};
+use kappa_tools::bench::e2e::{self, E2eArgs};
 use kappa_tools::bench::http::Target;
 use kappa_tools::bench::produce::{self, ProduceArgs};
+use kappa_tools::bench::rebuild::{self, RebuildArgs};
+use kappa_tools::bench::replay::{self, ReplayArgs};
 use kappa_tools::bench::report::{self, Report};
+use kappa_tools::bench::summary::{self, SummaryArgs};
 
 /// HTTP load generator and benchmark reporter for a kappa server.
 #[derive(Debug, Parser)]
 #[command(name = "kappa-bench", version, about)]
 struct Cli {
-    /// The server's root URL (http only).
+    /// The server's root URL (http only); the only server it talks to.
     #[arg(
         long,
+        visible_alias = "server",
         env = "KAPPA_URL",
         default_value = "http://127.0.0.1:8080",
         global = true
@@ -53,6 +64,30 @@ enum Scenario {
     Produce(ProduceArgs),
     /// Read a topic from the start up to its current end; report throughput and latency.
     Consume(ConsumeArgs),
+    /// Re-read a topic through a consumer group reset to earliest (reads commit).
+    Replay(ReplayArgs),
+    /// Produce at a rate into a topic with an aggregate view; report the latency
+    /// from a produce request to its records being visible in the view.
+    E2e(E2eArgs),
+    /// Load a topic, build a view over it, replay the view from earliest; report
+    /// the rebuild time, events/s and the progress the server showed.
+    Rebuild(RebuildArgs),
+    /// Summarize a tools/bench.sh results directory into BENCHMARKS.md (no server).
+    Summary(SummaryArgs),
+}
+
+impl Scenario {
+    /// The name results files carry.
+    fn name(&self) -> &'static str {
+        match self {
+            Scenario::Produce(_) => "produce",
+            Scenario::Consume(_) => "consume",
+            Scenario::Replay(_) => "replay",
+            Scenario::E2e(_) => "e2e",
+            Scenario::Rebuild(_) => "rebuild",
+            Scenario::Summary(_) => "summary",
+        }
+    }
 }
 
 /// Runs the chosen scenario on a fresh runtime.
@@ -68,19 +103,23 @@ fn measure(cli: &Cli, target: &Target) -> anyhow::Result<Report> {
         match &cli.scenario {
             Scenario::Produce(args) => produce::run(args, target, command).await,
             Scenario::Consume(args) => consume::run(args, target, command).await,
+            Scenario::Replay(args) => replay::run(args, target, command).await,
+            Scenario::E2e(args) => e2e::run(args, target, command).await,
+            Scenario::Rebuild(args) => rebuild::run(args, target, command).await,
+            Scenario::Summary(_) => unreachable!("summary runs without a server"),
         }
     })
 }
 
 fn main_result() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Scenario::Summary(args) = &cli.scenario {
+        return summary::run(args);
+    }
     let target = Target::parse(&cli.url)?;
     // Read the comparison first: a bad path should not cost a whole run.
     let previous = cli.compare.as_deref().map(report::load).transpose()?;
-    let scenario = match cli.scenario {
-        Scenario::Produce(_) => "produce",
-        Scenario::Consume(_) => "consume",
-    };
+    let scenario = cli.scenario.name();
     if let Some(previous) = previous.as_ref().filter(|p| p.scenario != scenario) {
         bail!(
             "--compare: the previous result is of the {} scenario, not {scenario}",

@@ -1,0 +1,170 @@
+//! View admin over the public API, for the scenarios that need a view:
+//! run SQL (`POST /v1/statements`), describe a view (`GET /v1/views/{view}`)
+//! and the few fields of the description the benchmarks read, drop what a
+//! scenario created.
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use hyper::Method;
+use serde::Deserialize;
+
+use super::http::Conn;
+
+/// Runs SQL statements; fails on any non-2xx answer, naming the SQL.
+pub async fn statements(conn: &mut Conn, sql: &str) -> anyhow::Result<serde_json::Value> {
+    let answer = conn
+        .request(
+            Method::POST,
+            "/v1/statements",
+            Some("text/plain"),
+            Bytes::from(sql.to_string()),
+        )
+        .await?;
+    if !answer.is_success() {
+        return Err(answer.error(&format!("running SQL `{sql}`")));
+    }
+    Ok(serde_json::from_slice(&answer.body)?)
+}
+
+/// One version of a view, as `GET /v1/views/{view}` describes it (a subset).
+#[derive(Debug, Clone, Deserialize)]
+pub struct VersionInfo {
+    /// Version number.
+    pub version: u64,
+    /// Sum of its partitions' lag.
+    pub lag: u64,
+    /// Input records processed since the server started it.
+    #[serde(default)]
+    pub processed: u64,
+}
+
+/// How far a build is.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BuildProgress {
+    /// Records processed since the build started.
+    pub done: u64,
+    /// Records to process in all.
+    pub total: u64,
+    /// Records per second over the server's last seconds.
+    pub rate_records_per_second: f64,
+}
+
+/// The version being built.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BuildInfo {
+    /// Version number.
+    pub version: u64,
+    /// Progress.
+    pub progress: BuildProgress,
+}
+
+/// The last failure of a view.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FailureInfo {
+    /// The version that failed.
+    pub version: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// `GET /v1/views/{view}` (the fields the benchmarks read).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ViewInfo {
+    /// `running`, `building` or `failed`.
+    pub status: String,
+    /// The version queries read.
+    pub served_version: VersionInfo,
+    /// The version being built, if any.
+    pub building_version: Option<BuildInfo>,
+    /// The last failure, if any.
+    pub failure: Option<FailureInfo>,
+}
+
+/// Describes a view; `None` when it does not exist.
+pub async fn describe_view(conn: &mut Conn, view: &str) -> anyhow::Result<Option<ViewInfo>> {
+    let answer = conn.get(&format!("/v1/views/{view}")).await?;
+    match answer.status {
+        200 => Ok(Some(
+            serde_json::from_slice(&answer.body).context("parsing a view description")?,
+        )),
+        404 => Ok(None),
+        _ => Err(answer.error(&format!("describing view {view}"))),
+    }
+}
+
+/// Starts a replay from the earliest offsets; returns the version being built.
+pub async fn replay_earliest(conn: &mut Conn, view: &str) -> anyhow::Result<u64> {
+    let answer = conn
+        .request(
+            Method::POST,
+            &format!("/v1/views/{view}/replay"),
+            Some("application/json"),
+            Bytes::from_static(br#"{"from":"earliest"}"#),
+        )
+        .await?;
+    if answer.status != 202 {
+        return Err(answer.error(&format!("replaying view {view}")));
+    }
+    let body: serde_json::Value = serde_json::from_slice(&answer.body)?;
+    match body["building_version"].as_u64() {
+        Some(v) => Ok(v),
+        None => bail!("replay of {view} answered no building_version: {body}"),
+    }
+}
+
+/// The stream declaration and the aggregate view both scenarios define over
+/// `topic`: `COUNT(*)` per record key, optionally per tumbling window.
+pub fn define_sql(topic: &str, stream: &str, view: &str, tumbling_secs: Option<u64>) -> String {
+    let window = tumbling_secs.map_or(String::new(), |s| {
+        format!(" WINDOW TUMBLING (SIZE {s} SECONDS)")
+    });
+    format!(
+        "CREATE STREAM {stream} (user_id VARCHAR KEY, seq BIGINT) \
+         WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');\n\
+         CREATE TABLE {view} AS SELECT user_id, COUNT(*) AS n FROM {stream}{window} \
+         GROUP BY user_id EMIT CHANGES;"
+    )
+}
+
+/// Drops the view, then the stream declaration (`IF EXISTS`, so a partial
+/// setup is cleaned up too).
+pub async fn drop_view_and_stream(conn: &mut Conn, stream: &str, view: &str) -> anyhow::Result<()> {
+    statements(
+        conn,
+        &format!("DROP TABLE IF EXISTS {view}; DROP STREAM IF EXISTS {stream};"),
+    )
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definition_sql_names_topic_stream_and_view() {
+        let sql = define_sql("t", "s", "v", None);
+        assert!(sql.contains("KAFKA_TOPIC='t'"), "{sql}");
+        assert!(sql.contains("CREATE TABLE v AS SELECT user_id, COUNT(*) AS n FROM s GROUP BY"));
+        let windowed = define_sql("t", "s", "v", Some(60));
+        assert!(windowed.contains("FROM s WINDOW TUMBLING (SIZE 60 SECONDS) GROUP BY"));
+    }
+
+    #[test]
+    fn view_description_parses_the_documented_shape() {
+        let text = r#"{"name":"v","kind":"table","sql":"x","source_topic":"t","output_topic":null,
+          "status":"building",
+          "served_version":{"version":1,"sql":"x","started_ms":1,"running":true,
+            "partitions":[{"partition":0,"committed":5,"end":5,"lag":0}],"lag":0,
+            "watermark":null,"state_bytes":10,"processed":5,"late":0,"invalid":0},
+          "building_version":{"version":2,"sql":"x","started_ms":2,"running":true,
+            "partitions":[],"lag":3,"watermark":null,"state_bytes":0,"processed":2,"late":0,
+            "invalid":0,"start":"earliest","start_offsets":[0],"target_offsets":[5],
+            "progress":{"done":2,"total":5,"rate_records_per_second":10.0,"eta_ms":300}},
+          "grace_versions":[],"failure":null}"#;
+        let v: ViewInfo = serde_json::from_str(text).unwrap();
+        assert_eq!(v.served_version.version, 1);
+        let b = v.building_version.unwrap();
+        assert_eq!((b.version, b.progress.done, b.progress.total), (2, 2, 5));
+    }
+}
