@@ -52,7 +52,10 @@ pub struct RunOptions {
     pub commit_interval_ms: u64,
     /// Records read per partition per poll (default 5,000).
     pub max_poll_records: u64,
-    /// Clean state entries kept in memory (default 100,000).
+    /// State entries (aggregate slots) kept in memory beyond the dirty ones
+    /// (default 1,000,000, roughly 150 MB at most for COUNT/SUM slots; the
+    /// cache only grows as far as the state does). Fewer means lookups in
+    /// RocksDB when an evicted slot is needed again.
     pub state_cache_entries: usize,
     /// Where to start when the version has no committed offsets.
     pub start: StartFrom,
@@ -63,7 +66,7 @@ impl Default for RunOptions {
         RunOptions {
             commit_interval_ms: 100,
             max_poll_records: 5_000,
-            state_cache_entries: 100_000,
+            state_cache_entries: 1_000_000,
             start: StartFrom::Earliest,
         }
     }

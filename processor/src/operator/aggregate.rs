@@ -156,9 +156,18 @@ pub fn row_of(
 
 /// The state key of a hopping slice of group `vk` starting at `start`.
 fn slice_key(vk: &[u8], start: i64, slice_ms: i64) -> Vec<u8> {
-    let mut k = vec![ns::ACCUMULATOR];
-    k.extend(key::windowed(vk, start, start + slice_ms));
+    let mut k = Vec::with_capacity(vk.len() + 20);
+    slice_key_into(&mut k, vk, start, slice_ms);
     k
+}
+
+/// [`slice_key`] into a reused buffer.
+fn slice_key_into(k: &mut Vec<u8>, vk: &[u8], start: i64, slice_ms: i64) {
+    k.clear();
+    k.push(ns::ACCUMULATOR);
+    key::encode_group_key(k, vk);
+    key::encode_i64(k, start);
+    key::encode_i64(k, start + slice_ms);
 }
 
 /// End of the last hopping window a watermark has closed (`i64::MIN` if
@@ -575,19 +584,22 @@ impl AggregateOp {
                 start: end - size_ms,
                 end,
             };
-            let mut groups: Vec<Vec<u8>> = self
-                .slice_groups
-                .range(w.start..w.end)
-                .flat_map(|(_, groups)| groups.iter().cloned())
-                .collect();
-            groups.sort_unstable();
-            groups.dedup();
+            // Each group with data in one of the window's slices, once.
+            let mut seen: HashSet<&[u8]> = HashSet::default();
+            let mut groups: Vec<Vec<u8>> = Vec::new();
+            for (_, in_slice) in self.slice_groups.range(w.start..w.end) {
+                for group in in_slice {
+                    if seen.insert(group) {
+                        groups.push(group.clone());
+                    }
+                }
+            }
+            drop(seen);
             for group in groups {
-                let vk = String::from_utf8_lossy(&group).into_owned();
                 let rk = key::windowed(&group, w.start, w.end);
                 let changed = self.changed.remove(&rk);
                 let hand_out = self.emit_changes && (emit == Emit::Final || changed);
-                self.finish_hopping_row(store, &rk, &vk, w, hand_out, self.write_rows)?;
+                self.finish_hopping_row(store, &rk, &group, w, hand_out, self.write_rows)?;
             }
             self.closed_end = end;
             // Slices before the next window's start are in no open window.
@@ -615,7 +627,7 @@ impl AggregateOp {
     fn merged_slices(
         &mut self,
         store: &Store,
-        vk: &str,
+        vk: &[u8],
         w: Window,
     ) -> Result<Option<(GroupForm, Vec<Accumulator>)>> {
         let Some((
@@ -632,15 +644,24 @@ impl AggregateOp {
         let slice_ms = hopping::slice_ms(size_ms, advance_ms);
         let mut accs = self.fresh();
         let mut form = None;
+        let mut k = Vec::with_capacity(vk.len() + 20);
         for start in hopping::slices_of(w, slice_ms) {
+            slice_key_into(&mut k, vk, start, slice_ms);
+            // A cached live slice is indexed; others may be in the store.
+            if let Some(slot) = self.cache.get(&k).filter(|s| !s.deleted) {
+                form.get_or_insert(slot.form);
+                for (acc, part) in accs.iter_mut().zip(&slot.accs) {
+                    acc.merge(part);
+                }
+                continue;
+            }
             let indexed = self
                 .slice_groups
                 .get(&start)
-                .is_some_and(|g| g.contains(vk.as_bytes()));
+                .is_some_and(|g| g.contains(vk));
             if !indexed {
                 continue;
             }
-            let k = slice_key(vk.as_bytes(), start, slice_ms);
             let slot = self.slot(store, &k, Home::State, GroupForm::String, true)?;
             form.get_or_insert(slot.form);
             for (acc, part) in accs.iter_mut().zip(&slot.accs) {
@@ -656,7 +677,7 @@ impl AggregateOp {
         &mut self,
         store: &Store,
         rk: &[u8],
-        vk: &str,
+        vk: &[u8],
         w: Window,
         hand_out: bool,
         write: bool,
@@ -666,7 +687,7 @@ impl AggregateOp {
         };
         if hand_out {
             let group = form
-                .values(vk)
+                .values(&String::from_utf8_lossy(vk))
                 .ok_or_else(|| corrupt(&self.rows_cf, "bad group key"))?;
             self.ready
                 .insert(rk.to_vec(), row_of(&self.spec, &group, Some(w), &accs));
@@ -710,7 +731,8 @@ impl AggregateOp {
             if hopping {
                 // An open window's row is computed when read; only the change
                 // is handed out.
-                self.finish_hopping_row(store, &rk, &vk, w.expect("windowed"), true, false)?;
+                let w = w.expect("windowed");
+                self.finish_hopping_row(store, &rk, vk.as_bytes(), w, true, false)?;
             } else if self.emit_changes {
                 let row = self.compute_row(store, &rk, &vk, w, true)?;
                 self.ready.insert(rk, row);
@@ -770,7 +792,9 @@ impl AggregateOp {
             slot.dirty = false;
             !(slot.deleted || slot.closed)
         });
-        for (k, v) in std::mem::take(&mut self.row_writes) {
+        let mut row_writes = std::mem::take(&mut self.row_writes);
+        row_writes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (k, v) in row_writes {
             rows += 1;
             match v {
                 Some(v) => batch.put(&self.rows_cf, k, v),
