@@ -8,7 +8,19 @@ use std::path::Path;
 use bytes::Bytes;
 use kappa_log::{AppendRequest, FsyncPolicy, Header, Log, LogConfig, NewRecord, TopicConfig};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
+/// The package directory, read when the test runs: `cargo test` sets
+/// `CARGO_MANIFEST_DIR` for the test process. The compile-time value can be
+/// stale — cargo reuses a test binary built from an identical checkout at
+/// another path (a CI clone) — so it is only the fallback.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+fn fixture() -> std::path::PathBuf {
+    manifest_dir().join("tests/fixtures/v1")
+}
 
 fn record(i: u64) -> NewRecord {
     NewRecord {
@@ -29,7 +41,7 @@ fn record(i: u64) -> NewRecord {
 #[tokio::test]
 #[ignore = "regenerates the committed fixture"]
 async fn write_v1_fixture() {
-    let dir = Path::new(FIXTURE);
+    let dir = &fixture();
     let _ = std::fs::remove_dir_all(dir);
     let log = Log::open(LogConfig::new(dir)).unwrap();
     let config = TopicConfig {
@@ -57,7 +69,7 @@ async fn write_v1_fixture() {
 #[tokio::test]
 async fn v1_fixture_reads_back_unchanged() {
     let copy = tempfile::tempdir().unwrap();
-    copy_dir(Path::new(FIXTURE), copy.path());
+    copy_dir(&fixture(), copy.path());
     let config = LogConfig {
         idempotency_window_ms: 100 * 365 * 24 * 3600 * 1000,
         ..LogConfig::new(copy.path())

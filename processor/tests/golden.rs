@@ -14,8 +14,19 @@ use kappa_processor::expr::Expr;
 use kappa_processor::plan::{JoinKind, Plan, Sink};
 use serde_json::Value;
 
+/// The package directory, read when the test runs: `cargo test` sets
+/// `CARGO_MANIFEST_DIR` for the test process. The compile-time value can be
+/// stale — cargo reuses a test binary built from an identical checkout at
+/// another path (a CI clone) — so it is only the fallback.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 fn golden(name: &str) -> (String, Vec<Value>) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+    let dir = manifest_dir().join("tests/golden");
+    let dir = dir.display();
     let input = std::fs::read_to_string(format!("{dir}/{name}.input.jsonl")).unwrap();
     let expected = std::fs::read_to_string(format!("{dir}/{name}.expected.jsonl")).unwrap();
     (
@@ -139,7 +150,8 @@ fn late_events_go_to_the_side_output_topic() {
         .to_view("with_late");
     check("late", plan.clone());
     let (input, _) = golden("late");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+    let dir = manifest_dir().join("tests/golden");
+    let dir = dir.display();
     let expected: Vec<Value> =
         std::fs::read_to_string(format!("{dir}/late.side-output.expected.jsonl"))
             .unwrap()

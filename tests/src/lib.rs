@@ -48,8 +48,13 @@ pub fn kappa_bin() -> &'static Path {
     BIN.get_or_init(locate_or_build)
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The workspace root, from `CARGO_MANIFEST_DIR` as set when the test runs
+/// (`cargo test` sets it); the compile-time value can be stale when cargo
+/// reuses a test binary built from an identical checkout at another path.
+pub fn workspace_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
         .parent()
         .expect("tests/ lives in the workspace")
         .to_path_buf()

@@ -24,10 +24,7 @@ use kappa_tests::{Server, Value};
 const BENCH_TIMEOUT: Duration = Duration::from_secs(180);
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ lives in the workspace")
-        .to_path_buf()
+    kappa_tests::workspace_root()
 }
 
 /// `target/<profile>/` of this test executable (`…/deps/<name>-<hash>`).
