@@ -24,8 +24,9 @@
 # servers' stderr logs. Servers are started on 127.0.0.1:0 and stopped with
 # SIGTERM by their PID.
 #
-# Environment: SKIP_BUILD=1 uses the binaries as they are; BIN_DIR (default
-# $CARGO_TARGET_DIR/release or target/release); RUNS (default 3); TINY=1
+# Environment: SKIP_BUILD=1 uses the binaries as they are; CARGO_TARGET_DIR
+# (default ~/.cache/kappa-target, as .ci/run); BIN_DIR (default
+# $CARGO_TARGET_DIR/release); RUNS (default 3); TINY=1
 # shrinks every size to a smoke test (seconds, figures meaningless);
 # NO_SUMMARY=1 leaves BENCHMARKS.md alone; TMPDIR is where data goes;
 # sizes: HTTP_SECS (5), E2E_SECS (10), PROC_EVENTS (1000000), REBUILD_EVENTS
@@ -33,7 +34,10 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+# The same build directory as .ci/run, so the release RocksDB build is shared
+# and kept between runs (a cold one takes 20-30 minutes on 2 cores).
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/kappa-target}
+TARGET_DIR=$CARGO_TARGET_DIR
 BIN_DIR=${BIN_DIR:-$TARGET_DIR/release}
 OUT=${1:-$ROOT/bench-results/$(date -u +%Y%m%d-%H%M%S)}
 RUNS=${RUNS:-3}
