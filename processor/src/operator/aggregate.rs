@@ -294,14 +294,18 @@ impl AggregateOp {
                 },
             );
         }
-        let fresh = self.fresh();
-        let slot = self.cache.get_mut(k).expect("inserted above");
-        if slot.deleted || slot.closed {
+        let revive = self
+            .cache
+            .get(k)
+            .is_some_and(|slot| slot.deleted || slot.closed);
+        if revive {
+            let fresh = self.fresh();
+            let slot = self.cache.get_mut(k).expect("inserted above");
             slot.deleted = false;
             slot.closed = false;
             slot.accs = fresh;
         }
-        Ok(slot)
+        Ok(self.cache.get_mut(k).expect("inserted above"))
     }
 
     fn mark_dirty(&mut self, k: &[u8]) {
@@ -405,8 +409,8 @@ impl AggregateOp {
         };
         let is_open = |w: &Window| w.end.saturating_add(grace) > watermark;
         match window {
-            WindowSpec::Tumbling { .. } => {
-                let w = window.fixed_windows(et)[0];
+            WindowSpec::Tumbling { size_ms } => {
+                let w = crate::window::tumbling::window_of(et, size_ms);
                 if !is_open(&w) {
                     return Ok(Outcome::Late);
                 }
