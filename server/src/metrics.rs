@@ -55,6 +55,26 @@ pub const VIEW_BUILD_DONE: &str = "kappa_view_build_done_records";
 /// Records a running build has to process in all, by view.
 pub const VIEW_BUILD_TOTAL: &str = "kappa_view_build_total_records";
 
+/// Long-polling reads waiting for records right now.
+pub const LONG_POLLS_WAITING: &str = "kappa_http_long_polls_waiting";
+
+/// Counts a long-poll as waiting while it lives (see [`long_poll_waiting`]).
+#[derive(Debug)]
+pub struct WaitingLongPoll(());
+
+/// Marks a long-poll as waiting until the returned guard is dropped (the
+/// wait ended, or the request was cancelled).
+pub fn long_poll_waiting() -> WaitingLongPoll {
+    gauge!(LONG_POLLS_WAITING).increment(1.0);
+    WaitingLongPoll(())
+}
+
+impl Drop for WaitingLongPoll {
+    fn drop(&mut self) {
+        gauge!(LONG_POLLS_WAITING).decrement(1.0);
+    }
+}
+
 /// Installs the global recorder and returns the handle that renders it.
 pub fn install() -> PrometheusHandle {
     let buckets = [

@@ -309,10 +309,12 @@ pub async fn fetch(
         return Ok(fetch);
     }
     let partition = topic.partition(p)?;
+    let waiting = crate::metrics::long_poll_waiting();
     let end = tokio::select! {
         end = partition.wait_for(offset, limits.max_wait) => end?,
         () = state.shutdown_started() => return Ok(fetch),
     };
+    drop(waiting);
     if end == offset {
         return Ok(fetch);
     }
