@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rocksdb::{
     properties, BlockBasedOptions, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode,
-    IteratorMode, MultiThreaded, Options, ReadOptions, WriteBatch, WriteOptions,
+    MultiThreaded, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 
 use crate::error::{ProcessorError, Result};
@@ -234,21 +234,8 @@ impl Store {
         upper: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let handle = self.cf(cf)?;
-        let mut opts = ReadOptions::default();
-        if let Some(upper) = upper {
-            opts.set_iterate_upper_bound(upper.to_vec());
-        }
-        let mode = IteratorMode::From(lower, rocksdb::Direction::Forward);
-        let mut out = Vec::new();
-        for item in self.db.iterator_cf_opt(&handle, opts, mode) {
-            if out.len() >= limit {
-                break;
-            }
-            let (k, v) = item?;
-            out.push((k.to_vec(), v.to_vec()));
-        }
-        Ok(out)
+        let iter = self.db.raw_iterator_cf_opt(&self.cf(cf)?, bounded(upper));
+        collect(iter, lower, limit, true)
     }
 
     /// Keys in `[lower, upper)` of `cf`, at most `limit`.
@@ -259,21 +246,11 @@ impl Store {
         upper: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<Vec<u8>>> {
-        let handle = self.cf(cf)?;
-        let mut opts = ReadOptions::default();
-        if let Some(upper) = upper {
-            opts.set_iterate_upper_bound(upper.to_vec());
-        }
-        let mut iter = self.db.raw_iterator_cf_opt(&handle, opts);
-        iter.seek(lower);
-        let mut out = Vec::new();
-        while out.len() < limit {
-            let Some(k) = iter.key() else { break };
-            out.push(k.to_vec());
-            iter.next();
-        }
-        iter.status()?;
-        Ok(out)
+        let iter = self.db.raw_iterator_cf_opt(&self.cf(cf)?, bounded(upper));
+        Ok(collect(iter, lower, limit, false)?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect())
     }
 
     /// A consistent view of the whole store as of now: reads through it
@@ -319,21 +296,39 @@ impl Snapshot<'_> {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let handle = self.store.cf(cf)?;
-        let mut opts = ReadOptions::default();
-        if let Some(upper) = upper {
-            opts.set_iterate_upper_bound(upper.to_vec());
-        }
-        let mut iter = self.snapshot.raw_iterator_cf_opt(&handle, opts);
-        iter.seek(lower);
-        let mut out = Vec::new();
-        while out.len() < limit {
-            let (Some(k), Some(v)) = (iter.key(), iter.value()) else {
-                break;
-            };
-            out.push((k.to_vec(), v.to_vec()));
-            iter.next();
-        }
-        iter.status()?;
-        Ok(out)
+        let iter = self.snapshot.raw_iterator_cf_opt(&handle, bounded(upper));
+        collect(iter, lower, limit, true)
     }
+}
+
+/// Read options that stop iteration at `upper` (exclusive), if given.
+fn bounded(upper: Option<&[u8]>) -> ReadOptions {
+    let mut opts = ReadOptions::default();
+    if let Some(upper) = upper {
+        opts.set_iterate_upper_bound(upper.to_vec());
+    }
+    opts
+}
+
+/// Up to `limit` entries from `lower` on: keys, and values when `values`
+/// (else empty).
+fn collect(
+    mut iter: rocksdb::DBRawIteratorWithThreadMode<'_, Db>,
+    lower: &[u8],
+    limit: usize,
+    values: bool,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    iter.seek(lower);
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let Some(k) = iter.key() else { break };
+        let v = match (values, iter.value()) {
+            (true, Some(v)) => v.to_vec(),
+            _ => Vec::new(),
+        };
+        out.push((k.to_vec(), v));
+        iter.next();
+    }
+    iter.status()?;
+    Ok(out)
 }
