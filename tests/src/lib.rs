@@ -3,20 +3,24 @@
 //!
 //! - [`kappa_bin`] finds `target/<profile>/kappa` next to the running test
 //!   executable, and builds it (once per test process) when it is missing or
-//!   older than the sources of `server/`, `log/` and `processor/`.
+//!   older than the sources of `server/`, `log/` and `processor/`;
+//!   [`workspace_bin`] does the same for any binary of the workspace.
 //! - [`Server`] runs one `kappa serve` on a fresh (or given) data directory
 //!   and a port chosen by the OS, learns the address from the one line the
 //!   server prints on stdout, and stops it with SIGTERM, SIGINT or SIGKILL
 //!   (always by the child's own PID). Dropping it kills a child that is
 //!   still running; if the test is panicking, the server's stderr is printed.
 //! - [`Client`] is a small blocking HTTP client (ureq) whose helpers answer
-//!   `(status, json)` and never panic on 4xx/5xx.
+//!   `(status, json)` and never panic on 4xx/5xx, plus asserting helpers
+//!   for topics, SQL statements and view reads ([`after_param`] builds a
+//!   read-your-writes `after=`).
 //! - [`RawConnection`] sends bytes exactly as given, for request targets a
 //!   URL library would normalize (`/v1/topics/../records`, `%2e%2e`).
 //!
 //! Nothing here sleeps to synchronize: the server start waits for the
 //! stdout line, process exits are awaited through a pidfd, and every wait
-//! is bounded in time.
+//! is bounded in time. [`eventually`] polls, for tests that wait on state
+//! the server only shows when asked (bounded too).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -45,8 +49,22 @@ pub const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Path of the `kappa` binary under test (`$KAPPA_BIN` if set).
 pub fn kappa_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(locate_or_build)
+    BIN.get_or_init(|| match std::env::var_os("KAPPA_BIN") {
+        Some(bin) => PathBuf::from(bin),
+        None => workspace_bin("kappa-server", "kappa", KAPPA_SOURCES),
+    })
 }
+
+/// What `kappa` is built from (workspace-relative directories and files).
+const KAPPA_SOURCES: &[&str] = &[
+    "server/src",
+    "server/Cargo.toml",
+    "log/src",
+    "log/Cargo.toml",
+    "processor/src",
+    "processor/Cargo.toml",
+    "server/openapi.json",
+];
 
 /// The workspace root, from `CARGO_MANIFEST_DIR` as set when the test runs
 /// (`cargo test` sets it); the compile-time value can be stale when cargo
@@ -60,10 +78,12 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn locate_or_build() -> PathBuf {
-    if let Some(bin) = std::env::var_os("KAPPA_BIN") {
-        return PathBuf::from(bin);
-    }
+/// Path of binary `bin` of workspace package `package` in
+/// `target/<profile>/` next to the running test executable, built with
+/// `cargo build -p package --bin bin` first when it is missing or older
+/// than any of `sources` (workspace-relative directories and files).
+/// Callers cache the answer (a `OnceLock`) so it builds once per process.
+pub fn workspace_bin(package: &str, bin: &str, sources: &[&str]) -> PathBuf {
     // The test executable is …/target/<profile>/deps/<name>-<hash>.
     let exe = std::env::current_exe().expect("current_exe");
     let profile_dir = exe
@@ -71,31 +91,26 @@ fn locate_or_build() -> PathBuf {
         .and_then(Path::parent)
         .expect("the test executable is in target/<profile>/deps")
         .to_path_buf();
-    let bin = profile_dir.join(format!("kappa{}", std::env::consts::EXE_SUFFIX));
-    if needs_build(&bin) {
-        build(&profile_dir);
+    let path = profile_dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
+    if needs_build(&path, sources) {
+        build(&profile_dir, package, bin);
     }
     assert!(
-        bin.is_file(),
+        path.is_file(),
         "{} does not exist after building it",
-        bin.display()
+        path.display()
     );
-    bin
+    path
 }
 
-/// True if `bin` is missing or older than a source it is built from
-/// (`cargo test -p kappa-tests` does not rebuild the binary by itself).
-fn needs_build(bin: &Path) -> bool {
+/// True if `bin` is missing or older than a file under `sources`
+/// (`cargo test -p kappa-tests` does not rebuild binaries by itself).
+fn needs_build(bin: &Path, sources: &[&str]) -> bool {
     let Ok(built) = bin.metadata().and_then(|m| m.modified()) else {
         return true;
     };
     let root = workspace_root();
-    let mut stack: Vec<PathBuf> = Vec::new();
-    for krate in ["server", "log", "processor"] {
-        stack.push(root.join(krate).join("src"));
-        stack.push(root.join(krate).join("Cargo.toml"));
-    }
-    stack.push(root.join("server").join("openapi.json"));
+    let mut stack: Vec<PathBuf> = sources.iter().map(|s| root.join(s)).collect();
     // Bounded walk: these trees hold a few hundred files at most.
     let mut visited = 0;
     while let Some(path) = stack.pop() {
@@ -115,11 +130,11 @@ fn needs_build(bin: &Path) -> bool {
     false
 }
 
-fn build(profile_dir: &Path) {
+fn build(profile_dir: &Path, package: &str, bin: &str) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace_root())
-        .args(["build", "-p", "kappa-server", "--bin", "kappa"]);
+        .args(["build", "-p", package, "--bin", bin]);
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
         Some("release") => {
@@ -135,7 +150,7 @@ fn build(profile_dir: &Path) {
     let output = cmd.output().expect("running cargo build");
     assert!(
         output.status.success(),
-        "cargo build -p kappa-server --bin kappa failed:\n{}",
+        "cargo build -p {package} --bin {bin} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
 }
@@ -684,6 +699,40 @@ impl Client {
         panic!("read_all {topic}/{partition}: more than 10000 pages");
     }
 
+    /// `POST /v1/statements` with `text` as `text/plain` (SQL).
+    pub fn sql(&self, text: &str) -> (u16, Value) {
+        let r = self.send(
+            "POST",
+            "/v1/statements",
+            Some("text/plain"),
+            &[],
+            Some(text.as_bytes()),
+        );
+        (r.status, r.body)
+    }
+
+    /// Runs SQL statements; asserts `200` and returns the `results` array.
+    pub fn sql_ok(&self, text: &str) -> Vec<Value> {
+        let (status, body) = self.sql(text);
+        assert_eq!(status, 200, "{text}\n{body}");
+        body["results"].as_array().expect("results").clone()
+    }
+
+    /// `GET /v1/views/{view}/rows?{query}`; asserts `200`.
+    pub fn view_rows(&self, view: &str, query: &str) -> Value {
+        let path = format!("/v1/views/{view}/rows?{query}");
+        let (status, body) = self.get(&path);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    /// `GET /v1/views/{view}`; asserts `200`.
+    pub fn describe_view(&self, view: &str) -> Value {
+        let (status, body) = self.get(&format!("/v1/views/{view}"));
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
     /// `GET /v1/topics/{topic}`; asserts `200`.
     pub fn describe(&self, topic: &str) -> Value {
         let (status, body) = self.get(&format!("/v1/topics/{topic}"));
@@ -713,6 +762,42 @@ pub fn produced_of(body: &Value) -> Vec<Produced> {
             offset: r["offset"].as_u64().expect("offset"),
         })
         .collect()
+}
+
+/// The `after=` value of a view read that waits for `produced`:
+/// `partition:offset` of the highest offset per partition written, joined
+/// with commas, partitions in order.
+pub fn after_param(produced: &[Produced]) -> String {
+    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
+    for p in produced {
+        let o = last.entry(p.partition).or_insert(p.offset);
+        *o = (*o).max(p.offset);
+    }
+    last.iter()
+        .map(|(p, o)| format!("{p}:{o}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A record of the `user_events` topic the view tests declare a stream
+/// over: keyed by `user`, with timestamp and `event_time` both `at_ms`.
+pub fn user_event(user: &str, kind: &str, amount: f64, at_ms: i64) -> Value {
+    json!({"key": user, "timestamp": at_ms,
+           "value": {"user_id": user, "event_type": kind, "amount": amount,
+                     "event_time": at_ms}})
+}
+
+/// Polls `f` (every 20 ms) until it returns `Some`, for at most
+/// `deadline`; for state the server exposes only by being asked.
+pub fn eventually<T>(what: &str, deadline: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + deadline;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Asserts the documented error shape: `status`, a JSON body that is

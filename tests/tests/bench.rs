@@ -7,8 +7,8 @@
 //!
 //! The `kappa-bench` binary is found next to the `kappa` binary under test
 //! (`target/<profile>/`) and built with `cargo build -p kappa-tools --bin
-//! kappa-bench` when it is missing or older than its sources, the way the
-//! harness builds `kappa` (`$KAPPA_BENCH_BIN` overrides). Nothing sleeps to
+//! kappa-bench` when it is missing or older than its sources, by the
+//! harness's `workspace_bin` (`$KAPPA_BENCH_BIN` overrides). Nothing sleeps to
 //! synchronize: the server's address comes from its stdout line, each
 //! kappa-bench run is awaited (bounded), and the views' progress is waited
 //! for by kappa-bench itself (`after=` probes, bounded polls).
@@ -23,87 +23,23 @@ use kappa_tests::{Server, Value};
 /// Longest a tiny kappa-bench run may take.
 const BENCH_TIMEOUT: Duration = Duration::from_secs(180);
 
-fn workspace_root() -> PathBuf {
-    kappa_tests::workspace_root()
-}
-
-/// `target/<profile>/` of this test executable (`…/deps/<name>-<hash>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("the test executable is in target/<profile>/deps")
-        .to_path_buf()
-}
-
-/// Newest modification time under the sources kappa-bench is built from.
-fn sources_newer_than(bin: &Path) -> bool {
-    let Ok(built) = bin.metadata().and_then(|m| m.modified()) else {
-        return true;
-    };
-    let root = workspace_root();
-    let mut stack: Vec<PathBuf> = ["tools", "log", "processor"]
-        .iter()
-        .flat_map(|k| [root.join(k).join("src"), root.join(k).join("Cargo.toml")])
-        .collect();
-    let mut visited = 0;
-    while let Some(path) = stack.pop() {
-        visited += 1;
-        if visited > 100_000 {
-            break;
-        }
-        let Ok(meta) = path.metadata() else { continue };
-        if meta.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(&path) {
-                stack.extend(entries.flatten().map(|e| e.path()));
-            }
-        } else if meta.modified().is_ok_and(|m| m > built) {
-            return true;
-        }
-    }
-    false
-}
-
 /// The kappa-bench binary, built once per test process when needed.
 fn bench_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("KAPPA_BENCH_BIN") {
-            return PathBuf::from(bin);
-        }
-        let dir = profile_dir();
-        let bin = dir.join(format!("kappa-bench{}", std::env::consts::EXE_SUFFIX));
-        if sources_newer_than(&bin) {
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.current_dir(workspace_root()).args([
-                "build",
-                "-p",
-                "kappa-tools",
-                "--bin",
-                "kappa-bench",
-            ]);
-            match dir.file_name().and_then(|n| n.to_str()) {
-                Some("debug") | None => {}
-                Some("release") => {
-                    cmd.arg("--release");
-                }
-                Some(other) => {
-                    cmd.args(["--profile", other]);
-                }
-            }
-            if let Some(target_dir) = dir.parent() {
-                cmd.arg("--target-dir").arg(target_dir);
-            }
-            let out = cmd.output().expect("running cargo build");
-            assert!(
-                out.status.success(),
-                "cargo build -p kappa-tools --bin kappa-bench failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        assert!(bin.is_file(), "{} missing after building it", bin.display());
-        bin
+    BIN.get_or_init(|| match std::env::var_os("KAPPA_BENCH_BIN") {
+        Some(bin) => PathBuf::from(bin),
+        None => kappa_tests::workspace_bin(
+            "kappa-tools",
+            "kappa-bench",
+            &[
+                "tools/src",
+                "tools/Cargo.toml",
+                "log/src",
+                "log/Cargo.toml",
+                "processor/src",
+                "processor/Cargo.toml",
+            ],
+        ),
     })
 }
 

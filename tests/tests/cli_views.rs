@@ -5,11 +5,10 @@
 //! served, SQL piped to `kappa sql` (a multi-line statement), and SQL errors
 //! that exit non-zero naming the line and column.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use kappa_tests::{json, kappa_bin, Produced, Server, Value};
+use kappa_tests::{after_param, kappa_bin, user_event, Produced, Server, Value};
 
 /// 2026-01-01T00:00:00Z, a multiple of five minutes.
 const BASE: i64 = 1_767_225_600_000;
@@ -77,26 +76,9 @@ fn produce(server: &Server) -> Vec<Produced> {
     ];
     let records: Vec<Value> = events
         .iter()
-        .map(|(user, kind, amount, at)| {
-            json!({"key": user, "timestamp": BASE + at,
-                   "value": {"user_id": user, "event_type": kind, "amount": amount,
-                             "event_time": BASE + at}})
-        })
+        .map(|&(user, kind, amount, at)| user_event(user, kind, amount, BASE + at))
         .collect();
     server.produce("user_events", &Value::Array(records))
-}
-
-/// `partition:offset` of the last record produced to each partition.
-fn after(produced: &[Produced]) -> String {
-    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
-    for p in produced {
-        let o = last.entry(p.partition).or_insert(p.offset);
-        *o = (*o).max(p.offset);
-    }
-    last.iter()
-        .map(|(p, o)| format!("{p}:{o}"))
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 #[test]
@@ -117,7 +99,7 @@ fn sql_views_query_and_replay_through_the_cli() {
     );
 
     let produced = produce(&server);
-    let wait = after(&produced);
+    let wait = after_param(&produced);
     let rows = kappa_ok(
         &server,
         &["query", "purchase_stats", "u1", "--after", &wait],

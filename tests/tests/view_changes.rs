@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use kappa_tests::{json, Client, Produced, Server, Value};
+use kappa_tests::{after_param, json, Client, Produced, Server, Value};
 
 const USER_EVENTS: &str = "CREATE STREAM user_events (
   user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
@@ -83,17 +83,6 @@ fn subscribe(server: &Server, view: &str, last_id: Option<&str>) -> mpsc::Receiv
     rx
 }
 
-fn sql_ok(client: &Client, text: &str) {
-    let r = client.send(
-        "POST",
-        "/v1/statements",
-        Some("text/plain"),
-        &[],
-        Some(text.as_bytes()),
-    );
-    assert_eq!(r.status, 200, "{text}\n{}", r.text);
-}
-
 fn produce(client: &Client, purchases: &[(&str, i64)]) -> Vec<Produced> {
     let records: Vec<Value> = purchases
         .iter()
@@ -107,18 +96,8 @@ fn produce(client: &Client, purchases: &[(&str, i64)]) -> Vec<Produced> {
 
 /// The view's rows as key -> row, read after the produced records were applied.
 fn view_rows(client: &Client, produced: &[Produced]) -> BTreeMap<String, Value> {
-    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
-    for p in produced {
-        let e = last.entry(p.partition).or_default();
-        *e = (*e).max(p.offset);
-    }
-    let after: Vec<String> = last.iter().map(|(p, o)| format!("{p}:{o}")).collect();
-    let (status, body) = client.get(&format!(
-        "/v1/views/spend/rows?limit=1000&after={}",
-        after.join(",")
-    ));
-    assert_eq!(status, 200, "{body}");
-    body["rows"]
+    let query = format!("limit=1000&after={}", after_param(produced));
+    client.view_rows("spend", &query)["rows"]
         .as_array()
         .expect("rows")
         .iter()
@@ -151,8 +130,8 @@ fn follow_until(
 fn the_feed_delivers_every_change_in_order_and_resumes() {
     let server = Server::start(&[]);
     let client = server.client();
-    sql_ok(&client, USER_EVENTS);
-    sql_ok(&client, SPEND);
+    client.sql_ok(USER_EVENTS);
+    client.sql_ok(SPEND);
 
     let rx = subscribe(&server, "spend", None);
     let mut state = BTreeMap::new();

@@ -9,9 +9,11 @@
 //! bounded deadline; nothing sleeps to wait for the server.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use kappa_tests::{assert_error, json, Client, Produced, Server, Value};
+use kappa_tests::{
+    after_param, assert_error, eventually, json, user_event, Client, Produced, Server, Value,
+};
 
 /// 2026-01-01T00:00:00Z, a multiple of five minutes.
 const BASE: i64 = 1_767_225_600_000;
@@ -106,53 +108,12 @@ fn expected(events: &[Event], min_amount: f64) -> BTreeMap<(String, i64), (u64, 
     rows
 }
 
-fn sql(client: &Client, text: &str) -> (u16, Value) {
-    let r = client.send(
-        "POST",
-        "/v1/statements",
-        Some("text/plain"),
-        &[],
-        Some(text.as_bytes()),
-    );
-    (r.status, r.body)
-}
-
-fn sql_ok(client: &Client, text: &str) -> Vec<Value> {
-    let (status, body) = sql(client, text);
-    assert_eq!(status, 200, "{text}\n{body}");
-    body["results"].as_array().expect("results").clone()
-}
-
 fn produce_events(client: &Client, events: &[Event]) -> Vec<Produced> {
     let records: Vec<Value> = events
         .iter()
-        .map(|e| {
-            json!({"key": e.user, "timestamp": BASE + e.at,
-                   "value": {"user_id": e.user, "event_type": e.kind, "amount": e.amount,
-                             "event_time": BASE + e.at}})
-        })
+        .map(|e| user_event(e.user, e.kind, e.amount, BASE + e.at))
         .collect();
     client.produce("user_events", &Value::Array(records))
-}
-
-/// `after=` naming the last produced offset of every partition written.
-fn after(produced: &[Produced]) -> String {
-    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
-    for p in produced {
-        let o = last.entry(p.partition).or_insert(p.offset);
-        *o = (*o).max(p.offset);
-    }
-    last.iter()
-        .map(|(p, o)| format!("{p}:{o}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn rows(client: &Client, view: &str, query: &str) -> Value {
-    let path = format!("/v1/views/{view}/rows?{query}");
-    let (status, body) = client.get(&path);
-    assert_eq!(status, 200, "GET {path}: {body}");
-    body
 }
 
 /// Every row of a view, following cursors, as (user, window start) -> (count, sum).
@@ -164,7 +125,7 @@ fn all_rows(client: &Client, view: &str, query: &str) -> BTreeMap<(String, i64),
             Some(c) => format!("{query}&limit=2&cursor={c}"),
             None => format!("{query}&limit=2"),
         };
-        let page = rows(client, view, &q);
+        let page = client.view_rows(view, &q);
         assert!(page["rows"].as_array().unwrap().len() <= 2, "{page}");
         for r in page["rows"].as_array().unwrap() {
             let key = (
@@ -198,26 +159,8 @@ fn assert_rows_eq(
     }
 }
 
-/// Polls `f` until it returns Some, for at most DEADLINE.
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn describe(client: &Client, view: &str) -> Value {
-    let (status, body) = client.get(&format!("/v1/views/{view}"));
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
 fn setup(client: &Client) -> Vec<Produced> {
-    let results = sql_ok(client, &format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
+    let results = client.sql_ok(&format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
     assert_eq!(results.len(), 2, "{results:?}");
     assert_eq!(results[0]["status"], "created", "{results:?}");
     assert_eq!(results[0]["topic_created"], true, "{results:?}");
@@ -234,10 +177,9 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
     let want = expected(EVENTS, f64::NEG_INFINITY);
 
     // Read-your-writes: the answer includes every produced record.
-    let body = rows(
-        &client,
+    let body = client.view_rows(
         "purchase_stats",
-        &format!("after={}", after(&produced)),
+        &format!("after={}", after_param(&produced)),
     );
     assert_eq!(body["version"], 1, "{body}");
     assert_eq!(
@@ -253,7 +195,7 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
     assert_rows_eq(&all_rows(&client, "purchase_stats", ""), &want);
 
     // Columns of a row.
-    let u1 = rows(&client, "purchase_stats", "key=u1");
+    let u1 = client.view_rows("purchase_stats", "key=u1");
     let first = &u1["rows"][0];
     assert_eq!(first["window_start"], json!(BASE));
     assert_eq!(first["window_end"], json!(BASE + WINDOW_MS));
@@ -279,8 +221,7 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
         .map(|(_, s)| *s)
         .collect();
     assert_eq!(starts(&u1), all_u1);
-    let ranged = rows(
-        &client,
+    let ranged = client.view_rows(
         "purchase_stats",
         &format!(
             "key=u1&from={}&to={}",
@@ -289,8 +230,7 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
         ),
     );
     assert_eq!(starts(&ranged), vec![BASE + WINDOW_MS]);
-    let ranged = rows(
-        &client,
+    let ranged = client.view_rows(
         "purchase_stats",
         "key=u1&from=2026-01-01T00:05:00Z&to=2026-01-01T01:00:00.000Z",
     );
@@ -300,20 +240,17 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
     );
     // Prefix: every user, no other rows.
     assert_rows_eq(&all_rows(&client, "purchase_stats", "prefix=u"), &want);
-    assert!(rows(&client, "purchase_stats", "prefix=x")["rows"]
+    assert!(client.view_rows("purchase_stats", "prefix=x")["rows"]
         .as_array()
         .unwrap()
         .is_empty());
-    assert!(rows(&client, "purchase_stats", "key=u")["rows"]
+    assert!(client.view_rows("purchase_stats", "key=u")["rows"]
         .as_array()
         .unwrap()
         .is_empty());
 
     // A pull query answers the same rows.
-    let results = sql_ok(
-        &client,
-        "SELECT * FROM purchase_stats WHERE user_id = 'u2';",
-    );
+    let results = client.sql_ok("SELECT * FROM purchase_stats WHERE user_id = 'u2';");
     let pulled = &results[0];
     assert_eq!(pulled["statement"], "SELECT");
     let u2: Vec<(i64, u64)> = pulled["rows"]
@@ -335,7 +272,7 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
     assert_eq!(u2, want_u2, "{pulled}");
 
     // The description.
-    let d = describe(&client, "purchase_stats");
+    let d = client.describe_view("purchase_stats");
     assert_eq!(d["name"], "purchase_stats");
     assert_eq!(d["kind"], "table");
     assert_eq!(d["status"], "running", "{d}");
@@ -354,7 +291,7 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
     let (status, list) = client.get("/v1/views");
     assert_eq!(status, 200);
     assert_eq!(list["views"][0]["name"], "purchase_stats", "{list}");
-    let shown = sql_ok(&client, "SHOW TABLES; DESCRIBE purchase_stats;");
+    let shown = client.sql_ok("SHOW TABLES; DESCRIBE purchase_stats;");
     assert_eq!(shown[0]["rows"][0]["name"], "purchase_stats", "{shown:?}");
     assert_eq!(
         shown[1]["settings"]["watermark_delay_ms"],
@@ -377,21 +314,21 @@ fn errors_have_stable_codes() {
     }
     let (status, body) = client.post_json("/v1/views/nope/replay", &json!({"from": "earliest"}));
     assert_error("replay", status, &body, 404, "unknown_view");
-    let (status, body) = sql(&client, "SELECT * FROM nope;");
+    let (status, body) = client.sql("SELECT * FROM nope;");
     assert_error("select", status, &body, 404, "unknown_view");
     let (status, body) = client.get("/v1/views/purchase_stats/rows?version=7");
     assert_error("version", status, &body, 404, "unknown_version");
 
     // SQL errors say where.
-    let (status, body) = sql(&client, "SHOW TABLES;\nCREATE TABLE x AS SELEC 1;");
+    let (status, body) = client.sql("SHOW TABLES;\nCREATE TABLE x AS SELEC 1;");
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["code"], "sql_error");
     assert_eq!(body["error"]["line"], 2, "{body}");
     assert!(body["error"]["column"].as_u64().unwrap() >= 1);
     // Creating again without OR REPLACE, dropping what is read.
-    let (status, body) = sql(&client, PURCHASE_STATS);
+    let (status, body) = client.sql(PURCHASE_STATS);
     assert_error("create twice", status, &body, 409, "already_exists");
-    let (status, body) = sql(&client, "DROP STREAM user_events;");
+    let (status, body) = client.sql("DROP STREAM user_events;");
     assert_error("drop a source in use", status, &body, 409, "has_dependents");
     // Bad parameters.
     for query in [
@@ -407,13 +344,10 @@ fn errors_have_stable_codes() {
         assert_eq!(status, 400, "{query}: {body}");
     }
     // Drop: the view goes, then its source may go.
-    sql_ok(
-        &client,
-        "DROP TABLE purchase_stats; DROP STREAM user_events;",
-    );
+    client.sql_ok("DROP TABLE purchase_stats; DROP STREAM user_events;");
     let (status, body) = client.get("/v1/views/purchase_stats");
     assert_error("dropped", status, &body, 404, "unknown_view");
-    let results = sql_ok(&client, "DROP TABLE IF EXISTS purchase_stats;");
+    let results = client.sql_ok("DROP TABLE IF EXISTS purchase_stats;");
     assert_eq!(results[0]["status"], "not_found");
 }
 
@@ -421,18 +355,15 @@ fn errors_have_stable_codes() {
 fn read_your_writes_sees_each_produced_record() {
     let server = Server::start(&[]);
     let client = server.client();
-    sql_ok(
-        &client,
-        "CREATE STREAM clicks (page VARCHAR) WITH (KAFKA_TOPIC='clicks', VALUE_FORMAT='JSON', PARTITIONS=3);
+    client.sql_ok("CREATE STREAM clicks (page VARCHAR) WITH (KAFKA_TOPIC='clicks', VALUE_FORMAT='JSON', PARTITIONS=3);
          CREATE TABLE page_counts AS SELECT page, COUNT(*) AS n FROM clicks GROUP BY page EMIT CHANGES;",
     );
     for i in 1..=20u64 {
         let page = ["home", "cart", "help"][(i % 3) as usize];
         let produced = client.produce("clicks", &json!([{"key": page, "value": {"page": page}}]));
-        let body = rows(
-            &client,
+        let body = client.view_rows(
             "page_counts",
-            &format!("key={page}&after={}", after(&produced)),
+            &format!("key={page}&after={}", after_param(&produced)),
         );
         let n: u64 = (1..=i).filter(|j| j % 3 == i % 3).count() as u64;
         assert_eq!(body["rows"][0]["row"]["n"], n, "after record {i}: {body}");
@@ -446,24 +377,20 @@ fn a_replacement_is_built_beside_the_served_version_and_swapped_in() {
     let server = Server::start(&["--view-grace-ms", "3000"]);
     let client = server.client();
     let produced = setup(&client);
-    rows(
-        &client,
+    client.view_rows(
         "purchase_stats",
-        &format!("after={}", after(&produced)),
+        &format!("after={}", after_param(&produced)),
     );
 
     // The same definition again is a no-op.
-    let same = sql_ok(
-        &client,
-        &PURCHASE_STATS.replace("CREATE TABLE", "CREATE OR REPLACE TABLE"),
-    );
+    let same = client.sql_ok(&PURCHASE_STATS.replace("CREATE TABLE", "CREATE OR REPLACE TABLE"));
     assert_eq!(same[0]["status"], "unchanged", "{same:?}");
 
-    let replaced = sql_ok(&client, PURCHASE_STATS_V2);
+    let replaced = client.sql_ok(PURCHASE_STATS_V2);
     assert_eq!(replaced[0]["status"], "building", "{replaced:?}");
     assert_eq!(replaced[0]["version"], 2);
-    let d = eventually("version 2 served", || {
-        let d = describe(&client, "purchase_stats");
+    let d = eventually("version 2 served", DEADLINE, || {
+        let d = client.describe_view("purchase_stats");
         (d["served_version"]["version"] == 2).then_some(d)
     });
     assert!(d["sql"].as_str().unwrap().contains("amount > 10"), "{d}");
@@ -475,11 +402,11 @@ fn a_replacement_is_built_beside_the_served_version_and_swapped_in() {
         &all_rows(&client, "purchase_stats", "version=1"),
         &expected(EVENTS, f64::NEG_INFINITY),
     );
-    eventually("version 1 dropped after its grace", || {
+    eventually("version 1 dropped after its grace", DEADLINE, || {
         let (status, _) = client.get("/v1/views/purchase_stats/rows?version=1");
         (status == 404).then_some(())
     });
-    assert!(describe(&client, "purchase_stats")["grace_versions"]
+    assert!(client.describe_view("purchase_stats")["grace_versions"]
         .as_array()
         .unwrap()
         .is_empty());
@@ -491,8 +418,8 @@ fn a_replacement_is_built_beside_the_served_version_and_swapped_in() {
     );
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["building_version"], 3, "{body}");
-    eventually("version 3 served", || {
-        (describe(&client, "purchase_stats")["served_version"]["version"] == 3).then_some(())
+    eventually("version 3 served", DEADLINE, || {
+        (client.describe_view("purchase_stats")["served_version"]["version"] == 3).then_some(())
     });
     // Records are in the log in production order; the replay starts at the
     // first record stamped at or after the time.
@@ -505,17 +432,16 @@ fn a_replacement_is_built_beside_the_served_version_and_swapped_in() {
     server.terminate_ok();
     let server = server.restart();
     let client = server.client();
-    let d = describe(&client, "purchase_stats");
+    let d = client.describe_view("purchase_stats");
     assert_eq!(d["served_version"]["version"], 3, "{d}");
     assert_eq!(d["status"], "running", "{d}");
     assert_rows_eq(&all_rows(&client, "purchase_stats", ""), &tail);
     // New records flow into it.
     let more = [ev("u9", "purchase", 50.0, 900_000)];
     let produced = produce_events(&client, &more);
-    let body = rows(
-        &client,
+    let body = client.view_rows(
         "purchase_stats",
-        &format!("key=u9&after={}", after(&produced)),
+        &format!("key=u9&after={}", after_param(&produced)),
     );
     assert_eq!(body["rows"][0]["row"]["purchase_count"], 1, "{body}");
 }
@@ -534,12 +460,12 @@ fn a_restart_during_a_build_resumes_it() {
     let produced = setup(&client);
     let (status, body) = client.get(&format!(
         "/v1/views/purchase_stats/rows?after={}&max_wait_ms=100",
-        after(&produced)
+        after_param(&produced)
     ));
     assert_error("not caught up", status, &body, 504, "view_behind");
-    let replaced = sql_ok(&client, PURCHASE_STATS_V2);
+    let replaced = client.sql_ok(PURCHASE_STATS_V2);
     assert_eq!(replaced[0]["status"], "building", "{replaced:?}");
-    let d = describe(&client, "purchase_stats");
+    let d = client.describe_view("purchase_stats");
     assert_eq!(d["status"], "building", "{d}");
     assert_eq!(d["building_version"]["version"], 2, "{d}");
     assert_eq!(d["building_version"]["start"], "earliest", "{d}");
@@ -554,15 +480,14 @@ fn a_restart_during_a_build_resumes_it() {
     server.kill9();
     let server = server.restart_with(&[]);
     let client = server.client();
-    let d = eventually("the resumed build swapped in", || {
-        let d = describe(&client, "purchase_stats");
+    let d = eventually("the resumed build swapped in", DEADLINE, || {
+        let d = client.describe_view("purchase_stats");
         (d["served_version"]["version"] == 2).then_some(d)
     });
     assert!(d["building_version"].is_null(), "{d}");
-    let body = rows(
-        &client,
+    let body = client.view_rows(
         "purchase_stats",
-        &format!("after={}", after(&produced)),
+        &format!("after={}", after_param(&produced)),
     );
     assert_eq!(body["version"], 2);
     assert_rows_eq(
@@ -576,18 +501,17 @@ fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
     let server = Server::start(&[]);
     let client = server.client();
     setup(&client);
-    let created = sql_ok(
-        &client,
+    let created = client.sql_ok(
         "CREATE STREAM high_value AS SELECT user_id, amount FROM user_events
          WHERE event_type = 'purchase' AND amount > 15 EMIT CHANGES;",
     );
     assert_eq!(created[0]["status"], "created", "{created:?}");
     let committed = |client: &Client| {
-        describe(client, "high_value")["served_version"]["partitions"][0]["committed"]
+        client.describe_view("high_value")["served_version"]["partitions"][0]["committed"]
             .as_u64()
             .unwrap()
     };
-    let d = describe(&client, "high_value");
+    let d = client.describe_view("high_value");
     assert_eq!(
         (d["kind"].as_str(), d["output_topic"].as_str()),
         (Some("stream"), Some("high_value"))
@@ -601,7 +525,7 @@ fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
     };
     // A commit appends its output right after it: wait for the topic.
     let want = vec![20.0, 100.0, 42.0, 1000.0];
-    eventually("the stream's output", || {
+    eventually("the stream's output", DEADLINE, || {
         (amounts(&client).len() >= want.len()).then_some(())
     });
     assert_eq!(amounts(&client), want);
@@ -609,8 +533,7 @@ fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
     assert_error("rows of a stream", status, &body, 400, "not_a_table");
 
     // The replacement continues where the old definition stopped.
-    let replaced = sql_ok(
-        &client,
+    let replaced = client.sql_ok(
         "CREATE OR REPLACE STREAM high_value AS SELECT user_id, amount FROM user_events
          WHERE event_type = 'purchase' AND amount > 50 EMIT CHANGES;",
     );
@@ -623,7 +546,7 @@ fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
             ev("u5", "purchase", 60.0, 801_000),
         ],
     );
-    eventually("the new version's output", || {
+    eventually("the new version's output", DEADLINE, || {
         (committed(&client) == EVENTS.len() as u64 + 2 && amounts(&client).len() >= 5).then_some(())
     });
     // A clean stop flushes everything; nothing was written twice.
@@ -633,11 +556,11 @@ fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
     let client = server.client();
     assert_eq!(amounts(&client), vec![20.0, 100.0, 42.0, 1000.0, 60.0]);
     assert_eq!(
-        describe(&client, "high_value")["served_version"]["version"],
+        client.describe_view("high_value")["served_version"]["version"],
         2
     );
 
-    let shown = sql_ok(&client, "SHOW STREAMS;");
+    let shown = client.sql_ok("SHOW STREAMS;");
     let names: Vec<&str> = shown[0]["rows"]
         .as_array()
         .unwrap()
@@ -646,12 +569,9 @@ fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
         .collect();
     assert_eq!(names, vec!["high_value", "user_events"]);
     // A pull query must look rows up by the view's key column.
-    let (status, body) = sql(
-        &client,
-        "SELECT * FROM purchase_stats WHERE event_type = 'x';",
-    );
+    let (status, body) = client.sql("SELECT * FROM purchase_stats WHERE event_type = 'x';");
     assert_error("wrong key column", status, &body, 400, "bad_request");
-    sql_ok(&client, "DROP STREAM high_value;");
+    client.sql_ok("DROP STREAM high_value;");
     let (status, _) = client.get("/v1/views/high_value");
     assert_eq!(status, 404);
 }

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kappa_tests::{assert_error, json, Client, Produced, Rng, Server, Value};
+use kappa_tests::{
+    after_param, assert_error, eventually, json, user_event, Client, Produced, Rng, Server, Value,
+};
 
 /// 2026-01-01T00:00:00Z, a multiple of five minutes.
 const BASE: i64 = 1_767_225_600_000;
@@ -53,63 +55,13 @@ struct Event {
 
 impl Event {
     fn record(&self) -> Value {
-        json!({"key": self.user, "timestamp": self.at,
-               "value": {"user_id": self.user, "event_type": self.kind,
-                         "amount": self.amount, "event_time": self.at}})
+        user_event(&self.user, self.kind, self.amount, self.at)
     }
-}
-
-fn sql(client: &Client, text: &str) -> (u16, Value) {
-    let r = client.send(
-        "POST",
-        "/v1/statements",
-        Some("text/plain"),
-        &[],
-        Some(text.as_bytes()),
-    );
-    (r.status, r.body)
-}
-
-fn sql_ok(client: &Client, text: &str) -> Vec<Value> {
-    let (status, body) = sql(client, text);
-    assert_eq!(status, 200, "{text}\n{body}");
-    body["results"].as_array().expect("results").clone()
 }
 
 fn produce_events(client: &Client, events: &[Event]) -> Vec<Produced> {
     let records: Vec<Value> = events.iter().map(Event::record).collect();
     client.produce("user_events", &Value::Array(records))
-}
-
-/// `after=` naming the last produced offset of every partition written.
-fn after(produced: &[Produced]) -> String {
-    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
-    for p in produced {
-        let o = last.entry(p.partition).or_insert(p.offset);
-        *o = (*o).max(p.offset);
-    }
-    last.iter()
-        .map(|(p, o)| format!("{p}:{o}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// Polls `f` until it returns Some, for at most DEADLINE.
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn describe(client: &Client, view: &str) -> Value {
-    let (status, body) = client.get(&format!("/v1/views/{view}"));
-    assert_eq!(status, 200, "{body}");
-    body
 }
 
 // ---------------------------------------------------------------------------
@@ -255,8 +207,8 @@ fn all_alerts(client: &Client) -> Vec<Alert> {
 /// Waits until the stream's served version committed `ends` (the input's
 /// end offsets).
 fn wait_committed(client: &Client, view: &str, ends: &[u64]) {
-    eventually(&format!("{view} committed {ends:?}"), || {
-        let d = describe(client, view);
+    eventually(&format!("{view} committed {ends:?}"), DEADLINE, || {
+        let d = client.describe_view(view);
         let committed: Vec<u64> = d["served_version"]["partitions"]
             .as_array()
             .expect("partitions")
@@ -274,7 +226,7 @@ fn high_value_alerts_are_written_exactly_once_across_sigkill_restarts() {
     for topic in ["user_events", "high_value_alerts"] {
         client.create_topic(&json!({"name": topic, "partitions": 3}));
     }
-    let results = sql_ok(&client, &format!("{USER_EVENTS}\n{HIGH_VALUE_ALERTS}"));
+    let results = client.sql_ok(&format!("{USER_EVENTS}\n{HIGH_VALUE_ALERTS}"));
     assert_eq!(results[0]["status"], "created", "{results:?}");
     assert_eq!(results[0]["topic_created"], false, "{results:?}");
     assert_eq!(results[1]["status"], "created", "{results:?}");
@@ -317,8 +269,8 @@ fn high_value_alerts_are_written_exactly_once_across_sigkill_restarts() {
         produce_in_chunks(&client, &more, 7);
         events.extend(more);
         if round == 1 {
-            let d = eventually("the records processed, not committed", || {
-                let d = describe(&client, "high_value_alerts");
+            let d = eventually("the records processed, not committed", DEADLINE, || {
+                let d = client.describe_view("high_value_alerts");
                 (d["served_version"]["processed"] == 60).then_some(d)
             });
             assert!(d["served_version"]["lag"].as_u64() > Some(0), "{d}");
@@ -357,7 +309,7 @@ fn high_value_alerts_are_written_exactly_once_across_sigkill_restarts() {
         "high_value_alerts",
         &client.end_offsets("user_events"),
     );
-    let d = describe(&client, "high_value_alerts");
+    let d = client.describe_view("high_value_alerts");
     assert_eq!(d["served_version"]["version"], 1, "{d}");
     assert_eq!(all_alerts(&client), expected_alerts(&events));
 }
@@ -425,9 +377,7 @@ fn all_rows(client: &Client, view: &str, query: &str) -> (u64, Rows) {
             Some(c) => format!("{query}&limit=1000&cursor={c}"),
             None => format!("{query}&limit=1000"),
         };
-        let path = format!("/v1/views/{view}/rows?{q}");
-        let (status, page) = client.get(&path);
-        assert_eq!(status, 200, "GET {path}: {page}");
+        let page = client.view_rows(view, &q);
         let v = page["version"].as_u64().expect("version");
         assert_eq!(*version.get_or_insert(v), v, "pages of one version");
         for r in page["rows"].as_array().expect("rows") {
@@ -503,7 +453,7 @@ fn querier(client: Client, stop: Arc<AtomicBool>, reads: Arc<AtomicU64>) -> Vec<
 
 /// Waits until `counter` went `by` past `from`.
 fn wait_count(what: &str, counter: &AtomicU64, from: u64, by: u64) {
-    eventually(what, || {
+    eventually(what, DEADLINE, || {
         (counter.load(Ordering::Acquire) >= from + by).then_some(())
     });
 }
@@ -512,7 +462,7 @@ fn wait_count(what: &str, counter: &AtomicU64, from: u64, by: u64) {
 fn a_replacement_under_load_serves_one_version_at_a_time_and_counts_the_whole_log() {
     let server = Server::start(&["--view-grace-ms", "1000"]);
     let client = server.client();
-    let results = sql_ok(&client, &format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
+    let results = client.sql_ok(&format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
     assert_eq!(results[1]["version"], 1, "{results:?}");
 
     // The initial load, in several requests; version 1 counts it.
@@ -521,7 +471,7 @@ fn a_replacement_under_load_serves_one_version_at_a_time_and_counts_the_whole_lo
     let produced = produce_in_chunks(&client, &initial, 100);
     let (status, body) = client.get(&format!(
         "/v1/views/purchase_stats/rows?key=u1&after={}",
-        after(&produced)
+        after_param(&produced)
     ));
     assert_eq!(status, 200, "{body}");
     let (version, v1) = all_rows(&client, "purchase_stats", "");
@@ -546,11 +496,11 @@ fn a_replacement_under_load_serves_one_version_at_a_time_and_counts_the_whole_lo
     wait_count("the producer running", &batches, 0, 5);
     wait_count("the querier running", &reads, 0, 5);
 
-    let replaced = sql_ok(&client, PURCHASE_STATS_V2);
+    let replaced = client.sql_ok(PURCHASE_STATS_V2);
     assert_eq!(replaced[0]["status"], "building", "{replaced:?}");
     assert_eq!(replaced[0]["version"], 2, "{replaced:?}");
-    eventually("version 2 served", || {
-        (describe(&client, "purchase_stats")["served_version"]["version"] == 2).then_some(())
+    eventually("version 2 served", DEADLINE, || {
+        (client.describe_view("purchase_stats")["served_version"]["version"] == 2).then_some(())
     });
     // The load goes on across the swap.
     let (b, r) = (
@@ -595,7 +545,7 @@ fn a_replacement_under_load_serves_one_version_at_a_time_and_counts_the_whole_lo
     };
     let (status, body) = client.get(&format!(
         "/v1/views/purchase_stats/rows?key=u1&after={}",
-        after(&[last])
+        after_param(&[last])
     ));
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["version"], 2, "{body}");
@@ -614,7 +564,7 @@ fn a_replacement_under_load_serves_one_version_at_a_time_and_counts_the_whole_lo
     assert_rows_eq("version 2", &v2, &want);
 
     // Version 1 goes after its grace.
-    eventually("version 1 dropped after its grace", || {
+    eventually("version 1 dropped after its grace", DEADLINE, || {
         let (status, body) = client.get("/v1/views/purchase_stats/rows?version=1");
         match status {
             404 => Some(body),
@@ -624,7 +574,7 @@ fn a_replacement_under_load_serves_one_version_at_a_time_and_counts_the_whole_lo
     });
     let (status, body) = client.get("/v1/views/purchase_stats/rows?version=1");
     assert_error("version 1", status, &body, 404, "unknown_version");
-    let d = describe(&client, "purchase_stats");
+    let d = client.describe_view("purchase_stats");
     assert_eq!(d["grace_versions"], json!([]), "{d}");
     assert!(d["building_version"].is_null(), "{d}");
 }
@@ -723,7 +673,7 @@ fn assert_sql_error(text: &str, status: u16, body: &Value, line: u64, column: u6
 fn bad_sql_answers_400_with_its_position_and_unknown_views_404() {
     let server = Server::start(&[]);
     let client = server.client();
-    sql_ok(&client, &format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
+    client.sql_ok(&format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
 
     assert!(BAD_SQL.len() >= 20);
     let mut distinct: Vec<&str> = BAD_SQL.iter().map(|(s, _)| *s).collect();
@@ -732,7 +682,7 @@ fn bad_sql_answers_400_with_its_position_and_unknown_views_404() {
     assert_eq!(distinct.len(), BAD_SQL.len(), "distinct statements");
     for (sql_text, want) in BAD_SQL {
         let (text, line, column) = marked(sql_text);
-        let (status, body) = sql(&client, &text);
+        let (status, body) = client.sql(&text);
         assert_sql_error(&text, status, &body, line, column, want);
     }
     // The same as JSON.
@@ -742,7 +692,7 @@ fn bad_sql_answers_400_with_its_position_and_unknown_views_404() {
 
     // Nothing was created: a syntax error anywhere changes nothing, and the
     // statements that ran before a failing one only showed things.
-    let shown = sql_ok(&client, "SHOW STREAMS; SHOW TABLES;");
+    let shown = client.sql_ok("SHOW STREAMS; SHOW TABLES;");
     let names = |r: &Value| -> Vec<String> {
         r["rows"]
             .as_array()
@@ -773,7 +723,7 @@ fn bad_sql_answers_400_with_its_position_and_unknown_views_404() {
         assert_error("replay", status, &answer, 404, "unknown_view");
     }
     for text in ["DESCRIBE nope;", "DROP TABLE nope;", "SELECT * FROM nope;"] {
-        let (status, body) = sql(&client, text);
+        let (status, body) = client.sql(text);
         assert_eq!(status, 404, "{text}: {body}");
         assert_eq!(body["error"]["code"], "unknown_view", "{text}: {body}");
     }

@@ -67,17 +67,25 @@ fn windowed(plan: &Plan) -> bool {
     matches!(&plan.operation, Operation::Aggregate(a) if a.window.is_some())
 }
 
+/// The catalog entry of view `name`, which must be a table (rows are read
+/// from tables; a derived stream's rows are its topic's records).
+fn table<'c>(
+    views: &'c std::collections::BTreeMap<String, ViewEntry>,
+    name: &str,
+) -> Result<&'c ViewEntry> {
+    let view = views
+        .get(name)
+        .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
+    if !view.is_table() {
+        return Err(ViewError::NotATable(name.to_string()));
+    }
+    Ok(view)
+}
+
 impl ViewManager {
     fn resolve(&self, name: &str, version: Option<u64>) -> Result<Target> {
         let st = lock(&self.state);
-        let view = st
-            .catalog
-            .views
-            .get(name)
-            .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
-        if !view.is_table() {
-            return Err(ViewError::NotATable(name.to_string()));
-        }
+        let view = table(&st.catalog.views, name)?;
         let entry = match version {
             None => &view.served,
             Some(v) => view.version(v).ok_or(ViewError::UnknownVersion {
@@ -171,14 +179,7 @@ impl ViewManager {
         after: &[(u32, u64)],
     ) -> Result<(u64, Option<Arc<Progress>>, Vec<u64>)> {
         let st = lock(&self.state);
-        let view = st
-            .catalog
-            .views
-            .get(name)
-            .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
-        if !view.is_table() {
-            return Err(ViewError::NotATable(name.to_string()));
-        }
+        let view = table(&st.catalog.views, name)?;
         let topic_name = &view.served.plan.source.topic;
         let topic = self
             .log
@@ -209,14 +210,7 @@ impl ViewManager {
     /// carries its change feed); `None` when that version is not running.
     pub fn served_progress(&self, name: &str) -> Result<(u64, Option<Arc<Progress>>)> {
         let st = lock(&self.state);
-        let view = st
-            .catalog
-            .views
-            .get(name)
-            .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
-        if !view.is_table() {
-            return Err(ViewError::NotATable(name.to_string()));
-        }
+        let view = table(&st.catalog.views, name)?;
         let version = view.served.version;
         let progress = st
             .running

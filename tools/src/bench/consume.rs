@@ -7,6 +7,7 @@
 //! counts the bytes of the JSON answers; latency is per request.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,11 +47,47 @@ struct ReadHead {
     next_offset: u64,
 }
 
+/// What a reader counted: the latency of every read answered with
+/// records, the counts, and the reads that failed by status. Shared with
+/// the `replay` scenario.
+pub(super) struct ReadTally {
+    /// Latency of the answered reads.
+    pub histogram: Histogram<u64>,
+    /// Requests, records and bytes.
+    pub counts: Counts,
+    /// Failed reads by status.
+    pub statuses: BTreeMap<String, u64>,
+}
+
+impl ReadTally {
+    /// Nothing counted yet.
+    pub fn new() -> ReadTally {
+        ReadTally {
+            histogram: stats::new_histogram(),
+            counts: Counts::default(),
+            statuses: BTreeMap::new(),
+        }
+    }
+
+    /// Counts a read answered after `latency` with `records` records in a
+    /// `bytes`-byte answer.
+    pub fn answered(&mut self, latency: Duration, records: u64, bytes: u64) {
+        stats::record(&mut self.histogram, latency);
+        self.counts.ok_requests += 1;
+        self.counts.records += records;
+        self.counts.bytes += bytes;
+    }
+
+    /// Counts a read answered `status` without progress (it ends the reader).
+    pub fn failed(&mut self, status: u16) {
+        *self.statuses.entry(status.to_string()).or_default() += 1;
+        self.counts.failed_requests += 1;
+    }
+}
+
 /// One partition's reader's result.
 struct PartitionTotals {
-    histogram: Histogram<u64>,
-    counts: Counts,
-    statuses: BTreeMap<String, u64>,
+    tally: ReadTally,
     transport_errors: u64,
     finished: Instant,
 }
@@ -65,9 +102,7 @@ async fn read_partition(
     progress: Arc<AtomicU64>,
 ) -> PartitionTotals {
     let mut t = PartitionTotals {
-        histogram: stats::new_histogram(),
-        counts: Counts::default(),
-        statuses: BTreeMap::new(),
+        tally: ReadTally::new(),
         transport_errors: 0,
         finished: Instant::now(),
     };
@@ -82,7 +117,7 @@ async fn read_partition(
             Ok(a) => a,
             Err(_) => {
                 t.transport_errors += 1;
-                t.counts.failed_requests += 1;
+                t.tally.counts.failed_requests += 1;
                 break;
             }
         };
@@ -90,16 +125,13 @@ async fn read_partition(
         let next = serde_json::from_slice::<ReadHead>(&answer.body).map(|h| h.next_offset);
         match next {
             Ok(next) if answer.status == 200 && next > offset => {
-                stats::record(&mut t.histogram, done - sent);
-                t.counts.ok_requests += 1;
-                t.counts.records += next - offset;
-                t.counts.bytes += answer.body.len() as u64;
+                t.tally
+                    .answered(done - sent, next - offset, answer.body.len() as u64);
                 progress.fetch_add(next - offset, Ordering::Relaxed);
                 offset = next;
             }
             _ => {
-                *t.statuses.entry(answer.status.to_string()).or_default() += 1;
-                t.counts.failed_requests += 1;
+                t.tally.failed(answer.status);
                 break;
             }
         }
@@ -163,12 +195,15 @@ fn merge(totals: Vec<PartitionTotals>, t0: Instant) -> RunResult {
     let mut statuses = BTreeMap::new();
     let (mut errors, mut end) = (0, t0);
     for t in totals {
-        histogram.add(&t.histogram).expect("same histogram bounds");
-        counts.ok_requests += t.counts.ok_requests;
-        counts.records += t.counts.records;
-        counts.bytes += t.counts.bytes;
-        counts.failed_requests += t.counts.failed_requests;
-        for (s, n) in t.statuses {
+        let t_counts = &t.tally.counts;
+        histogram
+            .add(&t.tally.histogram)
+            .expect("same histogram bounds");
+        counts.ok_requests += t_counts.ok_requests;
+        counts.records += t_counts.records;
+        counts.bytes += t_counts.bytes;
+        counts.failed_requests += t_counts.failed_requests;
+        for (s, n) in t.tally.statuses {
             *statuses.entry(s).or_default() += n;
         }
         errors += t.transport_errors;
@@ -178,26 +213,49 @@ fn merge(totals: Vec<PartitionTotals>, t0: Instant) -> RunResult {
     RunResult::new(counts, end - t0, latency, statuses, errors)
 }
 
-/// Runs the consume scenario `--runs` times and reports.
-pub async fn run(args: &ConsumeArgs, target: &Target, command: String) -> anyhow::Result<Report> {
-    if !(1..=10_000).contains(&args.max_records) || !(1..=16 << 20).contains(&args.max_bytes) {
+/// Checks the read options, then describes `topic`, which must exist and
+/// hold records; answers the connection (held for the runs, as before the
+/// read scenarios shared this) and the topic. Shared with `replay`.
+pub(super) async fn readable_topic(
+    target: &Target,
+    topic: &str,
+    max_records: u64,
+    max_bytes: u64,
+    runs: usize,
+) -> anyhow::Result<(Conn, TopicInfo)> {
+    if !(1..=10_000).contains(&max_records) || !(1..=16 << 20).contains(&max_bytes) {
         bail!("--max-records must be in 1..=10000 and --max-bytes in 1..=16777216");
     }
-    if args.runs == 0 {
+    if runs == 0 {
         bail!("--runs must be at least 1");
     }
     let mut conn = Conn::connect(target).await?;
-    let info = http::describe_topic(&mut conn, &args.topic)
+    let info = http::describe_topic(&mut conn, topic)
         .await?
-        .with_context(|| format!("topic {:?} does not exist", args.topic))?;
+        .with_context(|| format!("topic {topic:?} does not exist"))?;
     if info.records() == 0 {
-        bail!("topic {:?} is empty: produce to it first", args.topic);
+        bail!("topic {topic:?} is empty: produce to it first");
     }
-    let mut runs = Vec::with_capacity(args.runs);
-    for i in 0..args.runs {
-        let label = format!("consume run {}/{}", i + 1, args.runs);
+    Ok((conn, info))
+}
+
+/// Runs `run_once` `runs` times with labels `"{scenario} run i/n"`, each
+/// stamped with its wall-clock span and summed up on stderr. Shared with
+/// `replay`.
+pub(super) async fn repeat_runs<F, Fut>(
+    scenario: &str,
+    runs: usize,
+    mut run_once: F,
+) -> anyhow::Result<Vec<RunResult>>
+where
+    F: FnMut(String) -> Fut,
+    Fut: Future<Output = anyhow::Result<RunResult>>,
+{
+    let mut results = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let label = format!("{scenario} run {}/{runs}", i + 1);
         let started = report::unix_ms();
-        let result = run_once(args, target, &info, label.clone())
+        let result = run_once(label.clone())
             .await?
             .with_span(started, report::unix_ms());
         eprintln!(
@@ -207,8 +265,25 @@ pub async fn run(args: &ConsumeArgs, target: &Target, command: String) -> anyhow
             report::thousands(result.records as f64 / result.elapsed_s.max(1e-9)),
             result.failed_requests()
         );
-        runs.push(result);
+        results.push(result);
     }
+    Ok(results)
+}
+
+/// Runs the consume scenario `--runs` times and reports.
+pub async fn run(args: &ConsumeArgs, target: &Target, command: String) -> anyhow::Result<Report> {
+    let (_conn, info) = readable_topic(
+        target,
+        &args.topic,
+        args.max_records,
+        args.max_bytes,
+        args.runs,
+    )
+    .await?;
+    let runs = repeat_runs("consume", args.runs, |label| {
+        run_once(args, target, &info, label)
+    })
+    .await?;
     let bytes: u64 = info.partitions.iter().map(|p| p.bytes).sum();
     let notes = vec![format!(
         "the topic held {} records ({} MB on disk) when the runs started; MB/s counts JSON answer bytes",

@@ -36,9 +36,9 @@ use tokio::sync::Semaphore;
 use super::body::write_record_line;
 use super::http::{self, Conn, Target};
 use super::keys::{KeyGen, Skew};
-use super::produce::{Fsync, Pacer};
+use super::produce::{self, Fsync, Pacer, Totals};
 use super::progress;
-use super::report::{self, Counts, Metric, Report, RunResult};
+use super::report::{self, Metric, Report, RunResult};
 use super::stats::{self, LatencySummary};
 use super::views;
 
@@ -146,11 +146,7 @@ impl E2eArgs {
 
     /// `--duration`, else 10 s unless `--events` alone bounds the run.
     fn duration_limit(&self) -> Option<Duration> {
-        match (self.duration, self.events) {
-            (Some(d), _) => Some(Duration::from_secs_f64(d)),
-            (None, Some(_)) => None,
-            (None, None) => Some(Duration::from_secs(10)),
-        }
+        produce::duration_limit(self.duration, self.events)
     }
 
     fn title(&self, layout: &str) -> String {
@@ -299,23 +295,12 @@ impl Shared {
     }
 
     fn elapsed(&self) -> Duration {
-        match self.end_ns.load(Ordering::Relaxed) {
-            0 => match self.deadline {
-                Some(d) => d - self.window_start,
-                None => Instant::now().saturating_duration_since(self.window_start),
-            },
-            ns => Duration::from_nanos(ns),
-        }
+        produce::window_elapsed(&self.end_ns, self.window_start, self.deadline)
     }
 }
 
-/// What one producer task counted.
-struct ProducerTotals {
-    histogram: Histogram<u64>,
-    counts: Counts,
-    statuses: BTreeMap<String, u64>,
-    transport_errors: u64,
-}
+/// What one producer task counted (failed answers as `produce <status>`).
+type ProducerTotals = Totals<String>;
 
 /// One probe: waits for the view to pass `after`, records the latency since `sent`.
 async fn probe(shared: Arc<Shared>, sent: Instant, key: String, after: String) {
@@ -394,20 +379,13 @@ fn start_probe(shared: &Arc<Shared>, sent: Instant, key: &str, answer: &[u8]) {
 
 /// One producer connection: paced produce requests, sampling every k-th.
 async fn producer(shared: Arc<Shared>, conn: Conn) -> ProducerTotals {
-    let mut t = ProducerTotals {
-        histogram: stats::new_histogram(),
-        counts: Counts::default(),
-        statuses: BTreeMap::new(),
-        transport_errors: 0,
-    };
+    let mut t = ProducerTotals::new();
     let mut conn = Some(conn);
     while !shared.should_stop() {
         let i = shared.next_body.fetch_add(1, Ordering::Relaxed) as usize;
         let body = &shared.bodies[i % shared.bodies.len()];
         if let Some(pacer) = &shared.pacer {
-            let due = pacer.due(shared.batch);
-            let wake = shared.deadline.map_or(due, |d| due.min(d));
-            tokio::time::sleep_until(wake.into()).await;
+            pacer.wait_turn(shared.batch, shared.deadline).await;
             if shared.should_stop() {
                 break;
             }
@@ -440,10 +418,7 @@ async fn producer(shared: Arc<Shared>, conn: Conn) -> ProducerTotals {
         }
         match answer {
             Ok(a) if a.is_success() => {
-                stats::record(&mut t.histogram, done - sent);
-                t.counts.ok_requests += 1;
-                t.counts.records += shared.batch;
-                t.counts.bytes += body.body.len() as u64;
+                t.acknowledged(done - sent, shared.batch, body.body.len() as u64);
                 if sample {
                     start_probe(&shared, sent, &body.key, &a.body);
                 }
@@ -595,23 +570,9 @@ async fn run_once(
         .collect();
     watch(&shared, &handles, &bar, t0).await;
     let elapsed = shared.elapsed();
-    let mut produce = ProducerTotals {
-        histogram: stats::new_histogram(),
-        counts: Counts::default(),
-        statuses: BTreeMap::new(),
-        transport_errors: 0,
-    };
+    let mut produce = ProducerTotals::new();
     for handle in handles {
-        let t = handle.await.context("producer task panicked")?;
-        produce.histogram.add(&t.histogram).expect("same bounds");
-        produce.counts.ok_requests += t.counts.ok_requests;
-        produce.counts.records += t.counts.records;
-        produce.counts.bytes += t.counts.bytes;
-        produce.counts.failed_requests += t.counts.failed_requests;
-        produce.transport_errors += t.transport_errors;
-        for (s, n) in t.statuses {
-            *produce.statuses.entry(s).or_default() += n;
-        }
+        produce.merge(handle.await.context("producer task panicked")?);
     }
     bar.set_message("waiting for the last probes");
     // Every probe holds a permit until it is done: taking them all waits for them.

@@ -133,11 +133,7 @@ impl ProduceArgs {
     /// The measured window's length limit: `--duration`, else 10 s unless
     /// `--requests` alone bounds the run.
     pub fn duration_limit(&self) -> Option<Duration> {
-        match (self.duration, self.requests) {
-            (Some(d), _) => Some(Duration::from_secs_f64(d)),
-            (None, Some(_)) => None,
-            (None, None) => Some(Duration::from_secs(10)),
-        }
+        duration_limit(self.duration, self.requests)
     }
 
     fn title(&self, layout: &str) -> String {
@@ -157,6 +153,16 @@ impl ProduceArgs {
             self.batch,
             self.record_bytes,
         )
+    }
+}
+
+/// The measured window's length limit of a load run: `duration` seconds,
+/// else 10 s unless a `count` limit alone bounds the run. Shared with `e2e`.
+pub(super) fn duration_limit(duration: Option<f64>, count: Option<u64>) -> Option<Duration> {
+    match (duration, count) {
+        (Some(d), _) => Some(Duration::from_secs_f64(d)),
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(10)),
     }
 }
 
@@ -183,6 +189,14 @@ impl Pacer {
     pub fn due(&self, records: u64) -> Instant {
         let before = self.reserved.fetch_add(records, Ordering::Relaxed);
         self.start + pace_offset(before, self.rate)
+    }
+
+    /// Reserves `records` and sleeps until they may be sent, or until
+    /// `deadline` if that comes first.
+    pub async fn wait_turn(&self, records: u64, deadline: Option<Instant>) {
+        let due = self.due(records);
+        let wake = deadline.map_or(due, |d| due.min(d));
+        tokio::time::sleep_until(wake.into()).await;
     }
 }
 
@@ -247,26 +261,44 @@ impl Shared {
 
     /// Length of the measured window once the run is over.
     fn elapsed(&self) -> Duration {
-        match self.end_ns.load(Ordering::Relaxed) {
-            0 => match self.deadline {
-                Some(d) => d - self.window_start,
-                None => Instant::now().saturating_duration_since(self.window_start),
-            },
-            ns => Duration::from_nanos(ns),
-        }
+        window_elapsed(&self.end_ns, self.window_start, self.deadline)
     }
 }
 
-/// What one connection task counted.
-struct Totals {
-    histogram: Histogram<u64>,
-    counts: Counts,
-    statuses: BTreeMap<u16, u64>,
-    transport_errors: u64,
+/// Length of a measured window that opened at `window_start`: up to the
+/// count limit's answer (`end_ns` after the start, 0 if not reached), else
+/// to `deadline`, else until now. Shared with `e2e`.
+pub(super) fn window_elapsed(
+    end_ns: &AtomicU64,
+    window_start: Instant,
+    deadline: Option<Instant>,
+) -> Duration {
+    match end_ns.load(Ordering::Relaxed) {
+        0 => match deadline {
+            Some(d) => d - window_start,
+            None => Instant::now().saturating_duration_since(window_start),
+        },
+        ns => Duration::from_nanos(ns),
+    }
 }
 
-impl Totals {
-    fn new() -> Totals {
+/// What one connection task counted; failed answers by status, keyed by
+/// `K` (`u16` here, a labelled `String` in the `e2e` scenario, which shares
+/// this).
+pub(super) struct Totals<K = u16> {
+    /// Latency of the acknowledged requests.
+    pub histogram: Histogram<u64>,
+    /// Requests, records and bytes.
+    pub counts: Counts,
+    /// Failed answers by status.
+    pub statuses: BTreeMap<K, u64>,
+    /// Connections refused or broken.
+    pub transport_errors: u64,
+}
+
+impl<K: Ord> Totals<K> {
+    /// Nothing counted yet.
+    pub fn new() -> Totals<K> {
         Totals {
             histogram: stats::new_histogram(),
             counts: Counts::default(),
@@ -275,7 +307,17 @@ impl Totals {
         }
     }
 
-    fn merge(&mut self, other: Totals) {
+    /// Counts a request of `records` records in `bytes` bytes acknowledged
+    /// after `latency`.
+    pub fn acknowledged(&mut self, latency: Duration, records: u64, bytes: u64) {
+        stats::record(&mut self.histogram, latency);
+        self.counts.ok_requests += 1;
+        self.counts.records += records;
+        self.counts.bytes += bytes;
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: Totals<K>) {
         self.histogram
             .add(&other.histogram)
             .expect("same histogram bounds");
@@ -288,7 +330,9 @@ impl Totals {
         }
         self.transport_errors += other.transport_errors;
     }
+}
 
+impl Totals {
     fn into_result(self, elapsed: Duration) -> RunResult {
         let latency = LatencySummary::from_histogram(&self.histogram);
         let statuses = self
@@ -362,9 +406,7 @@ async fn connection_task(shared: Arc<Shared>, conn: Conn) -> Totals {
     while !shared.should_stop() {
         let body = shared.pool.next();
         if let Some(pacer) = &shared.pacer {
-            let due = pacer.due(shared.batch);
-            let wake = shared.deadline.map_or(due, |d| due.min(d));
-            tokio::time::sleep_until(wake.into()).await;
+            pacer.wait_turn(shared.batch, shared.deadline).await;
             if shared.should_stop() {
                 break;
             }
@@ -377,10 +419,7 @@ async fn connection_task(shared: Arc<Shared>, conn: Conn) -> Totals {
         }
         match outcome {
             Outcome::Acknowledged => {
-                stats::record(&mut totals.histogram, done - sent);
-                totals.counts.ok_requests += 1;
-                totals.counts.records += shared.batch;
-                totals.counts.bytes += body.len() as u64;
+                totals.acknowledged(done - sent, shared.batch, body.len() as u64);
                 shared.records.fetch_add(shared.batch, Ordering::Relaxed);
                 shared.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
             }

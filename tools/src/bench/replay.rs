@@ -16,15 +16,15 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
 use bytes::Bytes;
 use hyper::Method;
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, Conn, Target};
+use super::consume::{readable_topic, repeat_runs, ReadTally};
+use super::http::{Conn, Target};
 use super::progress;
-use super::report::{self, Counts, Report, RunResult};
-use super::stats::{self, LatencySummary};
+use super::report::{self, Report, RunResult};
+use super::stats::LatencySummary;
 
 /// Options of `kappa-bench replay`.
 #[derive(Debug, Clone, clap::Args, Serialize)]
@@ -104,9 +104,7 @@ async fn run_once(
         "/v1/groups/{}/topics/{}/records?max_records={}&max_bytes={}&commit=true",
         args.group, args.topic, args.max_records, args.max_bytes
     );
-    let mut histogram = stats::new_histogram();
-    let mut counts = Counts::default();
-    let mut statuses = BTreeMap::new();
+    let mut tally = ReadTally::new();
     let t0 = Instant::now();
     let deadline = args.duration.map(|d| t0 + Duration::from_secs_f64(d));
     let behind =
@@ -124,58 +122,43 @@ async fn run_once(
             _ => 0,
         };
         if advance == 0 {
-            *statuses.entry(answer.status.to_string()).or_default() += 1;
-            counts.failed_requests += 1;
+            tally.failed(answer.status);
             break;
         }
-        stats::record(&mut histogram, done - sent);
-        counts.ok_requests += 1;
-        counts.records += advance;
-        counts.bytes += answer.body.len() as u64;
+        tally.answered(done - sent, advance, answer.body.len() as u64);
         bar.inc(advance);
         at = next.expect("matched Ok above");
     }
     bar.finish_and_clear();
-    let latency = LatencySummary::from_histogram(&histogram);
-    Ok(RunResult::new(counts, t0.elapsed(), latency, statuses, 0))
+    let latency = LatencySummary::from_histogram(&tally.histogram);
+    Ok(RunResult::new(
+        tally.counts,
+        t0.elapsed(),
+        latency,
+        tally.statuses,
+        0,
+    ))
 }
 
 /// Runs the replay scenario `--runs` times and reports.
 pub async fn run(args: &ReplayArgs, target: &Target, command: String) -> anyhow::Result<Report> {
-    if !(1..=10_000).contains(&args.max_records) || !(1..=16 << 20).contains(&args.max_bytes) {
-        bail!("--max-records must be in 1..=10000 and --max-bytes in 1..=16777216");
-    }
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    let mut conn = Conn::connect(target).await?;
-    let info = http::describe_topic(&mut conn, &args.topic)
-        .await?
-        .with_context(|| format!("topic {:?} does not exist", args.topic))?;
-    if info.records() == 0 {
-        bail!("topic {:?} is empty: produce to it first", args.topic);
-    }
+    let (_conn, info) = readable_topic(
+        target,
+        &args.topic,
+        args.max_records,
+        args.max_bytes,
+        args.runs,
+    )
+    .await?;
     let ends: BTreeMap<u32, u64> = info
         .partitions
         .iter()
         .map(|p| (p.partition, p.end_offset))
         .collect();
-    let mut runs = Vec::with_capacity(args.runs);
-    for i in 0..args.runs {
-        let label = format!("replay run {}/{}", i + 1, args.runs);
-        let started = report::unix_ms();
-        let result = run_once(args, target, &ends, label.clone())
-            .await?
-            .with_span(started, report::unix_ms());
-        eprintln!(
-            "{label}: {} records in {:.2} s = {} records/s, {} failed requests",
-            report::thousands(result.records as f64),
-            result.elapsed_s,
-            report::thousands(result.records as f64 / result.elapsed_s.max(1e-9)),
-            result.failed_requests()
-        );
-        runs.push(result);
-    }
+    let runs = repeat_runs("replay", args.runs, |label| {
+        run_once(args, target, &ends, label)
+    })
+    .await?;
     let notes = vec![format!(
         "the topic held {} records when the runs started; each run resets group `{}` to earliest and reads with commit=true",
         report::thousands(info.records() as f64),
