@@ -727,4 +727,17 @@ fn bad_sql_answers_400_with_its_position_and_unknown_views_404() {
         assert_eq!(status, 404, "{text}: {body}");
         assert_eq!(body["error"]["code"], "unknown_view", "{text}: {body}");
     }
+
+    // The topic under a declared stream and a view cannot be deleted: 409,
+    // naming them; once they are dropped it can.
+    let (status, body) = client.delete("/v1/topics/user_events");
+    assert_error("delete topic", status, &body, 409, "has_dependents");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("purchase_stats") && message.contains("user_events"),
+        "{body}"
+    );
+    client.sql_ok("DROP TABLE purchase_stats; DROP STREAM user_events;");
+    let (status, body) = client.delete("/v1/topics/user_events");
+    assert_eq!(status, 204, "{body}");
 }

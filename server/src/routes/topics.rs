@@ -56,6 +56,12 @@ pub async fn delete(
     Path(topic): Path<String>,
 ) -> ApiResult<StatusCode> {
     let log = state.log.clone();
-    blocking(move || Ok(log.delete_topic(&topic)?)).await?;
+    let views = state.views.clone();
+    blocking(move || {
+        // A topic under a declared stream or a running view stays: 409.
+        views.check_topic_unused(&topic)?;
+        Ok(log.delete_topic(&topic)?)
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

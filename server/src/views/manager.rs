@@ -269,6 +269,36 @@ impl ViewManager {
         lock(&self.state).catalog.clone()
     }
 
+    /// Refuses to let topic `topic` go while the catalog uses it: streams or
+    /// tables declared over it, views reading it, views writing it.
+    pub fn check_topic_unused(&self, topic: &str) -> Result<()> {
+        let st = lock(&self.state);
+        let catalog = &st.catalog;
+        let mut users: Vec<String> = catalog
+            .sources
+            .values()
+            .filter(|d| d.topic == topic)
+            .map(|d| d.name.clone())
+            .collect();
+        users.extend(catalog.readers_of(topic, ""));
+        users.extend(
+            catalog
+                .views
+                .values()
+                .filter(|v| v.output_topic() == Some(topic))
+                .map(|v| v.name.clone()),
+        );
+        users.sort();
+        users.dedup();
+        if users.is_empty() {
+            return Ok(());
+        }
+        Err(ViewError::HasDependents {
+            name: format!("topic {topic}"),
+            dependents: users,
+        })
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.stopping.load(Ordering::Acquire) {
             return Err(ViewError::Closed);
