@@ -26,12 +26,22 @@ pub async fn ready(State(state): State<AppState>) -> Response {
             }
         }
     }
-    if failed.is_empty() {
+    let views = state.views.clone();
+    let failed_views: Vec<serde_json::Value> =
+        match tokio::task::spawn_blocking(move || views.failed_views()).await {
+            Ok(list) => list
+                .into_iter()
+                .map(|(view, reason)| json!({"view": view, "reason": reason}))
+                .collect(),
+            Err(_) => vec![json!({"view": null, "reason": "the view check panicked"})],
+        };
+    if failed.is_empty() && failed_views.is_empty() {
         Json(json!({"status": "ready"})).into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "degraded", "failed_partitions": failed})),
+            Json(json!({"status": "degraded", "failed_partitions": failed,
+                        "failed_views": failed_views})),
         )
             .into_response()
     }

@@ -219,6 +219,29 @@ impl ViewManager {
         Ok((version, progress))
     }
 
+    /// Views whose served version is not running (its processor stopped
+    /// with an error), with the recorded reason: what `/ready` reports.
+    pub fn failed_views(&self) -> Vec<(String, Option<String>)> {
+        let st = lock(&self.state);
+        st.catalog
+            .views
+            .values()
+            .filter(|v| {
+                st.running
+                    .get(&scope(&v.name, v.served.version))
+                    .is_none_or(|p| p.is_finished())
+            })
+            .map(|v| {
+                let reason = v
+                    .failure
+                    .as_ref()
+                    .filter(|f| f.version == v.served.version)
+                    .map(|f| f.reason.clone());
+                (v.name.clone(), reason)
+            })
+            .collect()
+    }
+
     /// Describes every view, by name.
     pub fn list(&self) -> Vec<ViewOut> {
         let names: Vec<String> = lock(&self.state).catalog.views.keys().cloned().collect();

@@ -172,3 +172,22 @@ fn a_stream_replacement_continues_where_the_old_version_stopped() {
     assert!(values[..5].iter().all(|v| !v.contains("k2")), "{values:?}");
     assert!(values[5..].iter().all(|v| v.contains("k2")), "{values:?}");
 }
+
+#[test]
+fn a_served_version_whose_processor_fails_is_reported_as_failed() {
+    let f = fixture();
+    f.produce("a", &["x"]);
+    assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
+    assert!(f.manager.failed_views().is_empty());
+    // The input disappears under the log (the HTTP API refuses this while a
+    // view reads the topic): the served processor ends with an error.
+    f.log.delete_topic("a").unwrap();
+    f.eventually("the served processor ended", || {
+        !f.manager.describe("v").unwrap().served_version.running
+    });
+    f.manager.tick();
+    let failed = f.manager.failed_views();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, "v");
+    assert_eq!(f.manager.describe("v").unwrap().status, "failed");
+}
