@@ -87,10 +87,10 @@ pub struct AggregateOp {
     emit_changes: bool,
     /// Write hopping windows' rows (the sink is a view).
     write_rows: bool,
-    cache: HashMap<Vec<u8>, Slot>,
+    cache: HashMap<SlotKey, Slot>,
     cache_limit: usize,
     /// Row keys of windows not yet closed, by close time (end + grace).
-    open: BTreeMap<i64, HashSet<Vec<u8>>>,
+    open: BTreeMap<i64, HashSet<SlotKey>>,
     /// Open session windows per view key.
     sessions: HashMap<Vec<u8>, Vec<Window>>,
     /// View keys of the groups with data in each hopping slice, by slice
@@ -106,6 +106,11 @@ pub struct AggregateOp {
     /// Hopping rows to write at the next flush (`None` = delete).
     row_writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
+
+/// A slot's key (row key, or `ns::ACCUMULATOR` + row key for a hopping
+/// slice), kept inline up to 32 bytes: comparing and hashing cached keys
+/// then touches no other memory, and a new slot costs no key allocation.
+type SlotKey = smallvec::SmallVec<[u8; 32]>;
 
 /// What a missing field or `COUNT(*)`'s input reads as.
 static NULL: Value = Value::Null;
@@ -283,7 +288,7 @@ impl AggregateOp {
             };
             let (form, accs) = loaded.unwrap_or_else(|| (form, self.fresh()));
             self.cache.insert(
-                k.to_vec(),
+                SlotKey::from_slice(k),
                 Slot {
                     form,
                     accs,
@@ -351,7 +356,7 @@ impl AggregateOp {
             }
             None => {
                 self.cache.insert(
-                    k.to_vec(),
+                    SlotKey::from_slice(k),
                     Slot {
                         form: GroupForm::String,
                         accs: Vec::new(),
@@ -416,7 +421,7 @@ impl AggregateOp {
                 }
                 let k = key::windowed(vk, w.start, w.end);
                 // A cached slot is already in the open index.
-                let stored = self.cache.contains_key(&k)
+                let stored = self.cache.contains_key(&k[..])
                     || self.open_insert(w.end.saturating_add(grace), &k);
                 self.add_to(store, &k, Home::Rows, form, stored, event)?;
                 if self.emit_changes && emit == Emit::Changes {
@@ -437,7 +442,7 @@ impl AggregateOp {
                 let slice_ms = hopping::slice_ms(size_ms, advance_ms);
                 let slice = hopping::slice_start(et, slice_ms);
                 let k = slice_key(vk, slice, slice_ms);
-                let stored = self.cache.get(&k).is_some_and(|s| !s.deleted) || {
+                let stored = self.cache.get(&k[..]).is_some_and(|s| !s.deleted) || {
                     let groups = self.slice_groups.entry(slice).or_default();
                     let indexed = groups.contains(vk);
                     if !indexed {
@@ -469,7 +474,7 @@ impl AggregateOp {
         if bucket.contains(k) {
             true
         } else {
-            bucket.insert(k.to_vec());
+            bucket.insert(SlotKey::from_slice(k));
             false
         }
     }
@@ -496,7 +501,7 @@ impl AggregateOp {
             }
             self.delete_slot(&k, Home::Rows);
             if let Some(bucket) = self.open.get_mut(&old.end.saturating_add(grace)) {
-                bucket.remove(&k);
+                bucket.remove(&k[..]);
             }
             self.changed.remove(&k);
             if *old != merge.window && self.emit_changes {
@@ -537,16 +542,16 @@ impl AggregateOp {
             if *entry.key() > watermark {
                 break;
             }
-            let mut closing: Vec<Vec<u8>> = entry.remove().into_iter().collect();
+            let mut closing: Vec<SlotKey> = entry.remove().into_iter().collect();
             closing.sort_unstable();
             for rk in closing {
-                let changed = self.changed.remove(&rk);
+                let changed = self.changed.remove(&rk[..]);
                 let (vk, w) = split_row_key(&rk, true)
                     .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
                 let w = w.expect("windowed");
                 if self.emit_changes && (emit == Emit::Final || changed) {
                     let row = self.compute_row(store, &rk, &vk, Some(w), true)?;
-                    self.ready.insert(rk.clone(), row);
+                    self.ready.insert(rk.to_vec(), row);
                 }
                 self.close_slot(&rk);
                 if let Some(sessions) = self.sessions.get_mut(vk.as_bytes()) {
@@ -652,7 +657,7 @@ impl AggregateOp {
         for start in hopping::slices_of(w, slice_ms) {
             slice_key_into(&mut k, vk, start, slice_ms);
             // A cached live slice is indexed; others may be in the store.
-            if let Some(slot) = self.cache.get(&k).filter(|s| !s.deleted) {
+            if let Some(slot) = self.cache.get(&k[..]).filter(|s| !s.deleted) {
                 form.get_or_insert(slot.form);
                 for (acc, part) in accs.iter_mut().zip(&slot.accs) {
                     acc.merge(part);
@@ -764,7 +769,7 @@ impl AggregateOp {
     /// column family.
     pub fn flush(&mut self, batch: &mut Batch) -> u64 {
         let mut rows = 0;
-        let mut dirty: Vec<(&Vec<u8>, &Slot)> =
+        let mut dirty: Vec<(&SlotKey, &Slot)> =
             self.cache.iter().filter(|(_, slot)| slot.dirty).collect();
         // In key order, RocksDB's memtable inserts each key next to the
         // previous one instead of searching the skiplist from the top.
@@ -853,7 +858,10 @@ impl AggregateOp {
                         if matches!(window, WindowSpec::Session { .. }) {
                             self.sessions.entry(group).or_default().push(w);
                         }
-                        self.open.entry(close_at).or_default().insert(k);
+                        self.open
+                            .entry(close_at)
+                            .or_default()
+                            .insert(SlotKey::from_vec(k));
                     }
                     WindowSpec::Hopping { .. } => {
                         self.slice_groups.entry(start).or_default().insert(group);
