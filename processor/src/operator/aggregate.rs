@@ -67,7 +67,7 @@ enum Home {
 #[derive(Debug)]
 struct Slot {
     form: GroupForm,
-    accs: Vec<Accumulator>,
+    accs: Accs,
     home: Home,
     /// Changed since the last flush.
     dirty: bool,
@@ -111,6 +111,10 @@ pub struct AggregateOp {
 /// slice), kept inline up to 32 bytes: comparing and hashing cached keys
 /// then touches no other memory, and a new slot costs no key allocation.
 type SlotKey = smallvec::SmallVec<[u8; 32]>;
+
+/// A slot's accumulators, inline for up to two aggregates: they sit in the
+/// cache entry next to its key, so updating a slot touches one place.
+type Accs = smallvec::SmallVec<[Accumulator; 2]>;
 
 /// What a missing field or `COUNT(*)`'s input reads as.
 static NULL: Value = Value::Null;
@@ -249,7 +253,7 @@ impl AggregateOp {
         self.spec.window.as_ref().map_or(Emit::Changes, |w| w.emit)
     }
 
-    fn fresh(&self) -> Vec<Accumulator> {
+    fn fresh(&self) -> Accs {
         self.spec
             .aggregates
             .iter()
@@ -286,7 +290,10 @@ impl AggregateOp {
             } else {
                 None
             };
-            let (form, accs) = loaded.unwrap_or_else(|| (form, self.fresh()));
+            let (form, accs) = match loaded {
+                Some((form, accs)) => (form, accs.into_iter().collect()),
+                None => (form, self.fresh()),
+            };
             self.cache.insert(
                 SlotKey::from_slice(k),
                 Slot {
@@ -359,7 +366,7 @@ impl AggregateOp {
                     SlotKey::from_slice(k),
                     Slot {
                         form: GroupForm::String,
-                        accs: Vec::new(),
+                        accs: Accs::new(),
                         home,
                         dirty: false,
                         deleted: true,
@@ -638,7 +645,7 @@ impl AggregateOp {
         store: &Store,
         vk: &[u8],
         w: Window,
-    ) -> Result<Option<(GroupForm, Vec<Accumulator>)>> {
+    ) -> Result<Option<(GroupForm, Accs)>> {
         let Some((
             WindowSpec::Hopping {
                 size_ms,
