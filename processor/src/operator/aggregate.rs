@@ -27,6 +27,7 @@
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
+use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 
 /// Hash maps keyed by state keys: foldhash is several times faster than
@@ -115,6 +116,88 @@ type SlotKey = smallvec::SmallVec<[u8; 32]>;
 /// A slot's accumulators, inline for up to two aggregates: they sit in the
 /// cache entry next to its key, so updating a slot touches one place.
 type Accs = smallvec::SmallVec<[Accumulator; 2]>;
+
+/// Whether a slot missing from the cache may be in the store.
+#[derive(Debug, Clone, Copy)]
+enum Stored {
+    /// Known by the caller.
+    Known(bool),
+    /// As the open-window index says (the slot's window closes at the
+    /// given time); a new slot is added to it.
+    OpenIndex(i64),
+}
+
+/// Adds a row key to an open-window index; returns true if it was there.
+fn open_insert(open: &mut BTreeMap<i64, HashSet<SlotKey>>, close_at: i64, k: &[u8]) -> bool {
+    let bucket = open.entry(close_at).or_default();
+    if bucket.contains(k) {
+        true
+    } else {
+        bucket.insert(SlotKey::from_slice(k));
+        false
+    }
+}
+
+/// Fresh accumulators for `spec`'s aggregates.
+fn fresh_accs(spec: &AggregateSpec) -> Accs {
+    spec.aggregates
+        .iter()
+        .map(|a| a.kind.accumulator())
+        .collect()
+}
+
+/// The slot under `k` in `cache`, with one lookup: revived empty if it was
+/// deleted or closed; on a miss, loaded from `cf` when `stored` allows, else
+/// created empty.
+#[allow(clippy::too_many_arguments)]
+fn slot_in<'c>(
+    cache: &'c mut HashMap<SlotKey, Slot>,
+    open: &mut BTreeMap<i64, HashSet<SlotKey>>,
+    spec: &AggregateSpec,
+    cf: &str,
+    store: &Store,
+    k: &[u8],
+    (home, form): (Home, GroupForm),
+    stored: Stored,
+) -> Result<&'c mut Slot> {
+    match cache.entry(SlotKey::from_slice(k)) {
+        Entry::Occupied(entry) => {
+            let slot = entry.into_mut();
+            if slot.deleted || slot.closed {
+                slot.deleted = false;
+                slot.closed = false;
+                slot.accs = fresh_accs(spec);
+            }
+            Ok(slot)
+        }
+        Entry::Vacant(entry) => {
+            let stored = match stored {
+                Stored::Known(stored) => stored,
+                Stored::OpenIndex(close_at) => open_insert(open, close_at, k),
+            };
+            let loaded = match stored {
+                true => store.get(cf, k)?,
+                false => None,
+            };
+            let (form, accs) = match loaded {
+                Some(bytes) => {
+                    let (form, accs) =
+                        slot::decode(&bytes).ok_or_else(|| corrupt(cf, "bad accumulator value"))?;
+                    (form, accs.into_iter().collect())
+                }
+                None => (form, fresh_accs(spec)),
+            };
+            Ok(entry.insert(Slot {
+                form,
+                accs,
+                home,
+                dirty: false,
+                deleted: false,
+                closed: false,
+            }))
+        }
+    }
+}
 
 /// What a missing field or `COUNT(*)`'s input reads as.
 static NULL: Value = Value::Null;
@@ -254,18 +337,7 @@ impl AggregateOp {
     }
 
     fn fresh(&self) -> Accs {
-        self.spec
-            .aggregates
-            .iter()
-            .map(|a| a.kind.accumulator())
-            .collect()
-    }
-
-    fn cf(&self, home: Home) -> &str {
-        match home {
-            Home::Rows => &self.rows_cf,
-            Home::State => &self.state_cf,
-        }
+        fresh_accs(&self.spec)
     }
 
     /// The cached slot under `k`, loaded from the store when `stored` (it
@@ -278,46 +350,20 @@ impl AggregateOp {
         form: GroupForm,
         stored: bool,
     ) -> Result<&mut Slot> {
-        if !self.cache.contains_key(k) {
-            let loaded = if stored {
-                let cf = self.cf(home);
-                match store.get(cf, k)? {
-                    Some(bytes) => Some(
-                        slot::decode(&bytes).ok_or_else(|| corrupt(cf, "bad accumulator value"))?,
-                    ),
-                    None => None,
-                }
-            } else {
-                None
-            };
-            let (form, accs) = match loaded {
-                Some((form, accs)) => (form, accs.into_iter().collect()),
-                None => (form, self.fresh()),
-            };
-            self.cache.insert(
-                SlotKey::from_slice(k),
-                Slot {
-                    form,
-                    accs,
-                    home,
-                    dirty: false,
-                    deleted: false,
-                    closed: false,
-                },
-            );
-        }
-        let revive = self
-            .cache
-            .get(k)
-            .is_some_and(|slot| slot.deleted || slot.closed);
-        if revive {
-            let fresh = self.fresh();
-            let slot = self.cache.get_mut(k).expect("inserted above");
-            slot.deleted = false;
-            slot.closed = false;
-            slot.accs = fresh;
-        }
-        Ok(self.cache.get_mut(k).expect("inserted above"))
+        let cf = match home {
+            Home::Rows => &self.rows_cf,
+            Home::State => &self.state_cf,
+        };
+        slot_in(
+            &mut self.cache,
+            &mut self.open,
+            &self.spec,
+            cf,
+            store,
+            k,
+            (home, form),
+            Stored::Known(stored),
+        )
     }
 
     fn mark_dirty(&mut self, k: &[u8]) {
@@ -336,12 +382,34 @@ impl AggregateOp {
         stored: bool,
         event: &Event,
     ) -> Result<()> {
-        if !self.cache.get(k).is_some_and(|s| !s.deleted && !s.closed) {
-            self.slot(store, k, home, form, stored)?;
-        }
-        // One lookup; split borrows: the slot is in `cache`, the aggregates
-        // in `spec`.
-        let slot = self.cache.get_mut(k).expect("loaded above");
+        self.add_with(store, k, (home, form), Stored::Known(stored), event)
+    }
+
+    /// Adds `event` to the slot under `k` with one cache lookup; `stored`
+    /// says, for a slot not in the cache, whether the store may hold it.
+    fn add_with(
+        &mut self,
+        store: &Store,
+        k: &[u8],
+        (home, form): (Home, GroupForm),
+        stored: Stored,
+        event: &Event,
+    ) -> Result<()> {
+        let cf = match home {
+            Home::Rows => &self.rows_cf,
+            Home::State => &self.state_cf,
+        };
+        // Split borrows: the slot is in `cache`, the aggregates in `spec`.
+        let slot = slot_in(
+            &mut self.cache,
+            &mut self.open,
+            &self.spec,
+            cf,
+            store,
+            k,
+            (home, form),
+            stored,
+        )?;
         let position = (event.offset, event.partition);
         for (acc, spec) in slot.accs.iter_mut().zip(&self.spec.aggregates) {
             let input = match &spec.input {
@@ -427,10 +495,10 @@ impl AggregateOp {
                     return Ok(Outcome::Late);
                 }
                 let k = key::windowed(vk, w.start, w.end);
-                // A cached slot is already in the open index.
-                let stored = self.cache.contains_key(&k[..])
-                    || self.open_insert(w.end.saturating_add(grace), &k);
-                self.add_to(store, &k, Home::Rows, form, stored, event)?;
+                // A cached slot is in the open index; a new one is added to it.
+                let close_at = w.end.saturating_add(grace);
+                let stored = Stored::OpenIndex(close_at);
+                self.add_with(store, &k, (Home::Rows, form), stored, event)?;
                 if self.emit_changes && emit == Emit::Changes {
                     self.changed.insert(k);
                 }
@@ -477,13 +545,7 @@ impl AggregateOp {
     /// Adds a row key to the open index; returns true if it was there (its
     /// slot may be stored).
     fn open_insert(&mut self, close_at: i64, k: &[u8]) -> bool {
-        let bucket = self.open.entry(close_at).or_default();
-        if bucket.contains(k) {
-            true
-        } else {
-            bucket.insert(SlotKey::from_slice(k));
-            false
-        }
+        open_insert(&mut self.open, close_at, k)
     }
 
     #[allow(clippy::too_many_arguments)]
