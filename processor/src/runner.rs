@@ -355,12 +355,13 @@ impl Runtime {
             let partition = source.partition(p as u32)?;
             let offset = self.positions[p].max(partition.start_offset());
             let fetch = partition.read(offset, self.options.max_poll_records, 4 << 20)?;
+            let now = now_ms();
             let newest = fetch.batches.iter().map(|b| b.append_time()).max();
             if let Some(t) = newest {
                 self.newest_input_ms = Some(self.newest_input_ms.map_or(t, |n| n.max(t)));
             }
             for record in fetch.records() {
-                self.process(p as u32, record)?;
+                self.process(p as u32, record, now)?;
                 processed += 1;
             }
             self.positions[p] = fetch.next_offset;
@@ -438,7 +439,9 @@ impl Runtime {
         Some(event)
     }
 
-    fn process(&mut self, partition: u32, record: Record) -> Result<()> {
+    /// Processes one record; `now` is the wall clock of this poll (read
+    /// once per poll: idle detection does not need finer time).
+    fn process(&mut self, partition: u32, record: Record, now: i64) -> Result<()> {
         let Some(mut event) = self.decode(partition, record) else {
             return Ok(());
         };
@@ -450,7 +453,6 @@ impl Runtime {
         // watermark moves per record, so results do not depend on how
         // records were batched into polls.
         let watermark = self.watermark.current();
-        let now = now_ms();
         self.watermark
             .observe(partition as usize, event.event_time, now);
         let advanced = self.watermark.watermark(now);
