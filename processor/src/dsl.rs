@@ -261,7 +261,17 @@ impl Grouped {
             window,
             grace_ms: 0,
             emit: Emit::Changes,
+            retention_ms: None,
         });
+        self
+    }
+
+    /// Keeps a window's row for `d` after the window's end (event time),
+    /// then deletes it; without it rows are kept forever.
+    pub fn retention(mut self, d: Duration) -> Self {
+        if let Some(w) = &mut self.window {
+            w.retention_ms = Some(ms(d));
+        }
         self
     }
 

@@ -123,6 +123,10 @@ pub struct WindowedSpec {
     pub grace_ms: i64,
     /// When rows appear.
     pub emit: Emit,
+    /// How long a closed window's row is kept after the window's end
+    /// (event time, against the watermark); `None` keeps rows forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_ms: Option<i64>,
 }
 
 /// One aggregate output column.
@@ -244,6 +248,14 @@ impl AggregateSpec {
             w.window.validate()?;
             if w.grace_ms < 0 {
                 return Err("the grace period must not be negative".into());
+            }
+            if let Some(r) = w.retention_ms {
+                if r < w.grace_ms || r <= 0 {
+                    return Err(format!(
+                        "the retention ({r} ms) must be positive and at least the grace period ({} ms): rows are kept until their window has closed",
+                        w.grace_ms
+                    ));
+                }
             }
         }
         for (name, source) in &self.columns {

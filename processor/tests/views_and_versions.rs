@@ -254,3 +254,60 @@ fn the_change_feed_replays_to_the_view() {
         .collect();
     assert_eq!(from_feed, from_view);
 }
+
+/// With a retention, a window's row is deleted once the watermark passes
+/// the window's end plus the retention — for tumbling and hopping views, and
+/// after a restart for rows that closed before it.
+#[test]
+fn rows_are_deleted_after_their_retention() {
+    let tumbling = Pipeline::from_topic("clicks")
+        .event_time_field("ts")
+        .key_by([("page", Expr::field("page"))])
+        .window(Tumbling::of(Duration::from_secs(1)))
+        .retention(Duration::from_secs(2))
+        .aggregate([dsl::count("n")])
+        .to_view("kept");
+    let hopping = Pipeline::from_topic("clicks")
+        .event_time_field("ts")
+        .key_by([("page", Expr::field("page"))])
+        .window(dsl::Hopping::of(
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+        ))
+        .retention(Duration::from_secs(1))
+        .aggregate([dsl::count("n")])
+        .to_view("hops");
+    let starts = |h: &Harness, plan: &Plan| -> Vec<i64> {
+        h.view_rows(plan)
+            .iter()
+            .map(|r| r["window_start"].as_i64().unwrap())
+            .collect()
+    };
+    let mut h = Harness::new();
+    h.create_topic("clicks", 1);
+    for ts in [100, 1100, 2100] {
+        h.produce(&click("home", ts));
+    }
+    for plan in [&tumbling, &hopping] {
+        let mut rt = h.open_runtime(plan, RunOptions::default());
+        h.run_to_end(&mut rt, plan);
+    }
+    // Watermark 2100: tumbling [0,1000) and [1000,2000) closed, kept until
+    // 3000 and 4000; hopping [-1000,1000) and [0,2000) closed, kept until
+    // 2000 and 3000: the first is gone.
+    assert_eq!(starts(&h, &tumbling), vec![0, 1000, 2000]);
+    assert_eq!(starts(&h, &hopping), vec![0, 1000, 2000]);
+
+    // After a restart, a later event moves the watermark to 3900.
+    h = h.reopen();
+    h.produce(&click("home", 3900));
+    for plan in [&tumbling, &hopping] {
+        let mut rt = h.open_runtime(plan, RunOptions::default());
+        h.run_to_end(&mut rt, plan);
+    }
+    // Tumbling: [0,1000) expired at 3000; [1000,2000) kept until 4000.
+    assert_eq!(starts(&h, &tumbling), vec![1000, 2000, 3000]);
+    // Hopping: [0,2000) expired at 3000, [1000,3000) closed at 3000 and kept
+    // until 4000; open windows [2000,4000), [3000,5000) are computed.
+    assert_eq!(starts(&h, &hopping), vec![1000, 2000, 3000]);
+}

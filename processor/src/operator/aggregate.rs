@@ -99,6 +99,9 @@ pub struct AggregateOp {
     slice_groups: BTreeMap<i64, HashSet<Vec<u8>>>,
     /// End of the last hopping window closed (`i64::MIN`: none yet).
     closed_end: i64,
+    /// With a retention: row keys of closed windows by the time their rows
+    /// are deleted (window end + retention).
+    expiring: BTreeMap<i64, Vec<SlotKey>>,
     /// Row keys whose row changed since the last commit and is recomputed
     /// then (hopping windows; others only when changes are emitted).
     changed: HashSet<Vec<u8>>,
@@ -319,6 +322,7 @@ impl AggregateOp {
             sessions: HashMap::default(),
             slice_groups: BTreeMap::new(),
             closed_end: i64::MIN,
+            expiring: BTreeMap::new(),
             changed: HashSet::default(),
             ready: HashMap::default(),
             row_writes: Vec::new(),
@@ -623,6 +627,7 @@ impl AggregateOp {
                     self.ready.insert(rk.to_vec(), row);
                 }
                 self.close_slot(&rk);
+                self.expire_later(&rk, w);
                 if let Some(sessions) = self.sessions.get_mut(vk.as_bytes()) {
                     sessions.retain(|s| *s != w);
                     if sessions.is_empty() {
@@ -631,7 +636,31 @@ impl AggregateOp {
                 }
             }
         }
+        self.delete_expired(watermark);
         Ok(())
+    }
+
+    /// With a retention, schedules the deletion of closed window `w`'s row.
+    fn expire_later(&mut self, rk: &[u8], w: Window) {
+        if let Some(retention) = self.spec.window.as_ref().and_then(|s| s.retention_ms) {
+            self.expiring
+                .entry(w.end.saturating_add(retention))
+                .or_default()
+                .push(SlotKey::from_slice(rk));
+        }
+    }
+
+    /// Deletes the rows whose retention the watermark has passed (at the
+    /// next flush). Not a change: nothing is handed out.
+    fn delete_expired(&mut self, watermark: i64) {
+        while let Some(entry) = self.expiring.first_entry() {
+            if *entry.key() > watermark {
+                break;
+            }
+            for rk in entry.remove() {
+                self.row_writes.push((rk.to_vec(), None));
+            }
+        }
     }
 
     /// Closes hopping windows in end order: each window with data is merged
@@ -678,6 +707,9 @@ impl AggregateOp {
                 let changed = self.changed.remove(&rk);
                 let hand_out = self.emit_changes && (emit == Emit::Final || changed);
                 self.finish_hopping_row(store, &rk, &group, w, hand_out, self.write_rows)?;
+                if self.write_rows {
+                    self.expire_later(&rk, w);
+                }
             }
             self.closed_end = end;
             // Slices before the next window's start are in no open window.
@@ -697,6 +729,7 @@ impl AggregateOp {
         self.closed_end = self
             .closed_end
             .max(last_closed_end(watermark, size_ms, advance_ms, grace));
+        self.delete_expired(watermark);
         Ok(())
     }
 
@@ -922,6 +955,7 @@ impl AggregateOp {
                     WindowSpec::Tumbling { .. } | WindowSpec::Session { .. } => {
                         let close_at = end.saturating_add(grace);
                         if close_at <= watermark {
+                            self.expire_later(&k, w);
                             continue;
                         }
                         if matches!(window, WindowSpec::Session { .. }) {
@@ -944,7 +978,28 @@ impl AggregateOp {
         } = window
         {
             self.closed_end = last_closed_end(watermark, size_ms, advance_ms, grace);
+            // A hopping view's rows are its closed windows.
+            if self
+                .spec
+                .window
+                .as_ref()
+                .is_some_and(|w| w.retention_ms.is_some())
+            {
+                let mut after = Vec::new();
+                loop {
+                    let chunk = store.scan_keys(&self.rows_cf, &after, None, 10_000)?;
+                    let Some(last) = chunk.last() else { break };
+                    after = last.clone();
+                    after.push(0);
+                    for k in chunk {
+                        let (_, start, end) = key::decode_windowed(&k)
+                            .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
+                        self.expire_later(&k, Window { start, end });
+                    }
+                }
+            }
         }
+        self.delete_expired(watermark);
         Ok(())
     }
 

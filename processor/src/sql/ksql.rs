@@ -260,6 +260,8 @@ pub(crate) struct WindowClause {
     pub spec: WindowSpec,
     /// `GRACE PERIOD`, if given.
     pub grace_ms: Option<i64>,
+    /// `RETENTION`, if given.
+    pub retention_ms: Option<i64>,
     /// Where the clause is (from `WINDOW`).
     pub span: Span,
 }
@@ -378,6 +380,7 @@ fn window_clause(c: &mut Cursor<'_>) -> Result<WindowClause> {
         }
     };
     let mut grace_ms = None;
+    let mut retention_ms = None;
     while c.eat(&Token::Comma) {
         if c.is_kw("GRACE") {
             let at = c.here();
@@ -388,12 +391,14 @@ fn window_clause(c: &mut Cursor<'_>) -> Result<WindowClause> {
             }
             grace_ms = Some(duration_tokens(c, "grace period")?);
         } else if c.is_kw("RETENTION") {
-            return Err(SqlError::at(
-                c.here(),
-                "RETENTION is not supported: window state is kept until the window's end plus its grace period",
-            ));
+            let at = c.here();
+            c.next_token();
+            if retention_ms.is_some() {
+                return Err(SqlError::at(at, "RETENTION is given twice"));
+            }
+            retention_ms = Some(duration_tokens(c, "retention")?);
         } else {
-            return Err(c.expected("GRACE PERIOD"));
+            return Err(c.expected("GRACE PERIOD or RETENTION"));
         }
     }
     c.expect(
@@ -403,9 +408,19 @@ fn window_clause(c: &mut Cursor<'_>) -> Result<WindowClause> {
     if let Err(reason) = spec.validate() {
         return Err(SqlError::span(start, reason));
     }
+    if let Some(r) = retention_ms {
+        let grace = grace_ms.unwrap_or(super::defaults::GRACE_MS);
+        if r < grace {
+            return Err(SqlError::span(
+                start,
+                format!("RETENTION ({r} ms) must be at least the GRACE PERIOD ({grace} ms): rows are kept until their window has closed"),
+            ));
+        }
+    }
     Ok(WindowClause {
         spec,
         grace_ms,
+        retention_ms,
         span: start,
     })
 }

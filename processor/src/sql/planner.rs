@@ -71,6 +71,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         window: w.spec,
         grace_ms: w.grace_ms.unwrap_or(defaults::GRACE_MS),
         emit: parsed.clauses.emit.map_or(defaults::EMIT, |(emit, _)| emit),
+        retention_ms: w.retention_ms,
     });
     if let (None, Some((crate::plan::Emit::Final, span))) = (&window, parsed.clauses.emit) {
         return Err(SqlError::span(

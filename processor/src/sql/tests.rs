@@ -164,6 +164,7 @@ fn brief_purchase_stats_plans_a_tumbling_aggregate_into_a_view() {
             window: Some(WindowedSpec {
                 window: WindowSpec::Tumbling { size_ms: 300_000 },
                 grace_ms: defaults::GRACE_MS,
+                retention_ms: None,
                 emit: Emit::Changes,
             }),
             aggregates: vec![
@@ -319,6 +320,16 @@ fn hopping_and_session_windows_with_grace_and_emit_final() {
          WINDOW TUMBLING (SIZE 1 HOUR, GRACE PERIOD 10 MINUTES) GROUP BY user_id",
     );
     assert_eq!(aggregate(&p).window.as_ref().unwrap().grace_ms, 600_000);
+    assert_eq!(aggregate(&p).window.as_ref().unwrap().retention_ms, None);
+    let p = plan_sql(
+        "CREATE TABLE t AS SELECT user_id, COUNT(*) AS n FROM user_events \
+         WINDOW TUMBLING (SIZE 1 HOUR, RETENTION 7 DAYS, GRACE PERIOD 10 MINUTES) GROUP BY user_id",
+    );
+    let w = aggregate(&p).window.clone().unwrap();
+    assert_eq!(
+        (w.grace_ms, w.retention_ms),
+        (600_000, Some(7 * 86_400_000))
+    );
 }
 
 #[test]
