@@ -31,6 +31,7 @@ pub fn table() -> Vec<(&'static str, String)> {
         ("WATERMARK_DELAY", format!("{WATERMARK_DELAY_MS} ms")),
         ("IDLE_TIMEOUT", format!("{IDLE_TIMEOUT_MS} ms")),
         ("GRACE PERIOD", format!("{GRACE_MS} ms")),
+        ("RETENTION", "none (window rows are kept)".to_string()),
         ("DEDUP_TTL", format!("{DEDUP_TTL_MS} ms")),
         ("VALUE_FORMAT", VALUE_FORMAT.to_string()),
         ("EMIT", "CHANGES".to_string()),
