@@ -354,11 +354,24 @@ impl AggregateOp {
         form: GroupForm,
         stored: bool,
     ) -> Result<&mut Slot> {
+        let (slot, _) = self.slot_and_spec(store, k, (home, form), Stored::Known(stored))?;
+        Ok(slot)
+    }
+
+    /// The slot under `k` (see [`slot_in`]) and the spec, borrowed apart so
+    /// the caller can walk the aggregates while updating the slot.
+    fn slot_and_spec(
+        &mut self,
+        store: &Store,
+        k: &[u8],
+        (home, form): (Home, GroupForm),
+        stored: Stored,
+    ) -> Result<(&mut Slot, &AggregateSpec)> {
         let cf = match home {
             Home::Rows => &self.rows_cf,
             Home::State => &self.state_cf,
         };
-        slot_in(
+        let slot = slot_in(
             &mut self.cache,
             &mut self.open,
             &self.spec,
@@ -366,8 +379,9 @@ impl AggregateOp {
             store,
             k,
             (home, form),
-            Stored::Known(stored),
-        )
+            stored,
+        )?;
+        Ok((slot, &self.spec))
     }
 
     fn mark_dirty(&mut self, k: &[u8]) {
@@ -399,23 +413,9 @@ impl AggregateOp {
         stored: Stored,
         event: &Event,
     ) -> Result<()> {
-        let cf = match home {
-            Home::Rows => &self.rows_cf,
-            Home::State => &self.state_cf,
-        };
-        // Split borrows: the slot is in `cache`, the aggregates in `spec`.
-        let slot = slot_in(
-            &mut self.cache,
-            &mut self.open,
-            &self.spec,
-            cf,
-            store,
-            k,
-            (home, form),
-            stored,
-        )?;
+        let (slot, aggregate) = self.slot_and_spec(store, k, (home, form), stored)?;
         let position = (event.offset, event.partition);
-        for (acc, spec) in slot.accs.iter_mut().zip(&self.spec.aggregates) {
+        for (acc, spec) in slot.accs.iter_mut().zip(&aggregate.aggregates) {
             let input = match &spec.input {
                 None => Cow::Borrowed(&NULL),
                 Some(Expr::Field(path)) => Cow::Borrowed(event.field(path).unwrap_or(&NULL)),
