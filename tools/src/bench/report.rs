@@ -220,6 +220,22 @@ pub fn thousands(value: f64) -> String {
     out
 }
 
+/// `1234567.8` → `1.23 M`, `45678` → `46 k`: for ranges in narrow columns.
+pub fn compact(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{:.2} M", value / 1e6)
+    } else if value >= 1e3 {
+        format!("{:.0} k", value / 1e3)
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+/// `min – max` of a spread, [`compact`]ed.
+pub fn compact_range(s: super::stats::Spread) -> String {
+    format!("{} – {}", compact(s.min), compact(s.max))
+}
+
 /// A value formatted for its unit.
 pub fn format_value(unit: &str, value: f64) -> String {
     match unit {

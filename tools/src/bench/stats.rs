@@ -98,6 +98,13 @@ impl Spread {
             max: sorted[n - 1],
         })
     }
+
+    /// The spread of the runs' values; panics without any (a benchmark
+    /// reports at least one run).
+    pub fn of_runs(values: impl IntoIterator<Item = f64>) -> Spread {
+        let values: Vec<f64> = values.into_iter().collect();
+        Spread::of(&values).expect("at least one run")
+    }
 }
 
 #[cfg(test)]

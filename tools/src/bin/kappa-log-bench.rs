@@ -31,6 +31,8 @@ use anyhow::{ensure, Context, Result};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use kappa_log::{AppendRequest, FsyncPolicy, Log, LogConfig, NewRecord, Partition, TopicConfig};
+use kappa_tools::bench::report::{compact, compact_range, thousands};
+use kappa_tools::bench::stats::Spread;
 use kappa_tools::machine::{
     cpu_model, filesystem, kernel, load_average, memory, shell_quote, today,
 };
@@ -562,56 +564,11 @@ fn read_run(rt: &Runtime, s: &Settings, payload: &'static [u8]) -> Result<ReadSa
 
 // --------------------------------------------------------------- summary
 
-#[derive(Debug, Clone, Copy)]
-struct Summary {
-    median: f64,
-    min: f64,
-    max: f64,
-}
+/// Median, min and max of the runs' values.
+type Summary = Spread;
 
 fn summarize(values: impl IntoIterator<Item = f64>) -> Summary {
-    let mut v: Vec<f64> = values.into_iter().collect();
-    assert!(!v.is_empty(), "at least one run");
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    Summary {
-        median,
-        min: v[0],
-        max: v[n - 1],
-    }
-}
-
-/// 1234567.8 -> "1,234,568".
-fn int(x: f64) -> String {
-    let digits = format!("{:.0}", x.max(0.0));
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A compact rate: "2.35 M", "812 k".
-fn compact(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2} M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.0} k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-fn range_compact(s: Summary) -> String {
-    format!("{} – {}", compact(s.min), compact(s.max))
+    Spread::of_runs(values)
 }
 
 fn range_1(s: Summary) -> String {
@@ -736,7 +693,7 @@ fn main() -> Result<()> {
             let r = read_run(&rt, &s, payloads[0]).context("read")?;
             progress(format!(
                 "read run {run}/{runs}: wrote {} records in {:.2}s; first pass {} records/s, second {} records/s",
-                int(r.cold.records as f64),
+                thousands(r.cold.records as f64),
                 r.write_secs,
                 compact(r.cold.records as f64 / r.cold.secs),
                 compact(r.warm.records as f64 / r.warm.secs)
@@ -810,8 +767,8 @@ fn report(
          the median of {} run(s), with the min – max. **MB = 10^6 bytes of record values** \
          (keys are absent, so keys + values = values); on disk the log writes {:.2}x that.\n",
         s.value_bytes,
-        int(s.batch_records as f64),
-        int(s.batch_disk_bytes as f64),
+        thousands(s.batch_records as f64),
+        thousands(s.batch_disk_bytes as f64),
         s.segment_bytes >> 20,
         s.runs,
         per_record_disk / s.value_bytes as f64
@@ -826,8 +783,8 @@ fn report(
              included) is `Log::close`, i.e. the final fdatasync of what is not yet synced. \
              fsyncs include the one sealing each full segment, which every policy does.\n",
             s.append_bytes / 1_000_000,
-            int(append_batches as f64),
-            int(s.batch_records as f64)
+            thousands(append_batches as f64),
+            thousands(s.batch_records as f64)
         );
         let _ = writeln!(
             o,
@@ -851,11 +808,11 @@ fn report(
                 o,
                 "| {} | {writers} | {} | ({}) | {:.1} | ({}) | {} | {per_fsync} | {:.2} s |",
                 policy_name(*policy),
-                int(rps.median),
-                range_compact(rps),
+                thousands(rps.median),
+                compact_range(rps),
                 mbps.median,
                 range_1(mbps),
-                int(fsyncs.median),
+                thousands(fsyncs.median),
                 close.median
             );
         }
@@ -875,7 +832,7 @@ fn report(
             "### Raw disk baseline\n\nSame directory, single writer, fresh file, {} MB written \
              per run (what the append runs write to segments). MB/s here counts bytes written; \
              divide by {:.2} for the value-MB/s of the same records.\n",
-            int(disk_total as f64 / 1e6),
+            thousands(disk_total as f64 / 1e6),
             per_record_disk / s.value_bytes as f64
         );
         let _ = writeln!(
@@ -886,10 +843,10 @@ fn report(
         let _ = writeln!(
             o,
             "| `write` + `fdatasync` after each write | {} B (one batch) | {:.1} | ({}) | {} |",
-            int(s.batch_disk_bytes as f64),
+            thousands(s.batch_disk_bytes as f64),
             sync_mbps.median,
             range_1(sync_mbps),
-            int(sync_ps.median)
+            thousands(sync_ps.median)
         );
         if !disk_dsync.is_empty() {
             let bytes = (dsync_writes * DSYNC_WRITE_BYTES as u64) as f64;
@@ -900,7 +857,7 @@ fn report(
                 "| dd-like, `O_DSYNC` (`dd bs=1M oflag=dsync`) | 1 MiB | {:.1} | ({}) | {} |",
                 m.median,
                 range_1(m),
-                int(ps.median)
+                thousands(ps.median)
             );
         }
         let always: Vec<_> = append
@@ -915,8 +872,8 @@ fn report(
                  figure is one `write` + `fdatasync` per {}-byte batch, i.e. {} records/s \
                  equivalent. With several writers the log's group commit may cover several \
                  appends with one fdatasync, so it can exceed 100%.\n",
-                int(s.batch_disk_bytes as f64),
-                int(disk_rps)
+                thousands(s.batch_disk_bytes as f64),
+                thousands(disk_rps)
             );
             let _ = writeln!(o, "| fsync=always | records/s | % of raw disk |");
             let _ = writeln!(o, "|---|--:|--:|");
@@ -926,7 +883,7 @@ fn report(
                     o,
                     "| {writers} writer{} | {} | {:.0}% |",
                     if *writers == 1 { "" } else { "s" },
-                    int(rps.median),
+                    thousands(rps.median),
                     100.0 * rps.median / disk_rps
                 );
             }
@@ -946,11 +903,11 @@ fn report(
              value's length; only the read is timed. The first pass runs right after the \
              partition's files were written back and {}; the second pass reads the same data \
              again from a warm page cache (sealed segments already mapped).\n",
-            int(r0.cold.records as f64),
-            int(r0.cold.value_bytes as f64 / 1e6),
+            thousands(r0.cold.records as f64),
+            thousands(r0.cold.value_bytes as f64 / 1e6),
             r0.segments,
-            int(READ_MAX_RECORDS as f64),
-            int(READ_MAX_BYTES as f64),
+            thousands(READ_MAX_RECORDS as f64),
+            thousands(READ_MAX_BYTES as f64),
             if evicted {
                 "evicted from the page cache with `posix_fadvise(POSIX_FADV_DONTNEED)` (cold)"
             } else {
@@ -977,8 +934,8 @@ fn report(
             let _ = writeln!(
                 o,
                 "| {label} | {} | ({}) | {:.1} | ({}) |",
-                int(rps.median),
-                range_compact(rps),
+                thousands(rps.median),
+                compact_range(rps),
                 mbps.median,
                 range_1(mbps)
             );
@@ -987,7 +944,7 @@ fn report(
         let _ = writeln!(
             o,
             "\n(Writing the data, not part of the measurement: {} records/s median.)\n",
-            int(write.median)
+            thousands(write.median)
         );
     }
     o
@@ -999,9 +956,9 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(int(1_234_567.4), "1,234,567");
-        assert_eq!(int(999.0), "999");
-        assert_eq!(int(0.0), "0");
+        assert_eq!(thousands(1_234_567.4), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(0.0), "0");
         assert_eq!(compact(2_345_678.0), "2.35 M");
         assert_eq!(shell_quote("--runs"), "--runs");
         assert_eq!(shell_quote("a b"), "'a b'");

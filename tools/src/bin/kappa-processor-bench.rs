@@ -44,6 +44,8 @@ use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
 use kappa_processor::runner::{RunOptions, Runtime};
 use kappa_processor::state::store::Store;
+use kappa_tools::bench::report::{compact_range, thousands};
+use kappa_tools::bench::stats::Spread;
 use kappa_tools::machine::{
     cpu_model, filesystem, kernel, load_average, memory, shell_quote, today,
 };
@@ -344,8 +346,8 @@ fn generate(dir: &Path, d: &DataArgs) -> Result<Generated> {
             reported = Instant::now();
             eprintln!(
                 "generate: {} / {} events ({:.0} events/s)",
-                int(i as f64),
-                int(d.events as f64),
+                thousands(i as f64),
+                thousands(d.events as f64),
                 i as f64 / started.elapsed().as_secs_f64()
             );
         }
@@ -378,9 +380,9 @@ fn generate(dir: &Path, d: &DataArgs) -> Result<Generated> {
     .context("writing generated.json")?;
     eprintln!(
         "generate: {} events ({:.1} value bytes on average, {} MB of log) in {secs:.1}s",
-        int(d.events as f64),
+        thousands(d.events as f64),
         g.mean_value_bytes,
-        int(g.log_bytes as f64 / 1e6)
+        thousands(g.log_bytes as f64 / 1e6)
     );
     Ok(g)
 }
@@ -677,8 +679,8 @@ fn run_processor(
             let done: u64 = rt.positions().iter().sum();
             eprintln!(
                 "  {label}: {} / {} events, {:.0} events/s, anon RSS {} MB",
-                int(done as f64),
-                int(total as f64),
+                thousands(done as f64),
+                thousands(total as f64),
                 done as f64 / started.elapsed().as_secs_f64(),
                 procfs::status_bytes("RssAnon") >> 20
             );
@@ -838,13 +840,13 @@ fn print_run(r: &RunResult) {
         if r.scenario.is_baseline() {
             String::new()
         } else {
-            format!(" (cache {})", int(r.cache_entries as f64))
+            format!(" (cache {})", thousands(r.cache_entries as f64))
         },
-        int(r.events as f64),
+        thousands(r.events as f64),
         r.secs,
-        int(r.rate()),
-        int(r.thread_rate()),
-        int(r.cpu_rate()),
+        thousands(r.rate()),
+        thousands(r.thread_rate()),
+        thousands(r.cpu_rate()),
         r.thread_cpu_secs,
         r.thread_wait_secs,
         r.cpu_secs
@@ -863,7 +865,7 @@ fn print_run(r: &RunResult) {
             mb(r.state_dir_bytes),
             mb(r.state_cf_bytes),
             mb(r.view_cf_bytes),
-            int(r.output_rows as f64),
+            thousands(r.output_rows as f64),
             r.late,
             r.invalid
         );
@@ -890,7 +892,11 @@ struct Case {
 impl Case {
     fn label(&self) -> String {
         match self.cache_entries {
-            Some(c) => format!("{} (cache {} entries)", self.scenario.name(), int(c as f64)),
+            Some(c) => format!(
+                "{} (cache {} entries)",
+                self.scenario.name(),
+                thousands(c as f64)
+            ),
             None => self.scenario.name().to_string(),
         }
     }
@@ -973,7 +979,7 @@ fn suite(a: &SuiteArgs, argv: &[String]) -> Result<()> {
         Some(g) if g.matches(&a.data) && dir.join("log").exists() => {
             progress(format!(
                 "reusing the {} events already in {}",
-                int(g.events as f64),
+                thousands(g.events as f64),
                 dir.display()
             ));
             g
@@ -986,8 +992,8 @@ fn suite(a: &SuiteArgs, argv: &[String]) -> Result<()> {
             }
             progress(format!(
                 "generating {} events over {} keys",
-                int(a.data.events as f64),
-                int(a.data.keys as f64)
+                thousands(a.data.events as f64),
+                thousands(a.data.keys as f64)
             ));
             let d = &a.data;
             let status = Command::new(&exe)
@@ -1022,7 +1028,7 @@ fn suite(a: &SuiteArgs, argv: &[String]) -> Result<()> {
             progress(format!(
                 "{} run {run}/{runs}: {} events/s, {:.1} s, state dir {} MB, peak RSS {} MB (anon {} MB)",
                 case.label(),
-                int(r.rate()),
+                thousands(r.rate()),
                 r.secs,
                 mb(r.state_dir_bytes),
                 mb(r.peak_rss_bytes),
@@ -1111,10 +1117,10 @@ fn report(
          `{{\"user\":\"u<0..{}>\",\"amount\":<1..100>,\"ts\":<ms>,\"pad\":\"…\"}}`, users uniform; \
          event times 1 ms apart ({:.0} s of event time), each up to {} ms behind the newest \
          before it. The log is in the page cache (warm) for every run.\n",
-        int(g.log_bytes as f64 / 1e6),
-        int(g.events as f64),
+        thousands(g.log_bytes as f64 / 1e6),
+        thousands(g.events as f64),
         g.mean_value_bytes,
-        int(g.keys as f64),
+        thousands(g.keys as f64),
         span_secs,
         g.disorder_ms
     );
@@ -1132,9 +1138,9 @@ fn report(
         a.runtime
             .commit_interval_ms
             .unwrap_or(defaults.commit_interval_ms),
-        int(a.runtime.max_poll_records.unwrap_or(defaults.max_poll_records) as f64),
-        int(defaults.state_cache_entries as f64),
-        int(BASELINE_POLL_RECORDS as f64),
+        thousands(a.runtime.max_poll_records.unwrap_or(defaults.max_poll_records) as f64),
+        thousands(defaults.state_cache_entries as f64),
+        thousands(BASELINE_POLL_RECORDS as f64),
     );
     let _ = writeln!(
         o,
@@ -1157,15 +1163,19 @@ fn report(
             "| {} | {} | {} | ({}) | {} | {} | {:.1} s | {} | {} | {} MB | {} MB | {} |",
             c.label(),
             plan_text(c.scenario, a.runtime.session_gap_secs),
-            int(rate.median),
-            range_compact(rate),
-            int(thread.median),
-            int(cpu.median),
+            thousands(rate.median),
+            compact_range(rate),
+            thousands(thread.median),
+            thousands(cpu.median),
             secs.median,
             if baseline {
                 "–".to_string()
             } else {
-                format!("{} ({:.0}%)", int(commits.median), commit_share.median)
+                format!(
+                    "{} ({:.0}%)",
+                    thousands(commits.median),
+                    commit_share.median
+                )
             },
             if baseline {
                 "–".to_string()
@@ -1200,7 +1210,7 @@ fn report(
         let mut extras = vec![
             format!(
                 "view rows written {}",
-                int(median(c.runs.iter().map(|r| r.output_rows as f64)))
+                thousands(median(c.runs.iter().map(|r| r.output_rows as f64)))
             ),
             format!(
                 "state CF {} MB, view CF {} MB (RocksDB live estimates)",
@@ -1241,10 +1251,10 @@ fn report(
                 o,
                 "- Target for {what}: {} events/s per core; measured {} per thread CPU-second \
                  ({:.1}% of it), {} per wall second.",
-                int(target),
-                int(thread),
+                thousands(target),
+                thousands(thread),
                 100.0 * thread / target,
-                int(rate)
+                thousands(rate)
             );
         }
     }
@@ -1254,65 +1264,20 @@ fn report(
 
 // -------------------------------------------------------------- helpers
 
-#[derive(Debug, Clone, Copy)]
-struct Summary {
-    median: f64,
-    min: f64,
-    max: f64,
-}
+/// Median, min and max of the runs' values.
+type Summary = Spread;
 
 fn summarize(values: impl IntoIterator<Item = f64>) -> Summary {
-    let mut v: Vec<f64> = values.into_iter().collect();
-    assert!(!v.is_empty(), "at least one run");
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    Summary {
-        median,
-        min: v[0],
-        max: v[n - 1],
-    }
+    Spread::of_runs(values)
 }
 
 fn median(values: impl IntoIterator<Item = f64>) -> f64 {
     summarize(values).median
 }
 
-/// 1234567.8 -> "1,234,568".
-fn int(x: f64) -> String {
-    let digits = format!("{:.0}", x.max(0.0));
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Bytes as whole MB (10^6), with thousands separators.
 fn mb(bytes: u64) -> String {
-    int(bytes as f64 / 1e6)
-}
-
-/// A compact rate: "2.35 M", "812 k".
-fn compact(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2} M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.0} k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-fn range_compact(s: Summary) -> String {
-    format!("{} – {}", compact(s.min), compact(s.max))
+    thousands(bytes as f64 / 1e6)
 }
 
 // ----------------------------------------------------------------- main
@@ -1382,7 +1347,8 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(int(1_234_567.4), "1,234,567");
+        use kappa_tools::bench::report::compact;
+        assert_eq!(thousands(1_234_567.4), "1,234,567");
         assert_eq!(mb(12_345_678), "12");
         assert_eq!(compact(2_345_678.0), "2.35 M");
         let s = summarize([3.0, 1.0, 2.0]);
