@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::expr::{get_path, Row};
 
@@ -116,23 +116,6 @@ impl Row for OutputRow<'_> {
     }
 }
 
-/// Decodes a JSON record value. With `keep`, an object keeps only the
-/// members named there (the top-level fields a plan reads) and the others
-/// are skipped without being built — the bulk of the decoding cost when
-/// events carry more fields than the plan uses. Skipped members are still
-/// checked to be well-formed JSON.
-pub fn decode_value(bytes: &[u8], keep: Option<&[String]>) -> serde_json::Result<Value> {
-    match keep {
-        None => serde_json::from_slice(bytes),
-        Some(keep) => {
-            let mut de = serde_json::Deserializer::from_slice(bytes);
-            let value = Pruned(keep).deserialize(&mut de)?;
-            de.end()?;
-            Ok(value)
-        }
-    }
-}
-
 /// Decodes only the members `names` of a JSON object value, into values in
 /// the order of `names` (`Null` when missing, or when the value is not an
 /// object). Other members are skipped without being built, but still
@@ -228,104 +211,6 @@ impl<'de> Visitor<'de> for NameIndex<'_> {
     }
 }
 
-/// Builds a `Value`, keeping only the named members of a top-level object.
-struct Pruned<'k>(&'k [String]);
-
-impl<'de> DeserializeSeed<'de> for Pruned<'_> {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Pruned<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Value>()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(name) = map.next_key_seed(KeepName(self.0))? {
-            match name {
-                Some(name) => {
-                    let v: Value = map.next_value()?;
-                    out.insert(name, v);
-                }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(Value::Object(out))
-    }
-}
-
-/// Reads a member name; `Some` (allocated) only if it is one to keep.
-struct KeepName<'k>(&'k [String]);
-
-impl<'de> DeserializeSeed<'de> for KeepName<'_> {
-    type Value = Option<String>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeepName<'_> {
-    type Value = Option<String>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Option<String>, E> {
-        Ok(self.0.iter().any(|k| k == v).then(|| v.to_string()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,12 +222,8 @@ mod tests {
         let bytes = br#"{"user":"u1","pad":{"deep":[1,2,{"x":"y"}]},"amount":2.5,"ts":7}"#;
         let keep = ["user".to_string(), "ts".to_string(), "missing".to_string()];
         assert_eq!(
-            decode_value(bytes, Some(&keep)).unwrap(),
-            json!({"user": "u1", "ts": 7})
-        );
-        assert_eq!(
-            decode_value(bytes, None).unwrap(),
-            serde_json::from_slice::<Value>(bytes).unwrap()
+            decode_fields(bytes, &keep).unwrap(),
+            vec![json!("u1"), json!(7), Value::Null]
         );
     }
 
@@ -357,14 +238,14 @@ mod tests {
             br#"{"b":[1,}"#,
         ] {
             assert!(
-                decode_value(bad, Some(&keep)).is_err(),
+                decode_fields(bad, &keep).is_err(),
                 "{:?}",
                 String::from_utf8_lossy(bad)
             );
-            assert!(decode_value(bad, None).is_err());
+            assert!(serde_json::from_slice::<Value>(bad).is_err());
         }
-        // Not an object: decoded whole (paths into it find nothing).
-        assert_eq!(decode_value(b"[1,2]", Some(&keep)).unwrap(), json!([1, 2]));
+        // Not an object: no field (paths into it find nothing).
+        assert_eq!(decode_fields(b"[1,2]", &keep).unwrap(), vec![Value::Null]);
     }
 
     #[test]
@@ -400,7 +281,7 @@ mod tests {
     }
 
     proptest! {
-        /// Pruned decoding equals full decoding with the other members removed.
+        /// Decoding by fields equals full decoding with the other members removed.
         #[test]
         fn pruned_equals_full_minus_the_rest(value in arb_json(), keep in proptest::collection::vec("[a-d]", 0..3)) {
             let bytes = serde_json::to_vec(&value).unwrap();
@@ -411,7 +292,6 @@ mod tests {
                 Value::Object(m) => Value::Object(m.iter().filter(|(k, _)| keep.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect()),
                 other => other.clone(),
             };
-            prop_assert_eq!(decode_value(&bytes, Some(&keep)).unwrap(), expect.clone());
             // Plans ask for each name once.
             let mut names = keep.clone();
             names.sort();
