@@ -89,6 +89,9 @@ pub struct AggregateOp {
     /// Write hopping windows' rows (the sink is a view).
     write_rows: bool,
     cache: HashMap<SlotKey, Slot>,
+    /// Keys of the slots made dirty since the last flush (each once), so a
+    /// flush does not walk the whole cache.
+    dirty: Vec<SlotKey>,
     cache_limit: usize,
     /// Row keys of windows not yet closed, by close time (end + grace).
     open: BTreeMap<i64, HashSet<SlotKey>>,
@@ -317,6 +320,7 @@ impl AggregateOp {
             emit_changes,
             write_rows,
             cache: HashMap::default(),
+            dirty: Vec::new(),
             cache_limit,
             open: BTreeMap::new(),
             sessions: HashMap::default(),
@@ -386,7 +390,10 @@ impl AggregateOp {
 
     fn mark_dirty(&mut self, k: &[u8]) {
         if let Some(slot) = self.cache.get_mut(k) {
-            slot.dirty = true;
+            if !slot.dirty {
+                slot.dirty = true;
+                self.dirty.push(SlotKey::from_slice(k));
+            }
         }
     }
 
@@ -423,7 +430,11 @@ impl AggregateOp {
             };
             acc.add(&input, spec.kind == AggregateKind::CountAll, position);
         }
+        let newly_dirty = !slot.dirty;
         slot.dirty = true;
+        if newly_dirty {
+            self.dirty.push(SlotKey::from_slice(k));
+        }
         Ok(())
     }
 
@@ -871,13 +882,16 @@ impl AggregateOp {
     /// column family.
     pub fn flush(&mut self, batch: &mut Batch) -> u64 {
         let mut rows = 0;
-        let mut dirty: Vec<(&SlotKey, &Slot)> =
-            self.cache.iter().filter(|(_, slot)| slot.dirty).collect();
+        let mut dirty = std::mem::take(&mut self.dirty);
         // In key order, RocksDB's memtable inserts each key next to the
         // previous one instead of searching the skiplist from the top.
-        dirty.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        dirty.sort_unstable();
         let mut value = Vec::new();
-        for (k, slot) in dirty {
+        for k in dirty {
+            let Some(slot) = self.cache.get_mut(&k) else {
+                continue;
+            };
+            slot.dirty = false;
             let cf = match slot.home {
                 Home::Rows => {
                     rows += 1;
@@ -889,20 +903,17 @@ impl AggregateOp {
                     &self.state_cf
                 }
             };
+            let forget = slot.deleted || slot.closed;
             if slot.deleted {
-                batch.delete(cf, k);
+                batch.delete(cf, &k);
             } else {
                 slot::encode_into(&mut value, slot.form, &slot.accs);
-                batch.put(cf, k, &value);
+                batch.put(cf, &k, &value);
+            }
+            if forget {
+                self.cache.remove(&k);
             }
         }
-        self.cache.retain(|_, slot| {
-            if !slot.dirty {
-                return true;
-            }
-            slot.dirty = false;
-            !(slot.deleted || slot.closed)
-        });
         let mut row_writes = std::mem::take(&mut self.row_writes);
         row_writes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (k, v) in row_writes {
