@@ -81,13 +81,24 @@ pub struct Sum {
 
 impl Sum {
     fn add_number(&mut self, n: &serde_json::Number) {
+        match n.as_i64() {
+            Some(i) => self.add_int(i),
+            None => {
+                self.seen = true;
+                self.promote_to_float(n.as_f64().unwrap_or(0.0));
+            }
+        }
+    }
+
+    fn add_int(&mut self, i: i64) {
         self.seen = true;
-        match (self.is_float, n.as_i64()) {
-            (false, Some(i)) => match self.int.checked_add(i) {
-                Some(s) => self.int = s,
-                None => self.promote_to_float(i as f64),
-            },
-            _ => self.promote_to_float(n.as_f64().unwrap_or(0.0)),
+        if self.is_float {
+            self.float += i as f64;
+            return;
+        }
+        match self.int.checked_add(i) {
+            Some(s) => self.int = s,
+            None => self.promote_to_float(i as f64),
         }
     }
 
@@ -103,12 +114,12 @@ impl Sum {
         if !other.seen {
             return;
         }
-        let n = if other.is_float {
-            serde_json::Number::from_f64(other.float).unwrap_or_else(|| 0.into())
+        if other.is_float {
+            self.seen = true;
+            self.promote_to_float(other.float);
         } else {
-            other.int.into()
-        };
-        self.add_number(&n);
+            self.add_int(other.int);
+        }
     }
 
     fn result(&self) -> Value {

@@ -8,18 +8,17 @@
 //! only windows the committed watermark has closed. So an event updates one
 //! slot in memory, and a commit writes each changed slot once; nothing is
 //! written twice (state and row), and closing a window writes nothing.
-//! Hopping windows are the exception: each slot is a slice of
-//! `gcd(size, advance)` kept in operator state (`ns::ACCUMULATOR` + row
-//! key); a window's row is the merge of its slices, written when it changes
-//! (EMIT CHANGES) or closes (EMIT FINAL) and the slices purged after the
-//! last window using them closes.
+//! Hopping windows are the exception: their slots are slices of
+//! `gcd(size, advance)`, kept per group in operator state
+//! ([`super::slices`]). Readers merge an open window's row from its
+//! slices; a closed window's row is written once, when it closes, and
+//! slices are purged when the last window using them closes.
 //!
 //! In memory: a cache of slots (dirty ones written at each commit, clean
 //! ones evicted beyond a bound, closed windows dropped), and indexes of the
-//! open windows by close time, of sessions per group and of hopping slices
-//! by purge time. The indexes are complete (rebuilt from the store at
-//! restore), so a slot absent from them is known to be new and costs no
-//! store lookup.
+//! open windows by close time and of sessions per group. The indexes are
+//! complete (rebuilt from the store at restore), so a slot absent from them
+//! is known to be new and costs no store lookup.
 //!
 //! Row changes ([`RowChange`]) are computed only when something consumes
 //! them: a topic sink, or a change feed.
@@ -36,6 +35,7 @@ use std::collections::BTreeMap;
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
+use super::slices::Slices;
 use super::RowChange;
 use crate::aggregate::{Accumulator, AggregateKind};
 use crate::error::{ProcessorError, Result};
@@ -44,7 +44,7 @@ use crate::expr::{Expr, Row};
 use crate::plan::{AggregateSpec, ColumnSource, Emit};
 use crate::state::key;
 use crate::state::slot::{self, GroupForm};
-use crate::state::store::{ns, Batch, Store};
+use crate::state::store::{Batch, Store};
 use crate::window::{hopping, session, Window, WindowSpec};
 
 /// What happened to an event.
@@ -56,20 +56,11 @@ pub enum Outcome {
     Late,
 }
 
-/// Which column family a slot lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Home {
-    /// The rows column family (the slot is a row).
-    Rows,
-    /// Operator state (a hopping slice; its key starts with `ns::ACCUMULATOR`).
-    State,
-}
-
+/// A row's accumulators in memory.
 #[derive(Debug)]
 struct Slot {
     form: GroupForm,
     accs: Accs,
-    home: Home,
     /// Changed since the last flush.
     dirty: bool,
     /// Removed: the flush deletes it.
@@ -82,7 +73,6 @@ struct Slot {
 #[derive(Debug)]
 pub struct AggregateOp {
     spec: AggregateSpec,
-    state_cf: String,
     rows_cf: String,
     /// Compute [`RowChange`]s (a topic sink or a change feed reads them).
     emit_changes: bool,
@@ -97,9 +87,8 @@ pub struct AggregateOp {
     open: BTreeMap<i64, HashSet<SlotKey>>,
     /// Open session windows per view key.
     sessions: HashMap<Vec<u8>, Vec<Window>>,
-    /// View keys of the groups with data in each hopping slice, by slice
-    /// start: the index of hopping slices.
-    slice_groups: BTreeMap<i64, HashSet<Vec<u8>>>,
+    /// Hopping windows' slices (hopping aggregates only).
+    hopping: Option<Slices>,
     /// End of the last hopping window closed (`i64::MIN`: none yet).
     closed_end: i64,
     /// With a retention: row keys of closed windows by the time their rows
@@ -114,14 +103,14 @@ pub struct AggregateOp {
     row_writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
-/// A slot's key (row key, or `ns::ACCUMULATOR` + row key for a hopping
-/// slice), kept inline up to 32 bytes: comparing and hashing cached keys
-/// then touches no other memory, and a new slot costs no key allocation.
+/// A slot's row key, kept inline up to 32 bytes: comparing and hashing
+/// cached keys then touches no other memory, and a new slot costs no key
+/// allocation.
 type SlotKey = smallvec::SmallVec<[u8; 32]>;
 
 /// A slot's accumulators, inline for up to two aggregates: they sit in the
 /// cache entry next to its key, so updating a slot touches one place.
-type Accs = smallvec::SmallVec<[Accumulator; 2]>;
+pub(crate) type Accs = smallvec::SmallVec<[Accumulator; 2]>;
 
 /// Whether a slot missing from the cache may be in the store.
 #[derive(Debug, Clone, Copy)]
@@ -145,11 +134,24 @@ fn open_insert(open: &mut BTreeMap<i64, HashSet<SlotKey>>, close_at: i64, k: &[u
 }
 
 /// Fresh accumulators for `spec`'s aggregates.
-fn fresh_accs(spec: &AggregateSpec) -> Accs {
+pub(crate) fn fresh_accs(spec: &AggregateSpec) -> Accs {
     spec.aggregates
         .iter()
         .map(|a| a.kind.accumulator())
         .collect()
+}
+
+/// Adds `event` to the accumulators of `spec`'s aggregates.
+pub(crate) fn add_event(accs: &mut [Accumulator], spec: &AggregateSpec, event: &Event) {
+    let position = (event.offset, event.partition);
+    for (acc, spec) in accs.iter_mut().zip(&spec.aggregates) {
+        let input = match &spec.input {
+            None => Cow::Borrowed(&NULL),
+            Some(Expr::Field(path)) => Cow::Borrowed(event.field(path).unwrap_or(&NULL)),
+            Some(e) => Cow::Owned(e.eval(event)),
+        };
+        acc.add(&input, spec.kind == AggregateKind::CountAll, position);
+    }
 }
 
 /// The slot under `k` in `cache`, with one lookup: revived empty if it was
@@ -163,7 +165,7 @@ fn slot_in<'c>(
     cf: &str,
     store: &Store,
     k: &[u8],
-    (home, form): (Home, GroupForm),
+    form: GroupForm,
     stored: Stored,
 ) -> Result<&'c mut Slot> {
     match cache.entry(SlotKey::from_slice(k)) {
@@ -196,7 +198,6 @@ fn slot_in<'c>(
             Ok(entry.insert(Slot {
                 form,
                 accs,
-                home,
                 dirty: false,
                 deleted: false,
                 closed: false,
@@ -252,22 +253,6 @@ pub fn row_of(
     Some(Value::Object(row))
 }
 
-/// The state key of a hopping slice of group `vk` starting at `start`.
-fn slice_key(vk: &[u8], start: i64, slice_ms: i64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(vk.len() + 20);
-    slice_key_into(&mut k, vk, start, slice_ms);
-    k
-}
-
-/// [`slice_key`] into a reused buffer.
-fn slice_key_into(k: &mut Vec<u8>, vk: &[u8], start: i64, slice_ms: i64) {
-    k.clear();
-    k.push(ns::ACCUMULATOR);
-    key::encode_group_key(k, vk);
-    key::encode_i64(k, start);
-    key::encode_i64(k, start + slice_ms);
-}
-
 /// End of the last hopping window a watermark has closed (`i64::MIN` if
 /// none): window ends lie on `size + n * advance`.
 pub fn last_closed_end(watermark: i64, size_ms: i64, advance_ms: i64, grace: i64) -> i64 {
@@ -302,7 +287,7 @@ fn split_row_key(k: &[u8], windowed: bool) -> Option<(String, Option<Window>)> {
 impl AggregateOp {
     /// An empty operator for `spec`. Its slots live in `rows_cf` (the
     /// view's column family), hopping slices in `state_cf`; at most
-    /// `cache_limit` clean slots stay in memory. `emit_changes` makes
+    /// `cache_limit` clean slots (or hopping slices) stay in memory. `emit_changes` makes
     /// [`AggregateOp::take_changes`] compute row changes (for a topic sink);
     /// `write_rows` makes hopping windows write their rows (for a view).
     pub fn new(
@@ -313,9 +298,19 @@ impl AggregateOp {
         emit_changes: bool,
         write_rows: bool,
     ) -> Self {
+        let hopping = match spec.window.as_ref().map(|w| w.window) {
+            Some(WindowSpec::Hopping {
+                size_ms,
+                advance_ms,
+            }) => Some(Slices::new(
+                state_cf,
+                hopping::slice_ms(size_ms, advance_ms),
+                cache_limit,
+            )),
+            _ => None,
+        };
         AggregateOp {
             spec,
-            state_cf,
             rows_cf,
             emit_changes,
             write_rows,
@@ -324,7 +319,7 @@ impl AggregateOp {
             cache_limit,
             open: BTreeMap::new(),
             sessions: HashMap::default(),
-            slice_groups: BTreeMap::new(),
+            hopping,
             closed_end: i64::MIN,
             expiring: BTreeMap::new(),
             changed: HashSet::default(),
@@ -354,11 +349,10 @@ impl AggregateOp {
         &mut self,
         store: &Store,
         k: &[u8],
-        home: Home,
         form: GroupForm,
         stored: bool,
     ) -> Result<&mut Slot> {
-        let (slot, _) = self.slot_and_spec(store, k, (home, form), Stored::Known(stored))?;
+        let (slot, _) = self.slot_and_spec(store, k, form, Stored::Known(stored))?;
         Ok(slot)
     }
 
@@ -368,21 +362,17 @@ impl AggregateOp {
         &mut self,
         store: &Store,
         k: &[u8],
-        (home, form): (Home, GroupForm),
+        form: GroupForm,
         stored: Stored,
     ) -> Result<(&mut Slot, &AggregateSpec)> {
-        let cf = match home {
-            Home::Rows => &self.rows_cf,
-            Home::State => &self.state_cf,
-        };
         let slot = slot_in(
             &mut self.cache,
             &mut self.open,
             &self.spec,
-            cf,
+            &self.rows_cf,
             store,
             k,
-            (home, form),
+            form,
             stored,
         )?;
         Ok((slot, &self.spec))
@@ -397,17 +387,15 @@ impl AggregateOp {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn add_to(
         &mut self,
         store: &Store,
         k: &[u8],
-        home: Home,
         form: GroupForm,
         stored: bool,
         event: &Event,
     ) -> Result<()> {
-        self.add_with(store, k, (home, form), Stored::Known(stored), event)
+        self.add_with(store, k, form, Stored::Known(stored), event)
     }
 
     /// Adds `event` to the slot under `k` with one cache lookup; `stored`
@@ -416,20 +404,12 @@ impl AggregateOp {
         &mut self,
         store: &Store,
         k: &[u8],
-        (home, form): (Home, GroupForm),
+        form: GroupForm,
         stored: Stored,
         event: &Event,
     ) -> Result<()> {
-        let (slot, aggregate) = self.slot_and_spec(store, k, (home, form), stored)?;
-        let position = (event.offset, event.partition);
-        for (acc, spec) in slot.accs.iter_mut().zip(&aggregate.aggregates) {
-            let input = match &spec.input {
-                None => Cow::Borrowed(&NULL),
-                Some(Expr::Field(path)) => Cow::Borrowed(event.field(path).unwrap_or(&NULL)),
-                Some(e) => Cow::Owned(e.eval(event)),
-            };
-            acc.add(&input, spec.kind == AggregateKind::CountAll, position);
-        }
+        let (slot, aggregate) = self.slot_and_spec(store, k, form, stored)?;
+        add_event(&mut slot.accs, aggregate, event);
         let newly_dirty = !slot.dirty;
         slot.dirty = true;
         if newly_dirty {
@@ -438,7 +418,7 @@ impl AggregateOp {
         Ok(())
     }
 
-    fn delete_slot(&mut self, k: &[u8], home: Home) {
+    fn delete_slot(&mut self, k: &[u8]) {
         match self.cache.get_mut(k) {
             Some(slot) => {
                 slot.deleted = true;
@@ -450,7 +430,6 @@ impl AggregateOp {
                     Slot {
                         form: GroupForm::String,
                         accs: Accs::new(),
-                        home,
                         dirty: false,
                         deleted: true,
                         closed: false,
@@ -496,7 +475,7 @@ impl AggregateOp {
         let et = event.event_time;
         let Some((window, grace, emit)) = self.window_spec() else {
             let k = key::plain(vk);
-            self.add_to(store, &k, Home::Rows, form, true, event)?;
+            self.add_to(store, &k, form, true, event)?;
             if self.emit_changes {
                 self.changed.insert(k);
             }
@@ -513,7 +492,7 @@ impl AggregateOp {
                 // A cached slot is in the open index; a new one is added to it.
                 let close_at = w.end.saturating_add(grace);
                 let stored = Stored::OpenIndex(close_at);
-                self.add_with(store, &k, (Home::Rows, form), stored, event)?;
+                self.add_with(store, &k, form, stored, event)?;
                 if self.emit_changes && emit == Emit::Changes {
                     self.changed.insert(k);
                 }
@@ -522,27 +501,26 @@ impl AggregateOp {
                 size_ms,
                 advance_ms,
             } => {
-                let mut open = window.fixed_windows(et);
-                open.retain(is_open);
-                if open.is_empty() {
+                // The latest window holding the event is the last to close.
+                let last_start = et.div_euclid(advance_ms) * advance_ms;
+                let last = Window {
+                    start: last_start,
+                    end: last_start.saturating_add(size_ms),
+                };
+                if !is_open(&last) {
                     return Ok(Outcome::Late);
                 }
                 // One slice takes the event; open windows are computed from
                 // slices when read, closed ones written when they close.
                 let slice_ms = hopping::slice_ms(size_ms, advance_ms);
                 let slice = hopping::slice_start(et, slice_ms);
-                let k = slice_key(vk, slice, slice_ms);
-                let stored = self.cache.get(&k[..]).is_some_and(|s| !s.deleted) || {
-                    let groups = self.slice_groups.entry(slice).or_default();
-                    let indexed = groups.contains(vk);
-                    if !indexed {
-                        groups.insert(vk.to_vec());
-                    }
-                    indexed
-                };
-                self.add_to(store, &k, Home::State, form, stored, event)?;
+                let slices = self
+                    .hopping
+                    .as_mut()
+                    .expect("a hopping aggregate has slices");
+                slices.add(store, &self.spec, (vk, form), slice, event)?;
                 if self.emit_changes && emit == Emit::Changes {
-                    for w in open {
+                    for w in hopping::windows_of(et, size_ms, advance_ms).filter(is_open) {
                         self.changed.insert(key::windowed(vk, w.start, w.end));
                     }
                 }
@@ -579,11 +557,11 @@ impl AggregateOp {
         let mut accs = self.fresh();
         for old in &merge.absorbed {
             let k = key::windowed(vk, old.start, old.end);
-            let part = &self.slot(store, &k, Home::Rows, form, true)?.accs;
+            let part = &self.slot(store, &k, form, true)?.accs;
             for (acc, part) in accs.iter_mut().zip(part) {
                 acc.merge(part);
             }
-            self.delete_slot(&k, Home::Rows);
+            self.delete_slot(&k);
             if let Some(bucket) = self.open.get_mut(&old.end.saturating_add(grace)) {
                 bucket.remove(&k[..]);
             }
@@ -594,9 +572,9 @@ impl AggregateOp {
             }
         }
         let k = key::windowed(vk, merge.window.start, merge.window.end);
-        let slot = self.slot(store, &k, Home::Rows, form, false)?;
+        let slot = self.slot(store, &k, form, false)?;
         slot.accs = accs;
-        self.add_to(store, &k, Home::Rows, form, false, event)?;
+        self.add_to(store, &k, form, false, event)?;
         let sessions = self.sessions.entry(vk.to_vec()).or_default();
         sessions.retain(|s| !merge.absorbed.contains(s));
         sessions.push(merge.window);
@@ -686,8 +664,7 @@ impl AggregateOp {
         grace: i64,
         emit: Emit,
     ) -> Result<()> {
-        let slice_ms = hopping::slice_ms(size_ms, advance_ms);
-        while let Some(&first) = self.slice_groups.keys().next() {
+        while let Some(first) = self.hopping.as_ref().and_then(Slices::first_start) {
             // The first window holding the earliest slice (starts lie on
             // the advance grid), or the one after the last window closed.
             let first_end = ((first - size_ms).div_euclid(advance_ms) + 1) * advance_ms + size_ms;
@@ -702,38 +679,25 @@ impl AggregateOp {
                 start: end - size_ms,
                 end,
             };
-            // Each group with data in one of the window's slices, once.
-            let mut seen: HashSet<&[u8]> = HashSet::default();
-            let mut groups: Vec<Vec<u8>> = Vec::new();
-            for (_, in_slice) in self.slice_groups.range(w.start..w.end) {
-                for group in in_slice {
-                    if seen.insert(group) {
-                        groups.push(group.clone());
-                    }
-                }
-            }
-            drop(seen);
-            for group in groups {
-                let rk = key::windowed(&group, w.start, w.end);
+            // Slices before the next window's start are in no open window.
+            let keep_from = w.start + advance_ms;
+            let slices = self
+                .hopping
+                .as_mut()
+                .expect("a hopping aggregate has slices");
+            for (vk, form, accs) in slices.close(store, &self.spec, w, keep_from)? {
+                let rk = key::windowed(&vk, w.start, w.end);
                 let changed = self.changed.remove(&rk);
-                let hand_out = self.emit_changes && (emit == Emit::Final || changed);
-                self.finish_hopping_row(store, &rk, &group, w, hand_out, self.write_rows)?;
+                if self.emit_changes && (emit == Emit::Final || changed) {
+                    let row = self.hopping_row(&vk, form, w, &accs)?;
+                    self.ready.insert(rk.clone(), row);
+                }
                 if self.write_rows {
                     self.expire_later(&rk, w);
+                    self.row_writes.push((rk, Some(slot::encode(form, &accs))));
                 }
             }
             self.closed_end = end;
-            // Slices before the next window's start are in no open window.
-            let keep_from = end - size_ms + advance_ms;
-            while let Some(entry) = self.slice_groups.first_entry() {
-                if *entry.key() >= keep_from {
-                    break;
-                }
-                let start = *entry.key();
-                for group in entry.remove() {
-                    self.delete_slot(&slice_key(&group, start, slice_ms), Home::State);
-                }
-            }
         }
         // Windows that closed without data stay closed: an event arriving
         // later for one of their slices must not open them again.
@@ -744,81 +708,18 @@ impl AggregateOp {
         Ok(())
     }
 
-    /// The merged slices of a hopping window, and their group form; `None`
-    /// if no slice holds data.
-    fn merged_slices(
-        &mut self,
-        store: &Store,
+    /// A hopping window's output row from its merged slices.
+    fn hopping_row(
+        &self,
         vk: &[u8],
+        form: GroupForm,
         w: Window,
-    ) -> Result<Option<(GroupForm, Accs)>> {
-        let Some((
-            WindowSpec::Hopping {
-                size_ms,
-                advance_ms,
-            },
-            _,
-            _,
-        )) = self.window_spec()
-        else {
-            return Ok(None);
-        };
-        let slice_ms = hopping::slice_ms(size_ms, advance_ms);
-        let mut accs = self.fresh();
-        let mut form = None;
-        let mut k = Vec::with_capacity(vk.len() + 20);
-        for start in hopping::slices_of(w, slice_ms) {
-            slice_key_into(&mut k, vk, start, slice_ms);
-            // A cached live slice is indexed; others may be in the store.
-            if let Some(slot) = self.cache.get(&k[..]).filter(|s| !s.deleted) {
-                form.get_or_insert(slot.form);
-                for (acc, part) in accs.iter_mut().zip(&slot.accs) {
-                    acc.merge(part);
-                }
-                continue;
-            }
-            let indexed = self
-                .slice_groups
-                .get(&start)
-                .is_some_and(|g| g.contains(vk));
-            if !indexed {
-                continue;
-            }
-            let slot = self.slot(store, &k, Home::State, GroupForm::String, true)?;
-            form.get_or_insert(slot.form);
-            for (acc, part) in accs.iter_mut().zip(&slot.accs) {
-                acc.merge(part);
-            }
-        }
-        Ok(form.map(|f| (f, accs)))
-    }
-
-    /// A hopping window's row from its slices: handed out as a change
-    /// and/or written to the view.
-    fn finish_hopping_row(
-        &mut self,
-        store: &Store,
-        rk: &[u8],
-        vk: &[u8],
-        w: Window,
-        hand_out: bool,
-        write: bool,
-    ) -> Result<()> {
-        let Some((form, accs)) = self.merged_slices(store, vk, w)? else {
-            return Ok(());
-        };
-        if hand_out {
-            let group = form
-                .values(&String::from_utf8_lossy(vk))
-                .ok_or_else(|| corrupt(&self.rows_cf, "bad group key"))?;
-            self.ready
-                .insert(rk.to_vec(), row_of(&self.spec, &group, Some(w), &accs));
-        }
-        if write {
-            self.row_writes
-                .push((rk.to_vec(), Some(slot::encode(form, &accs))));
-        }
-        Ok(())
+        accs: &[Accumulator],
+    ) -> Result<Option<Value>> {
+        let group = form
+            .values(&String::from_utf8_lossy(vk))
+            .ok_or_else(|| corrupt(&self.rows_cf, "bad group key"))?;
+        Ok(row_of(&self.spec, &group, Some(w), accs))
     }
 
     /// The output row of the slot `rk` (a tumbling, session or unwindowed row).
@@ -830,7 +731,7 @@ impl AggregateOp {
         w: Option<Window>,
         stored: bool,
     ) -> Result<Option<Value>> {
-        let slot = self.slot(store, rk, Home::Rows, GroupForm::String, stored)?;
+        let slot = self.slot(store, rk, GroupForm::String, stored)?;
         let (form, accs) = (slot.form, slot.accs.clone());
         let group = form
             .values(vk)
@@ -854,7 +755,14 @@ impl AggregateOp {
                 // An open window's row is computed when read; only the change
                 // is handed out.
                 let w = w.expect("windowed");
-                self.finish_hopping_row(store, &rk, vk.as_bytes(), w, true, false)?;
+                let slices = self
+                    .hopping
+                    .as_mut()
+                    .expect("a hopping aggregate has slices");
+                if let Some((form, accs)) = slices.merged(store, &self.spec, vk.as_bytes(), w)? {
+                    let row = self.hopping_row(vk.as_bytes(), form, w, &accs)?;
+                    self.ready.insert(rk, row);
+                }
             } else if self.emit_changes {
                 let row = self.compute_row(store, &rk, &vk, w, true)?;
                 self.ready.insert(rk, row);
@@ -892,17 +800,8 @@ impl AggregateOp {
                 continue;
             };
             slot.dirty = false;
-            let cf = match slot.home {
-                Home::Rows => {
-                    rows += 1;
-                    &self.rows_cf
-                }
-                Home::State => {
-                    // A hopping slice: its write changes its windows' rows.
-                    rows += u64::from(!slot.deleted);
-                    &self.state_cf
-                }
-            };
+            rows += 1;
+            let cf = &self.rows_cf;
             let forget = slot.deleted || slot.closed;
             if slot.deleted {
                 batch.delete(cf, &k);
@@ -913,6 +812,10 @@ impl AggregateOp {
             if forget {
                 self.cache.remove(&k);
             }
+        }
+        if let Some(slices) = &mut self.hopping {
+            // A slice's write changes its windows' rows.
+            rows += slices.flush(batch);
         }
         let mut row_writes = std::mem::take(&mut self.row_writes);
         row_writes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -943,45 +846,8 @@ impl AggregateOp {
         let Some((window, grace, _)) = self.window_spec() else {
             return Ok(());
         };
-        let (cf, lower, upper) = match window {
-            WindowSpec::Hopping { .. } => (
-                self.state_cf.clone(),
-                vec![ns::ACCUMULATOR],
-                Some(vec![ns::ACCUMULATOR + 1]),
-            ),
-            _ => (self.rows_cf.clone(), Vec::new(), None),
-        };
-        let mut after = lower.clone();
-        loop {
-            let chunk = store.scan_keys(&cf, &after, upper.as_deref(), 10_000)?;
-            let Some(last) = chunk.last() else { break };
-            after = last.clone();
-            after.push(0);
-            for k in chunk {
-                let row_key = &k[lower.len()..];
-                let (group, start, end) =
-                    key::decode_windowed(row_key).ok_or_else(|| corrupt(&cf, "bad row key"))?;
-                let w = Window { start, end };
-                match window {
-                    WindowSpec::Tumbling { .. } | WindowSpec::Session { .. } => {
-                        let close_at = end.saturating_add(grace);
-                        if close_at <= watermark {
-                            self.expire_later(&k, w);
-                            continue;
-                        }
-                        if matches!(window, WindowSpec::Session { .. }) {
-                            self.sessions.entry(group).or_default().push(w);
-                        }
-                        self.open
-                            .entry(close_at)
-                            .or_default()
-                            .insert(SlotKey::from_vec(k));
-                    }
-                    WindowSpec::Hopping { .. } => {
-                        self.slice_groups.entry(start).or_default().insert(group);
-                    }
-                }
-            }
+        if let Some(slices) = &mut self.hopping {
+            slices.restore(store)?;
         }
         if let WindowSpec::Hopping {
             size_ms,
@@ -989,25 +855,35 @@ impl AggregateOp {
         } = window
         {
             self.closed_end = last_closed_end(watermark, size_ms, advance_ms, grace);
-            // A hopping view's rows are its closed windows.
-            if self
-                .spec
-                .window
-                .as_ref()
-                .is_some_and(|w| w.retention_ms.is_some())
-            {
-                let mut after = Vec::new();
-                loop {
-                    let chunk = store.scan_keys(&self.rows_cf, &after, None, 10_000)?;
-                    let Some(last) = chunk.last() else { break };
-                    after = last.clone();
-                    after.push(0);
-                    for k in chunk {
-                        let (_, start, end) = key::decode_windowed(&k)
-                            .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
-                        self.expire_later(&k, Window { start, end });
-                    }
+        }
+        // A hopping view's rows are its closed windows: only their
+        // retention needs them.
+        let retention = self.spec.window.as_ref().and_then(|w| w.retention_ms);
+        if self.hopping.is_some() && retention.is_none() {
+            return Ok(());
+        }
+        let mut after = Vec::new();
+        loop {
+            let chunk = store.scan_keys(&self.rows_cf, &after, None, 10_000)?;
+            let Some(last) = chunk.last() else { break };
+            after = last.clone();
+            after.push(0);
+            for k in chunk {
+                let (group, start, end) = key::decode_windowed(&k)
+                    .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
+                let w = Window { start, end };
+                let close_at = end.saturating_add(grace);
+                if self.hopping.is_some() || close_at <= watermark {
+                    self.expire_later(&k, w);
+                    continue;
                 }
+                if matches!(window, WindowSpec::Session { .. }) {
+                    self.sessions.entry(group).or_default().push(w);
+                }
+                self.open
+                    .entry(close_at)
+                    .or_default()
+                    .insert(SlotKey::from_vec(k));
             }
         }
         self.delete_expired(watermark);

@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod dedup;
 pub mod join;
+pub mod slices;
 
 use serde_json::Value;
 

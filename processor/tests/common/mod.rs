@@ -198,7 +198,8 @@ impl Lcg {
 /// produced so far. With `crash_seed`, the runtime polls two records at a
 /// time and, at random points, commits, crashes (dropped without a commit,
 /// log and store reopened), or crashes inside a commit (after the RocksDB
-/// write, or after the output append). Returns the harness for reading.
+/// write, or after the output append); such runs keep one state entry
+/// cached. Returns the harness for reading.
 pub fn run_steps(plan: &Plan, steps: &[Step], crash_seed: Option<u64>) -> Harness {
     let mut h = Harness::new();
     h.create_topic(&plan.source.topic, 1);
@@ -209,8 +210,15 @@ pub fn run_steps(plan: &Plan, steps: &[Step], crash_seed: Option<u64>) -> Harnes
             }
         }
     }
+    // Runs with crashes also keep almost nothing cached, so state is
+    // evicted and loaded back from the store all the time.
     let options = || RunOptions {
         max_poll_records: if crash_seed.is_some() { 2 } else { 5000 },
+        state_cache_entries: if crash_seed.is_some() {
+            1
+        } else {
+            RunOptions::default().state_cache_entries
+        },
         ..RunOptions::default()
     };
     let mut rng = Lcg(crash_seed.unwrap_or(0));
