@@ -94,6 +94,8 @@ pub struct AggregateOp {
     /// With a retention: row keys of closed windows by the time their rows
     /// are deleted (window end + retention).
     expiring: BTreeMap<i64, Vec<SlotKey>>,
+    /// Reused for the row key of each event.
+    key_buf: Vec<u8>,
     /// Row keys whose row changed since the last commit and is recomputed
     /// then (hopping windows; others only when changes are emitted).
     changed: HashSet<Vec<u8>>,
@@ -204,6 +206,19 @@ fn slot_in<'c>(
             }))
         }
     }
+}
+
+/// Adds a dirty slot's write (or deletion) to `batch` and marks it clean;
+/// returns true if the cache should forget it (deleted or closed).
+fn write_slot(batch: &mut Batch, cf: &str, k: &[u8], slot: &mut Slot, value: &mut Vec<u8>) -> bool {
+    slot.dirty = false;
+    if slot.deleted {
+        batch.delete(cf, k);
+    } else {
+        slot::encode_into(value, slot.form, &slot.accs);
+        batch.put(cf, k, &*value);
+    }
+    slot.deleted || slot.closed
 }
 
 /// What a missing field or `COUNT(*)`'s input reads as.
@@ -322,6 +337,7 @@ impl AggregateOp {
             hopping,
             closed_end: i64::MIN,
             expiring: BTreeMap::new(),
+            key_buf: Vec::new(),
             changed: HashSet::default(),
             ready: HashMap::default(),
             row_writes: Vec::new(),
@@ -488,14 +504,18 @@ impl AggregateOp {
                 if !is_open(&w) {
                     return Ok(Outcome::Late);
                 }
-                let k = key::windowed(vk, w.start, w.end);
+                let mut k = std::mem::take(&mut self.key_buf);
+                k.clear();
+                key::windowed_into(&mut k, vk, w.start, w.end);
                 // A cached slot is in the open index; a new one is added to it.
                 let close_at = w.end.saturating_add(grace);
                 let stored = Stored::OpenIndex(close_at);
-                self.add_with(store, &k, form, stored, event)?;
+                let added = self.add_with(store, &k, form, stored, event);
                 if self.emit_changes && emit == Emit::Changes {
-                    self.changed.insert(k);
+                    self.changed.insert(k.clone());
                 }
+                self.key_buf = k;
+                added?;
             }
             WindowSpec::Hopping {
                 size_ms,
@@ -604,7 +624,16 @@ impl AggregateOp {
             if *entry.key() > watermark {
                 break;
             }
-            let mut closing: Vec<SlotKey> = entry.remove().into_iter().collect();
+            let closing = entry.remove();
+            let retention = self.spec.window.as_ref().and_then(|w| w.retention_ms);
+            if !self.emit_changes && retention.is_none() && !self.sessions_used() {
+                // Nothing to hand out or schedule: just forget the slots.
+                for rk in closing {
+                    self.close_slot(&rk);
+                }
+                continue;
+            }
+            let mut closing: Vec<SlotKey> = closing.into_iter().collect();
             closing.sort_unstable();
             for rk in closing {
                 let changed = self.changed.remove(&rk[..]);
@@ -627,6 +656,11 @@ impl AggregateOp {
         }
         self.delete_expired(watermark);
         Ok(())
+    }
+
+    /// True for session windows (the operator keeps open sessions per group).
+    fn sessions_used(&self) -> bool {
+        matches!(self.window_spec(), Some((WindowSpec::Session { .. }, _, _)))
     }
 
     /// With a retention, schedules the deletion of closed window `w`'s row.
@@ -791,26 +825,36 @@ impl AggregateOp {
     pub fn flush(&mut self, batch: &mut Batch) -> u64 {
         let mut rows = 0;
         let mut dirty = std::mem::take(&mut self.dirty);
+        let mut value = Vec::new();
         // In key order, RocksDB's memtable inserts each key next to the
         // previous one instead of searching the skiplist from the top.
-        dirty.sort_unstable();
-        let mut value = Vec::new();
-        for k in dirty {
-            let Some(slot) = self.cache.get_mut(&k) else {
-                continue;
-            };
-            slot.dirty = false;
-            rows += 1;
-            let cf = &self.rows_cf;
-            let forget = slot.deleted || slot.closed;
-            if slot.deleted {
-                batch.delete(cf, &k);
-            } else {
-                slot::encode_into(&mut value, slot.form, &slot.accs);
-                batch.put(cf, &k, &value);
+        if dirty.len().saturating_mul(4) >= self.cache.len() {
+            // Most slots are dirty: one pass over the cache beats a lookup each.
+            let mut slots: Vec<(u64, &SlotKey, &mut Slot)> = self
+                .cache
+                .iter_mut()
+                .filter(|(_, slot)| slot.dirty)
+                .map(|(k, slot)| (key::order_prefix(k), k, slot))
+                .collect();
+            slots.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            let mut forget = 0;
+            for (_, k, slot) in slots {
+                rows += 1;
+                forget += usize::from(write_slot(batch, &self.rows_cf, k, slot, &mut value));
             }
-            if forget {
-                self.cache.remove(&k);
+            if forget > 0 {
+                self.cache.retain(|_, slot| !(slot.deleted || slot.closed));
+            }
+        } else {
+            dirty.sort_unstable();
+            for k in dirty {
+                let Some(slot) = self.cache.get_mut(&k) else {
+                    continue;
+                };
+                rows += 1;
+                if write_slot(batch, &self.rows_cf, &k, slot, &mut value) {
+                    self.cache.remove(&k);
+                }
             }
         }
         if let Some(slices) = &mut self.hopping {

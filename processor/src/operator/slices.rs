@@ -408,10 +408,14 @@ impl Slices {
         // previous one instead of searching from the top.
         if dirty.len().saturating_mul(4) >= self.groups.len() {
             // Most groups are dirty: one pass over the map beats a lookup each.
-            let mut groups: Vec<(&GroupKey, &mut Group)> =
-                self.groups.iter_mut().filter(|(_, g)| g.dirty).collect();
-            groups.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            for (gk, group) in groups {
+            let mut groups: Vec<(u64, &GroupKey, &mut Group)> = self
+                .groups
+                .iter_mut()
+                .filter(|(_, g)| g.dirty)
+                .map(|(gk, g)| (key::order_prefix(gk), gk, g))
+                .collect();
+            groups.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            for (_, gk, group) in groups {
                 written += write_dirty(batch, &self.cf, self.slice_ms, gk, group, &mut buffers);
             }
         } else {

@@ -60,10 +60,25 @@ pub fn decode_i64(bytes: &[u8]) -> Option<(i64, &[u8])> {
 /// The key of a windowed row: group key, window start, window end.
 pub fn windowed(key: &[u8], start: i64, end: i64) -> Vec<u8> {
     let mut out = Vec::with_capacity(key.len() + 18);
-    encode_group_key(&mut out, key);
-    encode_i64(&mut out, start);
-    encode_i64(&mut out, end);
+    windowed_into(&mut out, key, start, end);
     out
+}
+
+/// Appends the [`windowed`] key to `out`.
+pub fn windowed_into(out: &mut Vec<u8>, key: &[u8], start: i64, end: i64) {
+    encode_group_key(out, key);
+    encode_i64(out, start);
+    encode_i64(out, end);
+}
+
+/// The first 8 bytes of `k` (zero-padded) as a number: comparing these
+/// and then, on a tie, the whole keys gives byte order — cheaply, when
+/// sorting references to keys stored elsewhere.
+pub fn order_prefix(k: &[u8]) -> u64 {
+    let mut head = [0u8; 8];
+    let n = k.len().min(8);
+    head[..n].copy_from_slice(&k[..n]);
+    u64::from_be_bytes(head)
 }
 
 /// Decodes a [`windowed`] key.
@@ -127,6 +142,15 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn prefix_then_key_order_is_byte_order(keys in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..12), 0..40)) {
+            let mut by_prefix = keys.clone();
+            by_prefix.sort_by(|a, b| (order_prefix(a), a).cmp(&(order_prefix(b), b)));
+            let mut bytewise = keys;
+            bytewise.sort();
+            prop_assert_eq!(by_prefix, bytewise);
+        }
+
         #[test]
         fn windowed_keys_roundtrip(key in proptest::collection::vec(any::<u8>(), 0..20), s in any::<i64>(), e in any::<i64>()) {
             prop_assert_eq!(decode_windowed(&windowed(&key, s, e)), Some((key, s, e)));
