@@ -102,7 +102,7 @@ pub struct AggregateOp {
     /// Row changes ready to hand out, by row key (`None` = removed).
     ready: HashMap<Vec<u8>, Option<Value>>,
     /// Hopping rows to write at the next flush (`None` = delete).
-    row_writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    row_writes: Vec<(SlotKey, Option<RowValue>)>,
 }
 
 /// A slot's row key, kept inline up to 32 bytes: comparing and hashing
@@ -113,6 +113,10 @@ type SlotKey = smallvec::SmallVec<[u8; 32]>;
 /// A slot's accumulators, inline for up to two aggregates: they sit in the
 /// cache entry next to its key, so updating a slot touches one place.
 pub(crate) type Accs = smallvec::SmallVec<[Accumulator; 2]>;
+
+/// An encoded row (`state::slot`) queued for writing, inline when small:
+/// closing a hopping window writes a row per group, with no allocation.
+type RowValue = smallvec::SmallVec<[u8; 32]>;
 
 /// Whether a slot missing from the cache may be in the store.
 #[derive(Debug, Clone, Copy)]
@@ -681,7 +685,7 @@ impl AggregateOp {
                 break;
             }
             for rk in entry.remove() {
-                self.row_writes.push((rk.to_vec(), None));
+                self.row_writes.push((rk, None));
             }
         }
     }
@@ -719,18 +723,24 @@ impl AggregateOp {
                 .hopping
                 .as_mut()
                 .expect("a hopping aggregate has slices");
-            for (vk, form, accs) in slices.close(store, &self.spec, w, keep_from)? {
-                let rk = key::windowed(&vk, w.start, w.end);
-                let changed = self.changed.remove(&rk);
+            let closed = slices.close(store, &self.spec, w, keep_from)?;
+            let (mut rk, mut value) = (std::mem::take(&mut self.key_buf), Vec::new());
+            for (vk, form, accs) in closed {
+                rk.clear();
+                key::windowed_into(&mut rk, &vk, w.start, w.end);
+                let changed = !self.changed.is_empty() && self.changed.remove(&rk);
                 if self.emit_changes && (emit == Emit::Final || changed) {
                     let row = self.hopping_row(&vk, form, w, &accs)?;
                     self.ready.insert(rk.clone(), row);
                 }
                 if self.write_rows {
                     self.expire_later(&rk, w);
-                    self.row_writes.push((rk, Some(slot::encode(form, &accs))));
+                    slot::encode_into(&mut value, form, &accs);
+                    self.row_writes
+                        .push((SlotKey::from_slice(&rk), Some(RowValue::from_slice(&value))));
                 }
             }
+            self.key_buf = rk;
             self.closed_end = end;
         }
         // Windows that closed without data stay closed: an event arriving
@@ -866,8 +876,8 @@ impl AggregateOp {
         for (k, v) in row_writes {
             rows += 1;
             match v {
-                Some(v) => batch.put(&self.rows_cf, k, v),
-                None => batch.delete(&self.rows_cf, k),
+                Some(v) => batch.put(&self.rows_cf, &k, &v),
+                None => batch.delete(&self.rows_cf, &k),
             }
         }
         if self.cache.len() > self.cache_limit {

@@ -51,14 +51,14 @@ type Db = DBWithThreadMode<MultiThreaded>;
 
 /// Options of every column family. Memtables are kept small (16 MiB): state
 /// keys arrive in random order, and a skiplist insert into a large memtable
-/// is mostly cache misses; a memtable bloom filter makes lookups of absent
-/// keys (new groups) cheap, and a block bloom filter does the same on disk.
+/// is mostly cache misses. A block bloom filter makes lookups of absent keys
+/// cheap on disk; there is no memtable bloom filter, since every write would
+/// pay for it and the operators' complete indexes already avoid looking up
+/// keys that do not exist.
 fn cf_options() -> Options {
     let mut opts = Options::default();
     opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
     opts.set_write_buffer_size(16 << 20);
-    opts.set_memtable_prefix_bloom_ratio(0.1);
-    opts.set_memtable_whole_key_filtering(true);
     let mut table = BlockBasedOptions::default();
     table.set_bloom_filter(10.0, false);
     table.set_whole_key_filtering(true);
