@@ -131,8 +131,9 @@ impl Sum {
     }
 }
 
-/// (offset, partition) ordering of LATEST/EARLIEST, with the value.
-type ByOffset = Option<((u64, u32), Value)>;
+/// (offset, partition) ordering of LATEST/EARLIEST, with the value; boxed
+/// so that every accumulator stays small (40 bytes) in the state cache.
+type ByOffset = Option<Box<((u64, u32), Value)>>;
 
 /// The partial result of one aggregate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,13 +213,13 @@ impl Accumulator {
                 set.insert(value.to_string());
             }
             Accumulator::Latest(slot) => {
-                if slot.as_ref().is_none_or(|(p, _)| position >= *p) {
-                    *slot = Some((position, value.clone()));
+                if slot.as_ref().is_none_or(|held| position >= held.0) {
+                    *slot = Some(Box::new((position, value.clone())));
                 }
             }
             Accumulator::Earliest(slot) => {
-                if slot.as_ref().is_none_or(|(p, _)| position < *p) {
-                    *slot = Some((position, value.clone()));
+                if slot.as_ref().is_none_or(|held| position < held.0) {
+                    *slot = Some(Box::new((position, value.clone())));
                 }
             }
         }
@@ -240,15 +241,15 @@ impl Accumulator {
                 keep_if(a, b, std::cmp::Ordering::Greater)
             }
             (Accumulator::Distinct(a), Accumulator::Distinct(b)) => a.extend(b.iter().cloned()),
-            (Accumulator::Latest(a), Accumulator::Latest(Some((p, v))))
-                if a.as_ref().is_none_or(|(q, _)| p >= q) =>
+            (Accumulator::Latest(a), Accumulator::Latest(Some(b)))
+                if a.as_ref().is_none_or(|held| b.0 >= held.0) =>
             {
-                *a = Some((*p, v.clone()));
+                *a = Some(b.clone());
             }
-            (Accumulator::Earliest(a), Accumulator::Earliest(Some((p, v))))
-                if a.as_ref().is_none_or(|(q, _)| p < q) =>
+            (Accumulator::Earliest(a), Accumulator::Earliest(Some(b)))
+                if a.as_ref().is_none_or(|held| b.0 < held.0) =>
             {
-                *a = Some((*p, v.clone()));
+                *a = Some(b.clone());
             }
             _ => {}
         }
@@ -264,7 +265,7 @@ impl Accumulator {
             Accumulator::Min(v) | Accumulator::Max(v) => v.clone().unwrap_or(Value::Null),
             Accumulator::Distinct(set) => (set.len() as u64).into(),
             Accumulator::Latest(slot) | Accumulator::Earliest(slot) => {
-                slot.as_ref().map_or(Value::Null, |(_, v)| v.clone())
+                slot.as_ref().map_or(Value::Null, |held| held.1.clone())
             }
         }
     }
@@ -454,7 +455,8 @@ mod tests {
             proptest::option::of(value.clone()).prop_map(Accumulator::Min),
             proptest::option::of(value.clone()).prop_map(Accumulator::Max),
             proptest::collection::btree_set("[a-z]{0,3}", 0..4).prop_map(Accumulator::Distinct),
-            proptest::option::of((any::<(u64, u32)>(), value)).prop_map(Accumulator::Latest),
+            proptest::option::of((any::<(u64, u32)>(), value))
+                .prop_map(|v| Accumulator::Latest(v.map(Box::new))),
         ]
     }
 
