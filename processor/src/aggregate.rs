@@ -131,9 +131,13 @@ impl Sum {
     }
 }
 
-/// (offset, partition) ordering of LATEST/EARLIEST, with the value; boxed
-/// so that every accumulator stays small (40 bytes) in the state cache.
+/// (offset, partition) ordering of LATEST/EARLIEST, with the value. Values
+/// are boxed here and in [`Extreme`] so that every accumulator stays small
+/// (32 bytes) in the state cache and in hopping slices.
 type ByOffset = Option<Box<((u64, u32), Value)>>;
+
+/// The value MIN or MAX holds so far.
+type Extreme = Option<Box<Value>>;
 
 /// The partial result of one aggregate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,9 +155,9 @@ pub enum Accumulator {
         count: u64,
     },
     /// MIN.
-    Min(Option<Value>),
+    Min(Extreme),
     /// MAX.
-    Max(Option<Value>),
+    Max(Extreme),
     /// COUNT_DISTINCT: the distinct values, as JSON text.
     Distinct(BTreeSet<String>),
     /// LATEST_BY_OFFSET.
@@ -262,7 +266,9 @@ impl Accumulator {
             Accumulator::Sum(s) => s.result(),
             Accumulator::Avg { count: 0, .. } => Value::Null,
             Accumulator::Avg { sum, count } => float(sum / *count as f64),
-            Accumulator::Min(v) | Accumulator::Max(v) => v.clone().unwrap_or(Value::Null),
+            Accumulator::Min(v) | Accumulator::Max(v) => {
+                v.as_deref().cloned().unwrap_or(Value::Null)
+            }
             Accumulator::Distinct(set) => (set.len() as u64).into(),
             Accumulator::Latest(slot) | Accumulator::Earliest(slot) => {
                 slot.as_ref().map_or(Value::Null, |held| held.1.clone())
@@ -360,12 +366,12 @@ impl Accumulator {
 }
 
 /// Replaces `slot` with `candidate` when it orders `wanted` against it.
-fn keep_if(slot: &mut Option<Value>, candidate: &Value, wanted: std::cmp::Ordering) {
+fn keep_if(slot: &mut Extreme, candidate: &Value, wanted: std::cmp::Ordering) {
     match slot {
-        None => *slot = Some(candidate.clone()),
+        None => *slot = Some(Box::new(candidate.clone())),
         Some(current) => {
             if compare(candidate, current) == Some(wanted) {
-                *slot = Some(candidate.clone());
+                **current = candidate.clone();
             }
         }
     }
@@ -452,8 +458,8 @@ mod tests {
                 })
             ),
             (-1e12f64..1e12, any::<u64>()).prop_map(|(sum, count)| Accumulator::Avg { sum, count }),
-            proptest::option::of(value.clone()).prop_map(Accumulator::Min),
-            proptest::option::of(value.clone()).prop_map(Accumulator::Max),
+            proptest::option::of(value.clone()).prop_map(|v| Accumulator::Min(v.map(Box::new))),
+            proptest::option::of(value.clone()).prop_map(|v| Accumulator::Max(v.map(Box::new))),
             proptest::collection::btree_set("[a-z]{0,3}", 0..4).prop_map(Accumulator::Distinct),
             proptest::option::of((any::<(u64, u32)>(), value))
                 .prop_map(|v| Accumulator::Latest(v.map(Box::new))),

@@ -106,7 +106,10 @@ mod tests {
 
     #[test]
     fn roundtrip_and_group_forms() {
-        let accs = vec![Accumulator::Count(3), Accumulator::Max(Some(json!("z")))];
+        let accs = vec![
+            Accumulator::Count(3),
+            Accumulator::Max(Some(Box::new(json!("z")))),
+        ];
         for (group, key) in [
             (vec![json!("u1")], "u1".to_string()),
             (vec![json!(42)], "42".to_string()),
