@@ -208,12 +208,17 @@ fn read_rows(
     };
     // Open hopping windows (EMIT CHANGES) are not stored as rows: they are
     // merged from their slices and interleaved with the stored rows.
-    let mut open = match reader.spec.window.as_ref().map(|w| (w.window, w.emit)) {
-        Some((WindowSpec::Hopping { .. }, Emit::Changes)) => {
-            open_hopping_rows(snapshot, &reader, &start, upper.as_deref())?
-        }
-        _ => VecDeque::new(),
-    };
+    let hopping_changes = matches!(
+        reader.spec.window.as_ref().map(|w| (w.window, w.emit)),
+        Some((WindowSpec::Hopping { .. }, Emit::Changes))
+    );
+    let mut open = OpenRows::new(
+        snapshot,
+        &reader,
+        (&start, upper.as_deref()),
+        hopping_changes,
+        OPEN_SLICES_CHUNK,
+    );
     // Hidden rows (HAVING, open EMIT FINAL windows) are skipped, so read
     // pages until one row past the limit is found or the range ends.
     let page = limit.saturating_add(1).clamp(16, 4096);
@@ -232,8 +237,8 @@ fn read_rows(
         let raw = snapshot.scan(&scope.view_cf(), &start, upper.as_deref(), page)?;
         let exhausted = raw.len() < page;
         for (k, v) in &raw {
-            while open.front().is_some_and(|(ok, _)| ok < k) {
-                let (ok, row) = open.pop_front().expect("non-empty");
+            while open.peek_key()?.is_some_and(|ok| ok < k.as_slice()) {
+                let (ok, row) = open.pop().expect("peeked");
                 if push(&ok, row) {
                     return Ok((rows, last_key));
                 }
@@ -252,7 +257,8 @@ fn read_rows(
             _ => break,
         }
     }
-    while let Some((ok, row)) = open.pop_front() {
+    while open.peek_key()?.is_some() {
+        let (ok, row) = open.pop().expect("peeked");
         if push(&ok, row) {
             return Ok((rows, last_key));
         }
@@ -263,109 +269,189 @@ fn read_rows(
 /// A hopping slice's start and accumulators.
 type SliceAccs = (i64, Vec<Accumulator>);
 
-/// The rows of open hopping windows whose keys fall in `[start, upper)`,
-/// in key order: each window with data that the committed watermark has
-/// not closed, merged from its slices in operator state.
-fn open_hopping_rows(
-    snapshot: &Snapshot<'_>,
-    reader: &RowReader<'_>,
-    start: &[u8],
-    upper: Option<&[u8]>,
-) -> Result<VecDeque<(Vec<u8>, ViewRow)>> {
-    let Some(ws) = &reader.spec.window else {
-        return Ok(VecDeque::new());
-    };
-    let WindowSpec::Hopping {
-        size_ms,
-        advance_ms,
-    } = ws.window
-    else {
-        return Ok(VecDeque::new());
-    };
-    // Whole groups: a window in range may use slices past `upper`.
-    let group_start = |k: &[u8]| match key::decode_group_key(k) {
-        Some((group, _)) => key::plain(&group),
-        None => k.to_vec(),
-    };
-    let mut lower = vec![ns::ACCUMULATOR];
-    lower.extend(group_start(start));
-    let slice_upper = match upper {
-        Some(u) => {
-            let mut end = vec![ns::ACCUMULATOR];
-            match key::decode_group_key(u) {
-                Some((group, rest)) if !rest.is_empty() => {
-                    let mut g = key::plain(&group);
-                    *g.last_mut().expect("terminated") += 1;
-                    end.extend(g);
+/// Slices read at a time by [`OpenRows`] (then completed to a whole group).
+const OPEN_SLICES_CHUNK: usize = 4096;
+
+/// The rows of open hopping windows (EMIT CHANGES) whose keys fall in a
+/// range, in key order: each window with data that the committed watermark
+/// has not closed, merged from its slices in operator state. Slices are
+/// read a chunk of whole groups at a time, as the rows are consumed, so a
+/// page of a large view reads only the groups it reaches.
+struct OpenRows<'a> {
+    snapshot: &'a Snapshot<'a>,
+    reader: &'a RowReader<'a>,
+    /// Row keys in `[start, upper)` are wanted.
+    start: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    /// Where the next slice scan starts (`None`: no more slices).
+    next: Option<Vec<u8>>,
+    /// End of the slice range.
+    slice_upper: Vec<u8>,
+    chunk: usize,
+    ready: VecDeque<(Vec<u8>, ViewRow)>,
+}
+
+impl<'a> OpenRows<'a> {
+    /// Open rows with keys in `[start, upper)`; none unless `enabled`.
+    fn new(
+        snapshot: &'a Snapshot<'a>,
+        reader: &'a RowReader<'a>,
+        (start, upper): (&[u8], Option<&[u8]>),
+        enabled: bool,
+        chunk: usize,
+    ) -> Self {
+        // Whole groups: a window in range may use slices past `upper`.
+        let group_start = |k: &[u8]| match key::decode_group_key(k) {
+            Some((group, _)) => key::plain(&group),
+            None => k.to_vec(),
+        };
+        let mut lower = vec![ns::ACCUMULATOR];
+        lower.extend(group_start(start));
+        let slice_upper = match upper {
+            Some(u) => {
+                let mut end = vec![ns::ACCUMULATOR];
+                match key::decode_group_key(u) {
+                    Some((group, rest)) if !rest.is_empty() => {
+                        let mut g = key::plain(&group);
+                        *g.last_mut().expect("terminated") += 1;
+                        end.extend(g);
+                    }
+                    _ => end.extend_from_slice(u),
                 }
-                _ => end.extend_from_slice(u),
+                end
             }
-            end
-        }
-        None => vec![ns::ACCUMULATOR + 1],
-    };
-    let state_cf = reader.scope.state_cf();
-    let slices = snapshot.scan(&state_cf, &lower, Some(&slice_upper), usize::MAX)?;
-    let fresh = || -> Vec<Accumulator> {
-        reader
-            .spec
-            .aggregates
-            .iter()
-            .map(|a| a.kind.accumulator())
-            .collect()
-    };
-    // Slices grouped by view key, in key (then time) order.
-    let mut groups: Vec<(Vec<u8>, GroupForm, Vec<SliceAccs>)> = Vec::new();
-    for (k, v) in &slices {
-        let (group, slice_start, _) =
-            key::decode_windowed(&k[1..]).ok_or_else(|| reader.bad("bad slice key"))?;
-        let (form, accs) = slot::decode(v).ok_or_else(|| reader.bad("bad slice value"))?;
-        match groups.last_mut() {
-            Some((g, _, list)) if *g == group => list.push((slice_start, accs)),
-            _ => groups.push((group, form, vec![(slice_start, accs)])),
+            None => vec![ns::ACCUMULATOR + 1],
+        };
+        OpenRows {
+            snapshot,
+            reader,
+            start: start.to_vec(),
+            upper: upper.map(<[u8]>::to_vec),
+            next: enabled.then_some(lower),
+            slice_upper,
+            chunk: chunk.max(1),
+            ready: VecDeque::new(),
         }
     }
-    let mut out = VecDeque::new();
-    for (group, form, slices) in groups {
-        let key = String::from_utf8_lossy(&group).into_owned();
-        let values = form
-            .values(&key)
-            .ok_or_else(|| reader.bad("bad group key"))?;
-        let mut starts = std::collections::BTreeSet::new();
-        for (s, _) in &slices {
-            for w in hopping::windows_of(*s, size_ms, advance_ms) {
-                if w.end.saturating_add(ws.grace_ms) > reader.watermark {
-                    starts.insert(w.start);
-                }
-            }
-        }
-        for window_start in starts {
-            let w = Window {
-                start: window_start,
-                end: window_start + size_ms,
+
+    /// The key of the next open row, reading slices as needed.
+    fn peek_key(&mut self) -> Result<Option<&[u8]>> {
+        while self.ready.is_empty() {
+            let Some(from) = self.next.take() else {
+                break;
             };
-            let rk = key::windowed(&group, w.start, w.end);
-            if rk.as_slice() < start || upper.is_some_and(|u| rk.as_slice() >= u) {
-                continue;
-            }
-            let mut accs = fresh();
-            for (_, part) in slices.iter().filter(|(s, _)| w.contains(*s)) {
-                for (acc, p) in accs.iter_mut().zip(part) {
-                    acc.merge(p);
-                }
-            }
-            if let Some(row) = row_of(&reader.spec, &values, Some(w), &accs) {
-                let view_row = ViewRow {
-                    key: key.clone(),
-                    window_start: Some(w.start),
-                    window_end: Some(w.end),
-                    row,
-                };
-                out.push_back((rk, view_row));
+            self.read_chunk(&from)?;
+        }
+        Ok(self.ready.front().map(|(k, _)| k.as_slice()))
+    }
+
+    /// The next open row (after [`OpenRows::peek_key`] found one).
+    fn pop(&mut self) -> Option<(Vec<u8>, ViewRow)> {
+        self.ready.pop_front()
+    }
+
+    /// Reads up to a chunk of slices from `from`, completed to the end of
+    /// the last group, and turns them into rows.
+    fn read_chunk(&mut self, from: &[u8]) -> Result<()> {
+        let state_cf = self.reader.scope.state_cf();
+        let mut slices =
+            self.snapshot
+                .scan(&state_cf, from, Some(&self.slice_upper), self.chunk)?;
+        if slices.len() < self.chunk {
+            self.next = None;
+        } else {
+            let (last, _) = slices.last().expect("a full chunk");
+            let (group, _) = key::decode_group_key(&last[1..])
+                .ok_or_else(|| self.reader.bad("bad slice key"))?;
+            let mut prefix = vec![ns::ACCUMULATOR];
+            prefix.extend(key::plain(&group));
+            let group_end = key::prefix_end(&prefix)
+                .filter(|end| *end < self.slice_upper)
+                .unwrap_or_else(|| self.slice_upper.clone());
+            let mut after = last.clone();
+            after.push(0);
+            let rest = self
+                .snapshot
+                .scan(&state_cf, &after, Some(&group_end), usize::MAX)?;
+            slices.extend(rest);
+            self.next = (group_end < self.slice_upper).then_some(group_end);
+        }
+        self.rows_of(&slices)
+    }
+
+    /// The open rows of whole groups' slices, in key order.
+    fn rows_of(&mut self, slices: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        let reader = self.reader;
+        let Some(ws) = &reader.spec.window else {
+            return Ok(());
+        };
+        let WindowSpec::Hopping {
+            size_ms,
+            advance_ms,
+        } = ws.window
+        else {
+            return Ok(());
+        };
+        let fresh = || -> Vec<Accumulator> {
+            reader
+                .spec
+                .aggregates
+                .iter()
+                .map(|a| a.kind.accumulator())
+                .collect()
+        };
+        // Slices grouped by view key, in key (then time) order.
+        let mut groups: Vec<(Vec<u8>, GroupForm, Vec<SliceAccs>)> = Vec::new();
+        for (k, v) in slices {
+            let (group, slice_start, _) =
+                key::decode_windowed(&k[1..]).ok_or_else(|| reader.bad("bad slice key"))?;
+            let (form, accs) = slot::decode(v).ok_or_else(|| reader.bad("bad slice value"))?;
+            match groups.last_mut() {
+                Some((g, _, list)) if *g == group => list.push((slice_start, accs)),
+                _ => groups.push((group, form, vec![(slice_start, accs)])),
             }
         }
+        for (group, form, slices) in groups {
+            let key = String::from_utf8_lossy(&group).into_owned();
+            let values = form
+                .values(&key)
+                .ok_or_else(|| reader.bad("bad group key"))?;
+            let mut starts = std::collections::BTreeSet::new();
+            for (s, _) in &slices {
+                for w in hopping::windows_of(*s, size_ms, advance_ms) {
+                    if w.end.saturating_add(ws.grace_ms) > reader.watermark {
+                        starts.insert(w.start);
+                    }
+                }
+            }
+            for window_start in starts {
+                let w = Window {
+                    start: window_start,
+                    end: window_start + size_ms,
+                };
+                let rk = key::windowed(&group, w.start, w.end);
+                if rk < self.start || self.upper.as_ref().is_some_and(|u| rk >= *u) {
+                    continue;
+                }
+                let mut accs = fresh();
+                for (_, part) in slices.iter().filter(|(s, _)| w.contains(*s)) {
+                    for (acc, p) in accs.iter_mut().zip(part) {
+                        acc.merge(p);
+                    }
+                }
+                if let Some(row) = row_of(&reader.spec, &values, Some(w), &accs) {
+                    let view_row = ViewRow {
+                        key: key.clone(),
+                        window_start: Some(w.start),
+                        window_end: Some(w.end),
+                        row,
+                    };
+                    self.ready.push_back((rk, view_row));
+                }
+            }
+        }
+        Ok(())
     }
-    Ok(out)
 }
 
 fn read_u64(snapshot: &Snapshot<'_>, scope: &Scope, name: &str) -> Result<Option<u64>> {

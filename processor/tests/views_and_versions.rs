@@ -311,3 +311,66 @@ fn rows_are_deleted_after_their_retention() {
     // until 4000; open windows [2000,4000), [3000,5000) are computed.
     assert_eq!(starts(&h, &hopping), vec![1000, 2000, 3000]);
 }
+
+#[test]
+fn pages_of_a_large_hopping_view_hold_every_open_window_once_in_order() {
+    // 1,500 groups with a slice each at 0, 1000 and 2000: 4,500 slices,
+    // more than one chunk of slices read at a time, so chunk boundaries
+    // fall inside a group.
+    let plan = Pipeline::from_topic("clicks")
+        .event_time_field("ts")
+        .max_out_of_orderness(Duration::from_secs(3600))
+        .key_by([("page", Expr::field("page"))])
+        .window(dsl::Hopping::of(
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        ))
+        .aggregate([dsl::count("n")])
+        .to_view("hops");
+    let groups = 1500;
+    let mut steps = Vec::new();
+    for ts in [100, 1100, 2100] {
+        for g in 0..groups {
+            steps.push(click(&format!("p{g:04}"), ts));
+        }
+    }
+    let h = run_steps(&plan, &steps, None);
+    let scope = Scope {
+        name: plan.name.clone(),
+        version: 1,
+    };
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (rows, next) =
+            view::query(&h.store, &scope, &ViewQuery::All, cursor.as_deref(), 700).unwrap();
+        seen.extend(rows);
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    // Every window is open: five per group, counting 1, 2, 3, 2, 1 slices.
+    let mut expected = Vec::new();
+    for g in 0..groups {
+        for (start, n) in [(-2000, 1), (-1000, 2), (0, 3), (1000, 2), (2000, 1)] {
+            expected.push((format!("p{g:04}"), start, n));
+        }
+    }
+    let got: Vec<(String, i64, i64)> = seen
+        .iter()
+        .map(|r| {
+            (
+                r.key.clone(),
+                r.window_start.unwrap(),
+                r.row["n"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), expected.len());
+    assert_eq!(got, expected);
+    // One page with everything: a chunk boundary splits a group it reads.
+    let (all, next) = view::query(&h.store, &scope, &ViewQuery::All, None, 100_000).unwrap();
+    assert!(next.is_none());
+    assert_eq!(all, seen);
+}
