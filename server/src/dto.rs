@@ -385,6 +385,9 @@ pub struct RowsOut {
     pub view: String,
     /// Version read.
     pub version: u64,
+    /// The view's columns in SELECT order: the keys of each row's `row`
+    /// (JSON objects do not keep an order).
+    pub columns: Vec<String>,
     /// The rows, in key (then window start) order.
     pub rows: Vec<RowOut>,
     /// Give as `cursor` for the next page; null on the last page.

@@ -116,11 +116,11 @@ fn sql_views_query_and_replay_through_the_cli() {
             "u1",
             "2026-01-01T00:00:00.000Z",
             "2026-01-01T00:05:00.000Z",
-            "7.75",
             "2",
-            "15.5"
+            "15.5",
+            "7.75"
         ],
-        "{rows}"
+        "columns in SELECT order: {rows}"
     );
     assert!(
         rows.contains("1 row of purchase_stats version 1, as of offsets"),
@@ -175,6 +175,24 @@ fn sql_views_query_and_replay_through_the_cli() {
         None,
     );
     assert!(selected.lines().any(|l| l.starts_with("u2 ")), "{selected}");
+    let header: Vec<&str> = selected
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "KEY",
+            "WINDOW_START",
+            "WINDOW_END",
+            "purchase_count",
+            "total_amount",
+            "avg_amount"
+        ],
+        "columns in SELECT order: {selected}"
+    );
 
     let replayed = kappa_ok(
         &server,

@@ -253,6 +253,27 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
     let results = client.sql_ok("SELECT * FROM purchase_stats WHERE user_id = 'u2';");
     let pulled = &results[0];
     assert_eq!(pulled["statement"], "SELECT");
+    // Columns in SELECT order (JSON objects do not keep one), for reads too.
+    let columns = json!([
+        "user_id",
+        "window_start",
+        "window_end",
+        "purchase_count",
+        "total_amount",
+        "avg_amount"
+    ]);
+    assert_eq!(pulled["columns"], columns, "{pulled}");
+    assert_eq!(
+        client.view_rows("purchase_stats", "prefix=u")["columns"],
+        columns
+    );
+    let picked =
+        client.sql_ok("SELECT AVG_AMOUNT, user_id FROM purchase_stats WHERE user_id = 'u2';");
+    assert_eq!(
+        picked[0]["columns"],
+        json!(["avg_amount", "user_id"]),
+        "{picked:?}"
+    );
     let u2: Vec<(i64, u64)> = pulled["rows"]
         .as_array()
         .unwrap()

@@ -89,6 +89,9 @@ pub struct RowsAnswer {
     /// The version read.
     #[serde(default)]
     pub version: u64,
+    /// The columns in SELECT order (older servers send none).
+    #[serde(default)]
+    pub columns: Vec<String>,
     /// The rows.
     #[serde(default)]
     pub rows: Vec<Row>,
@@ -132,14 +135,15 @@ pub fn run(client: &Client, args: QueryArgs, out: &mut dyn Write) -> anyhow::Res
         return Ok(());
     }
     let answer: RowsAnswer = http::parse(&path, &body)?;
-    out.write_all(render_rows(&answer.rows).as_bytes())?;
+    out.write_all(render_rows(&answer.rows, &answer.columns).as_bytes())?;
     writeln!(out, "{}", summary(&answer))?;
     Ok(())
 }
 
 /// The row table: `KEY`, the window bounds (windowed views), then the row's
-/// columns, leaving out those that only repeat the key or a window bound.
-pub fn render_rows(rows: &[Row]) -> String {
+/// columns in `order` (the view's SELECT order; any others after them),
+/// leaving out those that only repeat the key or a window bound.
+pub fn render_rows(rows: &[Row], order: &[String]) -> String {
     let windowed = rows.iter().any(|r| r.window_start.is_some());
     let mut columns: Vec<String> = Vec::new();
     for row in rows {
@@ -151,6 +155,8 @@ pub fn render_rows(rows: &[Row]) -> String {
             }
         }
     }
+    let rank = |name: &String| order.iter().position(|o| o == name).unwrap_or(order.len());
+    columns.sort_by_key(rank);
     let mut headers = vec![("KEY".to_string(), Align::Left)];
     if windowed {
         headers.push(("WINDOW_START".into(), Align::Left));
@@ -258,7 +264,7 @@ mod tests {
     fn renders_rows_without_repeating_key_and_window() {
         let answer: RowsAnswer = serde_json::from_str(ROWS).unwrap();
         assert_eq!(
-            render_rows(&answer.rows),
+            render_rows(&answer.rows, &answer.columns),
             "KEY  WINDOW_START              WINDOW_END                avg_amount  purchase_count  total_amount\n\
              u1   2026-01-01T00:00:00.000Z  2026-01-01T00:05:00.000Z        7.75               2          15.5\n"
         );
@@ -276,8 +282,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            render_rows(&rows),
+            render_rows(&rows, &[]),
             "KEY  VALUE  n  tag\na           1  x\nb    5\n"
+        );
+    }
+
+    #[test]
+    fn columns_follow_the_select_order() {
+        let mut answer: RowsAnswer = serde_json::from_str(ROWS).unwrap();
+        answer.columns = [
+            "user_id",
+            "window_start",
+            "window_end",
+            "total_amount",
+            "purchase_count",
+            "avg_amount",
+        ]
+        .map(String::from)
+        .to_vec();
+        let table = render_rows(&answer.rows, &answer.columns);
+        let header = table.lines().next().unwrap();
+        assert_eq!(
+            header.split_whitespace().collect::<Vec<_>>(),
+            [
+                "KEY",
+                "WINDOW_START",
+                "WINDOW_END",
+                "total_amount",
+                "purchase_count",
+                "avg_amount"
+            ]
         );
     }
 

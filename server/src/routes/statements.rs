@@ -397,11 +397,29 @@ fn select(state: &AppState, query: &PullQuery) -> ApiResult<Value> {
     let first = first.expect("one page at least");
     let mut out = super::views::rows_out(query.view.clone(), first);
     out.rows = Vec::new();
+    if let Some(selected) = &query.columns {
+        out.columns = selected_columns(&out.columns, selected);
+    }
     let mut value = serde_json::to_value(out).map_err(|e| ApiError::internal(e.to_string()))?;
     value["statement"] = json!("SELECT");
     value["rows"] = Value::Array(rows);
     value["truncated"] = json!(truncated);
     Ok(value)
+}
+
+/// The names `project` gives the selected columns: a view column's own
+/// name when one matches (case-insensitively), else the name as written.
+fn selected_columns(view_columns: &[String], selected: &[String]) -> Vec<String> {
+    selected
+        .iter()
+        .map(|c| {
+            view_columns
+                .iter()
+                .find(|v| v.eq_ignore_ascii_case(c))
+                .unwrap_or(c)
+                .clone()
+        })
+        .collect()
 }
 
 /// The selected columns of a row (all when `columns` is None), matched

@@ -67,6 +67,7 @@ pub fn rows_out(view: String, answer: RowsAnswer) -> RowsOut {
     RowsOut {
         view,
         version: answer.version,
+        columns: answer.columns,
         rows: answer
             .rows
             .into_iter()

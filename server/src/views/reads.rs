@@ -48,6 +48,8 @@ pub struct RowsRequest {
 pub struct RowsAnswer {
     /// Version read.
     pub version: u64,
+    /// The view's columns in SELECT order (the keys of each row).
+    pub columns: Vec<String>,
     /// Rows.
     pub rows: Vec<ViewRow>,
     /// Cursor of the next page.
@@ -61,6 +63,14 @@ struct Target {
     scope: Scope,
     plan: Plan,
     partitions: usize,
+}
+
+/// A table's columns in SELECT order.
+fn columns(plan: &Plan) -> Vec<String> {
+    match &plan.operation {
+        Operation::Aggregate(a) => a.columns.iter().map(|(name, _)| name.clone()).collect(),
+        Operation::Project { columns } => columns.iter().map(|(name, _)| name.clone()).collect(),
+    }
 }
 
 fn windowed(plan: &Plan) -> bool {
@@ -137,6 +147,7 @@ impl ViewManager {
         .map_err(gone)?;
         Ok(RowsAnswer {
             version: target.scope.version,
+            columns: columns(&target.plan),
             rows,
             next_cursor,
             as_of,

@@ -123,7 +123,7 @@ fn select(result: &Value) -> Option<String> {
     let answer: RowsAnswer = serde_json::from_value(result.clone()).ok()?;
     Some(format!(
         "{}{}\n",
-        query::render_rows(&answer.rows),
+        query::render_rows(&answer.rows, &answer.columns),
         query::summary(&answer)
     ))
 }
