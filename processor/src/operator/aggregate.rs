@@ -228,7 +228,8 @@ fn write_slot(batch: &mut Batch, cf: &str, k: &[u8], slot: &mut Slot, value: &mu
 /// What a missing field or `COUNT(*)`'s input reads as.
 static NULL: Value = Value::Null;
 
-fn corrupt(cf: &str, reason: impl Into<String>) -> ProcessorError {
+/// A corrupt-state error of column family `cf`.
+pub(crate) fn corrupt(cf: &str, reason: impl Into<String>) -> ProcessorError {
     ProcessorError::CorruptState {
         cf: cf.to_string(),
         reason: reason.into(),
@@ -840,15 +841,9 @@ impl AggregateOp {
         // previous one instead of searching the skiplist from the top.
         if dirty.len().saturating_mul(4) >= self.cache.len() {
             // Most slots are dirty: one pass over the cache beats a lookup each.
-            let mut slots: Vec<(u64, &SlotKey, &mut Slot)> = self
-                .cache
-                .iter_mut()
-                .filter(|(_, slot)| slot.dirty)
-                .map(|(k, slot)| (key::order_prefix(k), k, slot))
-                .collect();
-            slots.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            let slots = key::in_key_order(self.cache.iter_mut().filter(|(_, slot)| slot.dirty));
             let mut forget = 0;
-            for (_, k, slot) in slots {
+            for (k, slot) in slots {
                 rows += 1;
                 forget += usize::from(write_slot(batch, &self.rows_cf, k, slot, &mut value));
             }
@@ -916,30 +911,25 @@ impl AggregateOp {
         if self.hopping.is_some() && retention.is_none() {
             return Ok(());
         }
-        let mut after = Vec::new();
-        loop {
-            let chunk = store.scan_keys(&self.rows_cf, &after, None, 10_000)?;
-            let Some(last) = chunk.last() else { break };
-            after = last.clone();
-            after.push(0);
-            for k in chunk {
-                let (group, start, end) = key::decode_windowed(&k)
-                    .ok_or_else(|| corrupt(&self.rows_cf, "bad row key"))?;
-                let w = Window { start, end };
-                let close_at = end.saturating_add(grace);
-                if self.hopping.is_some() || close_at <= watermark {
-                    self.expire_later(&k, w);
-                    continue;
-                }
-                if matches!(window, WindowSpec::Session { .. }) {
-                    self.sessions.entry(group).or_default().push(w);
-                }
-                self.open
-                    .entry(close_at)
-                    .or_default()
-                    .insert(SlotKey::from_vec(k));
+        let rows_cf = self.rows_cf.clone();
+        store.for_each_key(&rows_cf, &[], None, |k| {
+            let (group, start, end) =
+                key::decode_windowed(&k).ok_or_else(|| corrupt(&rows_cf, "bad row key"))?;
+            let w = Window { start, end };
+            let close_at = end.saturating_add(grace);
+            if self.hopping.is_some() || close_at <= watermark {
+                self.expire_later(&k, w);
+                return Ok(());
             }
-        }
+            if matches!(window, WindowSpec::Session { .. }) {
+                self.sessions.entry(group).or_default().push(w);
+            }
+            self.open
+                .entry(close_at)
+                .or_default()
+                .insert(SlotKey::from_vec(k));
+            Ok(())
+        })?;
         self.delete_expired(watermark);
         Ok(())
     }

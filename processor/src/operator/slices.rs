@@ -29,8 +29,8 @@
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 
-use super::aggregate::{add_event, fresh_accs, Accs};
-use crate::error::{ProcessorError, Result};
+use super::aggregate::{add_event, corrupt, fresh_accs, Accs};
+use crate::error::Result;
 use crate::event::Event;
 use crate::plan::AggregateSpec;
 use crate::state::key;
@@ -168,13 +168,6 @@ fn slice_key_into(k: &mut Vec<u8>, vk: &[u8], start: i64, slice_ms: i64) {
     key::encode_group_key(k, vk);
     key::encode_i64(k, start);
     key::encode_i64(k, start + slice_ms);
-}
-
-fn corrupt(cf: &str, reason: &str) -> ProcessorError {
-    ProcessorError::CorruptState {
-        cf: cf.to_string(),
-        reason: reason.to_string(),
-    }
 }
 
 /// Loads a stub group's slices from the store (one range scan).
@@ -408,14 +401,8 @@ impl Slices {
         // previous one instead of searching from the top.
         if dirty.len().saturating_mul(4) >= self.groups.len() {
             // Most groups are dirty: one pass over the map beats a lookup each.
-            let mut groups: Vec<(u64, &GroupKey, &mut Group)> = self
-                .groups
-                .iter_mut()
-                .filter(|(_, g)| g.dirty)
-                .map(|(gk, g)| (key::order_prefix(gk), gk, g))
-                .collect();
-            groups.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            for (_, gk, group) in groups {
+            let groups = key::in_key_order(self.groups.iter_mut().filter(|(_, g)| g.dirty));
+            for (gk, group) in groups {
                 written += write_dirty(batch, &self.cf, self.slice_ms, gk, group, &mut buffers);
             }
         } else {
@@ -450,31 +437,25 @@ impl Slices {
     /// Rebuilds the index from the store: every group with stored slices
     /// becomes a stub, loaded when used.
     pub fn restore(&mut self, store: &Store) -> Result<()> {
+        let cf = self.cf.clone();
         let upper = [ns::ACCUMULATOR + 1];
-        let mut after = vec![ns::ACCUMULATOR];
-        loop {
-            let chunk = store.scan_keys(&self.cf, &after, Some(&upper), 10_000)?;
-            let Some(last) = chunk.last() else { break };
-            after = last.clone();
-            after.push(0);
-            for k in chunk {
-                let (group, start, _) = key::decode_windowed(&k[1..])
-                    .ok_or_else(|| corrupt(&self.cf, "bad slice key"))?;
-                // Keys come in group, then start order: the first is the earliest.
-                if let Entry::Vacant(e) = self.groups.entry(GroupKey::from_vec(group)) {
-                    let gk = e.key().clone();
-                    e.insert(Group {
-                        form: GroupForm::String,
-                        slices: Vec::new(),
-                        loaded: false,
-                        indexed_at: start,
-                        dirty: false,
-                        closed_for: i64::MIN,
-                    });
-                    self.index(&gk, start);
-                }
+        store.for_each_key(&cf, &[ns::ACCUMULATOR], Some(&upper), |k| {
+            let (group, start, _) =
+                key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(&cf, "bad slice key"))?;
+            // Keys come in group, then start order: the first is the earliest.
+            if let Entry::Vacant(e) = self.groups.entry(GroupKey::from_vec(group)) {
+                let gk = e.key().clone();
+                e.insert(Group {
+                    form: GroupForm::String,
+                    slices: Vec::new(),
+                    loaded: false,
+                    indexed_at: start,
+                    dirty: false,
+                    closed_for: i64::MIN,
+                });
+                self.index(&gk, start);
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }

@@ -81,6 +81,22 @@ pub fn order_prefix(k: &[u8]) -> u64 {
     u64::from_be_bytes(head)
 }
 
+/// Map entries in the byte order of their keys, sorted by
+/// [`order_prefix`] first so that most comparisons touch no key memory.
+pub fn in_key_order<'a, K, V>(
+    entries: impl Iterator<Item = (&'a K, &'a mut V)>,
+) -> Vec<(&'a K, &'a mut V)>
+where
+    K: AsRef<[u8]> + 'a,
+    V: 'a,
+{
+    let mut sorted: Vec<(u64, &'a K, &'a mut V)> = entries
+        .map(|(k, v)| (order_prefix(k.as_ref()), k, v))
+        .collect();
+    sorted.sort_unstable_by(|a, b| (a.0, a.1.as_ref()).cmp(&(b.0, b.1.as_ref())));
+    sorted.into_iter().map(|(_, k, v)| (k, v)).collect()
+}
+
 /// Decodes a [`windowed`] key.
 pub fn decode_windowed(bytes: &[u8]) -> Option<(Vec<u8>, i64, i64)> {
     let (key, rest) = decode_group_key(bytes)?;

@@ -253,6 +253,29 @@ impl Store {
             .collect())
     }
 
+    /// Calls `f` with every key in `[lower, upper)` of `cf`, in order,
+    /// reading them a chunk at a time.
+    pub fn for_each_key(
+        &self,
+        cf: &str,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        mut f: impl FnMut(Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let mut after = lower.to_vec();
+        loop {
+            let chunk = self.scan_keys(cf, &after, upper, 10_000)?;
+            let Some(last) = chunk.last() else {
+                return Ok(());
+            };
+            after = last.clone();
+            after.push(0);
+            for k in chunk {
+                f(k)?;
+            }
+        }
+    }
+
     /// A consistent view of the whole store as of now: reads through it
     /// see one commit, never parts of two.
     pub fn snapshot(&self) -> Snapshot<'_> {
