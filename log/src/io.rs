@@ -22,6 +22,11 @@ pub struct FaultInjector {
     /// Every segment write takes this lock first: a test that holds it
     /// stalls the writers (to fill their queues deterministically).
     pub write_gate: Mutex<()>,
+    /// Every segment fdatasync takes this lock first: a test that holds it
+    /// stalls the syncs.
+    pub sync_gate: Mutex<()>,
+    /// Segment fdatasyncs started (counted before `sync_gate`).
+    pub syncs_started: AtomicUsize,
 }
 
 impl Default for FaultInjector {
@@ -37,6 +42,8 @@ impl FaultInjector {
             fail_next_sync: AtomicBool::new(false),
             fail_next_write_after: AtomicUsize::new(usize::MAX),
             write_gate: Mutex::new(()),
+            sync_gate: Mutex::new(()),
+            syncs_started: AtomicUsize::new(0),
         }
     }
 }
@@ -70,6 +77,8 @@ pub fn write_all(
 /// fdatasync: the file's data (and the size, if it changed) reach the disk.
 pub fn sync_data(file: &File, path: &Path, faults: Option<&FaultInjector>) -> Result<()> {
     if let Some(f) = faults {
+        f.syncs_started.fetch_add(1, Ordering::SeqCst);
+        let _gate = f.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
         if f.fail_next_sync.swap(false, Ordering::SeqCst) {
             return Err(LogError::io(
                 path,

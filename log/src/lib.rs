@@ -32,6 +32,7 @@ pub mod recovery;
 pub mod retention;
 pub mod segment;
 pub mod stats;
+pub mod syncer;
 pub mod topic;
 pub mod writer;
 

@@ -223,7 +223,7 @@ impl Partition {
         });
         *shared.idempotency.lock().expect("idempotency") = recover_window(&shared, recovered.keys)?;
         let (tx, rx) = mpsc::channel();
-        let writer = Writer::new(shared.clone(), rx, recovered.active);
+        let writer = Writer::new(shared.clone(), rx, recovered.active)?;
         let thread = std::thread::Builder::new()
             .name(format!("kappa-writer-{topic}-{partition}"))
             .spawn(move || writer.run())

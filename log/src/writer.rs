@@ -6,12 +6,14 @@
 //! `fsync = always` one `fdatasync` for the whole group, then publishes the
 //! new end to readers and answers every caller. While it syncs, new appends
 //! queue up and form the next group, so concurrent producers share syncs.
+//! Under `fsync = interval` the writer never syncs the active segment
+//! itself: a syncer thread does, every interval (`crate::syncer`).
 //!
 //! A failed fsync stops the partition for good (until a restart runs
 //! recovery): after a failed fsync the kernel may have dropped the dirty
 //! pages, so retrying could acknowledge data that is not on disk.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,7 +25,8 @@ use crate::error::{LogError, Result};
 use crate::idempotency::{fingerprint_of, PriorAppend};
 use crate::partition::{AppendOutcome, AppendRequest, PartitionShared};
 use crate::recovery::{self, ActiveState};
-use crate::{io, now_ms, stats};
+use crate::syncer::{record_sync, IntervalSync};
+use crate::{io, now_ms};
 
 /// Most bytes one group commit writes (beyond its first append).
 const MAX_GROUP_BYTES: usize = 8 << 20;
@@ -56,8 +59,10 @@ pub struct Writer {
     rx: Receiver<Command>,
     active: ActiveState,
     buf: Vec<u8>,
-    last_sync: Instant,
+    /// Written since the writer's last own sync.
     unsynced: bool,
+    /// The syncer of the `interval` policy.
+    interval: Option<Arc<IntervalSync>>,
 }
 
 /// One append of a group, between encoding and answering.
@@ -70,21 +75,60 @@ struct Pending {
 
 impl Writer {
     /// A writer for a recovered partition.
-    pub fn new(shared: Arc<PartitionShared>, rx: Receiver<Command>, active: ActiveState) -> Self {
-        Writer {
+    pub fn new(
+        shared: Arc<PartitionShared>,
+        rx: Receiver<Command>,
+        active: ActiveState,
+    ) -> Result<Self> {
+        let interval = match shared.config.fsync {
+            FsyncPolicy::Interval => Some(Arc::new(IntervalSync::new(
+                shared.clone(),
+                Duration::from_millis(shared.config.fsync_interval_ms),
+                &active.file,
+                &active.segment.paths.log,
+            )?)),
+            FsyncPolicy::Always | FsyncPolicy::Never => None,
+        };
+        Ok(Writer {
             shared,
             rx,
             active,
             buf: Vec::new(),
-            last_sync: Instant::now(),
             unsynced: false,
+            interval,
+        })
+    }
+
+    /// The thread body: serve commands until every sender is gone (with
+    /// the syncer thread beside it under `interval`), then sync what is
+    /// unsynced.
+    pub fn run(mut self) {
+        let interval = self.interval.clone();
+        std::thread::scope(|scope| {
+            if let Some(syncer) = &interval {
+                let name = format!("kappa-sync-{}-{}", self.shared.topic, self.shared.partition);
+                if let Err(e) = std::thread::Builder::new()
+                    .name(name)
+                    .spawn_scoped(scope, || syncer.run())
+                {
+                    self.shared.fail(&LogError::io(&self.shared.dir, e));
+                }
+            }
+            self.serve();
+            if let Some(syncer) = &interval {
+                syncer.stop();
+            }
+        });
+        if self.unsynced && self.shared.failure().is_none() {
+            if let Err(e) = self.sync() {
+                tracing::error!(topic = %self.shared.topic, partition = self.shared.partition, error = %e, "final fsync failed");
+            }
         }
     }
 
-    /// The thread body: serve commands until every sender is gone, then
-    /// sync what is unsynced.
-    pub fn run(mut self) {
-        while let Some(command) = self.next_command() {
+    /// Serves commands until every sender is gone.
+    fn serve(&mut self) {
+        while let Ok(command) = self.rx.recv() {
             match command {
                 Command::Append(job) => {
                     let mut group = vec![job];
@@ -111,34 +155,6 @@ impl Writer {
                 Command::Roll(reply) => {
                     let _ = reply.send(self.roll());
                 }
-            }
-        }
-        if self.unsynced && self.shared.failure().is_none() {
-            if let Err(e) = self.sync() {
-                tracing::error!(topic = %self.shared.topic, partition = self.shared.partition, error = %e, "final fsync failed");
-            }
-        }
-    }
-
-    /// The next command; under `interval`, syncs when the interval is due.
-    fn next_command(&mut self) -> Option<Command> {
-        loop {
-            let interval = Duration::from_millis(self.shared.config.fsync_interval_ms);
-            if self.shared.config.fsync != FsyncPolicy::Interval || !self.unsynced {
-                return self.rx.recv().ok();
-            }
-            let due = self.last_sync + interval;
-            match self
-                .rx
-                .recv_timeout(due.saturating_duration_since(Instant::now()))
-            {
-                Ok(command) => return Some(command),
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Err(e) = self.sync() {
-                        self.shared.fail(&e);
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => return None,
             }
         }
     }
@@ -262,8 +278,9 @@ impl Writer {
                     .is_some_and(|t| now.saturating_sub(t) >= cfg.segment_ms as i64))
     }
 
-    /// Writes the group's buffer; syncs if the policy says so. On a write
-    /// error the file is cut back to `start_size` so no partial batch stays.
+    /// Writes the group's buffer; syncs under `fsync = always` (the syncer
+    /// thread syncs under `interval`). On a write error the file is cut
+    /// back to `start_size` so no partial batch stays.
     fn write_and_sync(&mut self, start_size: u64) -> Result<()> {
         let path = self.active.segment.paths.log.clone();
         let faults = self.shared.log_config.faults.clone();
@@ -282,15 +299,10 @@ impl Writer {
             return Err(e);
         }
         self.unsynced = true;
-        let due = match self.shared.config.fsync {
-            FsyncPolicy::Always => true,
-            FsyncPolicy::Interval => {
-                self.last_sync.elapsed()
-                    >= Duration::from_millis(self.shared.config.fsync_interval_ms)
-            }
-            FsyncPolicy::Never => false,
-        };
-        if due {
+        if let Some(syncer) = &self.interval {
+            syncer.wrote();
+        }
+        if self.shared.config.fsync == FsyncPolicy::Always {
             if let Err(e) = self.sync() {
                 self.shared.fail(&e);
                 return Err(e);
@@ -307,11 +319,7 @@ impl Writer {
             path,
             self.shared.log_config.faults.as_deref(),
         )?;
-        stats::global()
-            .fsyncs
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        metrics::histogram!(crate::metrics::FSYNC_SECONDS).record(started.elapsed().as_secs_f64());
-        self.last_sync = Instant::now();
+        record_sync(started);
         self.unsynced = false;
         Ok(())
     }
@@ -376,6 +384,9 @@ impl Writer {
             bytes = self.active.size,
             "rolled segment"
         );
+        if let Some(syncer) = &self.interval {
+            syncer.retarget(&next.file, &next.segment.paths.log)?;
+        }
         self.shared.add_segment(next.segment.clone());
         self.active = next;
         Ok(())

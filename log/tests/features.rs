@@ -542,6 +542,79 @@ async fn a_failed_fsync_stops_the_partition_until_restart() {
     assert_eq!(p.append(append(1, 0)).await.unwrap().base_offset, end);
 }
 
+fn interval_sync() -> TopicConfig {
+    TopicConfig {
+        fsync: FsyncPolicy::Interval,
+        fsync_interval_ms: 1,
+        ..Default::default()
+    }
+}
+
+// Holding the gate across awaits is the point: it stalls the syncs.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn interval_fsync_never_holds_up_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FaultInjector::new());
+    let config = LogConfig {
+        faults: Some(faults.clone()),
+        ..LogConfig::new(dir.path())
+    };
+    let log = Log::open(config).unwrap();
+    let topic = log.create_topic("t", interval_sync()).unwrap();
+    let p = topic.partition(0).unwrap();
+    let gate = faults.sync_gate.lock().unwrap();
+    let started = faults.syncs_started.load(Ordering::SeqCst);
+    p.append(append(1, 0)).await.unwrap();
+    // Wait until an interval sync of that append is stuck at the gate...
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while faults.syncs_started.load(Ordering::SeqCst) == started {
+        assert!(std::time::Instant::now() < deadline, "no sync started");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // ...appends are still answered (the timeout only turns a hang into a
+    // failure).
+    for _ in 0..20 {
+        tokio::time::timeout(Duration::from_secs(30), p.append(append(2, 0)))
+            .await
+            .expect("an append waited for a stalled fsync")
+            .unwrap();
+    }
+    drop(gate);
+    assert_eq!(p.end_offset(), 41);
+}
+
+#[tokio::test]
+async fn a_failed_interval_fsync_stops_the_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FaultInjector::new());
+    let config = LogConfig {
+        faults: Some(faults.clone()),
+        ..LogConfig::new(dir.path())
+    };
+    let log = Log::open(config).unwrap();
+    let topic = log.create_topic("t", interval_sync()).unwrap();
+    let p = topic.partition(0).unwrap();
+    faults.fail_next_sync.store(true, Ordering::SeqCst);
+    // Acknowledged once written; the syncer's failed sync comes after.
+    p.append(append(2, 0)).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while p.failure().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed sync never stopped the partition"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    match p.append(append(1, 0)).await {
+        Err(LogError::PartitionFailed { reason, .. }) => {
+            assert!(reason.contains("fsync"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(p.end_offset(), 2);
+}
+
 #[tokio::test]
 async fn a_failed_write_is_undone_and_the_partition_continues() {
     let dir = tempfile::tempdir().unwrap();
