@@ -577,37 +577,84 @@ impl AggregateOp {
         grace: i64,
         event: &Event,
     ) -> Result<()> {
-        let existing = self.sessions.get(vk).cloned().unwrap_or_default();
-        let merge = session::assign(&existing, et, gap_ms);
+        let merge = session::assign(self.sessions.get(vk).map_or(&[], Vec::as_slice), et, gap_ms);
+        let k = key::windowed(vk, merge.window.start, merge.window.end);
+        let emit_row = self.emit_changes && self.emit() == Emit::Changes;
+        if merge.absorbed == [merge.window] {
+            // Inside a session it does not change: one more event in its slot.
+            self.add_to(store, &k, form, true, event)?;
+            if emit_row {
+                self.changed.insert(k);
+            }
+            return Ok(());
+        }
         let mut accs = self.fresh();
         for old in &merge.absorbed {
-            let k = key::windowed(vk, old.start, old.end);
-            let part = &self.slot(store, &k, form, true)?.accs;
-            for (acc, part) in accs.iter_mut().zip(part) {
+            let old_k = key::windowed(vk, old.start, old.end);
+            for (acc, part) in accs.iter_mut().zip(&self.take_slot(store, &old_k)?) {
                 acc.merge(part);
             }
-            self.delete_slot(&k);
             if let Some(bucket) = self.open.get_mut(&old.end.saturating_add(grace)) {
-                bucket.remove(&k[..]);
+                bucket.remove(&old_k[..]);
             }
-            self.changed.remove(&k);
-            if *old != merge.window && self.emit_changes {
+            if !self.changed.is_empty() {
+                self.changed.remove(&old_k);
+            }
+            if self.emit_changes {
                 // The absorbed session's row goes away; the merged one replaces it.
-                self.ready.insert(k, None);
+                self.ready.insert(old_k, None);
             }
         }
-        let k = key::windowed(vk, merge.window.start, merge.window.end);
-        let slot = self.slot(store, &k, form, false)?;
+        // The merged session is a new slot: its parts and the event.
+        let (slot, spec) = self.slot_and_spec(store, &k, form, Stored::Known(false))?;
         slot.accs = accs;
-        self.add_to(store, &k, form, false, event)?;
-        let sessions = self.sessions.entry(vk.to_vec()).or_default();
-        sessions.retain(|s| !merge.absorbed.contains(s));
-        sessions.push(merge.window);
+        add_event(&mut slot.accs, spec, event);
+        let newly_dirty = !slot.dirty;
+        slot.dirty = true;
+        if newly_dirty {
+            self.dirty.push(SlotKey::from_slice(&k));
+        }
+        match self.sessions.get_mut(vk) {
+            Some(sessions) => {
+                sessions.retain(|s| !merge.absorbed.contains(s));
+                sessions.push(merge.window);
+            }
+            None => {
+                self.sessions.insert(vk.to_vec(), vec![merge.window]);
+            }
+        }
         self.open_insert(merge.window.end.saturating_add(grace), &k);
-        if self.emit_changes && self.emit() == Emit::Changes {
+        if emit_row {
             self.changed.insert(k);
         }
         Ok(())
+    }
+
+    /// Removes the slot under `k` (a session absorbed into another): its
+    /// accumulators, with one cache lookup (or read from the store when it
+    /// is not cached); the flush deletes it.
+    fn take_slot(&mut self, store: &Store, k: &[u8]) -> Result<Accs> {
+        let accs = match self.cache.get_mut(k) {
+            Some(slot) => {
+                slot.deleted = true;
+                let accs = std::mem::take(&mut slot.accs);
+                if !slot.dirty {
+                    slot.dirty = true;
+                    self.dirty.push(SlotKey::from_slice(k));
+                }
+                return Ok(accs);
+            }
+            None => match store.get(&self.rows_cf, k)? {
+                Some(bytes) => {
+                    let (_, accs) = slot::decode(&bytes)
+                        .ok_or_else(|| corrupt(&self.rows_cf, "bad accumulator value"))?;
+                    accs.into_iter().collect()
+                }
+                None => self.fresh(),
+            },
+        };
+        self.delete_slot(k);
+        Ok(accs)
     }
 
     /// Closes every window whose end + grace the watermark has reached:
