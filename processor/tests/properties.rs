@@ -174,13 +174,10 @@ fn naive_sessions(
             total: e.amount,
             closed: false,
         };
-        loop {
-            let Some(i) = sessions
-                .iter()
-                .position(|s| !s.closed && s.start <= merged.end && merged.start <= s.end)
-            else {
-                break;
-            };
+        while let Some(i) = sessions
+            .iter()
+            .position(|s| !s.closed && s.start <= merged.end && merged.start <= s.end)
+        {
             let s = sessions.remove(i);
             merged.start = merged.start.min(s.start);
             merged.end = merged.end.max(s.end);
