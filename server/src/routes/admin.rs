@@ -1,4 +1,4 @@
-//! Health, readiness, metrics and the OpenAPI document.
+//! Health, readiness, metrics, the OpenAPI document and the web console.
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -10,6 +10,22 @@ use crate::AppState;
 
 /// The OpenAPI document, compiled into the binary.
 pub const OPENAPI: &str = include_str!("../../openapi.json");
+
+/// The web console: one page that reads this server's JSON API (topics,
+/// views and their lag, SQL, view rows), compiled into the binary.
+pub const CONSOLE_HTML: &str = include_str!("../console.html");
+
+/// The web console page.
+pub async fn console() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        CONSOLE_HTML,
+    )
+        .into_response()
+}
 
 /// Liveness.
 pub async fn health() -> Json<serde_json::Value> {

@@ -28,6 +28,7 @@ use crate::AppState;
 /// Every (method, path) the router serves; the OpenAPI document is checked
 /// against this list by a test.
 pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
     ("GET", "/health"),
     ("GET", "/ready"),
     ("GET", "/metrics"),
@@ -56,6 +57,7 @@ pub fn router(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
     let body_timeout = Duration::from_millis(state.config.request_body_timeout_ms);
     Router::new()
+        .route("/", get(admin::console))
         .route("/health", get(admin::health))
         .route("/ready", get(admin::ready))
         .route("/metrics", get(admin::metrics))
