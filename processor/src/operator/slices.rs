@@ -40,6 +40,10 @@ use crate::window::Window;
 
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+/// Stub groups closing at once from which [`Slices::close`] loads them with
+/// one pass over the stored slices instead of a scan each.
+const BULK_LOAD_MIN: usize = 64;
+
 /// A group's view key bytes, inline up to 24 bytes.
 pub type GroupKey = smallvec::SmallVec<[u8; 24]>;
 
@@ -330,6 +334,7 @@ impl Slices {
             count += entry.get().len();
             listed.push((*entry.key(), entry.remove()));
         }
+        self.preload(store, w)?;
         let mut closer = Closer {
             store,
             spec,
@@ -374,6 +379,65 @@ impl Slices {
         }
         Ok(closer.out)
     }
+    /// Loads the stub groups with data in `w` (about to close) with one
+    /// pass over the stored slices when they are many: a seek per group
+    /// costs several times more than stepping over the slices between them.
+    fn preload(&mut self, store: &Store, w: Window) -> Result<()> {
+        let mut stubs: Vec<GroupKey> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| !g.loaded && g.indexed_at < w.end)
+            .map(|(gk, _)| gk.clone())
+            .collect();
+        if stubs.len() < BULK_LOAD_MIN || stubs.len().saturating_mul(8) < self.groups.len() {
+            return Ok(()); // few: the closer loads each with its own scan
+        }
+        stubs.sort_unstable();
+        let prefix_of = |gk: &[u8]| {
+            let mut p = vec![ns::ACCUMULATOR];
+            key::encode_group_key(&mut p, gk);
+            p
+        };
+        let lower = prefix_of(&stubs[0]);
+        let upper = key::prefix_end(&prefix_of(&stubs[stubs.len() - 1]));
+        let (cf, groups) = (&self.cf, &mut self.groups);
+        // The group of the entries being read: its key prefix, and whether
+        // it is a stub being loaded.
+        let mut current: (Vec<u8>, Option<GroupKey>) = (Vec::new(), None);
+        store.for_each_entry(cf, &lower, upper.as_deref(), |k, v| {
+            if current.0.is_empty() || !k.starts_with(&current.0) {
+                let (gk, rest) =
+                    key::decode_group_key(&k[1..]).ok_or_else(|| corrupt(cf, "bad slice key"))?;
+                current.0 = k[..k.len() - rest.len()].to_vec();
+                current.1 = groups
+                    .get(gk.as_slice())
+                    .is_some_and(|g| !g.loaded && g.indexed_at < w.end)
+                    .then(|| GroupKey::from_vec(gk));
+            }
+            let Some(group) = current.1.as_ref().and_then(|gk| groups.get_mut(gk)) else {
+                return Ok(());
+            };
+            let (_, start, _) =
+                key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(cf, "bad slice key"))?;
+            let (form, accs) = slot::decode(v).ok_or_else(|| corrupt(cf, "bad slice value"))?;
+            group.form = form;
+            group.slices.push(Slice {
+                start,
+                accs: accs.into_iter().collect(),
+                dirty: false,
+                stored: true,
+            });
+            Ok(())
+        })?;
+        for gk in stubs {
+            if let Some(group) = self.groups.get_mut(&gk) {
+                group.loaded = true;
+                self.cached += group.slices.len();
+            }
+        }
+        Ok(())
+    }
+
     /// The merge of group `vk`'s slices in `w`, with the group's form;
     /// `None` if none holds data.
     pub fn merged(

@@ -276,6 +276,25 @@ impl Store {
         }
     }
 
+    /// Calls `f` with every key and value in `[lower, upper)` of `cf`, in
+    /// order, through one iterator (no copies).
+    pub fn for_each_entry(
+        &self,
+        cf: &str,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut iter = self.db.raw_iterator_cf_opt(&self.cf(cf)?, bounded(upper));
+        iter.seek(lower);
+        while let (Some(k), Some(v)) = (iter.key(), iter.value()) {
+            f(k, v)?;
+            iter.next();
+        }
+        iter.status()?;
+        Ok(())
+    }
+
     /// A consistent view of the whole store as of now: reads through it
     /// see one commit, never parts of two.
     pub fn snapshot(&self) -> Snapshot<'_> {
