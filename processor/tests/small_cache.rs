@@ -105,3 +105,33 @@ fn session_views_do_not_depend_on_the_cache_size() {
             .to_view("sessions"),
     );
 }
+
+#[test]
+fn a_numeric_group_keeps_its_type_across_restarts_and_evictions() {
+    let plan = Pipeline::from_topic("events")
+        .event_time_field("ts")
+        .key_by([("shop", Expr::field("shop"))])
+        .window(Hopping::of(
+            Duration::from_millis(400),
+            Duration::from_millis(100),
+        ))
+        .aggregate([dsl::count("n")])
+        .to_view("shops");
+    let steps: Vec<Step> = (0..200i64)
+        .map(|i| Step::Produce {
+            topic: "events".into(),
+            partition: None,
+            key: None,
+            value: json!({"shop": i % 3, "ts": i * 10}),
+            timestamp: None,
+        })
+        .collect();
+    for seed in 0..8 {
+        let h = common::run_steps(&plan, &steps, Some(seed));
+        let rows = h.view_rows(&plan);
+        assert!(!rows.is_empty());
+        for row in rows {
+            assert!(row["row"]["shop"].is_i64(), "seed {seed}: {row}");
+        }
+    }
+}

@@ -13,10 +13,12 @@
 //! contiguous key range, loaded with one scan.
 //!
 //! Memory: beyond the dirty ones, at most `limit` slices stay cached. A
-//! group whose slices were evicted stays as a stub (its key, its index
-//! entry) and is loaded whole when next used. The index is complete: a
-//! group absent from it has no stored slices, so a new group costs no
-//! store lookup.
+//! group whose slices were evicted keeps their starts (and its index
+//! entry): an event for a new slice of it reads nothing, one for an
+//! evicted slice reads that slice, and closing a window loads the group
+//! whole (many groups with one pass over the stored slices). The index is
+//! complete: a group absent from it has no stored slices, so a new group
+//! costs no store lookup.
 //!
 //! Index: `by_first` lists each group under the start of its earliest live
 //! slice. Slices before the next open window's start are purged when a
@@ -62,10 +64,11 @@ struct Slice {
 #[derive(Debug)]
 struct Group {
     form: GroupForm,
-    /// Live slices in start order; complete when `loaded`, else empty (the
-    /// slices are in the store only).
+    /// Live slices in memory, in start order.
     slices: Vec<Slice>,
-    loaded: bool,
+    /// Starts of the live slices that are in the store only (evicted), in
+    /// order; the group is whole in memory when this is empty.
+    evicted: Vec<i64>,
     /// The `by_first` entry that is current.
     indexed_at: i64,
     /// Listed in `Slices::dirty`.
@@ -174,28 +177,47 @@ fn slice_key_into(k: &mut Vec<u8>, vk: &[u8], start: i64, slice_ms: i64) {
     key::encode_i64(k, start + slice_ms);
 }
 
-/// Loads a stub group's slices from the store (one range scan).
+/// Decodes a stored slice starting at `start`.
+fn stored_slice(cf: &str, start: i64, v: &[u8]) -> Result<(GroupForm, Slice)> {
+    let (form, accs) = slot::decode(v).ok_or_else(|| corrupt(cf, "bad slice value"))?;
+    let slice = Slice {
+        start,
+        accs: accs.into_iter().collect(),
+        dirty: false,
+        stored: true,
+    };
+    Ok((form, slice))
+}
+
+/// Adds slices read from the store to `group` (they were evicted).
+fn restore_slices(group: &mut Group, loaded: Vec<(GroupForm, Slice)>, cached: &mut usize) {
+    *cached += loaded.len();
+    for (form, slice) in loaded {
+        group.form = form;
+        group.slices.push(slice);
+    }
+    group.slices.sort_unstable_by_key(|s| s.start);
+}
+
+/// Reads a group's evicted slices back from the store (one range scan).
 fn load(store: &Store, cf: &str, vk: &[u8], group: &mut Group, cached: &mut usize) -> Result<()> {
-    if group.loaded {
+    if group.evicted.is_empty() {
         return Ok(());
     }
     let mut prefix = vec![ns::ACCUMULATOR];
     key::encode_group_key(&mut prefix, vk);
     let upper = key::prefix_end(&prefix);
+    let mut loaded = Vec::with_capacity(group.evicted.len());
     for (k, v) in store.scan(cf, &prefix, upper.as_deref(), usize::MAX)? {
         let (_, start, _) =
             key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(cf, "bad slice key"))?;
-        let (form, accs) = slot::decode(&v).ok_or_else(|| corrupt(cf, "bad slice value"))?;
-        group.form = form;
-        group.slices.push(Slice {
-            start,
-            accs: accs.into_iter().collect(),
-            dirty: false,
-            stored: true,
-        });
+        // A slice also in memory is newer there.
+        if group.evicted.binary_search(&start).is_ok() {
+            loaded.push(stored_slice(cf, start, &v)?);
+        }
     }
-    *cached += group.slices.len();
-    group.loaded = true;
+    group.evicted.clear();
+    restore_slices(group, loaded, cached);
     Ok(())
 }
 
@@ -262,7 +284,7 @@ impl Slices {
                 let group = e.insert(Group {
                     form,
                     slices: Vec::new(),
-                    loaded: true,
+                    evicted: Vec::new(),
                     indexed_at: start,
                     dirty: false,
                     closed_for: i64::MIN,
@@ -270,7 +292,16 @@ impl Slices {
                 (group, false)
             }
         };
-        load(store, &self.cf, vk, group, &mut self.cached)?;
+        if let Ok(e) = group.evicted.binary_search(&start) {
+            // This slice was evicted: read it back (only it).
+            group.evicted.remove(e);
+            let mut k = Vec::with_capacity(vk.len() + 20);
+            slice_key_into(&mut k, vk, start, self.slice_ms);
+            if let Some(v) = store.get(&self.cf, &k)? {
+                let loaded = stored_slice(&self.cf, start, &v)?;
+                restore_slices(group, vec![loaded], &mut self.cached);
+            }
+        }
         let slices = &mut group.slices;
         // Usually the latest slice: search from the back.
         let i = match slices.iter().rposition(|s| s.start <= start) {
@@ -386,7 +417,7 @@ impl Slices {
         let mut stubs: Vec<GroupKey> = self
             .groups
             .iter()
-            .filter(|(_, g)| !g.loaded && g.indexed_at < w.end)
+            .filter(|(_, g)| !g.evicted.is_empty() && g.indexed_at < w.end)
             .map(|(gk, _)| gk.clone())
             .collect();
         if stubs.len() < BULK_LOAD_MIN || stubs.len().saturating_mul(8) < self.groups.len() {
@@ -400,7 +431,7 @@ impl Slices {
         };
         let lower = prefix_of(&stubs[0]);
         let upper = key::prefix_end(&prefix_of(&stubs[stubs.len() - 1]));
-        let (cf, groups) = (&self.cf, &mut self.groups);
+        let (cf, groups, cached) = (&self.cf, &mut self.groups, &mut self.cached);
         // The group of the entries being read: its key prefix, and whether
         // it is a stub being loaded.
         let mut current: (Vec<u8>, Option<GroupKey>) = (Vec::new(), None);
@@ -411,7 +442,7 @@ impl Slices {
                 current.0 = k[..k.len() - rest.len()].to_vec();
                 current.1 = groups
                     .get(gk.as_slice())
-                    .is_some_and(|g| !g.loaded && g.indexed_at < w.end)
+                    .is_some_and(|g| !g.evicted.is_empty() && g.indexed_at < w.end)
                     .then(|| GroupKey::from_vec(gk));
             }
             let Some(group) = current.1.as_ref().and_then(|gk| groups.get_mut(gk)) else {
@@ -419,20 +450,19 @@ impl Slices {
             };
             let (_, start, _) =
                 key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(cf, "bad slice key"))?;
-            let (form, accs) = slot::decode(v).ok_or_else(|| corrupt(cf, "bad slice value"))?;
-            group.form = form;
-            group.slices.push(Slice {
-                start,
-                accs: accs.into_iter().collect(),
-                dirty: false,
-                stored: true,
-            });
+            // A slice also in memory is newer there.
+            if group.evicted.binary_search(&start).is_ok() {
+                let (form, slice) = stored_slice(cf, start, v)?;
+                group.form = form;
+                group.slices.push(slice);
+                *cached += 1;
+            }
             Ok(())
         })?;
         for gk in stubs {
             if let Some(group) = self.groups.get_mut(&gk) {
-                group.loaded = true;
-                self.cached += group.slices.len();
+                group.evicted.clear();
+                group.slices.sort_unstable_by_key(|s| s.start);
             }
         }
         Ok(())
@@ -488,36 +518,41 @@ impl Slices {
                 if self.cached <= self.limit {
                     break;
                 }
-                if group.loaded && !group.dirty {
+                if !group.slices.is_empty() && !group.dirty {
                     self.cached -= group.slices.len();
+                    group.evicted.extend(group.slices.iter().map(|s| s.start));
+                    group.evicted.sort_unstable();
                     group.slices = Vec::new();
-                    group.loaded = false;
                 }
             }
         }
         written
     }
 
-    /// Rebuilds the index from the store: every group with stored slices
-    /// becomes a stub, loaded when used.
+    /// Rebuilds the index from the store: every stored slice is known as
+    /// evicted, read back when used; each group's form is its stored one.
     pub fn restore(&mut self, store: &Store) -> Result<()> {
         let cf = self.cf.clone();
         let upper = [ns::ACCUMULATOR + 1];
-        store.for_each_key(&cf, &[ns::ACCUMULATOR], Some(&upper), |k| {
+        store.for_each_entry(&cf, &[ns::ACCUMULATOR], Some(&upper), |k, v| {
             let (group, start, _) =
                 key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(&cf, "bad slice key"))?;
+            let form = slot::form_of(v).ok_or_else(|| corrupt(&cf, "bad slice value"))?;
             // Keys come in group, then start order: the first is the earliest.
-            if let Entry::Vacant(e) = self.groups.entry(GroupKey::from_vec(group)) {
-                let gk = e.key().clone();
-                e.insert(Group {
-                    form: GroupForm::String,
-                    slices: Vec::new(),
-                    loaded: false,
-                    indexed_at: start,
-                    dirty: false,
-                    closed_for: i64::MIN,
-                });
-                self.index(&gk, start);
+            match self.groups.entry(GroupKey::from_vec(group)) {
+                Entry::Occupied(mut e) => e.get_mut().evicted.push(start),
+                Entry::Vacant(e) => {
+                    let gk = e.key().clone();
+                    e.insert(Group {
+                        form,
+                        slices: Vec::new(),
+                        evicted: vec![start],
+                        indexed_at: start,
+                        dirty: false,
+                        closed_for: i64::MIN,
+                    });
+                    self.index(&gk, start);
+                }
             }
             Ok(())
         })

@@ -85,6 +85,14 @@ pub fn encode_into(out: &mut Vec<u8>, form: GroupForm, accs: &[Accumulator]) {
     }
 }
 
+/// The group form of a slot value, without decoding its accumulators.
+pub fn form_of(bytes: &[u8]) -> Option<GroupForm> {
+    match bytes {
+        [VERSION, form, ..] => GroupForm::from_byte(*form),
+        _ => None,
+    }
+}
+
 /// Decodes a slot value; `None` if it is not one.
 pub fn decode(bytes: &[u8]) -> Option<(GroupForm, Vec<Accumulator>)> {
     let (&[version, form], mut rest) = bytes.split_first_chunk::<2>()?;
