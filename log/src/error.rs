@@ -15,7 +15,12 @@ pub type Result<T, E = LogError> = std::result::Result<T, E>;
 pub enum LogError {
     /// A topic name broke the naming rule.
     #[error("invalid topic name {name:?}: {reason}")]
-    InvalidTopicName { name: String, reason: &'static str },
+    InvalidTopicName {
+        /// The name given.
+        name: String,
+        /// The rule it broke.
+        reason: &'static str,
+    },
 
     /// A configuration value was out of its allowed range.
     #[error("invalid config: {0}")]
@@ -36,8 +41,11 @@ pub enum LogError {
     /// The partition number is not one of the topic's partitions.
     #[error("topic {topic:?} has no partition {partition} (it has {partitions})")]
     UnknownPartition {
+        /// Topic.
         topic: String,
+        /// The partition asked for.
         partition: u32,
+        /// How many partitions the topic has.
         partitions: u32,
     },
 
@@ -46,21 +54,36 @@ pub enum LogError {
         "topic {topic:?} partition {partition}: offset {offset} is out of range [{start}, {end}]"
     )]
     OffsetOutOfRange {
+        /// Topic.
         topic: String,
+        /// Partition.
         partition: u32,
+        /// The offset asked for.
         offset: u64,
+        /// The partition's first offset.
         start: u64,
+        /// The partition's end offset (the next to be written).
         end: u64,
     },
 
     /// The append queue of a partition stayed full for longer than the
     /// configured wait: the caller should retry later.
     #[error("topic {topic:?} partition {partition}: append queue is full")]
-    Backpressure { topic: String, partition: u32 },
+    Backpressure {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: u32,
+    },
 
     /// An idempotency key was reused for a different request.
     #[error("idempotency key {key:?} was already used for a different request: {reason}")]
-    IdempotencyKeyReused { key: String, reason: String },
+    IdempotencyKeyReused {
+        /// The key.
+        key: String,
+        /// How the request differs from the first one.
+        reason: String,
+    },
 
     /// A resource limit (open partitions, mapped bytes, batch size) was hit.
     #[error("limit reached: {0}")]
@@ -70,23 +93,31 @@ pub enum LogError {
     /// it could not undo; it needs a restart (which runs recovery).
     #[error("topic {topic:?} partition {partition} stopped accepting writes: {reason}")]
     PartitionFailed {
+        /// Topic.
         topic: String,
+        /// Partition.
         partition: u32,
+        /// The failure that stopped it.
         reason: String,
     },
 
     /// Stored bytes failed validation (CRC, magic, structure). Never skipped.
     #[error("corrupt data in {path} at byte {position}: {reason}")]
     Corrupt {
+        /// The file.
         path: PathBuf,
+        /// Byte position of the problem in the file.
         position: u64,
+        /// What is wrong.
         reason: String,
     },
 
     /// An operating-system I/O call failed.
     #[error("i/o error on {path}: {source}")]
     Io {
+        /// The file or directory concerned.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },

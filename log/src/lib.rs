@@ -16,6 +16,8 @@
 //!
 //! `FORMAT.md` documents every byte on disk.
 
+#![warn(missing_docs)]
+
 pub mod batch;
 pub mod cache;
 pub mod config;

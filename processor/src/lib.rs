@@ -12,6 +12,8 @@
 //! It depends only on `kappa-log`, as DESIGN.md's one-way dependency rule
 //! asks.
 
+#![warn(missing_docs)]
+
 pub mod aggregate;
 pub mod changes;
 pub mod dsl;

@@ -8,6 +8,8 @@
 //! `metrics` (Prometheus names) · `views/` (catalog, processors, blue/green
 //! builds) · `cli/` (client subcommands).
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod config;
 pub mod dto;

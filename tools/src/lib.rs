@@ -3,6 +3,8 @@
 //! [`datagen`]) and the `kappa-inspect` offline segment inspector (see
 //! [`inspect`]). The binaries live in `src/bin/`.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod datagen;
 pub mod inspect;
