@@ -991,9 +991,4 @@ impl AggregateOp {
     pub fn emits_changes(&self) -> bool {
         self.emit_changes
     }
-
-    /// Number of open windows (for metrics).
-    pub fn open_windows(&self) -> usize {
-        self.open.values().map(HashSet::len).sum()
-    }
 }
