@@ -123,6 +123,21 @@ pub fn count_view_failure(view: &str) {
     counter!(VIEW_FAILURES, "view" => view.to_string()).increment(1);
 }
 
+/// Input records a view version has yet to process.
+pub const VIEW_LAG: &str = "kappa_view_lag_records";
+
+/// Sets the lag gauge of every running view version (served or building).
+pub fn set_view_lags(lags: &[(String, u64, &'static str, u64)]) {
+    for (view, version, role, lag) in lags {
+        let labels = [
+            ("view", view.clone()),
+            ("version", version.to_string()),
+            ("role", role.to_string()),
+        ];
+        gauge!(VIEW_LAG, &labels).set(*lag as f64);
+    }
+}
+
 /// Sets the build progress gauges of `view`.
 pub fn set_view_build(view: &str, done: u64, total: u64) {
     gauge!(VIEW_BUILD_DONE, "view" => view.to_string()).set(done as f64);

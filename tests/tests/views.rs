@@ -292,6 +292,20 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
         .collect();
     assert_eq!(u2, want_u2, "{pulled}");
 
+    // Prometheus: the served version's input lag (caught up here).
+    let (status, metrics) = client.get("/metrics");
+    assert_eq!(status, 200);
+    let metrics = metrics.as_str().expect("Prometheus text").to_string();
+    let lag_line = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("kappa_view_lag_records{")
+                && l.contains("view=\"purchase_stats\"")
+                && l.contains("role=\"served\"")
+        })
+        .unwrap_or_else(|| panic!("no view lag in\n{metrics}"));
+    assert!(lag_line.ends_with(" 0"), "{lag_line}");
+
     // The description.
     let d = client.describe_view("purchase_stats");
     assert_eq!(d["name"], "purchase_stats");

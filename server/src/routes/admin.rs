@@ -65,6 +65,10 @@ pub async fn ready(State(state): State<AppState>) -> Response {
 
 /// Prometheus text.
 pub async fn metrics(State(state): State<AppState>) -> Response {
+    let views = state.views.clone();
+    if let Ok(lags) = tokio::task::spawn_blocking(move || views.lags()).await {
+        crate::metrics::set_view_lags(&lags);
+    }
     let text = crate::metrics::render(&state.metrics, &state.log);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }

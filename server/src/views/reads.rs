@@ -253,6 +253,37 @@ impl ViewManager {
             .collect()
     }
 
+    /// Input records each running version has yet to process (the sum over
+    /// its input partitions of end offset minus committed offset), with
+    /// the view's name and the version's number and role (`served` or
+    /// `building`).
+    pub fn lags(&self) -> Vec<(String, u64, &'static str, u64)> {
+        let st = lock(&self.state);
+        let mut out = Vec::new();
+        for view in st.catalog.views.values() {
+            let building = view
+                .building
+                .as_ref()
+                .map(|b| (b.entry.version, "building"));
+            for (version, role) in [(view.served.version, "served")]
+                .into_iter()
+                .chain(building)
+            {
+                let Some(p) = st.running.get(&scope(&view.name, version)) else {
+                    continue;
+                };
+                if p.is_finished() {
+                    continue;
+                }
+                let lag = p.lag().map(|l| l.iter().map(|l| l.lag).sum());
+                if let Ok(lag) = lag {
+                    out.push((view.name.clone(), version, role, lag));
+                }
+            }
+        }
+        out
+    }
+
     /// Describes every view, by name.
     pub fn list(&self) -> Vec<ViewOut> {
         let names: Vec<String> = lock(&self.state).catalog.views.keys().cloned().collect();
