@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use crate::batch::{self, DecodeError};
 use crate::error::{LogError, Result};
@@ -147,10 +147,10 @@ fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveS
         }
     }
     let read_handle = File::open(&paths.log).map_err(|e| LogError::io(&paths.log, e))?;
-    let files = Arc::new(ActiveFiles {
-        file: read_handle,
-        indexes: RwLock::new(std::mem::take(&mut scanned.indexes)),
-    });
+    let files = Arc::new(ActiveFiles::new(
+        read_handle,
+        std::mem::take(&mut scanned.indexes),
+    ));
     let segment = Arc::new(Segment::new_active(
         paths,
         base,
@@ -245,10 +245,7 @@ pub fn create_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<Activ
         .map_err(|e| LogError::io(&paths.log, e))?;
     crate::io::sync_dir(dir)?;
     let read_handle = File::open(&paths.log).map_err(|e| LogError::io(&paths.log, e))?;
-    let files = Arc::new(ActiveFiles {
-        file: read_handle,
-        indexes: RwLock::new(Default::default()),
-    });
+    let files = Arc::new(ActiveFiles::new(read_handle, Default::default()));
     let empty = segment::ScanResult {
         next_offset: base,
         max_timestamp: i64::MIN,

@@ -296,10 +296,58 @@ pub struct SealedFiles {
 /// The reading side of the active segment.
 #[derive(Debug)]
 pub struct ActiveFiles {
-    /// A read handle for `pread`.
+    /// A read handle for `pread` (and for mapping).
     pub file: File,
     /// In-memory indexes, appended by the writer.
     pub indexes: RwLock<Indexes>,
+    /// The file's first bytes, mapped when a large read came (all of them
+    /// published then); mapped again, longer, when a large read needs more.
+    /// Empty until the first large read; kept until the segment seals (not
+    /// counted in `max_mapped_bytes`: at most one segment per partition,
+    /// and its pages are the page cache's).
+    mapped: RwLock<Bytes>,
+}
+
+/// Reads of the active segment at least this long are served from a
+/// mapping of the file (no copy); shorter ones (a consumer following the
+/// tail) use `pread`, which costs less than mapping again.
+const MAP_ACTIVE_MIN: u64 = 1 << 20;
+
+impl ActiveFiles {
+    /// The reading side of an active segment file, read through `file`.
+    pub fn new(file: File, indexes: Indexes) -> Self {
+        ActiveFiles {
+            file,
+            indexes: RwLock::new(indexes),
+            mapped: RwLock::new(Bytes::new()),
+        }
+    }
+
+    /// Bytes `[position, end)` from the mapping, if it covers them.
+    fn mapped(&self, position: u64, end: u64) -> Option<Bytes> {
+        let mapped = self.mapped.read().expect("active mapping");
+        (end <= mapped.len() as u64).then(|| mapped.slice(position as usize..end as usize))
+    }
+
+    /// Maps the file's first `readable` bytes (published ones), replacing
+    /// the mapping; returns `[position, end)` of it.
+    fn map(&self, path: &Path, readable: u64, position: u64, end: u64) -> Result<Bytes> {
+        let mut mapped = self.mapped.write().expect("active mapping");
+        if (mapped.len() as u64) < readable {
+            // SAFETY: the first `readable` bytes are published: written and
+            // never truncated (the writer only cuts back an unpublished
+            // failed write, recovery runs before any reader), so every
+            // mapped page stays backed by the file while it is mapped.
+            let map = unsafe {
+                memmap2::MmapOptions::new()
+                    .len(readable as usize)
+                    .map(&self.file)
+            }
+            .map_err(|e| LogError::io(path, e))?;
+            *mapped = Bytes::from_owner(map);
+        }
+        Ok(mapped.slice(position as usize..end as usize))
+    }
 }
 
 /// How a segment is read now.
@@ -335,7 +383,7 @@ pub struct Segment {
 pub enum Source {
     /// Mapped sealed segment.
     Sealed(Arc<SealedFiles>),
-    /// Active segment via `pread`.
+    /// Active segment: `pread`, or a mapping for large reads.
     Active(Arc<ActiveFiles>),
 }
 
@@ -558,14 +606,22 @@ impl Source {
         entry.map(|(_, rel)| base_offset + u64::from(rel))
     }
 
-    /// Bytes `[position, position + len)` of the log.
-    pub fn read(&self, path: &Path, position: u64, len: u64) -> Result<Bytes> {
+    /// Bytes `[position, position + len)` of the log, a range within the
+    /// segment's first `readable` (published) bytes.
+    pub fn read(&self, path: &Path, position: u64, len: u64, readable: u64) -> Result<Bytes> {
         match self {
             Source::Sealed(f) => {
                 let end = (position + len).min(f.log.len() as u64);
                 Ok(f.log.slice(position as usize..end as usize))
             }
             Source::Active(f) => {
+                let end = position + len;
+                if let Some(bytes) = f.mapped(position, end) {
+                    return Ok(bytes);
+                }
+                if len >= MAP_ACTIVE_MIN && end <= readable {
+                    return f.map(path, readable, position, end);
+                }
                 let mut buf = vec![0u8; len as usize];
                 f.file
                     .read_exact_at(&mut buf, position)
@@ -643,7 +699,7 @@ pub fn read_batches(
                         .max(MIN_ACTIVE_READ)
                         .min(readable - position),
                 };
-                window = source.read(&segment.paths.log, position, len)?;
+                window = source.read(&segment.paths.log, position, len, readable)?;
                 window_start = position;
                 continue;
             }

@@ -615,6 +615,68 @@ async fn a_failed_interval_fsync_stops_the_partition() {
     assert_eq!(p.end_offset(), 2);
 }
 
+/// Records whose values say their number, ~1 KB each.
+fn numbered(from: u64, n: u64) -> AppendRequest {
+    AppendRequest {
+        records: (from..from + n)
+            .map(|i| NewRecord {
+                value: Bytes::from(format!("{i:08}{}", "y".repeat(1000))),
+                ..Default::default()
+            })
+            .collect(),
+        idempotency_key: None,
+    }
+}
+
+/// Reads every record from `offset` on (in several reads when `max_bytes`
+/// cuts them) and checks each value names its offset.
+fn read_all_numbered(p: &kappa_log::partition::Partition, offset: u64, max_bytes: u64) -> u64 {
+    let mut next = offset;
+    loop {
+        let fetch = p.read(next, u64::MAX, max_bytes).unwrap();
+        let before = next;
+        for r in fetch.records() {
+            assert_eq!(r.offset, next);
+            assert_eq!(&r.value[..8], format!("{next:08}").as_bytes());
+            next += 1;
+        }
+        if next == before {
+            return next - offset;
+        }
+    }
+}
+
+#[tokio::test]
+async fn large_reads_of_the_active_segment_are_whole_and_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let topic = log
+        .create_topic(
+            "t",
+            TopicConfig {
+                fsync: FsyncPolicy::Never,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let p = topic.partition(0).unwrap();
+    // ~3 MB in the active segment: reads of several MB are served from a
+    // mapping of the file, small ones with pread.
+    for i in 0..30 {
+        p.append(numbered(i * 100, 100)).await.unwrap();
+    }
+    assert_eq!(p.describe().segment_count, 1);
+    assert_eq!(read_all_numbered(p, 0, 64 << 20), 3000);
+    // More appends after the mapping was made: reads past it map again.
+    for i in 30..50 {
+        p.append(numbered(i * 100, 100)).await.unwrap();
+    }
+    assert_eq!(read_all_numbered(p, 0, 64 << 20), 5000);
+    assert_eq!(read_all_numbered(p, 2345, 8 << 20), 5000 - 2345);
+    // Small reads (pread) agree.
+    assert_eq!(read_all_numbered(p, 1000, 10_000), 4000);
+}
+
 #[tokio::test]
 async fn a_failed_write_is_undone_and_the_partition_continues() {
     let dir = tempfile::tempdir().unwrap();
