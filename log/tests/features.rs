@@ -37,6 +37,24 @@ fn keyed(key: &str, n: usize) -> AppendRequest {
     }
 }
 
+/// A topic with the default settings but `fsync`.
+fn with_fsync(fsync: FsyncPolicy) -> TopicConfig {
+    TopicConfig {
+        fsync,
+        ..Default::default()
+    }
+}
+
+/// A log configuration over `dir` whose I/O goes through a fault injector.
+fn with_faults(dir: &std::path::Path) -> (Arc<FaultInjector>, LogConfig) {
+    let faults = Arc::new(FaultInjector::new());
+    let config = LogConfig {
+        faults: Some(faults.clone()),
+        ..LogConfig::new(dir)
+    };
+    (faults, config)
+}
+
 fn small_segments() -> TopicConfig {
     TopicConfig {
         segment_bytes: 4096,
@@ -499,21 +517,11 @@ async fn a_full_queue_answers_backpressure() {
 #[tokio::test]
 async fn a_failed_fsync_stops_the_partition_until_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new());
-    let config = LogConfig {
-        faults: Some(faults.clone()),
-        ..LogConfig::new(dir.path())
-    };
+    let (faults, config) = with_faults(dir.path());
     {
         let log = Log::open(config.clone()).unwrap();
         let topic = log
-            .create_topic(
-                "t",
-                TopicConfig {
-                    fsync: FsyncPolicy::Always,
-                    ..Default::default()
-                },
-            )
+            .create_topic("t", with_fsync(FsyncPolicy::Always))
             .unwrap();
         let p = topic.partition(0).unwrap();
         p.append(append(2, 0)).await.unwrap();
@@ -555,11 +563,7 @@ fn interval_sync() -> TopicConfig {
 #[tokio::test]
 async fn interval_fsync_never_holds_up_appends() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new());
-    let config = LogConfig {
-        faults: Some(faults.clone()),
-        ..LogConfig::new(dir.path())
-    };
+    let (faults, config) = with_faults(dir.path());
     let log = Log::open(config).unwrap();
     let topic = log.create_topic("t", interval_sync()).unwrap();
     let p = topic.partition(0).unwrap();
@@ -587,11 +591,7 @@ async fn interval_fsync_never_holds_up_appends() {
 #[tokio::test]
 async fn a_failed_interval_fsync_stops_the_partition() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new());
-    let config = LogConfig {
-        faults: Some(faults.clone()),
-        ..LogConfig::new(dir.path())
-    };
+    let (faults, config) = with_faults(dir.path());
     let log = Log::open(config).unwrap();
     let topic = log.create_topic("t", interval_sync()).unwrap();
     let p = topic.partition(0).unwrap();
@@ -651,13 +651,7 @@ async fn large_reads_of_the_active_segment_are_whole_and_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::open(LogConfig::new(dir.path())).unwrap();
     let topic = log
-        .create_topic(
-            "t",
-            TopicConfig {
-                fsync: FsyncPolicy::Never,
-                ..Default::default()
-            },
-        )
+        .create_topic("t", with_fsync(FsyncPolicy::Never))
         .unwrap();
     let p = topic.partition(0).unwrap();
     // ~3 MB in the active segment: reads of several MB are served from a
@@ -680,11 +674,7 @@ async fn large_reads_of_the_active_segment_are_whole_and_in_order() {
 #[tokio::test]
 async fn a_failed_write_is_undone_and_the_partition_continues() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new());
-    let config = LogConfig {
-        faults: Some(faults.clone()),
-        ..LogConfig::new(dir.path())
-    };
+    let (faults, config) = with_faults(dir.path());
     let log = Log::open(config).unwrap();
     let topic = log.create_topic("t", small_segments()).unwrap();
     let p = topic.partition(0).unwrap();

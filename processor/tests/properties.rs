@@ -61,6 +61,20 @@ fn inputs() -> impl Strategy<Value = Vec<Input>> {
     )
 }
 
+/// The inputs as records of topic `events`, keyed by user.
+fn produce_steps(inputs: &[Input]) -> Vec<Step> {
+    inputs
+        .iter()
+        .map(|e| Step::Produce {
+            topic: "events".into(),
+            partition: None,
+            key: Some(format!("u{}", e.user)),
+            value: json!({"id": e.id, "user": format!("u{}", e.user), "amount": e.amount, "ts": e.ts}),
+            timestamp: None,
+        })
+        .collect()
+}
+
 /// The naive answer: replays the events one by one with the same rules;
 /// windows of `SIZE` start every `advance` (tumbling when equal). An event
 /// counts in each of its windows still open before it; it is late when
@@ -120,17 +134,7 @@ proptest! {
             .grace(Duration::from_millis(grace as u64));
         let grouped = if emit_final { grouped.emit_final() } else { grouped };
         let plan = grouped.aggregate([dsl::count("n"), dsl::sum("total", Expr::field("amount"))]).to_view("v");
-        let steps: Vec<Step> = inputs
-            .iter()
-            .map(|e| Step::Produce {
-                topic: "events".into(),
-                partition: None,
-                key: Some(format!("u{}", e.user)),
-                value: json!({"id": e.id, "user": format!("u{}", e.user), "amount": e.amount, "ts": e.ts}),
-                timestamp: None,
-            })
-            .collect();
-        let h = run_steps(&plan, &steps, crash);
+        let h = run_steps(&plan, &produce_steps(&inputs), crash);
         prop_assert_eq!(h.view_rows(&plan), naive(&inputs, delay, grace, emit_final, advance));
     }
 }
@@ -220,17 +224,7 @@ proptest! {
             .grace(Duration::from_millis(grace as u64));
         let grouped = if emit_final { grouped.emit_final() } else { grouped };
         let plan = grouped.aggregate([dsl::count("n"), dsl::sum("total", Expr::field("amount"))]).to_view("v");
-        let steps: Vec<Step> = inputs
-            .iter()
-            .map(|e| Step::Produce {
-                topic: "events".into(),
-                partition: None,
-                key: Some(format!("u{}", e.user)),
-                value: json!({"id": e.id, "user": format!("u{}", e.user), "amount": e.amount, "ts": e.ts}),
-                timestamp: None,
-            })
-            .collect();
-        let h = run_steps(&plan, &steps, crash);
+        let h = run_steps(&plan, &produce_steps(&inputs), crash);
         prop_assert_eq!(h.view_rows(&plan), naive_sessions(&inputs, delay, grace, gap, emit_final));
     }
 }
