@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use crate::aggregate::Accumulator;
 use crate::error::{ProcessorError, Result};
-use crate::operator::aggregate::row_of;
+use crate::operator::aggregate::{fresh_accs, row_of};
 use crate::plan::{AggregateSpec, Emit};
 use crate::state::key;
 use crate::state::slot::{self, GroupForm};
@@ -392,14 +392,6 @@ impl<'a> OpenRows<'a> {
         else {
             return Ok(());
         };
-        let fresh = || -> Vec<Accumulator> {
-            reader
-                .spec
-                .aggregates
-                .iter()
-                .map(|a| a.kind.accumulator())
-                .collect()
-        };
         // Slices grouped by view key, in key (then time) order.
         let mut groups: Vec<(Vec<u8>, GroupForm, Vec<SliceAccs>)> = Vec::new();
         for (k, v) in slices {
@@ -433,7 +425,7 @@ impl<'a> OpenRows<'a> {
                 if rk < self.start || self.upper.as_ref().is_some_and(|u| rk >= *u) {
                     continue;
                 }
-                let mut accs = fresh();
+                let mut accs = fresh_accs(&reader.spec);
                 for (_, part) in slices.iter().filter(|(s, _)| w.contains(*s)) {
                     for (acc, p) in accs.iter_mut().zip(part) {
                         acc.merge(p);

@@ -22,6 +22,8 @@
 //! is bounded in time. [`eventually`] polls, for tests that wait on state
 //! the server only shows when asked (bounded too).
 
+pub mod brief;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -8,26 +8,16 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+use kappa_tests::brief::{HIGH_VALUE_ALERTS, PURCHASE_STATS, USER_EVENTS};
 use kappa_tests::{after_param, kappa_bin, user_event, Produced, Server, Value};
 
 /// 2026-01-01T00:00:00Z, a multiple of five minutes.
 const BASE: i64 = 1_767_225_600_000;
 
-const BRIEF: &str = "CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');
-
-CREATE TABLE purchase_stats AS
-SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
-       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
-FROM user_events
-WINDOW TUMBLING (SIZE 5 MINUTES)
-WHERE event_type = 'purchase'
-GROUP BY user_id
-EMIT CHANGES;
-
-CREATE STREAM high_value_alerts AS
-SELECT * FROM user_events WHERE event_type = 'purchase' AND amount > 100000 EMIT CHANGES;";
+/// The brief's three statements, as one text.
+fn brief() -> String {
+    format!("{USER_EVENTS}\n\n{PURCHASE_STATS}\n\n{HIGH_VALUE_ALERTS}")
+}
 
 /// Runs `kappa --url <server> args…` with `stdin` piped in (if any).
 fn kappa_with(server: &Server, args: &[&str], stdin: Option<&str>) -> Output {
@@ -84,7 +74,7 @@ fn produce(server: &Server) -> Vec<Produced> {
 #[test]
 fn sql_views_query_and_replay_through_the_cli() {
     let server = Server::start(&[]);
-    let created = kappa_ok(&server, &["sql", "-e", BRIEF], None);
+    let created = kappa_ok(&server, &["sql", "-e", &brief()], None);
     assert!(
         created.contains("created stream user_events over topic user_events"),
         "{created}"

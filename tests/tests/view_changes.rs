@@ -15,9 +15,7 @@ use std::time::Duration;
 
 use kappa_tests::{after_param, json, Client, Produced, Server, Value};
 
-const USER_EVENTS: &str = "CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');";
+use kappa_tests::brief::USER_EVENTS;
 
 const SPEND: &str = "CREATE TABLE spend AS
 SELECT user_id, COUNT(*) AS n, SUM(amount) AS total

@@ -22,18 +22,7 @@ const WINDOW_MS: i64 = 300_000;
 const WATERMARK_DELAY_MS: i64 = 5_000;
 const DEADLINE: Duration = Duration::from_secs(60);
 
-const USER_EVENTS: &str = "CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');";
-
-const PURCHASE_STATS: &str = "CREATE TABLE purchase_stats AS
-SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
-       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
-FROM user_events
-WINDOW TUMBLING (SIZE 5 MINUTES)
-WHERE event_type = 'purchase'
-GROUP BY user_id
-EMIT CHANGES;";
+use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
 
 /// The replacement: only purchases above 10 count.
 const PURCHASE_STATS_V2: &str = "CREATE OR REPLACE TABLE purchase_stats AS

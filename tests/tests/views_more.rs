@@ -24,14 +24,7 @@ const BASE: i64 = 1_767_225_600_000;
 const WATERMARK_DELAY_MS: i64 = 5_000;
 const DEADLINE: Duration = Duration::from_secs(60);
 
-const USER_EVENTS: &str = "CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');";
-
-const HIGH_VALUE_ALERTS: &str = "CREATE STREAM high_value_alerts AS
-SELECT * FROM user_events WHERE event_type = 'purchase' AND amount > 100000 EMIT CHANGES;";
-
-const PURCHASE_STATS: &str = "CREATE TABLE purchase_stats AS SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end, COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount FROM user_events WINDOW TUMBLING (SIZE 5 MINUTES) WHERE event_type = 'purchase' GROUP BY user_id EMIT CHANGES;";
+use kappa_tests::brief::{HIGH_VALUE_ALERTS, PURCHASE_STATS, USER_EVENTS};
 
 /// The replacement: one-minute windows, only purchases above 10.
 const PURCHASE_STATS_V2: &str = "CREATE OR REPLACE TABLE purchase_stats AS

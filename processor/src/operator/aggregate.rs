@@ -560,12 +560,6 @@ impl AggregateOp {
         Ok(Outcome::Applied)
     }
 
-    /// Adds a row key to the open index; returns true if it was there (its
-    /// slot may be stored).
-    fn open_insert(&mut self, close_at: i64, k: &[u8]) -> bool {
-        open_insert(&mut self.open, close_at, k)
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn apply_session(
         &mut self,
@@ -623,7 +617,7 @@ impl AggregateOp {
                 self.sessions.insert(vk.to_vec(), vec![merge.window]);
             }
         }
-        self.open_insert(merge.window.end.saturating_add(grace), &k);
+        open_insert(&mut self.open, merge.window.end.saturating_add(grace), &k);
         if emit_row {
             self.changed.insert(k);
         }

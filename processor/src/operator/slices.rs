@@ -166,6 +166,9 @@ pub struct Slices {
     cached: usize,
     /// Clean slices kept in memory at most.
     limit: usize,
+    /// Some group had slices in the store only (evicted, or restored) at
+    /// some point: until then closing a window has no stubs to look for.
+    evicted_any: bool,
 }
 
 /// The state key of group `vk`'s slice starting at `start`, into `k`.
@@ -257,6 +260,7 @@ impl Slices {
             deletes: Vec::new(),
             cached: 0,
             limit,
+            evicted_any: false,
         }
     }
 
@@ -414,6 +418,9 @@ impl Slices {
     /// pass over the stored slices when they are many: a seek per group
     /// costs several times more than stepping over the slices between them.
     fn preload(&mut self, store: &Store, w: Window) -> Result<()> {
+        if !self.evicted_any {
+            return Ok(());
+        }
         let mut stubs: Vec<GroupKey> = self
             .groups
             .iter()
@@ -519,6 +526,7 @@ impl Slices {
                     break;
                 }
                 if !group.slices.is_empty() && !group.dirty {
+                    self.evicted_any = true;
                     self.cached -= group.slices.len();
                     group.evicted.extend(group.slices.iter().map(|s| s.start));
                     group.evicted.sort_unstable();
@@ -534,6 +542,7 @@ impl Slices {
     pub fn restore(&mut self, store: &Store) -> Result<()> {
         let cf = self.cf.clone();
         let upper = [ns::ACCUMULATOR + 1];
+        self.evicted_any = true;
         store.for_each_entry(&cf, &[ns::ACCUMULATOR], Some(&upper), |k, v| {
             let (group, start, _) =
                 key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(&cf, "bad slice key"))?;

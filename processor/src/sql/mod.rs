@@ -28,6 +28,7 @@
 //! (a [`CreateAs`] remembers where it started).
 
 mod aggregate;
+pub mod brief;
 pub mod defaults;
 mod error;
 mod ksql;

@@ -13,21 +13,7 @@ use crate::plan::{
 use crate::view::{ViewQuery, ViewRow};
 use crate::window::WindowSpec;
 
-const USER_EVENTS: &str = "CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');";
-
-const PURCHASE_STATS: &str = "CREATE TABLE purchase_stats AS
-SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
-       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
-FROM user_events
-WINDOW TUMBLING (SIZE 5 MINUTES)
-WHERE event_type = 'purchase'
-GROUP BY user_id
-EMIT CHANGES;";
-
-const HIGH_VALUE: &str = "CREATE STREAM high_value_alerts AS
-SELECT * FROM user_events WHERE event_type = 'purchase' AND amount > 100000 EMIT CHANGES;";
+use super::brief::{HIGH_VALUE_ALERTS as HIGH_VALUE, PURCHASE_STATS, USER_EVENTS};
 
 const USERS: &str = "CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR, tier VARCHAR)
   WITH (TOPIC='users');";

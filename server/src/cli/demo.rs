@@ -25,24 +25,7 @@ use tokio::sync::watch;
 use super::http::{ApiError, Client};
 use crate::config::ServerConfig;
 
-/// The `user_events` stream (the product brief's declaration).
-pub const USER_EVENTS: &str = "CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');";
-
-/// Purchases per user per 5-minute window (the brief's table).
-pub const PURCHASE_STATS: &str = "CREATE TABLE purchase_stats AS
-SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
-       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
-FROM user_events
-WINDOW TUMBLING (SIZE 5 MINUTES)
-WHERE event_type = 'purchase'
-GROUP BY user_id
-EMIT CHANGES;";
-
-/// Purchases over 100000 (the brief's derived stream).
-pub const HIGH_VALUE_ALERTS: &str = "CREATE STREAM high_value_alerts AS
-SELECT * FROM user_events WHERE event_type = 'purchase' AND amount > 100000 EMIT CHANGES;";
+pub use kappa_processor::sql::brief::{HIGH_VALUE_ALERTS, PURCHASE_STATS, USER_EVENTS};
 
 /// The replacement the guide suggests: the same table over 1-minute windows.
 const PURCHASE_STATS_1_MINUTE: &str = "CREATE OR REPLACE TABLE purchase_stats AS \

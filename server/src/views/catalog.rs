@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::views::ViewError;
 use kappa_processor::plan::{Plan, Sink};
 use kappa_processor::runner::StartFrom;
 use kappa_processor::sql::SourceDecl;
@@ -195,6 +196,18 @@ impl Catalog {
         let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
         kappa_log::io::write_atomic(path, &json)
             .map_err(|e| format!("writing the catalog {}: {e}", path.display()))
+    }
+
+    /// Refuses to drop `name` while a view other than `except` reads `topic`.
+    pub fn check_unread(&self, topic: &str, name: &str, except: &str) -> Result<(), ViewError> {
+        let dependents = self.readers_of(topic, except);
+        if dependents.is_empty() {
+            return Ok(());
+        }
+        Err(ViewError::HasDependents {
+            name: name.to_string(),
+            dependents,
+        })
     }
 
     /// Names of the views whose input is `topic`, except `except`.

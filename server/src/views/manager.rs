@@ -521,13 +521,7 @@ impl ViewManager {
             .get(name)
             .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
         if let Some(topic) = view.output_topic() {
-            let dependents = catalog.readers_of(topic, name);
-            if !dependents.is_empty() {
-                return Err(ViewError::HasDependents {
-                    name: name.to_string(),
-                    dependents,
-                });
-            }
+            catalog.check_unread(topic, name, name)?;
         }
         let scopes: Vec<Scope> = view.versions().map(|v| scope(name, v.version)).collect();
         catalog.views.remove(name);
@@ -573,13 +567,8 @@ impl ViewManager {
             .sources
             .get(name)
             .ok_or_else(|| ViewError::UnknownSource(name.to_string()))?;
-        let dependents = catalog.readers_of(&decl.topic, "");
-        if !dependents.is_empty() {
-            return Err(ViewError::HasDependents {
-                name: name.to_string(),
-                dependents,
-            });
-        }
+        // A declaration is not a view: every view reading its topic counts.
+        catalog.check_unread(&decl.topic, name, "")?;
         catalog.sources.remove(name);
         self.save(&catalog)?;
         self.install(catalog, Vec::new());
