@@ -294,6 +294,28 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
         })
         .unwrap_or_else(|| panic!("no view lag in\n{metrics}"));
     assert!(lag_line.ends_with(" 0"), "{lag_line}");
+    // The processor's own series, for this view's version 1.
+    for name in [
+        "kappa_processor_records_in_total",
+        "kappa_processor_late_dropped_total",
+        "kappa_processor_watermark_ms",
+        "kappa_processor_watermark_lag_seconds",
+        "kappa_processor_state_bytes",
+        "kappa_processor_commit_seconds_count",
+        "kappa_processor_commit_bytes_count",
+        "kappa_processor_end_to_end_latency_seconds_count",
+    ] {
+        let line = metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!("{name}{{"))
+                    && l.contains("processor=\"purchase_stats\"")
+                    && l.contains("version=\"1\"")
+            })
+            .unwrap_or_else(|| panic!("no {name} for purchase_stats in\n{metrics}"));
+        let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(value > 0.0, "{line}");
+    }
 
     // The description.
     let d = client.describe_view("purchase_stats");
