@@ -3,7 +3,8 @@
 //! Each variant says what the caller can do about it: a bad argument
 //! (`InvalidTopicName`, `OffsetOutOfRange`), a missing object
 //! (`UnknownTopic`), a transient overload (`Backpressure`), or a storage
-//! problem that needs an operator (`Io`, `Corrupt`, `PartitionFailed`).
+//! problem that needs an operator (`Io`, `Corrupt`, `Damaged`, `Metadata`,
+//! `PartitionFailed`).
 
 use std::path::PathBuf;
 
@@ -112,6 +113,43 @@ pub enum LogError {
         reason: String,
     },
 
+    /// A read reached stored records that are damaged (a batch failed its
+    /// CRC or structure check). The records in `[first_offset,
+    /// next_offset)` cannot be read; reading from `next_offset` works. The
+    /// offsets are never handed out again.
+    #[error(
+        "topic {topic:?} partition {partition}: offsets {first_offset}..{next_offset} are damaged ({path} at byte {position}: {reason}); the next readable offset is {next_offset}"
+    )]
+    Damaged {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: u32,
+        /// The first damaged offset (where the read stopped).
+        first_offset: u64,
+        /// The first offset readable after the damage.
+        next_offset: u64,
+        /// The segment file.
+        path: PathBuf,
+        /// Byte position of the damage in the file.
+        position: u64,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// Metadata the log needs in order to open (a `topic.json`, the
+    /// consumer offsets file) is missing or damaged. The log refused to
+    /// open and changed nothing; `recovery` says what the operator can do.
+    #[error("{path}: {problem}. Nothing was changed or deleted. To recover: {recovery}")]
+    Metadata {
+        /// The missing or damaged file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+        /// The command or step that recovers from it.
+        recovery: String,
+    },
+
     /// An operating-system I/O call failed.
     #[error("i/o error on {path}: {source}")]
     Io {
@@ -133,6 +171,30 @@ impl LogError {
         LogError::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// Names the topic and partition of a [`LogError::Damaged`] raised below
+    /// the partition (other errors pass through).
+    pub fn in_partition(self, topic: &str, partition: u32) -> Self {
+        match self {
+            LogError::Damaged {
+                first_offset,
+                next_offset,
+                path,
+                position,
+                reason,
+                ..
+            } => LogError::Damaged {
+                topic: topic.to_string(),
+                partition,
+                first_offset,
+                next_offset,
+                path,
+                position,
+                reason,
+            },
+            other => other,
         }
     }
 

@@ -22,6 +22,8 @@ pub mod batch;
 pub mod cache;
 pub mod config;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod idempotency;
 pub mod index;
 pub mod io;
@@ -31,6 +33,7 @@ pub mod offsets;
 pub mod partition;
 pub mod partitioner;
 pub mod recovery;
+pub mod repair;
 pub mod retention;
 pub mod segment;
 pub mod stats;

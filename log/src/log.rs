@@ -8,8 +8,12 @@
 //! <data_dir>/groups/offsets.log               committed consumer offsets
 //! <data_dir>/trash/                           topics being deleted
 //! ```
-//! A topic directory without `topic.json` is a creation that did not finish
-//! and is removed at open.
+//! A topic directory without `topic.json` whose partitions hold no records
+//! is a creation that did not finish and is removed at open. One whose
+//! partitions hold records, or whose `topic.json` is damaged, makes `open`
+//! fail with [`LogError::Metadata`], naming the file and the
+//! `kappa-inspect repair-topic` command that rebuilds it ([`repair`]); a
+//! start never deletes records.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,8 +29,8 @@ use crate::cache::SegmentCache;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
 use crate::offsets::{CommittedOffset, OffsetStore};
-use crate::topic::{validate_topic_name, Topic, TopicMeta};
-use crate::{io, now_ms};
+use crate::topic::{validate_topic_name, Topic, TopicMeta, TOPIC_META_FILE};
+use crate::{io, now_ms, repair};
 
 /// Where a consumer group's offsets are reset to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,13 +119,24 @@ impl Log {
                 tracing::warn!(path = %dir.display(), "ignoring an entry that is not a topic");
                 continue;
             }
-            let meta_path = dir.join("topic.json");
+            let meta_path = dir.join(TOPIC_META_FILE);
             if !meta_path.exists() {
-                tracing::warn!(topic = %name, "removing a topic whose creation did not finish");
+                if repair::holds_records(&dir)? {
+                    return Err(LogError::Metadata {
+                        path: meta_path,
+                        problem: "missing, but the topic's partitions hold records".into(),
+                        recovery: repair::rebuild_hint(data, &name),
+                    });
+                }
+                tracing::warn!(topic = %name, "removing a topic whose creation did not finish (no topic.json, no records)");
                 std::fs::remove_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
                 continue;
             }
-            let meta = read_meta(&meta_path)?;
+            let meta = read_meta(&meta_path).map_err(|e| LogError::Metadata {
+                path: meta_path.clone(),
+                problem: format!("not a valid topic.json: {e}"),
+                recovery: repair::rebuild_hint(data, &name),
+            })?;
             let topic = Topic::open(&dir, meta, config.clone(), cache.clone())?;
             topics.insert(name, Arc::new(topic));
         }
@@ -176,7 +191,7 @@ impl Log {
             self.inner.cache.clone(),
         )?;
         let json = serde_json::to_vec_pretty(&meta).expect("topic metadata serializes");
-        io::write_atomic(&dir.join("topic.json"), &json)?;
+        io::write_atomic(&dir.join(TOPIC_META_FILE), &json)?;
         io::sync_dir(&topics_dir)?;
         let topic = Arc::new(topic);
         self.inner
@@ -344,7 +359,8 @@ impl Drop for Log {
     }
 }
 
-fn read_meta(path: &Path) -> Result<TopicMeta> {
+/// Reads and validates a `topic.json`.
+pub(crate) fn read_meta(path: &Path) -> Result<TopicMeta> {
     let bytes = std::fs::read(path).map_err(|e| LogError::io(path, e))?;
     let meta: TopicMeta = serde_json::from_slice(&bytes)
         .map_err(|e| LogError::corrupt(path, e.column() as u64, format!("topic.json: {e}")))?;

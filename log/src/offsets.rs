@@ -10,9 +10,18 @@
 //!   its frame was written and fdatasync'ed, so every acknowledged call
 //!   survives a crash and an unacknowledged one never half-applies (one call
 //!   is one frame).
-//! - Replay stops at the first frame that is torn or fails its CRC and
-//!   truncates the file there; a frame that passes its CRC but cannot be
-//!   decoded makes `open` fail with `Corrupt` and leaves the file untouched.
+//! - Replay skips a frame that fails its CRC when a valid frame follows
+//!   (damage inside written data: only that one call's commits are lost, and
+//!   the error log names them); the damaged file is kept as
+//!   `offsets.log.damaged-<ms>` and the live file rewritten from the
+//!   replayed state. A torn or corrupt stretch at the very end (the write a
+//!   crash interrupted) is truncated. A frame that passes its CRC but cannot
+//!   be decoded makes `open` fail with `Corrupt` and leaves the file
+//!   untouched.
+//! - `offsets.log.bak` holds the last good copy (written at every open and
+//!   after every compaction). A missing `offsets.log` beside it makes `open`
+//!   fail with `Metadata` (restore it, or move the backup away to start
+//!   with no committed offsets), never silently start empty.
 //! - When the file holds more than `max(1024, 4 × live entries)` frames it
 //!   is rewritten from the live state through `offsets.log.tmp`, fdatasync,
 //!   rename and directory fsync, so a crash leaves either the old or the new
@@ -35,6 +44,10 @@ use crate::io::sync_dir;
 const FILE_NAME: &str = "offsets.log";
 /// Name of the compaction's temporary file inside the store's directory.
 const TMP_FILE_NAME: &str = "offsets.log.tmp";
+/// Name of the last good copy inside the store's directory.
+const BACKUP_FILE_NAME: &str = "offsets.log.bak";
+/// Name of the backup's temporary file inside the store's directory.
+const BACKUP_TMP_FILE_NAME: &str = "offsets.log.bak.tmp";
 
 /// Magic/version byte opening every frame body: format version 1.
 const MAGIC_V1: u8 = 0xC1;
@@ -183,18 +196,36 @@ impl OffsetStore {
             sync_dir(parent)?;
         }
 
-        let tmp_path = dir.join(TMP_FILE_NAME);
-        match fs::remove_file(&tmp_path) {
-            Ok(()) => tracing::warn!(
-                path = %tmp_path.display(),
-                "removed leftover offsets compaction file (a compaction was interrupted)"
-            ),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(LogError::io(&tmp_path, e)),
+        for leftover in [TMP_FILE_NAME, BACKUP_TMP_FILE_NAME] {
+            let tmp_path = dir.join(leftover);
+            match fs::remove_file(&tmp_path) {
+                Ok(()) => tracing::warn!(
+                    path = %tmp_path.display(),
+                    "removed a leftover temporary offsets file (a compaction or backup was interrupted)"
+                ),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&tmp_path, e)),
+            }
         }
 
         let path = dir.join(FILE_NAME);
         let existed = path.exists();
+        let backup = dir.join(BACKUP_FILE_NAME);
+        if !existed && backup.exists() {
+            return Err(LogError::Metadata {
+                problem: "missing, but its last good copy offsets.log.bak is here: \
+                          starting would forget every consumer group's committed offsets"
+                    .into(),
+                recovery: format!(
+                    "stop the server and restore the copy (`cp {} {}`); or, to start \
+                     with no committed offsets, move {} elsewhere",
+                    backup.display(),
+                    path.display(),
+                    backup.display()
+                ),
+                path,
+            });
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -210,11 +241,26 @@ impl OffsetStore {
         file.read_to_end(&mut data)
             .map_err(|e| LogError::io(&path, e))?;
         let replayed = replay(&path, &data)?;
-        if replayed.valid_len < data.len() as u64 {
+        if replayed.skipped_frames > 0 {
+            let aside = dir.join(format!("{FILE_NAME}.damaged-{}", crate::now_ms()));
+            fs::write(&aside, &data)
+                .and_then(|()| File::open(&aside)?.sync_all())
+                .map_err(|e| LogError::io(&aside, e))?;
+            tracing::error!(
+                path = %path.display(),
+                kept_in = %aside.display(),
+                skipped_frames = replayed.skipped_frames,
+                "the offsets file had damaged frames in the middle: skipped them (their commits are lost; the groups re-read from their earlier offsets), kept the damaged file aside and rewrote it"
+            );
+            crate::stats::global()
+                .corruptions_detected
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        } else if replayed.valid_len < data.len() as u64 {
             file.set_len(replayed.valid_len)
                 .and_then(|()| file.sync_all())
                 .map_err(|e| LogError::io(&path, e))?;
         }
+        let damaged = replayed.skipped_frames > 0;
 
         let mut inner = Inner {
             dir: dir.to_path_buf(),
@@ -227,7 +273,12 @@ impl OffsetStore {
             compact_min_frames,
             compact_retry_at: 0,
         };
-        inner.maybe_compact();
+        if damaged {
+            inner.compact()?;
+        } else {
+            inner.maybe_compact();
+        }
+        inner.write_backup()?;
         Ok(OffsetStore {
             path,
             inner: Mutex::new(inner),
@@ -419,6 +470,22 @@ impl Inner {
         }
     }
 
+    /// Writes the live state to `offsets.log.bak` (temporary file,
+    /// fdatasync, rename, directory fsync): the last good copy.
+    fn write_backup(&self) -> Result<()> {
+        let tmp = self.dir.join(BACKUP_TMP_FILE_NAME);
+        let (data, _) = encode_state(&self.state);
+        File::create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(&data)?;
+                f.sync_data()
+            })
+            .map_err(|e| LogError::io(&tmp, e))?;
+        let backup = self.dir.join(BACKUP_FILE_NAME);
+        fs::rename(&tmp, &backup).map_err(|e| LogError::io(&backup, e))?;
+        sync_dir(&self.dir)
+    }
+
     /// Rewrites the live state to the temporary file, fdatasyncs it,
     /// renames it over `offsets.log` and fsyncs the directory.
     fn compact(&mut self) -> Result<()> {
@@ -456,6 +523,9 @@ impl Inner {
             self.fail(format!("directory fsync after compaction failed: {e}"));
             return Err(e);
         }
+        if let Err(e) = self.write_backup() {
+            tracing::warn!(error = %e, "could not refresh offsets.log.bak after compaction");
+        }
         Ok(())
     }
 }
@@ -466,6 +536,8 @@ struct Replayed {
     frames: u64,
     /// Bytes up to the end of the last good frame.
     valid_len: u64,
+    /// Damaged frames skipped because valid ones followed them.
+    skipped_frames: u64,
 }
 
 /// Why a frame cannot be read as a whole, CRC-valid frame.
@@ -474,12 +546,16 @@ enum BadFrame {
     Corrupt(&'static str),
 }
 
-/// Replays the frames of `data`, stopping at the first torn or CRC-failed
-/// frame. A CRC-valid frame that does not decode is an error.
+/// Replays the frames of `data`. A torn or CRC-failed frame followed by a
+/// valid one is skipped (counted in `skipped_frames`); one with nothing
+/// valid after it ends the replay (`valid_len` stops there). A CRC-valid
+/// frame that does not decode is an error.
 fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
     let mut state = State::default();
     let mut frames = 0u64;
+    let mut skipped_frames = 0u64;
     let mut pos = 0usize;
+    let mut valid_len = 0usize;
     while pos < data.len() {
         match check_frame(data, pos) {
             Ok(body) => {
@@ -488,37 +564,57 @@ fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
                 state.apply(record);
                 frames += 1;
                 pos += HEADER_LEN + body.len();
+                valid_len = pos;
             }
             Err(bad) => {
                 let (what, reason) = match bad {
                     BadFrame::Torn(r) => ("torn", r),
                     BadFrame::Corrupt(r) => ("corrupt", r),
                 };
-                let dropped = data.len() - pos;
                 match find_valid_frame(data, pos + 1) {
-                    None => tracing::warn!(
-                        path = %path.display(),
-                        position = pos,
-                        dropped_bytes = dropped,
-                        "truncating {what} final frame of offsets file: {reason}"
-                    ),
-                    Some(next) => tracing::error!(
-                        path = %path.display(),
-                        position = pos,
-                        dropped_bytes = dropped,
-                        next_valid_frame = next,
-                        "{what} frame in the middle of offsets file ({reason}); truncating the file at byte {pos}, losing the valid-looking frames after it"
-                    ),
+                    None => {
+                        tracing::warn!(
+                            path = %path.display(),
+                            position = pos,
+                            dropped_bytes = data.len() - pos,
+                            "truncating {what} final frame of offsets file: {reason}"
+                        );
+                        break;
+                    }
+                    Some(next) => {
+                        tracing::error!(
+                            path = %path.display(),
+                            position = pos,
+                            skipped_bytes = next - pos,
+                            next_valid_frame = next,
+                            "{what} frame in the middle of offsets file ({reason}); skipping to the next valid frame"
+                        );
+                        skipped_frames += 1;
+                        pos = next;
+                    }
                 }
-                break;
             }
         }
     }
     Ok(Replayed {
         state,
         frames,
-        valid_len: pos as u64,
+        valid_len: valid_len as u64,
+        skipped_frames,
     })
+}
+
+/// Replays `data` for the fuzz target ([`crate::fuzzing::offsets_replay`]),
+/// checking what replay promises.
+pub(crate) fn check_replay(path: &Path, data: &[u8]) {
+    if let Ok(replayed) = replay(path, data) {
+        assert!(replayed.valid_len as usize <= data.len());
+        // What replay kept re-encodes to frames that replay to the same state.
+        let (encoded, _) = encode_state(&replayed.state);
+        let again = replay(path, &encoded).expect("re-encoded state replays");
+        assert_eq!(again.state, replayed.state);
+        assert_eq!(again.skipped_frames, 0);
+    }
 }
 
 /// The body of the frame at `pos` if it is whole and its CRC matches.
@@ -1016,23 +1112,88 @@ mod tests {
     }
 
     #[test]
-    fn corrupt_frame_in_the_middle_truncates_from_there() {
+    fn corrupt_frame_in_the_middle_is_skipped_and_the_frames_after_it_kept() {
         let dir = tempfile::tempdir().unwrap();
         let store = OffsetStore::open(dir.path()).unwrap();
         store.commit("g", &[("t", 0, 1)], 0).unwrap();
         let first_end = file_len(dir.path()) as usize;
         store.commit("g", &[("t", 1, 2)], 0).unwrap();
         store.commit("g", &[("t", 2, 3)], 0).unwrap();
+        store.commit("h", &[("t", 0, 7)], 0).unwrap();
         drop(store);
         let mut bytes = fs::read(log_path(dir.path())).unwrap();
         bytes[first_end + HEADER_LEN + 3] ^= 0x55;
-        assert!(find_valid_frame(&bytes, first_end + 1).is_some());
         let d = dir_with_file(&bytes);
         let store = OffsetStore::open(d.path()).unwrap();
         assert_eq!(store.committed("g", "t", 0), Some(1));
-        assert_eq!(store.committed("g", "t", 1), None);
-        assert_eq!(store.committed("g", "t", 2), None);
-        assert_eq!(file_len(d.path()), first_end as u64);
+        assert_eq!(
+            store.committed("g", "t", 1),
+            None,
+            "the damaged frame's commit"
+        );
+        assert_eq!(store.committed("g", "t", 2), Some(3));
+        assert_eq!(store.committed("h", "t", 0), Some(7));
+        drop(store);
+        // The damaged file is kept aside, the live one rewritten clean.
+        let aside: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("offsets.log.damaged-"))
+            .collect();
+        assert_eq!(aside.len(), 1);
+        assert_eq!(fs::read(d.path().join(&aside[0])).unwrap(), bytes);
+        let rewritten = fs::read(log_path(d.path())).unwrap();
+        assert_eq!(
+            replay(&log_path(d.path()), &rewritten)
+                .unwrap()
+                .skipped_frames,
+            0
+        );
+        let store = OffsetStore::open(d.path()).unwrap();
+        assert_eq!(store.committed("g", "t", 2), Some(3));
+    }
+
+    #[test]
+    fn a_bad_first_frame_loses_only_that_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = OffsetStore::open(dir.path()).unwrap();
+        store.commit("g", &[("t", 0, 1)], 0).unwrap();
+        store.commit("h", &[("t", 0, 5)], 0).unwrap();
+        store.commit("g", &[("u", 3, 9)], 0).unwrap();
+        drop(store);
+        let mut bytes = fs::read(log_path(dir.path())).unwrap();
+        bytes[0] ^= 0xFF; // the first frame's length
+        let d = dir_with_file(&bytes);
+        let store = OffsetStore::open(d.path()).unwrap();
+        assert_eq!(store.committed("g", "t", 0), None);
+        assert_eq!(store.committed("h", "t", 0), Some(5));
+        assert_eq!(store.committed("g", "u", 3), Some(9));
+    }
+
+    #[test]
+    fn a_missing_file_beside_its_backup_refuses_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = OffsetStore::open(dir.path()).unwrap();
+        store.commit("g", &[("t", 0, 4)], 0).unwrap();
+        drop(store);
+        // Every open leaves the last good copy.
+        let store = OffsetStore::open(dir.path()).unwrap();
+        drop(store);
+        let backup = dir.path().join(BACKUP_FILE_NAME);
+        assert!(backup.exists());
+        fs::remove_file(log_path(dir.path())).unwrap();
+        match OffsetStore::open(dir.path()) {
+            Err(LogError::Metadata { path, recovery, .. }) => {
+                assert_eq!(path, log_path(dir.path()));
+                assert!(recovery.contains("offsets.log.bak"), "{recovery}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(!log_path(dir.path()).exists(), "nothing was created");
+        // The recovery it names works.
+        fs::copy(&backup, log_path(dir.path())).unwrap();
+        let store = OffsetStore::open(dir.path()).unwrap();
+        assert_eq!(store.committed("g", "t", 0), Some(4));
     }
 
     #[test]

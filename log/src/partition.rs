@@ -404,12 +404,23 @@ impl Partition {
                 .source(segment)
                 .map_err(|e| self.deleted_or(e, offset))?;
             let until = offset.saturating_add(max_records);
-            let read = segment::read_batches(segment, &source, cursor, until, max_bytes - bytes)?;
+            let read =
+                match segment::read_batches(segment, &source, cursor, until, max_bytes - bytes) {
+                    Ok(read) => read,
+                    // Damage in a later segment: hand out what came before it.
+                    Err(LogError::Damaged { .. }) if !fetch.batches.is_empty() => break,
+                    Err(e) => return Err(e.in_partition(&self.shared.topic, self.shared.partition)),
+                };
             bytes += read.bytes;
             if let Some(last) = read.batches.last() {
                 cursor = last.next_offset();
             }
             fetch.batches.extend(read.batches);
+            if cursor < segment.end_offset() {
+                // The read stopped inside this segment (a limit, or damage
+                // the next read will report): the next segment must wait.
+                break;
+            }
         }
         fetch.next_offset = cursor.min(offset.saturating_add(max_records)).min(end);
         Ok(fetch)
@@ -463,7 +474,16 @@ impl Partition {
                 .unwrap_or(segment.base_offset);
             let mut cursor = from;
             while cursor < segment.end_offset().min(end) {
-                let read = segment::read_batches(&segment, &source, cursor, u64::MAX, 1 << 20)?;
+                let read = match segment::read_batches(&segment, &source, cursor, u64::MAX, 1 << 20)
+                {
+                    Ok(read) => read,
+                    // Damaged records have no timestamp to match: look after them.
+                    Err(LogError::Damaged { next_offset, .. }) if next_offset > cursor => {
+                        cursor = next_offset;
+                        continue;
+                    }
+                    Err(e) => return Err(e.in_partition(&self.shared.topic, self.shared.partition)),
+                };
                 for batch in &read.batches {
                     if batch.max_timestamp() >= timestamp {
                         if let Some(r) = batch

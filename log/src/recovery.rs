@@ -3,11 +3,15 @@
 //! Sealed segments were fsynced when they were sealed, so they are trusted
 //! as they are (their indexes are checked, and rebuilt if missing or
 //! damaged, when first opened; their batches are CRC-checked on every read).
-//! The active (last) segment is scanned batch by batch: the first torn or
-//! corrupt batch and everything after it is truncated away, with a log line
-//! and a counter. Under `fsync = always` those bytes were never
-//! acknowledged. Stray temporary files and index files without a log are
-//! removed.
+//! The active (last) segment is scanned batch by batch. A bad stretch with
+//! valid batches after it is corruption inside written data: it stays in
+//! place, unreadable (readers get a `Damaged` error naming the offsets),
+//! the batches after it stay readable, and appends continue after the last
+//! valid batch, so no offset is ever handed out twice. A bad stretch at the
+//! very end is a torn tail (the write the crash interrupted; under
+//! `fsync = always` never acknowledged) and is truncated away. Both are
+//! logged and counted. Stray temporary files and index files without a
+//! log are removed.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -16,7 +20,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::batch::{self, DecodeError};
+use crate::batch::DecodeError;
 use crate::error::{LogError, Result};
 use crate::idempotency::StoredKey;
 use crate::segment::{self, ActiveFiles, IndexBuilder, Segment, SegmentPaths};
@@ -119,6 +123,9 @@ fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveS
     let mut scanned = {
         let bytes = segment::map_file(&paths.log)?;
         let scanned = segment::scan(&bytes, base, interval_bytes);
+        for damage in &scanned.damaged {
+            segment::report_damage(&paths.log, damage, "inside the active segment");
+        }
         if let Some((position, problem)) = &scanned.problem {
             handle_bad_tail(&paths.log, &bytes, *position, problem)?;
         }
@@ -171,15 +178,15 @@ fn recover_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<(ActiveS
     Ok((state, keys))
 }
 
-/// Decides what to do with the bytes after the first bad batch of the
-/// active segment, before they are truncated away.
+/// Decides what to do with a bad stretch at the end of the active segment
+/// (the scan found no valid batch after it), before it is truncated away.
 ///
 /// * A complete batch of a newer format version: refuse to open (an older
 ///   build must not destroy a newer one's data).
-/// * Valid batches further on: not a torn write but corruption inside
-///   written data. The tail is kept in `<segment>.log.corrupt-<position>`
-///   for inspection, and the corruption is logged and counted.
-/// * Otherwise a torn tail: dropped, logged and counted.
+/// * Otherwise a torn tail, the last write interrupted by the crash: it
+///   was never acknowledged under `fsync = always`. Dropped, logged and
+///   counted. (Damage with valid batches after it is not a tail: the scan
+///   skips it and nothing is truncated.)
 fn handle_bad_tail(
     path: &Path,
     bytes: &bytes::Bytes,
@@ -193,45 +200,18 @@ fn handle_bad_tail(
             format!("{problem}; refusing to truncate it"),
         ));
     }
-    let tail = bytes.slice(position as usize..);
+    let dropped = bytes.len() as u64 - position;
     let s = stats::global();
-    s.truncated_bytes
-        .fetch_add(tail.len() as u64, Ordering::Relaxed);
-    match find_valid_batch(&tail) {
-        Some(at) => {
-            let keep = path.with_extension(format!("log.corrupt-{position}"));
-            std::fs::write(&keep, &tail).map_err(|e| LogError::io(&keep, e))?;
-            tracing::error!(
-                segment = %path.display(),
-                position,
-                next_valid_batch = position + at as u64,
-                kept_in = %keep.display(),
-                %problem,
-                "recovery: corrupt batch inside the active segment; truncating there and keeping the rest aside"
-            );
-            s.corruptions_detected.fetch_add(1, Ordering::Relaxed);
-        }
-        None => {
-            tracing::warn!(
-                segment = %path.display(),
-                position,
-                dropped_bytes = tail.len(),
-                %problem,
-                "recovery: truncating a torn tail of the active segment"
-            );
-            s.torn_tails_truncated.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    s.truncated_bytes.fetch_add(dropped, Ordering::Relaxed);
+    tracing::warn!(
+        segment = %path.display(),
+        position,
+        dropped_bytes = dropped,
+        %problem,
+        "recovery: truncating a torn tail of the active segment"
+    );
+    s.torn_tails_truncated.fetch_add(1, Ordering::Relaxed);
     Ok(())
-}
-
-/// Position of the first complete, valid batch in `tail` after its start.
-fn find_valid_batch(tail: &bytes::Bytes) -> Option<usize> {
-    (1..tail.len().saturating_sub(batch::HEADER_LEN)).find(|&p| {
-        tail[p + batch::MAGIC_OFFSET] == batch::MAGIC
-            && tail[p + batch::VERSION_OFFSET] == batch::VERSION
-            && batch::BatchView::parse(&tail.slice(p..)).is_ok()
-    })
 }
 
 /// Creates a new, empty active segment at `base` (a roll).

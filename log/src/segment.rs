@@ -69,8 +69,12 @@ pub struct ScanResult {
     pub first_append_time: Option<i64>,
     /// Largest append time (`i64::MIN` if empty).
     pub max_append_time: i64,
-    /// Where and why the scan stopped early, if it did.
+    /// Where and why the scan stopped early, if it did: a bad stretch with
+    /// no valid batch after it (a torn tail, in the active segment).
     pub problem: Option<(u64, DecodeError)>,
+    /// Damaged stretches with valid batches after them, in file order. The
+    /// scan resumed at the next valid batch after each.
+    pub damaged: Vec<Damage>,
     /// (idempotency key, base offset, record count, append time) of each
     /// keyed batch, in order.
     pub keys: Vec<StoredKey>,
@@ -140,6 +144,12 @@ impl IndexBuilder {
         }
     }
 
+    /// Makes the next batch added get an offset index entry of its own
+    /// (after a damaged stretch, so no lookup past it starts before it).
+    pub fn start_new_entry(&mut self) {
+        self.bytes_since_offset_entry = None;
+    }
+
     /// Adds the final time entry so the last one holds the segment maximum.
     pub fn finish(&mut self, indexes: &mut Indexes) {
         let last_batch_rel = self.last_batch_rel;
@@ -152,9 +162,30 @@ impl IndexBuilder {
     }
 }
 
+/// A damaged stretch of a segment's log: bytes that are not valid batches,
+/// followed by a valid batch. The offsets `[first_offset, next_offset)` it
+/// held cannot be read (and are never handed out again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Byte position where the damage starts.
+    pub position: u64,
+    /// Byte position of the next valid batch.
+    pub next_position: u64,
+    /// The first offset the damaged bytes held.
+    pub first_offset: u64,
+    /// The base offset of the next valid batch.
+    pub next_offset: u64,
+    /// What was wrong with the first damaged batch.
+    pub reason: String,
+}
+
 /// Scans `bytes` (a segment's log starting at `base_offset`) batch by
-/// batch, validating each, and rebuilds its indexes. Stops at the first
-/// problem (a torn or corrupt batch, or a batch out of sequence).
+/// batch, validating each, and rebuilds its indexes. A bad batch followed
+/// by valid ones is recorded in `damaged` and skipped (the scan resumes at
+/// the next valid batch, which gets an index entry of its own so reads
+/// after the damage never start before it); the scan stops at a bad stretch
+/// with nothing valid after it (`problem`), or at a batch of a newer format
+/// version, which is never skipped.
 pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult {
     let mut result = ScanResult {
         next_offset: base_offset,
@@ -165,40 +196,94 @@ pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult 
     let mut builder = IndexBuilder::new(base_offset, interval_bytes);
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let view = match BatchView::parse(&bytes.slice(pos..)) {
-            Ok(v) => v,
-            Err(e) => {
-                result.problem = Some((pos as u64, e));
-                break;
+        let problem = match BatchView::parse(&bytes.slice(pos..)) {
+            Ok(view) if view.base_offset() == result.next_offset => {
+                let len = view.len() as u64;
+                builder.add(
+                    &mut result.indexes,
+                    pos as u64,
+                    view.base_offset(),
+                    len,
+                    view.max_timestamp(),
+                );
+                result.first_append_time.get_or_insert(view.append_time());
+                result.max_append_time = result.max_append_time.max(view.append_time());
+                result.keys.extend(StoredKey::of(&view));
+                result.next_offset = view.next_offset();
+                pos += view.len();
+                continue;
             }
-        };
-        if view.base_offset() != result.next_offset {
-            let reason = format!(
+            Ok(view) => DecodeError::Invalid(format!(
                 "batch base offset {} where {} was expected",
                 view.base_offset(),
                 result.next_offset
-            );
-            result.problem = Some((pos as u64, DecodeError::Invalid(reason)));
+            )),
+            Err(e) => e,
+        };
+        let resume = match problem {
+            DecodeError::UnsupportedVersion(_) => None,
+            _ => next_valid_batch(bytes, pos + 1, result.next_offset)
+                .or_else(|| whole_damaged_batch(bytes, pos, result.next_offset)),
+        };
+        let Some((next_position, next_offset)) = resume else {
+            result.problem = Some((pos as u64, problem));
             break;
-        }
-        let len = view.len() as u64;
-        builder.add(
-            &mut result.indexes,
-            pos as u64,
-            view.base_offset(),
-            len,
-            view.max_timestamp(),
-        );
-        result.first_append_time.get_or_insert(view.append_time());
-        result.max_append_time = result.max_append_time.max(view.append_time());
-        result.keys.extend(StoredKey::of(&view));
-        result.next_offset = view.next_offset();
-        pos += view.len();
+        };
+        result.damaged.push(Damage {
+            position: pos as u64,
+            next_position: next_position as u64,
+            first_offset: result.next_offset,
+            next_offset,
+            reason: problem.to_string(),
+        });
+        builder.start_new_entry();
+        result.next_offset = next_offset;
+        pos = next_position;
     }
     result.valid_bytes = pos as u64;
     result.max_timestamp = builder.max_timestamp;
     result.builder = Some(builder);
     result
+}
+
+/// A last batch that fails its CRC but whose header is that of the batch
+/// expected here (current format, the expected base offset, a length that
+/// ends exactly at the end of the file, a plausible record count): a
+/// written batch damaged afterwards rather than a torn write, so its
+/// offsets stay reserved. Returns (end of file, offset after the batch).
+fn whole_damaged_batch(bytes: &Bytes, pos: usize, expected: u64) -> Option<(usize, u64)> {
+    let header = bytes.get(pos..pos + batch::HEADER_LEN)?;
+    let field = |at: usize, n: usize| {
+        header[at..at + n]
+            .iter()
+            .rev()
+            .fold(0u64, |acc, b| acc << 8 | u64::from(*b))
+    };
+    let len = field(batch::LENGTH_OFFSET, 4) as usize;
+    let count = field(batch::RECORD_COUNT_OFFSET, 4);
+    let plausible = header[batch::MAGIC_OFFSET] == batch::MAGIC
+        && header[batch::VERSION_OFFSET] == batch::VERSION
+        && field(batch::BASE_OFFSET_OFFSET, 8) == expected
+        && pos + len == bytes.len()
+        && count >= 1
+        && count <= (len - batch::HEADER_LEN) as u64;
+    plausible.then_some((bytes.len(), expected + count))
+}
+
+/// The position and base offset of the first whole, valid batch of the
+/// current format in `bytes` at or after `from` whose base offset is at
+/// least `min_offset` (offsets only grow along a segment).
+pub fn next_valid_batch(bytes: &Bytes, from: usize, min_offset: u64) -> Option<(usize, u64)> {
+    let last = bytes.len().checked_sub(batch::HEADER_LEN)?;
+    (from..=last).find_map(|p| {
+        if bytes[p + batch::MAGIC_OFFSET] != batch::MAGIC
+            || bytes[p + batch::VERSION_OFFSET] != batch::VERSION
+        {
+            return None;
+        }
+        let view = BatchView::parse(&bytes.slice(p..)).ok()?;
+        (view.base_offset() >= min_offset).then_some((p, view.base_offset()))
+    })
 }
 
 /// Idempotency keys found by [`scan_keys`].
@@ -539,17 +624,20 @@ impl Segment {
         if let Some(builder) = scanned.builder.as_mut() {
             builder.finish(&mut scanned.indexes);
         }
+        for damage in &scanned.damaged {
+            report_damage(&self.paths.log, damage, "in a sealed segment");
+        }
         if let Some((pos, problem)) = &scanned.problem {
             tracing::error!(
                 segment = %self.paths.log.display(),
                 position = pos,
                 %problem,
-                "corruption in a sealed segment: indexes cover only the data before it; reads past it fail"
+                "corruption at the end of a sealed segment: indexes cover only the data before it; reads past it fail"
             );
             crate::stats::global()
                 .corruptions_detected
                 .fetch_add(1, Ordering::Relaxed);
-        } else {
+        } else if scanned.damaged.is_empty() {
             tracing::warn!(segment = %self.paths.log.display(), "rebuilt missing or damaged index files");
             crate::io::write_atomic(&self.paths.index, scanned.indexes.offsets.as_bytes())?;
             crate::io::write_atomic(&self.paths.time_index, scanned.indexes.times.as_bytes())?;
@@ -641,18 +729,54 @@ pub struct SegmentRead {
     pub bytes: u64,
 }
 
-/// Logs and counts corruption found by a read, and builds its error.
-fn report_corruption(segment: &Segment, position: u64, reason: String) -> LogError {
+/// Logs and counts a damaged stretch found by a scan (`context` says
+/// where: recovery of the active segment, a sealed segment's index rebuild).
+pub fn report_damage(path: &Path, damage: &Damage, context: &str) {
     tracing::error!(
-        segment = %segment.paths.log.display(),
-        position,
-        %reason,
-        "corrupt batch: the read fails here, nothing past it is returned"
+        segment = %path.display(),
+        position = damage.position,
+        next_valid_batch = damage.next_position,
+        first_offset = damage.first_offset,
+        next_offset = damage.next_offset,
+        reason = %damage.reason,
+        "corrupt batch {context}: offsets {}..{} cannot be read; the valid batches after it stay readable and no offset is reused",
+        damage.first_offset,
+        damage.next_offset,
     );
     crate::stats::global()
         .corruptions_detected
         .fetch_add(1, Ordering::Relaxed);
-    LogError::corrupt(&segment.paths.log, position, reason)
+}
+
+/// Logs and counts damage a read ran into, and builds its error (the
+/// partition names its topic and number).
+fn report_damaged_read(
+    segment: &Segment,
+    position: u64,
+    first_offset: u64,
+    next_offset: u64,
+    reason: String,
+) -> LogError {
+    tracing::error!(
+        segment = %segment.paths.log.display(),
+        position,
+        first_offset,
+        next_offset,
+        %reason,
+        "corrupt batch: a read starting at it fails; offsets {first_offset}..{next_offset} cannot be read"
+    );
+    crate::stats::global()
+        .corruptions_detected
+        .fetch_add(1, Ordering::Relaxed);
+    LogError::Damaged {
+        topic: String::new(),
+        partition: 0,
+        first_offset,
+        next_offset,
+        path: segment.paths.log.clone(),
+        position,
+        reason,
+    }
 }
 
 /// Smallest chunk read from an active segment with one `pread`.
@@ -660,8 +784,10 @@ const MIN_ACTIVE_READ: u64 = 64 * 1024;
 
 /// Reads the batches of `segment` from the one containing `offset`, until
 /// `max_bytes` are collected (at least one batch), a batch reaches
-/// `until_offset`, or the readable end. Every batch is validated; a problem
-/// is a `Corrupt` error naming the position.
+/// `until_offset`, or the readable end. Every batch is validated. A damaged
+/// batch ends the read after what came before it; a read that starts at
+/// damage fails with `Damaged` naming the first readable offset after it,
+/// and one that asks for an offset past the damage skips to it.
 pub fn read_batches(
     segment: &Segment,
     source: &Source,
@@ -685,8 +811,24 @@ pub fn read_batches(
                 available: 0,
             })
         };
-        let view = match parsed {
-            Ok(v) => v,
+        let problem = match parsed {
+            Ok(view) if view.base_offset() == expected => {
+                position += view.len() as u64;
+                expected = view.next_offset();
+                if view.next_offset() <= offset {
+                    continue;
+                }
+                out.bytes += view.len() as u64;
+                out.batches.push(view);
+                if out.bytes >= max_bytes || expected >= until_offset {
+                    break;
+                }
+                continue;
+            }
+            Ok(view) => format!(
+                "batch base offset {} where {expected} was expected",
+                view.base_offset()
+            ),
             Err(DecodeError::Incomplete { needed, .. })
                 if window_start + (window.len() as u64) < readable =>
             {
@@ -703,29 +845,46 @@ pub fn read_batches(
                 window_start = position;
                 continue;
             }
-            Err(e) => return Err(report_corruption(segment, position, e.to_string())),
+            Err(e) => e.to_string(),
         };
-        if view.base_offset() != expected {
-            let reason = format!(
-                "batch base offset {} where {expected} was expected",
-                view.base_offset()
-            );
-            return Err(report_corruption(segment, position, reason));
-        }
-        position += view.len() as u64;
-        expected = view.next_offset();
-        if view.next_offset() <= offset {
-            continue;
-        }
-        out.bytes += view.len() as u64;
-        out.batches.push(view);
-        if out.bytes >= max_bytes || expected >= until_offset {
+        if !out.batches.is_empty() {
+            // Hand out what came before; the next read starts at the damage.
             break;
+        }
+        let rest = source.read(&segment.paths.log, position, readable - position, readable)?;
+        let next = next_valid_batch(&rest, 1, expected);
+        match next {
+            Some((at, next_offset)) if next_offset <= offset => {
+                tracing::warn!(
+                    segment = %segment.paths.log.display(),
+                    position,
+                    first_offset = expected,
+                    next_offset,
+                    %problem,
+                    "a read for offset {offset} passes over damaged batches before it"
+                );
+                position += at as u64;
+                expected = next_offset;
+                window = Bytes::new();
+                window_start = position;
+            }
+            _ => {
+                let next_offset = next.map_or(end_offset, |(_, o)| o);
+                return Err(report_damaged_read(
+                    segment,
+                    position,
+                    expected,
+                    next_offset,
+                    problem,
+                ));
+            }
         }
     }
     if out.batches.is_empty() && offset < end_offset {
         let reason = format!("offset {offset} not found before the end of the readable data");
-        return Err(report_corruption(segment, position, reason));
+        return Err(report_damaged_read(
+            segment, position, expected, end_offset, reason,
+        ));
     }
     Ok(out)
 }

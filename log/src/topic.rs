@@ -43,6 +43,9 @@ pub fn validate_topic_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Name of a topic's metadata file inside its directory.
+pub const TOPIC_META_FILE: &str = "topic.json";
+
 /// `topic.json`: what a topic directory holds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TopicMeta {

@@ -136,11 +136,44 @@ async fn sealed_segment(dir: &Path) -> (Vec<u8>, u64, u64) {
     )
 }
 
+/// Asserts that reading `from` fails as damage of offsets
+/// `[first, next)` found at byte `position` of `path`.
+fn assert_damaged(
+    p: &kappa_log::Partition,
+    from: u64,
+    path: &Path,
+    range: (u64, u64),
+    position: u64,
+) {
+    match p.read(from, u64::MAX, u64::MAX) {
+        Err(LogError::Damaged {
+            topic,
+            partition,
+            first_offset,
+            next_offset,
+            path: at,
+            position: pos,
+            reason,
+        }) => {
+            assert_eq!((topic.as_str(), partition), ("t", 0));
+            assert_eq!(at, path);
+            assert_eq!(
+                (first_offset, next_offset),
+                range,
+                "read from {from}: {reason}"
+            );
+            assert_eq!(pos, position, "read from {from}: {reason}");
+        }
+        other => panic!("read from {from}: expected Damaged, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn every_flipped_byte_of_a_sealed_batch_is_reported_and_never_returned() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, start, end) = sealed_segment(dir.path()).await;
     let path = segment_log(dir.path(), 0);
+    let stats = kappa_log::stats::global();
     for i in start..end {
         let mut copy = bytes.clone();
         copy[i as usize] ^= 0xFF;
@@ -148,72 +181,109 @@ async fn every_flipped_byte_of_a_sealed_batch_is_reported_and_never_returned() {
         let log = Log::open(LogConfig::new(dir.path())).unwrap();
         let topic = log.topic("t").unwrap();
         let p = topic.partition(0).unwrap();
-        for from in [0, 4, 5] {
-            match p.read(from, u64::MAX, u64::MAX) {
-                Err(LogError::Corrupt {
-                    path: p,
-                    position,
-                    reason,
-                }) => {
-                    assert_eq!(p, path, "flip at {i}");
-                    assert_eq!(position, start, "flip at {i}: {reason}");
-                }
-                other => {
-                    panic!("flip at byte {i}, read from {from}: expected Corrupt, got {other:?}")
-                }
-            }
+        // A read from before the damage gets the batch before it, not an error.
+        let fetch = p.read(0, u64::MAX, u64::MAX).unwrap();
+        assert_eq!(fetch.records().count(), 4, "flip at {i}");
+        assert_eq!(fetch.next_offset, 4, "flip at {i}");
+        // A read starting in the damage names it and where to go on.
+        let before = stats.corruptions_detected.load(Ordering::Relaxed);
+        for from in [4, 5, 7] {
+            assert_damaged(p, from, &path, (4, 8), start);
         }
-        // Data before the corrupt batch still reads; after it too.
-        let fetch = p.read(0, 4, u64::MAX).unwrap();
-        assert_eq!(fetch.records().count(), 4);
+        assert!(stats.corruptions_detected.load(Ordering::Relaxed) > before);
+        // Everything after it reads, across the segment boundary.
+        let after = p.read(8, u64::MAX, u64::MAX).unwrap();
+        assert_eq!(
+            after.records().map(|r| r.offset).collect::<Vec<_>>(),
+            vec![8, 9, 10, 11, 12]
+        );
         assert_eq!(p.read(11, 10, u64::MAX).unwrap().records().count(), 2);
+        // A timestamp lookup passes over the damaged records.
+        assert_eq!(p.offset_for_timestamp(2000).unwrap(), 8, "flip at {i}");
     }
     std::fs::write(&path, &bytes).unwrap();
 }
 
 #[tokio::test]
-async fn a_flipped_byte_in_the_active_segment_is_truncated_and_reported() {
+async fn a_flipped_byte_in_the_active_segment_keeps_the_batches_after_it_and_reuses_no_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let (bytes, last_start, first_two) = three_batches(dir.path()).await;
+    let (bytes, last_start, _) = three_batches(dir.path()).await;
     let path = segment_log(dir.path(), 0);
+    let all = {
+        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        read_all(&log).unwrap()
+    };
+    assert_eq!(all.len(), 11);
+    // The first batch's length field says where the second starts.
+    let second_start = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize;
     let stats = kappa_log::stats::global();
-    for i in (0..bytes.len()).step_by(7) {
+    // The last batch's header fields a torn write could also have left
+    // garbage in: a flip there cannot be told from a torn tail.
+    let tail_header = last_start as usize..last_start as usize + kappa_log::batch::HEADER_LEN;
+    for i in (0..bytes.len()).step_by(3) {
         let mut copy = bytes.clone();
         copy[i] ^= 0x01;
         std::fs::write(&path, &copy).unwrap();
-        let counted = || {
-            stats.torn_tails_truncated.load(Ordering::Relaxed)
-                + stats.corruptions_detected.load(Ordering::Relaxed)
-        };
-        let before = counted();
+        let before = stats.corruptions_detected.load(Ordering::Relaxed)
+            + stats.torn_tails_truncated.load(Ordering::Relaxed);
         let log = Log::open(LogConfig::new(dir.path())).unwrap();
-        let records = read_all(&log).unwrap();
-        assert!(counted() > before, "flip at {i} was not reported");
-        // Only whole batches before the flipped one survive, unchanged.
-        let expect = if i as u64 >= last_start {
-            8
-        } else if records.is_empty() {
-            0
+        let after = stats.corruptions_detected.load(Ordering::Relaxed)
+            + stats.torn_tails_truncated.load(Ordering::Relaxed);
+        assert!(after > before, "flip at {i} was not reported");
+        let topic = log.topic("t").unwrap();
+        let p = topic.partition(0).unwrap();
+        if tail_header.contains(&i) {
+            // Either kept as damage or dropped as a torn tail; never more.
+            assert!(p.end_offset() == 8 || p.end_offset() == 11, "flip at {i}");
+            drop(topic);
+            drop(log);
+            continue;
+        }
+        let flipped = if (i as u64) >= last_start {
+            (8, 11)
+        } else if i < second_start {
+            (0, 4)
         } else {
-            4
+            (4, 8)
         };
-        assert_eq!(records.len(), expect, "flip at {i}");
-        assert_eq!(records[..], first_two[..expect]);
-        drop(log);
-        // When valid batches followed the flipped one, they were kept aside.
-        let kept: Vec<_> = std::fs::read_dir(path.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.to_string_lossy().contains(".log.corrupt-"))
+        // No offset is handed out again: the end stays where it was.
+        assert_eq!(p.end_offset(), 11, "flip at {i}");
+        // Every record outside the flipped batch is readable, unchanged.
+        let mut readable = Vec::new();
+        let mut from = 0;
+        while from < 11 {
+            match p.read(from, u64::MAX, u64::MAX) {
+                Ok(fetch) => {
+                    readable.extend(fetch.records());
+                    from = fetch.next_offset;
+                }
+                Err(LogError::Damaged {
+                    first_offset,
+                    next_offset,
+                    ..
+                }) => {
+                    assert_eq!((first_offset, next_offset), flipped, "flip at {i}");
+                    from = next_offset;
+                }
+                Err(e) => panic!("flip at {i}: {e}"),
+            }
+        }
+        let expect: Vec<Record> = all
+            .iter()
+            .filter(|r| !(flipped.0..flipped.1).contains(&r.offset))
+            .cloned()
             .collect();
-        if (i as u64) < last_start {
-            assert_eq!(kept.len(), 1, "flip at {i}: the valid tail was not kept");
-            let tail = std::fs::read(&kept[0]).unwrap();
-            assert!(copy.ends_with(&tail) && tail.len() > bytes.len() - last_start as usize);
-        }
-        for k in kept {
-            std::fs::remove_file(k).unwrap();
-        }
+        assert_eq!(readable, expect, "flip at {i}");
+        // The next append continues after the damaged batch.
+        let outcome = p.append(batch("e", 2, 5000)).await.unwrap();
+        assert_eq!(outcome.base_offset, 11, "flip at {i}");
+        drop(topic);
+        drop(log);
+        // The damage is still reported the same after another restart.
+        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        let end = log.topic("t").unwrap().partition(0).unwrap().end_offset();
+        assert_eq!(end, 13, "flip at {i}");
+        drop(log);
     }
 }
 
