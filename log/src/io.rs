@@ -2,6 +2,12 @@
 //! here so tests can inject failures (failed write, failed fsync, a torn
 //! write) without a special filesystem. In production `faults` is `None` and
 //! these are plain calls.
+//!
+//! Every step that changes what is on disk — a write, an fdatasync, a
+//! create, a rename, a truncation, a directory fsync, a removal — in the
+//! segment writer, rolls and seals, topic creation and deletion and the
+//! offsets store also passes [`crash::step`], which lets a test simulate a
+//! process crash before any chosen step (`log/tests/crash_points.rs`).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -48,6 +54,57 @@ impl FaultInjector {
     }
 }
 
+/// Simulated process crashes at numbered steps, for tests that enumerate
+/// every crash point of a scenario. Process-wide: a test binary that arms
+/// it must run one test at a time. Unarmed (always, in production), a step
+/// costs one atomic load.
+pub mod crash {
+    use std::path::Path;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use crate::error::{LogError, Result};
+
+    /// Steps taken since the last `arm`.
+    static STEPS: AtomicU64 = AtomicU64::new(0);
+    /// The step that "crashes" (it and every later one fail); `u64::MAX` = off.
+    static CRASH_AT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+    /// Makes step number `at` (counting from 0 from now) and every later
+    /// step fail, as if the process had died just before it.
+    pub fn arm(at: u64) {
+        STEPS.store(0, Ordering::SeqCst);
+        CRASH_AT.store(at, Ordering::SeqCst);
+    }
+
+    /// Turns the simulation off; returns the steps counted since `arm`.
+    pub fn disarm() -> u64 {
+        CRASH_AT.store(u64::MAX, Ordering::SeqCst);
+        STEPS.load(Ordering::SeqCst)
+    }
+
+    /// True once the armed step was reached.
+    pub fn crashed() -> bool {
+        let at = CRASH_AT.load(Ordering::SeqCst);
+        at != u64::MAX && STEPS.load(Ordering::SeqCst) > at
+    }
+
+    /// One step that changes what is on disk (`what` names it). Fails once
+    /// the armed step is reached.
+    pub fn step(path: &Path, what: &str) -> Result<()> {
+        if CRASH_AT.load(Ordering::Relaxed) == u64::MAX {
+            return Ok(());
+        }
+        let n = STEPS.fetch_add(1, Ordering::SeqCst);
+        if n >= CRASH_AT.load(Ordering::SeqCst) {
+            return Err(LogError::io(
+                path,
+                std::io::Error::other(format!("simulated crash before step {n} ({what})")),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Writes all of `buf` at the file's current position.
 pub fn write_all(
     file: &mut File,
@@ -55,6 +112,7 @@ pub fn write_all(
     buf: &[u8],
     faults: Option<&FaultInjector>,
 ) -> Result<()> {
+    crash::step(path, "write")?;
     if let Some(f) = faults {
         let _gate = f.write_gate.lock().unwrap_or_else(|e| e.into_inner());
         let after = f.fail_next_write_after.swap(usize::MAX, Ordering::SeqCst);
@@ -76,6 +134,7 @@ pub fn write_all(
 
 /// fdatasync: the file's data (and the size, if it changed) reach the disk.
 pub fn sync_data(file: &File, path: &Path, faults: Option<&FaultInjector>) -> Result<()> {
+    crash::step(path, "fdatasync")?;
     if let Some(f) = faults {
         f.syncs_started.fetch_add(1, Ordering::SeqCst);
         let _gate = f.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
@@ -92,6 +151,7 @@ pub fn sync_data(file: &File, path: &Path, faults: Option<&FaultInjector>) -> Re
 /// fsyncs a directory so that created, renamed or deleted entries in it are
 /// durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
+    crash::step(dir, "directory fsync")?;
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| LogError::io(dir, e))
@@ -101,10 +161,14 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// rename, then a directory fsync.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
+    crash::step(&tmp, "create")?;
     let mut file = File::create(&tmp).map_err(|e| LogError::io(&tmp, e))?;
+    crash::step(&tmp, "write")?;
     file.write_all(contents)
         .map_err(|e| LogError::io(&tmp, e))?;
+    crash::step(&tmp, "fdatasync")?;
     file.sync_data().map_err(|e| LogError::io(&tmp, e))?;
+    crash::step(path, "rename")?;
     std::fs::rename(&tmp, path).map_err(|e| LogError::io(path, e))?;
     sync_dir(path.parent().expect("a file path has a parent"))
 }

@@ -178,6 +178,7 @@ impl Log {
         }
         let topics_dir = topics_dir(&self.inner.config.data_dir);
         let dir = topics_dir.join(name);
+        io::crash::step(&dir, "create topic directory")?;
         std::fs::create_dir(&dir).map_err(|e| LogError::io(&dir, e))?;
         let meta = TopicMeta {
             name: name.to_string(),
@@ -247,8 +248,10 @@ impl Log {
         let data = &self.inner.config.data_dir;
         let n = self.inner.trash_counter.fetch_add(1, Ordering::Relaxed);
         let doomed = data.join("trash").join(format!("{name}.{}.{n}", now_ms()));
+        io::crash::step(topic.dir(), "rename to trash")?;
         std::fs::rename(topic.dir(), &doomed).map_err(|e| LogError::io(topic.dir(), e))?;
         io::sync_dir(&topics_dir(data))?;
+        io::crash::step(&doomed, "remove")?;
         std::fs::remove_dir_all(&doomed).map_err(|e| LogError::io(&doomed, e))?;
         tracing::info!(topic = name, "deleted topic");
         Ok(())

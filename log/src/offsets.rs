@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{LogError, Result};
-use crate::io::sync_dir;
+use crate::io::{crash, sync_dir};
 
 /// Name of the store's file inside its directory.
 const FILE_NAME: &str = "offsets.log";
@@ -408,6 +408,7 @@ impl Inner {
                 )),
             ));
         }
+        crash::step(&self.path, "write")?;
         let written = self
             .file
             .seek(SeekFrom::Start(self.len))
@@ -422,6 +423,10 @@ impl Inner {
                 ));
             }
             return Err(LogError::io(&self.path, e));
+        }
+        if let Err(e) = crash::step(&self.path, "fdatasync") {
+            self.fail(format!("fdatasync failed: {e}"));
+            return Err(e);
         }
         if let Err(e) = self.file.sync_data() {
             self.fail(format!("fdatasync failed: {e}"));
@@ -475,6 +480,7 @@ impl Inner {
     fn write_backup(&self) -> Result<()> {
         let tmp = self.dir.join(BACKUP_TMP_FILE_NAME);
         let (data, _) = encode_state(&self.state);
+        crash::step(&tmp, "write backup")?;
         File::create(&tmp)
             .and_then(|mut f| {
                 f.write_all(&data)?;
@@ -482,6 +488,7 @@ impl Inner {
             })
             .map_err(|e| LogError::io(&tmp, e))?;
         let backup = self.dir.join(BACKUP_FILE_NAME);
+        crash::step(&backup, "rename")?;
         fs::rename(&tmp, &backup).map_err(|e| LogError::io(&backup, e))?;
         sync_dir(&self.dir)
     }
@@ -491,6 +498,7 @@ impl Inner {
     fn compact(&mut self) -> Result<()> {
         let tmp_path = self.dir.join(TMP_FILE_NAME);
         let (data, frames) = encode_state(&self.state);
+        crash::step(&tmp_path, "write compacted file")?;
         let written = OpenOptions::new()
             .read(true)
             .write(true)
@@ -509,6 +517,7 @@ impl Inner {
                 return Err(LogError::io(&tmp_path, e));
             }
         };
+        crash::step(&self.path, "rename")?;
         if let Err(e) = fs::rename(&tmp_path, &self.path) {
             let _ = fs::remove_file(&tmp_path);
             return Err(LogError::io(&self.path, e));

@@ -217,6 +217,7 @@ fn handle_bad_tail(
 /// Creates a new, empty active segment at `base` (a roll).
 pub fn create_active(dir: &Path, base: u64, interval_bytes: u64) -> Result<ActiveState> {
     let paths = SegmentPaths::new(dir, base);
+    crate::io::crash::step(&paths.log, "create segment")?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)
