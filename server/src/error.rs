@@ -72,14 +72,32 @@ impl From<LogError> for ApiError {
             LogError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
                 (S::INSUFFICIENT_STORAGE, "disk_full")
             }
-            LogError::Corrupt { .. } | LogError::Io { .. } => {
+            LogError::Damaged { .. } => (S::INTERNAL_SERVER_ERROR, "damaged_data"),
+            LogError::Corrupt { .. } | LogError::Io { .. } | LogError::Metadata { .. } => {
                 (S::INTERNAL_SERVER_ERROR, "internal")
             }
         };
         if status.is_server_error() && status != S::SERVICE_UNAVAILABLE {
             tracing::error!(error = %e, "request failed");
         }
-        ApiError::new(status, code, e.to_string())
+        let mut error = ApiError::new(status, code, e.to_string());
+        if let LogError::Damaged {
+            partition,
+            first_offset,
+            next_offset,
+            ..
+        } = &e
+        {
+            // What a reader needs to pass over the damage knowingly.
+            error.details.insert("partition".into(), json!(partition));
+            error
+                .details
+                .insert("first_offset".into(), json!(first_offset));
+            error
+                .details
+                .insert("next_offset".into(), json!(next_offset));
+        }
+        error
     }
 }
 

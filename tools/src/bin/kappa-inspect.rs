@@ -1,17 +1,20 @@
 //! `kappa-inspect`: an offline inspector of a kappa data directory (no
-//! running server needed; nothing is modified). See tools/README.md and
-//! `kappa_tools::inspect`.
+//! running server needed; nothing is modified, except by `repair-topic`,
+//! which an operator runs knowingly with the server stopped). See
+//! tools/README.md and `kappa_tools::inspect`.
 //!
 //! ```text
 //! kappa-inspect segments <data-dir> [--topic T] [--partition P] [--json]
 //! kappa-inspect dump <data-dir> --topic T --partition P [--from OFFSET] [--max N] [--records] [--json]
 //! kappa-inspect verify <data-dir> [--topic T] [--json]     exit 0 = clean, 1 = a problem
 //! kappa-inspect groups <data-dir> [--json]
+//! kappa-inspect repair-topic <data-dir> --topic T [--retention-ms MS] [--fsync always|interval|never]
 //! ```
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use kappa_log::{FsyncPolicy, TopicConfig};
 use kappa_tools::inspect::{dump, groups, segments, verify};
 use serde::Serialize;
 
@@ -72,6 +75,30 @@ enum Command {
         /// The data directory.
         data_dir: PathBuf,
     },
+    /// Rebuild a missing or damaged topic.json from the partition
+    /// directories (the server must be stopped). Records are not touched;
+    /// a damaged topic.json is kept beside it as topic.json.damaged-<ms>.
+    RepairTopic {
+        /// The data directory.
+        data_dir: PathBuf,
+        /// The topic whose topic.json to rebuild.
+        #[arg(long)]
+        topic: String,
+        /// Retention by time in milliseconds (default: none, keep every record).
+        #[arg(long)]
+        retention_ms: Option<u64>,
+        /// Durability policy.
+        #[arg(long, value_enum, default_value_t = Fsync::Always)]
+        fsync: Fsync,
+    },
+}
+
+/// `--fsync` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Fsync {
+    Always,
+    Interval,
+    Never,
 }
 
 fn print<T: Serialize>(
@@ -127,6 +154,30 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Groups { data_dir } => {
             let report = groups::groups(&data_dir)?;
             print(json, &report, |r| groups::render(r))?;
+            Ok(true)
+        }
+        Command::RepairTopic {
+            data_dir,
+            topic,
+            retention_ms,
+            fsync,
+        } => {
+            let config = TopicConfig {
+                retention_ms,
+                fsync: match fsync {
+                    Fsync::Always => FsyncPolicy::Always,
+                    Fsync::Interval => FsyncPolicy::Interval,
+                    Fsync::Never => FsyncPolicy::Never,
+                },
+                ..TopicConfig::default()
+            };
+            let meta = kappa_log::repair::rebuild_topic_meta(&data_dir, &topic, config)?;
+            print(json, &meta, |m| {
+                format!(
+                    "rebuilt topics/{}/topic.json: {} partitions, retention_ms {:?}, fsync {:?}\n",
+                    m.name, m.config.partitions, m.config.retention_ms, m.config.fsync
+                )
+            })?;
             Ok(true)
         }
     }
