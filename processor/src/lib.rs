@@ -20,6 +20,7 @@ pub mod dsl;
 pub mod error;
 pub mod event;
 pub mod expr;
+pub mod limits;
 pub mod metrics;
 pub mod operator;
 pub mod plan;

@@ -238,7 +238,8 @@ impl Plan {
             }
             Operation::Project { .. } => Ok(()),
             Operation::Aggregate(a) => a.validate(),
-        }
+        }?;
+        crate::limits::check_plan(self)
     }
 }
 

@@ -8,6 +8,7 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer, Word};
 
 use super::error::{Result, SqlError};
+use super::limits;
 
 /// The dialect: generic SQL, identifiers quoted with `"` or backticks.
 pub(crate) static DIALECT: GenericDialect = GenericDialect {};
@@ -58,7 +59,12 @@ pub(crate) fn split(sql: &str) -> Result<Vec<StatementTokens>> {
         match t.token {
             Token::Whitespace(_) => {}
             Token::SemiColon => flush(&mut current),
-            _ => current.push(t),
+            _ => {
+                current.push(t);
+                if current.len() > limits::MAX_STATEMENT_TOKENS {
+                    return Err(limits::too_many_tokens(current[0].span.start));
+                }
+            }
         }
     }
     flush(&mut current);

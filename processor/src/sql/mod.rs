@@ -7,6 +7,8 @@
 //! - `ksql`: hand-parses what `sqlparser` cannot: `WITH (..)` properties,
 //!   `WINDOW TUMBLING|HOPPING|SESSION (..)` with `GRACE PERIOD`, `EMIT
 //!   CHANGES|FINAL`, durations (`5 MINUTES`).
+//! - `limits`: what one statement may cost (tokens, expression depth and
+//!   nodes), checked before anything recurses over it.
 //! - `statement`: one statement's tokens into a [`Statement`] (the DDL by
 //!   hand, queries through `sqlparser`); `query` checks a query's shape.
 //! - `resolve` + `translate`: names and `sqlparser` expressions into
@@ -31,8 +33,11 @@ mod aggregate;
 pub mod brief;
 pub mod defaults;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod ksql;
 mod lex;
+mod limits;
 mod planner;
 mod pull;
 mod query;
@@ -45,8 +50,11 @@ mod types;
 mod tests;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_limits;
 
 pub use error::SqlError;
+pub use limits::{MAX_STATEMENT_TOKENS, SQL_STACK_BYTES};
 pub use pull::{PullQuery, TimeRange};
 pub use types::{
     ColumnDecl, CreateAs, DedupDecl, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,

@@ -2,16 +2,18 @@
 //! JOIN table [alias] ON ..] [WHERE ..] [GROUP BY ..] [HAVING ..]` (plus
 //! `LIMIT` for pull queries). [`QueryParts::of`] checks a `sqlparser` query
 //! has it and names its parts; everything else is rejected here, with a
-//! position.
+//! position. It also checks the parts' expressions against the depth and
+//! node limits (`super::limits`) before any caller recurses over them.
 
 use sqlparser::ast::{
     Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, ObjectName, ObjectNamePart,
-    Query, Select, SetExpr, Spanned, TableFactor, TableWithJoins,
+    Query, Select, SelectItem, SetExpr, Spanned, TableFactor, TableWithJoins,
 };
 use sqlparser::tokenizer::{Location, Span};
 
 use super::error::{Result, SqlError};
 use super::lex::Name;
+use super::limits;
 use crate::plan::JoinKind;
 
 /// A source named in `FROM` or `JOIN`.
@@ -122,6 +124,19 @@ impl<'q> QueryParts<'q> {
                 ))
             }
         };
+        let projection = select.projection.iter().filter_map(|item| match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+            _ => None,
+        });
+        limits::check_exprs(
+            projection
+                .chain(&select.selection)
+                .chain(group_by)
+                .chain(&select.having)
+                .chain(join.as_ref().map(|j| j.on))
+                .chain(limit_expr),
+            at,
+        )?;
         Ok(QueryParts {
             select,
             from,

@@ -15,7 +15,7 @@ use super::query::QueryParts;
 use super::types::{
     ColumnDecl, CreateAs, DedupDecl, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,
 };
-use super::{pull, types};
+use super::{limits, pull, types};
 
 /// Deepest expression nesting `sqlparser` accepts (bounds recursion).
 const RECURSION_LIMIT: usize = 64;
@@ -567,6 +567,7 @@ pub(crate) fn parse_sql_expr(text: &str) -> Result<sqlparser::ast::Expr> {
         .with_recursion_limit(RECURSION_LIMIT)
         .with_tokens_with_locations(st.tokens.clone());
     let expr = p.parse_expr().map_err(|e| parser_error(e, &p, st.end))?;
+    limits::check_exprs([&expr], st.start)?;
     let next = p.peek_token();
     if next.token != Token::EOF {
         return Err(SqlError::span(

@@ -22,9 +22,9 @@ use kappa_processor::view::ViewRow;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::body;
 use super::topics::default_topic_config;
 use super::views::MAX_ROWS_PER_PAGE;
-use super::{blocking, body};
 use crate::error::{ApiError, ApiResult};
 use crate::views::catalog::Catalog;
 use crate::views::manager::Change;
@@ -48,16 +48,16 @@ pub async fn run(
 ) -> ApiResult<Response> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let text = sql_text(&headers, &bytes)?;
-    let statements = sql::parse(&text)?;
-    if statements.is_empty() {
-        return Err(ApiError::bad_request("the request has no statements"));
-    }
-    if statements.len() > MAX_STATEMENTS {
-        return Err(ApiError::too_large(format!(
-            "more than {MAX_STATEMENTS} statements in one request"
-        )));
-    }
-    let results = blocking(move || {
+    let results = on_sql_thread(move || {
+        let statements = sql::parse(&text)?;
+        if statements.is_empty() {
+            return Err(ApiError::bad_request("the request has no statements"));
+        }
+        if statements.len() > MAX_STATEMENTS {
+            return Err(ApiError::too_large(format!(
+                "more than {MAX_STATEMENTS} statements in one request"
+            )));
+        }
         let mut results = Vec::new();
         for (i, statement) in statements.into_iter().enumerate() {
             match execute(&state, statement) {
@@ -72,6 +72,33 @@ pub async fn run(
     })
     .await?;
     Ok(Json(json!({ "results": results })).into_response())
+}
+
+/// Most statement requests handled at once (one thread each); more wait.
+pub const MAX_SQL_THREADS: usize = 8;
+
+/// Runs `f` (parsing, planning, blocking calls into the views) on a thread
+/// of its own with a [`sql::SQL_STACK_BYTES`] stack (the SQL front end
+/// bounds its recursion well inside it), never on an async worker whose
+/// stack size is not ours to know.
+async fn on_sql_thread<T: Send + 'static>(
+    f: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_SQL_THREADS);
+    let _slot = SLOTS
+        .acquire()
+        .await
+        .map_err(|e| ApiError::internal(format!("statement threads: {e}")))?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("kappa-sql".into())
+        .stack_size(sql::SQL_STACK_BYTES)
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .map_err(|e| ApiError::internal(format!("starting a statement thread: {e}")))?;
+    rx.await
+        .map_err(|_| ApiError::internal("the statement thread ended without an answer"))?
 }
 
 fn sql_text(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<String> {

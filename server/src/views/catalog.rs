@@ -11,12 +11,29 @@
 //! grows); the file is replaced atomically (temporary file, fsync, rename,
 //! fsync of the directory), so after a crash it is the old or the new
 //! catalog, never a mix. State column families not named here are garbage
-//! and are dropped at startup.
+//! and are dropped at startup — which is why a start never proceeds
+//! without the catalog it should have:
+//!
+//! - Every save first checks that what it writes loads back, then writes
+//!   the same bytes to `catalog.json.bak` and only then replaces
+//!   `catalog.json` (both atomically), so the backup is always a good copy
+//!   of the latest catalog (or, after a crash between the two, one save
+//!   ahead).
+//! - [`Catalog::open`] refuses to start when `catalog.json` is damaged, or
+//!   missing while its backup or view state exists, with a message naming
+//!   the file and the recovery; it never writes, renames or deletes.
+//! - Decoding depth is bounded: a stored plan's expressions are at most
+//!   [`MAX_EXPR_DEPTH`] deep (checked when it is accepted), the file's JSON
+//!   nesting is checked against [`MAX_CATALOG_JSON_DEPTH`] before decoding,
+//!   and the decoder runs on a thread with a [`DECODE_STACK_BYTES`] stack
+//!   (serde_json's own limit of 128 levels is lifted: it would refuse
+//!   plans the server accepted).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::views::ViewError;
+use kappa_processor::limits::MAX_EXPR_DEPTH;
 use kappa_processor::plan::{Plan, Sink};
 use kappa_processor::runner::StartFrom;
 use kappa_processor::sql::SourceDecl;
@@ -24,8 +41,16 @@ use serde::{Deserialize, Serialize};
 
 /// File name of the catalog inside the data directory.
 pub const CATALOG_FILE: &str = "catalog.json";
+/// File name of the backup: a copy of the latest good catalog.
+pub const CATALOG_BACKUP_FILE: &str = "catalog.json.bak";
 /// Version of the catalog's format.
 pub const CATALOG_FORMAT: u32 = 1;
+/// Deepest JSON nesting of a catalog file: an expression level is two
+/// (`{"Binary": [op, left, right]}`), the rest of the catalog a few dozen.
+pub const MAX_CATALOG_JSON_DEPTH: usize = 2 * MAX_EXPR_DEPTH + 100;
+/// Stack of the thread that decodes a catalog; decoding
+/// [`MAX_CATALOG_JSON_DEPTH`] levels needs a few MiB in a debug build.
+pub const DECODE_STACK_BYTES: usize = 64 << 20;
 
 /// Everything the server hosts besides the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,6 +197,65 @@ impl Catalog {
         data_dir.join(CATALOG_FILE)
     }
 
+    /// Path of the backup in `data_dir`.
+    pub fn backup_path(data_dir: &Path) -> PathBuf {
+        data_dir.join(CATALOG_BACKUP_FILE)
+    }
+
+    /// Reads the catalog of `data_dir` at startup. `state` names the state
+    /// store's column families: if `catalog.json` is missing while view
+    /// state (`*.state`, `*.view`) or the backup exists, the views were
+    /// not removed but their catalog was lost, and starting would drop
+    /// their state; so it refuses, naming the file and the recovery. A
+    /// damaged catalog is refused the same way. Only a data directory with
+    /// neither catalog, backup nor view state starts empty.
+    pub fn open(data_dir: &Path, state: &[String]) -> Result<Catalog, String> {
+        let path = Catalog::path(data_dir);
+        let backup = Catalog::backup_path(data_dir);
+        let restore = || match std::fs::read(&backup).map(|b| Catalog::decode(&b)) {
+            Ok(Ok(_)) => format!(
+                "; {} holds a good copy of the latest catalog: restore it with \
+                 `cp {} {}` and start again",
+                backup.display(),
+                backup.display(),
+                path.display()
+            ),
+            _ => format!(
+                "; there is no good backup ({}): restore catalog.json from a backup of the \
+                 data directory, or, to start without these views, move the state directory \
+                 {} aside (nothing is deleted)",
+                backup.display(),
+                data_dir.join("state").display()
+            ),
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let views = state
+                    .iter()
+                    .filter(|cf| cf.ends_with(".state") || cf.ends_with(".view"))
+                    .count();
+                if views == 0 && !backup.exists() {
+                    return Ok(Catalog::default());
+                }
+                return Err(format!(
+                    "{} is missing, but the data directory has {} (and {views} view state \
+                     column families): refusing to start, which would drop that state{}",
+                    path.display(),
+                    if backup.exists() {
+                        CATALOG_BACKUP_FILE
+                    } else {
+                        "no catalog backup"
+                    },
+                    restore()
+                ));
+            }
+            Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        };
+        Catalog::decode(&bytes)
+            .map_err(|e| format!("catalog {} is not valid: {e}{}", path.display(), restore()))
+    }
+
     /// Reads the catalog at `path`; an absent file is an empty catalog.
     pub fn load(path: &Path) -> Result<Catalog, String> {
         let bytes = match std::fs::read(path) {
@@ -179,21 +263,44 @@ impl Catalog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Catalog::default()),
             Err(e) => return Err(format!("reading {}: {e}", path.display())),
         };
-        let catalog: Catalog = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("catalog {} is not valid: {e}", path.display()))?;
+        Catalog::decode(&bytes).map_err(|e| format!("catalog {} is not valid: {e}", path.display()))
+    }
+
+    /// Decodes a catalog file's bytes: JSON nested at most
+    /// [`MAX_CATALOG_JSON_DEPTH`] deep, of format [`CATALOG_FORMAT`].
+    pub fn decode(bytes: &[u8]) -> Result<Catalog, String> {
+        let depth = json_depth(bytes);
+        if depth > MAX_CATALOG_JSON_DEPTH {
+            return Err(format!(
+                "JSON nested {depth} levels deep; at most {MAX_CATALOG_JSON_DEPTH} are read"
+            ));
+        }
+        let catalog = on_decode_thread(|| {
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            de.disable_recursion_limit();
+            let catalog = Catalog::deserialize(&mut de).map_err(|e| e.to_string())?;
+            de.end().map_err(|e| e.to_string())?;
+            Ok(catalog)
+        })?;
         if catalog.format != CATALOG_FORMAT {
             return Err(format!(
-                "catalog {} has format {}, this server reads format {CATALOG_FORMAT}",
-                path.display(),
+                "format {}, this server reads format {CATALOG_FORMAT}",
                 catalog.format
             ));
         }
         Ok(catalog)
     }
 
-    /// Replaces the file at `path` atomically with this catalog.
+    /// Replaces the file at `path` atomically with this catalog, after
+    /// checking that it loads back, and writes the same bytes to the
+    /// backup beside it first.
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+        Catalog::decode(&json)
+            .map_err(|e| format!("the catalog would not load back, not saved: {e}"))?;
+        let backup = path.with_file_name(CATALOG_BACKUP_FILE);
+        kappa_log::io::write_atomic(&backup, &json)
+            .map_err(|e| format!("writing the catalog backup {}: {e}", backup.display()))?;
         kappa_log::io::write_atomic(path, &json)
             .map_err(|e| format!("writing the catalog {}: {e}", path.display()))
     }
@@ -217,6 +324,61 @@ impl Catalog {
             .filter(|v| v.name != except && v.input_topics().iter().any(|t| t == topic))
             .map(|v| v.name.clone())
             .collect()
+    }
+}
+
+/// The deepest nesting of `[` and `{` outside strings: an upper bound of
+/// how deep serde_json recurses on `bytes` (it stops at the first error,
+/// and up to there the two agree).
+fn json_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in bytes {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Runs `f` on a thread with a [`DECODE_STACK_BYTES`] stack.
+fn on_decode_thread<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("kappa-catalog".into())
+            .stack_size(DECODE_STACK_BYTES)
+            .spawn_scoped(scope, f)
+            .map_err(|e| format!("starting the decoder thread: {e}"))?
+            .join()
+            .map_err(|_| "the decoder panicked".to_string())?
+    })
+}
+
+/// The catalog loader on arbitrary bytes, for the `catalog_load` fuzz
+/// target and its corpus test: never panics; what decodes encodes and
+/// decodes again (what `save` relies on).
+#[doc(hidden)]
+pub fn fuzz_catalog_load(bytes: &[u8]) {
+    if let Ok(catalog) = Catalog::decode(bytes) {
+        let json = serde_json::to_vec(&catalog).expect("a decoded catalog encodes");
+        if let Err(e) = Catalog::decode(&json) {
+            panic!("a decoded catalog does not decode again: {e}");
+        }
     }
 }
 
@@ -275,6 +437,99 @@ mod tests {
         let path = Catalog::path(dir.path());
         std::fs::write(&path, b"{not json").unwrap();
         assert!(Catalog::load(&path).is_err());
+    }
+
+    /// A catalog whose view filters on `amount > 1 OR ..` nested `depth`
+    /// deep (the shape of issue 11's statement).
+    fn deep_catalog(depth: usize) -> Catalog {
+        let term = || Expr::field("amount").gt(Expr::lit(1));
+        let mut filter = term();
+        // n terms are n + 1 deep.
+        for _ in 2..depth {
+            filter = filter.or(term());
+        }
+        let mut e = entry();
+        e.served.plan.filter = Some(filter);
+        e.served.plan.validate().unwrap();
+        let mut catalog = Catalog::default();
+        catalog.views.insert("v".into(), e);
+        catalog
+    }
+
+    #[test]
+    fn a_plan_at_the_expression_depth_limit_survives_save_and_load() {
+        // Issue 11: 61 OR-ed terms were accepted, then serde_json's depth
+        // limit of 128 refused the catalog at the next start.
+        for depth in [62, MAX_EXPR_DEPTH] {
+            let dir = tempfile::tempdir().unwrap();
+            let catalog = deep_catalog(depth);
+            catalog.save(&Catalog::path(dir.path())).unwrap();
+            let loaded = Catalog::open(dir.path(), &["v@1.state".into()]).unwrap();
+            assert_eq!(loaded, catalog, "depth {depth}");
+        }
+    }
+
+    #[test]
+    fn json_nested_past_the_limit_is_refused_before_decoding() {
+        let deep = "[".repeat(1 << 20);
+        let err = Catalog::decode(deep.as_bytes()).unwrap_err();
+        assert!(err.contains("nested"), "{err}");
+        let quoted = format!("\"{}\"", "[".repeat(5000));
+        assert_eq!(json_depth(quoted.as_bytes()), 0);
+        assert_eq!(json_depth(br#"{"a": ["\"[", {}]}"#), 3);
+    }
+
+    #[test]
+    fn every_save_keeps_a_backup_of_the_latest_catalog() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::default();
+        catalog.views.insert("v".into(), entry());
+        catalog.save(&Catalog::path(dir.path())).unwrap();
+        let backup = Catalog::backup_path(dir.path());
+        assert_eq!(Catalog::load(&backup).unwrap(), catalog);
+        assert_eq!(
+            std::fs::read(&backup).unwrap(),
+            std::fs::read(Catalog::path(dir.path())).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_missing_catalog_starts_empty_only_without_view_state_or_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = vec!["default".to_string()];
+        assert_eq!(
+            Catalog::open(dir.path(), &other).unwrap(),
+            Catalog::default()
+        );
+
+        let state = vec!["default".to_string(), "v@1.state".to_string()];
+        let err = Catalog::open(dir.path(), &state).unwrap_err();
+        assert!(err.contains("catalog.json is missing"), "{err}");
+        assert!(err.contains("move the state directory"), "{err}");
+
+        let mut catalog = Catalog::default();
+        catalog.views.insert("v".into(), entry());
+        catalog.save(&Catalog::path(dir.path())).unwrap();
+        std::fs::remove_file(Catalog::path(dir.path())).unwrap();
+        for cfs in [&other, &state] {
+            let err = Catalog::open(dir.path(), cfs).unwrap_err();
+            assert!(err.contains("catalog.json.bak holds a good copy"), "{err}");
+        }
+        assert!(!Catalog::path(dir.path()).exists(), "nothing was written");
+    }
+
+    #[test]
+    fn a_damaged_catalog_refuses_naming_the_file_and_the_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::default();
+        catalog.views.insert("v".into(), entry());
+        let path = Catalog::path(dir.path());
+        catalog.save(&path).unwrap();
+        std::fs::write(&path, b"{\"format\": 1, \"sour").unwrap();
+        let err = Catalog::open(dir.path(), &[]).unwrap_err();
+        assert!(err.contains("catalog.json is not valid"), "{err}");
+        assert!(err.contains("cp "), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"format\": 1, \"sour");
     }
 
     #[test]

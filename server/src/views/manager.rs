@@ -99,8 +99,8 @@ impl ViewManager {
     /// that cannot start is recorded as failed; the server still starts.
     pub fn open(log: Arc<Log>, config: ManagerConfig) -> Result<Arc<ViewManager>> {
         let store = Arc::new(Store::open(&config.data_dir.join("state"))?);
-        let catalog =
-            Catalog::load(&Catalog::path(&config.data_dir)).map_err(ViewError::Catalog)?;
+        let catalog = Catalog::open(&config.data_dir, &store.column_families())
+            .map_err(ViewError::Catalog)?;
         let manager = Arc::new(ViewManager {
             log,
             store,

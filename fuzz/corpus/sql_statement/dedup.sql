@@ -1,0 +1,1 @@
+CREATE STREAM d WITH (DEDUP_BY = 'user_id', DEDUP_TTL = '1 HOUR') AS SELECT * FROM user_events;

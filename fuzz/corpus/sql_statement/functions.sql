@@ -1,0 +1,1 @@
+CREATE STREAM f AS SELECT COALESCE(grp, 'none') AS g, SUBSTRING(grp, 2, 3) AS sub, CAST(amount AS DOUBLE) / 2 AS half, amount BETWEEN 1 AND 5 AS mid, grp LIKE 'a%' AS a, grp IN ('x', 'y') AS xy FROM s;

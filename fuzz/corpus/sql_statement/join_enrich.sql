@@ -1,0 +1,1 @@
+CREATE STREAM enriched AS SELECT e.user_id, u.name, UPPER(u.tier) AS tier FROM user_events e LEFT JOIN users u ON e.user_id = u.id;

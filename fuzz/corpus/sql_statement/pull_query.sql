@@ -1,0 +1,1 @@
+SELECT * FROM purchase_stats WHERE user_id = 'u1' AND WINDOWSTART >= '2024-01-01T00:00:00Z' LIMIT 10;

@@ -1,0 +1,1 @@
+CREATE TABLE sess AS SELECT user_id, SUM(CASE WHEN amount > 10 THEN 1 ELSE 0 END) AS big FROM user_events WINDOW SESSION (30 SECONDS) GROUP BY user_id;

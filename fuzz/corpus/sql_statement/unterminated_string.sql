@@ -1,0 +1,1 @@
+SELECT * FROM v WHERE k = 'abc

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the sql_statement fuzz target (issue 11 crashers:
+long +/AND/OR chains, and statements at and past each limit).
+Run from fuzz/corpus/sql_statement/: python3 ../../gen_sql_statement_seeds.py"""
+def chain(t, sep, n): return sep.join([t]*n)
+S = "CREATE STREAM s (grp VARCHAR, amount INT) WITH (KAFKA_TOPIC = 's');"
+def create_or(name, n): return f"CREATE TABLE {name} AS SELECT grp, COUNT(*) AS c FROM s WHERE {chain('amount > 1',' OR ',n)} GROUP BY grp;"
+GRP_A = "grp = 'a'"
+files = {
+ "brief_user_events.sql": """CREATE STREAM user_events (
+  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
+) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');""",
+ "brief_purchase_stats.sql": """CREATE TABLE purchase_stats AS
+SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
+       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
+FROM user_events
+WINDOW TUMBLING (SIZE 5 MINUTES)
+WHERE event_type = 'purchase'
+GROUP BY user_id
+EMIT CHANGES;""",
+ "brief_high_value_alerts.sql": "CREATE STREAM high_value_alerts AS\nSELECT * FROM user_events WHERE event_type = 'purchase' AND amount > 100000 EMIT CHANGES;",
+ "join_enrich.sql": "CREATE STREAM enriched AS SELECT e.user_id, u.name, UPPER(u.tier) AS tier FROM user_events e LEFT JOIN users u ON e.user_id = u.id;",
+ "hopping_having.sql": "CREATE TABLE h AS SELECT user_id, COUNT(*) AS n FROM user_events WINDOW HOPPING (SIZE 10 MINUTES, ADVANCE BY 1 MINUTE) GROUP BY user_id HAVING COUNT(*) > 2 EMIT FINAL;",
+ "session_case.sql": "CREATE TABLE sess AS SELECT user_id, SUM(CASE WHEN amount > 10 THEN 1 ELSE 0 END) AS big FROM user_events WINDOW SESSION (30 SECONDS) GROUP BY user_id;",
+ "dedup.sql": "CREATE STREAM d WITH (DEDUP_BY = 'user_id', DEDUP_TTL = '1 HOUR') AS SELECT * FROM user_events;",
+ "pull_query.sql": "SELECT * FROM purchase_stats WHERE user_id = 'u1' AND WINDOWSTART >= '2024-01-01T00:00:00Z' LIMIT 10;",
+ "ddl_mix.sql": S + " SHOW TABLES; DESCRIBE s; DROP TABLE IF EXISTS x; DROP STREAM s;",
+ "functions.sql": "CREATE STREAM f AS SELECT COALESCE(grp, 'none') AS g, SUBSTRING(grp, 2, 3) AS sub, CAST(amount AS DOUBLE) / 2 AS half, amount BETWEEN 1 AND 5 AS mid, grp LIKE 'a%' AS a, grp IN ('x', 'y') AS xy FROM s;",
+ "syntax_error.sql": "CREATE TABLE AS SELECT FROM WHERE;",
+ "unterminated_string.sql": "SELECT * FROM v WHERE k = 'abc",
+ # Issue 11's crashers and the limits around them.
+ "crash_sum_3000.sql": f"SELECT {chain('1','+',3000)} FROM x;",
+ "crash_pull_and_2300.sql": f"SELECT * FROM v WHERE {chain(GRP_A,' AND ',2300)};",
+ "crash_create_or_1700.sql": create_or("x", 1700),
+ "catalog_or_61.sql": create_or("x", 61),
+ "depth_at_limit_or_249.sql": create_or("x", 249),
+ "depth_over_limit_or_250.sql": create_or("x", 250),
+ "sum_at_limit_250.sql": f"CREATE STREAM y AS SELECT {chain('amount',' + ',250)} AS total FROM s;",
+ "dedup_by_deep.sql": f"CREATE STREAM d WITH (DEDUP_BY = '{chain('amount',' + ',1000)}') AS SELECT * FROM s;",
+ "tokens_over_limit.sql": f"SELECT {chain('1','+',10001)} FROM x;",
+ "nodes_over_limit.sql": "SELECT " + ", ".join(f"{chain('1','+',240)} AS c{i}" for i in range(22)) + " FROM x;",
+ "parens_deep.sql": f"SELECT {'('*200}1{')'*200} FROM x;",
+ "not_chain.sql": f"SELECT * FROM v WHERE {'NOT '*3000}TRUE;",
+ "minus_chain.sql": f"SELECT {'- '*3000}1 FROM x;",
+ "case_nested.sql": "SELECT " + "CASE WHEN 1 = 1 THEN "*100 + "1" + " END"*100 + " FROM x;",
+ "function_nested.sql": "CREATE STREAM y AS SELECT " + "ABS("*300 + "amount" + ")"*300 + " AS a FROM s;",
+ "mixed_precedence.sql": f"SELECT {chain('1 * 2',' + ',1500)} FROM x;",
+}
+for name, text in files.items():
+    b = text.encode()
+    assert len(b) < 64*1024, (name, len(b))
+    open(name, "wb").write(b)
+print(len(files))
