@@ -6,7 +6,8 @@
 //! its result. Accumulators serialize into state, so they are plain data.
 //!
 //! NULL inputs are ignored, as in SQL (except `COUNT(*)`, which counts
-//! rows). Integer sums stay integers until they overflow or meet a float.
+//! rows). Integer sums stay integers until they meet a float; on overflow
+//! they saturate at `i64::MIN` / `i64::MAX` (never silently a double).
 
 use std::collections::BTreeSet;
 
@@ -96,10 +97,7 @@ impl Sum {
             self.float += i as f64;
             return;
         }
-        match self.int.checked_add(i) {
-            Some(s) => self.int = s,
-            None => self.promote_to_float(i as f64),
-        }
+        self.int = self.int.saturating_add(i);
     }
 
     fn promote_to_float(&mut self, add: f64) {
@@ -411,14 +409,27 @@ mod tests {
     }
 
     #[test]
-    fn integer_sums_stay_exact_until_a_float_or_overflow() {
+    fn integer_sums_stay_exact_until_a_float_and_saturate_on_overflow() {
         assert_eq!(
             run(AggregateKind::Sum, &[json!(i64::MAX - 1), json!(1)]),
             json!(i64::MAX)
         );
         assert_eq!(run(AggregateKind::Sum, &[json!(1), json!(2.5)]), json!(3.5));
         let overflow = run(AggregateKind::Sum, &[json!(i64::MAX), json!(1)]);
-        assert!(overflow.as_f64().unwrap() > 9.2e18);
+        assert_eq!(
+            overflow,
+            json!(i64::MAX),
+            "an integer sum never becomes a double"
+        );
+        let under = run(AggregateKind::Sum, &[json!(i64::MIN), json!(-5), json!(3)]);
+        assert_eq!(under, json!(i64::MIN + 3));
+        // Merged partial sums (hopping slices, sessions) saturate too.
+        let mut a = AggregateKind::Sum.accumulator();
+        a.add(&json!(i64::MAX), false, (0, 0));
+        let mut b = AggregateKind::Sum.accumulator();
+        b.add(&json!(10), false, (1, 0));
+        a.merge(&b);
+        assert_eq!(a.result(), json!(i64::MAX));
     }
 
     #[test]

@@ -126,6 +126,8 @@ impl Pipeline {
                 event_time: EventTime::RecordTimestamp,
                 out_of_orderness_ms: 0,
                 idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
+                max_future_ms: crate::plan::DEFAULT_MAX_FUTURE_MS,
+                typed_fields: Vec::new(),
             },
             dedup: None,
             join: None,
@@ -149,6 +151,20 @@ impl Pipeline {
     /// How long an idle partition may hold the watermark back.
     pub fn idle_timeout(mut self, d: Duration) -> Self {
         self.source.idle_timeout_ms = ms(d);
+        self
+    }
+
+    /// How far after its record's append time an event time may be before
+    /// the event is invalid (default 1 day).
+    pub fn max_future(mut self, d: Duration) -> Self {
+        self.source.max_future_ms = ms(d);
+        self
+    }
+
+    /// Declares the type of top-level value field `name`: records holding
+    /// a non-null value of another type there are invalid (skipped, counted).
+    pub fn typed_field(mut self, name: &str, ty: crate::expr::DataType) -> Self {
+        self.source.typed_fields.push((name.to_string(), ty));
         self
     }
 

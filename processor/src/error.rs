@@ -26,6 +26,13 @@ pub enum ProcessorError {
     /// No such processor version or view.
     #[error("{0} does not exist")]
     NotFound(String),
+    /// A write to the state store failed (its reason, e.g. a full disk).
+    #[error("state store write failed: {0}")]
+    WriteFailed(String),
+    /// The version's state outgrew its memory limit: it stops (failed)
+    /// instead of exhausting the process.
+    #[error("state limit: {0}")]
+    StateLimit(String),
     /// The processor stopped.
     #[error("processor stopped: {0}")]
     Stopped(String),

@@ -28,8 +28,9 @@
 //! # Number rules
 //! - A JSON number is an integer (`i64`) or a double (`f64`); an integer
 //!   above `i64::MAX` is taken as a double.
-//! - integer op integer stays an integer; on overflow the result falls back
-//!   to a double. Anything involving a double is a double.
+//! - integer op integer stays an integer; on overflow it saturates at
+//!   `i64::MIN` / `i64::MAX` (it never silently becomes a double). Anything
+//!   involving a double is a double.
 //! - `/` of two integers is integer division truncating toward zero, and `%`
 //!   takes the sign of the dividend, as in ksqlDB (Java): `7 / 2 = 3`,
 //!   `-7 % 2 = -1`. Write `7 / 2.0` or `CAST(x AS DOUBLE) / 2` for `3.5`.
@@ -710,9 +711,7 @@ fn unary(op: UnaryOp, v: &Value) -> Value {
     match op {
         UnaryOp::Not => bool_value(truth(v).map(|b| !b)),
         UnaryOp::Neg => match num(v) {
-            Some(Num::Int(i)) => {
-                num_value(i.checked_neg().map_or(Num::Float(-(i as f64)), Num::Int))
-            }
+            Some(Num::Int(i)) => num_value(Num::Int(i.saturating_neg())),
             Some(Num::Float(f)) => num_value(Num::Float(-f)),
             None => Value::Null,
         },
@@ -758,24 +757,21 @@ fn binary_values(op: BinaryOp, a: &Value, b: &Value) -> Value {
     }
 }
 
-/// Arithmetic: integers stay integers unless they overflow; None = NULL.
+/// Arithmetic: integers stay integers, saturating on overflow; None = NULL.
 fn arith(op: BinaryOp, x: Num, y: Num) -> Option<Num> {
     if let (Num::Int(a), Num::Int(b)) = (x, y) {
-        let exact = match op {
-            BinaryOp::Add => a.checked_add(b),
-            BinaryOp::Sub => a.checked_sub(b),
-            BinaryOp::Mul => a.checked_mul(b),
+        return Some(Num::Int(match op {
+            BinaryOp::Add => a.saturating_add(b),
+            BinaryOp::Sub => a.saturating_sub(b),
+            BinaryOp::Mul => a.saturating_mul(b),
             BinaryOp::Div if b == 0 => return None,
             // Integer division truncates toward zero; only MIN / -1 overflows.
-            BinaryOp::Div => a.checked_div(b),
+            BinaryOp::Div => a.saturating_div(b),
             BinaryOp::Mod if b == 0 => return None,
             // wrapping_rem: MIN % -1 is 0, which is right.
-            BinaryOp::Mod => Some(a.wrapping_rem(b)),
+            BinaryOp::Mod => a.wrapping_rem(b),
             _ => return None,
-        };
-        if let Some(r) = exact {
-            return Some(Num::Int(r));
-        }
+        }));
     }
     let (a, b) = (x.to_f64(), y.to_f64());
     let r = match op {
@@ -971,6 +967,23 @@ fn cast(v: &Value, ty: DataType) -> Value {
         DataType::Decimal { precision, scale } => cast_decimal(v, precision, scale),
         DataType::String => stringify(v).map_or(Value::Null, Value::String),
         DataType::Timestamp => parse_timestamp(v).map_or(Value::Null, Value::from),
+    }
+}
+
+/// True if the non-null JSON value `v` is a value of declared column type
+/// `ty` as it stands, with no conversion: `BOOLEAN` a boolean, `INTEGER` /
+/// `BIGINT` an integer that fits `i64`, `DOUBLE` and `DECIMAL` a number,
+/// `TIMESTAMP` epoch milliseconds or an RFC 3339 string, `VARCHAR` a string
+/// or another scalar (read as its text, as ksqlDB does). `NULL` fits any.
+pub fn conforms(v: &Value, ty: DataType) -> bool {
+    match (ty, v) {
+        (_, Value::Null) => true,
+        (DataType::Boolean, Value::Bool(_)) => true,
+        (DataType::Integer, Value::Number(n)) => n.as_i64().is_some(),
+        (DataType::Double | DataType::Decimal { .. }, Value::Number(_)) => true,
+        (DataType::Timestamp, v) => parse_timestamp(v).is_some(),
+        (DataType::String, v) => !v.is_array() && !v.is_object(),
+        _ => false,
     }
 }
 
@@ -1182,9 +1195,7 @@ fn math_fn(f: Function, args: &[Value]) -> Value {
     let r = match (f, x) {
         (Function::Round, _) => return round_fn(x, args.get(1)),
         (Function::Sqrt, _) => Num::Float(x.to_f64().sqrt()),
-        (Function::Abs, Num::Int(i)) => i
-            .checked_abs()
-            .map_or(Num::Float((i as f64).abs()), Num::Int),
+        (Function::Abs, Num::Int(i)) => Num::Int(i.saturating_abs()),
         (Function::Abs, Num::Float(v)) => Num::Float(v.abs()),
         (Function::Floor, Num::Float(v)) => Num::Float(v.floor()),
         (Function::Ceil, Num::Float(v)) => Num::Float(v.ceil()),
@@ -1610,30 +1621,22 @@ mod tests {
     }
 
     #[test]
-    fn integer_overflow_falls_back_to_double() {
+    fn integer_overflow_saturates_and_never_becomes_a_double() {
         let max = json!(i64::MAX);
-        assert_eq!(
-            bin(BinaryOp::Add, max.clone(), json!(1)),
-            json!(9.223372036854776e18)
-        );
-        assert_eq!(
-            bin(BinaryOp::Mul, max.clone(), json!(2)),
-            json!(1.8446744073709552e19)
-        );
+        assert_eq!(bin(BinaryOp::Add, max.clone(), json!(1)), json!(i64::MAX));
+        assert_eq!(bin(BinaryOp::Mul, max.clone(), json!(2)), json!(i64::MAX));
+        assert_eq!(bin(BinaryOp::Mul, max.clone(), json!(-2)), json!(i64::MIN));
         assert_eq!(
             bin(BinaryOp::Sub, json!(i64::MIN), json!(1)),
-            json!(-9.223372036854776e18)
+            json!(i64::MIN)
         );
         assert_eq!(
             bin(BinaryOp::Div, json!(i64::MIN), json!(-1)),
-            json!(9.223372036854776e18)
+            json!(i64::MAX)
         );
         assert_eq!(bin(BinaryOp::Mod, json!(i64::MIN), json!(-1)), json!(0));
-        assert_eq!(ev(-Expr::lit(i64::MIN)), json!(9.223372036854776e18));
-        assert_eq!(
-            call(Function::Abs, vec![json!(i64::MIN)]),
-            json!(9.223372036854776e18)
-        );
+        assert_eq!(ev(-Expr::lit(i64::MIN)), json!(i64::MAX));
+        assert_eq!(call(Function::Abs, vec![json!(i64::MIN)]), json!(i64::MAX));
         // u64 beyond i64 is a double.
         assert_eq!(
             bin(BinaryOp::Add, json!(u64::MAX), json!(0)),

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::AggregateKind;
-use crate::expr::Expr;
+use crate::expr::{DataType, Expr};
 use crate::window::WindowSpec;
 
 /// A processor definition.
@@ -55,6 +55,25 @@ pub struct SourceSpec {
     pub out_of_orderness_ms: i64,
     /// A partition without events for this long stops holding the watermark.
     pub idle_timeout_ms: i64,
+    /// Event times later than the record's append time (log time) plus
+    /// this are invalid: counted, sent to the late topic if there is one,
+    /// and never applied to the watermark or state — one record with a
+    /// far-future time would otherwise make every later event late.
+    #[serde(default = "default_max_future_ms")]
+    pub max_future_ms: i64,
+    /// Declared types of top-level value fields (`CREATE STREAM s (amount
+    /// DOUBLE, ..)`): a record with a non-null value of another type in one
+    /// of them is invalid — counted and skipped, as ksqlDB skips a record
+    /// it cannot deserialize ([`crate::expr::conforms`] says what fits).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub typed_fields: Vec<(String, DataType)>,
+}
+
+/// Default of [`SourceSpec::max_future_ms`]: 1 day.
+pub const DEFAULT_MAX_FUTURE_MS: i64 = 86_400_000;
+
+fn default_max_future_ms() -> i64 {
+    DEFAULT_MAX_FUTURE_MS
 }
 
 /// Deduplication by an id.
@@ -226,6 +245,12 @@ impl Plan {
         }
         if self.source.out_of_orderness_ms < 0 || self.source.idle_timeout_ms <= 0 {
             return Err("out-of-orderness must be >= 0 and the idle timeout > 0".into());
+        }
+        if self.source.max_future_ms < 0 {
+            return Err(format!(
+                "MAX_FUTURE must not be negative (got {} ms)",
+                self.source.max_future_ms
+            ));
         }
         if let Some(d) = &self.dedup {
             if d.ttl_ms <= 0 {

@@ -59,6 +59,16 @@ pub struct RunOptions {
     pub state_cache_entries: usize,
     /// Where to start when the version has no committed offsets.
     pub start: StartFrom,
+    /// Entries waiting in memory for a commit (dirty slots, rows and
+    /// changes to write, outbox records) beyond which the runtime commits
+    /// at once instead of at the interval (default 500,000): a jump in
+    /// event time that closes many windows cannot pile up unbounded writes.
+    pub pending_entries_max: usize,
+    /// State entries in memory (cached slots, open windows, sessions,
+    /// hopping slices) after a commit beyond which the version fails with
+    /// a [`ProcessorError::StateLimit`] naming the limit (default
+    /// 10,000,000, roughly 1.5 GB; at least `state_cache_entries`).
+    pub state_entries_max: usize,
 }
 
 impl Default for RunOptions {
@@ -68,6 +78,8 @@ impl Default for RunOptions {
             max_poll_records: 5_000,
             state_cache_entries: 1_000_000,
             start: StartFrom::Earliest,
+            pending_entries_max: 500_000,
+            state_entries_max: 10_000_000,
         }
     }
 }
@@ -335,6 +347,32 @@ impl Runtime {
         Ok(())
     }
 
+    /// Entries waiting in memory for the next commit.
+    pub fn pending_entries(&self) -> usize {
+        self.outbox.len()
+            + self
+                .aggregate
+                .as_ref()
+                .map_or(0, AggregateOp::pending_entries)
+    }
+
+    /// Fails with [`ProcessorError::StateLimit`] when the state in memory
+    /// outgrew [`RunOptions::state_entries_max`] (checked after commits).
+    fn check_state_limit(&self) -> Result<()> {
+        let entries = self
+            .aggregate
+            .as_ref()
+            .map_or(0, AggregateOp::memory_entries);
+        let max = self.options.state_entries_max;
+        if entries > max {
+            return Err(ProcessorError::StateLimit(format!(
+                "{}@{} holds {entries} state entries in memory, more than its limit of {max}: fewer groups or windows (a shorter window, RETENTION, a smaller GROUP BY) keep it within",
+                self.scope.name, self.scope.version
+            )));
+        }
+        Ok(())
+    }
+
     /// The shared progress (offsets, watermark, counters) of this runtime.
     pub fn progress(&self) -> Arc<Progress> {
         self.progress.clone()
@@ -360,9 +398,24 @@ impl Runtime {
             if let Some(t) = newest {
                 self.newest_input_ms = Some(self.newest_input_ms.map_or(t, |n| n.max(t)));
             }
-            for record in fetch.records() {
-                self.process(p as u32, record, now)?;
-                processed += 1;
+            let (from, to) = (offset, fetch.next_offset);
+            for batch in &fetch.batches {
+                // Event times are judged against the time the log appended
+                // the record: the same on every replay.
+                let append_time = batch.append_time();
+                let records = batch
+                    .records()
+                    .filter(|r| from <= r.offset && r.offset < to);
+                for record in records {
+                    let next = record.offset + 1;
+                    self.process(p as u32, record, append_time, now)?;
+                    processed += 1;
+                    // The commit covers the records processed so far.
+                    self.positions[p] = next;
+                    if self.pending_entries() > self.options.pending_entries_max {
+                        self.commit()?;
+                    }
+                }
             }
             self.positions[p] = fetch.next_offset;
         }
@@ -427,6 +480,13 @@ impl Runtime {
             event_time: record.timestamp,
             joined: None,
         };
+        for (name, ty) in &self.plan.source.typed_fields {
+            let value = crate::expr::Row::field(&event, std::slice::from_ref(name));
+            if value.is_some_and(|v| !crate::expr::conforms(v, *ty)) {
+                self.progress.count_invalid();
+                return None;
+            }
+        }
         if let EventTime::Field(path) = &self.plan.source.event_time {
             match crate::expr::Row::field(&event, path).and_then(parse_timestamp) {
                 Some(t) => event.event_time = t,
@@ -439,12 +499,23 @@ impl Runtime {
         Some(event)
     }
 
-    /// Processes one record; `now` is the wall clock of this poll (read
-    /// once per poll: idle detection does not need finer time).
-    fn process(&mut self, partition: u32, record: Record, now: i64) -> Result<()> {
+    /// Processes one record appended at `append_time`; `now` is the wall
+    /// clock of this poll (read once per poll: idle detection does not need
+    /// finer time).
+    fn process(
+        &mut self,
+        partition: u32,
+        record: Record,
+        append_time: i64,
+        now: i64,
+    ) -> Result<()> {
         let Some(mut event) = self.decode(partition, record) else {
             return Ok(());
         };
+        if event.event_time > append_time.saturating_add(self.plan.source.max_future_ms) {
+            self.future_event(&event, append_time);
+            return Ok(());
+        }
         // Lateness is judged against the watermark including this event
         // (which closed windows before it is applied, so an event never
         // lands in a window already closed — with several partitions, one
@@ -506,6 +577,30 @@ impl Runtime {
             }
         }
         Ok(())
+    }
+
+    /// An event time beyond `MAX_FUTURE` of its append time: invalid,
+    /// counted, and sent to the late topic if there is one. It never
+    /// reaches the watermark or state.
+    fn future_event(&mut self, event: &Event, append_time: i64) {
+        tracing::debug!(
+            processor = %self.scope.name,
+            partition = event.partition,
+            offset = event.offset,
+            event_time = event.event_time,
+            append_time,
+            max_future_ms = self.plan.source.max_future_ms,
+            "event time too far after the append time: invalid"
+        );
+        self.progress.count_invalid();
+        if let LateHandling::SideOutput(topic) = &self.plan.late {
+            self.outbox.push(OutRecord {
+                topic: topic.clone(),
+                key: event.key_text().map(str::to_string),
+                value: String::from_utf8_lossy(&event.raw_value).into_owned(),
+                timestamp: event.record_timestamp,
+            });
+        }
     }
 
     fn late(&mut self, event: &Event) {
@@ -604,7 +699,7 @@ impl Runtime {
             .map(|t| now_ms().saturating_sub(t));
         let state_bytes = self.state_bytes();
         crate::metrics::record_commit(&self.scope, started.elapsed(), bytes, latency, state_bytes);
-        Ok(())
+        self.check_state_limit()
     }
 
     /// Puts an aggregate's row changes in the outbox of a topic sink (a

@@ -352,6 +352,9 @@ pub struct ViewOut {
     pub grace_versions: Vec<GraceOut>,
     /// The last failure.
     pub failure: Option<crate::views::catalog::Failure>,
+    /// The served version is down and retried: attempts so far and when
+    /// the next one is due.
+    pub retry: Option<crate::views::retry::Retry>,
 }
 
 /// One row of a view.

@@ -67,6 +67,7 @@ pub async fn run(
         swap_max_lag: config.view_swap_max_lag,
         grace_ms: config.view_grace_ms,
         commit_interval_ms: config.view_commit_interval_ms,
+        clock: crate::views::Clock::system(),
     };
     let views = {
         let log = log.clone();

@@ -349,6 +349,30 @@ impl AggregateOp {
         }
     }
 
+    /// Entries held in memory until a commit writes them: dirty slots and
+    /// hopping groups, hopping rows to write, row changes. A commit frees
+    /// them, so the runtime commits early when they are many.
+    pub fn pending_entries(&self) -> usize {
+        self.dirty.len()
+            + self.row_writes.len()
+            + self.ready.len()
+            + self.changed.len()
+            + self.hopping.as_ref().map_or(0, Slices::dirty_groups)
+    }
+
+    /// Entries in memory (approximately): cached slots, the indexes of open
+    /// windows, sessions and expiring rows, hopping groups and slices, and
+    /// what waits for the next commit. Walks the indexes: call it per
+    /// commit, not per event.
+    pub fn memory_entries(&self) -> usize {
+        self.cache.len()
+            + self.open.values().map(HashSet::len).sum::<usize>()
+            + self.sessions.values().map(Vec::len).sum::<usize>()
+            + self.expiring.values().map(Vec::len).sum::<usize>()
+            + self.hopping.as_ref().map_or(0, Slices::memory_entries)
+            + self.pending_entries()
+    }
+
     fn window_spec(&self) -> Option<(WindowSpec, i64, Emit)> {
         self.spec
             .window

@@ -342,6 +342,16 @@ impl Slices {
         Ok(())
     }
 
+    /// Entries held in memory: groups and cached slices.
+    pub fn memory_entries(&self) -> usize {
+        self.groups.len() + self.cached + self.deletes.len()
+    }
+
+    /// Groups with slices a commit has not written yet.
+    pub fn dirty_groups(&self) -> usize {
+        self.dirty.len()
+    }
+
     /// Start of the earliest slice of any group (possibly of a stale index
     /// entry: then earlier than the real one).
     pub fn first_start(&self) -> Option<i64> {

@@ -12,6 +12,10 @@ pub const WATERMARK_DELAY_MS: i64 = 5_000;
 /// (`IDLE_TIMEOUT`), the same default as the Rust DSL.
 pub const IDLE_TIMEOUT_MS: i64 = crate::dsl::DEFAULT_IDLE_TIMEOUT_MS;
 
+/// How far after its record's append time an event time may be
+/// (`MAX_FUTURE`) before the event is invalid: 1 day.
+pub const MAX_FUTURE_MS: i64 = crate::plan::DEFAULT_MAX_FUTURE_MS;
+
 /// Grace period of a window without `GRACE PERIOD`: none beyond the
 /// watermark delay.
 pub const GRACE_MS: i64 = 0;
@@ -30,6 +34,7 @@ pub fn table() -> Vec<(&'static str, String)> {
     vec![
         ("WATERMARK_DELAY", format!("{WATERMARK_DELAY_MS} ms")),
         ("IDLE_TIMEOUT", format!("{IDLE_TIMEOUT_MS} ms")),
+        ("MAX_FUTURE", format!("{MAX_FUTURE_MS} ms")),
         ("GRACE PERIOD", format!("{GRACE_MS} ms")),
         ("RETENTION", "none (window rows are kept)".to_string()),
         ("DEDUP_TTL", format!("{DEDUP_TTL_MS} ms")),

@@ -18,7 +18,7 @@ use super::statement::{self, parse_sql_expr};
 use super::translate::{aggregate_call, Translator};
 use super::types::{CreateAs, ObjectKind, SourceDecl};
 use super::SourceCatalog;
-use crate::expr::Expr;
+use crate::expr::{DataType, Expr};
 use crate::plan::{
     DedupSpec, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan, Sink, SourceSpec,
     WindowedSpec,
@@ -143,7 +143,30 @@ fn source_spec(decl: &CreateAs, stream: &SourceDecl) -> SourceSpec {
         },
         out_of_orderness_ms: decl.watermark_delay_ms.unwrap_or(stream.watermark_delay_ms),
         idle_timeout_ms: decl.idle_timeout_ms.unwrap_or(stream.idle_timeout_ms),
+        max_future_ms: decl.max_future_ms.unwrap_or(defaults::MAX_FUTURE_MS),
+        typed_fields: typed_fields(stream),
     }
+}
+
+/// The stream's declared value columns with a checkable type: a record
+/// whose field holds a value of another type is invalid.
+fn typed_fields(stream: &SourceDecl) -> Vec<(String, DataType)> {
+    use super::types::SqlType;
+    let typed = |t: SqlType| match t {
+        SqlType::Boolean => Some(DataType::Boolean),
+        SqlType::Integer | SqlType::BigInt => Some(DataType::Integer),
+        SqlType::Double => Some(DataType::Double),
+        SqlType::Decimal { precision, scale } => Some(DataType::Decimal { precision, scale }),
+        SqlType::Varchar => Some(DataType::String),
+        SqlType::Timestamp => Some(DataType::Timestamp),
+        SqlType::Json => None,
+    };
+    stream
+        .columns
+        .iter()
+        .filter(|c| !c.key)
+        .filter_map(|c| Some((c.name.clone(), typed(c.sql_type)?)))
+        .collect()
 }
 
 fn qualifiers(r: &Relation) -> Vec<String> {

@@ -45,6 +45,7 @@ const CREATE_AS_PROPERTIES: &[&str] = &[
     "DEDUP_TTL",
     "WATERMARK_DELAY",
     "IDLE_TIMEOUT",
+    "MAX_FUTURE",
 ];
 
 /// Parses every statement of `sql`.
@@ -510,6 +511,7 @@ fn create_as_decl(
     };
     let watermark_delay_ms = props.duration(&["WATERMARK_DELAY"])?;
     let idle_timeout_ms = positive_ms(&mut props, "IDLE_TIMEOUT")?;
+    let max_future_ms = props.duration(&["MAX_FUTURE"])?;
     props.finish(
         &format!("CREATE {} .. AS", head.kind.to_string().to_uppercase()),
         CREATE_AS_PROPERTIES,
@@ -527,6 +529,7 @@ fn create_as_decl(
             dedup: dedup.map(|(d, _)| d),
             watermark_delay_ms,
             idle_timeout_ms,
+            max_future_ms,
             sql: st.text.clone(),
             line: st.start.line,
             column: st.start.column,

@@ -72,6 +72,22 @@ fn default_source(topic: &str) -> SourceSpec {
         event_time: EventTime::RecordTimestamp,
         out_of_orderness_ms: defaults::WATERMARK_DELAY_MS,
         idle_timeout_ms: defaults::IDLE_TIMEOUT_MS,
+        max_future_ms: defaults::MAX_FUTURE_MS,
+        typed_fields: match topic {
+            "user_events" => vec![
+                ("user_id".into(), crate::expr::DataType::String),
+                ("event_type".into(), crate::expr::DataType::String),
+                (
+                    "amount".into(),
+                    crate::expr::DataType::Decimal {
+                        precision: 10,
+                        scale: 2,
+                    },
+                ),
+                ("event_time".into(), crate::expr::DataType::Timestamp),
+            ],
+            _ => Vec::new(),
+        },
     }
 }
 

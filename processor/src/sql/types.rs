@@ -190,6 +190,9 @@ pub struct CreateAs {
     pub watermark_delay_ms: Option<i64>,
     /// Overrides the source's idle timeout (`IDLE_TIMEOUT`).
     pub idle_timeout_ms: Option<i64>,
+    /// How far after its append time an event time may be (`MAX_FUTURE`).
+    #[serde(default)]
+    pub max_future_ms: Option<i64>,
     /// The statement's original text, without the trailing `;`.
     pub sql: String,
     /// 1-based line of the statement's first character in the text given

@@ -55,10 +55,10 @@ type Db = DBWithThreadMode<MultiThreaded>;
 /// cheap on disk; there is no memtable bloom filter, since every write would
 /// pay for it and the operators' complete indexes already avoid looking up
 /// keys that do not exist.
-fn cf_options() -> Options {
+fn cf_options(write_buffer_bytes: usize) -> Options {
     let mut opts = Options::default();
     opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
-    opts.set_write_buffer_size(16 << 20);
+    opts.set_write_buffer_size(write_buffer_bytes);
     let mut table = BlockBasedOptions::default();
     table.set_bloom_filter(10.0, false);
     table.set_whole_key_filtering(true);
@@ -66,9 +66,15 @@ fn cf_options() -> Options {
     opts
 }
 
+/// Memtable size of every column family (16 MiB).
+pub const WRITE_BUFFER_BYTES: usize = 16 << 20;
+
 /// The state database.
 pub struct Store {
     db: Db,
+    write_buffer_bytes: usize,
+    /// Fault seam: while set, every write fails with this reason.
+    failing_writes: std::sync::Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -148,19 +154,84 @@ impl Batch {
 impl Store {
     /// Opens (creating) the database at `path` with every existing column family.
     pub fn open(path: &Path) -> Result<Store> {
+        Self::open_with_write_buffer(path, WRITE_BUFFER_BYTES)
+    }
+
+    /// [`Store::open`] with memtables of `write_buffer_bytes` (tests use
+    /// small ones to make RocksDB flush often).
+    ///
+    /// Atomic flush: a commit writes the `.state` column family (offsets,
+    /// watermark, operator state) and the `.view` one (rows) in one batch,
+    /// and RocksDB flushes every column family with data in its memtable
+    /// together, so the files on disk never hold one without the other.
+    /// Without it, a lost WAL (deleted, or a medium that dropped it) left
+    /// a view's rows flushed but its offsets not: a restart replayed input
+    /// the rows already counted.
+    pub fn open_with_write_buffer(path: &Path, write_buffer_bytes: usize) -> Result<Store> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        opts.set_atomic_flush(true);
         let cfs = match Db::list_cf(&opts, path) {
             Ok(cfs) => cfs,
             Err(_) => vec!["default".to_string()],
         };
         let descriptors = cfs
             .into_iter()
-            .map(|name| ColumnFamilyDescriptor::new(name, cf_options()));
+            .map(|name| ColumnFamilyDescriptor::new(name, cf_options(write_buffer_bytes)));
         let db = Db::open_cf_descriptors(&opts, path, descriptors)?;
-        Ok(Store { db })
+        Ok(Store {
+            db,
+            write_buffer_bytes,
+            failing_writes: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Fault injection (tests): while `reason` is set, every
+    /// [`Store::write`] fails with it, as a full disk would make RocksDB's
+    /// writes fail; `None` heals the store.
+    #[doc(hidden)]
+    pub fn fail_writes(&self, reason: Option<String>) {
+        *self
+            .failing_writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
+    }
+
+    /// Flushes every column family's memtable to table files and waits
+    /// (tests: the data is then in `.sst` files).
+    #[doc(hidden)]
+    pub fn flush_all(&self) -> Result<()> {
+        let names = self.column_families();
+        let handles = names
+            .iter()
+            .filter_map(|n| self.db.cf_handle(n))
+            .collect::<Vec<_>>();
+        let refs: Vec<&Arc<BoundColumnFamily<'_>>> = handles.iter().collect();
+        self.db
+            .flush_cfs_opt(&refs, &rocksdb::FlushOptions::default())?;
+        Ok(())
+    }
+
+    /// The table files of column family `cf` (tests: to damage them).
+    #[doc(hidden)]
+    pub fn table_files(&self, cf: &str) -> Result<Vec<std::path::PathBuf>> {
+        Ok(self
+            .db
+            .live_files()?
+            .into_iter()
+            .filter(|f| f.column_family_name == cf)
+            .map(|f| self.db.path().join(f.name.trim_start_matches('/')))
+            .collect())
+    }
+
+    /// Waits until RocksDB's scheduled background flushes and compactions
+    /// are done (tests: what is on disk is then settled).
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        self.db
+            .wait_for_compact(&rocksdb::WaitForCompactOptions::default())?;
+        Ok(())
     }
 
     fn cf(&self, name: &str) -> Result<Arc<BoundColumnFamily<'_>>> {
@@ -173,7 +244,8 @@ impl Store {
     pub fn ensure(&self, scope: &Scope) -> Result<()> {
         for name in [scope.state_cf(), scope.view_cf()] {
             if self.db.cf_handle(&name).is_none() {
-                self.db.create_cf(&name, &cf_options())?;
+                self.db
+                    .create_cf(&name, &cf_options(self.write_buffer_bytes))?;
             }
         }
         Ok(())
@@ -206,6 +278,14 @@ impl Store {
 
     /// Writes a batch atomically, with the write-ahead log synced.
     pub fn write(&self, batch: Batch) -> Result<()> {
+        let failing = self
+            .failing_writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(reason) = failing {
+            return Err(ProcessorError::WriteFailed(reason));
+        }
         let handles = batch
             .cfs
             .iter()

@@ -52,9 +52,27 @@ pub enum WindowSpec {
     },
 }
 
+/// Most windows one event may belong to (a hopping window's `SIZE /
+/// ADVANCE`): each is a row written when it closes and a row a reader
+/// merges, so this bounds the work and state one event can cause.
+pub const MAX_WINDOWS_PER_EVENT: i64 = 10_000;
+
 impl WindowSpec {
-    /// Checks sizes are positive and a hop does not skip time.
+    /// Checks sizes are positive, a hop does not skip time, and an event
+    /// falls in at most [`MAX_WINDOWS_PER_EVENT`] windows.
     pub fn validate(&self) -> Result<(), String> {
+        if let WindowSpec::Hopping {
+            size_ms,
+            advance_ms,
+        } = *self
+        {
+            if advance_ms > 0 && size_ms / advance_ms > MAX_WINDOWS_PER_EVENT {
+                return Err(format!(
+                    "a hopping window of SIZE {size_ms} ms and ADVANCE {advance_ms} ms puts each event in {} windows; the limit is {MAX_WINDOWS_PER_EVENT} windows per event (SIZE / ADVANCE): use a larger ADVANCE or a smaller SIZE",
+                    size_ms / advance_ms
+                ));
+            }
+        }
         match *self {
             WindowSpec::Tumbling { size_ms } if size_ms <= 0 => Err("window size must be positive".into()),
             WindowSpec::Hopping { size_ms, advance_ms } if size_ms <= 0 || advance_ms <= 0 => {

@@ -325,6 +325,7 @@ fn settings(plan: &Plan) -> Value {
     json!({
         "watermark_delay_ms": plan.source.out_of_orderness_ms,
         "idle_timeout_ms": plan.source.idle_timeout_ms,
+        "max_future_ms": plan.source.max_future_ms,
         "window": window.map(|w| &w.window),
         "grace_ms": window.map(|w| w.grace_ms),
         "emit": window.map(|w| w.emit),

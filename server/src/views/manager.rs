@@ -29,6 +29,7 @@ use kappa_processor::state::store::{Scope, Store};
 use kappa_processor::version::{drop_version, RunningProcessor};
 
 use super::catalog::{BuildEntry, Catalog, VersionEntry, ViewEntry};
+use super::retry::{Clock, Retry};
 use super::{validate_name, Result, ViewError};
 
 /// Settings of the manager (from the server config).
@@ -42,6 +43,8 @@ pub struct ManagerConfig {
     pub grace_ms: u64,
     /// Commit interval of every processor.
     pub commit_interval_ms: u64,
+    /// Time of retries of failed versions ([`Clock::system`] but in tests).
+    pub clock: Clock,
 }
 
 /// In-memory state: the catalog as last persisted and what runs.
@@ -54,6 +57,8 @@ pub(super) struct State {
     pub samples: HashMap<Scope, VecDeque<(Instant, u64)>>,
     /// Bumped on every change, so the supervisor never misses a wakeup.
     pub changes: u64,
+    /// Served versions that are down and retried, by view name.
+    pub retries: HashMap<String, Retry>,
 }
 
 /// Hosts the views of one server.
@@ -82,6 +87,36 @@ pub(super) fn scope(name: &str, version: u64) -> Scope {
     }
 }
 
+/// Opens the state store. A store RocksDB cannot open at all (a damaged
+/// manifest, a missing table file) would keep the whole server — the log
+/// included — down: it is moved aside to `state.damaged-<ms>` (kept, never
+/// deleted) and a fresh store opened, so every version rebuilds its state
+/// from the log, where it started. Logged as an error naming both paths.
+fn open_store(config: &ManagerConfig) -> Result<Store> {
+    let path = config.data_dir.join("state");
+    let error = match Store::open(&path) {
+        Ok(store) => return Ok(store),
+        Err(e) => e,
+    };
+    let aside = config
+        .data_dir
+        .join(format!("state.damaged-{}", config.clock.now_ms()));
+    std::fs::rename(&path, &aside).map_err(|e| {
+        ViewError::Catalog(format!(
+            "the state store {} cannot be opened ({error}) nor moved aside to {}: {e}",
+            path.display(),
+            aside.display()
+        ))
+    })?;
+    tracing::error!(
+        path = %path.display(),
+        kept_at = %aside.display(),
+        error = %error,
+        "the state store cannot be opened: it is kept aside and every view rebuilds its state from the log"
+    );
+    Ok(Store::open(&path)?)
+}
+
 /// What a replace or replay did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -98,7 +133,7 @@ impl ViewManager {
     /// resumes every live version from its committed offsets. A version
     /// that cannot start is recorded as failed; the server still starts.
     pub fn open(log: Arc<Log>, config: ManagerConfig) -> Result<Arc<ViewManager>> {
-        let store = Arc::new(Store::open(&config.data_dir.join("state"))?);
+        let store = Arc::new(open_store(&config)?);
         let catalog = Catalog::open(&config.data_dir, &store.column_families())
             .map_err(ViewError::Catalog)?;
         let manager = Arc::new(ViewManager {
@@ -111,6 +146,7 @@ impl ViewManager {
                 running: HashMap::new(),
                 samples: HashMap::new(),
                 changes: 0,
+                retries: HashMap::new(),
             }),
             wake: Condvar::new(),
             stopping: AtomicBool::new(false),
@@ -153,6 +189,7 @@ impl ViewManager {
 
     fn resume(&self, mut catalog: Catalog) -> Result<()> {
         let mut running = HashMap::new();
+        let mut retries = HashMap::new();
         for view in catalog.views.values_mut() {
             let versions: Vec<VersionEntry> = view.versions().cloned().collect();
             for entry in versions {
@@ -169,6 +206,12 @@ impl ViewManager {
                         if during_build {
                             view.building = None;
                             let _ = drop_version(&self.store, &scope(&view.name, entry.version));
+                        } else {
+                            let now = self.config.clock.now_ms();
+                            retries.insert(
+                                view.name.clone(),
+                                Retry::new(entry.version, e.to_string(), now),
+                            );
                         }
                         view.failure = Some(super::catalog::Failure {
                             version: entry.version,
@@ -180,10 +223,15 @@ impl ViewManager {
                 }
             }
         }
-        self.save(&catalog)?;
+        if let Err(e) = self.save(&catalog) {
+            // The failures are known in memory and retried; the file
+            // catches up at the next change.
+            tracing::error!(error = %e, "cannot persist the catalog after resuming");
+        }
         let mut st = lock(&self.state);
         st.catalog = catalog;
         st.running = running;
+        st.retries = retries;
         Ok(())
     }
 

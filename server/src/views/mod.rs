@@ -9,12 +9,14 @@
 pub mod catalog;
 pub mod manager;
 mod reads;
+pub mod retry;
 mod supervisor;
 
 use kappa_processor::error::ProcessorError;
 
 pub use manager::{ManagerConfig, ViewManager};
 pub use reads::{RowsAnswer, RowsRequest};
+pub use retry::Clock;
 
 /// What can go wrong hosting views; `crate::error` maps each to a status.
 #[derive(Debug, thiserror::Error)]

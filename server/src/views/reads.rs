@@ -243,11 +243,17 @@ impl ViewManager {
                     .is_none_or(|p| p.is_finished())
             })
             .map(|v| {
-                let reason = v
-                    .failure
-                    .as_ref()
-                    .filter(|f| f.version == v.served.version)
-                    .map(|f| f.reason.clone());
+                let reason = st
+                    .retries
+                    .get(&v.name)
+                    .filter(|r| r.version == v.served.version)
+                    .map(|r| r.reason.clone())
+                    .or_else(|| {
+                        v.failure
+                            .as_ref()
+                            .filter(|f| f.version == v.served.version)
+                            .map(|f| f.reason.clone())
+                    });
                 (v.name.clone(), reason)
             })
             .collect()
@@ -292,7 +298,7 @@ impl ViewManager {
 
     /// Describes view `name`: versions, lag, progress, state size.
     pub fn describe(&self, name: &str) -> Result<ViewOut> {
-        let (view, mut served, building) = {
+        let (view, mut served, building, retry) = {
             let st = lock(&self.state);
             let view = st
                 .catalog
@@ -313,7 +319,8 @@ impl ViewManager {
                     rate.or_else(|| st.running.get(&s).map(|p| p.progress().rate_per_second));
                 (self.version_out(&st.running, name, &b.entry), rate)
             });
-            (view, served, building)
+            let retry = st.retries.get(name).cloned();
+            (view, served, building, retry)
         };
         served.state_bytes = self.state_bytes(&scope(name, served.version));
         let building_version = match (view.building.as_ref(), building) {
@@ -323,7 +330,20 @@ impl ViewManager {
             }
             _ => None,
         };
-        Ok(view_out(&view, served, building_version))
+        let mut out = view_out(&view, served, building_version);
+        if let Some(r) = &retry {
+            // Known in memory even when the catalog could not be written.
+            if out.failure.as_ref().is_none_or(|f| f.version != r.version) {
+                out.failure = Some(super::catalog::Failure {
+                    version: r.version,
+                    reason: r.reason.clone(),
+                    at_ms: r.failed_at_ms,
+                    during_build: false,
+                });
+            }
+        }
+        out.retry = retry;
+        Ok(out)
     }
 
     fn version_out(
@@ -426,6 +446,7 @@ fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) ->
             })
             .collect(),
         failure: view.failure.clone(),
+        retry: None,
     }
 }
 

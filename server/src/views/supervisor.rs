@@ -18,6 +18,7 @@ use kappa_processor::version::RunningProcessor;
 
 use super::catalog::{Catalog, Failure, GraceEntry};
 use super::manager::{lock, scope, ViewManager};
+use super::retry::Retry;
 
 /// How often a running build's lag is checked.
 pub const BUILD_TICK: Duration = Duration::from_millis(100);
@@ -108,7 +109,8 @@ impl ViewManager {
         }
         let mut catalog = self.catalog();
         let mut retire = Vec::new();
-        let changed = self.observe(&mut catalog, &mut retire);
+        let mut changed = self.observe(&mut catalog, &mut retire);
+        changed |= self.retry_failed(&mut catalog);
         let now = kappa_log::now_ms();
         for view in catalog.views.values_mut() {
             let (expired, kept): (Vec<GraceEntry>, Vec<GraceEntry>) = view
@@ -129,7 +131,68 @@ impl ViewManager {
         }
         // Stop and drop after the catalog stopped naming them.
         self.retire(retire, true);
-        next_wait(&catalog, now)
+        let next_retry = lock(&self.state)
+            .retries
+            .values()
+            .map(|r| r.next_attempt_ms)
+            .min();
+        let wait = next_wait(&catalog, now);
+        match next_retry {
+            Some(at) => {
+                let left = at.saturating_sub(self.config.clock.now_ms()).max(1) as u64;
+                wait.min(Duration::from_millis(left))
+            }
+            None => wait,
+        }
+    }
+
+    /// Starts again the served versions whose retry is due (from their
+    /// last commit); a failed attempt waits longer before the next.
+    /// Returns whether `catalog` changed (a recovered view's failure is
+    /// cleared).
+    fn retry_failed(&self, catalog: &mut Catalog) -> bool {
+        let now = self.config.clock.now_ms();
+        let due: Vec<(String, Retry)> = lock(&self.state)
+            .retries
+            .iter()
+            .filter(|(_, r)| r.next_attempt_ms <= now)
+            .map(|(name, r)| (name.clone(), r.clone()))
+            .collect();
+        let mut changed = false;
+        for (name, mut retry) in due {
+            let s = scope(&name, retry.version);
+            let current = catalog
+                .views
+                .get(&name)
+                .is_some_and(|v| v.served.version == retry.version);
+            let running = lock(&self.state)
+                .running
+                .get(&s)
+                .is_some_and(|p| !p.is_finished());
+            if !current || running {
+                lock(&self.state).retries.remove(&name);
+                continue;
+            }
+            let view = catalog.views.get_mut(&name).expect("checked above");
+            match self.start(&name, &view.served) {
+                Ok(p) => {
+                    tracing::info!(view = %name, version = retry.version, attempts = retry.attempts + 1, "view recovered: its processor runs again");
+                    let mut st = lock(&self.state);
+                    st.running.insert(s, p);
+                    st.retries.remove(&name);
+                    if view.failure.as_ref().is_some_and(|f| !f.during_build) {
+                        view.failure = None;
+                        changed = true;
+                    }
+                }
+                Err(e) => {
+                    retry.failed_again(e.to_string(), now);
+                    tracing::warn!(view = %name, version = retry.version, attempts = retry.attempts, error = %e, next_attempt_ms = retry.next_attempt_ms, "view still failing");
+                    lock(&self.state).retries.insert(name, retry);
+                }
+            }
+        }
+        changed
     }
 
     /// Looks at every build and served version; updates `catalog` for
@@ -196,6 +259,11 @@ impl ViewManager {
                 if during_build {
                     view.building = None;
                     retire.push(s.clone());
+                } else {
+                    let now = self.config.clock.now_ms();
+                    lock(&self.state)
+                        .retries
+                        .insert(s.name.clone(), Retry::new(s.version, why.clone(), now));
                 }
                 view.failure = Some(Failure {
                     version: s.version,

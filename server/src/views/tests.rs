@@ -3,6 +3,7 @@
 //! (which must not write its output twice). The supervisor thread is not
 //! started; each test runs [`ViewManager::tick`] itself.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,18 +14,21 @@ use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
 
 use super::manager::Change;
-use super::{ManagerConfig, ViewManager};
+use super::{Clock, ManagerConfig, ViewManager};
 
 struct Fixture {
     _dir: tempfile::TempDir,
     log: Arc<Log>,
     manager: Arc<ViewManager>,
     io: tokio::runtime::Runtime,
+    /// The manager's clock (ms), moved by the test.
+    clock: Arc<AtomicI64>,
 }
 
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(Log::open(LogConfig::new(dir.path())).unwrap());
+    let clock = Arc::new(AtomicI64::new(1_000_000));
     let manager = ViewManager::open(
         log.clone(),
         ManagerConfig {
@@ -32,6 +36,7 @@ fn fixture() -> Fixture {
             swap_max_lag: 0,
             grace_ms: 0,
             commit_interval_ms: 10,
+            clock: Clock::manual(clock.clone()),
         },
     )
     .unwrap();
@@ -44,6 +49,7 @@ fn fixture() -> Fixture {
         log,
         manager,
         io,
+        clock,
     }
 }
 
@@ -190,4 +196,228 @@ fn a_served_version_whose_processor_fails_is_reported_as_failed() {
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0].0, "v");
     assert_eq!(f.manager.describe("v").unwrap().status, "failed");
+}
+
+impl Fixture {
+    /// Moves the manager's clock on by `ms`.
+    fn advance(&self, ms: i64) {
+        self.clock.fetch_add(ms, Ordering::AcqRel);
+    }
+}
+
+#[test]
+fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
+    let f = fixture();
+    f.produce("a", &["x"]);
+    assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
+    // The disk fills: the processor's next commit fails.
+    f.manager
+        .store
+        .fail_writes(Some("No space left on device (injected)".into()));
+    f.produce("a", &["y"]);
+    f.eventually("the served processor ended", || {
+        !f.manager.describe("v").unwrap().served_version.running
+    });
+    f.manager.tick();
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!(d.status, "failed");
+    let reason = d.failure.expect("a failure").reason;
+    assert!(reason.contains("No space left"), "{reason}");
+    let retry = d.retry.expect("retried");
+    assert_eq!((retry.attempts, retry.next_attempt_ms), (0, 1_001_000));
+    let failed = f.manager.failed_views();
+    assert!(
+        failed[0]
+            .1
+            .as_deref()
+            .is_some_and(|r| r.contains("No space")),
+        "{failed:?}"
+    );
+
+    // Not yet due: nothing happens. Due, still full: it fails again and
+    // the next attempt waits twice as long.
+    f.advance(999);
+    f.manager.tick();
+    assert_eq!(f.manager.describe("v").unwrap().retry.unwrap().attempts, 0);
+    f.advance(1);
+    f.manager.tick();
+    let retry = f
+        .manager
+        .describe("v")
+        .unwrap()
+        .retry
+        .expect("still retried");
+    assert_eq!((retry.attempts, retry.next_attempt_ms), (1, 1_003_000));
+
+    // Space is freed: the next attempt brings the view back, and it
+    // resumes from its last commit (each record counted once).
+    f.manager.store.fail_writes(None);
+    f.advance(2_000);
+    f.manager.tick();
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!(d.status, "running");
+    assert!(d.retry.is_none() && d.failure.is_none(), "{d:?}");
+    assert!(f.manager.failed_views().is_empty());
+    f.eventually("both records committed", || {
+        f.manager.describe("v").unwrap().served_version.partitions[0].committed == 2
+    });
+    let s = super::manager::scope("v", 1);
+    let (rows, _) = kappa_processor::view::query(
+        &f.manager.store,
+        &s,
+        &kappa_processor::view::ViewQuery::All,
+        None,
+        10,
+    )
+    .unwrap();
+    let counts: Vec<(String, serde_json::Value)> = rows
+        .into_iter()
+        .map(|r| (r.key, r.row["n"].clone()))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![
+            ("x".into(), serde_json::json!(1)),
+            ("y".into(), serde_json::json!(1))
+        ]
+    );
+}
+
+impl Fixture {
+    /// Stops the manager, runs `between` (the store is closed), and opens
+    /// a new manager on the same directory and log.
+    fn reopen_with(self, between: impl FnOnce()) -> Fixture {
+        let Fixture {
+            _dir,
+            log,
+            manager,
+            io,
+            clock,
+        } = self;
+        manager.close();
+        let config = manager.config.clone();
+        drop(manager);
+        between();
+        let manager = ViewManager::open(log.clone(), config).unwrap();
+        Fixture {
+            _dir,
+            log,
+            manager,
+            io,
+            clock,
+        }
+    }
+
+    fn committed(&self, view: &str) -> u64 {
+        self.manager
+            .describe(view)
+            .unwrap()
+            .served_version
+            .partitions[0]
+            .committed
+    }
+}
+
+#[test]
+fn damaged_table_files_of_one_view_do_not_stop_the_start_and_every_view_rebuilds() {
+    let f = fixture();
+    f.produce("a", &["x", "y", "x"]);
+    f.manager.create("hurt", counts("a", "hurt"), None).unwrap();
+    f.manager.create("fine", counts("a", "fine"), None).unwrap();
+    f.eventually("both views processed everything", || {
+        f.committed("hurt") == 3 && f.committed("fine") == 3
+    });
+    f.manager.close();
+    f.manager.store.flush_all().unwrap();
+    // Every table file of one view (its state and its rows) is
+    // overwritten with garbage.
+    let s = super::manager::scope("hurt", 1);
+    let mut files = f.manager.store.table_files(&s.state_cf()).unwrap();
+    files.extend(f.manager.store.table_files(&s.view_cf()).unwrap());
+    assert!(
+        files.len() >= 2,
+        "state and rows are in table files: {files:?}"
+    );
+    let data = f._dir.path().to_path_buf();
+    let f = f.reopen_with(|| {
+        for file in files {
+            let len = std::fs::metadata(&file).unwrap().len() as usize;
+            std::fs::write(&file, vec![0x5A; len]).unwrap();
+        }
+    });
+    // The manager opened (the server starts); the damaged store is kept
+    // aside and both views rebuild their state from the log.
+    f.eventually("both views rebuilt", || {
+        f.committed("hurt") == 3 && f.committed("fine") == 3
+    });
+    let (rows, _) = kappa_processor::view::query(
+        &f.manager.store,
+        &super::manager::scope("hurt", 1),
+        &kappa_processor::view::ViewQuery::All,
+        None,
+        10,
+    )
+    .unwrap();
+    let counts: Vec<(String, serde_json::Value)> = rows
+        .into_iter()
+        .map(|r| (r.key, r.row["n"].clone()))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![
+            ("x".into(), serde_json::json!(2)),
+            ("y".into(), serde_json::json!(1))
+        ]
+    );
+    let kept = std::fs::read_dir(&data)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with("state.damaged-")
+        })
+        .count();
+    assert_eq!(kept, 1);
+}
+
+#[test]
+fn a_state_store_that_cannot_be_opened_is_kept_aside_and_views_rebuild_from_the_log() {
+    let f = fixture();
+    f.produce("a", &["x", "y", "x"]);
+    f.manager.create("v", counts("a", "v"), None).unwrap();
+    f.eventually("the view processed everything", || f.committed("v") == 3);
+    let data = f._dir.path().to_path_buf();
+    let f = f.reopen_with(|| {
+        std::fs::write(data.join("state").join("CURRENT"), b"garbage").unwrap();
+    });
+    f.eventually("the view rebuilt from the log", || f.committed("v") == 3);
+    let (rows, _) = kappa_processor::view::query(
+        &f.manager.store,
+        &super::manager::scope("v", 1),
+        &kappa_processor::view::ViewQuery::All,
+        None,
+        10,
+    )
+    .unwrap();
+    let counts: Vec<(String, serde_json::Value)> = rows
+        .into_iter()
+        .map(|r| (r.key, r.row["n"].clone()))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![
+            ("x".into(), serde_json::json!(2)),
+            ("y".into(), serde_json::json!(1))
+        ]
+    );
+    // The damaged store is kept, named.
+    let kept: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("state.damaged-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        std::fs::read(data.join(&kept[0]).join("CURRENT")).unwrap(),
+        b"garbage"
+    );
 }
