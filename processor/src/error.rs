@@ -37,3 +37,17 @@ pub enum ProcessorError {
     #[error("processor stopped: {0}")]
     Stopped(String),
 }
+
+impl ProcessorError {
+    /// True if stored state failed RocksDB's or Kappa's own checks (damaged
+    /// files), as opposed to an operating problem (a lock held by another
+    /// process, permissions, a full disk) that moving the state aside would
+    /// not cure.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            ProcessorError::Store(e) => e.kind() == rocksdb::ErrorKind::Corruption,
+            ProcessorError::CorruptState { .. } => true,
+            _ => false,
+        }
+    }
+}

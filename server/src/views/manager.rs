@@ -96,6 +96,9 @@ fn open_store(config: &ManagerConfig) -> Result<Store> {
     let path = config.data_dir.join("state");
     let error = match Store::open(&path) {
         Ok(store) => return Ok(store),
+        // Only damage is moved aside: a lock held by another server, a
+        // permission or a full disk must stop the start, not hide the state.
+        Err(e) if !e.is_corruption() => return Err(e.into()),
         Err(e) => e,
     };
     let aside = config
