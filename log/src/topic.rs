@@ -307,7 +307,9 @@ impl Topic {
                 duplicate: appended.iter().all(|(_, o)| o.duplicate),
             });
         }
-        if appended.is_empty() {
+        // Duplicates wrote nothing: if nothing else succeeded, this request
+        // appended nothing (e.g. a key reused for a different request).
+        if appended.iter().all(|(_, o)| o.duplicate) {
             return Err(ProduceFailure::Nothing(failed.remove(0).1));
         }
         Err(ProduceFailure::Partial(PartialProduce {
