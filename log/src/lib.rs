@@ -47,7 +47,10 @@ pub use error::{LogError, Result};
 pub use log::{GroupPartitionOffset, Log, ResetTo};
 pub use offsets::CommittedOffset;
 pub use partition::{AppendOutcome, AppendRequest, Fetch, Partition, PartitionDescription};
-pub use topic::{ProduceOutcome, ProduceRecord, Produced, Topic, TopicDescription};
+pub use topic::{
+    PartialProduce, ProduceFailure, ProduceOutcome, ProduceRecord, Produced, Topic,
+    TopicDescription,
+};
 
 /// Milliseconds since the Unix epoch, from the system clock.
 pub fn now_ms() -> i64 {

@@ -288,6 +288,16 @@ impl Partition {
     /// to `append_queue_wait_ms` for queue space, then fails with
     /// `Backpressure`.
     pub async fn submit(&self, request: AppendRequest) -> Result<PendingAppend> {
+        self.reserve(request).await?.send()
+    }
+
+    /// Checks an append (limits, a stopped partition) and takes its queue
+    /// space without sending it to the writer: nothing can be written until
+    /// [`ReservedAppend::send`], and dropping the reservation gives the space
+    /// back. Waits up to `append_queue_wait_ms`, then fails with
+    /// `Backpressure`. A multi-partition produce reserves every partition
+    /// before sending any, so a refusal leaves every partition untouched.
+    pub async fn reserve(&self, request: AppendRequest) -> Result<ReservedAppend<'_>> {
         let encoded_len = self.validate(&request)?;
         if let Some(reason) = self.shared.failure() {
             return Err(self.shared.failed_error(&reason));
@@ -308,20 +318,12 @@ impl Partition {
                 })
             }
         };
-        let (reply, rx) = oneshot::channel();
-        let job = AppendJob {
+        Ok(ReservedAppend {
+            partition: self,
             request,
             encoded_len,
-            reply,
             permit,
-        };
-        let sender = self.sender.lock().expect("sender");
-        sender
-            .as_ref()
-            .ok_or(LogError::Closed)?
-            .send(Command::Append(job))
-            .map_err(|_| LogError::Closed)?;
-        Ok(PendingAppend { rx })
+        })
     }
 
     /// Appends and waits until the fsync policy is met.
@@ -614,6 +616,37 @@ impl Partition {
 impl Drop for Partition {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// An append that passed its checks and holds its queue space, not yet
+/// sent to the writer (see [`Partition::reserve`]).
+#[derive(Debug)]
+pub struct ReservedAppend<'a> {
+    partition: &'a Partition,
+    request: AppendRequest,
+    encoded_len: usize,
+    permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl ReservedAppend<'_> {
+    /// Sends the append to the writer (fails only if the partition is
+    /// closed, and then nothing is written).
+    pub fn send(self) -> Result<PendingAppend> {
+        let (reply, rx) = oneshot::channel();
+        let job = AppendJob {
+            request: self.request,
+            encoded_len: self.encoded_len,
+            reply,
+            permit: self.permit,
+        };
+        let sender = self.partition.sender.lock().expect("sender");
+        sender
+            .as_ref()
+            .ok_or(LogError::Closed)?
+            .send(Command::Append(job))
+            .map_err(|_| LogError::Closed)?;
+        Ok(PendingAppend { rx })
     }
 }
 

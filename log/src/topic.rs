@@ -10,7 +10,7 @@ use crate::batch::NewRecord;
 use crate::cache::SegmentCache;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
-use crate::partition::{AppendRequest, Partition, PartitionDescription};
+use crate::partition::{AppendOutcome, AppendRequest, Partition, PartitionDescription};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
 
 /// Longest topic name.
@@ -83,6 +83,43 @@ pub struct ProduceOutcome {
     /// True if the idempotency key matched earlier appends everywhere and
     /// nothing was written.
     pub duplicate: bool,
+}
+
+/// Why a produce failed.
+#[derive(Debug)]
+pub enum ProduceFailure {
+    /// Nothing was appended anywhere.
+    Nothing(LogError),
+    /// Some partitions appended, others failed after the up-front checks.
+    Partial(PartialProduce),
+}
+
+impl From<LogError> for ProduceFailure {
+    fn from(e: LogError) -> Self {
+        ProduceFailure::Nothing(e)
+    }
+}
+
+impl ProduceFailure {
+    /// The error (the first failed partition's, for a partial append).
+    pub fn into_error(self) -> LogError {
+        match self {
+            ProduceFailure::Nothing(e) => e,
+            ProduceFailure::Partial(mut p) => p.failed.remove(0).1,
+        }
+    }
+}
+
+/// A produce that appended on some partitions and failed on others.
+#[derive(Debug)]
+pub struct PartialProduce {
+    /// Per record, in request order: where it landed, or `None` if its
+    /// partition failed.
+    pub records: Vec<Option<Produced>>,
+    /// The partitions that appended, with what they did.
+    pub appended: Vec<(u32, AppendOutcome)>,
+    /// The partitions that failed (at least one), with why.
+    pub failed: Vec<(u32, LogError)>,
 }
 
 /// A topic description.
@@ -193,13 +230,30 @@ impl Topic {
             .collect()
     }
 
-    /// Appends records, routed to partitions; every partition's append is
-    /// queued before any is awaited, so they proceed in parallel.
+    /// Appends records, routed to partitions. See [`Topic::produce_detailed`];
+    /// a partial append is reported as the first partition's error.
     pub async fn produce(
         &self,
         records: Vec<ProduceRecord>,
         idempotency_key: Option<Vec<u8>>,
     ) -> Result<ProduceOutcome> {
+        self.produce_detailed(records, idempotency_key)
+            .await
+            .map_err(ProduceFailure::into_error)
+    }
+
+    /// Appends records, routed to partitions, everywhere or nowhere as far
+    /// as that can be known up front: every partition's append is checked
+    /// and its queue space reserved (in partition order) before any is sent,
+    /// so a refusal (limits, a stopped partition, a full queue) appends
+    /// nothing. The appends then proceed in parallel; a write that fails
+    /// after that (disk full, I/O error) is reported as a
+    /// [`PartialProduce`] saying exactly what was appended.
+    pub async fn produce_detailed(
+        &self,
+        records: Vec<ProduceRecord>,
+        idempotency_key: Option<Vec<u8>>,
+    ) -> std::result::Result<ProduceOutcome, ProduceFailure> {
         let routes = self.route(&records, idempotency_key.as_deref())?;
         if let Some(key) = &idempotency_key {
             self.check_key_routing(key, &routes)?;
@@ -208,7 +262,7 @@ impl Topic {
         for (record, &p) in records.into_iter().zip(&routes) {
             per_partition[p as usize].push(record.record);
         }
-        let mut pending = Vec::new();
+        let mut reserved = Vec::new();
         for (p, records) in per_partition.into_iter().enumerate() {
             if records.is_empty() {
                 continue;
@@ -217,30 +271,55 @@ impl Topic {
                 records,
                 idempotency_key: idempotency_key.clone(),
             };
-            pending.push((p as u32, self.partitions[p].submit(request).await?));
+            reserved.push((p as u32, self.partitions[p].reserve(request).await?));
         }
-        let mut bases = vec![0u64; self.partitions.len()];
-        let mut duplicate = true;
-        for (p, append) in pending {
-            let outcome = append.wait().await?;
-            bases[p as usize] = outcome.base_offset;
-            duplicate &= outcome.duplicate;
+        let mut pending = Vec::with_capacity(reserved.len());
+        for (p, reservation) in reserved {
+            pending.push((p, reservation.send()));
         }
-        let produced = routes
+        let mut appended = Vec::new();
+        let mut failed = Vec::new();
+        for (p, sent) in pending {
+            match sent {
+                Ok(append) => match append.wait().await {
+                    Ok(outcome) => appended.push((p, outcome)),
+                    Err(e) => failed.push((p, e)),
+                },
+                Err(e) => failed.push((p, e)),
+            }
+        }
+        let mut bases = vec![None; self.partitions.len()];
+        for (p, outcome) in &appended {
+            bases[*p as usize] = Some(outcome.base_offset);
+        }
+        let produced: Vec<Option<Produced>> = routes
             .iter()
             .map(|&p| {
-                let offset = bases[p as usize];
-                bases[p as usize] += 1;
-                Produced {
+                let base = bases[p as usize].as_mut()?;
+                let offset = *base;
+                *base += 1;
+                Some(Produced {
                     partition: p,
                     offset,
-                }
+                })
             })
             .collect();
-        Ok(ProduceOutcome {
+        if failed.is_empty() {
+            return Ok(ProduceOutcome {
+                records: produced.into_iter().flatten().collect(),
+                duplicate: appended.iter().all(|(_, o)| o.duplicate),
+            });
+        }
+        // Duplicates wrote nothing: if nothing else succeeded, this request
+        // appended nothing (e.g. a key reused for a different request).
+        if appended.iter().all(|(_, o)| o.duplicate) {
+            return Err(ProduceFailure::Nothing(failed.remove(0).1));
+        }
+        Err(ProduceFailure::Partial(PartialProduce {
             records: produced,
-            duplicate,
-        })
+            appended,
+            failed,
+        }))
     }
 
     /// A retry must write to the same partitions as the first request: a key

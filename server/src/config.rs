@@ -35,6 +35,11 @@ pub struct ServerConfig {
     pub auto_create_topics: bool,
     /// Partitions of auto-created topics (default 1).
     pub default_partitions: u32,
+    /// Auto-creation stops once this many partitions are in use in total
+    /// (default 256), so that producing to made-up topic names cannot use up
+    /// the log's `max_partitions` (1,024); explicit creates can still use the
+    /// rest.
+    pub auto_create_max_partitions: u32,
     /// fsync policy of auto-created topics (default `always`).
     pub default_fsync: FsyncPolicy,
     /// Largest request body (default 16 MiB).
@@ -52,6 +57,22 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Time a client has to send a request's headers (default 10 s).
     pub header_read_timeout_ms: u64,
+    /// Time a new connection has to send its first request's headers
+    /// (default 2 s): idle new connections are closed sooner than the
+    /// `header_read_timeout_ms` that later requests get.
+    pub first_request_timeout_ms: u64,
+    /// Connections from one IP address that have not yet sent a complete
+    /// request head (default 128). A new connection beyond it closes that
+    /// address's oldest such connection; connections that sent a request are
+    /// never closed for it. When `max_connections` is reached, the oldest
+    /// such connection of any address is closed to make room.
+    pub max_new_connections_per_ip: usize,
+    /// Host names (with or without a port) accepted in the `Host` header
+    /// besides `localhost`, `127.0.0.1`, `[::1]` and the listen address
+    /// (default none). While the server listens on loopback, any other
+    /// `Host` is refused (DNS rebinding); otherwise, when this list is not
+    /// empty, only these and the loopback names are accepted.
+    pub allowed_hosts: Vec<String>,
     /// Time a client has to send a request's body (default 30 s).
     pub request_body_timeout_ms: u64,
     /// How long a produce waits for space in a full append queue before
@@ -80,6 +101,7 @@ impl Default for ServerConfig {
             log_format: LogFormat::Text,
             auto_create_topics: true,
             default_partitions: 1,
+            auto_create_max_partitions: 256,
             default_fsync: FsyncPolicy::Always,
             max_body_bytes: 16 << 20,
             max_records_per_request: 10_000,
@@ -88,6 +110,9 @@ impl Default for ServerConfig {
             max_headers_per_record: 64,
             max_connections: 1024,
             header_read_timeout_ms: 10_000,
+            first_request_timeout_ms: 2_000,
+            max_new_connections_per_ip: 128,
+            allowed_hosts: Vec::new(),
             request_body_timeout_ms: 30_000,
             append_queue_wait_ms: 500,
             append_queue_bytes: 64 << 20,
@@ -132,6 +157,15 @@ pub struct Overrides {
     /// Most open client connections [default: 1024].
     #[arg(long, env = "KAPPA_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Connections from one IP that have not sent a request yet [default: 128].
+    #[arg(long, env = "KAPPA_MAX_NEW_CONNECTIONS_PER_IP")]
+    pub max_new_connections_per_ip: Option<usize>,
+    /// Extra accepted `Host` names, comma-separated [default: none].
+    #[arg(long, env = "KAPPA_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Partitions in use beyond which auto-creation stops [default: 256].
+    #[arg(long, env = "KAPPA_AUTO_CREATE_MAX_PARTITIONS")]
+    pub auto_create_max_partitions: Option<u32>,
     /// Swap in a view's new version once its lag is at most this many records [default: 1000].
     #[arg(long, env = "KAPPA_VIEW_SWAP_MAX_LAG")]
     pub view_swap_max_lag: Option<u64>,
@@ -177,6 +211,9 @@ impl ServerConfig {
             max_body_bytes,
             max_records_per_request,
             max_connections,
+            max_new_connections_per_ip,
+            allowed_hosts,
+            auto_create_max_partitions,
             view_swap_max_lag,
             view_grace_ms,
             view_commit_interval_ms
@@ -195,6 +232,12 @@ impl ServerConfig {
                 kappa_log::config::MAX_PARTITIONS_PER_TOPIC
             );
         }
+        if self.auto_create_max_partitions < self.default_partitions {
+            bail!("auto_create_max_partitions must be at least default_partitions");
+        }
+        if let Some(host) = self.allowed_hosts.iter().find(|h| h.trim().is_empty()) {
+            bail!("allowed_hosts holds an empty name: {host:?}");
+        }
         if self.max_body_bytes < 1024 || self.max_body_bytes > 1 << 30 {
             bail!("max_body_bytes must be in 1024..=1073741824");
         }
@@ -204,7 +247,13 @@ impl ServerConfig {
         if self.max_connections == 0 {
             bail!("max_connections must be positive");
         }
-        if self.header_read_timeout_ms == 0 || self.request_body_timeout_ms == 0 {
+        if self.max_new_connections_per_ip == 0 {
+            bail!("max_new_connections_per_ip must be positive");
+        }
+        if self.header_read_timeout_ms == 0
+            || self.request_body_timeout_ms == 0
+            || self.first_request_timeout_ms == 0
+        {
             bail!("timeouts must be positive");
         }
         if self.append_queue_bytes < self.max_body_bytes * 2 {

@@ -66,6 +66,10 @@ impl From<LogError> for ApiError {
             LogError::OffsetOutOfRange { .. } => (S::BAD_REQUEST, "offset_out_of_range"),
             LogError::Backpressure { .. } => (S::SERVICE_UNAVAILABLE, "overloaded"),
             LogError::IdempotencyKeyReused { .. } => (S::CONFLICT, "idempotency_key_reused"),
+            // The partition budget is not a body size problem.
+            LogError::LimitExceeded(m) if m.contains("max_partitions") => {
+                (S::CONFLICT, "limit_exceeded")
+            }
             LogError::LimitExceeded(_) => (S::PAYLOAD_TOO_LARGE, "too_large"),
             LogError::PartitionFailed { .. } => (S::SERVICE_UNAVAILABLE, "partition_failed"),
             LogError::Closed => (S::SERVICE_UNAVAILABLE, "shutting_down"),
@@ -202,6 +206,11 @@ mod tests {
             (LogError::TopicExists("t".into()), 409, "topic_exists"),
             (LogError::InvalidConfig("x".into()), 400, "invalid_config"),
             (LogError::LimitExceeded("x".into()), 413, "too_large"),
+            (
+                LogError::LimitExceeded("would exceed max_partitions (1024)".into()),
+                409,
+                "limit_exceeded",
+            ),
             (LogError::Closed, 503, "shutting_down"),
             (
                 LogError::Io {

@@ -14,6 +14,8 @@ pub mod cli;
 pub mod config;
 pub mod dto;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod metrics;
 pub mod routes;
@@ -61,6 +63,18 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let log_config = config.log_config();
+    run_with_log_config(config, log_config, listener, shutdown).await
+}
+
+/// [`run`] with the log configured by `log_config` instead of
+/// `config.log_config()` — tests use it to inject I/O faults through the
+/// log's `faults` seam.
+pub async fn run_with_log_config(
+    config: ServerConfig,
+    log_config: kappa_log::LogConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
     let manager_config = ManagerConfig {
         data_dir: config.data_dir.clone(),

@@ -55,6 +55,15 @@ pub const VIEW_BUILD_DONE: &str = "kappa_view_build_done_records";
 /// Records a running build has to process in all, by view.
 pub const VIEW_BUILD_TOTAL: &str = "kappa_view_build_total_records";
 
+/// Connections closed before their first request, by reason
+/// (`per_ip_newcomer_limit`, `connection_limit`, `first_request_timeout`).
+pub const CONNECTIONS_CLOSED: &str = "kappa_http_connections_closed_total";
+
+/// Counts a connection closed before its first request.
+pub fn count_connection_closed(reason: &'static str) {
+    counter!(CONNECTIONS_CLOSED, "reason" => reason).increment(1);
+}
+
 /// Long-polling reads waiting for records right now.
 pub const LONG_POLLS_WAITING: &str = "kappa_http_long_polls_waiting";
 

@@ -1,18 +1,22 @@
-//! Replays committed fuzz seed corpora through the fuzz targets' bodies,
-//! on stable Rust (one test per target).
+//! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) through the
+//! same functions the cargo-fuzz targets call, on stable Rust: no input
+//! panics, and the targets' invariants hold (one test per target).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The files of fuzz/corpus/`target`/, sorted.
-fn corpus(target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
+/// Every file of `fuzz/corpus/<target>`, sorted (name, bytes).
+fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus")).join(target);
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&path).unwrap())
+        })
         .collect();
     files.sort();
+    assert!(!files.is_empty(), "{} is empty", dir.display());
     files
 }
 
@@ -24,9 +28,18 @@ fn corpus(target: &str) -> Vec<PathBuf> {
 fn catalog_load_corpus_replays() {
     let files = corpus("catalog_load");
     assert!(files.len() >= 5, "the corpus has its seeds");
-    for file in files {
-        let data = std::fs::read(&file).unwrap();
-        eprintln!("{}", file.display());
-        kappa_server::views::catalog::fuzz_catalog_load(&data);
+    for (name, data) in files {
+        let outcome =
+            std::panic::catch_unwind(|| kappa_server::views::catalog::fuzz_catalog_load(&data));
+        assert!(outcome.is_ok(), "catalog_load corpus file {name} panicked");
+    }
+}
+
+/// `produce_body`: the produce body parser (JSON and NDJSON) never panics.
+#[test]
+fn produce_body_corpus_replays_without_panics() {
+    for (name, data) in corpus("produce_body") {
+        let outcome = std::panic::catch_unwind(|| kappa_server::fuzzing::produce_body(&data));
+        assert!(outcome.is_ok(), "produce_body corpus file {name} panicked");
     }
 }

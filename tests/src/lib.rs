@@ -701,12 +701,12 @@ impl Client {
         panic!("read_all {topic}/{partition}: more than 10000 pages");
     }
 
-    /// `POST /v1/statements` with `text` as `text/plain` (SQL).
+    /// `POST /v1/statements` with `text` as `application/sql`.
     pub fn sql(&self, text: &str) -> (u16, Value) {
         let r = self.send(
             "POST",
             "/v1/statements",
-            Some("text/plain"),
+            Some("application/sql"),
             &[],
             Some(text.as_bytes()),
         );
@@ -1005,11 +1005,15 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// An HTTP/1.1 request with `Host`, `Connection: close` (unless `headers`
-/// has a `Connection`) and, when there is a body, `Content-Length` (unless
-/// `headers` sets `Transfer-Encoding`).
+/// An HTTP/1.1 request with `Host: localhost` (unless `headers` has a
+/// `Host`), `Connection: close` (unless `headers` has a `Connection`) and,
+/// when there is a body, `Content-Length` (unless `headers` sets
+/// `Transfer-Encoding`).
 pub fn request_bytes(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!("{method} {target} HTTP/1.1\r\nHost: localhost\r\n");
+    let mut out = format!("{method} {target} HTTP/1.1\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        out.push_str("Host: localhost\r\n");
+    }
     if !headers
         .iter()
         .any(|(n, _)| n.eq_ignore_ascii_case("connection"))

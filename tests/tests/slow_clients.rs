@@ -2,7 +2,8 @@
 //! finishes its request headers is disconnected after the header-read
 //! deadline, one that never finishes its body after the body deadline, and
 //! the connection limit holds further clients in the backlog until a slot
-//! frees. Deadlines come from a config file; the server stays healthy.
+//! held by a busy connection frees (connections that sent nothing are
+//! closed to make room: `hostile_clients.rs`). Deadlines come from a config file; the server stays healthy.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -37,7 +38,7 @@ fn a_client_that_never_finishes_its_headers_is_disconnected() {
     let server = Server::start(&["--config", &cfg]);
     let mut stream = TcpStream::connect(server.addr()).unwrap();
     stream
-        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
         .unwrap();
     let started = Instant::now();
     read_until_closed(&mut stream);
@@ -54,7 +55,7 @@ fn a_client_that_never_finishes_its_body_gets_an_error_and_is_disconnected() {
     let server = Server::start(&["--config", &cfg]);
     let mut stream = TcpStream::connect(server.addr()).unwrap();
     stream
-        .write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"records\":")
+        .write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"records\":")
         .unwrap();
     let started = Instant::now();
     let answer = read_until_closed(&mut stream);
@@ -71,10 +72,12 @@ fn the_connection_limit_queues_clients_until_a_slot_frees() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "max_connections = 1\n");
     let server = Server::start(&["--config", &cfg]);
-    // The only slot is taken by an idle client...
+    // The only slot is taken by a client that sent a request head (so it
+    // is not closed to make room) but not its body...
     let mut idle = TcpStream::connect(server.addr()).unwrap();
-    idle.write_all(b"GET /health HTTP/1.1\r\n").unwrap();
-    // ...so this request is answered only once the header deadline frees it.
+    idle.write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+        .unwrap();
+    // ...so this request is answered only once the body deadline frees it.
     let started = Instant::now();
     let (status, body) = server.client().get("/health");
     assert_eq!(status, 200, "{body}");

@@ -201,7 +201,7 @@ fn drive(
 /// Runs one statement; a view that exists already (a reused data
 /// directory) is kept.
 fn define(client: &Client, statement: &str) -> anyhow::Result<()> {
-    match client.post("/v1/statements", "text/plain", statement, &[]) {
+    match client.post("/v1/statements", "application/sql", statement, &[]) {
         Ok(_) => Ok(()),
         Err(e)
             if e.downcast_ref::<ApiError>()
@@ -257,7 +257,7 @@ Replace the definition (1-minute windows): version 2 builds from the start of th
 while version 1 keeps answering, then takes over:
   {kappa} sql -e \"{PURCHASE_STATS_1_MINUTE}\"
   {kappa} views purchase_stats
-  curl -s -XPOST {url}/v1/statements -H 'content-type: text/plain' --data-binary \"{PURCHASE_STATS_1_MINUTE}\"
+  curl -s -XPOST {url}/v1/statements -H 'content-type: application/sql' --data-binary \"{PURCHASE_STATS_1_MINUTE}\"
 
 Rebuild from the start of the log and follow the build to the swap:
   {kappa} replay purchase_stats --from earliest

@@ -2,11 +2,13 @@
 //! calls off the async workers, strict query parameters, body extraction).
 
 mod admin;
+pub mod browser;
 mod changes;
 
 pub use admin::OPENAPI as OPENAPI_JSON;
 mod groups;
-mod records;
+pub(crate) mod records;
+mod replay;
 mod statements;
 mod topics;
 mod views;
@@ -88,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/views/{view}/rows", get(views::rows))
         .route("/v1/views/{view}/changes", get(changes::changes))
         .route("/v1/views/{view}/replay", post(views::replay))
+        .route_layer(axum::middleware::from_fn(browser::check_type))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -99,6 +102,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::map_response(json_errors))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            browser::check_host,
+        ))
         .with_state(state)
 }
 

@@ -10,7 +10,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
-use kappa_log::{Fetch, Header, LogError, NewRecord, ProduceRecord, Record, Topic};
+use kappa_log::{Fetch, Header, LogError, NewRecord, ProduceFailure, ProduceRecord, Record, Topic};
+use serde_json::json;
 
 use super::topics::default_topic_config;
 use super::{blocking, body, Params, ReadLimits};
@@ -36,7 +37,10 @@ pub async fn produce(
     let records = parse_records(&bytes, ndjson, &state.config)?;
     let topic = topic_for_produce(&state, &topic_name).await?;
     let count = records.len();
-    let outcome = topic.produce(records, idempotency_key).await?;
+    let outcome = topic
+        .produce_detailed(records, idempotency_key)
+        .await
+        .map_err(|failure| produce_error(&topic_name, failure))?;
     crate::metrics::record_produce(&topic_name, count, bytes.len(), started.elapsed());
     let response = ProduceResponse {
         topic: topic_name,
@@ -51,6 +55,58 @@ pub async fn produce(
         duplicate: outcome.duplicate,
     };
     Ok(Json(response).into_response())
+}
+
+/// The answer to a failed produce. A partial append keeps the status of the
+/// first failure but has its own code, `partially_appended`, and says
+/// exactly what was appended: `records` (per record in request order, its
+/// partition and offset, or null), `appended` and `failed` (per partition).
+fn produce_error(topic: &str, failure: ProduceFailure) -> ApiError {
+    let partial = match failure {
+        ProduceFailure::Nothing(e) => return e.into(),
+        ProduceFailure::Partial(p) => p,
+    };
+    let failed: Vec<serde_json::Value> = partial
+        .failed
+        .into_iter()
+        .map(|(p, e)| {
+            let e = ApiError::from(e);
+            json!({"partition": p, "code": e.code, "message": e.message, "status": e.status.as_u16()})
+        })
+        .collect();
+    let status = StatusCode::from_u16(failed[0]["status"].as_u64().unwrap_or(500) as u16)
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let appended_partitions: Vec<u32> = partial.appended.iter().map(|(p, _)| *p).collect();
+    let failed_partitions: Vec<&serde_json::Value> =
+        failed.iter().map(|f| &f["partition"]).collect();
+    let mut error = ApiError::new(
+        status,
+        "partially_appended",
+        format!(
+            "topic {topic:?}: the records for partitions {appended_partitions:?} were appended, \
+             those for partitions {failed_partitions:?} were not (see appended, failed and \
+             records); retry with the same Idempotency-Key to append only the rest"
+        ),
+    );
+    let records: Vec<serde_json::Value> = partial
+        .records
+        .iter()
+        .map(|r| match r {
+            Some(p) => json!({"partition": p.partition, "offset": p.offset}),
+            None => serde_json::Value::Null,
+        })
+        .collect();
+    let appended: Vec<serde_json::Value> = partial
+        .appended
+        .iter()
+        .map(|(p, o)| {
+            json!({"partition": p, "base_offset": o.base_offset, "count": o.record_count, "duplicate": o.duplicate})
+        })
+        .collect();
+    error.details.insert("records".into(), json!(records));
+    error.details.insert("appended".into(), json!(appended));
+    error.details.insert("failed".into(), json!(failed));
+    error
 }
 
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<Vec<u8>>> {
@@ -87,7 +143,7 @@ fn is_ndjson(headers: &HeaderMap) -> ApiResult<bool> {
 }
 
 /// Parses and validates the records; keys and values share `body`'s buffer.
-fn parse_records(
+pub(crate) fn parse_records(
     body: &Bytes,
     ndjson: bool,
     config: &ServerConfig,
@@ -199,7 +255,7 @@ fn to_record(
 }
 
 /// The topic, created with the server's defaults if it is unknown and
-/// auto-creation is on.
+/// auto-creation is on (within `auto_create_max_partitions`).
 async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>> {
     kappa_log::topic::validate_topic_name(name)?;
     match state.log.topic(name) {
@@ -210,13 +266,41 @@ async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>
                 name.to_string(),
                 default_topic_config(state),
             );
-            blocking(move || match log.create_topic(&name, config) {
-                Ok(t) => Ok(t),
-                Err(LogError::TopicExists(_)) => Ok(log.topic(&name)?),
-                Err(e) => Err(e.into()),
-            })
-            .await
+            let budget = state.config.auto_create_max_partitions;
+            blocking(move || auto_create(&log, &name, config, budget)).await
         }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates `name` unless that would put more than `budget` partitions in
+/// use. Auto-creations run one at a time so that the budget holds.
+fn auto_create(
+    log: &kappa_log::Log,
+    name: &str,
+    config: kappa_log::TopicConfig,
+    budget: u32,
+) -> ApiResult<Arc<Topic>> {
+    static AUTO_CREATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = AUTO_CREATE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Ok(t) = log.topic(name) {
+        return Ok(t);
+    }
+    let in_use: u32 = log.topics().iter().map(|t| t.partition_count()).sum();
+    if in_use + config.partitions > budget {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "limit_exceeded",
+            format!(
+                "topic {name:?} does not exist, and auto-creating it would exceed \
+                 auto_create_max_partitions ({budget}; {in_use} partitions in use): \
+                 create it with POST /v1/topics"
+            ),
+        ));
+    }
+    match log.create_topic(name, config) {
+        Ok(t) => Ok(t),
+        Err(LogError::TopicExists(_)) => Ok(log.topic(name)?),
         Err(e) => Err(e.into()),
     }
 }

@@ -112,16 +112,17 @@ fn sql_text(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<String> {
             .map_err(|_| ApiError::bad_request("the SQL text is not valid UTF-8"))
     };
     match mime.as_deref() {
-        None | Some("text/plain") | Some("application/sql") => as_text(),
+        Some("application/sql") => as_text(),
         Some("application/json") => {
             let body: SqlBody = super::json(bytes)?;
             Ok(body.sql)
         }
-        Some(other) => Err(ApiError::new(
+        other => Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
             format!(
-                "Content-Type {other:?} is not accepted: send text/plain SQL or application/json {{\"sql\": ..}}"
+                "Content-Type {:?} is not accepted: send application/sql text or application/json {{\"sql\": ..}}",
+                other.unwrap_or_default()
             ),
         )),
     }

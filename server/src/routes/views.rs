@@ -215,6 +215,7 @@ pub async fn replay(
     } else {
         json(&bytes)?
     };
+    super::replay::check_start(&state, &view, &request.from)?;
     let views = state.views.clone();
     let name = view.clone();
     let from = request.from.clone();

@@ -16,7 +16,7 @@ pub async fn statements(conn: &mut Conn, sql: &str) -> anyhow::Result<serde_json
         .request(
             Method::POST,
             "/v1/statements",
-            Some("text/plain"),
+            Some("application/sql"),
             Bytes::from(sql.to_string()),
         )
         .await?;

@@ -106,7 +106,7 @@ pub fn run_text(
 /// Sends one statement and prints its answer.
 fn execute(client: &Client, text: &str, span: Span, out: &mut dyn Write) -> anyhow::Result<()> {
     let statement = &text[span.start..span.end];
-    let body = client.post("/v1/statements", "text/plain", statement, &[])?;
+    let body = client.post("/v1/statements", "application/sql", statement, &[])?;
     let answer: Answer = super::http::parse("/v1/statements", &body)?;
     for result in &answer.results {
         out.write_all(render(result).as_bytes())?;
@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(requests.len(), 2);
         assert_eq!(requests[0].body, "DROP TABLE a;");
         assert_eq!(requests[1].body, "SELECT *\nFROM nope;");
-        assert_eq!(requests[1].header("content-type"), Some("text/plain"));
+        assert_eq!(requests[1].header("content-type"), Some("application/sql"));
     }
 
     #[test]
