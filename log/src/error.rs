@@ -86,7 +86,21 @@ pub enum LogError {
         reason: String,
     },
 
-    /// A resource limit (open partitions, mapped bytes, batch size) was hit.
+    /// Creating a topic would exceed the log's partition budget
+    /// (`max_partitions`): a conflict with what exists, not a size problem.
+    #[error(
+        "creating {requested} partitions would exceed max_partitions ({max}; {in_use} in use)"
+    )]
+    PartitionBudget {
+        /// Partitions the new topic asked for.
+        requested: u32,
+        /// The budget.
+        max: u32,
+        /// Partitions of existing topics.
+        in_use: u32,
+    },
+
+    /// A resource limit (mapped bytes, batch size) was hit.
     #[error("limit reached: {0}")]
     LimitExceeded(String),
 

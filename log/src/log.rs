@@ -171,10 +171,11 @@ impl Log {
         }
         let in_use: u32 = self.topics().iter().map(|t| t.partition_count()).sum();
         if in_use + config.partitions > self.inner.config.max_partitions {
-            return Err(LogError::LimitExceeded(format!(
-                "creating {} partitions would exceed max_partitions ({}; {in_use} in use)",
-                config.partitions, self.inner.config.max_partitions
-            )));
+            return Err(LogError::PartitionBudget {
+                requested: config.partitions,
+                max: self.inner.config.max_partitions,
+                in_use,
+            });
         }
         let topics_dir = topics_dir(&self.inner.config.data_dir);
         let dir = topics_dir.join(name);

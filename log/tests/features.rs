@@ -401,7 +401,7 @@ async fn topics_are_created_listed_described_and_deleted() {
                 ..Default::default()
             }
         ),
-        Err(LogError::LimitExceeded(_))
+        Err(LogError::PartitionBudget { requested: 5, .. })
     ));
     assert!(matches!(
         log.create_topic(

@@ -67,9 +67,7 @@ impl From<LogError> for ApiError {
             LogError::Backpressure { .. } => (S::SERVICE_UNAVAILABLE, "overloaded"),
             LogError::IdempotencyKeyReused { .. } => (S::CONFLICT, "idempotency_key_reused"),
             // The partition budget is not a body size problem.
-            LogError::LimitExceeded(m) if m.contains("max_partitions") => {
-                (S::CONFLICT, "limit_exceeded")
-            }
+            LogError::PartitionBudget { .. } => (S::CONFLICT, "limit_exceeded"),
             LogError::LimitExceeded(_) => (S::PAYLOAD_TOO_LARGE, "too_large"),
             LogError::PartitionFailed { .. } => (S::SERVICE_UNAVAILABLE, "partition_failed"),
             LogError::Closed => (S::SERVICE_UNAVAILABLE, "shutting_down"),
@@ -207,7 +205,11 @@ mod tests {
             (LogError::InvalidConfig("x".into()), 400, "invalid_config"),
             (LogError::LimitExceeded("x".into()), 413, "too_large"),
             (
-                LogError::LimitExceeded("would exceed max_partitions (1024)".into()),
+                LogError::PartitionBudget {
+                    requested: 2,
+                    max: 1024,
+                    in_use: 1023,
+                },
                 409,
                 "limit_exceeded",
             ),

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use kappa_tests::Server;
+use kappa_tests::{RawConnection, Server};
 
 fn config(dir: &std::path::Path, extra: &str) -> String {
     let path = dir.join("kappa.toml");
@@ -72,11 +72,14 @@ fn the_connection_limit_queues_clients_until_a_slot_frees() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "max_connections = 1\n");
     let server = Server::start(&["--config", &cfg]);
-    // The only slot is taken by a client that sent a request head (so it
-    // is not closed to make room) but not its body...
-    let mut idle = TcpStream::connect(server.addr()).unwrap();
-    idle.write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-        .unwrap();
+    // The only slot is taken by a client that was served once (so it is
+    // not a newcomer that may be closed to make room; waiting for that
+    // answer is what makes it so, with no race) and now sends a request
+    // head but not its body...
+    let mut idle = RawConnection::connect(server.addr());
+    idle.send("GET", "/health", &[], b"");
+    assert_eq!(idle.receive().status, 200);
+    idle.send_bytes(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
     // ...so this request is answered only once the body deadline frees it.
     let started = Instant::now();
     let (status, body) = server.client().get("/health");
@@ -86,5 +89,6 @@ fn the_connection_limit_queues_clients_until_a_slot_frees() {
         waited >= Duration::from_millis(250),
         "served after {waited:?}: the limit did not hold it"
     );
-    read_until_closed(&mut idle);
+    // The body deadline answered it (or closed it).
+    let _ = idle.try_receive();
 }
