@@ -199,6 +199,21 @@ fn a_served_version_whose_processor_fails_is_reported_as_failed() {
 }
 
 impl Fixture {
+    /// The `n` column of every row of version 1 of `view`, by key.
+    fn counts(&self, view: &str) -> Vec<(String, i64)> {
+        let (rows, _) = kappa_processor::view::query(
+            &self.manager.store,
+            &super::manager::scope(view, 1),
+            &kappa_processor::view::ViewQuery::All,
+            None,
+            10,
+        )
+        .unwrap();
+        rows.into_iter()
+            .map(|r| (r.key, r.row["n"].as_i64().expect("a count")))
+            .collect()
+    }
+
     /// Moves the manager's clock on by `ms`.
     fn advance(&self, ms: i64) {
         self.clock.fetch_add(ms, Ordering::AcqRel);
@@ -261,26 +276,7 @@ fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
     f.eventually("both records committed", || {
         f.manager.describe("v").unwrap().served_version.partitions[0].committed == 2
     });
-    let s = super::manager::scope("v", 1);
-    let (rows, _) = kappa_processor::view::query(
-        &f.manager.store,
-        &s,
-        &kappa_processor::view::ViewQuery::All,
-        None,
-        10,
-    )
-    .unwrap();
-    let counts: Vec<(String, serde_json::Value)> = rows
-        .into_iter()
-        .map(|r| (r.key, r.row["n"].clone()))
-        .collect();
-    assert_eq!(
-        counts,
-        vec![
-            ("x".into(), serde_json::json!(1)),
-            ("y".into(), serde_json::json!(1))
-        ]
-    );
+    assert_eq!(f.counts("v"), [("x".to_string(), 1), ("y".to_string(), 1)]);
 }
 
 impl Fixture {
@@ -350,24 +346,9 @@ fn damaged_table_files_of_one_view_do_not_stop_the_start_and_every_view_rebuilds
     f.eventually("both views rebuilt", || {
         f.committed("hurt") == 3 && f.committed("fine") == 3
     });
-    let (rows, _) = kappa_processor::view::query(
-        &f.manager.store,
-        &super::manager::scope("hurt", 1),
-        &kappa_processor::view::ViewQuery::All,
-        None,
-        10,
-    )
-    .unwrap();
-    let counts: Vec<(String, serde_json::Value)> = rows
-        .into_iter()
-        .map(|r| (r.key, r.row["n"].clone()))
-        .collect();
     assert_eq!(
-        counts,
-        vec![
-            ("x".into(), serde_json::json!(2)),
-            ("y".into(), serde_json::json!(1))
-        ]
+        f.counts("hurt"),
+        [("x".to_string(), 2), ("y".to_string(), 1)]
     );
     let kept = std::fs::read_dir(&data)
         .unwrap()
@@ -390,25 +371,7 @@ fn a_state_store_that_cannot_be_opened_is_kept_aside_and_views_rebuild_from_the_
         std::fs::write(data.join("state").join("CURRENT"), b"garbage").unwrap();
     });
     f.eventually("the view rebuilt from the log", || f.committed("v") == 3);
-    let (rows, _) = kappa_processor::view::query(
-        &f.manager.store,
-        &super::manager::scope("v", 1),
-        &kappa_processor::view::ViewQuery::All,
-        None,
-        10,
-    )
-    .unwrap();
-    let counts: Vec<(String, serde_json::Value)> = rows
-        .into_iter()
-        .map(|r| (r.key, r.row["n"].clone()))
-        .collect();
-    assert_eq!(
-        counts,
-        vec![
-            ("x".into(), serde_json::json!(2)),
-            ("y".into(), serde_json::json!(1))
-        ]
-    );
+    assert_eq!(f.counts("v"), [("x".to_string(), 2), ("y".to_string(), 1)]);
     // The damaged store is kept, named.
     let kept: Vec<_> = std::fs::read_dir(&data)
         .unwrap()
