@@ -77,9 +77,11 @@ fn the_connection_limit_queues_clients_until_a_slot_frees() {
     // answer is what makes it so, with no race) and now sends a request
     // head but not its body...
     let mut idle = RawConnection::connect(server.addr());
-    idle.send("GET", "/health", &[], b"");
+    idle.send("GET", "/health", &[("Connection", "keep-alive")], b"");
     assert_eq!(idle.receive().status, 200);
-    idle.send_bytes(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
+    // (A statement is only parsed once its whole body is in, so nothing
+    // answers this request before the body deadline.)
+    idle.send_bytes(b"POST /v1/statements HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/sql\r\nContent-Length: 1000\r\n\r\nSHOW");
     // ...so this request is answered only once the body deadline frees it.
     let started = Instant::now();
     let (status, body) = server.client().get("/health");
