@@ -229,13 +229,14 @@ impl std::fmt::Display for DecodeError {
     }
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
+/// The little-endian header fields at byte `at` (callers check the length).
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes(b[at..at + 2].try_into().expect("2 bytes"))
 }
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 fn i64_at(b: &[u8], at: usize) -> i64 {

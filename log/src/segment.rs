@@ -253,17 +253,11 @@ pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult 
 /// offsets stay reserved. Returns (end of file, offset after the batch).
 fn whole_damaged_batch(bytes: &Bytes, pos: usize, expected: u64) -> Option<(usize, u64)> {
     let header = bytes.get(pos..pos + batch::HEADER_LEN)?;
-    let field = |at: usize, n: usize| {
-        header[at..at + n]
-            .iter()
-            .rev()
-            .fold(0u64, |acc, b| acc << 8 | u64::from(*b))
-    };
-    let len = field(batch::LENGTH_OFFSET, 4) as usize;
-    let count = field(batch::RECORD_COUNT_OFFSET, 4);
+    let len = batch::u32_at(header, batch::LENGTH_OFFSET) as usize;
+    let count = u64::from(batch::u32_at(header, batch::RECORD_COUNT_OFFSET));
     let plausible = header[batch::MAGIC_OFFSET] == batch::MAGIC
         && header[batch::VERSION_OFFSET] == batch::VERSION
-        && field(batch::BASE_OFFSET_OFFSET, 8) == expected
+        && batch::u64_at(header, batch::BASE_OFFSET_OFFSET) == expected
         && pos + len == bytes.len()
         && count >= 1
         && count <= (len - batch::HEADER_LEN) as u64;
@@ -321,20 +315,14 @@ pub fn scan_keys(bytes: &Bytes, base_offset: u64) -> KeyScan {
             {
                 return Err(DecodeError::Invalid("bad magic or version".into()));
             }
-            let field = |at: usize, n: usize| {
-                h[at..at + n]
-                    .iter()
-                    .rev()
-                    .fold(0u64, |acc, b| acc << 8 | u64::from(*b))
-            };
-            let found = field(batch::BASE_OFFSET_OFFSET, 8);
+            let found = batch::u64_at(h, batch::BASE_OFFSET_OFFSET);
             if found != expected {
                 let reason = format!("batch base offset {found} where {expected} was expected");
                 return Err(DecodeError::Invalid(reason));
             }
-            let count = field(batch::RECORD_COUNT_OFFSET, 4) as u32;
-            let append_time = field(batch::APPEND_TIME_OFFSET, 8) as i64;
-            if field(batch::KEY_LEN_OFFSET, 2) > 0 {
+            let count = batch::u32_at(h, batch::RECORD_COUNT_OFFSET);
+            let append_time = batch::u64_at(h, batch::APPEND_TIME_OFFSET) as i64;
+            if batch::u16_at(h, batch::KEY_LEN_OFFSET) > 0 {
                 let view = BatchView::parse(&bytes.slice(pos..pos + len))?;
                 out.keys.extend(StoredKey::of(&view));
             }
