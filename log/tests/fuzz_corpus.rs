@@ -2,10 +2,12 @@
 //! through the same functions the targets call, so every input the fuzzer
 //! kept — crashers included — is checked on stable in every CI run.
 
-use std::path::Path;
-
 fn replay(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+    // The manifest directory at run time (cargo sets it), not the one
+    // compiled in: a test binary built in another clone must read this one.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
         .join("../fuzz/corpus")
         .join(target);
     let mut inputs = 0;

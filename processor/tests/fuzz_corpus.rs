@@ -4,16 +4,16 @@
 //! Rust: every input must give `Ok` or `Err`, never a panic or a stack
 //! overflow.
 
-use std::path::Path;
-
 use kappa_processor::sql::fuzzing::fuzz_sql_statement;
 
 #[test]
 fn sql_statement_corpus_replays() {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../fuzz/corpus/sql_statement"
-    ));
+    // The manifest directory at run time (cargo sets it), not the one
+    // compiled in: a test binary built in another clone must read this one.
+    let dir = &std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("../fuzz/corpus/sql_statement");
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())

@@ -2,11 +2,15 @@
 //! same functions the cargo-fuzz targets call, on stable Rust: no input
 //! panics, and the targets' invariants hold (one test per target).
 
-use std::path::Path;
-
 /// Every file of `fuzz/corpus/<target>`, sorted (name, bytes).
 fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus")).join(target);
+    // The manifest directory at run time (cargo sets it), not the one
+    // compiled in: a test binary built in another clone must read this one.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("../fuzz/corpus")
+        .join(target);
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| {
