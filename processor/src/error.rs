@@ -36,6 +36,10 @@ pub enum ProcessorError {
     /// The processor stopped.
     #[error("processor stopped: {0}")]
     Stopped(String),
+    /// A version's state store is damaged or missing (moved aside, never
+    /// deleted); the version fails until it is rebuilt from the log.
+    #[error("{0}")]
+    StateDamaged(String),
 }
 
 impl ProcessorError {
@@ -46,7 +50,7 @@ impl ProcessorError {
     pub fn is_corruption(&self) -> bool {
         match self {
             ProcessorError::Store(e) => e.kind() == rocksdb::ErrorKind::Corruption,
-            ProcessorError::CorruptState { .. } => true,
+            ProcessorError::CorruptState { .. } | ProcessorError::StateDamaged(_) => true,
             _ => false,
         }
     }

@@ -121,6 +121,9 @@ impl From<ProcessorError> for ApiError {
                 "invalid_plan",
                 format!("invalid definition: {m}"),
             ),
+            ProcessorError::StateDamaged(m) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "state_damaged", m)
+            }
             e => {
                 tracing::error!(error = %e, "request failed");
                 ApiError::internal(e.to_string())
@@ -143,6 +146,7 @@ impl From<ViewError> for ApiError {
             ViewError::NotATable(_) => (S::BAD_REQUEST, "not_a_table"),
             ViewError::Behind { .. } => (S::GATEWAY_TIMEOUT, "view_behind"),
             ViewError::Closed => (S::SERVICE_UNAVAILABLE, "shutting_down"),
+            ViewError::Unavailable { .. } => (S::SERVICE_UNAVAILABLE, "view_unavailable"),
             ViewError::Processor(_) => {
                 let ViewError::Processor(inner) = e else {
                     unreachable!("matched above")

@@ -1,7 +1,9 @@
 //! State and view storage: the one order-preserving key encoding
 //! ([`key`]), the stored form of aggregate slots ([`slot`]) and the
-//! RocksDB store ([`store`]).
+//! RocksDB store of one version ([`store`]) and the directory of every
+//! version's store ([`stores`]).
 
 pub mod key;
 pub mod slot;
 pub mod store;
+pub mod stores;

@@ -1,5 +1,6 @@
-//! The RocksDB state store: one database under the data directory, a pair
-//! of column families per processor version — `<name>@<version>.state`
+//! A RocksDB state store: one database per processor version (see
+//! [`super::stores`]; a data directory of the earlier layout holds every version in one
+//! database), a pair of column families per version — `<name>@<version>.state`
 //! (operator state, input offsets, watermark, outbox) and
 //! `<name>@<version>.view` (the rows readers query). Everything a commit
 //! changes goes into one `WriteBatch`, written with the WAL synced, so state,

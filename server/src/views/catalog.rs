@@ -10,7 +10,7 @@
 //! Invariants: a version number is used once per view (`next_version` only
 //! grows); the file is replaced atomically (temporary file, fsync, rename,
 //! fsync of the directory), so after a crash it is the old or the new
-//! catalog, never a mix. State column families not named here are garbage
+//! catalog, never a mix. State stores not named here are garbage
 //! and are dropped at startup — which is why a start never proceeds
 //! without the catalog it should have:
 //!
@@ -202,14 +202,15 @@ impl Catalog {
         data_dir.join(CATALOG_BACKUP_FILE)
     }
 
-    /// Reads the catalog of `data_dir` at startup. `state` names the state
-    /// store's column families: if `catalog.json` is missing while view
-    /// state (`*.state`, `*.view`) or the backup exists, the views were
+    /// Reads the catalog of `data_dir` at startup. `state` names the
+    /// versions that have a state store (`<name>@<version>`, under
+    /// `stores_dir`): if `catalog.json` is missing while view
+    /// state or the backup exists, the views were
     /// not removed but their catalog was lost, and starting would drop
     /// their state; so it refuses, naming the file and the recovery. A
     /// damaged catalog is refused the same way. Only a data directory with
     /// neither catalog, backup nor view state starts empty.
-    pub fn open(data_dir: &Path, state: &[String]) -> Result<Catalog, String> {
+    pub fn open(data_dir: &Path, state: &[String], stores_dir: &Path) -> Result<Catalog, String> {
         let path = Catalog::path(data_dir);
         let backup = Catalog::backup_path(data_dir);
         let restore = || match std::fs::read(&backup).map(|b| Catalog::decode(&b)) {
@@ -225,22 +226,19 @@ impl Catalog {
                  data directory, or, to start without these views, move the state directory \
                  {} aside (nothing is deleted)",
                 backup.display(),
-                data_dir.join("state").display()
+                stores_dir.display()
             ),
         };
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let views = state
-                    .iter()
-                    .filter(|cf| cf.ends_with(".state") || cf.ends_with(".view"))
-                    .count();
+                let views = state.len();
                 if views == 0 && !backup.exists() {
                     return Ok(Catalog::default());
                 }
                 return Err(format!(
-                    "{} is missing, but the data directory has {} (and {views} view state \
-                     column families): refusing to start, which would drop that state{}",
+                    "{} is missing, but the data directory has {} (and the state of {views} view \
+                     versions): refusing to start, which would drop that state{}",
                     path.display(),
                     if backup.exists() {
                         CATALOG_BACKUP_FILE
@@ -293,16 +291,33 @@ impl Catalog {
 
     /// Replaces the file at `path` atomically with this catalog, after
     /// checking that it loads back, and writes the same bytes to the
-    /// backup beside it first.
+    /// backup beside it.
+    ///
+    /// Order: the backup first, then the catalog — except for the very
+    /// first save, which writes the catalog first. A crash between the two
+    /// then leaves the old catalog (with a newer backup), or a catalog
+    /// without a backup; never a backup without a catalog, which
+    /// [`Catalog::open`] must refuse as a lost catalog.
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
         Catalog::decode(&json)
             .map_err(|e| format!("the catalog would not load back, not saved: {e}"))?;
         let backup = path.with_file_name(CATALOG_BACKUP_FILE);
-        kappa_log::io::write_atomic(&backup, &json)
-            .map_err(|e| format!("writing the catalog backup {}: {e}", backup.display()))?;
-        kappa_log::io::write_atomic(path, &json)
-            .map_err(|e| format!("writing the catalog {}: {e}", path.display()))
+        let write_backup = || {
+            kappa_log::io::write_atomic(&backup, &json)
+                .map_err(|e| format!("writing the catalog backup {}: {e}", backup.display()))
+        };
+        let write_catalog = || {
+            kappa_log::io::write_atomic(path, &json)
+                .map_err(|e| format!("writing the catalog {}: {e}", path.display()))
+        };
+        if path.exists() {
+            write_backup()?;
+            write_catalog()
+        } else {
+            write_catalog()?;
+            write_backup()
+        }
     }
 
     /// Refuses to drop `name` while a view other than `except` reads `topic`.
@@ -464,7 +479,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let catalog = deep_catalog(depth);
             catalog.save(&Catalog::path(dir.path())).unwrap();
-            let loaded = Catalog::open(dir.path(), &["v@1.state".into()]).unwrap();
+            let loaded = Catalog::open(dir.path(), &["v@1".into()], dir.path()).unwrap();
             assert_eq!(loaded, catalog, "depth {depth}");
         }
     }
@@ -496,14 +511,15 @@ mod tests {
     #[test]
     fn a_missing_catalog_starts_empty_only_without_view_state_or_backup() {
         let dir = tempfile::tempdir().unwrap();
-        let other = vec!["default".to_string()];
+        let stores = dir.path().join("views");
+        let other: Vec<String> = Vec::new();
         assert_eq!(
-            Catalog::open(dir.path(), &other).unwrap(),
+            Catalog::open(dir.path(), &other, &stores).unwrap(),
             Catalog::default()
         );
 
-        let state = vec!["default".to_string(), "v@1.state".to_string()];
-        let err = Catalog::open(dir.path(), &state).unwrap_err();
+        let state = vec!["v@1".to_string()];
+        let err = Catalog::open(dir.path(), &state, &stores).unwrap_err();
         assert!(err.contains("catalog.json is missing"), "{err}");
         assert!(err.contains("move the state directory"), "{err}");
 
@@ -512,7 +528,7 @@ mod tests {
         catalog.save(&Catalog::path(dir.path())).unwrap();
         std::fs::remove_file(Catalog::path(dir.path())).unwrap();
         for cfs in [&other, &state] {
-            let err = Catalog::open(dir.path(), cfs).unwrap_err();
+            let err = Catalog::open(dir.path(), cfs, &stores).unwrap_err();
             assert!(err.contains("catalog.json.bak holds a good copy"), "{err}");
         }
         assert!(!Catalog::path(dir.path()).exists(), "nothing was written");
@@ -526,7 +542,7 @@ mod tests {
         let path = Catalog::path(dir.path());
         catalog.save(&path).unwrap();
         std::fs::write(&path, b"{\"format\": 1, \"sour").unwrap();
-        let err = Catalog::open(dir.path(), &[]).unwrap_err();
+        let err = Catalog::open(dir.path(), &[], dir.path()).unwrap_err();
         assert!(err.contains("catalog.json is not valid"), "{err}");
         assert!(err.contains("cp "), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"{\"format\": 1, \"sour");

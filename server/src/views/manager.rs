@@ -1,5 +1,5 @@
-//! The view manager: one RocksDB [`Store`] at `<data>/state`, one
-//! [`RunningProcessor`] per live version, and the operations that change
+//! The view manager: a RocksDB store per version under `<data>/views`
+//! ([`Stores`]), one [`RunningProcessor`] per live version, and the operations that change
 //! what runs — create, replace, replay, drop — each persisted in the
 //! [`Catalog`] before or after the processors move so that a crash at any
 //! point leaves a catalog the next start can resume from.
@@ -25,8 +25,9 @@ use kappa_log::Log;
 use kappa_processor::plan::{Plan, Sink};
 use kappa_processor::runner::{RunOptions, StartFrom};
 use kappa_processor::sql::SourceDecl;
-use kappa_processor::state::store::{Scope, Store};
-use kappa_processor::version::{drop_version, RunningProcessor};
+use kappa_processor::state::store::Scope;
+use kappa_processor::state::stores::Stores;
+use kappa_processor::version::RunningProcessor;
 
 use super::catalog::{BuildEntry, Catalog, VersionEntry, ViewEntry};
 use super::retry::{Clock, Retry};
@@ -35,7 +36,7 @@ use super::{validate_name, Result, ViewError};
 /// Settings of the manager (from the server config).
 #[derive(Debug, Clone)]
 pub struct ManagerConfig {
-    /// Data directory: the catalog and `state/` live here.
+    /// Data directory: the catalog and `views/` (the state stores) live here.
     pub data_dir: PathBuf,
     /// A build is swapped in once its total lag is at most this many records.
     pub swap_max_lag: u64,
@@ -64,7 +65,7 @@ pub(super) struct State {
 /// Hosts the views of one server.
 pub struct ViewManager {
     pub(super) log: Arc<Log>,
-    pub(super) store: Arc<Store>,
+    pub(super) stores: Stores,
     pub(super) config: ManagerConfig,
     pub(super) ops: Mutex<()>,
     pub(super) state: Mutex<State>,
@@ -72,6 +73,11 @@ pub struct ViewManager {
     pub(super) stopping: AtomicBool,
     pub(super) supervisor: Mutex<Option<JoinHandle<()>>>,
 }
+
+/// Directory of the per-version state stores, in the data directory.
+pub const STORES_DIR: &str = "views";
+/// The store shared by every version in the earlier layout, moved apart at start.
+pub const SHARED_STORE_DIR: &str = "state";
 
 /// Locks, ignoring poisoning: every critical section leaves the data
 /// consistent before anything can panic.
@@ -87,37 +93,13 @@ pub(super) fn scope(name: &str, version: u64) -> Scope {
     }
 }
 
-/// Opens the state store. A store RocksDB cannot open at all (a damaged
-/// manifest, a missing table file) would keep the whole server — the log
-/// included — down: it is moved aside to `state.damaged-<ms>` (kept, never
-/// deleted) and a fresh store opened, so every version rebuilds its state
-/// from the log, where it started. Logged as an error naming both paths.
-fn open_store(config: &ManagerConfig) -> Result<Store> {
-    let path = config.data_dir.join("state");
-    let error = match Store::open(&path) {
-        Ok(store) => return Ok(store),
-        // Only damage is moved aside: a lock held by another server, a
-        // permission or a full disk must stop the start, not hide the state.
-        Err(e) if !e.is_corruption() => return Err(e.into()),
-        Err(e) => e,
-    };
-    let aside = config
-        .data_dir
-        .join(format!("state.damaged-{}", config.clock.now_ms()));
-    std::fs::rename(&path, &aside).map_err(|e| {
-        ViewError::Catalog(format!(
-            "the state store {} cannot be opened ({error}) nor moved aside to {}: {e}",
-            path.display(),
-            aside.display()
-        ))
-    })?;
-    tracing::error!(
-        path = %path.display(),
-        kept_at = %aside.display(),
-        error = %error,
-        "the state store cannot be opened: it is kept aside and every view rebuilds its state from the log"
-    );
-    Ok(Store::open(&path)?)
+/// Opens every version's store under `<data>/views`, first moving the
+/// versions of a store shared by all (`<data>/state`, the earlier layout)
+/// into stores of their own.
+fn open_stores(config: &ManagerConfig) -> Result<Stores> {
+    let stores = Stores::open(&config.data_dir.join(STORES_DIR))?;
+    stores.adopt_shared(&config.data_dir.join(SHARED_STORE_DIR))?;
+    Ok(stores)
 }
 
 /// What a replace or replay did.
@@ -136,12 +118,17 @@ impl ViewManager {
     /// resumes every live version from its committed offsets. A version
     /// that cannot start is recorded as failed; the server still starts.
     pub fn open(log: Arc<Log>, config: ManagerConfig) -> Result<Arc<ViewManager>> {
-        let store = Arc::new(open_store(&config)?);
-        let catalog = Catalog::open(&config.data_dir, &store.column_families())
+        let stores = open_stores(&config)?;
+        let with_state: Vec<String> = stores
+            .scopes()
+            .iter()
+            .map(|s| format!("{}@{}", s.name, s.version))
+            .collect();
+        let catalog = Catalog::open(&config.data_dir, &with_state, stores.dir())
             .map_err(ViewError::Catalog)?;
         let manager = Arc::new(ViewManager {
             log,
-            store,
+            stores,
             config,
             ops: Mutex::new(()),
             state: Mutex::new(State {
@@ -160,31 +147,19 @@ impl ViewManager {
         Ok(manager)
     }
 
-    /// Drops column families of versions the catalog does not know (a
-    /// crash between starting a version and persisting the catalog, or
-    /// between persisting a drop and dropping the state).
+    /// Deletes the stores of versions the catalog does not know (a crash
+    /// between starting a version and persisting the catalog, or between
+    /// persisting a drop and dropping the state).
     fn drop_orphans(&self, catalog: &Catalog) {
-        for cf in self.store.column_families() {
-            let Some(base) = cf
-                .strip_suffix(".state")
-                .or_else(|| cf.strip_suffix(".view"))
-            else {
-                continue;
-            };
-            let Some((name, version)) = base.rsplit_once('@') else {
-                continue;
-            };
-            let Ok(version) = version.parse::<u64>() else {
-                continue;
-            };
+        for s in self.stores.scopes() {
             let live = catalog
                 .views
-                .get(name)
-                .is_some_and(|v| v.version(version).is_some());
+                .get(&s.name)
+                .is_some_and(|v| v.version(s.version).is_some());
             if !live {
-                tracing::info!(view = name, version, "dropping state no version owns");
-                if let Err(e) = drop_version(&self.store, &scope(name, version)) {
-                    tracing::warn!(view = name, version, error = %e, "cannot drop orphan state");
+                tracing::info!(view = %s.name, version = s.version, "dropping state no version owns");
+                if let Err(e) = self.stores.remove(&s) {
+                    tracing::warn!(view = %s.name, version = s.version, error = %e, "cannot drop orphan state");
                 }
             }
         }
@@ -206,19 +181,27 @@ impl ViewManager {
                             .as_ref()
                             .is_some_and(|b| b.entry.version == entry.version);
                         tracing::error!(view = %view.name, version = entry.version, error = %e, "cannot resume");
+                        let damaged = matches!(&e, ViewError::Processor(p) if p.is_corruption());
+                        let reason = if damaged {
+                            super::damaged_reason(&view.name, &e)
+                        } else {
+                            e.to_string()
+                        };
                         if during_build {
                             view.building = None;
-                            let _ = drop_version(&self.store, &scope(&view.name, entry.version));
-                        } else {
+                            let _ = self.stores.remove(&scope(&view.name, entry.version));
+                        } else if !damaged {
+                            // Damage is not retried: it would read the same
+                            // damage. The operator rebuilds the version.
                             let now = self.config.clock.now_ms();
                             retries.insert(
                                 view.name.clone(),
-                                Retry::new(entry.version, e.to_string(), now),
+                                Retry::new(entry.version, reason.clone(), now),
                             );
                         }
                         view.failure = Some(super::catalog::Failure {
                             version: entry.version,
-                            reason: e.to_string(),
+                            reason,
                             at_ms: kappa_log::now_ms(),
                             during_build,
                         });
@@ -238,8 +221,19 @@ impl ViewManager {
         Ok(())
     }
 
-    /// Starts (or resumes) a version on its own thread.
+    /// Resumes a version that ran before on its own thread, from its store.
     pub(super) fn start(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
+        let store = self.stores.existing(&scope(name, entry.version))?;
+        self.run(name, entry, store)
+    }
+
+    /// Runs `entry` on its own thread with `store`.
+    fn run(
+        &self,
+        name: &str,
+        entry: &VersionEntry,
+        store: Arc<kappa_processor::state::store::Store>,
+    ) -> Result<RunningProcessor> {
         let mut plan = entry.plan.clone();
         plan.name = name.to_string();
         let options = RunOptions {
@@ -251,20 +245,19 @@ impl ViewManager {
             plan,
             entry.version,
             self.log.clone(),
-            self.store.clone(),
+            store,
             options,
         )?)
     }
 
-    /// Starts a version that never ran: state left by an earlier use of
-    /// the number (a crash before the catalog was written) is dropped first.
+    /// Starts a version that never ran in a new store: state left by an
+    /// earlier use of the number (a crash before the catalog was written)
+    /// is dropped first.
     fn start_fresh(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
         let s = scope(name, entry.version);
-        if self.store.has(&s) {
-            drop_version(&self.store, &s)?;
-        }
-        self.start(name, entry).inspect_err(|_| {
-            let _ = drop_version(&self.store, &s);
+        let store = self.stores.create(&s)?;
+        self.run(name, entry, store).inspect_err(|_| {
+            let _ = self.stores.remove(&s);
         })
     }
 
@@ -273,6 +266,22 @@ impl ViewManager {
         catalog
             .save(&Catalog::path(&self.config.data_dir))
             .map_err(ViewError::Catalog)
+    }
+
+    /// After a failed save, drops the store of the version the save was
+    /// to name, unless the catalog on disk names it: a save can fail after
+    /// its rename (the directory sync), and the next start needs the state
+    /// the catalog names.
+    fn forget_unsaved(&self, s: &Scope) {
+        let on_disk = Catalog::load(&Catalog::path(&self.config.data_dir));
+        let named = on_disk.is_ok_and(|c| {
+            c.views
+                .get(&s.name)
+                .is_some_and(|v| v.version(s.version).is_some())
+        });
+        if !named {
+            let _ = self.stores.remove(s);
+        }
     }
 
     /// Installs a persisted catalog and processors that started, and
@@ -308,7 +317,7 @@ impl ViewManager {
                 }
             }
             if drop_state {
-                if let Err(e) = drop_version(&self.store, &s) {
+                if let Err(e) = self.stores.remove(&s) {
                     tracing::warn!(view = %s.name, version = s.version, error = %e, "cannot drop state");
                 }
             }
@@ -391,7 +400,7 @@ impl ViewManager {
         );
         if let Err(e) = self.save(&catalog) {
             drop(running);
-            let _ = drop_version(&self.store, &scope(name, 1));
+            self.forget_unsaved(&scope(name, 1));
             return Err(e);
         }
         self.install(catalog, vec![(scope(name, 1), running)]);
@@ -486,7 +495,7 @@ impl ViewManager {
         view.failure = None;
         if let Err(e) = self.save(&catalog) {
             drop(running);
-            let _ = drop_version(&self.store, &scope(name, version));
+            self.forget_unsaved(&scope(name, version));
             return Err(e);
         }
         self.install(catalog, vec![(scope(name, version), running)]);
@@ -521,7 +530,8 @@ impl ViewManager {
                 Some(c) => c,
                 None => {
                     let partitions = self.partitions(&served.plan);
-                    kappa_processor::view::as_of(&self.store, &old, partitions)?.offsets
+                    let store = self.stores.existing(&old)?;
+                    kappa_processor::view::as_of(&store, &old, partitions)?.offsets
                 }
             };
             entry.start = StartFrom::Offsets(committed);

@@ -74,6 +74,21 @@ pub enum ViewError {
     /// The server is shutting down.
     #[error("the server is shutting down")]
     Closed,
+    /// The version's state is not open (it failed, or its store is
+    /// damaged): nothing to read until it runs again or is rebuilt.
+    #[error("view {view:?} version {version} cannot be read: its state is not available (GET /v1/views/{view} says why; POST /v1/views/{view}/replay rebuilds it from the log)")]
+    Unavailable {
+        /// View.
+        view: String,
+        /// Version asked for.
+        version: u64,
+    },
+}
+
+/// The failure reason of a version whose state is damaged: what RocksDB
+/// or Kappa found, and the one command that rebuilds it from the log.
+pub(crate) fn damaged_reason(view: &str, e: &dyn std::fmt::Display) -> String {
+    format!("{e}; rebuild it from the log with POST /v1/views/{view}/replay")
 }
 
 /// Result alias of this module.

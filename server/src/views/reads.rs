@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use kappa_processor::plan::{Operation, Plan};
 use kappa_processor::progress::Progress;
-use kappa_processor::state::store::Scope;
+use kappa_processor::state::store::{Scope, Store};
 use kappa_processor::view::{self, AsOf, ViewQuery, ViewRow};
 
 use super::catalog::{VersionEntry, ViewEntry};
@@ -135,9 +135,10 @@ impl ViewManager {
             },
             e => e.into(),
         };
+        let store = self.open_store(&target.scope)?;
         // Rows and position from one snapshot: `as_of` is exact.
         let (rows, next_cursor, as_of) = view::query_as_of(
-            &self.store,
+            &store,
             &target.scope,
             &request.query,
             request.cursor.as_deref(),
@@ -358,8 +359,10 @@ impl ViewManager {
         let snapshot = p.map(|p| p.progress());
         let watermark = match &snapshot {
             Some(snap) => snap.watermark,
-            None => view::as_of(&self.store, &s, 0)
-                .ok()
+            None => self
+                .stores
+                .get_open(&s)
+                .and_then(|store| view::as_of(&store, &s, 0).ok())
                 .and_then(|a| a.watermark),
         };
         VersionOut {
@@ -388,8 +391,22 @@ impl ViewManager {
     }
 
     fn state_bytes(&self, s: &Scope) -> u64 {
-        let size = |cf: String| self.store.size(&cf).unwrap_or(0);
+        let Some(store) = self.stores.get_open(s) else {
+            return 0;
+        };
+        let size = |cf: String| store.size(&cf).unwrap_or(0);
         size(s.state_cf()) + size(s.view_cf())
+    }
+
+    /// The open store of a readable version. A version whose store is not
+    /// open failed to start (its state damaged or missing): reads say so.
+    fn open_store(&self, s: &Scope) -> Result<Arc<Store>> {
+        self.stores
+            .get_open(s)
+            .ok_or_else(|| ViewError::Unavailable {
+                view: s.name.clone(),
+                version: s.version,
+            })
     }
 }
 

@@ -71,10 +71,14 @@ fn look(
     }
 }
 
-fn reason(p: Box<RunningProcessor>) -> String {
+/// Why a processor ended, and whether its state is damaged (then it is
+/// not retried: starting it again would read the same damage).
+fn reason(p: Box<RunningProcessor>) -> (String, bool) {
+    let name = p.scope().name.clone();
     match p.stop() {
-        Ok(()) => "the processor stopped".to_string(),
-        Err(e) => e.to_string(),
+        Ok(()) => ("the processor stopped".to_string(), false),
+        Err(e) if e.is_corruption() => (super::damaged_reason(&name, &e), true),
+        Err(e) => (e.to_string(), false),
     }
 }
 
@@ -249,7 +253,7 @@ impl ViewManager {
         }
         drop(guard);
         for (s, p, during_build) in finished {
-            let why = reason(p);
+            let (why, damaged) = reason(p);
             tracing::error!(view = %s.name, version = s.version, reason = %why, during_build, "processor ended");
             crate::metrics::count_view_failure(&s.name);
             if during_build {
@@ -259,7 +263,7 @@ impl ViewManager {
                 if during_build {
                     view.building = None;
                     retire.push(s.clone());
-                } else {
+                } else if !damaged {
                     let now = self.config.clock.now_ms();
                     lock(&self.state)
                         .retries

@@ -12,6 +12,8 @@ use kappa_log::{Log, LogConfig, NewRecord, ProduceRecord, TopicConfig};
 use kappa_processor::dsl::{self, Pipeline};
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
+use kappa_processor::runner::StartFrom;
+use kappa_processor::state::store::{Scope, Store};
 
 use super::manager::Change;
 use super::{Clock, ManagerConfig, ViewManager};
@@ -118,7 +120,11 @@ fn a_failed_build_leaves_the_served_version_serving_and_says_why() {
     assert!(failure.reason.contains('b'), "{}", failure.reason);
     // Recorded in the catalog, and the build's state is gone.
     assert!(f.manager.catalog().views["v"].failure.is_some());
-    let store_has = |version| f.manager.store.has(&super::manager::scope("v", version));
+    let store_has = |version| {
+        f.manager
+            .stores
+            .exists(&super::manager::scope("v", version))
+    };
     assert!(store_has(1) && !store_has(2));
 }
 
@@ -144,7 +150,7 @@ fn a_build_is_swapped_in_once_caught_up_and_the_old_version_dropped() {
         f.manager.describe("v").unwrap().served_version.version == 2
     });
     // Grace 0: version 1 is stopped and dropped at the swap.
-    assert!(!f.manager.store.has(&super::manager::scope("v", 1)));
+    assert!(!f.manager.stores.exists(&super::manager::scope("v", 1)));
     let d = f.manager.describe("v").unwrap();
     assert!(d.grace_versions.is_empty() && d.building_version.is_none());
 }
@@ -201,9 +207,15 @@ fn a_served_version_whose_processor_fails_is_reported_as_failed() {
 impl Fixture {
     /// The `n` column of every row of version 1 of `view`, by key.
     fn counts(&self, view: &str) -> Vec<(String, i64)> {
+        self.counts_of(view, 1)
+    }
+
+    /// The `n` column of every row of `version` of `view`, by key.
+    fn counts_of(&self, view: &str, version: u64) -> Vec<(String, i64)> {
+        let s = super::manager::scope(view, version);
         let (rows, _) = kappa_processor::view::query(
-            &self.manager.store,
-            &super::manager::scope(view, 1),
+            &self.store(&s),
+            &s,
             &kappa_processor::view::ViewQuery::All,
             None,
             10,
@@ -212,6 +224,14 @@ impl Fixture {
         rows.into_iter()
             .map(|r| (r.key, r.row["n"].as_i64().expect("a count")))
             .collect()
+    }
+
+    /// The open store of a version.
+    fn store(&self, s: &Scope) -> Arc<Store> {
+        self.manager
+            .stores
+            .get_open(s)
+            .expect("the version's store is open")
     }
 
     /// Moves the manager's clock on by `ms`.
@@ -226,9 +246,8 @@ fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
     f.produce("a", &["x"]);
     assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
     // The disk fills: the processor's next commit fails.
-    f.manager
-        .store
-        .fail_writes(Some("No space left on device (injected)".into()));
+    let store = f.store(&super::manager::scope("v", 1));
+    store.fail_writes(Some("No space left on device (injected)".into()));
     f.produce("a", &["y"]);
     f.eventually("the served processor ended", || {
         !f.manager.describe("v").unwrap().served_version.running
@@ -266,7 +285,7 @@ fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
 
     // Space is freed: the next attempt brings the view back, and it
     // resumes from its last commit (each record counted once).
-    f.manager.store.fail_writes(None);
+    store.fail_writes(None);
     f.advance(2_000);
     f.manager.tick();
     let d = f.manager.describe("v").unwrap();
@@ -314,73 +333,164 @@ impl Fixture {
     }
 }
 
+/// The names in `dir` that start with `prefix`.
+fn names_starting(dir: &std::path::Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
 #[test]
-fn damaged_table_files_of_one_view_do_not_stop_the_start_and_every_view_rebuilds() {
+fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
     let f = fixture();
     f.produce("a", &["x", "y", "x"]);
     f.manager.create("hurt", counts("a", "hurt"), None).unwrap();
+    f.manager.create("lost", counts("a", "lost"), None).unwrap();
     f.manager.create("fine", counts("a", "fine"), None).unwrap();
-    f.eventually("both views processed everything", || {
-        f.committed("hurt") == 3 && f.committed("fine") == 3
+    f.eventually("every view processed everything", || {
+        ["hurt", "lost", "fine"].iter().all(|v| f.committed(v) == 3)
     });
     f.manager.close();
-    f.manager.store.flush_all().unwrap();
     // Every table file of one view (its state and its rows) is
-    // overwritten with garbage.
-    let s = super::manager::scope("hurt", 1);
-    let mut files = f.manager.store.table_files(&s.state_cf()).unwrap();
-    files.extend(f.manager.store.table_files(&s.view_cf()).unwrap());
+    // overwritten with garbage; the manifest pointer of another is.
+    let hurt = super::manager::scope("hurt", 1);
+    let store = f.store(&hurt);
+    store.flush_all().unwrap();
+    let mut files = store.table_files(&hurt.state_cf()).unwrap();
+    files.extend(store.table_files(&hurt.view_cf()).unwrap());
+    drop(store);
     assert!(
         files.len() >= 2,
         "state and rows are in table files: {files:?}"
     );
-    let data = f._dir.path().to_path_buf();
+    let stores = f.manager.stores.dir().to_path_buf();
     let f = f.reopen_with(|| {
         for file in files {
             let len = std::fs::metadata(&file).unwrap().len() as usize;
             std::fs::write(&file, vec![0x5A; len]).unwrap();
         }
+        std::fs::write(stores.join("lost@1").join("CURRENT"), b"garbage").unwrap();
     });
-    // The manager opened (the server starts); the damaged store is kept
-    // aside and both views rebuild their state from the log.
-    f.eventually("both views rebuilt", || {
-        f.committed("hurt") == 3 && f.committed("fine") == 3
-    });
+    f.manager.tick();
+
+    // The manager opened (the server starts). The untouched view resumed
+    // from its own store: nothing to reprocess.
+    let fine = f.manager.describe("fine").unwrap();
+    assert_eq!(fine.status, "running");
+    assert_eq!(fine.served_version.processed, 0, "not rebuilt");
     assert_eq!(
-        f.counts("hurt"),
+        f.counts("fine"),
         [("x".to_string(), 2), ("y".to_string(), 1)]
     );
-    let kept = std::fs::read_dir(&data)
-        .unwrap()
-        .filter(|e| {
-            let name = e.as_ref().unwrap().file_name();
-            name.to_string_lossy().starts_with("state.damaged-")
-        })
-        .count();
-    assert_eq!(kept, 1);
+    // The damaged ones failed, saying why and how to rebuild; they are
+    // not retried (they would read the same damage), and their reads say
+    // the state is not available.
+    for view in ["hurt", "lost"] {
+        let d = f.manager.describe(view).unwrap();
+        assert_eq!(d.status, "failed", "{view}");
+        let reason = d.failure.expect("a failure").reason;
+        assert!(reason.contains("damaged"), "{reason}");
+        assert!(
+            reason.contains(&format!("POST /v1/views/{view}/replay")),
+            "{reason}"
+        );
+        assert!(d.retry.is_none(), "{view}");
+        let read = f.manager.rows(
+            view,
+            &super::RowsRequest {
+                query: kappa_processor::view::ViewQuery::All,
+                cursor: None,
+                limit: 10,
+                version: None,
+                after: Vec::new(),
+                max_wait: Duration::ZERO,
+            },
+        );
+        assert!(
+            matches!(read, Err(super::ViewError::Unavailable { .. })),
+            "{view}: {:?}",
+            read.map(|r| r.rows.len())
+        );
+    }
+    // Each damaged store is kept aside, named, never deleted.
+    assert_eq!(names_starting(&stores, "hurt@1.damaged-").len(), 1);
+    let lost_kept = names_starting(&stores, "lost@1.damaged-");
+    assert_eq!(lost_kept.len(), 1);
+    assert_eq!(
+        std::fs::read(stores.join(&lost_kept[0]).join("CURRENT")).unwrap(),
+        b"garbage"
+    );
+
+    // One command rebuilds a damaged view from the log.
+    assert_eq!(
+        f.manager.replay("hurt", StartFrom::Earliest).unwrap(),
+        Change::Building(2)
+    );
+    f.eventually("the rebuilt version is swapped in", || {
+        f.manager.tick();
+        f.manager.describe("hurt").unwrap().served_version.version == 2
+    });
+    let d = f.manager.describe("hurt").unwrap();
+    assert_eq!(d.status, "running");
+    assert!(d.failure.is_none(), "{:?}", d.failure);
+    assert_eq!(
+        f.counts_of("hurt", 2),
+        [("x".to_string(), 2), ("y".to_string(), 1)]
+    );
 }
 
 #[test]
-fn a_state_store_that_cannot_be_opened_is_kept_aside_and_views_rebuild_from_the_log() {
+fn a_store_shared_by_every_version_is_moved_into_one_store_each_without_reprocessing() {
     let f = fixture();
     f.produce("a", &["x", "y", "x"]);
     f.manager.create("v", counts("a", "v"), None).unwrap();
-    f.eventually("the view processed everything", || f.committed("v") == 3);
-    let data = f._dir.path().to_path_buf();
-    let f = f.reopen_with(|| {
-        std::fs::write(data.join("state").join("CURRENT"), b"garbage").unwrap();
+    f.manager.create("w", counts("a", "w"), None).unwrap();
+    f.eventually("both views processed everything", || {
+        f.committed("v") == 3 && f.committed("w") == 3
     });
-    f.eventually("the view rebuilt from the log", || f.committed("v") == 3);
-    assert_eq!(f.counts("v"), [("x".to_string(), 2), ("y".to_string(), 1)]);
-    // The damaged store is kept, named.
-    let kept: Vec<_> = std::fs::read_dir(&data)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with("state.damaged-"))
+    f.manager.close();
+    let data = f._dir.path().to_path_buf();
+    let stores = f.manager.stores.dir().to_path_buf();
+    // The earlier layout: every version's column families in one
+    // database at <data>/state.
+    let own: Vec<(Scope, Arc<Store>)> = ["v", "w"]
+        .iter()
+        .map(|v| {
+            let s = super::manager::scope(v, 1);
+            let store = f.store(&s);
+            (s, store)
+        })
         .collect();
-    assert_eq!(kept.len(), 1, "{kept:?}");
-    assert_eq!(
-        std::fs::read(data.join(&kept[0]).join("CURRENT")).unwrap(),
-        b"garbage"
-    );
+    {
+        let shared = Store::open(&data.join("state")).unwrap();
+        for (s, store) in &own {
+            shared.ensure(s).unwrap();
+            for cf in [s.state_cf(), s.view_cf()] {
+                let mut batch = kappa_processor::state::store::Batch::default();
+                store
+                    .for_each_entry(&cf, &[], None, |k, v| {
+                        batch.put(&cf, k, v);
+                        Ok(())
+                    })
+                    .unwrap();
+                assert!(!batch.is_empty());
+                shared.write(batch).unwrap();
+            }
+        }
+    }
+    drop(own);
+    let f = f.reopen_with(|| std::fs::remove_dir_all(&stores).unwrap());
+    f.manager.tick();
+    for view in ["v", "w"] {
+        let d = f.manager.describe(view).unwrap();
+        assert_eq!(d.status, "running", "{view}: {:?}", d.failure);
+        assert_eq!(d.served_version.processed, 0, "{view}: not rebuilt");
+        assert_eq!(f.committed(view), 3);
+        assert_eq!(f.counts(view), [("x".to_string(), 2), ("y".to_string(), 1)]);
+    }
+    // The shared store is kept, renamed; nothing is deleted.
+    assert!(!data.join("state").exists());
+    assert_eq!(names_starting(&data, "state.migrated-").len(), 1);
 }
