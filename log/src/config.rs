@@ -41,7 +41,8 @@ pub struct TopicConfig {
     /// Roll the active segment once its first batch is this old (default 7 days).
     pub segment_ms: u64,
     /// Delete segments whose newest record is older than this; `None` keeps
-    /// them forever (default 7 days).
+    /// them forever (the default: the log is the system of record, and a
+    /// view replayed next month needs this month's input).
     pub retention_ms: Option<u64>,
     /// Delete the oldest segments while a partition is larger than this;
     /// `None` = no size limit (the default).
@@ -50,6 +51,30 @@ pub struct TopicConfig {
     pub fsync: FsyncPolicy,
     /// Interval of the `interval` policy (default 100 ms).
     pub fsync_interval_ms: u64,
+}
+
+/// The settings of a topic that can change after it was created
+/// ([`crate::Log::alter_topic`]): retention only. Partitions cannot change
+/// (keys would move to other partitions); segment and fsync settings are
+/// held by each partition's writer thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicChanges {
+    /// New retention by age (`Some(None)`: keep forever).
+    pub retention_ms: Option<Option<u64>>,
+    /// New retention by size (`Some(None)`: no limit).
+    pub retention_bytes: Option<Option<u64>>,
+}
+
+impl TopicChanges {
+    /// `config` with these changes.
+    pub fn apply(&self, config: &TopicConfig) -> TopicConfig {
+        TopicConfig {
+            retention_ms: self.retention_ms.unwrap_or(config.retention_ms),
+            retention_bytes: self.retention_bytes.unwrap_or(config.retention_bytes),
+            ..config.clone()
+        }
+    }
 }
 
 /// Most partitions one topic may have.
@@ -65,7 +90,7 @@ impl Default for TopicConfig {
             partitions: 1,
             segment_bytes: 128 << 20,
             segment_ms: 7 * 24 * 3600 * 1000,
-            retention_ms: Some(7 * 24 * 3600 * 1000),
+            retention_ms: None,
             retention_bytes: None,
             fsync: FsyncPolicy::Always,
             fsync_interval_ms: 100,

@@ -42,7 +42,7 @@ pub mod topic;
 pub mod writer;
 
 pub use batch::{Header, NewRecord, Record};
-pub use config::{FsyncPolicy, LogConfig, TopicConfig};
+pub use config::{FsyncPolicy, LogConfig, TopicChanges, TopicConfig};
 pub use error::{LogError, Result};
 pub use log::{GroupPartitionOffset, Log, ResetTo};
 pub use offsets::CommittedOffset;

@@ -105,8 +105,11 @@ pub struct PartitionShared {
     pub partition: u32,
     /// Directory holding the segments.
     pub dir: PathBuf,
-    /// The topic's settings.
+    /// The topic's settings when the partition opened (retention changes
+    /// live in `retention`).
     pub config: TopicConfig,
+    /// Retention by age and by size, as now set ([`Partition::set_retention`]).
+    retention: Mutex<(Option<u64>, Option<u64>)>,
     /// The log's settings.
     pub log_config: Arc<LogConfig>,
     segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
@@ -212,6 +215,7 @@ impl Partition {
             topic: topic.to_string(),
             partition,
             dir,
+            retention: Mutex::new((config.retention_ms, config.retention_bytes)),
             config,
             log_config: log_config.clone(),
             segments: RwLock::new(recovered.segments),
@@ -517,18 +521,26 @@ impl Partition {
         }
     }
 
+    /// Retention by age and by size, as now set.
+    pub fn retention(&self) -> (Option<u64>, Option<u64>) {
+        *self.shared.retention.lock().expect("retention")
+    }
+
+    /// Changes retention; the next retention pass applies it.
+    pub fn set_retention(&self, retention_ms: Option<u64>, retention_bytes: Option<u64>) {
+        *self.shared.retention.lock().expect("retention") = (retention_ms, retention_bytes);
+    }
+
     /// Deletes the sealed segments retention says to delete at `now_ms`;
     /// returns how many it deleted.
     pub fn apply_retention(&self, now_ms: i64) -> Result<usize> {
-        let cfg = &self.shared.config;
-        if cfg.retention_ms.is_none() && cfg.retention_bytes.is_none() {
+        let (retention_ms, retention_bytes) = self.retention();
+        if retention_ms.is_none() && retention_bytes.is_none() {
             return Ok(0);
         }
         let segments = self.shared.snapshot();
         let (active, sealed) = segments.split_last().expect("an active segment");
-        let horizon = cfg
-            .retention_ms
-            .map(|ms| now_ms.saturating_sub(ms.min(i64::MAX as u64) as i64));
+        let horizon = retention_ms.map(|ms| now_ms.saturating_sub(ms.min(i64::MAX as u64) as i64));
         // Append times are only needed for the expired prefix: stop learning
         // them (a read of each segment's last batch) at the first young one.
         let mut in_expired_prefix = horizon.is_some();
@@ -550,8 +562,8 @@ impl Partition {
         let n = retention::segments_to_delete(
             &facts,
             active.readable_bytes(),
-            cfg.retention_ms,
-            cfg.retention_bytes,
+            retention_ms,
+            retention_bytes,
             now_ms,
         );
         if n == 0 {

@@ -137,6 +137,8 @@ pub struct TopicDescription {
 #[derive(Debug)]
 pub struct Topic {
     meta: TopicMeta,
+    /// The settings as now set (retention can change: [`Topic::alter`]).
+    config: std::sync::RwLock<TopicConfig>,
     dir: PathBuf,
     partitions: Vec<Partition>,
     sticky: StickyPartitioner,
@@ -162,6 +164,7 @@ impl Topic {
             )?);
         }
         Ok(Topic {
+            config: std::sync::RwLock::new(meta.config.clone()),
             meta,
             dir: dir.to_path_buf(),
             partitions,
@@ -174,9 +177,36 @@ impl Topic {
         &self.meta.name
     }
 
-    /// Settings.
-    pub fn config(&self) -> &TopicConfig {
-        &self.meta.config
+    /// Settings, as now set.
+    pub fn config(&self) -> TopicConfig {
+        self.config.read().expect("config").clone()
+    }
+
+    /// Applies `changes`: checks the result, writes it to `topic.json`
+    /// (atomically; the crash-safe order of every metadata write) and then
+    /// to every partition, so the next retention pass uses it. Answers the
+    /// new settings. Concurrent changes are serialized.
+    pub fn alter(&self, changes: &crate::config::TopicChanges) -> Result<TopicConfig> {
+        let mut config = self.config.write().expect("config");
+        let new = changes.apply(&config);
+        new.validate()?;
+        let meta = TopicMeta {
+            config: new.clone(),
+            ..self.meta.clone()
+        };
+        let json = serde_json::to_vec_pretty(&meta).expect("topic metadata serializes");
+        crate::io::write_atomic(&self.dir.join(TOPIC_META_FILE), &json)?;
+        for p in &self.partitions {
+            p.set_retention(new.retention_ms, new.retention_bytes);
+        }
+        *config = new.clone();
+        tracing::info!(
+            topic = %self.meta.name,
+            retention_ms = ?new.retention_ms,
+            retention_bytes = ?new.retention_bytes,
+            "changed topic settings"
+        );
+        Ok(new)
     }
 
     /// Directory.
@@ -344,7 +374,7 @@ impl Topic {
     pub fn describe(&self) -> TopicDescription {
         TopicDescription {
             name: self.meta.name.clone(),
-            config: self.meta.config.clone(),
+            config: self.config(),
             partitions: self.partitions.iter().map(Partition::describe).collect(),
         }
     }

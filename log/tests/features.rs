@@ -815,3 +815,59 @@ async fn sealed_segments_stay_within_the_open_segment_limit() {
     let open = log.open_sealed_segments();
     assert!(open <= 2, "{open} sealed segments open, the limit is 2");
 }
+
+#[tokio::test]
+async fn a_topic_with_default_settings_keeps_history_and_retention_can_change_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    assert_eq!(TopicConfig::default().retention_ms, None, "kept forever");
+    let config = TopicConfig {
+        segment_bytes: small_segments().segment_bytes,
+        ..TopicConfig::default()
+    };
+    let topic = log.create_topic("t", config).unwrap();
+    let p = topic.partition(0).unwrap();
+    for i in 0..20 {
+        p.append(append(5, i)).await.unwrap();
+    }
+    let segments = p.describe().segment_count;
+    assert!(segments > 2);
+    // A year later, with the defaults, nothing has gone.
+    let year_later = kappa_log::now_ms() + 365 * 24 * 3_600_000;
+    assert_eq!(log.enforce_retention(year_later).unwrap(), 0);
+    assert_eq!(p.start_offset(), 0);
+
+    // Retention set afterwards: the next pass applies it, and the setting
+    // survives a reopen (topic.json was rewritten).
+    let changed = topic
+        .alter(&kappa_log::TopicChanges {
+            retention_ms: Some(Some(24 * 3_600_000)),
+            retention_bytes: None,
+        })
+        .unwrap();
+    assert_eq!(changed.retention_ms, Some(24 * 3_600_000));
+    assert_eq!(topic.describe().config.retention_ms, Some(24 * 3_600_000));
+    assert_eq!(log.enforce_retention(kappa_log::now_ms()).unwrap(), 0);
+    assert_eq!(
+        log.enforce_retention(year_later).unwrap(),
+        segments - 1,
+        "every sealed segment is past a day"
+    );
+    assert!(p.start_offset() > 0);
+    // A bad value is refused and changes nothing.
+    let refused = topic.alter(&kappa_log::TopicChanges {
+        retention_ms: Some(Some(0)),
+        retention_bytes: None,
+    });
+    assert!(
+        matches!(refused, Err(kappa_log::LogError::InvalidConfig(_))),
+        "{refused:?}"
+    );
+    drop(topic);
+    log.close();
+    drop(log);
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let config = log.topic("t").unwrap().config();
+    assert_eq!(config.retention_ms, Some(24 * 3_600_000));
+    assert_eq!(config.segment_bytes, small_segments().segment_bytes);
+}

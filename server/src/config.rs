@@ -42,6 +42,11 @@ pub struct ServerConfig {
     pub auto_create_max_partitions: u32,
     /// fsync policy of auto-created topics (default `always`).
     pub default_fsync: FsyncPolicy,
+    /// Retention by age of topics created without one, ms; absent keeps
+    /// records forever (the default: views are replayed from the log).
+    pub default_retention_ms: Option<u64>,
+    /// How often retention deletes expired segments (default 60 s).
+    pub retention_check_interval_ms: u64,
     /// Largest request body (default 16 MiB).
     pub max_body_bytes: usize,
     /// Most records in one produce request (default 10,000).
@@ -103,6 +108,8 @@ impl Default for ServerConfig {
             default_partitions: 1,
             auto_create_max_partitions: 256,
             default_fsync: FsyncPolicy::Always,
+            default_retention_ms: None,
+            retention_check_interval_ms: 60_000,
             max_body_bytes: 16 << 20,
             max_records_per_request: 10_000,
             max_key_bytes: 16 << 10,
@@ -148,6 +155,9 @@ pub struct Overrides {
     /// fsync policy of auto-created topics: always, interval, never [default: always].
     #[arg(long, env = "KAPPA_DEFAULT_FSYNC", value_parser = parse_fsync)]
     pub default_fsync: Option<FsyncPolicy>,
+    /// Retention by age of new topics, ms, or `none` to keep forever [default: none].
+    #[arg(long, env = "KAPPA_DEFAULT_RETENTION_MS", value_parser = parse_retention)]
+    pub default_retention_ms: Option<Retention>,
     /// Largest request body in bytes [default: 16777216].
     #[arg(long, env = "KAPPA_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
@@ -175,6 +185,22 @@ pub struct Overrides {
     /// How often processors commit, ms [default: 50].
     #[arg(long, env = "KAPPA_VIEW_COMMIT_INTERVAL_MS")]
     pub view_commit_interval_ms: Option<u64>,
+}
+
+/// A retention setting given as a flag: milliseconds, or `none` (forever).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention(pub Option<u64>);
+
+fn parse_retention(s: &str) -> Result<Retention, String> {
+    match s {
+        "none" => Ok(Retention(None)),
+        _ => match s.parse::<u64>() {
+            Ok(0) | Err(_) => Err(format!(
+                "expected a positive number of milliseconds or `none`, got {s:?}"
+            )),
+            Ok(ms) => Ok(Retention(Some(ms))),
+        },
+    }
 }
 
 fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
@@ -218,6 +244,9 @@ impl ServerConfig {
             view_grace_ms,
             view_commit_interval_ms
         );
+        if let Some(Retention(ms)) = o.default_retention_ms {
+            config.default_retention_ms = ms;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -253,6 +282,7 @@ impl ServerConfig {
         if self.header_read_timeout_ms == 0
             || self.request_body_timeout_ms == 0
             || self.first_request_timeout_ms == 0
+            || self.retention_check_interval_ms == 0
         {
             bail!("timeouts must be positive");
         }
@@ -277,6 +307,7 @@ impl ServerConfig {
             // the stored records, so this always fits).
             max_batch_bytes: self.max_body_bytes * 2,
             max_batch_records: self.max_records_per_request,
+            retention_check_interval_ms: self.retention_check_interval_ms,
             ..kappa_log::LogConfig::new(&self.data_dir)
         }
     }

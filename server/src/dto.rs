@@ -54,6 +54,33 @@ impl CreateTopic {
     }
 }
 
+/// `PATCH /v1/topics/{topic}`: the settings to change (retention only:
+/// partitions cannot change, segment and fsync settings are fixed at
+/// creation).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlterTopic {
+    /// New retention by age; null = forever.
+    #[serde(default, deserialize_with = "double_option")]
+    pub retention_ms: Option<Option<u64>>,
+    /// New retention by size; null = no limit.
+    #[serde(default, deserialize_with = "double_option")]
+    pub retention_bytes: Option<Option<u64>>,
+}
+
+impl AlterTopic {
+    /// The log's change set; `None` when the request changes nothing.
+    pub fn changes(&self) -> Option<kappa_log::TopicChanges> {
+        if self.retention_ms.is_none() && self.retention_bytes.is_none() {
+            return None;
+        }
+        Some(kappa_log::TopicChanges {
+            retention_ms: self.retention_ms,
+            retention_bytes: self.retention_bytes,
+        })
+    }
+}
+
 /// A string that borrows from the request body unless it holds escapes.
 /// (serde borrows a `Cow<str>` field, but not one inside an `Option`: the
 /// newtype makes the borrow happen there too.)
@@ -355,6 +382,9 @@ pub struct ViewOut {
     /// The served version is down and retried: attempts so far and when
     /// the next one is due.
     pub retry: Option<crate::views::retry::Retry>,
+    /// What a replay from earliest would read now, against what the served
+    /// version saw (`complete: false` once retention deleted some of it).
+    pub replay_horizon: crate::views::horizon::ReplayHorizon,
 }
 
 /// One row of a view.
@@ -406,6 +436,10 @@ pub struct ReplayRequest {
     /// `"earliest"` (default), `"latest"`, `{"timestamp": ms}` or `{"offsets": [n, ..]}`.
     #[serde(default = "earliest")]
     pub from: kappa_processor::runner::StartFrom,
+    /// Replay even though the log no longer holds all the input the served
+    /// version saw (refused with `409 history_truncated` otherwise).
+    #[serde(default)]
+    pub allow_truncated: bool,
 }
 
 fn earliest() -> kappa_processor::runner::StartFrom {

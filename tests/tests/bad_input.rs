@@ -1146,7 +1146,7 @@ fn every_bad_request_gets_its_documented_error_and_changes_nothing() {
         ("PUT", "/v1/topics".to_string()),
         ("DELETE", "/v1/groups".to_string()),
         ("GET", format!("/v1/topics/{TOPIC}/records")),
-        ("PATCH", format!("/v1/topics/{TOPIC}")),
+        ("PUT", format!("/v1/topics/{TOPIC}")),
         ("DELETE", format!("/v1/topics/{TOPIC}/partitions/0/records")),
         ("DELETE", "/v1/groups/g/offsets".to_string()),
         ("GET", "/v1/groups/g/reset".to_string()),

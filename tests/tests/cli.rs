@@ -64,6 +64,22 @@ fn the_cli_produces_tails_and_manages_groups() {
         .map(|p| p["end_offset"].as_u64().unwrap())
         .sum();
     assert_eq!(total, 250);
+    assert_eq!(
+        described["config"]["retention_ms"],
+        Value::Null,
+        "kept forever"
+    );
+
+    let altered = stdout(&kappa(
+        &server,
+        &["topics", "alter", "events", "--retention-ms", "86400000"],
+    ));
+    assert!(altered.contains("retention_ms=86400000"), "{altered}");
+    let altered = stdout(&kappa(
+        &server,
+        &["topics", "alter", "events", "--retention-ms", "none"],
+    ));
+    assert!(altered.contains("retention_ms=null"), "{altered}");
 
     let tail = stdout(&kappa(
         &server,

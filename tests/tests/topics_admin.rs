@@ -5,7 +5,7 @@
 //! parameters are accepted; /health, /ready, /metrics and
 //! /v1/openapi.json answer.
 
-use kappa_tests::{json, Server, Value};
+use kappa_tests::{assert_error, json, Server, Value};
 
 #[test]
 fn topics_are_created_with_defaults_listed_sorted_and_deleted_with_their_offsets() {
@@ -15,7 +15,7 @@ fn topics_are_created_with_defaults_listed_sorted_and_deleted_with_their_offsets
         created,
         json!({"name": "orders",
                "config": {"partitions": 1, "segment_bytes": 134_217_728, "segment_ms": 604_800_000_u64,
-                          "retention_ms": 604_800_000_u64, "retention_bytes": null, "fsync": "always",
+                          "retention_ms": null, "retention_bytes": null, "fsync": "always",
                           "fsync_interval_ms": 100},
                "partitions": [{"partition": 0, "start_offset": 0, "end_offset": 0, "bytes": 0, "segment_count": 1}]})
     );
@@ -136,4 +136,63 @@ fn service_endpoints_answer() {
         openapi.text
     );
     assert!(openapi.body["paths"]["/v1/topics/{topic}/records"].is_object());
+}
+
+#[test]
+fn retention_changes_with_patch_and_nothing_else_does() {
+    let mut server = Server::start(&[]);
+    server.create_topic(&json!({"name": "orders", "partitions": 2}));
+    let client = server.client();
+    let patch = |body: &Value| {
+        let bytes = serde_json::to_vec(body).unwrap();
+        let r = client.send(
+            "PATCH",
+            "/v1/topics/orders",
+            Some("application/json"),
+            &[],
+            Some(&bytes),
+        );
+        (r.status, r.body)
+    };
+    let (status, body) = patch(&json!({"retention_ms": 86_400_000, "retention_bytes": 1_000_000}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["config"]["retention_ms"], 86_400_000);
+    assert_eq!(body["config"]["retention_bytes"], 1_000_000);
+    assert_eq!(body["config"]["partitions"], 2);
+    // null removes a limit; an absent field is left alone.
+    let (status, body) = patch(&json!({"retention_bytes": null}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["config"]["retention_ms"], 86_400_000);
+    assert_eq!(body["config"]["retention_bytes"], Value::Null);
+
+    // What cannot change, nothing to change, bad values, unknown topics.
+    let (status, body) = patch(&json!({"partitions": 4}));
+    assert_error("partitions", status, &body, 400, "bad_request");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("partitions"),
+        "{body}"
+    );
+    let (status, body) = patch(&json!({}));
+    assert_error("empty", status, &body, 400, "bad_request");
+    let (status, body) = patch(&json!({"retention_ms": 0}));
+    assert_error("zero", status, &body, 400, "invalid_config");
+    let r = client.send(
+        "PATCH",
+        "/v1/topics/nope",
+        Some("application/json"),
+        &[],
+        Some(b"{\"retention_ms\": 5}"),
+    );
+    assert_eq!(r.status, 404, "{}", r.text);
+
+    // The setting is in topic.json: a restart keeps it.
+    server.terminate_ok();
+    let server = server.restart();
+    assert_eq!(
+        server.describe("orders")["config"]["retention_ms"],
+        86_400_000
+    );
 }

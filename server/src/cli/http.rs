@@ -185,6 +185,18 @@ impl Client {
         })
     }
 
+    /// `PATCH path` with a JSON body; returns the body of a successful answer.
+    pub fn patch_json(&self, path: &str, body: &serde_json::Value) -> anyhow::Result<String> {
+        let body = body.to_string();
+        self.send(&Req {
+            method: "PATCH",
+            path,
+            query: &[],
+            headers: &[],
+            body: Some(("application/json", &body)),
+        })
+    }
+
     /// `DELETE path`.
     pub fn delete(&self, path: &str) -> anyhow::Result<()> {
         self.send(&Req {

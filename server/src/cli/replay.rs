@@ -61,6 +61,9 @@ pub struct ReplayArgs {
     /// Return once the build has started instead of following it.
     #[arg(long)]
     pub no_wait: bool,
+    /// Replay even though retention deleted input the served version saw.
+    #[arg(long)]
+    pub allow_truncated: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,17 +75,21 @@ struct Started {
 }
 
 /// The body of `POST /v1/views/{view}/replay`.
-pub fn replay_body(from: &ReplayFrom) -> Value {
-    match from {
+pub fn replay_body(from: &ReplayFrom, allow_truncated: bool) -> Value {
+    let mut body = match from {
         ReplayFrom::Earliest => json!({"from": "earliest"}),
         ReplayFrom::Timestamp(ms) => json!({"from": {"timestamp": ms}}),
+    };
+    if allow_truncated {
+        body["allow_truncated"] = json!(true);
     }
+    body
 }
 
 /// Runs `kappa replay`, printing to `out` (the progress bar goes to stderr).
 pub fn run(client: &Client, args: ReplayArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let path = format!("{}/replay", view_path(&args.view));
-    let body = client.post_json(&path, &replay_body(&args.from))?;
+    let body = client.post_json(&path, &replay_body(&args.from, args.allow_truncated))?;
     let started: Started = super::http::parse(&path, &body)?;
     let version = match (started.building_version, started.served_version) {
         (Some(v), _) => v,
@@ -268,8 +275,12 @@ mod tests {
         assert!(parse_replay_from("latest").is_err());
         assert!(parse_replay_from("-1").is_err());
         assert_eq!(
-            replay_body(&ReplayFrom::Timestamp(5)),
+            replay_body(&ReplayFrom::Timestamp(5), false),
             json!({"from": {"timestamp": 5}})
+        );
+        assert_eq!(
+            replay_body(&ReplayFrom::Earliest, true),
+            json!({"from": "earliest", "allow_truncated": true})
         );
     }
 
@@ -306,6 +317,7 @@ mod tests {
             view: "purchase_stats".into(),
             from: ReplayFrom::Earliest,
             no_wait: false,
+            allow_truncated: false,
         };
         let mut out = Vec::new();
         run(&Client::new(&server.url), args, &mut out).unwrap();

@@ -29,6 +29,8 @@ pub enum TopicsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change a topic's retention (the next retention pass applies it).
+    Alter(AlterArgs),
     /// Delete a topic, its data and every group's committed offsets for it.
     Delete {
         /// Topic name.
@@ -93,6 +95,19 @@ pub struct CreateArgs {
     /// Flush period for `--fsync interval`.
     #[arg(long)]
     pub fsync_interval_ms: Option<u64>,
+}
+
+/// Arguments of `kappa topics alter`.
+#[derive(Debug, clap::Args)]
+pub struct AlterArgs {
+    /// Topic name.
+    pub name: String,
+    /// Delete segments older than this many milliseconds (`none`: keep forever).
+    #[arg(long, value_parser = parse_limit)]
+    pub retention_ms: Option<Limit>,
+    /// Delete old segments while a partition is larger than this (`none`: no size limit).
+    #[arg(long, value_parser = parse_limit)]
+    pub retention_bytes: Option<Limit>,
 }
 
 /// A topic as the server describes it.
@@ -160,6 +175,24 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
                 out.write_all(render_description(&topic).as_bytes())?;
             }
         }
+        TopicsCommand::Alter(args) => {
+            if args.retention_ms.is_none() && args.retention_bytes.is_none() {
+                bail!("nothing to change: give --retention-ms and/or --retention-bytes");
+            }
+            let path = topic_path(&args.name);
+            let mut body = Map::new();
+            for (name, limit) in [
+                ("retention_ms", args.retention_ms),
+                ("retention_bytes", args.retention_bytes),
+            ] {
+                if let Some(limit) = limit {
+                    body.insert(name.into(), limit_json(limit));
+                }
+            }
+            let answer = client.patch_json(&path, &Value::Object(body))?;
+            let topic: TopicDescription = http::parse(&path, &answer)?;
+            out.write_all(render_description(&topic).as_bytes())?;
+        }
         TopicsCommand::Delete { name } => {
             client.delete(&topic_path(&name))?;
             writeln!(out, "deleted topic {name}")?;
@@ -186,10 +219,7 @@ pub fn topic_path(name: &str) -> String {
 pub fn create_body(args: &CreateArgs) -> Value {
     let mut body = Map::new();
     body.insert("name".into(), json!(args.name));
-    let limit = |l: Limit| match l {
-        Limit::Unlimited => Value::Null,
-        Limit::Value(v) => json!(v),
-    };
+    let limit = limit_json;
     let fields = [
         ("partitions", args.partitions.map(|v| json!(v))),
         ("segment_bytes", args.segment_bytes.map(|v| json!(v))),
@@ -208,6 +238,14 @@ pub fn create_body(args: &CreateArgs) -> Value {
         }
     }
     Value::Object(body)
+}
+
+/// A limit as JSON: a number, or `null` for none.
+fn limit_json(l: Limit) -> Value {
+    match l {
+        Limit::Unlimited => Value::Null,
+        Limit::Value(v) => json!(v),
+    }
 }
 
 fn fsync_name(fsync: Fsync) -> &'static str {

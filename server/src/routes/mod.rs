@@ -38,6 +38,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/topics"),
     ("GET", "/v1/topics"),
     ("GET", "/v1/topics/{topic}"),
+    ("PATCH", "/v1/topics/{topic}"),
     ("DELETE", "/v1/topics/{topic}"),
     ("POST", "/v1/topics/{topic}/records"),
     ("GET", "/v1/topics/{topic}/partitions/{partition}/records"),
@@ -67,7 +68,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/topics", post(topics::create).get(topics::list))
         .route(
             "/v1/topics/{topic}",
-            get(topics::describe).delete(topics::delete),
+            get(topics::describe)
+                .patch(topics::alter)
+                .delete(topics::delete),
         )
         .route("/v1/topics/{topic}/records", post(records::produce))
         .route(

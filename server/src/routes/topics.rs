@@ -1,4 +1,4 @@
-//! `/v1/topics`: create, list, describe, delete.
+//! `/v1/topics`: create, list, describe, change retention, delete.
 
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -10,8 +10,8 @@ use kappa_log::TopicConfig;
 use serde_json::json;
 
 use super::{blocking, body, json};
-use crate::dto::CreateTopic;
-use crate::error::ApiResult;
+use crate::dto::{AlterTopic, CreateTopic};
+use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
 /// The defaults a topic gets from this server.
@@ -19,6 +19,7 @@ pub fn default_topic_config(state: &AppState) -> TopicConfig {
     TopicConfig {
         partitions: state.config.default_partitions,
         fsync: state.config.default_fsync,
+        retention_ms: state.config.default_retention_ms,
         ..TopicConfig::default()
     }
 }
@@ -48,6 +49,29 @@ pub async fn describe(
     Path(topic): Path<String>,
 ) -> ApiResult<Response> {
     Ok(Json(state.log.topic(&topic)?.describe()).into_response())
+}
+
+/// `PATCH /v1/topics/{topic}`: changes retention; the next retention pass
+/// applies it. Answers the topic description.
+pub async fn alter(
+    State(state): State<AppState>,
+    Path(topic): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let bytes = body(raw, state.config.max_body_bytes)?;
+    let request: AlterTopic = json(&bytes)?;
+    let changes = request.changes().ok_or_else(|| {
+        ApiError::bad_request(
+            "nothing to change: give retention_ms and/or retention_bytes (null removes the limit)",
+        )
+    })?;
+    let topic = state.log.topic(&topic)?;
+    let described = blocking(move || {
+        topic.alter(&changes)?;
+        Ok(topic.describe())
+    })
+    .await?;
+    Ok(Json(described).into_response())
 }
 
 /// `DELETE /v1/topics/{topic}`.

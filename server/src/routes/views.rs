@@ -211,11 +211,15 @@ pub async fn replay(
     let request: ReplayRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
         ReplayRequest {
             from: kappa_processor::runner::StartFrom::Earliest,
+            allow_truncated: false,
         }
     } else {
         json(&bytes)?
     };
     super::replay::check_start(&state, &view, &request.from)?;
+    if !request.allow_truncated {
+        super::replay::check_history(&state, &view, &request.from)?;
+    }
     let views = state.views.clone();
     let name = view.clone();
     let from = request.from.clone();

@@ -86,6 +86,12 @@ pub struct VersionEntry {
     pub start: StartFrom,
     /// When it was first started (ms).
     pub started_ms: i64,
+    /// The input offset it actually started reading at, per partition
+    /// (absent in catalogs written before it was recorded): a replay from
+    /// earliest sees all the input this version saw while the log still
+    /// holds every offset from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_offsets: Option<Vec<u64>>,
 }
 
 /// A version being built in the background.
@@ -414,6 +420,7 @@ mod tests {
             sql: Some("CREATE TABLE v AS ...".into()),
             start: StartFrom::Earliest,
             started_ms: 5,
+            first_offsets: Some(vec![0]),
         };
         ViewEntry {
             name: "v".into(),

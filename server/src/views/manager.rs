@@ -378,14 +378,16 @@ impl ViewManager {
             return Err(ViewError::Exists(name.to_string()));
         }
         let now = kappa_log::now_ms();
-        let entry = VersionEntry {
+        let mut entry = VersionEntry {
             version: 1,
             plan,
             sql,
             start: StartFrom::Earliest,
             started_ms: now,
+            first_offsets: None,
         };
         let running = self.start_fresh(name, &entry)?;
+        entry.first_offsets = Some(running.progress().committed_offsets);
         catalog.views.insert(
             name.to_string(),
             ViewEntry {
@@ -469,6 +471,7 @@ impl ViewManager {
             sql,
             start: from.unwrap_or(StartFrom::Earliest),
             started_ms: kappa_log::now_ms(),
+            first_offsets: None,
         };
         if !is_table {
             return self.take_over(catalog, name, entry, cancelled, continue_old);
@@ -483,6 +486,7 @@ impl ViewManager {
         let target_offsets = self.end_offsets(&entry.plan);
         let running = self.start_fresh(name, &entry)?;
         let start_offsets = running.progress().committed_offsets;
+        entry.first_offsets = Some(start_offsets.clone());
         if entry.start == StartFrom::Latest {
             entry.start = StartFrom::Offsets(start_offsets.clone());
         }
@@ -525,7 +529,8 @@ impl ViewManager {
                 tracing::warn!(view = name, error = %e, "the replaced version had failed");
             }
         }
-        if continue_old && served.plan.source.topic == entry.plan.source.topic {
+        let continued = continue_old && served.plan.source.topic == entry.plan.source.topic;
+        if continued {
             let committed = match committed {
                 Some(c) => c,
                 None => {
@@ -546,6 +551,13 @@ impl ViewManager {
                 }
                 return Err(e);
             }
+        };
+        // What the stream has seen: where the old version began when this
+        // one continues it, else where this one begins.
+        entry.first_offsets = if continued {
+            served.first_offsets.clone()
+        } else {
+            Some(running.progress().committed_offsets)
         };
         let view = catalog.views.get_mut(name).expect("present");
         view.served = entry;

@@ -332,6 +332,7 @@ impl ViewManager {
             _ => None,
         };
         let mut out = view_out(&view, served, building_version);
+        out.replay_horizon = super::horizon::horizon(&self.log, &view.served);
         if let Some(r) = &retry {
             // Known in memory even when the catalog could not be written.
             if out.failure.as_ref().is_none_or(|f| f.version != r.version) {
@@ -464,6 +465,10 @@ fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) ->
             .collect(),
         failure: view.failure.clone(),
         retry: None,
+        replay_horizon: super::horizon::ReplayHorizon {
+            complete: true,
+            topics: Vec::new(),
+        },
     }
 }
 
