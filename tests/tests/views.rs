@@ -20,6 +20,8 @@ const BASE: i64 = 1_767_225_600_000;
 const WINDOW_MS: i64 = 300_000;
 /// The SQL dialect's default watermark delay.
 const WATERMARK_DELAY_MS: i64 = 5_000;
+/// The SQL dialect's default grace period of a window (ksqlDB's: 24 hours).
+const GRACE_MS: i64 = 86_400_000;
 const DEADLINE: Duration = Duration::from_secs(60);
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
@@ -52,8 +54,9 @@ const fn ev(user: &'static str, kind: &'static str, amount: f64, at: i64) -> Eve
     }
 }
 
-/// Purchases and page views, some out of order (still in time) and one
-/// too late for its window (the watermark passed the window's end).
+/// Purchases and page views, some out of order (still in time: the
+/// default grace period is a day) and one too late for its window (the
+/// watermark passed the window's end plus a day).
 const EVENTS: &[Event] = &[
     ev("u1", "purchase", 10.5, 1_000),
     ev("u2", "purchase", 20.0, 2_000),
@@ -66,16 +69,22 @@ const EVENTS: &[Event] = &[
     // Out of order into the previous window, still open: counts.
     ev("u3", "purchase", 1.0, 299_000),
     ev("u2", "view", 0.0, 700_000),
-    // Window [0, 5 min) ended long before the watermark: late, dropped.
+    // Window [0, 5 min) ended before the watermark, but within the grace
+    // period: counts (ksqlDB counts it too).
     ev("u1", "purchase", 1000.0, 30_000),
     ev("u2", "purchase", 12.0, 610_000),
     ev("u1", "purchase", 3.5, 620_000),
+    // A day later: window [0, 5 min) is closed for good.
+    ev("u3", "view", 0.0, 86_710_000),
+    // Late, dropped.
+    ev("u1", "purchase", 2.0, 45_000),
 ];
 
 /// (user, window start) -> (count, sum), computed independently of the
 /// server: per event (one partition, in order) the watermark before it is
 /// the largest event time seen so far minus the delay; a purchase whose
-/// window ended at or before that watermark is late.
+/// window's end plus the grace period is at or before that watermark is
+/// late.
 fn expected(events: &[Event], min_amount: f64) -> BTreeMap<(String, i64), (u64, f64)> {
     let mut rows = BTreeMap::new();
     let mut max_seen: Option<i64> = None;
@@ -87,7 +96,7 @@ fn expected(events: &[Event], min_amount: f64) -> BTreeMap<(String, i64), (u64, 
             continue;
         }
         let start = ts.div_euclid(WINDOW_MS) * WINDOW_MS;
-        if start + WINDOW_MS <= watermark {
+        if start + WINDOW_MS + GRACE_MS <= watermark {
             continue;
         }
         let row = rows.entry((e.user.to_string(), start)).or_insert((0, 0.0));
@@ -190,10 +199,10 @@ fn the_brief_scenario_answers_what_an_independent_computation_does() {
     assert_eq!(first["window_end"], json!(BASE + WINDOW_MS));
     assert_eq!(first["row"]["user_id"], "u1");
     assert_eq!(
-        first["row"]["purchase_count"], 2,
-        "the late 1000.0 is not counted: {u1}"
+        first["row"]["purchase_count"], 3,
+        "the 1000.0 within the grace period counts, the 2.0 a day later does not: {u1}"
     );
-    assert!((first["row"]["avg_amount"].as_f64().unwrap() - 7.75).abs() < 1e-9);
+    assert!((first["row"]["avg_amount"].as_f64().unwrap() - 338.5).abs() < 1e-9);
 
     // A key's windows, in time order; a range of them (ms or RFC 3339).
     let starts = |body: &Value| -> Vec<i64> {

@@ -22,6 +22,8 @@ use kappa_tests::{
 const BASE: i64 = 1_767_225_600_000;
 /// The SQL dialect's default watermark delay.
 const WATERMARK_DELAY_MS: i64 = 5_000;
+/// The SQL dialect's default grace period of a window (ksqlDB's: 24 hours).
+const GRACE_MS: i64 = 86_400_000;
 const DEADLINE: Duration = Duration::from_secs(60);
 
 use kappa_tests::brief::{HIGH_VALUE_ALERTS, PURCHASE_STATS, USER_EVENTS};
@@ -317,7 +319,8 @@ type Rows = BTreeMap<(String, i64), (u64, f64)>;
 /// The rows of a tumbling-window purchase table over `events` read in this
 /// order from one partition, computed independently of the server: the
 /// watermark before an event is the largest event time seen so far minus
-/// the delay, and a purchase whose window ended at or before it is late.
+/// the delay, and a purchase whose window's end plus the grace period is
+/// at or before it is late.
 fn expected_rows(events: &[Event], window_ms: i64, min_amount: f64) -> Rows {
     let mut rows = Rows::new();
     let mut max_seen: Option<i64> = None;
@@ -328,7 +331,7 @@ fn expected_rows(events: &[Event], window_ms: i64, min_amount: f64) -> Rows {
             continue;
         }
         let start = e.at.div_euclid(window_ms) * window_ms;
-        if start + window_ms <= watermark {
+        if start + window_ms + GRACE_MS <= watermark {
             continue;
         }
         let row = rows.entry((e.user.clone(), start)).or_insert((0, 0.0));

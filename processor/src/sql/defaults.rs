@@ -16,9 +16,12 @@ pub const IDLE_TIMEOUT_MS: i64 = crate::dsl::DEFAULT_IDLE_TIMEOUT_MS;
 /// (`MAX_FUTURE`) before the event is invalid: 1 day.
 pub const MAX_FUTURE_MS: i64 = crate::plan::DEFAULT_MAX_FUTURE_MS;
 
-/// Grace period of a window without `GRACE PERIOD`: none beyond the
-/// watermark delay.
-pub const GRACE_MS: i64 = 0;
+/// Grace period of a window without `GRACE PERIOD`: 24 hours, ksqlDB's
+/// default for windowed aggregations, so its statements run verbatim give
+/// its answer (an event up to a day behind the watermark still counts).
+/// `EMIT FINAL` rows appear once the grace period is over: say `GRACE
+/// PERIOD` for less.
+pub const GRACE_MS: i64 = 24 * 3_600_000;
 
 /// How long a deduplication id is remembered without `DEDUP_TTL`: 1 hour.
 pub const DEDUP_TTL_MS: i64 = 3_600_000;

@@ -411,9 +411,14 @@ fn window_clause(c: &mut Cursor<'_>) -> Result<WindowClause> {
     if let Some(r) = retention_ms {
         let grace = grace_ms.unwrap_or(super::defaults::GRACE_MS);
         if r < grace {
+            let default = if grace_ms.is_none() {
+                " (the default; give a shorter GRACE PERIOD for a shorter RETENTION)"
+            } else {
+                ""
+            };
             return Err(SqlError::span(
                 start,
-                format!("RETENTION ({r} ms) must be at least the GRACE PERIOD ({grace} ms): rows are kept until their window has closed"),
+                format!("RETENTION ({r} ms) must be at least the GRACE PERIOD ({grace} ms{default}): rows are kept until their window has closed"),
             ));
         }
     }
