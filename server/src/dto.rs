@@ -336,6 +336,11 @@ pub struct BuildOut {
     pub version: VersionOut,
     /// Where it was asked to start: `"earliest"`, `{"timestamp": ms}`, `{"offsets": [..]}`.
     pub start: kappa_processor::runner::StartFrom,
+    /// `"auto"`: swapped in once caught up; `"manual"`: waits for promote.
+    pub swap: SwapMode,
+    /// Caught up (reached `target_offsets`, lag within the swap bound): a
+    /// manual build waits in this state, following its input.
+    pub ready: bool,
     /// Where it started, per partition.
     pub start_offsets: Vec<u64>,
     /// The input's end offsets when it started: it is swapped in after
@@ -440,6 +445,21 @@ pub struct ReplayRequest {
     /// version saw (refused with `409 history_truncated` otherwise).
     #[serde(default)]
     pub allow_truncated: bool,
+    /// `"auto"` (default): swapped in once caught up; `"manual"`: waits,
+    /// following its input, for `POST /v1/views/{view}/promote`.
+    #[serde(default)]
+    pub swap: SwapMode,
+}
+
+/// When a replayed version takes over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapMode {
+    /// Once caught up.
+    #[default]
+    Auto,
+    /// On `promote`.
+    Manual,
 }
 
 fn earliest() -> kappa_processor::runner::StartFrom {

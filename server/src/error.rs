@@ -147,6 +147,7 @@ impl From<ViewError> for ApiError {
             ViewError::Behind { .. } => (S::GATEWAY_TIMEOUT, "view_behind"),
             ViewError::Closed => (S::SERVICE_UNAVAILABLE, "shutting_down"),
             ViewError::Unavailable { .. } => (S::SERVICE_UNAVAILABLE, "view_unavailable"),
+            ViewError::Refused { code, .. } => (S::CONFLICT, *code),
             ViewError::Processor(_) => {
                 let ViewError::Processor(inner) = e else {
                     unreachable!("matched above")

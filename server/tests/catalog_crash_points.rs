@@ -20,6 +20,7 @@ use kappa_log::{FsyncPolicy, Log, LogConfig, NewRecord, ProduceRecord, TopicConf
 use kappa_processor::dsl::{self, Pipeline};
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
+use kappa_server::views::manager::Swap;
 use kappa_server::views::{Clock, ManagerConfig, ViewManager};
 
 /// What the scenario was told, and the change under way at the crash.
@@ -88,7 +89,7 @@ fn scenario(dir: &Path, acked: &mut Acked) -> Result<(), String> {
             acked.views.push(name);
             acked.pending = None;
         }
-        manager.replace("v", counts("v", 2), None)?;
+        manager.replace("v", counts("v", 2), None, Swap::Auto)?;
         acked.pending = Some("w");
         manager.drop_view("w")?;
         acked.views.retain(|v| *v != "w");

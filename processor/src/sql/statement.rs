@@ -46,6 +46,7 @@ const CREATE_AS_PROPERTIES: &[&str] = &[
     "WATERMARK_DELAY",
     "IDLE_TIMEOUT",
     "MAX_FUTURE",
+    "SWAP",
 ];
 
 /// Parses every statement of `sql`.
@@ -512,6 +513,25 @@ fn create_as_decl(
     let watermark_delay_ms = props.duration(&["WATERMARK_DELAY"])?;
     let idle_timeout_ms = positive_ms(&mut props, "IDLE_TIMEOUT")?;
     let max_future_ms = props.duration(&["MAX_FUTURE"])?;
+    let swap_manual = match props.string(&["SWAP"])? {
+        None => false,
+        Some((mode, span)) => match mode.to_ascii_uppercase().as_str() {
+            "AUTO" => false,
+            "MANUAL" if head.kind == ObjectKind::Table => true,
+            "MANUAL" => {
+                return Err(SqlError::span(
+                    span,
+                    "SWAP='MANUAL' applies to CREATE OR REPLACE TABLE: a stream's new version takes over at once",
+                ))
+            }
+            _ => {
+                return Err(SqlError::span(
+                    span,
+                    format!("SWAP must be 'AUTO' or 'MANUAL', got {mode:?}"),
+                ))
+            }
+        },
+    };
     props.finish(
         &format!("CREATE {} .. AS", head.kind.to_string().to_uppercase()),
         CREATE_AS_PROPERTIES,
@@ -530,6 +550,7 @@ fn create_as_decl(
             watermark_delay_ms,
             idle_timeout_ms,
             max_future_ms,
+            swap_manual,
             sql: st.text.clone(),
             line: st.start.line,
             column: st.start.column,

@@ -193,6 +193,9 @@ pub struct CreateAs {
     /// How far after its append time an event time may be (`MAX_FUTURE`).
     #[serde(default)]
     pub max_future_ms: Option<i64>,
+    /// `SWAP='MANUAL'`: a replacement waits for `promote` once caught up.
+    #[serde(default)]
+    pub swap_manual: bool,
     /// The statement's original text, without the trailing `;`.
     pub sql: String,
     /// 1-based line of the statement's first character in the text given

@@ -11,6 +11,7 @@ mod http;
 mod produce;
 mod query;
 mod replay;
+mod review;
 mod sql;
 mod table;
 mod tail;
@@ -64,6 +65,16 @@ pub enum ClientCommand {
     Query(QueryArgs),
     /// Rebuild a view from the start of its input (or a time) and follow the build.
     Replay(ReplayArgs),
+    /// Serve the version being built now (a `SWAP='MANUAL'` build waiting in `ready`).
+    Promote {
+        /// The view.
+        view: String,
+    },
+    /// Serve the previous version again while it is kept.
+    Rollback {
+        /// The view.
+        view: String,
+    },
 }
 
 /// Runs a client command against the server at `url` (e.g. "http://127.0.0.1:8080").
@@ -80,6 +91,8 @@ pub fn run(url: &str, command: ClientCommand) -> anyhow::Result<()> {
         ClientCommand::Views(args) => views::run(&client, args, &mut out),
         ClientCommand::Query(args) => query::run(&client, args, &mut out),
         ClientCommand::Replay(args) => replay::run(&client, args, &mut out),
+        ClientCommand::Promote { view } => review::run(&client, &view, "promote", &mut out),
+        ClientCommand::Rollback { view } => review::run(&client, &view, "rollback", &mut out),
     }
 }
 

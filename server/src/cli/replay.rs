@@ -64,6 +64,10 @@ pub struct ReplayArgs {
     /// Replay even though retention deleted input the served version saw.
     #[arg(long)]
     pub allow_truncated: bool,
+    /// Build the new version but wait for `kappa promote` to serve it
+    /// (returns once it is ready).
+    #[arg(long)]
+    pub manual: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -89,7 +93,11 @@ pub fn replay_body(from: &ReplayFrom, allow_truncated: bool) -> Value {
 /// Runs `kappa replay`, printing to `out` (the progress bar goes to stderr).
 pub fn run(client: &Client, args: ReplayArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let path = format!("{}/replay", view_path(&args.view));
-    let body = client.post_json(&path, &replay_body(&args.from, args.allow_truncated))?;
+    let mut request = replay_body(&args.from, args.allow_truncated);
+    if args.manual {
+        request["swap"] = json!("manual");
+    }
+    let body = client.post_json(&path, &request)?;
     let started: Started = super::http::parse(&path, &body)?;
     let version = match (started.building_version, started.served_version) {
         (Some(v), _) => v,
@@ -107,6 +115,14 @@ pub fn run(client: &Client, args: ReplayArgs, out: &mut dyn Write) -> anyhow::Re
         }
     };
     writeln!(out, "{}: building version {version}", args.view)?;
+    if args.manual {
+        writeln!(
+            out,
+            "it waits, following its input, until `kappa promote {}` serves it (check it with: kappa views {})",
+            args.view, args.view
+        )?;
+        return Ok(());
+    }
     if args.no_wait {
         writeln!(out, "follow it with: kappa views {}", args.view)?;
         return Ok(());
@@ -318,6 +334,7 @@ mod tests {
             from: ReplayFrom::Earliest,
             no_wait: false,
             allow_truncated: false,
+            manual: false,
         };
         let mut out = Vec::new();
         run(&Client::new(&server.url), args, &mut out).unwrap();

@@ -53,6 +53,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/views/{view}/rows"),
     ("GET", "/v1/views/{view}/changes"),
     ("POST", "/v1/views/{view}/replay"),
+    ("POST", "/v1/views/{view}/promote"),
+    ("POST", "/v1/views/{view}/rollback"),
 ];
 
 /// Builds the router over `state`.
@@ -93,6 +95,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/views/{view}/rows", get(views::rows))
         .route("/v1/views/{view}/changes", get(changes::changes))
         .route("/v1/views/{view}/replay", post(views::replay))
+        .route("/v1/views/{view}/promote", post(views::promote))
+        .route("/v1/views/{view}/rollback", post(views::rollback))
         .route_layer(axum::middleware::from_fn(browser::check_type))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .method_not_allowed_fallback(|| async {

@@ -27,7 +27,7 @@ use super::topics::default_topic_config;
 use super::views::MAX_ROWS_PER_PAGE;
 use crate::error::{ApiError, ApiResult};
 use crate::views::catalog::Catalog;
-use crate::views::manager::Change;
+use crate::views::manager::{Change, Swap};
 use crate::views::{RowsRequest, ViewError};
 use crate::AppState;
 
@@ -217,7 +217,12 @@ fn create_as(state: &AppState, create: CreateAs) -> ApiResult<Value> {
     let (status, version) = if exists && !create.or_replace {
         return Err(ViewError::Exists(name).into());
     } else if exists {
-        match state.views.replace(&name, plan, Some(create.sql))? {
+        let swap = if create.swap_manual {
+            Swap::Manual
+        } else {
+            Swap::Auto
+        };
+        match state.views.replace(&name, plan, Some(create.sql), swap)? {
             Change::Unchanged => ("unchanged", catalog.views[&name].latest().version),
             Change::Building(v) => ("building", v),
             Change::Served(v) => ("replaced", v),

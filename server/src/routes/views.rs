@@ -17,7 +17,7 @@ use serde_json::json;
 use super::{blocking, body, json, Params};
 use crate::dto::{AsOfOut, PartitionOffset, ReplayRequest, RowOut, RowsOut};
 use crate::error::{ApiError, ApiResult};
-use crate::views::manager::Change;
+use crate::views::manager::{Change, Swap};
 use crate::views::{RowsAnswer, RowsRequest};
 use crate::AppState;
 
@@ -212,6 +212,7 @@ pub async fn replay(
         ReplayRequest {
             from: kappa_processor::runner::StartFrom::Earliest,
             allow_truncated: false,
+            swap: crate::dto::SwapMode::Auto,
         }
     } else {
         json(&bytes)?
@@ -223,7 +224,11 @@ pub async fn replay(
     let views = state.views.clone();
     let name = view.clone();
     let from = request.from.clone();
-    let change = blocking(move || Ok(views.replay(&name, from)?)).await?;
+    let swap = match request.swap {
+        crate::dto::SwapMode::Auto => Swap::Auto,
+        crate::dto::SwapMode::Manual => Swap::Manual,
+    };
+    let change = blocking(move || Ok(views.replay(&name, from, swap)?)).await?;
     let body = match change {
         Change::Building(version) => {
             json!({"view": view, "building_version": version, "from": request.from})
@@ -234,6 +239,34 @@ pub async fn replay(
         Change::Unchanged => json!({"view": view, "from": request.from}),
     };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+/// `POST /v1/views/{view}/promote`: serves the version being built now.
+pub async fn promote(
+    State(state): State<AppState>,
+    Path(view): Path<String>,
+) -> ApiResult<Response> {
+    let views = state.views.clone();
+    let name = view.clone();
+    let done = blocking(move || Ok(views.promote(&name)?)).await?;
+    Ok(Json(
+        json!({"view": view, "served_version": done.served, "previous_version": done.previous}),
+    )
+    .into_response())
+}
+
+/// `POST /v1/views/{view}/rollback`: serves the previous version again.
+pub async fn rollback(
+    State(state): State<AppState>,
+    Path(view): Path<String>,
+) -> ApiResult<Response> {
+    let views = state.views.clone();
+    let name = view.clone();
+    let done = blocking(move || Ok(views.rollback(&name)?)).await?;
+    Ok(Json(
+        json!({"view": view, "served_version": done.served, "previous_version": done.previous}),
+    )
+    .into_response())
 }
 
 #[cfg(test)]

@@ -107,6 +107,35 @@ pub struct BuildEntry {
     /// after reaching them (so it never serves less history than the
     /// version it replaces had), and once its lag is small enough.
     pub target_offsets: Vec<u64>,
+    /// Manual swap (`SWAP='MANUAL'`, `"swap": "manual"`): once caught up
+    /// the build keeps following its input and waits for
+    /// `POST /v1/views/{view}/promote` instead of being swapped in.
+    #[serde(default)]
+    pub manual: bool,
+}
+
+impl ViewEntry {
+    /// Serves `entry` in place of the served version, which is kept in
+    /// grace until `readable_until_ms` (so it can be read and rolled back
+    /// to), or returned to be dropped at once when `readable_until_ms` is
+    /// `None`.
+    pub fn serve(
+        &mut self,
+        entry: VersionEntry,
+        readable_until_ms: Option<i64>,
+    ) -> Option<VersionEntry> {
+        let old = std::mem::replace(&mut self.served, entry);
+        match readable_until_ms {
+            Some(until) => {
+                self.grace.push(GraceEntry {
+                    entry: old,
+                    readable_until_ms: until,
+                });
+                None
+            }
+            None => Some(old),
+        }
+    }
 }
 
 /// A replaced version still readable (`?version=`) for a while.
@@ -432,6 +461,7 @@ mod tests {
                 },
                 start_offsets: vec![3],
                 target_offsets: vec![9],
+                manual: false,
             }),
             grace: Vec::new(),
             served,

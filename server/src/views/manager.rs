@@ -102,6 +102,16 @@ fn open_stores(config: &ManagerConfig) -> Result<Stores> {
     Ok(stores)
 }
 
+/// When a table's new version takes over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Swap {
+    /// Once it has caught up (the default).
+    #[default]
+    Auto,
+    /// When `promote` says so; until then it follows its input, ready.
+    Manual,
+}
+
 /// What a replace or replay did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -413,7 +423,13 @@ impl ViewManager {
     /// Replaces the definition of `name`: unchanged if `plan` is the
     /// newest definition already, else a new version (built in the
     /// background for tables, taking over at once for streams).
-    pub fn replace(&self, name: &str, plan: Plan, sql: Option<String>) -> Result<Change> {
+    pub fn replace(
+        &self,
+        name: &str,
+        plan: Plan,
+        sql: Option<String>,
+        swap: Swap,
+    ) -> Result<Change> {
         plan.validate().map_err(ViewError::InvalidPlan)?;
         let _ops = lock(&self.ops);
         self.check_open()?;
@@ -432,12 +448,12 @@ impl ViewManager {
                 "{name:?} cannot change between a table and a stream: drop it first"
             )));
         }
-        self.new_version(catalog, name, plan, sql, None)
+        self.new_version(catalog, name, plan, sql, None, swap)
     }
 
     /// Rebuilds `name` with its newest definition from `from`, as a new
     /// version.
-    pub fn replay(&self, name: &str, from: StartFrom) -> Result<Change> {
+    pub fn replay(&self, name: &str, from: StartFrom, swap: Swap) -> Result<Change> {
         let _ops = lock(&self.ops);
         self.check_open()?;
         let catalog = self.catalog();
@@ -446,7 +462,7 @@ impl ViewManager {
             .get(name)
             .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
         let latest = view.latest().clone();
-        self.new_version(catalog, name, latest.plan, latest.sql, Some(from))
+        self.new_version(catalog, name, latest.plan, latest.sql, Some(from), swap)
     }
 
     /// Starts version `next_version` of `name` (under the `ops` lock). A
@@ -458,6 +474,7 @@ impl ViewManager {
         plan: Plan,
         sql: Option<String>,
         from: Option<StartFrom>,
+        swap: Swap,
     ) -> Result<Change> {
         let view = catalog.views.get_mut(name).expect("checked by the caller");
         let version = view.next_version;
@@ -495,6 +512,7 @@ impl ViewManager {
             entry,
             start_offsets,
             target_offsets,
+            manual: swap == Swap::Manual,
         });
         view.failure = None;
         if let Err(e) = self.save(&catalog) {
@@ -567,6 +585,12 @@ impl ViewManager {
         self.retire(cancelled.into_iter().chain([old]).collect(), true);
         tracing::info!(view = name, version, "stream version took over");
         Ok(Change::Served(version))
+    }
+
+    /// Until when a version replaced now stays readable (`None`: dropped
+    /// at once, `view_grace_ms` = 0).
+    pub(super) fn readable_until(&self, now_ms: i64) -> Option<i64> {
+        (self.config.grace_ms > 0).then(|| now_ms.saturating_add(self.config.grace_ms as i64))
     }
 
     /// End offsets of a plan's input topic (empty if it is gone).

@@ -11,6 +11,7 @@ pub mod horizon;
 pub mod manager;
 mod reads;
 pub mod retry;
+pub mod review;
 mod supervisor;
 
 use kappa_processor::error::ProcessorError;
@@ -75,6 +76,15 @@ pub enum ViewError {
     /// The server is shutting down.
     #[error("the server is shutting down")]
     Closed,
+    /// The request conflicts with the view's state (`code` says how:
+    /// nothing to promote or roll back, the version is behind).
+    #[error("{message}")]
+    Refused {
+        /// Stable error code.
+        code: &'static str,
+        /// What and why.
+        message: String,
+    },
     /// The version's state is not open (it failed, or its store is
     /// damaged): nothing to read until it runs again or is rebuilt.
     #[error("view {view:?} version {version} cannot be read: its state is not available (GET /v1/views/{view} says why; POST /v1/views/{view}/replay rebuilds it from the log)")]

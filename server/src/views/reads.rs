@@ -327,7 +327,12 @@ impl ViewManager {
         let building_version = match (view.building.as_ref(), building) {
             (Some(b), Some((mut out, rate))) => {
                 out.state_bytes = self.state_bytes(&scope(name, out.version));
-                Some(build_out(b, out, rate.unwrap_or(0.0)))
+                Some(build_out(
+                    b,
+                    out,
+                    rate.unwrap_or(0.0),
+                    self.config.swap_max_lag,
+                ))
             }
             _ => None,
         };
@@ -411,7 +416,17 @@ impl ViewManager {
     }
 }
 
-fn build_out(b: &super::catalog::BuildEntry, version: VersionOut, rate: f64) -> BuildOut {
+fn build_out(
+    b: &super::catalog::BuildEntry,
+    version: VersionOut,
+    rate: f64,
+    swap_max_lag: u64,
+) -> BuildOut {
+    let reached = version.running
+        && b.target_offsets
+            .iter()
+            .enumerate()
+            .all(|(i, t)| version.partitions.get(i).is_some_and(|p| p.committed >= *t));
     let done: u64 = version
         .partitions
         .iter()
@@ -424,6 +439,12 @@ fn build_out(b: &super::catalog::BuildEntry, version: VersionOut, rate: f64) -> 
     let total = done + version.lag;
     let eta_ms = (rate > 0.0).then(|| ((version.lag as f64 / rate) * 1000.0) as u64);
     BuildOut {
+        ready: reached && version.lag <= swap_max_lag,
+        swap: if b.manual {
+            crate::dto::SwapMode::Manual
+        } else {
+            crate::dto::SwapMode::Auto
+        },
         start: b.entry.start.clone(),
         start_offsets: b.start_offsets.clone(),
         target_offsets: b.target_offsets.clone(),
@@ -440,6 +461,11 @@ fn build_out(b: &super::catalog::BuildEntry, version: VersionOut, rate: f64) -> 
 fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) -> ViewOut {
     let status = if !served.running {
         "failed"
+    } else if building
+        .as_ref()
+        .is_some_and(|b| b.ready && b.swap == crate::dto::SwapMode::Manual)
+    {
+        "ready"
     } else if building.is_some() {
         "building"
     } else {

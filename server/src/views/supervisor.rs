@@ -230,20 +230,16 @@ impl ViewManager {
                         samples.pop_front();
                     }
                     crate::metrics::set_view_build(&view.name, done, done + lag);
-                    if reached && lag <= self.config.swap_max_lag {
+                    // A manual build keeps following its input until promoted.
+                    if reached && lag <= self.config.swap_max_lag && !build.manual {
                         let build = view.building.take().expect("present");
-                        let old = std::mem::replace(&mut view.served, build.entry);
-                        tracing::info!(view = %view.name, from = old.version, to = view.served.version, lag, "swapped in the new version");
+                        let from = view.served.version;
+                        if let Some(old) = view.serve(build.entry, self.readable_until(now)) {
+                            retire.push(scope(&view.name, old.version));
+                        }
+                        tracing::info!(view = %view.name, from, to = view.served.version, lag, "swapped in the new version");
                         crate::metrics::count_view_swap(&view.name);
                         crate::metrics::set_view_build(&view.name, 0, 0);
-                        if self.config.grace_ms == 0 {
-                            retire.push(scope(&view.name, old.version));
-                        } else {
-                            view.grace.push(GraceEntry {
-                                entry: old,
-                                readable_until_ms: now + self.config.grace_ms as i64,
-                            });
-                        }
                         st.samples.remove(&b);
                         changed = true;
                     }

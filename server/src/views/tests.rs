@@ -15,7 +15,7 @@ use kappa_processor::plan::Plan;
 use kappa_processor::runner::StartFrom;
 use kappa_processor::state::store::{Scope, Store};
 
-use super::manager::Change;
+use super::manager::{Change, Swap};
 use super::{Clock, ManagerConfig, ViewManager};
 
 struct Fixture {
@@ -28,6 +28,11 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with_grace(0)
+}
+
+/// A fixture whose replaced versions stay readable for `grace_ms`.
+fn fixture_with_grace(grace_ms: u64) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(Log::open(LogConfig::new(dir.path())).unwrap());
     let clock = Arc::new(AtomicI64::new(1_000_000));
@@ -36,7 +41,7 @@ fn fixture() -> Fixture {
         ManagerConfig {
             data_dir: dir.path().to_path_buf(),
             swap_max_lag: 0,
-            grace_ms: 0,
+            grace_ms,
             commit_interval_ms: 10,
             clock: Clock::manual(clock.clone()),
         },
@@ -102,7 +107,10 @@ fn a_failed_build_leaves_the_served_version_serving_and_says_why() {
     f.produce("a", &["x", "y"]);
     f.produce("b", &["z"]);
     assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
-    let change = f.manager.replace("v", counts("b", "v"), None).unwrap();
+    let change = f
+        .manager
+        .replace("v", counts("b", "v"), None, Swap::Auto)
+        .unwrap();
     assert_eq!(change, Change::Building(2));
     // The build's input disappears: its processor ends with an error.
     f.log.delete_topic("b").unwrap();
@@ -138,11 +146,13 @@ fn a_build_is_swapped_in_once_caught_up_and_the_old_version_dropped() {
         .aggregate([dsl::count("n"), dsl::count("m")])
         .to_view("v");
     assert_eq!(
-        f.manager.replace("v", plan.clone(), None).unwrap(),
+        f.manager
+            .replace("v", plan.clone(), None, Swap::Auto)
+            .unwrap(),
         Change::Building(2)
     );
     assert_eq!(
-        f.manager.replace("v", plan, None).unwrap(),
+        f.manager.replace("v", plan, None, Swap::Auto).unwrap(),
         Change::Unchanged
     );
     f.eventually("the swap", || {
@@ -169,7 +179,10 @@ fn a_stream_replacement_continues_where_the_old_version_stopped() {
         f.manager.describe("s").unwrap().served_version.partitions[0].committed
     };
     f.eventually("version 1 processed everything", || committed(&f) == 5);
-    let change = f.manager.replace("s", plan(&["k", "k2"]), None).unwrap();
+    let change = f
+        .manager
+        .replace("s", plan(&["k", "k2"]), None, Swap::Auto)
+        .unwrap();
     assert_eq!(change, Change::Served(2));
     f.produce("a", &["6", "7"]);
     f.eventually("version 2 processed the new records", || committed(&f) == 7);
@@ -425,7 +438,9 @@ fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
 
     // One command rebuilds a damaged view from the log.
     assert_eq!(
-        f.manager.replay("hurt", StartFrom::Earliest).unwrap(),
+        f.manager
+            .replay("hurt", StartFrom::Earliest, Swap::Auto)
+            .unwrap(),
         Change::Building(2)
     );
     f.eventually("the rebuilt version is swapped in", || {
@@ -493,4 +508,97 @@ fn a_store_shared_by_every_version_is_moved_into_one_store_each_without_reproces
     // The shared store is kept, renamed; nothing is deleted.
     assert!(!data.join("state").exists());
     assert_eq!(names_starting(&data, "state.migrated-").len(), 1);
+}
+
+#[test]
+fn a_manual_build_waits_ready_for_promote_and_a_rollback_serves_the_old_version_again() {
+    let f = fixture_with_grace(3_600_000);
+    f.produce("a", &["x", "y", "x"]);
+    f.manager.create("v", counts("a", "v"), None).unwrap();
+    let two_counts = Pipeline::from_topic("a")
+        .key_by([("k", Expr::field("k"))])
+        .aggregate([dsl::count("n"), dsl::count("m")])
+        .to_view("v");
+    assert_eq!(
+        f.manager
+            .replace("v", two_counts, None, Swap::Manual)
+            .unwrap(),
+        Change::Building(2)
+    );
+    // Caught up, it waits: ready, following its input, not served.
+    f.eventually("the build is ready", || {
+        f.manager.tick();
+        f.manager.describe("v").unwrap().status == "ready"
+    });
+    f.produce("a", &["z"]);
+    f.eventually("both versions follow the input", || {
+        let d = f.manager.describe("v").unwrap();
+        let build = d.building_version.expect("still building");
+        d.served_version.partitions[0].committed == 4 && build.version.partitions[0].committed == 4
+    });
+    f.manager.tick();
+    assert_eq!(f.manager.describe("v").unwrap().served_version.version, 1);
+
+    // A restart keeps the build waiting.
+    let f = f.reopen_with(|| ());
+    f.eventually("ready again after the restart", || {
+        f.manager.tick();
+        f.manager.describe("v").unwrap().status == "ready"
+    });
+    assert_eq!(f.manager.describe("v").unwrap().served_version.version, 1);
+
+    let done = f.manager.promote("v").unwrap();
+    assert_eq!((done.served, done.previous), (2, 1));
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!(d.status, "running");
+    assert!(d.building_version.is_none());
+    assert_eq!(
+        d.grace_versions
+            .iter()
+            .map(|g| g.version)
+            .collect::<Vec<_>>(),
+        [1]
+    );
+    assert!(matches!(
+        f.manager.promote("v"),
+        Err(super::ViewError::Refused {
+            code: "nothing_to_promote",
+            ..
+        })
+    ));
+
+    // Roll back: version 1 serves again (its rows were kept up to date),
+    // version 2 is kept in grace and can be rolled back to in turn.
+    let done = f.manager.rollback("v").unwrap();
+    assert_eq!((done.served, done.previous), (1, 2));
+    assert_eq!(f.counts("v").len(), 3);
+    let f = f.reopen_with(|| ());
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!(d.served_version.version, 1, "a restart keeps the rollback");
+    assert_eq!(
+        d.grace_versions
+            .iter()
+            .map(|g| g.version)
+            .collect::<Vec<_>>(),
+        [2]
+    );
+    f.eventually("version 2 runs again after the restart", || {
+        f.manager.describe("v").unwrap().served_version.partitions[0].committed == 4
+            && f.manager.rollback("v").is_ok()
+    });
+    assert_eq!(f.manager.describe("v").unwrap().served_version.version, 2);
+}
+
+#[test]
+fn a_rollback_without_a_kept_version_is_refused() {
+    let f = fixture();
+    f.produce("a", &["x"]);
+    f.manager.create("v", counts("a", "v"), None).unwrap();
+    assert!(matches!(
+        f.manager.rollback("v"),
+        Err(super::ViewError::Refused {
+            code: "nothing_to_roll_back",
+            ..
+        })
+    ));
 }

@@ -1,0 +1,154 @@
+//! Reviewing a new version before it serves and undoing it after:
+//! `promote` swaps in a build that waits for approval (`SWAP='MANUAL'`),
+//! `rollback` serves the previous version again while it is kept in grace.
+//!
+//! Neither makes served rows step backwards: the version that takes over
+//! must have processed at least every input offset the served one has
+//! (both keep following the input, so a version that is behind catches up
+//! within moments; the answer says which partitions are behind).
+
+use kappa_processor::version::RunningProcessor;
+
+use super::catalog::{Catalog, VersionEntry};
+use super::manager::{lock, scope, ViewManager};
+use super::{Result, ViewError};
+
+/// What a promote or rollback did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served {
+    /// The version now served.
+    pub served: u64,
+    /// The version that was served (kept in grace, readable and available
+    /// to roll back to, unless `view_grace_ms` is 0).
+    pub previous: u64,
+}
+
+impl ViewManager {
+    /// Swaps in the version being built for `name` now (a manual build
+    /// waiting in `ready`, or an automatic one that has caught up).
+    pub fn promote(&self, name: &str) -> Result<Served> {
+        let _ops = lock(&self.ops);
+        let mut catalog = self.catalog();
+        let view = table(&catalog, name)?;
+        let build = view.building.clone().ok_or_else(|| ViewError::Refused {
+            code: "nothing_to_promote",
+            message: format!("view {name:?} has no version being built to promote"),
+        })?;
+        self.check_not_behind(name, &view.served, &build.entry)?;
+        let view = catalog.views.get_mut(name).expect("checked");
+        view.building = None;
+        view.failure = None;
+        self.serve_now(catalog, name, build.entry, "promoted")
+    }
+
+    /// Serves the most recently replaced version of `name` again; the
+    /// served one is kept in grace like any replaced version.
+    pub fn rollback(&self, name: &str) -> Result<Served> {
+        let _ops = lock(&self.ops);
+        let mut catalog = self.catalog();
+        let view = table(&catalog, name)?;
+        let Some(previous) = view.grace.last().map(|g| g.entry.clone()) else {
+            return Err(ViewError::Refused {
+                code: "nothing_to_roll_back",
+                message: format!(
+                    "view {name:?} keeps no previous version (a replaced version is kept for view_grace_ms, {} ms on this server)",
+                    self.config.grace_ms
+                ),
+            });
+        };
+        self.check_not_behind(name, &view.served, &previous)?;
+        let view = catalog.views.get_mut(name).expect("checked");
+        view.grace.pop();
+        view.failure = None;
+        self.serve_now(catalog, name, previous, "rolled back")
+    }
+
+    /// Serves `entry` in place of the served version, persists, wakes the
+    /// supervisor (and drops the old version at once without grace).
+    fn serve_now(
+        &self,
+        mut catalog: Catalog,
+        name: &str,
+        entry: VersionEntry,
+        what: &str,
+    ) -> Result<Served> {
+        let served = entry.version;
+        let view = catalog.views.get_mut(name).expect("checked");
+        let previous = view.served.version;
+        let dropped = view.serve(entry, self.readable_until(kappa_log::now_ms()));
+        self.save(&catalog)?;
+        self.install(catalog, Vec::new());
+        if let Some(old) = dropped {
+            self.retire(vec![scope(name, old.version)], true);
+        }
+        lock(&self.state).retries.remove(name);
+        crate::metrics::count_view_swap(name);
+        crate::metrics::set_view_build(name, 0, 0);
+        tracing::info!(view = name, from = previous, to = served, "{what}");
+        Ok(Served { served, previous })
+    }
+
+    /// Refuses when `next` has processed less input than `served` on any
+    /// partition, or is not running.
+    fn check_not_behind(
+        &self,
+        name: &str,
+        served: &VersionEntry,
+        next: &VersionEntry,
+    ) -> Result<()> {
+        let st = lock(&self.state);
+        let committed = |v: &VersionEntry| {
+            st.running
+                .get(&scope(name, v.version))
+                .filter(|p| !p.is_finished())
+                .map(RunningProcessor::progress)
+                .map(|p| p.committed_offsets)
+        };
+        let Some(next_offsets) = committed(next) else {
+            return Err(ViewError::Refused {
+                code: "not_running",
+                message: format!(
+                    "version {} of {name:?} is not running: it cannot serve",
+                    next.version
+                ),
+            });
+        };
+        // A served version that is down has nothing newer to protect.
+        let Some(served_offsets) = committed(served) else {
+            return Ok(());
+        };
+        let behind: Vec<String> = served_offsets
+            .iter()
+            .enumerate()
+            .filter_map(|(p, &s)| {
+                let n = next_offsets.get(p).copied().unwrap_or(0);
+                (n < s).then(|| format!("partition {p}: {n} < {s}"))
+            })
+            .collect();
+        if behind.is_empty() {
+            return Ok(());
+        }
+        Err(ViewError::Refused {
+            code: "not_caught_up",
+            message: format!(
+                "version {} of {name:?} has processed less input than the served version {} ({}): serving it would step rows backwards; try again once it caught up",
+                next.version,
+                served.version,
+                behind.join(", ")
+            ),
+        })
+    }
+}
+
+/// The catalog entry of table `name` (streams have no versions to review:
+/// a new version takes over at once).
+fn table<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a super::catalog::ViewEntry> {
+    let view = catalog
+        .views
+        .get(name)
+        .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
+    if !view.is_table() {
+        return Err(ViewError::NotATable(name.to_string()));
+    }
+    Ok(view)
+}
