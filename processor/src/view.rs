@@ -177,7 +177,9 @@ pub fn query_as_of(
     Ok((rows, next, read_as_of(&snapshot, scope, partitions)?))
 }
 
-fn read_rows(
+/// Up to `limit` rows of `query` from `snapshot`, after `cursor`, and the
+/// cursor of the next page (used by [`query`] and [`crate::diff`]).
+pub(crate) fn read_rows(
     snapshot: &Snapshot<'_>,
     scope: &Scope,
     query: &ViewQuery,
@@ -453,7 +455,12 @@ fn read_u64(snapshot: &Snapshot<'_>, scope: &Scope, name: &str) -> Result<Option
         .map(u64::from_le_bytes))
 }
 
-fn read_as_of(snapshot: &Snapshot<'_>, scope: &Scope, partitions: usize) -> Result<AsOf> {
+/// The committed position of `scope` in `snapshot`.
+pub(crate) fn read_as_of(
+    snapshot: &Snapshot<'_>,
+    scope: &Scope,
+    partitions: usize,
+) -> Result<AsOf> {
     let offsets = (0..partitions)
         .map(|p| Ok(read_u64(snapshot, scope, &format!("offset/{p}"))?.unwrap_or(0)))
         .collect::<Result<_>>()?;

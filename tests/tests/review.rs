@@ -89,6 +89,35 @@ fn a_manual_replacement_waits_for_promote_and_a_rollback_serves_the_old_rows_aga
     assert_eq!(counts(&server, None), all());
     assert_eq!(counts(&server, Some(2)), slow());
 
+    // The difference, counted: a 2 -> 1, b unchanged, c gone.
+    let (code, diff) = server.get("/v1/views/page_counts/diff");
+    assert_eq!(code, 200, "{diff}");
+    assert_eq!(diff["base"]["version"], 1);
+    assert_eq!(diff["candidate"]["version"], 2);
+    assert_eq!(
+        (
+            &diff["added"],
+            &diff["removed"],
+            &diff["changed"],
+            &diff["unchanged"]
+        ),
+        (&json!(0), &json!(1), &json!(1), &json!(1)),
+        "{diff}"
+    );
+    assert_eq!(diff["examples"][0]["key"], "a");
+    assert_eq!(diff["examples"][0]["change"], "changed");
+    assert_eq!(diff["examples"][0]["base"]["n"], 2);
+    assert_eq!(diff["examples"][0]["candidate"]["n"], 1);
+    assert_eq!(diff["examples"][1]["change"], "removed");
+    assert!(diff["examples"][1]["candidate"].is_null());
+    let printed = kappa(&server, &["diff", "page_counts"]);
+    assert!(
+        printed.contains("0 added, 1 removed, 1 changed, 1 unchanged"),
+        "{printed}"
+    );
+    let (code, body) = server.get("/v1/views/page_counts/diff?limit=5000");
+    assert_error("limit", code, &body, 400, "bad_request");
+
     // A restart keeps it waiting.
     server.terminate_ok();
     let server = server.restart();

@@ -65,6 +65,20 @@ pub enum ClientCommand {
     Query(QueryArgs),
     /// Rebuild a view from the start of its input (or a time) and follow the build.
     Replay(ReplayArgs),
+    /// How a view's version being built (or --candidate) differs from the served one (or --base).
+    Diff {
+        /// The view.
+        view: String,
+        /// Base version [default: the served one].
+        #[arg(long)]
+        base: Option<u64>,
+        /// Candidate version [default: the one being built].
+        #[arg(long)]
+        candidate: Option<u64>,
+        /// Most differences to print.
+        #[arg(long, default_value_t = 20)]
+        limit: u64,
+    },
     /// Serve the version being built now (a `SWAP='MANUAL'` build waiting in `ready`).
     Promote {
         /// The view.
@@ -91,6 +105,12 @@ pub fn run(url: &str, command: ClientCommand) -> anyhow::Result<()> {
         ClientCommand::Views(args) => views::run(&client, args, &mut out),
         ClientCommand::Query(args) => query::run(&client, args, &mut out),
         ClientCommand::Replay(args) => replay::run(&client, args, &mut out),
+        ClientCommand::Diff {
+            view,
+            base,
+            candidate,
+            limit,
+        } => review::diff(&client, &view, base, candidate, limit, &mut out),
         ClientCommand::Promote { view } => review::run(&client, &view, "promote", &mut out),
         ClientCommand::Rollback { view } => review::run(&client, &view, "rollback", &mut out),
     }

@@ -1,5 +1,5 @@
-//! `kappa promote` and `kappa rollback`: serve a view's version being
-//! built now, or its previous version again.
+//! `kappa diff`, `kappa promote` and `kappa rollback`: review how a view's
+//! new version differs, serve it now, or serve the previous version again.
 
 use std::io::Write;
 
@@ -27,5 +27,56 @@ pub fn run(client: &Client, view: &str, action: &str, out: &mut dyn Write) -> an
         "{view}: version {} is served (version {} is kept for rollback while its grace lasts)",
         served.served_version, served.previous_version
     )?;
+    Ok(())
+}
+
+/// Prints how version `candidate` (default: the one being built) of a view
+/// differs from `base` (default: the served one): counts, then the first
+/// `limit` differences side by side.
+pub fn diff(
+    client: &Client,
+    view: &str,
+    base: Option<u64>,
+    candidate: Option<u64>,
+    limit: u64,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let path = format!("{}/diff", view_path(view));
+    let mut query = vec![("limit", limit.to_string())];
+    query.extend(base.map(|b| ("base", b.to_string())));
+    query.extend(candidate.map(|c| ("candidate", c.to_string())));
+    let answer: serde_json::Value = client.get_json(&path, &query)?;
+    let n = |k: &str| answer[k].as_u64().unwrap_or(0);
+    writeln!(
+        out,
+        "{view}: version {} against version {}: {} added, {} removed, {} changed, {} unchanged",
+        answer["candidate"]["version"],
+        answer["base"]["version"],
+        n("added"),
+        n("removed"),
+        n("changed"),
+        n("unchanged")
+    )?;
+    for e in answer["examples"].as_array().into_iter().flatten() {
+        let window = match (e["window_start"].as_i64(), e["window_end"].as_i64()) {
+            (Some(s), Some(end)) => format!(" [{s}, {end})"),
+            _ => String::new(),
+        };
+        let side = |v: &serde_json::Value| {
+            if v.is_null() {
+                "-".to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        writeln!(
+            out,
+            "  {:<8} {}{window}: {} -> {}",
+            e["change"].as_str().unwrap_or("?"),
+            e["key"].as_str().unwrap_or("?"),
+            side(&e["base"]),
+            side(&e["candidate"])
+        )?;
+    }
     Ok(())
 }

@@ -53,6 +53,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/views/{view}/rows"),
     ("GET", "/v1/views/{view}/changes"),
     ("POST", "/v1/views/{view}/replay"),
+    ("GET", "/v1/views/{view}/diff"),
     ("POST", "/v1/views/{view}/promote"),
     ("POST", "/v1/views/{view}/rollback"),
 ];
@@ -95,6 +96,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/views/{view}/rows", get(views::rows))
         .route("/v1/views/{view}/changes", get(changes::changes))
         .route("/v1/views/{view}/replay", post(views::replay))
+        .route("/v1/views/{view}/diff", get(views::diff))
         .route("/v1/views/{view}/promote", post(views::promote))
         .route("/v1/views/{view}/rollback", post(views::rollback))
         .route_layer(axum::middleware::from_fn(browser::check_type))

@@ -241,6 +241,50 @@ pub async fn replay(
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
+/// `GET /v1/views/{view}/diff`: how the candidate's rows differ from the
+/// base's — counts and the first examples, side by side.
+pub async fn diff(
+    State(state): State<AppState>,
+    Path(view): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    // base: default the served version; candidate: default the one being
+    // built; limit: most examples.
+    let mut params = Params::parse(query.as_deref())?;
+    let base = optional_u64(&mut params, "base")?;
+    let candidate = optional_u64(&mut params, "candidate")?;
+    let max = crate::views::review::MAX_DIFF_EXAMPLES as u64;
+    let limit = params.take_u64("limit", 0, max, 20)? as usize;
+    params.finish()?;
+    let views = state.views.clone();
+    let name = view.clone();
+    let (base, candidate, diff) =
+        blocking(move || Ok(views.diff(&name, base, candidate, limit)?)).await?;
+    Ok(Json(json!({
+        "view": view,
+        "base": {"version": base, "as_of": diff.base_as_of},
+        "candidate": {"version": candidate, "as_of": diff.candidate_as_of},
+        "added": diff.added,
+        "removed": diff.removed,
+        "changed": diff.changed,
+        "unchanged": diff.unchanged,
+        "examples": diff.examples,
+    }))
+    .into_response())
+}
+
+/// A version number parameter, if given.
+fn optional_u64(params: &mut Params, name: &str) -> ApiResult<Option<u64>> {
+    params
+        .take(name)
+        .map(|raw| {
+            raw.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("{name} must be a version number, got {raw:?}"))
+            })
+        })
+        .transpose()
+}
+
 /// `POST /v1/views/{view}/promote`: serves the version being built now.
 pub async fn promote(
     State(state): State<AppState>,

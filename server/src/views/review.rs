@@ -1,6 +1,7 @@
 //! Reviewing a new version before it serves and undoing it after:
-//! `promote` swaps in a build that waits for approval (`SWAP='MANUAL'`),
-//! `rollback` serves the previous version again while it is kept in grace.
+//! `diff` compares two live versions row by row, `promote` swaps in a
+//! build that waits for approval (`SWAP='MANUAL'`), `rollback` serves the
+//! previous version again while it is kept in grace.
 //!
 //! Neither makes served rows step backwards: the version that takes over
 //! must have processed at least every input offset the served one has
@@ -23,7 +24,54 @@ pub struct Served {
     pub previous: u64,
 }
 
+/// Most examples one diff answers with.
+pub const MAX_DIFF_EXAMPLES: usize = 1_000;
+
 impl ViewManager {
+    /// Compares live versions `candidate` (default: the one being built)
+    /// and `base` (default: the served one) of table `name`, as of their
+    /// committed positions, with the first `examples` differences.
+    pub fn diff(
+        &self,
+        name: &str,
+        base: Option<u64>,
+        candidate: Option<u64>,
+        examples: usize,
+    ) -> Result<(u64, u64, kappa_processor::diff::Diff)> {
+        let catalog = self.catalog();
+        let view = table(&catalog, name)?;
+        let base = base.unwrap_or(view.served.version);
+        let candidate = match candidate.or(view.building.as_ref().map(|b| b.entry.version)) {
+            Some(c) => c,
+            None => {
+                return Err(ViewError::BadRequest(format!(
+                    "view {name:?} has no version being built: name the candidate (?candidate=n)"
+                )))
+            }
+        };
+        let mut stores = Vec::new();
+        for version in [base, candidate] {
+            let entry = view.version(version).ok_or(ViewError::UnknownVersion {
+                view: name.to_string(),
+                version,
+            })?;
+            let s = scope(name, entry.version);
+            let store = self.stores.get_open(&s).ok_or(ViewError::Unavailable {
+                view: name.to_string(),
+                version,
+            })?;
+            stores.push((store, s));
+        }
+        let partitions = self.partitions(&view.served.plan);
+        let diff = kappa_processor::diff::diff(
+            (&stores[0].0, &stores[0].1),
+            (&stores[1].0, &stores[1].1),
+            partitions,
+            examples.min(MAX_DIFF_EXAMPLES),
+        )?;
+        Ok((base, candidate, diff))
+    }
+
     /// Swaps in the version being built for `name` now (a manual build
     /// waiting in `ready`, or an automatic one that has caught up).
     pub fn promote(&self, name: &str) -> Result<Served> {

@@ -602,3 +602,98 @@ fn a_rollback_without_a_kept_version_is_refused() {
         })
     ));
 }
+
+#[test]
+fn a_diff_of_a_one_minute_and_a_five_minute_version_matches_a_direct_comparison() {
+    use kappa_processor::window::WindowSpec;
+    use std::collections::BTreeMap;
+    let f = fixture();
+    // 40 events of three keys, 17 s apart (about eleven minutes).
+    let base_ms = 1_767_225_600_000_i64;
+    let topic = f.log.create_topic("a", TopicConfig::default()).unwrap();
+    let records = (0..40)
+        .map(|i| ProduceRecord {
+            partition: None,
+            record: NewRecord {
+                key: None,
+                value: Bytes::from(format!("{{\"k\":\"{}\"}}", ["x", "y", "z"][i % 3])),
+                timestamp: Some(base_ms + i as i64 * 17_000),
+                headers: Vec::new(),
+            },
+        })
+        .collect();
+    f.io.block_on(topic.produce(records, None)).unwrap();
+    let windowed = |size_ms: i64| {
+        Pipeline::from_topic("a")
+            .key_by([("k", Expr::field("k"))])
+            .window(WindowSpec::Tumbling { size_ms })
+            .aggregate([dsl::count("n")])
+            .to_view("v")
+    };
+    f.manager.create("v", windowed(60_000), None).unwrap();
+    f.manager
+        .replace("v", windowed(300_000), None, Swap::Manual)
+        .unwrap();
+    f.eventually("the build is ready", || {
+        f.manager.tick();
+        f.manager.describe("v").unwrap().status == "ready"
+    });
+
+    // The direct comparison: every row of both versions.
+    let rows = |version: u64| -> BTreeMap<(String, Option<i64>, Option<i64>), serde_json::Value> {
+        let s = super::manager::scope("v", version);
+        let (rows, next) = kappa_processor::view::query(
+            &f.store(&s),
+            &s,
+            &kappa_processor::view::ViewQuery::All,
+            None,
+            10_000,
+        )
+        .unwrap();
+        assert!(next.is_none());
+        rows.into_iter()
+            .map(|r| ((r.key, r.window_start, r.window_end), r.row))
+            .collect()
+    };
+    let (one, five) = (rows(1), rows(2));
+    let added = five.keys().filter(|k| !one.contains_key(*k)).count() as u64;
+    let removed = one.keys().filter(|k| !five.contains_key(*k)).count() as u64;
+    let (changed, unchanged) = one
+        .iter()
+        .filter_map(|(k, v)| five.get(k).map(|w| v != w))
+        .fold(
+            (0, 0),
+            |(c, u), differs| if differs { (c + 1, u) } else { (c, u + 1) },
+        );
+    assert!(added > 0 && removed > 0, "{one:?} {five:?}");
+
+    let (base, candidate, diff) = f.manager.diff("v", None, None, 1_000).unwrap();
+    assert_eq!((base, candidate), (1, 2));
+    assert_eq!(
+        (diff.added, diff.removed, diff.changed, diff.unchanged),
+        (added, removed, changed, unchanged)
+    );
+    assert_eq!(diff.examples.len() as u64, added + removed + changed);
+    // Examples come in key order, each with both sides as they are.
+    for e in &diff.examples {
+        let k = (e.key.clone(), e.window_start, e.window_end);
+        assert_eq!(e.base.as_ref(), one.get(&k), "{e:?}");
+        assert_eq!(e.candidate.as_ref(), five.get(&k), "{e:?}");
+    }
+    let keys: Vec<_> = diff
+        .examples
+        .iter()
+        .map(|e| (e.key.clone(), e.window_start))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    // The other way round, and capped examples.
+    let (_, _, back) = f.manager.diff("v", Some(2), Some(1), 3).unwrap();
+    assert_eq!((back.added, back.removed), (removed, added));
+    assert_eq!(back.examples.len(), 3);
+    assert!(matches!(
+        f.manager.diff("v", Some(7), None, 3),
+        Err(super::ViewError::UnknownVersion { version: 7, .. })
+    ));
+}
