@@ -8,6 +8,13 @@
 //! NULL inputs are ignored, as in SQL (except `COUNT(*)`, which counts
 //! rows). Integer sums stay integers until they meet a float; on overflow
 //! they saturate at `i64::MIN` / `i64::MAX` (never silently a double).
+//! `SUM` and `AVG` over a `DECIMAL(p, s)` input are exact: values are read
+//! from their JSON text into integers of `10^-s` units (half-up), summed
+//! as `i128`, and answered as JSON numbers with at most `s` decimals
+//! (`s + 4` for `AVG`, Spark's and Databricks' rule; whole results as
+//! integers) — exact while the result has at most 15 significant digits, a
+//! string of its exact decimal text beyond. Inputs arrive as JSON numbers
+//! read into doubles, so each input is exact up to 15 significant digits.
 
 use std::collections::BTreeSet;
 
@@ -36,6 +43,17 @@ pub enum AggregateKind {
     Latest,
     /// `EARLIEST_BY_OFFSET(x)`: the value of the record with the smallest offset.
     Earliest,
+    /// `SUM(x)` over a `DECIMAL(p, scale)` input: exact.
+    SumDecimal {
+        /// The input's scale.
+        scale: u32,
+    },
+    /// `AVG(x)` over a `DECIMAL(p, scale)` input: exact sum, result at
+    /// `scale + 4` places.
+    AvgDecimal {
+        /// The input's scale.
+        scale: u32,
+    },
 }
 
 impl AggregateKind {
@@ -67,6 +85,28 @@ impl AggregateKind {
             AggregateKind::CountDistinct => Accumulator::Distinct(BTreeSet::new()),
             AggregateKind::Latest => Accumulator::Latest(None),
             AggregateKind::Earliest => Accumulator::Earliest(None),
+            AggregateKind::SumDecimal { scale } => Accumulator::Decimal(Box::new(DecimalSum {
+                units: 0,
+                count: 0,
+                scale: scale.min(MAX_DECIMAL_SCALE),
+                average: false,
+            })),
+            AggregateKind::AvgDecimal { scale } => Accumulator::Decimal(Box::new(DecimalSum {
+                units: 0,
+                count: 0,
+                scale: scale.min(MAX_DECIMAL_SCALE),
+                average: true,
+            })),
+        }
+    }
+
+    /// The exact form of `SUM`/`AVG` for an input of `DECIMAL(p, scale)`;
+    /// any other aggregate unchanged.
+    pub fn for_decimal(self, scale: u32) -> AggregateKind {
+        match self {
+            AggregateKind::Sum => AggregateKind::SumDecimal { scale },
+            AggregateKind::Avg => AggregateKind::AvgDecimal { scale },
+            other => other,
         }
     }
 }
@@ -129,6 +169,141 @@ impl Sum {
     }
 }
 
+/// Most decimal places an exact sum keeps (`10^24` units still leave
+/// `i128` room for sums of 10^14).
+pub const MAX_DECIMAL_SCALE: u32 = 24;
+
+/// An exact `SUM` or `AVG` of decimals: integer units of `10^-scale`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecimalSum {
+    units: i128,
+    count: u64,
+    scale: u32,
+    /// `AVG` (else `SUM`).
+    average: bool,
+}
+
+impl DecimalSum {
+    fn add(&mut self, n: &serde_json::Number) {
+        if let Some(units) = decimal_units(&n.to_string(), self.scale) {
+            self.units = self.units.saturating_add(units);
+            self.count += 1;
+        }
+    }
+
+    fn merge(&mut self, other: &DecimalSum) {
+        self.units = self.units.saturating_add(other.units);
+        self.count += other.count;
+    }
+
+    fn result(&self) -> Value {
+        if self.count == 0 {
+            return Value::Null;
+        }
+        if !self.average {
+            return decimal_value(self.units, self.scale);
+        }
+        // AVG at scale + 4 places, half away from zero.
+        const EXTRA: u32 = 4;
+        let scaled = self.units.saturating_mul(10_i128.pow(EXTRA));
+        let count = i128::from(self.count);
+        let (q, r) = (scaled / count, scaled % count);
+        let rounded = if r.abs() * 2 >= count {
+            q + scaled.signum()
+        } else {
+            q
+        };
+        decimal_value(rounded, self.scale + EXTRA)
+    }
+}
+
+/// The value of the decimal text `text` (as JSON writes numbers: `-12.5`,
+/// `3e-2`) in units of `10^-scale`, rounded half away from zero; `None` if
+/// it is not a number or does not fit.
+pub fn decimal_units(text: &str, scale: u32) -> Option<i128> {
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (negative, digits) = match mantissa.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, mantissa),
+    };
+    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    if int_part.is_empty() && frac_part.is_empty()
+        || !int_part
+            .bytes()
+            .chain(frac_part.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    // digits × 10^(exponent - fraction length) in units of 10^-scale.
+    let all: String = [int_part, frac_part].concat();
+    let shift = i64::from(exponent) - frac_part.len() as i64 + i64::from(scale);
+    let all = all.trim_start_matches('0');
+    let mut units: i128 = 0;
+    let (kept, dropped) = if shift >= 0 {
+        (all, "")
+    } else {
+        let cut = all.len().saturating_sub(shift.unsigned_abs() as usize);
+        all.split_at(cut)
+    };
+    for b in kept.bytes() {
+        units = units.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+    }
+    if shift > 0 {
+        units = units.checked_mul(10_i128.checked_pow(u32::try_from(shift).ok()?)?)?;
+    }
+    // Half away from zero: the first dropped digit decides (when the cut
+    // drops more digits than the text has, the value rounds to 0).
+    let dropped_all = shift < 0 && shift.unsigned_abs() as usize > all.len();
+    if !dropped_all && dropped.as_bytes().first().is_some_and(|d| *d >= b'5') {
+        units = units.checked_add(1)?;
+    }
+    Some(if negative { -units } else { units })
+}
+
+/// `units × 10^-scale` as JSON: a number when it has at most 15
+/// significant digits (a double holds it, and prints it, exactly), else
+/// its exact decimal text as a string.
+fn decimal_value(units: i128, scale: u32) -> Value {
+    let text = decimal_text(units, scale);
+    let significant = text
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .skip_while(|d| *d == b'0')
+        .count();
+    if significant <= 15 {
+        if let Ok(i) = text.parse::<i64>() {
+            return i.into();
+        }
+        if let Ok(f) = text.parse::<f64>() {
+            return float(f);
+        }
+    }
+    Value::String(text)
+}
+
+/// `units × 10^-scale` in decimal notation, trailing zeros dropped.
+fn decimal_text(units: i128, scale: u32) -> String {
+    let digits = units.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let padded = if digits.len() <= scale {
+        format!("{}{digits}", "0".repeat(scale + 1 - digits.len()))
+    } else {
+        digits
+    };
+    let (int_part, frac_part) = padded.split_at(padded.len() - scale);
+    let frac_part = frac_part.trim_end_matches('0');
+    let sign = if units < 0 { "-" } else { "" };
+    if frac_part.is_empty() {
+        format!("{sign}{int_part}")
+    } else {
+        format!("{sign}{int_part}.{frac_part}")
+    }
+}
+
 /// (offset, partition) ordering of LATEST/EARLIEST, with the value. Values
 /// are boxed here and in [`Extreme`] so that every accumulator stays small
 /// (32 bytes) in the state cache and in hopping slices.
@@ -162,6 +337,8 @@ pub enum Accumulator {
     Latest(ByOffset),
     /// EARLIEST_BY_OFFSET.
     Earliest(ByOffset),
+    /// SUM or AVG over DECIMAL, exact (boxed: rare, and larger).
+    Decimal(Box<DecimalSum>),
 }
 
 fn float(f: f64) -> Value {
@@ -209,6 +386,11 @@ impl Accumulator {
                     *count += 1;
                 }
             }
+            Accumulator::Decimal(d) => {
+                if let Value::Number(n) = value {
+                    d.add(n);
+                }
+            }
             Accumulator::Min(m) => keep_if(m, value, std::cmp::Ordering::Less),
             Accumulator::Max(m) => keep_if(m, value, std::cmp::Ordering::Greater),
             Accumulator::Distinct(set) => {
@@ -243,6 +425,7 @@ impl Accumulator {
                 keep_if(a, b, std::cmp::Ordering::Greater)
             }
             (Accumulator::Distinct(a), Accumulator::Distinct(b)) => a.extend(b.iter().cloned()),
+            (Accumulator::Decimal(a), Accumulator::Decimal(b)) => a.merge(b),
             (Accumulator::Latest(a), Accumulator::Latest(Some(b)))
                 if a.as_ref().is_none_or(|held| b.0 >= held.0) =>
             {
@@ -268,6 +451,7 @@ impl Accumulator {
                 v.as_deref().cloned().unwrap_or(Value::Null)
             }
             Accumulator::Distinct(set) => (set.len() as u64).into(),
+            Accumulator::Decimal(d) => d.result(),
             Accumulator::Latest(slot) | Accumulator::Earliest(slot) => {
                 slot.as_ref().map_or(Value::Null, |held| held.1.clone())
             }
@@ -377,6 +561,71 @@ fn keep_if(slot: &mut Extreme, candidate: &Value, wanted: std::cmp::Ordering) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn decimal_text_is_read_exactly_with_half_up_rounding() {
+        assert_eq!(decimal_units("10.5", 2), Some(1050));
+        assert_eq!(decimal_units("-0.125", 2), Some(-13));
+        assert_eq!(decimal_units("0.124", 2), Some(12));
+        assert_eq!(decimal_units("7", 2), Some(700));
+        assert_eq!(decimal_units("1.5e2", 2), Some(15000));
+        assert_eq!(decimal_units("25e-3", 2), Some(3));
+        assert_eq!(decimal_units("4e-9", 2), Some(0));
+        assert_eq!(decimal_units("0.0049", 2), Some(0));
+        assert_eq!(decimal_units("abc", 2), None);
+        assert_eq!(decimal_units("1e400", 2), None);
+    }
+
+    #[test]
+    fn decimal_sums_and_averages_have_no_binary_residue() {
+        // 0.1 + 0.2 as doubles is 0.30000000000000004; the seed's amounts
+        // summed as doubles gave 585.1600000000001.
+        let mut sum = AggregateKind::Sum.for_decimal(2).accumulator();
+        let mut avg = AggregateKind::Avg.for_decimal(2).accumulator();
+        let amounts = [json!(0.1), json!(0.2), json!(100.33), json!(484.53)];
+        for (i, a) in amounts.iter().enumerate() {
+            sum.add(a, false, (i as u64, 0));
+            avg.add(a, false, (i as u64, 0));
+        }
+        assert_eq!(sum.result(), json!(585.16));
+        let mut residue = AggregateKind::Sum.accumulator();
+        residue.add(&json!(0.1), false, (0, 0));
+        residue.add(&json!(0.2), false, (1, 0));
+        assert_eq!(
+            residue.result(),
+            json!(0.30000000000000004),
+            "what this avoids"
+        );
+        assert_eq!(avg.result(), json!(146.29));
+        // Merging (hopping slices, sessions) stays exact; encoding round-trips.
+        let mut other = AggregateKind::Sum.for_decimal(2).accumulator();
+        other.add(&json!(0.01), false, (9, 0));
+        sum.merge(&other);
+        assert_eq!(sum.result(), json!(585.17));
+        let mut bytes = Vec::new();
+        sum.encode(&mut bytes);
+        assert_eq!(Accumulator::decode(&mut bytes.as_slice()), Some(sum));
+        // AVG keeps four more places, rounded half up.
+        let mut third = AggregateKind::Avg.for_decimal(2).accumulator();
+        for (i, v) in [json!(1), json!(1), json!(2.01)].iter().enumerate() {
+            third.add(v, false, (i as u64, 0));
+        }
+        assert_eq!(third.result(), json!(1.336667));
+        // Beyond 15 significant digits the exact text is a string.
+        let mut big = AggregateKind::Sum.for_decimal(2).accumulator();
+        big.add(&json!(9999999999999.99), false, (0, 0));
+        big.add(&json!(9999999999999.99), false, (1, 0));
+        assert_eq!(big.result(), json!("19999999999999.98"));
+        // A whole result is an integer.
+        let mut whole = AggregateKind::Sum.for_decimal(2).accumulator();
+        whole.add(&json!(17.5), false, (0, 0));
+        whole.add(&json!(0.5), false, (1, 0));
+        assert_eq!(whole.result(), json!(18));
+        assert_eq!(
+            AggregateKind::Sum.for_decimal(2).accumulator().result(),
+            Value::Null
+        );
+    }
+
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;

@@ -68,6 +68,9 @@ const EVENTS: &[Event] = &[
     ev("u3", "purchase", 42.0, 320_000),
     // Out of order into the previous window, still open: counts.
     ev("u3", "purchase", 1.0, 299_000),
+    // Doubles would sum these to 0.30000000000000004; DECIMAL(10,2) is exact.
+    ev("u4", "purchase", 0.1, 301_000),
+    ev("u4", "purchase", 0.2, 302_000),
     ev("u2", "view", 0.0, 700_000),
     // Window [0, 5 min) ended before the watermark, but within the grace
     // period: counts (ksqlDB counts it too).
@@ -99,11 +102,14 @@ fn expected(events: &[Event], min_amount: f64) -> BTreeMap<(String, i64), (u64, 
         if start + WINDOW_MS + GRACE_MS <= watermark {
             continue;
         }
-        let row = rows.entry((e.user.to_string(), start)).or_insert((0, 0.0));
+        let row = rows.entry((e.user.to_string(), start)).or_insert((0, 0));
         row.0 += 1;
-        row.1 += e.amount;
+        // DECIMAL(10,2): summed exactly, in cents.
+        row.1 += (e.amount * 100.0).round() as i64;
     }
-    rows
+    rows.into_iter()
+        .map(|(k, (n, cents))| (k, (n, cents as f64 / 100.0)))
+        .collect()
 }
 
 fn produce_events(client: &Client, events: &[Event]) -> Vec<Produced> {
@@ -153,7 +159,8 @@ fn assert_rows_eq(
     for (k, (count, sum)) in want {
         let (c, s) = got[k];
         assert_eq!(c, *count, "{k:?}");
-        assert!((s - sum).abs() < 1e-9, "{k:?}: sum {s}, want {sum}");
+        // Exact: the decimal sum, no binary residue.
+        assert_eq!(s, *sum, "{k:?}: sum {s}, want {sum}");
     }
 }
 

@@ -10,7 +10,9 @@ use super::planner::default_name;
 use super::query::{known, QueryParts};
 use super::resolve::{ident_matches, Resolved, Scope};
 use super::translate::{aggregate_call, AggCall, Names, Translator};
-use crate::expr::Expr;
+use super::types::SqlType;
+use crate::aggregate::AggregateKind;
+use crate::expr::{DataType, Expr};
 use crate::plan::{AggregateColumn, AggregateSpec, ColumnSource, WindowedSpec};
 
 const NESTED: &str = "aggregates cannot be nested";
@@ -129,7 +131,7 @@ fn column_source(
             let input = aggregate_input(&call, scope, at)?;
             spec.aggregates.push(AggregateColumn {
                 name: name.to_string(),
-                kind: call.kind,
+                kind: typed_kind(call.kind, input.as_ref(), scope),
                 input,
             });
             return Ok(ColumnSource::Aggregate(spec.aggregates.len() - 1));
@@ -146,6 +148,29 @@ fn column_source(
             ),
         )),
     }
+}
+
+/// `SUM`/`AVG` over a `DECIMAL(p, s)` input — a stream column declared so,
+/// or a `CAST(.. AS DECIMAL(p, s))` — sum exactly ([`AggregateKind::for_decimal`]).
+fn typed_kind(kind: AggregateKind, input: Option<&Expr>, scope: &Scope) -> AggregateKind {
+    let scale = match input {
+        Some(Expr::Cast(_, DataType::Decimal { scale, .. })) => Some(*scale),
+        Some(Expr::Field(path)) => match path.as_slice() {
+            [column] => scope
+                .stream
+                .decl
+                .columns
+                .iter()
+                .find(|c| c.name == *column && !c.key)
+                .and_then(|c| match c.sql_type {
+                    SqlType::Decimal { scale, .. } => Some(scale),
+                    _ => None,
+                }),
+            _ => None,
+        },
+        _ => None,
+    };
+    scale.map_or(kind, |s| kind.for_decimal(s))
 }
 
 fn aggregate_input(call: &AggCall<'_>, scope: &Scope, at: Location) -> Result<Option<Expr>> {
@@ -205,10 +230,11 @@ impl Names for HavingNames<'_> {
 
     fn aggregate(&self, call: &AggCall<'_>, span: Span) -> Result<Expr> {
         let input = aggregate_input(call, self.scope, span.start)?;
+        let kind = typed_kind(call.kind, input.as_ref(), self.scope);
         self.spec
             .aggregates
             .iter()
-            .position(|a| a.kind == call.kind && a.input == input)
+            .position(|a| a.kind == kind && a.input == input)
             .and_then(|i| self.output(&ColumnSource::Aggregate(i)))
             .ok_or_else(|| {
                 SqlError::span(

@@ -177,12 +177,13 @@ fn brief_purchase_stats_plans_a_tumbling_aggregate_into_a_view() {
                 },
                 AggregateColumn {
                     name: "total_amount".into(),
-                    kind: AggregateKind::Sum,
+                    // amount is DECIMAL(10,2): summed exactly.
+                    kind: AggregateKind::SumDecimal { scale: 2 },
                     input: Some(f("amount")),
                 },
                 AggregateColumn {
                     name: "avg_amount".into(),
-                    kind: AggregateKind::Avg,
+                    kind: AggregateKind::AvgDecimal { scale: 2 },
                     input: Some(f("amount")),
                 },
             ],
@@ -351,8 +352,8 @@ fn every_aggregate_kind_and_running_aggregates() {
         [
             CountAll,
             Count,
-            Sum,
-            Avg,
+            SumDecimal { scale: 2 },
+            AvgDecimal { scale: 2 },
             Min,
             Max,
             CountDistinct,
