@@ -48,6 +48,24 @@ pub const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
 // The binary
 // ---------------------------------------------------------------------------
 
+/// Runs the `kappa` client against `server` with `args` (no `KAPPA_URL`
+/// from the environment); asserts it succeeded.
+pub fn run_cli(server: &Server, args: &[&str]) -> std::process::Output {
+    let output = std::process::Command::new(kappa_bin())
+        .arg("--url")
+        .arg(server.url())
+        .args(args)
+        .env_remove("KAPPA_URL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "kappa {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// Path of the `kappa` binary under test (`$KAPPA_BIN` if set).
 pub fn kappa_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();

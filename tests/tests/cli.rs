@@ -4,23 +4,11 @@
 
 use std::process::{Command, Output};
 
-use kappa_tests::{kappa_bin, Server};
+use kappa_tests::{kappa_bin, run_cli, Server};
 use serde_json::Value;
 
 fn kappa(server: &Server, args: &[&str]) -> Output {
-    let output = Command::new(kappa_bin())
-        .arg("--url")
-        .arg(server.url())
-        .args(args)
-        .env_remove("KAPPA_URL")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "kappa {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    run_cli(server, args)
 }
 
 fn stdout(output: &Output) -> String {

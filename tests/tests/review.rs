@@ -4,10 +4,9 @@
 //! side; `kappa promote` serves it; `kappa rollback` serves the old rows
 //! again; a restart keeps each state.
 
-use std::process::Command;
 use std::time::Duration;
 
-use kappa_tests::{assert_error, eventually, json, kappa_bin, Server, Value};
+use kappa_tests::{assert_error, eventually, json, run_cli, Server, Value};
 
 const CREATE: &str = "CREATE STREAM clicks (page VARCHAR, ms BIGINT) WITH (KAFKA_TOPIC='clicks', VALUE_FORMAT='JSON');
 CREATE TABLE page_counts AS SELECT page, COUNT(*) AS n FROM clicks GROUP BY page;";
@@ -17,19 +16,7 @@ const REPLACE: &str = "CREATE OR REPLACE TABLE page_counts WITH (SWAP='MANUAL') 
 SELECT page, COUNT(*) AS n FROM clicks WHERE ms > 100 GROUP BY page;";
 
 fn kappa(server: &Server, args: &[&str]) -> String {
-    let output = Command::new(kappa_bin())
-        .arg("--url")
-        .arg(server.url())
-        .args(args)
-        .env_remove("KAPPA_URL")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "kappa {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    String::from_utf8_lossy(&run_cli(server, args).stdout).into_owned()
 }
 
 /// `page -> n` of a version (`None`: the served one).

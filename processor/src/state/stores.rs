@@ -29,6 +29,17 @@ use crate::state::store::{Batch, Scope, Store, WRITE_BUFFER_BYTES};
 /// Entries per write while copying a shared store apart.
 const COPY_BATCH: usize = 10_000;
 
+/// The scope named `<name>@<version>` (a store directory, or a column
+/// family name without its suffix); `None` for anything else (a kept-aside
+/// `.damaged-<ms>` store).
+fn parse_scope(text: &str) -> Option<Scope> {
+    let (name, version) = text.rsplit_once('@')?;
+    Some(Scope {
+        name: name.to_string(),
+        version: version.parse().ok()?,
+    })
+}
+
 /// Renames `from` to `to`, naming both on failure.
 fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).map_err(|e| {
@@ -90,13 +101,7 @@ impl Stores {
         };
         let mut out: Vec<Scope> = entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter_map(|n| {
-                let (name, version) = n.rsplit_once('@')?;
-                Some(Scope {
-                    name: name.to_string(),
-                    version: version.parse().ok()?,
-                })
-            })
+            .filter_map(|n| parse_scope(&n))
             .collect();
         out.sort_by(|a, b| (&a.name, a.version).cmp(&(&b.name, b.version)));
         out
@@ -200,14 +205,7 @@ impl Stores {
         let mut scopes: Vec<Scope> = legacy
             .column_families()
             .iter()
-            .filter_map(|cf| {
-                let base = cf.strip_suffix(".state")?;
-                let (name, version) = base.rsplit_once('@')?;
-                Some(Scope {
-                    name: name.to_string(),
-                    version: version.parse().ok()?,
-                })
-            })
+            .filter_map(|cf| parse_scope(cf.strip_suffix(".state")?))
             .collect();
         scopes.sort_by(|a, b| (&a.name, a.version).cmp(&(&b.name, b.version)));
         for scope in &scopes {

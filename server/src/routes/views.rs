@@ -18,6 +18,8 @@ use super::{blocking, body, json, Params};
 use crate::dto::{AsOfOut, PartitionOffset, ReplayRequest, RowOut, RowsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::views::manager::{Change, Swap};
+use crate::views::review::Served;
+use crate::views::ViewManager;
 use crate::views::{RowsAnswer, RowsRequest};
 use crate::AppState;
 
@@ -286,27 +288,24 @@ fn optional_u64(params: &mut Params, name: &str) -> ApiResult<Option<u64>> {
 }
 
 /// `POST /v1/views/{view}/promote`: serves the version being built now.
-pub async fn promote(
-    State(state): State<AppState>,
-    Path(view): Path<String>,
-) -> ApiResult<Response> {
-    let views = state.views.clone();
-    let name = view.clone();
-    let done = blocking(move || Ok(views.promote(&name)?)).await?;
-    Ok(Json(
-        json!({"view": view, "served_version": done.served, "previous_version": done.previous}),
-    )
-    .into_response())
+pub async fn promote(state: State<AppState>, view: Path<String>) -> ApiResult<Response> {
+    serve(state, view, ViewManager::promote).await
 }
 
 /// `POST /v1/views/{view}/rollback`: serves the previous version again.
-pub async fn rollback(
+pub async fn rollback(state: State<AppState>, view: Path<String>) -> ApiResult<Response> {
+    serve(state, view, ViewManager::rollback).await
+}
+
+/// Runs a promote or rollback and answers which version serves now.
+async fn serve(
     State(state): State<AppState>,
     Path(view): Path<String>,
+    change: fn(&ViewManager, &str) -> crate::views::Result<Served>,
 ) -> ApiResult<Response> {
     let views = state.views.clone();
     let name = view.clone();
-    let done = blocking(move || Ok(views.rollback(&name)?)).await?;
+    let done = blocking(move || Ok(change(&views, &name)?)).await?;
     Ok(Json(
         json!({"view": view, "served_version": done.served, "previous_version": done.previous}),
     )
