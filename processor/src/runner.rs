@@ -426,6 +426,17 @@ impl Runtime {
         if let Some(d) = &mut self.dedup {
             d.expire(watermark);
         }
+        if let Some(j) = &mut self.join {
+            // Windowed: events behind the watermark by more than the
+            // grace are late, so no event needs older history. Otherwise a
+            // day of history is kept.
+            let keep = match &self.plan.operation {
+                Operation::Aggregate(spec) => spec.window.as_ref().map(|w| w.grace_ms),
+                _ => None,
+            };
+            let keep = keep.unwrap_or(crate::operator::join::DEFAULT_HISTORY_MS);
+            j.prune(watermark.saturating_sub(keep));
+        }
         self.progress.add_processed(processed);
         Ok(processed)
     }
@@ -447,7 +458,7 @@ impl Runtime {
                         .map(|k| String::from_utf8_lossy(k).into_owned())
                         .unwrap_or_default();
                     let value = serde_json::from_slice(&r.value).unwrap_or(Value::Null);
-                    join.upsert(key, value);
+                    join.upsert(key, value, r.timestamp);
                 }
                 *position = fetch.next_offset;
                 if fetch.record_count() == 0 {

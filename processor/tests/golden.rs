@@ -109,7 +109,7 @@ fn dedup_drops_repeated_ids_within_the_ttl() {
 }
 
 #[test]
-fn stream_table_join_enriches_with_the_latest_table_row() {
+fn stream_table_join_enriches_with_the_table_row_as_of_the_event() {
     let plan = Pipeline::from_topic("orders")
         .join_table("users", Expr::field("user"), "users", JoinKind::Inner)
         .select([

@@ -1,7 +1,26 @@
-//! Stream-table join: the table is the latest value per record key of
-//! another topic (a null value deletes the key), kept in memory and in
-//! state under `ns::TABLE`. Table records are applied before the stream
-//! records of the same poll, and their offsets commit with everything else.
+//! Stream-table join, as of the event's time: the table keeps, per record
+//! key of another topic, the history of its values by record timestamp (a
+//! null value deletes the key from then on), kept in memory and in state
+//! under `ns::TABLE`. A stream event joins the value the key had at the
+//! event's time — the latest table record whose timestamp is at or before
+//! it — as Flink's `FOR SYSTEM_TIME AS OF` and Kafka Streams' versioned
+//! stores do, so a replay that reads the whole table first joins what the
+//! live run joined. Table records are applied before the stream records
+//! of the same poll, and their offsets commit with everything else.
+//!
+//! History older than [`TableJoin::prune`]'s horizon — the window's grace
+//! period behind the watermark for windowed aggregates (older events are
+//! late), else [`DEFAULT_HISTORY_MS`] — is dropped, except the newest value
+//! before it, which then stands for all earlier time: an event older than
+//! the horizon joins it. A table
+//! record that arrives after the stream events of its time were processed
+//! (its timestamp behind them) changes later joins only: the live run
+//! joined the older value, a replay joins the newer one.
+//!
+//! Stored form of one key (`ns::TABLE` + key): a version byte `0x01` and a
+//! JSON array of `[timestamp_ms, value-or-null]` pairs in time order. A
+//! value without the version byte (written before history was kept) is one
+//! row valid from the beginning of time.
 
 use std::collections::HashMap;
 
@@ -12,13 +31,22 @@ use crate::event::Event;
 use crate::plan::{JoinKind, JoinSpec};
 use crate::state::store::{ns, Batch, Store};
 
+/// History kept behind the watermark when the plan has no window: a day.
+pub const DEFAULT_HISTORY_MS: i64 = 24 * 3_600_000;
+
+/// First byte of a stored history (older state holds a bare JSON row).
+const HISTORY_FORMAT: u8 = 0x01;
+
+/// One key's values by time: `(since_ms, value)`, `None` = deleted, sorted.
+type History = Vec<(i64, Option<Value>)>;
+
 /// The join operator's state.
 #[derive(Debug)]
 pub struct TableJoin {
     spec: JoinSpec,
     state_cf: String,
-    rows: HashMap<String, Value>,
-    dirty: HashMap<String, Option<Value>>,
+    rows: HashMap<String, History>,
+    dirty: std::collections::HashSet<String>,
 }
 
 impl TableJoin {
@@ -28,7 +56,7 @@ impl TableJoin {
             spec,
             state_cf,
             rows: HashMap::new(),
-            dirty: HashMap::new(),
+            dirty: std::collections::HashSet::new(),
         }
     }
 
@@ -37,25 +65,44 @@ impl TableJoin {
         &self.spec.table_topic
     }
 
-    /// Applies a table record: the latest value per key wins; null deletes.
-    pub fn upsert(&mut self, key: String, value: Value) {
-        if value.is_null() {
-            self.rows.remove(&key);
-            self.dirty.insert(key, None);
-        } else {
-            self.rows.insert(key.clone(), value.clone());
-            self.dirty.insert(key, Some(value));
+    /// Applies a table record with timestamp `at_ms`: from then on the key
+    /// has `value` (null deletes). Records of equal time apply in offset
+    /// order (the later wins).
+    pub fn upsert(&mut self, key: String, value: Value, at_ms: i64) {
+        let value = (!value.is_null()).then_some(value);
+        let history = self.rows.entry(key.clone()).or_default();
+        let at = history.partition_point(|(t, _)| *t <= at_ms);
+        history.insert(at, (at_ms, value));
+        self.dirty.insert(key);
+    }
+
+    /// Drops history no event at or after `horizon_ms` can join: every
+    /// value older than the newest one at or before the horizon.
+    pub fn prune(&mut self, horizon_ms: i64) {
+        for (key, history) in &mut self.rows {
+            let at = history.partition_point(|(t, _)| *t <= horizon_ms);
+            if at > 1 || (at == 1 && history[0].0 != i64::MIN) {
+                history.drain(..at - 1);
+                // The value at the horizon stands for all earlier time.
+                history[0].0 = i64::MIN;
+                self.dirty.insert(key.clone());
+            }
         }
     }
 
-    /// Attaches the matching table row; false if an inner join found none.
+    /// Attaches the table row the event's key had at the event's time;
+    /// false if an inner join found none.
     pub fn enrich(&self, event: &mut Event) -> bool {
         let key = match self.spec.stream_key.eval(event) {
             Value::String(s) => s,
             Value::Null => String::new(),
             other => other.to_string(),
         };
-        match self.rows.get(&key) {
+        let row = self.rows.get(&key).and_then(|history| {
+            let at = history.partition_point(|(t, _)| *t <= event.event_time);
+            history[..at].last().and_then(|(_, v)| v.as_ref())
+        });
+        match row {
             Some(row) => {
                 event.joined = Some((self.spec.alias.clone(), row.clone()));
                 true
@@ -73,16 +120,16 @@ impl TableJoin {
         k
     }
 
-    /// Adds changed rows to the commit.
+    /// Adds changed histories to the commit.
     pub fn flush(&mut self, batch: &mut Batch) {
-        for (key, row) in self.dirty.drain() {
-            match row {
-                Some(v) => batch.put(
-                    &self.state_cf,
-                    Self::state_key(&key),
-                    v.to_string().into_bytes(),
-                ),
-                None => batch.delete(&self.state_cf, Self::state_key(&key)),
+        for key in self.dirty.drain() {
+            match self.rows.get(&key) {
+                Some(history) if !history.is_empty() => {
+                    let mut bytes = vec![HISTORY_FORMAT];
+                    serde_json::to_writer(&mut bytes, history).expect("values serialize");
+                    batch.put(&self.state_cf, Self::state_key(&key), bytes);
+                }
+                _ => batch.delete(&self.state_cf, Self::state_key(&key)),
             }
         }
     }
@@ -97,8 +144,16 @@ impl TableJoin {
         )? {
             let key =
                 String::from_utf8(k[1..].to_vec()).map_err(|e| self.corrupt(e.to_string()))?;
-            let value = serde_json::from_slice(&v).map_err(|e| self.corrupt(e.to_string()))?;
-            self.rows.insert(key, value);
+            let history: History = match v.split_first() {
+                Some((&HISTORY_FORMAT, json)) => {
+                    serde_json::from_slice(json).map_err(|e| self.corrupt(e.to_string()))?
+                }
+                _ => vec![(
+                    i64::MIN,
+                    Some(serde_json::from_slice(&v).map_err(|e| self.corrupt(e.to_string()))?),
+                )],
+            };
+            self.rows.insert(key, history);
         }
         Ok(())
     }
