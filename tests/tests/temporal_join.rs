@@ -10,9 +10,15 @@ use kappa_tests::{after_param, eventually, json, Server, Value};
 
 const BASE: i64 = 1_767_225_600_000;
 
-fn rows(server: &Server, query: &str) -> Vec<(String, i64, i64)> {
+/// (tier, purchases, spent) rows of the view.
+type Rows = Vec<(String, i64, i64)>;
+
+/// One round: tier records, purchase records, the rows after them.
+type Round = (Vec<Value>, Vec<Value>, Rows);
+
+fn rows(server: &Server, query: &str) -> Rows {
     let body = server.view_rows("spend_by_tier", query);
-    let mut rows: Vec<(String, i64, i64)> = body["rows"]
+    let mut rows: Rows = body["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -39,7 +45,7 @@ fn live_rows_are_the_tier_as_of_each_purchase_and_a_replay_serves_the_same() {
     );
     let tier = |user: &str, tier: &str, at: i64| json!({"key": user, "value": {"user_id": user, "tier": tier}, "timestamp": BASE + at});
     let buy = |user: &str, amount: i64, at: i64| json!({"key": user, "value": {"user_id": user, "amount": amount}, "timestamp": BASE + at});
-    let rounds: Vec<(Vec<Value>, Vec<Value>, Vec<(String, i64, i64)>)> = vec![
+    let rounds: Vec<Round> = vec![
         (
             vec![tier("u1", "bronze", 0), tier("u2", "bronze", 0)],
             vec![buy("u1", 10, 1_000), buy("u2", 20, 1_100)],
