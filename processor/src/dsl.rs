@@ -191,6 +191,7 @@ impl Pipeline {
             stream_key,
             alias: alias.to_string(),
             kind,
+            table_time: None,
         });
         self
     }

@@ -108,6 +108,10 @@ pub struct JoinSpec {
     pub alias: String,
     /// Inner or left.
     pub kind: JoinKind,
+    /// The table's time column (its `TIMESTAMP='col'`): a table record's
+    /// value holds from this time on; `None` = the record timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_time: Option<Vec<String>>,
 }
 
 /// What each event becomes.

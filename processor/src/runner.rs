@@ -458,7 +458,14 @@ impl Runtime {
                         .map(|k| String::from_utf8_lossy(k).into_owned())
                         .unwrap_or_default();
                     let value = serde_json::from_slice(&r.value).unwrap_or(Value::Null);
-                    join.upsert(key, value, r.timestamp);
+                    // From the table's time column when it has one (a
+                    // deletion has no value: its record timestamp).
+                    let at = join
+                        .time_field()
+                        .and_then(|path| path.iter().try_fold(&value, |v, p| v.get(p)))
+                        .and_then(parse_timestamp)
+                        .unwrap_or(r.timestamp);
+                    join.upsert(key, value, at);
                 }
                 *position = fetch.next_offset;
                 if fetch.record_count() == 0 {

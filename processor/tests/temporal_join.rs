@@ -125,3 +125,36 @@ fn a_replay_joins_the_tier_each_user_had_when_buying_as_the_live_run_did() {
         rows(&live, &plan)
     );
 }
+
+#[test]
+fn a_table_with_a_time_column_takes_each_rows_time_from_it() {
+    let mut plan = plan();
+    plan.join.as_mut().unwrap().table_time = Some(vec!["since".into()]);
+    let h = Harness::new();
+    h.create_topic("buys", 1);
+    h.create_topic("tiers", 1);
+    // Table records stamped by the log (now), valid from their `since`.
+    let tier = |user: &str, tier: &str, since: i64| Step::Produce {
+        topic: "tiers".into(),
+        partition: Some(0),
+        key: Some(user.into()),
+        value: json!({"tier": tier, "since": since}),
+        timestamp: None,
+    };
+    let buy =
+        |amount: i64, at: i64| record("buys", "u1", json!({"user_id": "u1", "amount": amount}), at);
+    for step in [
+        tier("u1", "bronze", 1_000),
+        tier("u1", "gold", 5_000),
+        buy(10, 2_000),
+        buy(20, 6_000),
+    ] {
+        h.produce(&step);
+    }
+    let mut rt = h.open_runtime(&plan, RunOptions::default());
+    h.run_to_end(&mut rt, &plan);
+    assert_eq!(
+        rows(&h, &plan),
+        [("bronze".to_string(), 1, 10), ("gold".to_string(), 1, 20)]
+    );
+}

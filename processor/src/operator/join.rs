@@ -65,6 +65,11 @@ impl TableJoin {
         &self.spec.table_topic
     }
 
+    /// The table's time column, if it declares one.
+    pub fn time_field(&self) -> Option<&[String]> {
+        self.spec.table_time.as_deref()
+    }
+
     /// Applies a table record with timestamp `at_ms`: from then on the key
     /// has `value` (null deletes). Records of equal time apply in offset
     /// order (the later wins).

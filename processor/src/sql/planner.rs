@@ -257,6 +257,7 @@ fn join_spec(
         });
     }
     Ok(JoinSpec {
+        table_time: table.timestamp.clone().map(|c| vec![c]),
         table_topic: table.topic,
         stream_key,
         alias: field,

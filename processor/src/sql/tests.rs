@@ -523,6 +523,7 @@ fn stream_table_joins_inner_and_left() {
             stream_key: f("user_id"),
             alias: "u".into(),
             kind: JoinKind::Left,
+            table_time: None,
         })
     );
     let cols = project(&p);
@@ -715,5 +716,26 @@ fn plan_positions_point_into_the_submitted_text() {
         e.to_string()
             .starts_with("line 5, column 10: unknown column"),
         "{e}"
+    );
+}
+
+#[test]
+fn a_joined_tables_timestamp_column_is_when_its_rows_hold() {
+    let tiers = source(
+        "CREATE TABLE tiers (id VARCHAR PRIMARY KEY, tier VARCHAR, since BIGINT)
+           WITH (TOPIC='tiers', TIMESTAMP='since');",
+    );
+    let c = create_as(
+        "CREATE TABLE by_tier AS SELECT t.tier, COUNT(*) AS n FROM user_events s JOIN tiers t ON s.user_id = t.id GROUP BY t.tier",
+    );
+    let decls = vec![source(USER_EVENTS), tiers];
+    let p = plan(&c, &decls).unwrap();
+    assert_eq!(p.join.unwrap().table_time, Some(vec!["since".to_string()]));
+    assert_eq!(
+        plan_sql("CREATE STREAM j AS SELECT * FROM user_events JOIN users ON users.id = user_id")
+            .join
+            .unwrap()
+            .table_time,
+        None
     );
 }
