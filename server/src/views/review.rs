@@ -8,6 +8,9 @@
 //! (both keep following the input, so a version that is behind catches up
 //! within moments; the answer says which partitions are behind).
 
+use std::collections::HashMap;
+
+use kappa_processor::state::store::Scope;
 use kappa_processor::version::RunningProcessor;
 
 use super::catalog::{Catalog, VersionEntry};
@@ -145,14 +148,8 @@ impl ViewManager {
         next: &VersionEntry,
     ) -> Result<()> {
         let st = lock(&self.state);
-        let committed = |v: &VersionEntry| {
-            st.running
-                .get(&scope(name, v.version))
-                .filter(|p| !p.is_finished())
-                .map(RunningProcessor::progress)
-                .map(|p| p.committed_offsets)
-        };
-        let Some(next_offsets) = committed(next) else {
+        let (served_scope, next_scope) = (scope(name, served.version), scope(name, next.version));
+        if committed(&st.running, &next_scope).is_none() {
             return Err(ViewError::Refused {
                 code: "not_running",
                 message: format!(
@@ -160,18 +157,10 @@ impl ViewManager {
                     next.version
                 ),
             });
-        };
-        // A served version that is down has nothing newer to protect.
-        let Some(served_offsets) = committed(served) else {
-            return Ok(());
-        };
-        let behind: Vec<String> = served_offsets
-            .iter()
-            .enumerate()
-            .filter_map(|(p, &s)| {
-                let n = next_offsets.get(p).copied().unwrap_or(0);
-                (n < s).then(|| format!("partition {p}: {n} < {s}"))
-            })
+        }
+        let behind: Vec<String> = behind(&st.running, &served_scope, &next_scope)
+            .into_iter()
+            .map(|(p, n, s)| format!("partition {p}: {n} < {s}"))
             .collect();
         if behind.is_empty() {
             return Ok(());
@@ -186,6 +175,35 @@ impl ViewManager {
             ),
         })
     }
+}
+
+/// The committed offsets of running version `s` (`None` if it is not running).
+fn committed(running: &HashMap<Scope, RunningProcessor>, s: &Scope) -> Option<Vec<u64>> {
+    running
+        .get(s)
+        .filter(|p| !p.is_finished())
+        .map(|p| p.progress().committed_offsets)
+}
+
+/// The partitions where version `next` has committed less input than the
+/// served version: `(partition, next's offset, served's offset)`. None when
+/// either is not running (a served version that is down has nothing newer
+/// to protect).
+pub(super) fn behind(
+    running: &HashMap<Scope, RunningProcessor>,
+    served: &Scope,
+    next: &Scope,
+) -> Vec<(usize, u64, u64)> {
+    let (Some(s), Some(n)) = (committed(running, served), committed(running, next)) else {
+        return Vec::new();
+    };
+    s.iter()
+        .enumerate()
+        .filter_map(|(p, &s)| {
+            let n = n.get(p).copied().unwrap_or(0);
+            (n < s).then_some((p, n, s))
+        })
+        .collect()
 }
 
 /// The catalog entry of table `name` (streams have no versions to review:

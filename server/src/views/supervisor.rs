@@ -9,7 +9,6 @@
 //! only shrinks by commits, which are at least that far apart in practice)
 //! or after [`IDLE_TICK`] / the next grace deadline.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,24 +68,6 @@ fn look(
                 .all(|(i, l)| l.committed >= target.get(i).copied().unwrap_or(0)),
         },
         _ => Seen::Unknown,
-    }
-}
-
-/// True if version `next` has committed less input than the running
-/// version `served` on some partition.
-fn behind(running: &HashMap<Scope, RunningProcessor>, served: &Scope, next: &Scope) -> bool {
-    let committed = |s: &Scope| {
-        running
-            .get(s)
-            .filter(|p| !p.is_finished())
-            .map(|p| p.progress().committed_offsets)
-    };
-    match (committed(served), committed(next)) {
-        (Some(s), Some(n)) => s
-            .iter()
-            .enumerate()
-            .any(|(p, c)| n.get(p).copied().unwrap_or(0) < *c),
-        _ => false,
     }
 }
 
@@ -256,7 +237,7 @@ impl ViewManager {
                     if reached
                         && lag <= self.config.swap_max_lag
                         && !build.manual
-                        && !behind(&st.running, &served, &b)
+                        && super::review::behind(&st.running, &served, &b).is_empty()
                     {
                         let build = view.building.take().expect("present");
                         let from = view.served.version;
