@@ -185,7 +185,14 @@ pub struct DecimalSum {
 
 impl DecimalSum {
     fn add(&mut self, n: &serde_json::Number) {
-        if let Some(units) = decimal_units(&n.to_string(), self.scale) {
+        // Whole numbers need no text (this runs for every event).
+        let units = match n.as_i64() {
+            Some(i) => 10_i128
+                .checked_pow(self.scale)
+                .and_then(|unit| i128::from(i).checked_mul(unit)),
+            None => decimal_units(&n.to_string(), self.scale),
+        };
+        if let Some(units) = units {
             self.units = self.units.saturating_add(units);
             self.count += 1;
         }

@@ -47,6 +47,10 @@ pub struct TableJoin {
     state_cf: String,
     rows: HashMap<String, History>,
     dirty: std::collections::HashSet<String>,
+    /// Keys whose history [`TableJoin::prune`] may still shorten (more than
+    /// one value, or one not yet standing for all time), so a prune walks
+    /// these, not the whole table, on every poll.
+    prunable: std::collections::HashSet<String>,
 }
 
 impl TableJoin {
@@ -57,6 +61,7 @@ impl TableJoin {
             state_cf,
             rows: HashMap::new(),
             dirty: std::collections::HashSet::new(),
+            prunable: std::collections::HashSet::new(),
         }
     }
 
@@ -78,21 +83,27 @@ impl TableJoin {
         let history = self.rows.entry(key.clone()).or_default();
         let at = history.partition_point(|(t, _)| *t <= at_ms);
         history.insert(at, (at_ms, value));
+        self.prunable.insert(key.clone());
         self.dirty.insert(key);
     }
 
     /// Drops history no event at or after `horizon_ms` can join: every
     /// value older than the newest one at or before the horizon.
     pub fn prune(&mut self, horizon_ms: i64) {
-        for (key, history) in &mut self.rows {
+        let (rows, dirty) = (&mut self.rows, &mut self.dirty);
+        self.prunable.retain(|key| {
+            let Some(history) = rows.get_mut(key) else {
+                return false;
+            };
             let at = history.partition_point(|(t, _)| *t <= horizon_ms);
             if at > 1 || (at == 1 && history[0].0 != i64::MIN) {
                 history.drain(..at - 1);
                 // The value at the horizon stands for all earlier time.
                 history[0].0 = i64::MIN;
-                self.dirty.insert(key.clone());
+                dirty.insert(key.clone());
             }
-        }
+            history.len() > 1 || history.first().is_some_and(|(t, _)| *t != i64::MIN)
+        });
     }
 
     /// Attaches the table row the event's key had at the event's time;
@@ -158,6 +169,9 @@ impl TableJoin {
                     Some(serde_json::from_slice(&v).map_err(|e| self.corrupt(e.to_string()))?),
                 )],
             };
+            if history.len() > 1 || history.first().is_some_and(|(t, _)| *t != i64::MIN) {
+                self.prunable.insert(key.clone());
+            }
             self.rows.insert(key, history);
         }
         Ok(())
