@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::AppendClock;
 use crate::error::{LogError, Result};
 use crate::io::FaultInjector;
 
@@ -162,6 +163,9 @@ pub struct LogConfig {
     pub retention_check_interval_ms: u64,
     /// Fault injection for tests; `None` in production.
     pub faults: Option<Arc<FaultInjector>>,
+    /// The append clock every partition takes append times from (the
+    /// system clock; tests give one with a [`crate::clock::ManualTime`]).
+    pub clock: Arc<AppendClock>,
 }
 
 impl LogConfig {
@@ -181,6 +185,7 @@ impl LogConfig {
             idempotency_window_ms: 15 * 60 * 1000,
             retention_check_interval_ms: 60_000,
             faults: None,
+            clock: Arc::new(AppendClock::system()),
         }
     }
 

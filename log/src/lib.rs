@@ -11,7 +11,8 @@
 //!                                                          recovery.rs, retention.rs,
 //!                                                          idempotency.rs
 //! topic      partitions + routing (murmur2)               topic.rs, partitioner.rs
-//! log        data dir, topics, groups, retention task     log.rs, offsets.rs
+//! log        data dir, topics, groups, retention task,    log.rs, offsets.rs,
+//!            the log-wide append clock                    clock.rs
 //! ```
 //!
 //! `FORMAT.md` documents every byte on disk.
@@ -20,6 +21,7 @@
 
 pub mod batch;
 pub mod cache;
+pub mod clock;
 pub mod config;
 pub mod error;
 #[doc(hidden)]
@@ -42,6 +44,7 @@ pub mod topic;
 pub mod writer;
 
 pub use batch::{Header, NewRecord, Record};
+pub use clock::{AppendClock, ManualTime};
 pub use config::{FsyncPolicy, LogConfig, TopicChanges, TopicConfig};
 pub use error::{LogError, Result};
 pub use log::{GroupPartitionOffset, Log, ResetTo};

@@ -258,6 +258,20 @@ impl Log {
         Ok(())
     }
 
+    /// The latest append time up to which every partition of every topic
+    /// is complete: all its appends are readable and no later append gets
+    /// a time at or before it ([`crate::clock::AppendClock::complete_up_to`]).
+    pub fn complete_up_to(&self) -> i64 {
+        self.inner.config.clock.complete_up_to()
+    }
+
+    /// Waits until the log is complete up to `t`, at most `timeout`;
+    /// returns whether it is (a millisecond at most, or an append in
+    /// flight finishing).
+    pub fn wait_complete(&self, t: i64, timeout: Duration) -> bool {
+        self.inner.config.clock.wait_complete(t, timeout)
+    }
+
     /// Applies retention to every partition as of `now_ms`; returns the
     /// number of segments deleted.
     pub fn enforce_retention(&self, now_ms: i64) -> Result<usize> {
@@ -422,7 +436,7 @@ fn start_retention(
                 _ => return,
             }
             let Some(inner) = inner.upgrade() else { return };
-            if let Err(e) = enforce_retention(&inner, now_ms()) {
+            if let Err(e) = enforce_retention(&inner, inner.config.clock.now()) {
                 tracing::error!(error = %e, "retention failed");
             }
         })

@@ -211,6 +211,15 @@ impl Partition {
             .next()
             .expect("at least one segment");
         let end = recovered.active.next_offset;
+        // Later appends (in any partition) get this time or later.
+        if let Some(t) = recovered
+            .segments
+            .values()
+            .rev()
+            .find_map(|s| s.known_max_append_time())
+        {
+            log_config.clock.observe(t);
+        }
         let shared = Arc::new(PartitionShared {
             topic: topic.to_string(),
             partition,

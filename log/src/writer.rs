@@ -23,10 +23,10 @@ use crate::batch::{self, BatchMeta, NewRecord};
 use crate::config::FsyncPolicy;
 use crate::error::{LogError, Result};
 use crate::idempotency::{fingerprint_of, PriorAppend};
+use crate::io;
 use crate::partition::{AppendOutcome, AppendRequest, PartitionShared};
 use crate::recovery::{self, ActiveState};
 use crate::syncer::{record_sync, IntervalSync};
-use crate::{io, now_ms};
 
 /// Most bytes one group commit writes (beyond its first append).
 const MAX_GROUP_BYTES: usize = 8 << 20;
@@ -166,7 +166,10 @@ impl Writer {
             }
             return;
         }
-        let now = now_ms();
+        // In flight from here until the batches are readable (or failed):
+        // the log is not complete past `now` before the ticket drops.
+        let ticket = self.shared.log_config.clock.begin();
+        let now = ticket.time();
         let group_bytes: usize = group.iter().map(|j| j.encoded_len).sum();
         if self.should_roll(group_bytes as u64, now) {
             if let Err(e) = self.roll() {
@@ -262,6 +265,7 @@ impl Writer {
             metrics::histogram!(crate::metrics::GROUP_COMMIT_RECORDS).record(records as f64);
             self.publish(&pending, next_offset, now);
         }
+        drop(ticket);
         for p in pending {
             let _ = p.job.reply.send(p.outcome);
             drop(p.job.permit);

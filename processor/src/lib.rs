@@ -24,6 +24,7 @@ pub mod expr;
 pub mod limits;
 pub mod metrics;
 pub mod operator;
+pub mod order;
 pub mod plan;
 pub mod progress;
 pub mod runner;

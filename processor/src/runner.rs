@@ -26,10 +26,11 @@ use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
 use crate::operator::RowChange;
+use crate::order::{InputOrder, NextBatch, Side};
 use crate::plan::{EventTime, LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
 use crate::state::store::{ns, Batch, Scope, Store};
-use crate::watermark::WatermarkTracker;
+use crate::watermark::{TrackerState, WatermarkTracker};
 
 /// Where a new version starts reading.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,8 +111,11 @@ pub struct Runtime {
     store: Arc<Store>,
     options: RunOptions,
     io: tokio::runtime::Runtime,
-    positions: Vec<u64>,
-    table_positions: Vec<u64>,
+    /// The input partitions, merged in log order; owns the positions.
+    order: InputOrder,
+    /// Log time (append time) up to which input has been processed and the
+    /// watermark evaluated: the clock of every time-based decision.
+    log_time: i64,
     watermark: WatermarkTracker,
     dedup: Option<Dedup>,
     join: Option<TableJoin>,
@@ -135,6 +139,12 @@ fn meta(name: &str) -> Vec<u8> {
 fn now_ms() -> i64 {
     kappa_log::now_ms()
 }
+
+/// Meta key of the watermark tracker's per-partition progress (JSON
+/// [`TrackerState`]): a restart judges idleness as before the crash.
+const TRACKER_META: &str = "watermark_partitions";
+/// Meta key of the log time processed up to (i64 little-endian).
+const LOG_TIME_META: &str = "log_time";
 
 impl Runtime {
     /// Opens the version `scope` of `plan`: creates its column families,
@@ -174,14 +184,18 @@ impl Runtime {
                 ProcessorError::Stopped(format!("cannot start the processor's I/O runtime: {e}"))
             })?;
         let partitions = source.partition_count() as usize;
-        let now = now_ms();
+        let table = match &plan.join {
+            Some(join) => Some((log.topic(&join.table_topic)?, Vec::new())),
+            None => None,
+        };
         let mut rt = Runtime {
             watermark: WatermarkTracker::new(
                 partitions,
                 plan.source.out_of_orderness_ms,
                 plan.source.idle_timeout_ms,
-                now,
             ),
+            order: InputOrder::new(source, Vec::new(), table),
+            log_time: i64::MIN,
             dedup: plan.dedup.clone().map(|d| Dedup::new(d, state_cf.clone())),
             join: plan
                 .join
@@ -206,8 +220,6 @@ impl Runtime {
             store,
             options,
             io,
-            positions: Vec::new(),
-            table_positions: Vec::new(),
             outbox: Vec::new(),
             outbox_seq: 0,
             last_commit: Instant::now(),
@@ -264,15 +276,33 @@ impl Runtime {
             };
             positions.push(start.max(part.start_offset()));
         }
-        self.positions = positions;
-        if let Some(join) = &self.join {
-            let table = self.log.topic(join.topic())?;
-            self.table_positions = (0..table.partition_count())
-                .map(|p| Ok(self.get_u64(&format!("table_offset/{p}"))?.unwrap_or(0)))
-                .collect::<Result<_>>()?;
-        }
+        let table = match &self.join {
+            Some(join) => {
+                let table = self.log.topic(join.topic())?;
+                let positions = (0..table.partition_count())
+                    .map(|p| Ok(self.get_u64(&format!("table_offset/{p}"))?.unwrap_or(0)))
+                    .collect::<Result<_>>()?;
+                Some((table, positions))
+            }
+            None => None,
+        };
+        self.order = InputOrder::new(source, positions, table);
         let watermark = self.get_u64("watermark")?.map_or(i64::MIN, |w| w as i64);
         self.watermark.restore(watermark);
+        if let Some(state) = self
+            .store
+            .get(&self.scope.state_cf(), &meta(TRACKER_META))?
+        {
+            let state: TrackerState =
+                serde_json::from_slice(&state).map_err(|e| ProcessorError::CorruptState {
+                    cf: self.scope.state_cf(),
+                    reason: format!("meta {TRACKER_META}: {e}"),
+                })?;
+            self.watermark.restore_state(state);
+        }
+        if let Some(t) = self.get_u64(LOG_TIME_META)? {
+            self.log_time = t as i64;
+        }
         self.outbox_seq = self.get_u64("outbox_seq")?.unwrap_or(0);
         if let Some(d) = &mut self.dedup {
             d.restore(&self.store)?;
@@ -283,7 +313,8 @@ impl Runtime {
         if let Some(a) = &mut self.aggregate {
             a.restore(&self.store, watermark)?;
         }
-        self.progress.set_committed(&self.positions, watermark);
+        self.progress
+            .set_committed(self.order.stream_positions(), watermark);
         self.flush_pending_outbox()
     }
 
@@ -378,48 +409,74 @@ impl Runtime {
         self.progress.clone()
     }
 
-    /// Reads one round from every partition (table first) and processes
-    /// it; returns the number of stream records processed.
+    /// Processes the input the log holds in log order ([`crate::order`]),
+    /// up to what the log is complete up to and at most
+    /// `max_poll_records` per input partition; returns the number of stream
+    /// records processed. Idleness and every other time-based decision use
+    /// log time: the append time of the batch at hand, or, once the input
+    /// is drained, the log's completeness bound.
     pub fn poll_once(&mut self) -> Result<u64> {
-        self.poll_table()?;
         if let Some(a) = &mut self.aggregate {
             if !a.emits_changes() && self.progress.changes.is_enabled() {
                 a.set_emit_changes(true);
             }
         }
-        let source = self.log.topic(&self.plan.source.topic)?;
-        let mut processed = 0;
-        for p in 0..self.positions.len() {
-            let partition = source.partition(p as u32)?;
-            let offset = self.positions[p].max(partition.start_offset());
-            let fetch = partition.read(offset, self.options.max_poll_records, 4 << 20)?;
-            let now = now_ms();
-            let newest = fetch.batches.iter().map(|b| b.append_time()).max();
-            if let Some(t) = newest {
-                self.newest_input_ms = Some(self.newest_input_ms.map_or(t, |n| n.max(t)));
-            }
-            let (from, to) = (offset, fetch.next_offset);
-            for batch in &fetch.batches {
-                // Event times are judged against the time the log appended
-                // the record: the same on every replay.
-                let append_time = batch.append_time();
-                let records = batch
-                    .records()
-                    .filter(|r| from <= r.offset && r.offset < to);
-                for record in records {
-                    let next = record.offset + 1;
-                    self.process(p as u32, record, append_time, now)?;
-                    processed += 1;
-                    // The commit covers the records processed so far.
-                    self.positions[p] = next;
-                    if self.pending_entries() > self.options.pending_entries_max {
-                        self.commit()?;
-                    }
+        self.order.check_topics(&self.log)?;
+        // Read before any fetch: every batch at or before it is readable.
+        let complete = self.log.complete_up_to();
+        let max_records = self.options.max_poll_records;
+        let budget = max_records.saturating_mul(self.order.input_count() as u64);
+        self.order.start_poll();
+        let (mut processed, mut read) = (0u64, 0u64);
+        let mut drained = true;
+        while let Some(next) = self.order.next(complete, max_records)? {
+            let append_time = next.batch.append_time();
+            // Time passes up to just before this batch: partitions go idle
+            // as they would have while waiting for it live.
+            self.advance_log_time(append_time.saturating_sub(1))?;
+            self.newest_input_ms = Some(
+                self.newest_input_ms
+                    .map_or(append_time, |n| n.max(append_time)),
+            );
+            read += match next.side {
+                Side::Table => self.apply_table_batch(&next),
+                Side::Stream => {
+                    let n = self.process_batch(&next)?;
+                    processed += n;
+                    n
                 }
+            };
+            self.order.processed_to(next.side, next.partition, next.to);
+            if read >= budget {
+                drained = false;
+                break;
             }
-            self.positions[p] = fetch.next_offset;
         }
-        let watermark = self.watermark.watermark(now_ms());
+        if drained {
+            self.advance_log_time(complete)?;
+        }
+        self.progress.add_processed(processed);
+        Ok(processed)
+    }
+
+    /// Moves log time forward to `t` (never back) and applies what the
+    /// watermark at `t` closes, expires and prunes.
+    fn advance_log_time(&mut self, t: i64) -> Result<()> {
+        if t <= self.log_time {
+            return Ok(());
+        }
+        self.log_time = t;
+        let before = self.watermark.current();
+        let watermark = self.watermark.watermark(t);
+        if watermark > before {
+            self.watermark_advanced(watermark)?;
+        }
+        Ok(())
+    }
+
+    /// Closes windows, expires dedup entries and prunes join history up to
+    /// the new `watermark`.
+    fn watermark_advanced(&mut self, watermark: i64) -> Result<()> {
         if let Some(a) = &mut self.aggregate {
             a.advance(&self.store, watermark)?;
         }
@@ -437,43 +494,51 @@ impl Runtime {
             let keep = keep.unwrap_or(crate::operator::join::DEFAULT_HISTORY_MS);
             j.prune(watermark.saturating_sub(keep));
         }
-        self.progress.add_processed(processed);
+        Ok(())
+    }
+
+    /// Processes a stream batch's records; returns how many.
+    fn process_batch(&mut self, next: &NextBatch) -> Result<u64> {
+        let append_time = next.batch.append_time();
+        let mut processed = 0;
+        for record in next.records() {
+            let offset = record.offset;
+            self.process(next.partition, record, append_time)?;
+            processed += 1;
+            // The commit covers the records processed so far.
+            self.order
+                .processed_to(Side::Stream, next.partition, offset + 1);
+            if self.pending_entries() > self.options.pending_entries_max {
+                self.commit()?;
+            }
+        }
         Ok(processed)
     }
 
-    fn poll_table(&mut self) -> Result<()> {
+    /// Applies a table batch's records to the join's table; returns how many.
+    fn apply_table_batch(&mut self, next: &NextBatch) -> u64 {
         let Some(join) = &mut self.join else {
-            return Ok(());
+            return 0;
         };
-        let table = self.log.topic(join.topic())?;
-        for (p, position) in self.table_positions.iter_mut().enumerate() {
-            let partition = table.partition(p as u32)?;
-            loop {
-                let offset = (*position).max(partition.start_offset());
-                let fetch = partition.read(offset, 10_000, 4 << 20)?;
-                for r in fetch.records() {
-                    let key = r
-                        .key
-                        .as_ref()
-                        .map(|k| String::from_utf8_lossy(k).into_owned())
-                        .unwrap_or_default();
-                    let value = serde_json::from_slice(&r.value).unwrap_or(Value::Null);
-                    // From the table's time column when it has one (a
-                    // deletion has no value: its record timestamp).
-                    let at = join
-                        .time_field()
-                        .and_then(|path| path.iter().try_fold(&value, |v, p| v.get(p)))
-                        .and_then(parse_timestamp)
-                        .unwrap_or(r.timestamp);
-                    join.upsert(key, value, at);
-                }
-                *position = fetch.next_offset;
-                if fetch.record_count() == 0 {
-                    break;
-                }
-            }
+        let mut applied = 0;
+        for r in next.records() {
+            let key = r
+                .key
+                .as_ref()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .unwrap_or_default();
+            let value = serde_json::from_slice(&r.value).unwrap_or(Value::Null);
+            // From the table's time column when it has one (a deletion has
+            // no value: its record timestamp).
+            let at = join
+                .time_field()
+                .and_then(|path| path.iter().try_fold(&value, |v, p| v.get(p)))
+                .and_then(parse_timestamp)
+                .unwrap_or(r.timestamp);
+            join.upsert(key, value, at);
+            applied += 1;
         }
-        Ok(())
+        applied
     }
 
     fn decode(&self, partition: u32, record: Record) -> Option<Event> {
@@ -517,16 +582,8 @@ impl Runtime {
         Some(event)
     }
 
-    /// Processes one record appended at `append_time`; `now` is the wall
-    /// clock of this poll (read once per poll: idle detection does not need
-    /// finer time).
-    fn process(
-        &mut self,
-        partition: u32,
-        record: Record,
-        append_time: i64,
-        now: i64,
-    ) -> Result<()> {
+    /// Processes one record appended at `append_time` (its log time).
+    fn process(&mut self, partition: u32, record: Record, append_time: i64) -> Result<()> {
         let Some(mut event) = self.decode(partition, record) else {
             return Ok(());
         };
@@ -543,15 +600,11 @@ impl Runtime {
         // records were batched into polls.
         let watermark = self.watermark.current();
         self.watermark
-            .observe(partition as usize, event.event_time, now);
-        let advanced = self.watermark.watermark(now);
+            .observe(partition as usize, event.event_time, append_time);
+        self.log_time = self.log_time.max(append_time);
+        let advanced = self.watermark.watermark(self.log_time);
         if advanced > watermark {
-            if let Some(a) = &mut self.aggregate {
-                a.advance(&self.store, advanced)?;
-            }
-            if let Some(d) = &mut self.dedup {
-                d.expire(advanced);
-            }
+            self.watermark_advanced(advanced)?;
         }
         if let Some(d) = &mut self.dedup {
             if d.is_duplicate(&event) {
@@ -668,10 +721,10 @@ impl Runtime {
         if let Some(j) = &mut self.join {
             j.flush(&mut batch);
         }
-        for (p, offset) in self.positions.iter().enumerate() {
+        for (p, offset) in self.order.stream_positions().iter().enumerate() {
             batch.put(&cf, meta(&format!("offset/{p}")), offset.to_le_bytes());
         }
-        for (p, offset) in self.table_positions.iter().enumerate() {
+        for (p, offset) in self.order.table_positions().iter().enumerate() {
             batch.put(
                 &cf,
                 meta(&format!("table_offset/{p}")),
@@ -680,6 +733,13 @@ impl Runtime {
         }
         let watermark = self.watermark.current();
         batch.put(&cf, meta("watermark"), (watermark as u64).to_le_bytes());
+        let tracker = serde_json::to_vec(&self.watermark.state()).expect("serializes");
+        batch.put(&cf, meta(TRACKER_META), tracker);
+        batch.put(
+            &cf,
+            meta(LOG_TIME_META),
+            (self.log_time as u64).to_le_bytes(),
+        );
         self.queue_changes(&changes);
         let outbox = std::mem::take(&mut self.outbox);
         let seq = self.outbox_seq;
@@ -692,7 +752,8 @@ impl Runtime {
         let bytes = batch.bytes();
         self.store.write(batch)?;
         self.last_commit = Instant::now();
-        self.progress.set_committed(&self.positions, watermark);
+        self.progress
+            .set_committed(self.order.stream_positions(), watermark);
         self.progress.changes.publish(&changes);
         if crash == Some(CrashPoint::AfterCommit) {
             return Err(ProcessorError::Stopped(
@@ -731,7 +792,9 @@ impl Runtime {
                 topic: topic.clone(),
                 key: Some(change.key.clone()),
                 value: change.row.as_ref().map_or("null".into(), Value::to_string),
-                timestamp: change.window.map_or(now_ms(), |(s, _)| s),
+                // A window's start, else the log time of the input that
+                // changed the row: the same in every replay.
+                timestamp: change.window.map_or(self.log_time, |(s, _)| s),
             });
         }
     }
@@ -746,24 +809,46 @@ impl Runtime {
                 self.commit()?;
             }
             if processed == 0 {
-                self.wait_for_input(Duration::from_millis(self.options.commit_interval_ms));
+                let timeout = Duration::from_millis(self.options.commit_interval_ms);
+                match self.order.held_back() {
+                    // Input is there, the log is not yet complete up to it
+                    // (the current millisecond, or an append in flight).
+                    Some(t) => {
+                        self.log.wait_complete(t, timeout);
+                    }
+                    None => self.wait_for_input(timeout),
+                }
             }
         }
         self.commit()
     }
 
-    /// Waits until any source partition has records past our position, or
-    /// `timeout`.
+    /// Waits until any input partition (stream or table) has records past
+    /// our position, or `timeout`.
     fn wait_for_input(&self, timeout: Duration) {
         let Ok(source) = self.log.topic(&self.plan.source.topic) else {
             return;
         };
-        let positions = self.positions.clone();
+        let table = match &self.join {
+            Some(join) => self.log.topic(join.topic()).ok(),
+            None => None,
+        };
+        let mut inputs: Vec<(&kappa_log::Partition, u64)> = source
+            .partitions()
+            .iter()
+            .zip(self.order.stream_positions().iter().copied())
+            .collect();
+        if let Some(table) = &table {
+            inputs.extend(
+                table
+                    .partitions()
+                    .iter()
+                    .zip(self.order.table_positions().iter().copied()),
+            );
+        }
         self.io.block_on(async {
-            let waits = source
-                .partitions()
-                .iter()
-                .zip(positions)
+            let waits = inputs
+                .into_iter()
                 .map(|(p, pos)| Box::pin(p.wait_for(pos, timeout)));
             let _ = futures_util::future::select_all(waits).await;
         });
@@ -782,6 +867,6 @@ impl Runtime {
 
     /// Input offsets processed so far (committed or not).
     pub fn positions(&self) -> &[u64] {
-        &self.positions
+        self.order.stream_positions()
     }
 }

@@ -4,16 +4,34 @@
 //! bounded out-of-orderness. The processor's watermark is the minimum over
 //! its partitions — except partitions that have been idle (no event) for
 //! longer than the idle timeout, which stop holding it back until they
-//! receive events again. Time is passed in (`now_ms`), never read here, so
-//! tests control it.
+//! receive events again.
+//!
+//! Idleness is judged on **log time** — the append times of the input, as
+//! the runtime merges it (`crate::order`) — never on the processing
+//! thread's clock, so a live run and a replay of the same log make the same
+//! decisions. A partition that has not had an event since the version
+//! started counts as silent since the version's first event. Time is passed
+//! in, never read here.
+
+use serde::{Deserialize, Serialize};
 
 /// One partition's progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 struct PartitionProgress {
     /// Largest event time seen, if any.
     max_event_time: Option<i64>,
-    /// Processing time of the last event.
-    last_event_at_ms: i64,
+    /// Log time (append time) of the last event, if any.
+    last_event_at: Option<i64>,
+}
+
+/// What a commit keeps of a tracker beside the watermark itself, so a
+/// restarted version judges idleness exactly as an uninterrupted one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrackerState {
+    /// Log time of the version's first event.
+    started: Option<i64>,
+    /// Per partition, in partition order.
+    partitions: Vec<PartitionProgress>,
 }
 
 /// Tracks event-time progress across partitions.
@@ -22,45 +40,45 @@ pub struct WatermarkTracker {
     out_of_orderness_ms: i64,
     idle_timeout_ms: i64,
     partitions: Vec<PartitionProgress>,
+    /// Log time of the first event observed: partitions without events
+    /// are silent since then.
+    started: Option<i64>,
     /// The watermark never goes back, even if an idle partition resumes.
     emitted: i64,
 }
 
 impl WatermarkTracker {
-    /// A tracker for `partitions` partitions, all starting at `now_ms`.
-    pub fn new(
-        partitions: usize,
-        out_of_orderness_ms: i64,
-        idle_timeout_ms: i64,
-        now_ms: i64,
-    ) -> Self {
+    /// A tracker for `partitions` partitions that have seen nothing.
+    pub fn new(partitions: usize, out_of_orderness_ms: i64, idle_timeout_ms: i64) -> Self {
         WatermarkTracker {
             out_of_orderness_ms,
             idle_timeout_ms,
-            partitions: vec![
-                PartitionProgress {
-                    max_event_time: None,
-                    last_event_at_ms: now_ms
-                };
-                partitions
-            ],
+            partitions: vec![PartitionProgress::default(); partitions],
+            started: None,
             emitted: i64::MIN,
         }
     }
 
-    /// Records an event of `partition` with `event_time`, seen at `now_ms`.
-    pub fn observe(&mut self, partition: usize, event_time: i64, now_ms: i64) {
+    /// Records an event of `partition` with `event_time`, appended at log
+    /// time `log_time`.
+    pub fn observe(&mut self, partition: usize, event_time: i64, log_time: i64) {
+        self.started.get_or_insert(log_time);
         let p = &mut self.partitions[partition];
         p.max_event_time = Some(p.max_event_time.map_or(event_time, |m| m.max(event_time)));
-        p.last_event_at_ms = now_ms;
+        p.last_event_at = Some(log_time);
     }
 
-    /// The watermark at `now_ms`: no event at or before it is expected any
-    /// more (later ones are late). `i64::MIN` until every active partition
-    /// has seen an event.
-    pub fn watermark(&mut self, now_ms: i64) -> i64 {
-        let is_active = |p: &PartitionProgress| {
-            now_ms.saturating_sub(p.last_event_at_ms) < self.idle_timeout_ms
+    /// The watermark at log time `log_time`: no event at or before it is
+    /// expected any more (later ones are late). `i64::MIN` until every
+    /// active partition has seen an event. For given events it never
+    /// decreases as `log_time` grows (partitions only turn idle), which is
+    /// why evaluating it at more or fewer log times gives the same answer.
+    pub fn watermark(&mut self, log_time: i64) -> i64 {
+        let started = self.started;
+        let idle_timeout = self.idle_timeout_ms;
+        let is_active = |p: &PartitionProgress| match p.last_event_at.or(started) {
+            Some(t) => log_time.saturating_sub(t) < idle_timeout,
+            None => true,
         };
         let (mut any_active, mut active_min, mut all_max) = (false, Some(i64::MAX), None::<i64>);
         for p in &self.partitions {
@@ -96,6 +114,23 @@ impl WatermarkTracker {
     pub fn restore(&mut self, watermark: i64) {
         self.emitted = self.emitted.max(watermark);
     }
+
+    /// The per-partition progress to persist with a commit.
+    pub fn state(&self) -> TrackerState {
+        TrackerState {
+            started: self.started,
+            partitions: self.partitions.clone(),
+        }
+    }
+
+    /// Restores the per-partition progress of a commit (ignored if it was
+    /// taken with another number of partitions).
+    pub fn restore_state(&mut self, state: TrackerState) {
+        if state.partitions.len() == self.partitions.len() {
+            self.started = state.started;
+            self.partitions = state.partitions;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -104,7 +139,7 @@ mod tests {
 
     #[test]
     fn watermark_is_max_event_time_minus_disorder_min_over_partitions() {
-        let mut t = WatermarkTracker::new(2, 10, 1000, 0);
+        let mut t = WatermarkTracker::new(2, 10, 1000);
         t.observe(0, 100, 0);
         assert_eq!(t.watermark(0), i64::MIN, "partition 1 has seen nothing yet");
         t.observe(1, 50, 0);
@@ -118,12 +153,12 @@ mod tests {
 
     #[test]
     fn an_idle_partition_stops_holding_the_watermark_back() {
-        let mut t = WatermarkTracker::new(2, 0, 1000, 0);
+        let mut t = WatermarkTracker::new(2, 0, 1000);
         t.observe(0, 100, 0);
         t.observe(1, 10, 0);
         assert_eq!(t.watermark(500), 10);
         t.observe(0, 500, 1500);
-        // Partition 1's last event was at 0: idle at 1500.
+        // Partition 1's last event was appended at 0: idle at 1500.
         assert_eq!(t.watermark(1500), 500);
         // It comes back with old data: the watermark does not regress.
         t.observe(1, 20, 1600);
@@ -131,10 +166,31 @@ mod tests {
     }
 
     #[test]
-    fn a_partition_with_no_events_ever_is_idle_after_the_timeout() {
-        let mut t = WatermarkTracker::new(2, 5, 100, 0);
+    fn a_partition_with_no_events_ever_is_idle_a_timeout_after_the_first_event() {
+        let mut t = WatermarkTracker::new(2, 5, 100);
+        assert_eq!(
+            t.watermark(1_000_000),
+            i64::MIN,
+            "nothing seen, nothing idle"
+        );
         t.observe(0, 1000, 50);
         assert_eq!(t.watermark(50), i64::MIN);
+        assert_eq!(t.watermark(149), i64::MIN);
         assert_eq!(t.watermark(150), 995);
+    }
+
+    #[test]
+    fn a_restored_state_judges_idleness_as_before() {
+        let mut t = WatermarkTracker::new(2, 0, 100);
+        t.observe(0, 1000, 50);
+        t.observe(1, 10, 60);
+        let state = t.state();
+        let mut restored = WatermarkTracker::new(2, 0, 100);
+        restored.restore_state(state);
+        restored.restore(t.current());
+        t.observe(0, 2000, 170);
+        restored.observe(0, 2000, 170);
+        assert_eq!(t.watermark(170), 2000, "partition 1 idle since 60");
+        assert_eq!(restored.watermark(170), 2000);
     }
 }

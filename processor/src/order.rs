@@ -1,0 +1,249 @@
+//! The order a version processes its input in: derived from the log alone,
+//! the same live and in replay.
+//!
+//! A version reads the partitions of its source topic and, for a join, of
+//! its table topic. It processes their batches merged by
+//!
+//! ```text
+//! (append_time, input, offset)      input: table partitions first, then
+//!                                          stream partitions, each by number
+//! ```
+//!
+//! where `append_time` is the time the log's one clock gave the batch when
+//! it was appended (`kappa_log::clock`). A batch is processed only once the
+//! log is *complete* up to its append time — no append at or before it is
+//! still in flight and none can come later — so a live run never processes
+//! a batch before one that a replay of the stored log would put first.
+//! Within a partition, batches (and records) keep their offset order, and
+//! append times never decrease along it.
+//!
+//! The cost live: a batch waits until its append time's millisecond has
+//! passed and no other append of that millisecond or earlier is still being
+//! written (under `fsync = always`, until that append's fsync ends). A
+//! replay reads history that is complete long ago and never waits.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use kappa_log::batch::BatchView;
+use kappa_log::{Record, Topic};
+
+use crate::error::{ProcessorError, Result};
+
+/// Which input a batch came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The joined table's topic.
+    Table,
+    /// The source stream's topic.
+    Stream,
+}
+
+/// One partition's read-ahead: batches fetched but not yet processed.
+#[derive(Debug)]
+struct Input {
+    side: Side,
+    partition: u32,
+    /// Fetched batches, each with the end (exclusive) of the fetch that
+    /// returned it: a fetch may stop inside its last batch.
+    batches: VecDeque<(BatchView, u64)>,
+    /// The offset to fetch from next.
+    read_to: u64,
+    /// The last fetch reached the partition's end (during this poll).
+    at_end: bool,
+}
+
+/// A batch to process now: its records in `[from, to)`.
+#[derive(Debug)]
+pub struct NextBatch {
+    /// Table or stream.
+    pub side: Side,
+    /// The partition within its topic.
+    pub partition: u32,
+    /// The batch (its append time is `batch.append_time()`).
+    pub batch: BatchView,
+    /// First offset to process (the batch may start before it).
+    pub from: u64,
+    /// End (exclusive) of the records to process.
+    pub to: u64,
+}
+
+impl NextBatch {
+    /// The records of the batch to process, in offset order.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let (from, to) = (self.from, self.to);
+        self.batch
+            .records()
+            .filter(move |r| from <= r.offset && r.offset < to)
+    }
+}
+
+/// The merged reader of a version's inputs. It owns the input positions:
+/// the next offset to process in every partition of each side.
+pub struct InputOrder {
+    stream: Arc<Topic>,
+    table: Option<Arc<Topic>>,
+    stream_positions: Vec<u64>,
+    table_positions: Vec<u64>,
+    /// Table partitions first, then stream partitions (the tie order).
+    inputs: Vec<Input>,
+    /// The oldest append time seen beyond the completeness bound when the
+    /// last [`next`](Self::next) returned `None`.
+    held_back: Option<i64>,
+}
+
+impl InputOrder {
+    /// Reads `stream` from `stream_positions` and `table` (if any) from
+    /// `table_positions`, one position per partition.
+    pub fn new(
+        stream: Arc<Topic>,
+        stream_positions: Vec<u64>,
+        table: Option<(Arc<Topic>, Vec<u64>)>,
+    ) -> InputOrder {
+        let (table, table_positions) = match table {
+            Some((t, positions)) => (Some(t), positions),
+            None => (None, Vec::new()),
+        };
+        let input = |side, (p, &position): (usize, &u64)| Input {
+            side,
+            partition: p as u32,
+            batches: VecDeque::new(),
+            read_to: position,
+            at_end: false,
+        };
+        let inputs = table_positions
+            .iter()
+            .enumerate()
+            .map(|p| input(Side::Table, p))
+            .chain(
+                stream_positions
+                    .iter()
+                    .enumerate()
+                    .map(|p| input(Side::Stream, p)),
+            )
+            .collect();
+        InputOrder {
+            stream,
+            table,
+            stream_positions,
+            table_positions,
+            inputs,
+            held_back: None,
+        }
+    }
+
+    /// Fails if an input topic was deleted (or deleted and created again:
+    /// its offsets then mean other records) since this reader opened it.
+    pub fn check_topics(&self, log: &kappa_log::Log) -> Result<()> {
+        let topics = std::iter::once(&self.stream).chain(self.table.as_ref());
+        for topic in topics {
+            let current = log.topic(topic.name())?;
+            if !Arc::ptr_eq(&current, topic) {
+                return Err(ProcessorError::Stopped(format!(
+                    "input topic {} was deleted and created again; its offsets now name other records (replay the view to read it anew)",
+                    topic.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Next offset to process per stream partition.
+    pub fn stream_positions(&self) -> &[u64] {
+        &self.stream_positions
+    }
+
+    /// Next offset to process per table partition (empty without a join).
+    pub fn table_positions(&self) -> &[u64] {
+        &self.table_positions
+    }
+
+    /// Number of partitions read (table and stream).
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Starts a poll: partitions at their end may have grown since.
+    pub fn start_poll(&mut self) {
+        for input in &mut self.inputs {
+            input.at_end = false;
+        }
+        self.held_back = None;
+    }
+
+    /// The next batch in log order whose append time is at most
+    /// `complete` (the log's completeness bound, read before this poll),
+    /// fetching up to `max_records` from a partition when its read-ahead
+    /// runs out. `None` when every partition is at its end or the next
+    /// batch is beyond `complete` ([`held_back`](Self::held_back) says when).
+    pub fn next(&mut self, complete: i64, max_records: u64) -> Result<Option<NextBatch>> {
+        for i in 0..self.inputs.len() {
+            if self.inputs[i].batches.is_empty() && !self.inputs[i].at_end {
+                self.fetch(i, max_records)?;
+            }
+        }
+        let Some(best) = (0..self.inputs.len())
+            .filter_map(|i| {
+                let (batch, _) = self.inputs[i].batches.front()?;
+                Some((batch.append_time(), i))
+            })
+            .min()
+        else {
+            return Ok(None);
+        };
+        let (append_time, i) = best;
+        if append_time > complete {
+            self.held_back = Some(append_time);
+            return Ok(None);
+        }
+        let input = &mut self.inputs[i];
+        let (batch, fetch_end) = input.batches.pop_front().expect("non-empty");
+        let position = match input.side {
+            Side::Table => self.table_positions[input.partition as usize],
+            Side::Stream => self.stream_positions[input.partition as usize],
+        };
+        Ok(Some(NextBatch {
+            side: input.side,
+            partition: input.partition,
+            from: position.max(batch.base_offset()),
+            to: batch.next_offset().min(fetch_end),
+            batch,
+        }))
+    }
+
+    /// The append time of the oldest batch already in the log that the
+    /// last [`next`](Self::next) held back because the log was not yet
+    /// complete up to it.
+    pub fn held_back(&self) -> Option<i64> {
+        self.held_back
+    }
+
+    /// Records that every offset of `side`'s `partition` before `offset`
+    /// was processed.
+    pub fn processed_to(&mut self, side: Side, partition: u32, offset: u64) {
+        let position = match side {
+            Side::Table => &mut self.table_positions[partition as usize],
+            Side::Stream => &mut self.stream_positions[partition as usize],
+        };
+        *position = (*position).max(offset);
+    }
+
+    fn fetch(&mut self, i: usize, max_records: u64) -> Result<()> {
+        let input = &mut self.inputs[i];
+        let topic = match input.side {
+            Side::Table => self.table.as_ref().expect("table inputs have a topic"),
+            Side::Stream => &self.stream,
+        };
+        let partition = topic.partition(input.partition)?;
+        let offset = input.read_to.max(partition.start_offset());
+        let fetch = partition.read(offset, max_records, 4 << 20)?;
+        input.at_end = fetch.next_offset >= fetch.high_watermark;
+        for batch in fetch.batches {
+            if batch.next_offset() > offset {
+                input.batches.push_back((batch, fetch.next_offset));
+            }
+        }
+        input.read_to = fetch.next_offset;
+        Ok(())
+    }
+}
