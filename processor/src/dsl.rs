@@ -192,6 +192,7 @@ impl Pipeline {
             alias: alias.to_string(),
             kind,
             table_time: None,
+            history_ms: None,
         });
         self
     }

@@ -112,6 +112,12 @@ pub struct JoinSpec {
     /// value holds from this time on; `None` = the record timestamp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_time: Option<Vec<String>>,
+    /// How far behind the watermark table history is kept (ms): the row
+    /// that held at the horizon stands for all earlier time, so an event
+    /// older than that joins it. `None`: the window's grace for windowed
+    /// aggregates, else [`crate::operator::join::DEFAULT_HISTORY_MS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_ms: Option<i64>,
 }
 
 /// What each event becomes.

@@ -484,14 +484,20 @@ impl Runtime {
             d.expire(watermark);
         }
         if let Some(j) = &mut self.join {
-            // Windowed: events behind the watermark by more than the
-            // grace are late, so no event needs older history. Otherwise a
-            // day of history is kept.
-            let keep = match &self.plan.operation {
+            // As the definition says (JOIN_HISTORY), else: windowed,
+            // events behind the watermark by more than the grace are late,
+            // so no event needs older history; otherwise a day is kept.
+            let window_grace = match &self.plan.operation {
                 Operation::Aggregate(spec) => spec.window.as_ref().map(|w| w.grace_ms),
                 _ => None,
             };
-            let keep = keep.unwrap_or(crate::operator::join::DEFAULT_HISTORY_MS);
+            let keep = self
+                .plan
+                .join
+                .as_ref()
+                .and_then(|j| j.history_ms)
+                .or(window_grace)
+                .unwrap_or(crate::operator::join::DEFAULT_HISTORY_MS);
             j.prune(watermark.saturating_sub(keep));
         }
         Ok(())

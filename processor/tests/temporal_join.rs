@@ -158,3 +158,45 @@ fn a_table_with_a_time_column_takes_each_rows_time_from_it() {
         [("bronze".to_string(), 1, 10), ("gold".to_string(), 1, 20)]
     );
 }
+
+/// `JOIN_HISTORY` bounds the table history kept behind the watermark: a
+/// purchase older than that horizon joins the row that held at the
+/// horizon (it stands for all earlier time). With the default (a day) the
+/// same purchase joins the tier its user had then.
+#[test]
+fn join_history_bounds_how_far_back_a_purchase_finds_its_tier() {
+    let run = |history_ms: Option<i64>| {
+        let mut plan = Pipeline::from_topic("buys")
+            .max_out_of_orderness(std::time::Duration::ZERO)
+            .join_table("tiers", Expr::field("user_id"), "t", JoinKind::Inner)
+            .key_by([("tier", Expr::field("t.tier"))])
+            .aggregate([dsl::count("n"), dsl::sum("spent", Expr::field("amount"))])
+            .to_view("spend_by_tier");
+        plan.join.as_mut().unwrap().history_ms = history_ms;
+        let h = Harness::new();
+        h.create_topic("buys", 1);
+        h.create_topic("tiers", 1);
+        let tier = |tier: &str, at| record("tiers", "u1", json!({"tier": tier}), at);
+        let buy =
+            |amount: i64, at| record("buys", "u1", json!({"user_id": "u1", "amount": amount}), at);
+        for step in [
+            tier("bronze", 1_000),
+            tier("gold", 5_000),
+            buy(1, 10_000),
+            // Behind the watermark (10,000) by 8 s.
+            buy(10, 2_000),
+        ] {
+            h.produce(&step);
+        }
+        let mut rt = h.open_runtime(&plan, RunOptions::default());
+        h.run_to_end(&mut rt, &plan);
+        rows(&h, &plan)
+    };
+    assert_eq!(
+        run(None),
+        [("bronze".to_string(), 1, 10), ("gold".to_string(), 1, 1)]
+    );
+    // One second of history: bronze was pruned when the watermark reached
+    // 10,000; gold, the tier at the horizon, stands for all earlier time.
+    assert_eq!(run(Some(1_000)), [("gold".to_string(), 2, 11)]);
+}

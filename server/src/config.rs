@@ -93,6 +93,10 @@ pub struct ServerConfig {
     /// How long a replaced view version stays readable with `?version=`
     /// before its state is dropped (default 60 s; 0 = dropped at the swap).
     pub view_grace_ms: u64,
+    /// How many replaced versions of a view are kept (readable, following
+    /// their input, available to roll back to) within `view_grace_ms`
+    /// (default 1; 0 = none; a view's `KEEP_VERSIONS` overrides it).
+    pub view_keep_versions: u32,
     /// How often processors commit state, rows and offsets (default 50 ms:
     /// it bounds how soon a produced record is visible in a view).
     pub view_commit_interval_ms: u64,
@@ -126,6 +130,7 @@ impl Default for ServerConfig {
             shutdown_grace_ms: 10_000,
             view_swap_max_lag: 1_000,
             view_grace_ms: 60_000,
+            view_keep_versions: 1,
             // Half the processor library's 100 ms: a row is visible at the next
             // commit, and 50 ms keeps produce-to-view p99 under 100 ms
             // (BENCHMARKS.md, "Views over HTTP").
@@ -182,6 +187,9 @@ pub struct Overrides {
     /// How long a replaced view version stays readable, ms [default: 60000].
     #[arg(long, env = "KAPPA_VIEW_GRACE_MS")]
     pub view_grace_ms: Option<u64>,
+    /// How many replaced view versions are kept within the grace [default: 1].
+    #[arg(long, env = "KAPPA_VIEW_KEEP_VERSIONS")]
+    pub view_keep_versions: Option<u32>,
     /// How often processors commit, ms [default: 50].
     #[arg(long, env = "KAPPA_VIEW_COMMIT_INTERVAL_MS")]
     pub view_commit_interval_ms: Option<u64>,
@@ -242,6 +250,7 @@ impl ServerConfig {
             auto_create_max_partitions,
             view_swap_max_lag,
             view_grace_ms,
+            view_keep_versions,
             view_commit_interval_ms
         );
         if let Some(Retention(ms)) = o.default_retention_ms {
@@ -291,6 +300,10 @@ impl ServerConfig {
         }
         if self.view_grace_ms > 7 * 24 * 3_600_000 {
             bail!("view_grace_ms must be at most 604800000 (7 days)");
+        }
+        let max_keep = kappa_processor::sql::MAX_KEEP_VERSIONS;
+        if self.view_keep_versions > max_keep {
+            bail!("view_keep_versions must be at most {max_keep}");
         }
         if !(1..=60_000).contains(&self.view_commit_interval_ms) {
             bail!("view_commit_interval_ms must be in 1..=60000");

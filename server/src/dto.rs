@@ -382,6 +382,11 @@ pub struct ViewOut {
     pub building_version: Option<BuildOut>,
     /// Replaced versions still readable.
     pub grace_versions: Vec<GraceOut>,
+    /// How many replaced versions this view keeps (`KEEP_VERSIONS`, else
+    /// the server's `view_keep_versions`).
+    pub keep_versions: u32,
+    /// For how long each (ms; `VERSION_GRACE`, else `view_grace_ms`).
+    pub version_grace_ms: u64,
     /// The last failure.
     pub failure: Option<crate::views::catalog::Failure>,
     /// The served version is down and retried: attempts so far and when

@@ -80,6 +80,7 @@ pub async fn run_with_log_config(
         data_dir: config.data_dir.clone(),
         swap_max_lag: config.view_swap_max_lag,
         grace_ms: config.view_grace_ms,
+        keep_versions: config.view_keep_versions,
         commit_interval_ms: config.view_commit_interval_ms,
         clock: crate::views::Clock::system(),
     };

@@ -20,7 +20,7 @@ use kappa_log::{FsyncPolicy, Log, LogConfig, NewRecord, ProduceRecord, TopicConf
 use kappa_processor::dsl::{self, Pipeline};
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
-use kappa_server::views::manager::Swap;
+use kappa_server::views::manager::{Swap, ViewSettings};
 use kappa_server::views::{Clock, ManagerConfig, ViewManager};
 
 /// What the scenario was told, and the change under way at the crash.
@@ -47,6 +47,7 @@ fn manager_config(dir: &Path) -> ManagerConfig {
         data_dir: dir.to_path_buf(),
         swap_max_lag: 0,
         grace_ms: 0,
+        keep_versions: 1,
         commit_interval_ms: 10,
         clock: Clock::system(),
     }
@@ -85,11 +86,17 @@ fn scenario(dir: &Path, acked: &mut Acked) -> Result<(), String> {
     let outcome = (|| {
         for name in ["v", "w"] {
             acked.pending = Some(name);
-            manager.create(name, counts(name, 1), None)?;
+            manager.create(name, counts(name, 1), None, ViewSettings::default())?;
             acked.views.push(name);
             acked.pending = None;
         }
-        manager.replace("v", counts("v", 2), None, Swap::Auto)?;
+        manager.replace(
+            "v",
+            counts("v", 2),
+            None,
+            Swap::Auto,
+            ViewSettings::default(),
+        )?;
         acked.pending = Some("w");
         manager.drop_view("w")?;
         acked.views.retain(|v| *v != "w");

@@ -187,6 +187,24 @@ impl Properties {
         }
     }
 
+    /// A whole-number property from `min` to `max`.
+    pub fn whole_in(&mut self, names: &[&str], min: u32, max: u32) -> Result<Option<u32>> {
+        let Some(p) = self.take(names) else {
+            return Ok(None);
+        };
+        let value = match &p.value {
+            PropValue::Number(n) => n.parse::<u32>().ok(),
+            _ => None,
+        };
+        match value {
+            Some(v) if (min..=max).contains(&v) => Ok(Some(v)),
+            _ => Err(SqlError::span(
+                p.span,
+                format!("{} must be a whole number from {min} to {max}", p.name),
+            )),
+        }
+    }
+
     /// Fails on the first property nobody read.
     pub fn finish(&self, statement: &str, known: &[&str]) -> Result<()> {
         match self.items.iter().zip(&self.used).find(|(_, used)| !**used) {

@@ -168,3 +168,7 @@ pub(crate) fn check_exprs<'a>(
     let _ = m.all(exprs, 0);
     m.seen.check().map_err(|reason| SqlError::at(at, reason))
 }
+
+/// Most previous versions a view may keep (`KEEP_VERSIONS`,
+/// `view_keep_versions`): each keeps following its input.
+pub const MAX_KEEP_VERSIONS: u32 = 16;

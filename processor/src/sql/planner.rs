@@ -115,6 +115,16 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         }
         None => LateHandling::Drop,
     };
+    let join = match (join, decl.join_history_ms) {
+        (Some(join), history_ms) => Some(JoinSpec { history_ms, ..join }),
+        (None, Some(_)) => {
+            return Err(SqlError::at(
+                at,
+                "JOIN_HISTORY needs a JOIN: it says how long a joined table's history is kept",
+            ))
+        }
+        (None, None) => None,
+    };
     let plan = Plan {
         name: decl.name.clone(),
         source: source_spec(&decl, &scope.stream.decl),
@@ -258,6 +268,7 @@ fn join_spec(
     }
     Ok(JoinSpec {
         table_time: table.timestamp.clone().map(|c| vec![c]),
+        history_ms: None,
         table_topic: table.topic,
         stream_key,
         alias: field,

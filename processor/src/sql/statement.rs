@@ -47,6 +47,9 @@ const CREATE_AS_PROPERTIES: &[&str] = &[
     "IDLE_TIMEOUT",
     "MAX_FUTURE",
     "SWAP",
+    "JOIN_HISTORY",
+    "KEEP_VERSIONS",
+    "VERSION_GRACE",
 ];
 
 /// Parses every statement of `sql`.
@@ -513,6 +516,9 @@ fn create_as_decl(
     let watermark_delay_ms = props.duration(&["WATERMARK_DELAY"])?;
     let idle_timeout_ms = positive_ms(&mut props, "IDLE_TIMEOUT")?;
     let max_future_ms = props.duration(&["MAX_FUTURE"])?;
+    let join_history_ms = props.duration(&["JOIN_HISTORY"])?;
+    let keep_versions = props.whole_in(&["KEEP_VERSIONS"], 0, limits::MAX_KEEP_VERSIONS)?;
+    let version_grace_ms = props.duration(&["VERSION_GRACE"])?;
     let swap_manual = match props.string(&["SWAP"])? {
         None => false,
         Some((mode, span)) => match mode.to_ascii_uppercase().as_str() {
@@ -551,6 +557,9 @@ fn create_as_decl(
             idle_timeout_ms,
             max_future_ms,
             swap_manual,
+            join_history_ms,
+            keep_versions,
+            version_grace_ms,
             sql: st.text.clone(),
             line: st.start.line,
             column: st.start.column,

@@ -524,6 +524,7 @@ fn stream_table_joins_inner_and_left() {
             alias: "u".into(),
             kind: JoinKind::Left,
             table_time: None,
+            history_ms: None,
         })
     );
     let cols = project(&p);
@@ -737,5 +738,46 @@ fn a_joined_tables_timestamp_column_is_when_its_rows_hold() {
             .unwrap()
             .table_time,
         None
+    );
+}
+
+#[test]
+fn join_history_and_version_retention_are_properties_of_create_as() {
+    let c = create_as(
+        "CREATE TABLE t WITH (JOIN_HISTORY='2 HOURS', KEEP_VERSIONS=3, VERSION_GRACE='10 MINUTES') AS \
+         SELECT u.name, COUNT(*) AS n FROM user_events e JOIN users u ON e.user_id = u.id GROUP BY u.name",
+    );
+    assert_eq!(
+        (c.join_history_ms, c.keep_versions, c.version_grace_ms),
+        (Some(7_200_000), Some(3), Some(600_000))
+    );
+    let p = plan(&c, &catalog()).unwrap();
+    assert_eq!(p.join.unwrap().history_ms, Some(7_200_000));
+    // Unset: the defaults (the window's grace or a day; the server's).
+    let c = create_as(
+        "CREATE TABLE t AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id",
+    );
+    assert_eq!(
+        (c.join_history_ms, c.keep_versions, c.version_grace_ms),
+        (None, None, None)
+    );
+    assert_eq!(
+        create_as("CREATE TABLE t WITH (KEEP_VERSIONS=0) AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id")
+            .keep_versions,
+        Some(0)
+    );
+
+    let e = plan_err(
+        "CREATE TABLE t WITH (JOIN_HISTORY='1 HOUR') AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id",
+    );
+    assert!(e.message.contains("JOIN_HISTORY needs a JOIN"), "{e}");
+    let e = parse(
+        "CREATE TABLE t WITH (KEEP_VERSIONS=17) AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id",
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("KEEP_VERSIONS must be a whole number from 0 to 16"),
+        "{e}"
     );
 }

@@ -196,6 +196,18 @@ pub struct CreateAs {
     /// `SWAP='MANUAL'`: a replacement waits for `promote` once caught up.
     #[serde(default)]
     pub swap_manual: bool,
+    /// How far behind the watermark a join keeps table history
+    /// (`JOIN_HISTORY`).
+    #[serde(default)]
+    pub join_history_ms: Option<i64>,
+    /// Previous versions kept readable and available to roll back to
+    /// (`KEEP_VERSIONS`; the server's `view_keep_versions` if unset).
+    #[serde(default)]
+    pub keep_versions: Option<u32>,
+    /// How long a replaced version is kept (`VERSION_GRACE`; the server's
+    /// `view_grace_ms` if unset).
+    #[serde(default)]
+    pub version_grace_ms: Option<i64>,
     /// The statement's original text, without the trailing `;`.
     pub sql: String,
     /// 1-based line of the statement's first character in the text given

@@ -27,7 +27,7 @@ use super::topics::default_topic_config;
 use super::views::MAX_ROWS_PER_PAGE;
 use crate::error::{ApiError, ApiResult};
 use crate::views::catalog::Catalog;
-use crate::views::manager::{Change, Swap};
+use crate::views::manager::{Change, Swap, ViewSettings};
 use crate::views::{RowsRequest, ViewError};
 use crate::AppState;
 
@@ -213,6 +213,10 @@ fn create_as(state: &AppState, create: CreateAs) -> ApiResult<Value> {
     }
     let name = create.name.clone();
     let statement = format!("CREATE {} AS", create.kind.to_string().to_uppercase());
+    let settings = ViewSettings {
+        keep_versions: create.keep_versions,
+        version_grace_ms: create.version_grace_ms.map(|ms| ms as u64),
+    };
     let exists = catalog.views.contains_key(&name) || catalog.sources.contains_key(&name);
     let (status, version) = if exists && !create.or_replace {
         return Err(ViewError::Exists(name).into());
@@ -222,7 +226,10 @@ fn create_as(state: &AppState, create: CreateAs) -> ApiResult<Value> {
         } else {
             Swap::Auto
         };
-        match state.views.replace(&name, plan, Some(create.sql), swap)? {
+        match state
+            .views
+            .replace(&name, plan, Some(create.sql), swap, settings)?
+        {
             Change::Unchanged => ("unchanged", catalog.views[&name].latest().version),
             Change::Building(v) => ("building", v),
             Change::Served(v) => ("replaced", v),
@@ -230,7 +237,9 @@ fn create_as(state: &AppState, create: CreateAs) -> ApiResult<Value> {
     } else {
         (
             "created",
-            state.views.create(&name, plan, Some(create.sql))?,
+            state
+                .views
+                .create(&name, plan, Some(create.sql), settings)?,
         )
     };
     Ok(json!({

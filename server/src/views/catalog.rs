@@ -116,26 +116,35 @@ pub struct BuildEntry {
 
 impl ViewEntry {
     /// Serves `entry` in place of the served version, which is kept in
-    /// grace until `readable_until_ms` (so it can be read and rolled back
-    /// to), or returned to be dropped at once when `readable_until_ms` is
-    /// `None`.
+    /// grace as `keeping` says (so it can be read and rolled back to);
+    /// returns the versions to drop now: the old one if nothing is kept,
+    /// else the oldest kept ones beyond the count.
     pub fn serve(
         &mut self,
         entry: VersionEntry,
-        readable_until_ms: Option<i64>,
-    ) -> Option<VersionEntry> {
+        keeping: Keeping,
+        now_ms: i64,
+    ) -> Vec<VersionEntry> {
         let old = std::mem::replace(&mut self.served, entry);
-        match readable_until_ms {
-            Some(until) => {
-                self.grace.push(GraceEntry {
-                    entry: old,
-                    readable_until_ms: until,
-                });
-                None
-            }
-            None => Some(old),
+        if keeping.versions == 0 || keeping.grace_ms == 0 {
+            return vec![old];
         }
+        self.grace.push(GraceEntry {
+            entry: old,
+            readable_until_ms: now_ms.saturating_add(keeping.grace_ms.min(i64::MAX as u64) as i64),
+        });
+        let beyond = self.grace.len().saturating_sub(keeping.versions as usize);
+        self.grace.drain(..beyond).map(|g| g.entry).collect()
     }
+}
+
+/// How a view keeps the versions it replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keeping {
+    /// How many (the most recent).
+    pub versions: u32,
+    /// For how long each (ms).
+    pub grace_ms: u64,
 }
 
 /// A replaced version still readable (`?version=`) for a while.
@@ -178,6 +187,13 @@ pub struct ViewEntry {
     pub next_version: u64,
     /// When the view was created (ms).
     pub created_ms: i64,
+    /// Replaced versions kept (`KEEP_VERSIONS`); the server's if `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_versions: Option<u32>,
+    /// How long a replaced version is kept (`VERSION_GRACE`, ms); the
+    /// server's if `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_grace_ms: Option<u64>,
 }
 
 impl ViewEntry {
@@ -468,6 +484,8 @@ mod tests {
             failure: None,
             next_version: 3,
             created_ms: 5,
+            keep_versions: Some(2),
+            version_grace_ms: None,
         }
     }
 

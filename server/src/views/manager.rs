@@ -29,9 +29,29 @@ use kappa_processor::state::store::Scope;
 use kappa_processor::state::stores::Stores;
 use kappa_processor::version::RunningProcessor;
 
-use super::catalog::{BuildEntry, Catalog, VersionEntry, ViewEntry};
+use super::catalog::{BuildEntry, Catalog, Keeping, VersionEntry, ViewEntry};
 use super::retry::{Clock, Retry};
 use super::{validate_name, Result, ViewError};
+
+/// A view's own settings from its latest `CREATE [OR REPLACE]` (the
+/// server's apply where `None`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ViewSettings {
+    /// `KEEP_VERSIONS`: replaced versions kept.
+    pub keep_versions: Option<u32>,
+    /// `VERSION_GRACE`: how long each is kept (ms).
+    pub version_grace_ms: Option<u64>,
+}
+
+impl ViewSettings {
+    /// Sets them on `view`; true if that changed anything.
+    fn apply(self, view: &mut ViewEntry) -> bool {
+        let before = (view.keep_versions, view.version_grace_ms);
+        view.keep_versions = self.keep_versions;
+        view.version_grace_ms = self.version_grace_ms;
+        before != (view.keep_versions, view.version_grace_ms)
+    }
+}
 
 /// Settings of the manager (from the server config).
 #[derive(Debug, Clone)]
@@ -40,8 +60,10 @@ pub struct ManagerConfig {
     pub data_dir: PathBuf,
     /// A build is swapped in once its total lag is at most this many records.
     pub swap_max_lag: u64,
-    /// How long a replaced version stays readable.
+    /// How long a replaced version stays readable (unless the view says).
     pub grace_ms: u64,
+    /// How many replaced versions are kept (unless the view says).
+    pub keep_versions: u32,
     /// Commit interval of every processor.
     pub commit_interval_ms: u64,
     /// Time of retries of failed versions ([`Clock::system`] but in tests).
@@ -378,7 +400,13 @@ impl ViewManager {
 
     /// Creates view (or derived stream) `name` running `plan` as version 1
     /// from the start of its input.
-    pub fn create(&self, name: &str, plan: Plan, sql: Option<String>) -> Result<u64> {
+    pub fn create(
+        &self,
+        name: &str,
+        plan: Plan,
+        sql: Option<String>,
+        settings: ViewSettings,
+    ) -> Result<u64> {
         validate_name(name)?;
         plan.validate().map_err(ViewError::InvalidPlan)?;
         let _ops = lock(&self.ops);
@@ -408,6 +436,8 @@ impl ViewManager {
                 failure: None,
                 next_version: 2,
                 created_ms: now,
+                keep_versions: settings.keep_versions,
+                version_grace_ms: settings.version_grace_ms,
             },
         );
         if let Err(e) = self.save(&catalog) {
@@ -422,25 +452,32 @@ impl ViewManager {
 
     /// Replaces the definition of `name`: unchanged if `plan` is the
     /// newest definition already, else a new version (built in the
-    /// background for tables, taking over at once for streams).
+    /// background for tables, taking over at once for streams). The view
+    /// takes `settings` either way.
     pub fn replace(
         &self,
         name: &str,
         plan: Plan,
         sql: Option<String>,
         swap: Swap,
+        settings: ViewSettings,
     ) -> Result<Change> {
         plan.validate().map_err(ViewError::InvalidPlan)?;
         let _ops = lock(&self.ops);
         self.check_open()?;
-        let catalog = self.catalog();
+        let mut catalog = self.catalog();
         let view = catalog
             .views
-            .get(name)
+            .get_mut(name)
             .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
+        let resettled = settings.apply(view);
         let mut current = view.latest().plan.clone();
         current.name = plan.name.clone();
         if current == plan {
+            if resettled {
+                self.save(&catalog)?;
+                self.install(catalog, Vec::new());
+            }
             return Ok(Change::Unchanged);
         }
         if (plan.sink == Sink::View) != view.is_table() {
@@ -587,10 +624,13 @@ impl ViewManager {
         Ok(Change::Served(version))
     }
 
-    /// Until when a version replaced now stays readable (`None`: dropped
-    /// at once, `view_grace_ms` = 0).
-    pub(super) fn readable_until(&self, now_ms: i64) -> Option<i64> {
-        (self.config.grace_ms > 0).then(|| now_ms.saturating_add(self.config.grace_ms as i64))
+    /// How view `view` keeps replaced versions: its own settings
+    /// (`KEEP_VERSIONS`, `VERSION_GRACE`), else the server's.
+    pub(super) fn keeping(&self, view: &ViewEntry) -> Keeping {
+        Keeping {
+            versions: view.keep_versions.unwrap_or(self.config.keep_versions),
+            grace_ms: view.version_grace_ms.unwrap_or(self.config.grace_ms),
+        }
     }
 
     /// End offsets of a plan's input topic (empty if it is gone).

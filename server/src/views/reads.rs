@@ -338,6 +338,8 @@ impl ViewManager {
         };
         let mut out = view_out(&view, served, building_version);
         out.replay_horizon = super::horizon::horizon(&self.log, &view.served);
+        let keeping = self.keeping(&view);
+        (out.keep_versions, out.version_grace_ms) = (keeping.versions, keeping.grace_ms);
         if let Some(r) = &retry {
             // Known in memory even when the catalog could not be written.
             if out.failure.as_ref().is_none_or(|f| f.version != r.version) {
@@ -489,6 +491,8 @@ fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) ->
                 readable_until_ms: g.readable_until_ms,
             })
             .collect(),
+        keep_versions: 0,
+        version_grace_ms: 0,
         failure: view.failure.clone(),
         retry: None,
         replay_horizon: super::horizon::ReplayHorizon {

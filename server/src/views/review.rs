@@ -102,8 +102,9 @@ impl ViewManager {
             return Err(ViewError::Refused {
                 code: "nothing_to_roll_back",
                 message: format!(
-                    "view {name:?} keeps no previous version (a replaced version is kept for view_grace_ms, {} ms on this server)",
-                    self.config.grace_ms
+                    "view {name:?} keeps no previous version (it keeps {} replaced version(s) for {} ms: KEEP_VERSIONS and VERSION_GRACE on the view, view_keep_versions and view_grace_ms on the server)",
+                    self.keeping(view).versions,
+                    self.keeping(view).grace_ms
                 ),
             });
         };
@@ -126,11 +127,13 @@ impl ViewManager {
         let served = entry.version;
         let view = catalog.views.get_mut(name).expect("checked");
         let previous = view.served.version;
-        let dropped = view.serve(entry, self.readable_until(kappa_log::now_ms()));
+        let keeping = self.keeping(view);
+        let dropped = view.serve(entry, keeping, kappa_log::now_ms());
         self.save(&catalog)?;
         self.install(catalog, Vec::new());
-        if let Some(old) = dropped {
-            self.retire(vec![scope(name, old.version)], true);
+        let dropped: Vec<Scope> = dropped.iter().map(|old| scope(name, old.version)).collect();
+        if !dropped.is_empty() {
+            self.retire(dropped, true);
         }
         lock(&self.state).retries.remove(name);
         crate::metrics::count_view_swap(name);

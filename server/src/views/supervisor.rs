@@ -241,7 +241,8 @@ impl ViewManager {
                     {
                         let build = view.building.take().expect("present");
                         let from = view.served.version;
-                        if let Some(old) = view.serve(build.entry, self.readable_until(now)) {
+                        let keeping = self.keeping(view);
+                        for old in view.serve(build.entry, keeping, now) {
                             retire.push(scope(&view.name, old.version));
                         }
                         tracing::info!(view = %view.name, from, to = view.served.version, lag, "swapped in the new version");

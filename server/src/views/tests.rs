@@ -15,7 +15,7 @@ use kappa_processor::plan::Plan;
 use kappa_processor::runner::StartFrom;
 use kappa_processor::state::store::{Scope, Store};
 
-use super::manager::{Change, Swap};
+use super::manager::{Change, Swap, ViewSettings};
 use super::{Clock, ManagerConfig, ViewManager};
 
 struct Fixture {
@@ -42,6 +42,7 @@ fn fixture_with_grace(grace_ms: u64) -> Fixture {
             data_dir: dir.path().to_path_buf(),
             swap_max_lag: 0,
             grace_ms,
+            keep_versions: 1,
             commit_interval_ms: 10,
             clock: Clock::manual(clock.clone()),
         },
@@ -106,10 +107,21 @@ fn a_failed_build_leaves_the_served_version_serving_and_says_why() {
     let f = fixture();
     f.produce("a", &["x", "y"]);
     f.produce("b", &["z"]);
-    assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
+    assert_eq!(
+        f.manager
+            .create("v", counts("a", "v"), None, ViewSettings::default())
+            .unwrap(),
+        1
+    );
     let change = f
         .manager
-        .replace("v", counts("b", "v"), None, Swap::Auto)
+        .replace(
+            "v",
+            counts("b", "v"),
+            None,
+            Swap::Auto,
+            ViewSettings::default(),
+        )
         .unwrap();
     assert_eq!(change, Change::Building(2));
     // The build's input disappears: its processor ends with an error.
@@ -140,19 +152,23 @@ fn a_failed_build_leaves_the_served_version_serving_and_says_why() {
 fn a_build_is_swapped_in_once_caught_up_and_the_old_version_dropped() {
     let f = fixture();
     f.produce("a", &["x", "y", "x"]);
-    f.manager.create("v", counts("a", "v"), None).unwrap();
+    f.manager
+        .create("v", counts("a", "v"), None, ViewSettings::default())
+        .unwrap();
     let plan = Pipeline::from_topic("a")
         .key_by([("k", Expr::field("k"))])
         .aggregate([dsl::count("n"), dsl::count("m")])
         .to_view("v");
     assert_eq!(
         f.manager
-            .replace("v", plan.clone(), None, Swap::Auto)
+            .replace("v", plan.clone(), None, Swap::Auto, ViewSettings::default())
             .unwrap(),
         Change::Building(2)
     );
     assert_eq!(
-        f.manager.replace("v", plan, None, Swap::Auto).unwrap(),
+        f.manager
+            .replace("v", plan, None, Swap::Auto, ViewSettings::default())
+            .unwrap(),
         Change::Unchanged
     );
     f.eventually("the swap", || {
@@ -174,14 +190,22 @@ fn a_stream_replacement_continues_where_the_old_version_stopped() {
             .select(cols.iter().map(|c| (*c, Expr::field("k"))))
             .to_topic("out")
     };
-    f.manager.create("s", plan(&["k"]), None).unwrap();
+    f.manager
+        .create("s", plan(&["k"]), None, ViewSettings::default())
+        .unwrap();
     let committed = |f: &Fixture| -> u64 {
         f.manager.describe("s").unwrap().served_version.partitions[0].committed
     };
     f.eventually("version 1 processed everything", || committed(&f) == 5);
     let change = f
         .manager
-        .replace("s", plan(&["k", "k2"]), None, Swap::Auto)
+        .replace(
+            "s",
+            plan(&["k", "k2"]),
+            None,
+            Swap::Auto,
+            ViewSettings::default(),
+        )
         .unwrap();
     assert_eq!(change, Change::Served(2));
     f.produce("a", &["6", "7"]);
@@ -202,7 +226,12 @@ fn a_stream_replacement_continues_where_the_old_version_stopped() {
 fn a_served_version_whose_processor_fails_is_reported_as_failed() {
     let f = fixture();
     f.produce("a", &["x"]);
-    assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
+    assert_eq!(
+        f.manager
+            .create("v", counts("a", "v"), None, ViewSettings::default())
+            .unwrap(),
+        1
+    );
     assert!(f.manager.failed_views().is_empty());
     // The input disappears under the log (the HTTP API refuses this while a
     // view reads the topic): the served processor ends with an error.
@@ -257,7 +286,12 @@ impl Fixture {
 fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
     let f = fixture();
     f.produce("a", &["x"]);
-    assert_eq!(f.manager.create("v", counts("a", "v"), None).unwrap(), 1);
+    assert_eq!(
+        f.manager
+            .create("v", counts("a", "v"), None, ViewSettings::default())
+            .unwrap(),
+        1
+    );
     // The disk fills: the processor's next commit fails.
     let store = f.store(&super::manager::scope("v", 1));
     store.fail_writes(Some("No space left on device (injected)".into()));
@@ -359,9 +393,15 @@ fn names_starting(dir: &std::path::Path, prefix: &str) -> Vec<String> {
 fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
     let f = fixture();
     f.produce("a", &["x", "y", "x"]);
-    f.manager.create("hurt", counts("a", "hurt"), None).unwrap();
-    f.manager.create("lost", counts("a", "lost"), None).unwrap();
-    f.manager.create("fine", counts("a", "fine"), None).unwrap();
+    f.manager
+        .create("hurt", counts("a", "hurt"), None, ViewSettings::default())
+        .unwrap();
+    f.manager
+        .create("lost", counts("a", "lost"), None, ViewSettings::default())
+        .unwrap();
+    f.manager
+        .create("fine", counts("a", "fine"), None, ViewSettings::default())
+        .unwrap();
     f.eventually("every view processed everything", || {
         ["hurt", "lost", "fine"].iter().all(|v| f.committed(v) == 3)
     });
@@ -460,8 +500,12 @@ fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
 fn a_store_shared_by_every_version_is_moved_into_one_store_each_without_reprocessing() {
     let f = fixture();
     f.produce("a", &["x", "y", "x"]);
-    f.manager.create("v", counts("a", "v"), None).unwrap();
-    f.manager.create("w", counts("a", "w"), None).unwrap();
+    f.manager
+        .create("v", counts("a", "v"), None, ViewSettings::default())
+        .unwrap();
+    f.manager
+        .create("w", counts("a", "w"), None, ViewSettings::default())
+        .unwrap();
     f.eventually("both views processed everything", || {
         f.committed("v") == 3 && f.committed("w") == 3
     });
@@ -514,14 +558,16 @@ fn a_store_shared_by_every_version_is_moved_into_one_store_each_without_reproces
 fn a_manual_build_waits_ready_for_promote_and_a_rollback_serves_the_old_version_again() {
     let f = fixture_with_grace(3_600_000);
     f.produce("a", &["x", "y", "x"]);
-    f.manager.create("v", counts("a", "v"), None).unwrap();
+    f.manager
+        .create("v", counts("a", "v"), None, ViewSettings::default())
+        .unwrap();
     let two_counts = Pipeline::from_topic("a")
         .key_by([("k", Expr::field("k"))])
         .aggregate([dsl::count("n"), dsl::count("m")])
         .to_view("v");
     assert_eq!(
         f.manager
-            .replace("v", two_counts, None, Swap::Manual)
+            .replace("v", two_counts, None, Swap::Manual, ViewSettings::default())
             .unwrap(),
         Change::Building(2)
     );
@@ -593,7 +639,9 @@ fn a_manual_build_waits_ready_for_promote_and_a_rollback_serves_the_old_version_
 fn a_rollback_without_a_kept_version_is_refused() {
     let f = fixture();
     f.produce("a", &["x"]);
-    f.manager.create("v", counts("a", "v"), None).unwrap();
+    f.manager
+        .create("v", counts("a", "v"), None, ViewSettings::default())
+        .unwrap();
     assert!(matches!(
         f.manager.rollback("v"),
         Err(super::ViewError::Refused {
@@ -630,9 +678,17 @@ fn a_diff_of_a_one_minute_and_a_five_minute_version_matches_a_direct_comparison(
             .aggregate([dsl::count("n")])
             .to_view("v")
     };
-    f.manager.create("v", windowed(60_000), None).unwrap();
     f.manager
-        .replace("v", windowed(300_000), None, Swap::Manual)
+        .create("v", windowed(60_000), None, ViewSettings::default())
+        .unwrap();
+    f.manager
+        .replace(
+            "v",
+            windowed(300_000),
+            None,
+            Swap::Manual,
+            ViewSettings::default(),
+        )
         .unwrap();
     f.eventually("the build is ready", || {
         f.manager.tick();
@@ -696,4 +752,79 @@ fn a_diff_of_a_one_minute_and_a_five_minute_version_matches_a_direct_comparison(
         f.manager.diff("v", Some(7), None, 3),
         Err(super::ViewError::UnknownVersion { version: 7, .. })
     ));
+}
+
+#[test]
+fn a_view_keeps_as_many_replaced_versions_as_it_says_and_the_server_default_otherwise() {
+    // The server keeps one replaced version for an hour.
+    let f = fixture_with_grace(3_600_000);
+    f.produce("a", &["x", "y"]);
+    let plan = |aggregates: usize| {
+        let names = ["n", "m", "o", "p"];
+        Pipeline::from_topic("a")
+            .key_by([("k", Expr::field("k"))])
+            .aggregate(names[..aggregates].iter().map(|n| dsl::count(n)))
+            .to_view("v")
+    };
+    let replace_and_swap = |aggregates: usize, settings: ViewSettings| {
+        let Change::Building(version) = f
+            .manager
+            .replace("v", plan(aggregates), None, Swap::Auto, settings)
+            .unwrap()
+        else {
+            panic!("a new version")
+        };
+        f.eventually("the swap", || {
+            f.manager.tick();
+            f.manager.describe("v").unwrap().served_version.version == version
+        });
+    };
+    let kept = || -> Vec<u64> {
+        let d = f.manager.describe("v").unwrap();
+        d.grace_versions.iter().map(|g| g.version).collect()
+    };
+    f.manager
+        .create("v", plan(1), None, ViewSettings::default())
+        .unwrap();
+    replace_and_swap(2, ViewSettings::default());
+    replace_and_swap(3, ViewSettings::default());
+    assert_eq!(
+        kept(),
+        vec![2],
+        "the server keeps one: version 1 was dropped"
+    );
+    assert!(!f.manager.stores.exists(&super::manager::scope("v", 1)));
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!((d.keep_versions, d.version_grace_ms), (1, 3_600_000));
+
+    // KEEP_VERSIONS=2 on the view (set by the statement that replaces it).
+    let two = ViewSettings {
+        keep_versions: Some(2),
+        version_grace_ms: Some(600_000),
+    };
+    replace_and_swap(4, two);
+    assert_eq!(kept(), vec![2, 3]);
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!((d.keep_versions, d.version_grace_ms), (2, 600_000));
+    let left = d.grace_versions[1].readable_until_ms - kappa_log::now_ms();
+    assert!(
+        (500_000..=600_000).contains(&left),
+        "version 3 is kept for the view's VERSION_GRACE: {left} ms left"
+    );
+    // Kept in the catalog across a restart of the manager.
+    assert_eq!(f.manager.catalog().views["v"].keep_versions, Some(2));
+
+    // KEEP_VERSIONS=0: a replaced version is dropped at the swap; an
+    // unchanged definition still takes the new settings.
+    let none = ViewSettings {
+        keep_versions: Some(0),
+        version_grace_ms: None,
+    };
+    assert_eq!(
+        f.manager
+            .replace("v", plan(4), None, Swap::Auto, none)
+            .unwrap(),
+        Change::Unchanged
+    );
+    assert_eq!(f.manager.describe("v").unwrap().keep_versions, 0);
 }
