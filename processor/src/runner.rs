@@ -70,6 +70,10 @@ pub struct RunOptions {
     /// a [`ProcessorError::StateLimit`] naming the limit (default
     /// 10,000,000, roughly 1.5 GB; at least `state_cache_entries`).
     pub state_entries_max: usize,
+    /// The config of output topics a version creates — its sink topic and
+    /// its `LATE_TOPIC` — when they do not exist yet (default
+    /// `TopicConfig::default()`; the server passes its topic defaults).
+    pub output_topics: TopicConfig,
 }
 
 impl Default for RunOptions {
@@ -81,6 +85,7 @@ impl Default for RunOptions {
             start: StartFrom::Earliest,
             pending_entries_max: 500_000,
             state_entries_max: 10_000_000,
+            output_topics: TopicConfig::default(),
         }
     }
 }
@@ -170,7 +175,7 @@ impl Runtime {
         let source = log.topic(&plan.source.topic)?;
         for topic in Self::output_topics(&plan) {
             if log.topic(&topic).is_err() {
-                match log.create_topic(&topic, TopicConfig::default()) {
+                match log.create_topic(&topic, options.output_topics.clone()) {
                     Ok(_) | Err(kappa_log::LogError::TopicExists(_)) => {}
                     Err(e) => return Err(e.into()),
                 }
