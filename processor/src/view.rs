@@ -1,5 +1,8 @@
 //! Reading a view: point lookups, prefix and key ranges, a key's windows in
 //! a time range — each answer says as of which input offsets and watermark.
+//! A read can also filter rows on their window bounds ([`RowFilter`], what
+//! a pull query's `WINDOWSTART`/`WINDOWEND` conditions ask) with a cap on
+//! the rows it examines, answering a cursor to continue from.
 //!
 //! A view stores accumulators, not rows (see `operator::aggregate`): a read
 //! computes each row's columns with the version's aggregate spec (kept in
@@ -7,7 +10,7 @@
 //! FINAL, windows the committed watermark has not closed. Everything is read
 //! from one snapshot, so rows, watermark and offsets belong to one commit.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use std::collections::VecDeque;
@@ -61,6 +64,82 @@ pub struct AsOf {
     pub offsets: Vec<u64>,
     /// Committed watermark, if any.
     pub watermark: Option<i64>,
+}
+
+/// A time range: `from_ms` inclusive, `to_ms` exclusive; `None` = unbounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeRange {
+    /// Smallest time included.
+    pub from_ms: Option<i64>,
+    /// First time excluded.
+    pub to_ms: Option<i64>,
+}
+
+impl TimeRange {
+    /// True if `t` lies in the range.
+    pub fn contains(&self, t: i64) -> bool {
+        self.from_ms.is_none_or(|f| t >= f) && self.to_ms.is_none_or(|e| t < e)
+    }
+
+    /// True if neither end is bounded.
+    pub fn is_unbounded(&self) -> bool {
+        self.from_ms.is_none() && self.to_ms.is_none()
+    }
+
+    /// Raises the lower end to `v` (never lowers it).
+    pub(crate) fn lower(&mut self, v: i64) {
+        self.from_ms = Some(self.from_ms.map_or(v, |f| f.max(v)));
+    }
+
+    /// Lowers the upper end to `v` (never raises it).
+    pub(crate) fn upper(&mut self, v: i64) {
+        self.to_ms = Some(self.to_ms.map_or(v, |t| t.min(v)));
+    }
+}
+
+/// Which rows of a query's key range a read returns, and how many rows it
+/// may examine. Window bounds are no key range (rows are ordered by key,
+/// then window), so they are checked row by row inside the read; the cap
+/// keeps a read that finds few matches from walking the whole view.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowFilter {
+    /// Window starts in this range; an unwindowed row passes only when it
+    /// is unbounded.
+    pub window_start: TimeRange,
+    /// Window ends in this range; likewise.
+    pub window_end: TimeRange,
+    /// Stop once this many rows were examined — stored rows and open
+    /// hopping windows, visible or not, matching or not — and answer a
+    /// cursor after the last one (at least one row is examined). `None`:
+    /// read until `limit` rows or the end of the range.
+    pub max_scanned: Option<usize>,
+}
+
+impl RowFilter {
+    /// True if `row`'s window satisfies both bounds.
+    pub fn admits(&self, row: &ViewRow) -> bool {
+        let within = |range: &TimeRange, t: Option<i64>| match t {
+            Some(t) => range.contains(t),
+            None => range.is_unbounded(),
+        };
+        within(&self.window_start, row.window_start) && within(&self.window_end, row.window_end)
+    }
+}
+
+/// One page of a read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// The rows, in key (then window) order.
+    pub rows: Vec<ViewRow>,
+    /// Where the next page starts (pass it as the cursor); `None`: the
+    /// range holds nothing more.
+    pub next_cursor: Option<Vec<u8>>,
+    /// Rows examined ([`RowFilter::max_scanned`] counts these).
+    pub scanned: usize,
+    /// True when the page stopped at [`RowFilter::max_scanned`]: rows may
+    /// or may not follow the cursor. False when it stopped at `limit`
+    /// (another row matched) or at the end of the range.
+    pub scan_limited: bool,
 }
 
 /// Meta entry (in the version's state column family) holding the
@@ -177,6 +256,23 @@ pub fn query_as_of(
     Ok((rows, next, read_as_of(&snapshot, scope, partitions)?))
 }
 
+/// A page of `query`'s rows that pass `filter`: at most `limit`, starting
+/// after `cursor`, examining at most [`RowFilter::max_scanned`] rows; and
+/// the committed position the rows reflect, read from the same snapshot.
+pub fn query_page_as_of(
+    store: &Store,
+    scope: &Scope,
+    query: &ViewQuery,
+    filter: &RowFilter,
+    cursor: Option<&[u8]>,
+    limit: usize,
+    partitions: usize,
+) -> Result<(Page, AsOf)> {
+    let snapshot = store.snapshot();
+    let page = read_page(&snapshot, scope, query, filter, cursor, limit)?;
+    Ok((page, read_as_of(&snapshot, scope, partitions)?))
+}
+
 /// Up to `limit` rows of `query` from `snapshot`, after `cursor`, and the
 /// cursor of the next page (used by [`query`] and [`crate::diff`]).
 pub(crate) fn read_rows(
@@ -186,6 +282,66 @@ pub(crate) fn read_rows(
     cursor: Option<&[u8]>,
     limit: usize,
 ) -> Result<(Vec<ViewRow>, Option<Vec<u8>>)> {
+    let page = read_page(snapshot, scope, query, &RowFilter::default(), cursor, limit)?;
+    Ok((page.rows, page.next_cursor))
+}
+
+/// The rows a page collects: those its filter admits, up to the limit.
+struct Collector<'f> {
+    filter: &'f RowFilter,
+    limit: usize,
+    rows: Vec<ViewRow>,
+    /// Key of the last row taken: the cursor of a full page.
+    last_taken: Option<Vec<u8>>,
+    scanned: usize,
+}
+
+/// What examining one row decided.
+enum Next {
+    /// Examine the next row.
+    Go,
+    /// Stop: the page is complete, with this cursor.
+    Stop(Option<Vec<u8>>, bool),
+}
+
+impl Collector<'_> {
+    /// Examines the row under `k` (`None`: hidden).
+    fn offer(&mut self, k: &[u8], row: Option<ViewRow>) -> Next {
+        self.scanned += 1;
+        if let Some(row) = row.filter(|r| self.filter.admits(r)) {
+            if self.rows.len() == self.limit {
+                // A row past the limit: there is more.
+                return Next::Stop(self.last_taken.take(), false);
+            }
+            self.rows.push(row);
+            self.last_taken = Some(k.to_vec());
+        }
+        match self.filter.max_scanned {
+            Some(max) if self.scanned >= max.max(1) => Next::Stop(Some(k.to_vec()), true),
+            _ => Next::Go,
+        }
+    }
+
+    fn page(self, next_cursor: Option<Vec<u8>>, scan_limited: bool) -> Page {
+        Page {
+            rows: self.rows,
+            next_cursor,
+            scanned: self.scanned,
+            scan_limited,
+        }
+    }
+}
+
+/// [`read_rows`] with a [`RowFilter`]: the rows of one page and where the
+/// next starts.
+fn read_page(
+    snapshot: &Snapshot<'_>,
+    scope: &Scope,
+    query: &ViewQuery,
+    filter: &RowFilter,
+    cursor: Option<&[u8]>,
+    limit: usize,
+) -> Result<Page> {
     let spec_bytes = snapshot
         .get(&scope.state_cf(), &meta_key(SPEC_META))?
         .ok_or_else(|| ProcessorError::NotFound(format!("view {}", scope.view_cf())))?;
@@ -221,34 +377,32 @@ pub(crate) fn read_rows(
         hopping_changes,
         OPEN_SLICES_CHUNK,
     );
-    // Hidden rows (HAVING, open EMIT FINAL windows) are skipped, so read
-    // pages until one row past the limit is found or the range ends.
-    let page = limit.saturating_add(1).clamp(16, 4096);
-    let mut rows = Vec::new();
-    let mut last_key: Option<Vec<u8>> = None;
-    // Adds a row; true once a row past the limit shows there is more.
-    let mut push = |k: &[u8], row: ViewRow| {
-        if rows.len() == limit {
-            return true;
-        }
-        rows.push(row);
-        last_key = Some(k.to_vec());
-        false
+    // Hidden rows (HAVING, open EMIT FINAL windows) and rows the filter
+    // rejects are skipped, so read pages until one row past the limit is
+    // found, the scan cap is reached or the range ends.
+    let mut chunk = limit.saturating_add(1).clamp(16, 4096);
+    if let Some(max) = filter.max_scanned {
+        chunk = chunk.min(max.max(1));
+    }
+    let mut out = Collector {
+        filter,
+        limit,
+        rows: Vec::new(),
+        last_taken: None,
+        scanned: 0,
     };
     loop {
-        let raw = snapshot.scan(&scope.view_cf(), &start, upper.as_deref(), page)?;
-        let exhausted = raw.len() < page;
+        let raw = snapshot.scan(&scope.view_cf(), &start, upper.as_deref(), chunk)?;
+        let exhausted = raw.len() < chunk;
         for (k, v) in &raw {
             while open.peek_key()?.is_some_and(|ok| ok < k.as_slice()) {
                 let (ok, row) = open.pop().expect("peeked");
-                if push(&ok, row) {
-                    return Ok((rows, last_key));
+                if let Next::Stop(next, capped) = out.offer(&ok, Some(row)) {
+                    return Ok(out.page(next, capped));
                 }
             }
-            if let Some(row) = reader.row(k, v)? {
-                if push(k, row) {
-                    return Ok((rows, last_key));
-                }
+            if let Next::Stop(next, capped) = out.offer(k, reader.row(k, v)?) {
+                return Ok(out.page(next, capped));
             }
         }
         match raw.last() {
@@ -261,11 +415,11 @@ pub(crate) fn read_rows(
     }
     while open.peek_key()?.is_some() {
         let (ok, row) = open.pop().expect("peeked");
-        if push(&ok, row) {
-            return Ok((rows, last_key));
+        if let Next::Stop(next, capped) = out.offer(&ok, Some(row)) {
+            return Ok(out.page(next, capped));
         }
     }
-    Ok((rows, None))
+    Ok(out.page(None, false))
 }
 
 /// A hopping slice's start and accumulators.

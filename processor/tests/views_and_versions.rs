@@ -374,3 +374,153 @@ fn pages_of_a_large_hopping_view_hold_every_open_window_once_in_order() {
     assert!(next.is_none());
     assert_eq!(all, seen);
 }
+
+/// Every page of `query` under `filter`, following cursors to the end.
+fn all_pages(
+    h: &Harness,
+    scope: &Scope,
+    query: &ViewQuery,
+    filter: &view::RowFilter,
+    limit: usize,
+) -> Vec<view::Page> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<Vec<u8>> = None;
+    loop {
+        let (page, _) =
+            view::query_page_as_of(&h.store, scope, query, filter, cursor.as_deref(), limit, 1)
+                .unwrap();
+        cursor = page.next_cursor.clone();
+        pages.push(page);
+        if cursor.is_none() {
+            return pages;
+        }
+    }
+}
+
+#[test]
+fn window_bounds_filter_inside_the_read_and_the_scan_cap_pages_through_them() {
+    let plan = windowed_plan();
+    let mut steps = Vec::new();
+    for page in ["about", "help", "home", "news"] {
+        for ts in [100, 1100, 2100, 3100] {
+            steps.push(click(page, ts));
+        }
+    }
+    let h = run_steps(&plan, &steps, None);
+    let scope = Scope {
+        name: plan.name.clone(),
+        version: 1,
+    };
+    let (all, _) = view::query(&h.store, &scope, &ViewQuery::All, None, 100).unwrap();
+    assert_eq!(all.len(), 16);
+    let bounds = |from: i64, to: i64| view::TimeRange {
+        from_ms: Some(from),
+        to_ms: Some(to),
+    };
+    // WINDOWSTART in [1000, 3000), no key: two windows of each page, in
+    // key order, from one read.
+    let starts = view::RowFilter {
+        window_start: bounds(1000, 3000),
+        ..Default::default()
+    };
+    let pages = all_pages(&h, &scope, &ViewQuery::All, &starts, 100);
+    assert_eq!(pages.len(), 1);
+    let expected: Vec<_> = all.iter().filter(|r| starts.admits(r)).cloned().collect();
+    assert_eq!(expected.len(), 8);
+    assert_eq!(pages[0].rows, expected);
+    assert_eq!(pages[0].scanned, 16);
+    assert!(!pages[0].scan_limited);
+
+    // WINDOWEND bounds, and a limit: a full page's cursor continues after
+    // its last row.
+    let ends = view::RowFilter {
+        window_end: bounds(4000, 4001),
+        ..Default::default()
+    };
+    let pages = all_pages(&h, &scope, &ViewQuery::All, &ends, 3);
+    let rows: Vec<_> = pages.iter().flat_map(|p| p.rows.clone()).collect();
+    let keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ["about", "help", "home", "news"]);
+    assert!(rows.iter().all(|r| r.window_start == Some(3000)));
+    assert_eq!(pages.len(), 2);
+    assert!(
+        !pages[0].scan_limited,
+        "the first page stopped at its limit"
+    );
+
+    // A cap of 5 examined rows: each page examines at most 5, says it was
+    // capped, and following the cursors yields the same rows.
+    let capped = view::RowFilter {
+        max_scanned: Some(5),
+        ..starts
+    };
+    let pages = all_pages(&h, &scope, &ViewQuery::All, &capped, 100);
+    assert!(pages.iter().all(|p| p.scanned <= 5));
+    assert!(pages[..pages.len() - 1].iter().all(|p| p.scan_limited));
+    assert_eq!(pages.iter().map(|p| p.scanned).sum::<usize>(), 16);
+    let rows: Vec<_> = pages.into_iter().flat_map(|p| p.rows).collect();
+    assert_eq!(rows, expected);
+
+    // A key's windows with a start bound, filtered on the end too.
+    let (page, as_of) = view::query_page_as_of(
+        &h.store,
+        &scope,
+        &ViewQuery::Key("home".into()),
+        &view::RowFilter {
+            window_start: bounds(1000, 4000),
+            window_end: bounds(0, 3000),
+            max_scanned: None,
+        },
+        None,
+        100,
+        1,
+    )
+    .unwrap();
+    let starts: Vec<_> = page.rows.iter().map(|r| r.window_start).collect();
+    assert_eq!(starts, [Some(1000)]);
+    assert_eq!(as_of.offsets, vec![16]);
+}
+
+#[test]
+fn a_capped_filtered_read_pages_through_open_hopping_windows() {
+    // Open hopping windows are computed from slices, not stored: the
+    // filter and the cap apply to them as to stored rows.
+    let plan = Pipeline::from_topic("clicks")
+        .event_time_field("ts")
+        .max_out_of_orderness(Duration::from_secs(3600))
+        .key_by([("page", Expr::field("page"))])
+        .window(dsl::Hopping::of(
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        ))
+        .aggregate([dsl::count("n")])
+        .to_view("hops");
+    let mut steps = Vec::new();
+    for ts in [100, 1100, 2100] {
+        for g in 0..20 {
+            steps.push(click(&format!("p{g:02}"), ts));
+        }
+    }
+    let h = run_steps(&plan, &steps, None);
+    let scope = Scope {
+        name: plan.name.clone(),
+        version: 1,
+    };
+    let filter = view::RowFilter {
+        window_start: view::TimeRange {
+            from_ms: Some(0),
+            to_ms: Some(1),
+        },
+        max_scanned: Some(7),
+        ..Default::default()
+    };
+    let pages = all_pages(&h, &scope, &ViewQuery::All, &filter, 1000);
+    assert!(pages.iter().all(|p| p.scanned <= 7));
+    let got: Vec<(String, i64)> = pages
+        .iter()
+        .flat_map(|p| &p.rows)
+        .map(|r| (r.key.clone(), r.row["n"].as_i64().unwrap()))
+        .collect();
+    let expected: Vec<(String, i64)> = (0..20).map(|g| (format!("p{g:02}"), 3)).collect();
+    assert_eq!(got, expected, "the window [0, 3000) of every group, once");
+}

@@ -18,36 +18,10 @@ use super::statement::parse_sql_query;
 use super::translate::literal;
 use crate::expr::parse_timestamp;
 use crate::operator::aggregate::view_key;
-use crate::view::{ViewQuery, ViewRow};
+use crate::view::{RowFilter, ViewQuery, ViewRow};
 
-/// A time range: `from_ms` inclusive, `to_ms` exclusive; `None` = unbounded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimeRange {
-    /// Smallest time included.
-    pub from_ms: Option<i64>,
-    /// First time excluded.
-    pub to_ms: Option<i64>,
-}
-
-impl TimeRange {
-    /// True if `t` lies in the range.
-    pub fn contains(&self, t: i64) -> bool {
-        self.from_ms.is_none_or(|f| t >= f) && self.to_ms.is_none_or(|e| t < e)
-    }
-
-    /// True if neither end is bounded.
-    pub fn is_unbounded(&self) -> bool {
-        self.from_ms.is_none() && self.to_ms.is_none()
-    }
-
-    fn lower(&mut self, v: i64) {
-        self.from_ms = Some(self.from_ms.map_or(v, |f| f.max(v)));
-    }
-
-    fn upper(&mut self, v: i64) {
-        self.to_ms = Some(self.to_ms.map_or(v, |t| t.min(v)));
-    }
-}
+/// Window bounds; defined beside the view reads that apply them.
+pub use crate::view::TimeRange;
 
 /// A pull query on a view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,8 +45,8 @@ pub struct PullQuery {
 
 impl PullQuery {
     /// The view read this query maps to; rows must still pass
-    /// [`PullQuery::matches`] (window-end bounds, and start bounds when no
-    /// key is given).
+    /// [`PullQuery::row_filter`] (window-end bounds, and start bounds when
+    /// no key is given).
     pub fn view_query(&self) -> ViewQuery {
         match &self.key {
             None => ViewQuery::All,
@@ -85,17 +59,21 @@ impl PullQuery {
         }
     }
 
+    /// The window bounds as a filter the view read applies
+    /// ([`crate::view::query_page_as_of`]), examining at most
+    /// `max_scanned` rows per page.
+    pub fn row_filter(&self, max_scanned: Option<usize>) -> RowFilter {
+        RowFilter {
+            window_start: self.window_start,
+            window_end: self.window_end,
+            max_scanned,
+        }
+    }
+
     /// True if `row` satisfies the key and window bounds. Unwindowed rows
     /// pass window bounds only when there are none.
     pub fn matches(&self, row: &ViewRow) -> bool {
-        if self.key.as_ref().is_some_and(|k| *k != row.key) {
-            return false;
-        }
-        let within = |range: &TimeRange, t: Option<i64>| match t {
-            Some(t) => range.contains(t),
-            None => range.is_unbounded(),
-        };
-        within(&self.window_start, row.window_start) && within(&self.window_end, row.window_end)
+        self.key.as_ref().is_none_or(|k| *k == row.key) && self.row_filter(None).admits(row)
     }
 }
 
