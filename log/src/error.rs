@@ -1,7 +1,7 @@
 //! The one error type of the log crate.
 //!
 //! Each variant says what the caller can do about it: a bad argument
-//! (`InvalidTopicName`, `OffsetOutOfRange`), a missing object
+//! (`InvalidTopicName`, `InvalidGroupName`, `OffsetOutOfRange`), a missing object
 //! (`UnknownTopic`), a transient overload (`Backpressure`), or a storage
 //! problem that needs an operator (`Io`, `Corrupt`, `Damaged`, `Metadata`,
 //! `PartitionFailed`).
@@ -17,6 +17,16 @@ pub enum LogError {
     /// A topic name broke the naming rule.
     #[error("invalid topic name {name:?}: {reason}")]
     InvalidTopicName {
+        /// The name given.
+        name: String,
+        /// The rule it broke.
+        reason: &'static str,
+    },
+
+    /// A consumer group name broke the naming rule (1..=255 bytes, no ASCII
+    /// control character).
+    #[error("consumer group name {name:?} {reason}")]
+    InvalidGroupName {
         /// The name given.
         name: String,
         /// The rule it broke.

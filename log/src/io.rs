@@ -1,7 +1,7 @@
-//! The file seam: every write and fdatasync of segment data goes through
-//! here so tests can inject failures (failed write, failed fsync, a torn
-//! write) without a special filesystem. In production `faults` is `None` and
-//! these are plain calls.
+//! The file seam: every write and fdatasync of segment data and of the
+//! consumer offsets store goes through here so tests can inject failures
+//! (failed write, failed fsync, a torn write) without a special filesystem.
+//! In production `faults` is `None` and these are plain calls.
 //!
 //! Every step that changes what is on disk — a write, an fdatasync, a
 //! create, a rename, a truncation, a directory fsync, a removal — in the
@@ -25,13 +25,13 @@ pub struct FaultInjector {
     /// Fail the next write with ENOSPC after writing this many bytes of it
     /// (`usize::MAX` = off). 0 fails it before any byte is written.
     pub fail_next_write_after: AtomicUsize,
-    /// Every segment write takes this lock first: a test that holds it
-    /// stalls the writers (to fill their queues deterministically).
+    /// Every write through [`write_all`] takes this lock first: a test that
+    /// holds it stalls the writers (to fill their queues deterministically).
     pub write_gate: Mutex<()>,
-    /// Every segment fdatasync takes this lock first: a test that holds it
-    /// stalls the syncs.
+    /// Every fdatasync through [`sync_data`] takes this lock first: a test
+    /// that holds it stalls the syncs.
     pub sync_gate: Mutex<()>,
-    /// Segment fdatasyncs started (counted before `sync_gate`).
+    /// fdatasyncs started through [`sync_data`] (counted before `sync_gate`).
     pub syncs_started: AtomicUsize,
 }
 

@@ -105,7 +105,7 @@ impl Log {
             std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
         }
         clear_dir(&trash)?;
-        let offsets = OffsetStore::open(&data.join("groups"))?;
+        let offsets = OffsetStore::open_with_faults(&data.join("groups"), config.faults.clone())?;
         let cache = Arc::new(SegmentCache::new(
             config.max_open_segments,
             config.max_mapped_bytes,

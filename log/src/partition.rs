@@ -204,6 +204,9 @@ impl Partition {
         log_config: Arc<LogConfig>,
         cache: Arc<SegmentCache>,
     ) -> Result<Partition> {
+        let span = tracing::info_span!("recovery", topic, partition);
+        let _entered = span.enter();
+        let started = std::time::Instant::now();
         let recovered = recovery::recover(&dir, log_config.index_interval_bytes)?;
         let start = *recovered
             .segments
@@ -235,6 +238,15 @@ impl Partition {
             idempotency: Mutex::new(IdempotencyWindow::new(0, 0)),
         });
         *shared.idempotency.lock().expect("idempotency") = recover_window(&shared, recovered.keys)?;
+        tracing::debug!(
+            segments = shared.snapshot().len(),
+            active_base_offset = recovered.active.segment.base_offset,
+            bytes = recovered.active.size,
+            start_offset = start,
+            end_offset = end,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "recovered partition"
+        );
         let (tx, rx) = mpsc::channel();
         let writer = Writer::new(shared.clone(), rx, recovered.active)?;
         let thread = std::thread::Builder::new()

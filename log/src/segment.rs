@@ -350,9 +350,13 @@ pub fn map_file(path: &Path) -> Result<Bytes> {
     if len == 0 {
         return Ok(Bytes::new());
     }
-    // SAFETY: sealed segment files are immutable once sealed, and active
-    // ones are only mapped during recovery, before the writer starts. The
-    // log never truncates a mapped file.
+    // SAFETY: callers map a sealed segment (never written again once
+    // sealed, FORMAT.md §6.4) or, in recovery, the active segment before its
+    // writer starts; recovery drops that mapping before it truncates a torn
+    // tail (`recovery::recover_active`). While the writer runs, the active
+    // segment is mapped only by `ActiveFiles::map`, never here. No file is
+    // truncated or rewritten in place while a mapping made here is alive;
+    // retention and topic deletion unlink files, which leaves mappings valid.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| LogError::io(path, e))?;
     Ok(Bytes::from_owner(map))
 }
@@ -540,14 +544,6 @@ impl Segment {
     /// index files were written).
     pub fn mark_sealed(&self) {
         *self.state.lock().expect("segment state") = State::Sealed(None);
-    }
-
-    /// The open files of a sealed segment, if open.
-    pub fn open_sealed_files(&self) -> Option<Arc<SealedFiles>> {
-        match &*self.state.lock().expect("segment state") {
-            State::Sealed(files) => files.clone(),
-            State::Active(_) => None,
-        }
     }
 
     /// Closes a sealed segment's files (cache eviction); returns the bytes

@@ -365,6 +365,14 @@ impl Writer {
     }
 
     fn seal_and_create(&mut self) -> Result<()> {
+        let span = tracing::info_span!(
+            "segment_roll",
+            topic = %self.shared.topic,
+            partition = self.shared.partition,
+            base_offset = self.active.segment.base_offset,
+        );
+        let _entered = span.enter();
+        let started = std::time::Instant::now();
         // A sealed segment is durable whatever the policy: recovery trusts it.
         self.sync()?;
         let paths = self.active.segment.paths.clone();
@@ -386,6 +394,7 @@ impl Writer {
             sealed = self.active.segment.base_offset,
             next = next.segment.base_offset,
             bytes = self.active.size,
+            elapsed_ms = started.elapsed().as_millis() as u64,
             "rolled segment"
         );
         if let Some(syncer) = &self.interval {

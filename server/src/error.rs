@@ -56,9 +56,7 @@ impl From<LogError> for ApiError {
         let (status, code) = match &e {
             LogError::InvalidTopicName { .. } => (S::BAD_REQUEST, "invalid_topic_name"),
             LogError::InvalidConfig(_) => (S::BAD_REQUEST, "invalid_config"),
-            LogError::InvalidArgument(m) if m.contains("group") => {
-                (S::BAD_REQUEST, "invalid_group")
-            }
+            LogError::InvalidGroupName { .. } => (S::BAD_REQUEST, "invalid_group"),
             LogError::InvalidArgument(_) => (S::BAD_REQUEST, "bad_request"),
             LogError::UnknownTopic(_) => (S::NOT_FOUND, "unknown_topic"),
             LogError::TopicExists(_) => (S::CONFLICT, "topic_exists"),
