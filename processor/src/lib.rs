@@ -16,6 +16,7 @@
 
 pub mod aggregate;
 pub mod changes;
+pub mod commit;
 pub mod diff;
 pub mod dsl;
 pub mod error;

@@ -1,35 +1,32 @@
-//! The runtime of one processor version: pull records from the log, push
-//! them through the operators, and commit — state, view rows, input offsets
-//! and watermark in one RocksDB write — every commit interval.
+//! The runtime of one processor version: pull records from the log in log
+//! order, push them through the operators, and commit ([`crate::commit`])
+//! every commit interval; restore from the last commit when opened.
 //!
 //! Exactly-once: after a crash the runtime resumes from the offsets of its
-//! last commit, so the state and views count every input once. Records for
-//! output topics (sink or late side output) are written to an outbox inside
-//! the commit and appended after it with an idempotency key derived from the
-//! commit's sequence number; a restart re-appends a pending outbox with the
-//! same key, which the log deduplicates. So a crash at any point yields
-//! neither duplicates nor gaps downstream.
+//! last commit, so the state and views count every input once; output
+//! records go through the commit's outbox (see [`crate::commit`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use kappa_log::{Log, NewRecord, ProduceRecord, Record, TopicConfig};
+use kappa_log::{Log, Record, TopicConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::commit::CrashPoint;
+use crate::commit::OutRecord;
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::expr::parse_timestamp;
 use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
-use crate::operator::RowChange;
 use crate::order::{InputOrder, NextBatch, Side};
 use crate::plan::{EventTime, LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
-use crate::state::store::{ns, Batch, Scope, Store};
+use crate::state::key::Meta;
+use crate::state::store::{Batch, Scope, Store};
 use crate::watermark::{TrackerState, WatermarkTracker};
 
 /// Where a new version starts reading.
@@ -90,66 +87,35 @@ impl Default for RunOptions {
     }
 }
 
-/// Where the simulated crash of [`Runtime::commit_crashing`] happens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CrashPoint {
-    /// After the RocksDB commit, before the outbox is appended.
-    AfterCommit,
-    /// After the outbox is appended, before it is cleared.
-    AfterAppend,
-}
-
-/// An output record waiting in the outbox.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct OutRecord {
-    topic: String,
-    key: Option<String>,
-    value: String,
-    timestamp: i64,
-}
-
-/// One processor version at work.
+/// One processor version at work. The fields are the crate's so that
+/// [`crate::commit`] can write what they hold.
 pub struct Runtime {
-    plan: Plan,
-    scope: Scope,
-    log: Arc<Log>,
-    store: Arc<Store>,
-    options: RunOptions,
-    io: tokio::runtime::Runtime,
+    pub(crate) plan: Plan,
+    pub(crate) scope: Scope,
+    pub(crate) log: Arc<Log>,
+    pub(crate) store: Arc<Store>,
+    pub(crate) options: RunOptions,
+    pub(crate) io: tokio::runtime::Runtime,
     /// The input partitions, merged in log order; owns the positions.
-    order: InputOrder,
+    pub(crate) order: InputOrder,
     /// Log time (append time) up to which input has been processed and the
     /// watermark evaluated: the clock of every time-based decision.
-    log_time: i64,
-    watermark: WatermarkTracker,
-    dedup: Option<Dedup>,
-    join: Option<TableJoin>,
-    aggregate: Option<AggregateOp>,
-    outbox: Vec<OutRecord>,
-    outbox_seq: u64,
-    last_commit: Instant,
+    pub(crate) log_time: i64,
+    pub(crate) watermark: WatermarkTracker,
+    pub(crate) dedup: Option<Dedup>,
+    pub(crate) join: Option<TableJoin>,
+    pub(crate) aggregate: Option<AggregateOp>,
+    pub(crate) outbox: Vec<OutRecord>,
+    pub(crate) outbox_seq: u64,
+    pub(crate) last_commit: Instant,
+    /// Input records (stream and table) processed since the last commit.
+    pub(crate) uncommitted_records: u64,
     /// Largest append time among records processed since the last commit.
-    newest_input_ms: Option<i64>,
-    progress: Arc<Progress>,
+    pub(crate) newest_input_ms: Option<i64>,
+    pub(crate) progress: Arc<Progress>,
     /// The top-level fields the plan reads (`None`: decode whole values).
-    used_fields: Option<Arc<[String]>>,
+    pub(crate) used_fields: Option<Arc<[String]>>,
 }
-
-fn meta(name: &str) -> Vec<u8> {
-    let mut k = vec![ns::META];
-    k.extend_from_slice(name.as_bytes());
-    k
-}
-
-fn now_ms() -> i64 {
-    kappa_log::now_ms()
-}
-
-/// Meta key of the watermark tracker's per-partition progress (JSON
-/// [`TrackerState`]): a restart judges idleness as before the crash.
-const TRACKER_META: &str = "watermark_partitions";
-/// Meta key of the log time processed up to (i64 little-endian).
-const LOG_TIME_META: &str = "log_time";
 
 impl Runtime {
     /// Opens the version `scope` of `plan`: creates its column families,
@@ -228,6 +194,7 @@ impl Runtime {
             outbox: Vec::new(),
             outbox_seq: 0,
             last_commit: Instant::now(),
+            uncommitted_records: 0,
             newest_input_ms: None,
         };
         rt.restore(partitions)?;
@@ -235,7 +202,7 @@ impl Runtime {
             // Readers compute a view's rows from its accumulators with the spec.
             let mut batch = Batch::default();
             let json = serde_json::to_vec(spec).expect("plans serialize");
-            batch.put(&rt.scope.state_cf(), meta(crate::view::SPEC_META), json);
+            batch.put(&rt.scope.state_cf(), Meta::Spec.key(), json);
             rt.store.write(batch)?;
         }
         Ok(rt)
@@ -252,8 +219,8 @@ impl Runtime {
         topics
     }
 
-    fn get_u64(&self, name: &str) -> Result<Option<u64>> {
-        let Some(v) = self.store.get(&self.scope.state_cf(), &meta(name))? else {
+    fn get_u64(&self, meta: Meta) -> Result<Option<u64>> {
+        let Some(v) = self.store.get(&self.scope.state_cf(), &meta.key())? else {
             return Ok(None);
         };
         let bytes: [u8; 8] = v
@@ -261,7 +228,7 @@ impl Runtime {
             .try_into()
             .map_err(|_| ProcessorError::CorruptState {
                 cf: self.scope.state_cf(),
-                reason: format!("meta {name} is not 8 bytes"),
+                reason: format!("meta {} is not 8 bytes", meta.name()),
             })?;
         Ok(Some(u64::from_le_bytes(bytes)))
     }
@@ -270,7 +237,7 @@ impl Runtime {
         let source = self.log.topic(&self.plan.source.topic)?;
         let mut positions = Vec::with_capacity(partitions);
         for p in 0..partitions {
-            let committed = self.get_u64(&format!("offset/{p}"))?;
+            let committed = self.get_u64(Meta::Offset(p))?;
             let part = source.partition(p as u32)?;
             let start = match (committed, &self.options.start) {
                 (Some(o), _) => o,
@@ -285,30 +252,32 @@ impl Runtime {
             Some(join) => {
                 let table = self.log.topic(join.topic())?;
                 let positions = (0..table.partition_count())
-                    .map(|p| Ok(self.get_u64(&format!("table_offset/{p}"))?.unwrap_or(0)))
+                    .map(|p| Ok(self.get_u64(Meta::TableOffset(p as usize))?.unwrap_or(0)))
                     .collect::<Result<_>>()?;
                 Some((table, positions))
             }
             None => None,
         };
         self.order = InputOrder::new(source, positions, table);
-        let watermark = self.get_u64("watermark")?.map_or(i64::MIN, |w| w as i64);
+        let watermark = self
+            .get_u64(Meta::Watermark)?
+            .map_or(i64::MIN, |w| w as i64);
         self.watermark.restore(watermark);
         if let Some(state) = self
             .store
-            .get(&self.scope.state_cf(), &meta(TRACKER_META))?
+            .get(&self.scope.state_cf(), &Meta::WatermarkPartitions.key())?
         {
             let state: TrackerState =
                 serde_json::from_slice(&state).map_err(|e| ProcessorError::CorruptState {
                     cf: self.scope.state_cf(),
-                    reason: format!("meta {TRACKER_META}: {e}"),
+                    reason: format!("meta {}: {e}", Meta::WatermarkPartitions.name()),
                 })?;
             self.watermark.restore_state(state);
         }
-        if let Some(t) = self.get_u64(LOG_TIME_META)? {
+        if let Some(t) = self.get_u64(Meta::LogTime)? {
             self.log_time = t as i64;
         }
-        self.outbox_seq = self.get_u64("outbox_seq")?.unwrap_or(0);
+        self.outbox_seq = self.get_u64(Meta::OutboxSeq)?.unwrap_or(0);
         if let Some(d) = &mut self.dedup {
             d.restore(&self.store)?;
         }
@@ -323,66 +292,6 @@ impl Runtime {
         self.flush_pending_outbox()
     }
 
-    /// Appends outbox entries a crash left behind (the log drops the ones
-    /// that were already appended), then clears them.
-    fn flush_pending_outbox(&mut self) -> Result<()> {
-        let cf = self.scope.state_cf();
-        let prefix = meta("outbox/");
-        let mut end = prefix.clone();
-        *end.last_mut().expect("non-empty") += 1;
-        for (k, v) in self.store.scan(&cf, &prefix, Some(&end), usize::MAX)? {
-            let seq: u64 = String::from_utf8_lossy(&k[prefix.len()..])
-                .parse()
-                .unwrap_or(0);
-            let records: Vec<OutRecord> =
-                serde_json::from_slice(&v).map_err(|e| ProcessorError::CorruptState {
-                    cf: cf.clone(),
-                    reason: e.to_string(),
-                })?;
-            self.append_outbox(seq, &records)?;
-            let mut batch = Batch::default();
-            batch.delete(&cf, k);
-            self.store.write(batch)?;
-        }
-        Ok(())
-    }
-
-    fn append_outbox(&self, seq: u64, records: &[OutRecord]) -> Result<()> {
-        let mut topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
-        topics.sort_unstable();
-        topics.dedup();
-        for topic in topics {
-            let batch: Vec<ProduceRecord> = records
-                .iter()
-                .filter(|r| r.topic == topic)
-                .map(|r| ProduceRecord {
-                    partition: None,
-                    record: NewRecord {
-                        key: r.key.clone().map(Bytes::from),
-                        value: Bytes::from(r.value.clone()),
-                        timestamp: Some(r.timestamp),
-                        headers: Vec::new(),
-                    },
-                })
-                .collect();
-            let key = format!(
-                "kappa:{}@{}:{seq}:{topic}",
-                self.scope.name, self.scope.version
-            );
-            let target = self.log.topic(topic)?;
-            for (i, chunk) in batch.chunks(10_000).enumerate() {
-                let chunk_key = if i == 0 {
-                    key.clone()
-                } else {
-                    format!("{key}:{i}")
-                };
-                self.io
-                    .block_on(target.produce(chunk.to_vec(), Some(chunk_key.into_bytes())))?;
-            }
-        }
-        Ok(())
-    }
-
     /// Entries waiting in memory for the next commit.
     pub fn pending_entries(&self) -> usize {
         self.outbox.len()
@@ -394,7 +303,7 @@ impl Runtime {
 
     /// Fails with [`ProcessorError::StateLimit`] when the state in memory
     /// outgrew [`RunOptions::state_entries_max`] (checked after commits).
-    fn check_state_limit(&self) -> Result<()> {
+    pub(crate) fn check_state_limit(&self) -> Result<()> {
         let entries = self
             .aggregate
             .as_ref()
@@ -516,6 +425,7 @@ impl Runtime {
             let offset = record.offset;
             self.process(next.partition, record, append_time)?;
             processed += 1;
+            self.uncommitted_records += 1;
             // The commit covers the records processed so far.
             self.order
                 .processed_to(Side::Stream, next.partition, offset + 1);
@@ -548,6 +458,7 @@ impl Runtime {
                 .unwrap_or(r.timestamp);
             join.upsert(key, value, at);
             applied += 1;
+            self.uncommitted_records += 1;
         }
         applied
     }
@@ -703,111 +614,6 @@ impl Runtime {
     /// True when the commit interval has passed since the last commit.
     pub fn commit_due(&self) -> bool {
         self.last_commit.elapsed() >= Duration::from_millis(self.options.commit_interval_ms)
-    }
-
-    /// Commits: one atomic write of state, rows, offsets and watermark (and
-    /// the outbox), then appends the outbox to its topics.
-    pub fn commit(&mut self) -> Result<()> {
-        self.commit_inner(None)
-    }
-
-    /// A commit that stops at `crash`, as a crash would (tests).
-    pub fn commit_crashing(&mut self, crash: CrashPoint) -> Result<()> {
-        self.commit_inner(Some(crash))
-    }
-
-    fn commit_inner(&mut self, crash: Option<CrashPoint>) -> Result<()> {
-        let started = Instant::now();
-        let cf = self.scope.state_cf();
-        let mut batch = Batch::default();
-        let mut changes = Vec::new();
-        if let Some(a) = &mut self.aggregate {
-            changes = a.take_changes(&self.store)?;
-            let rows = a.flush(&mut batch);
-            self.progress.add_output(rows);
-        }
-        if let Some(d) = &mut self.dedup {
-            d.flush(&mut batch);
-        }
-        if let Some(j) = &mut self.join {
-            j.flush(&mut batch);
-        }
-        for (p, offset) in self.order.stream_positions().iter().enumerate() {
-            batch.put(&cf, meta(&format!("offset/{p}")), offset.to_le_bytes());
-        }
-        for (p, offset) in self.order.table_positions().iter().enumerate() {
-            batch.put(
-                &cf,
-                meta(&format!("table_offset/{p}")),
-                offset.to_le_bytes(),
-            );
-        }
-        let watermark = self.watermark.current();
-        batch.put(&cf, meta("watermark"), (watermark as u64).to_le_bytes());
-        let tracker = serde_json::to_vec(&self.watermark.state()).expect("serializes");
-        batch.put(&cf, meta(TRACKER_META), tracker);
-        batch.put(
-            &cf,
-            meta(LOG_TIME_META),
-            (self.log_time as u64).to_le_bytes(),
-        );
-        self.queue_changes(&changes);
-        let outbox = std::mem::take(&mut self.outbox);
-        let seq = self.outbox_seq;
-        if !outbox.is_empty() {
-            let json = serde_json::to_vec(&outbox).expect("serializes");
-            batch.put(&cf, meta(&format!("outbox/{seq:020}")), json);
-            self.outbox_seq += 1;
-            batch.put(&cf, meta("outbox_seq"), self.outbox_seq.to_le_bytes());
-        }
-        let bytes = batch.bytes();
-        self.store.write(batch)?;
-        self.last_commit = Instant::now();
-        self.progress
-            .set_committed(self.order.stream_positions(), watermark);
-        self.progress.changes.publish(&changes);
-        if crash == Some(CrashPoint::AfterCommit) {
-            return Err(ProcessorError::Stopped(
-                "simulated crash after the commit".into(),
-            ));
-        }
-        if !outbox.is_empty() {
-            self.append_outbox(seq, &outbox)?;
-            if crash == Some(CrashPoint::AfterAppend) {
-                return Err(ProcessorError::Stopped(
-                    "simulated crash after the append".into(),
-                ));
-            }
-            let mut clear = Batch::default();
-            clear.delete(&cf, meta(&format!("outbox/{seq:020}")));
-            self.store.write(clear)?;
-            self.progress.add_output(outbox.len() as u64);
-        }
-        let latency = self
-            .newest_input_ms
-            .take()
-            .map(|t| now_ms().saturating_sub(t));
-        let state_bytes = self.state_bytes();
-        crate::metrics::record_commit(&self.scope, started.elapsed(), bytes, latency, state_bytes);
-        self.check_state_limit()
-    }
-
-    /// Puts an aggregate's row changes in the outbox of a topic sink (a
-    /// view's rows were written by the operator's flush).
-    fn queue_changes(&mut self, changes: &[RowChange]) {
-        let Sink::Topic(topic) = &self.plan.sink else {
-            return;
-        };
-        for change in changes {
-            self.outbox.push(OutRecord {
-                topic: topic.clone(),
-                key: Some(change.key.clone()),
-                value: change.row.as_ref().map_or("null".into(), Value::to_string),
-                // A window's start, else the log time of the input that
-                // changed the row: the same in every replay.
-                timestamp: change.window.map_or(self.log_time, |(s, _)| s),
-            });
-        }
     }
 
     /// Processes until `stop` is set: polls, waits for new records without

@@ -6,7 +6,7 @@
 //!
 //! A view stores accumulators, not rows (see `operator::aggregate`): a read
 //! computes each row's columns with the version's aggregate spec (kept in
-//! its state under [`SPEC_META`]), skips rows HAVING rejects and, for EMIT
+//! its state under [`Meta::Spec`]), skips rows HAVING rejects and, for EMIT
 //! FINAL, windows the committed watermark has not closed. Everything is read
 //! from one snapshot, so rows, watermark and offsets belong to one commit.
 
@@ -19,9 +19,9 @@ use crate::aggregate::Accumulator;
 use crate::error::{ProcessorError, Result};
 use crate::operator::aggregate::{fresh_accs, row_of};
 use crate::plan::{AggregateSpec, Emit};
-use crate::state::key;
+use crate::state::key::{self, ns, Meta};
 use crate::state::slot::{self, GroupForm};
-use crate::state::store::{ns, Scope, Snapshot, Store};
+use crate::state::store::{Scope, Snapshot, Store};
 use crate::window::{hopping, Window, WindowSpec};
 
 /// One view row.
@@ -142,16 +142,6 @@ pub struct Page {
     pub scan_limited: bool,
 }
 
-/// Meta entry (in the version's state column family) holding the
-/// aggregate spec that readers compute rows with; written at open.
-pub const SPEC_META: &str = "spec";
-
-fn meta_key(name: &str) -> Vec<u8> {
-    let mut k = vec![ns::META];
-    k.extend_from_slice(name.as_bytes());
-    k
-}
-
 /// What a reader needs to turn stored slots into rows.
 struct RowReader<'a> {
     scope: &'a Scope,
@@ -202,27 +192,14 @@ impl RowReader<'_> {
 fn bounds(query: &ViewQuery) -> (Vec<u8>, Option<Vec<u8>>) {
     match query {
         ViewQuery::Key(k) => {
-            let lower = key::plain(k.as_bytes());
-            let mut upper = lower.clone();
-            // The terminator is 0x00 0x01; 0x00 0x02 ends this key's range.
-            *upper.last_mut().expect("terminated") += 1;
+            let (lower, upper) = key::group_range(k.as_bytes());
             (lower, Some(upper))
         }
         ViewQuery::KeyWindows { key: k, from, to } => {
             let (lower, upper) = key::window_range(k.as_bytes(), *from, *to);
             (lower, Some(upper))
         }
-        ViewQuery::Prefix(p) => {
-            let mut lower = Vec::new();
-            for &b in p.as_bytes() {
-                lower.push(b);
-                if b == 0 {
-                    lower.push(0xFF);
-                }
-            }
-            let upper = key::prefix_end(&lower);
-            (lower, upper)
-        }
+        ViewQuery::Prefix(p) => key::group_prefix_range(p.as_bytes()),
         ViewQuery::All => (Vec::new(), None),
     }
 }
@@ -343,7 +320,7 @@ fn read_page(
     limit: usize,
 ) -> Result<Page> {
     let spec_bytes = snapshot
-        .get(&scope.state_cf(), &meta_key(SPEC_META))?
+        .get(&scope.state_cf(), &Meta::Spec.key())?
         .ok_or_else(|| ProcessorError::NotFound(format!("view {}", scope.view_cf())))?;
     let spec: AggregateSpec =
         serde_json::from_slice(&spec_bytes).map_err(|e| ProcessorError::CorruptState {
@@ -353,7 +330,7 @@ fn read_page(
     let reader = RowReader {
         scope,
         spec,
-        watermark: read_u64(snapshot, scope, "watermark")?.map_or(i64::MIN, |w| w as i64),
+        watermark: read_u64(snapshot, scope, Meta::Watermark)?.map_or(i64::MIN, |w| w as i64),
     };
     let (lower, upper) = bounds(query);
     let mut start = match cursor {
@@ -461,22 +438,15 @@ impl<'a> OpenRows<'a> {
             Some((group, _)) => key::plain(&group),
             None => k.to_vec(),
         };
-        let mut lower = vec![ns::ACCUMULATOR];
-        lower.extend(group_start(start));
+        let lower = key::slice_of_row(&group_start(start));
         let slice_upper = match upper {
-            Some(u) => {
-                let mut end = vec![ns::ACCUMULATOR];
-                match key::decode_group_key(u) {
-                    Some((group, rest)) if !rest.is_empty() => {
-                        let mut g = key::plain(&group);
-                        *g.last_mut().expect("terminated") += 1;
-                        end.extend(g);
-                    }
-                    _ => end.extend_from_slice(u),
+            Some(u) => match key::decode_group_key(u) {
+                Some((group, rest)) if !rest.is_empty() => {
+                    key::slice_of_row(&key::group_range(&group).1)
                 }
-                end
-            }
-            None => vec![ns::ACCUMULATOR + 1],
+                _ => key::slice_of_row(u),
+            },
+            None => key::namespace(ns::ACCUMULATOR).1.to_vec(),
         };
         OpenRows {
             snapshot,
@@ -517,11 +487,9 @@ impl<'a> OpenRows<'a> {
             self.next = None;
         } else {
             let (last, _) = slices.last().expect("a full chunk");
-            let (group, _) = key::decode_group_key(&last[1..])
+            let (group, _) = key::decode_group_key(key::without_namespace(last))
                 .ok_or_else(|| self.reader.bad("bad slice key"))?;
-            let mut prefix = vec![ns::ACCUMULATOR];
-            prefix.extend(key::plain(&group));
-            let group_end = key::prefix_end(&prefix)
+            let group_end = key::prefix_end(&key::slice_prefix(&group))
                 .filter(|end| *end < self.slice_upper)
                 .unwrap_or_else(|| self.slice_upper.clone());
             let mut after = last.clone();
@@ -552,7 +520,7 @@ impl<'a> OpenRows<'a> {
         let mut groups: Vec<(Vec<u8>, GroupForm, Vec<SliceAccs>)> = Vec::new();
         for (k, v) in slices {
             let (group, slice_start, _) =
-                key::decode_windowed(&k[1..]).ok_or_else(|| reader.bad("bad slice key"))?;
+                key::decode_slice(k).ok_or_else(|| reader.bad("bad slice key"))?;
             let (form, accs) = slot::decode(v).ok_or_else(|| reader.bad("bad slice value"))?;
             match groups.last_mut() {
                 Some((g, _, list)) if *g == group => list.push((slice_start, accs)),
@@ -602,9 +570,9 @@ impl<'a> OpenRows<'a> {
     }
 }
 
-fn read_u64(snapshot: &Snapshot<'_>, scope: &Scope, name: &str) -> Result<Option<u64>> {
+fn read_u64(snapshot: &Snapshot<'_>, scope: &Scope, meta: Meta) -> Result<Option<u64>> {
     Ok(snapshot
-        .get(&scope.state_cf(), &meta_key(name))?
+        .get(&scope.state_cf(), &meta.key())?
         .and_then(|v| v.as_slice().try_into().ok())
         .map(u64::from_le_bytes))
 }
@@ -616,9 +584,9 @@ pub(crate) fn read_as_of(
     partitions: usize,
 ) -> Result<AsOf> {
     let offsets = (0..partitions)
-        .map(|p| Ok(read_u64(snapshot, scope, &format!("offset/{p}"))?.unwrap_or(0)))
+        .map(|p| Ok(read_u64(snapshot, scope, Meta::Offset(p))?.unwrap_or(0)))
         .collect::<Result<_>>()?;
-    let watermark = read_u64(snapshot, scope, "watermark")?
+    let watermark = read_u64(snapshot, scope, Meta::Watermark)?
         .map(|w| w as i64)
         .filter(|w| *w != i64::MIN);
     Ok(AsOf { offsets, watermark })

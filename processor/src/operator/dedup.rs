@@ -8,7 +8,8 @@ use std::collections::{BTreeSet, HashMap};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::plan::DedupSpec;
-use crate::state::store::{ns, Batch, Store};
+use crate::state::key::{self, ns};
+use crate::state::store::{Batch, Store};
 
 /// The deduplication operator's state.
 #[derive(Debug)]
@@ -68,32 +69,23 @@ impl Dedup {
         }
     }
 
-    fn state_key(id: &str) -> Vec<u8> {
-        let mut k = vec![ns::DEDUP];
-        k.extend_from_slice(id.as_bytes());
-        k
-    }
-
     /// Adds changed ids to the commit.
     pub fn flush(&mut self, batch: &mut Batch) {
         for (id, at) in self.dirty.drain() {
             match at {
-                Some(t) => batch.put(&self.state_cf, Self::state_key(&id), t.to_le_bytes()),
-                None => batch.delete(&self.state_cf, Self::state_key(&id)),
+                Some(t) => batch.put(&self.state_cf, key::dedup_id(&id), t.to_le_bytes()),
+                None => batch.delete(&self.state_cf, key::dedup_id(&id)),
             }
         }
     }
 
     /// Loads remembered ids.
     pub fn restore(&mut self, store: &Store) -> Result<()> {
-        let rows = store.scan(
-            &self.state_cf,
-            &[ns::DEDUP],
-            Some(&[ns::DEDUP + 1]),
-            usize::MAX,
-        )?;
+        let (lower, upper) = key::namespace(ns::DEDUP);
+        let rows = store.scan(&self.state_cf, &lower, Some(&upper), usize::MAX)?;
         for (k, v) in rows {
-            let id = String::from_utf8(k[1..].to_vec()).map_err(|e| self.corrupt(e.to_string()))?;
+            let id = String::from_utf8(key::without_namespace(&k).to_vec())
+                .map_err(|e| self.corrupt(e.to_string()))?;
             let at = i64::from_le_bytes(
                 v.as_slice()
                     .try_into()

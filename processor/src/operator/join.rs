@@ -29,7 +29,8 @@ use serde_json::Value;
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::plan::{JoinKind, JoinSpec};
-use crate::state::store::{ns, Batch, Store};
+use crate::state::key::{self, ns};
+use crate::state::store::{Batch, Store};
 
 /// History kept behind the watermark when the plan has no window: a day.
 pub const DEFAULT_HISTORY_MS: i64 = 24 * 3_600_000;
@@ -130,12 +131,6 @@ impl TableJoin {
         }
     }
 
-    fn state_key(key: &str) -> Vec<u8> {
-        let mut k = vec![ns::TABLE];
-        k.extend_from_slice(key.as_bytes());
-        k
-    }
-
     /// Adds changed histories to the commit.
     pub fn flush(&mut self, batch: &mut Batch) {
         for key in self.dirty.drain() {
@@ -143,23 +138,19 @@ impl TableJoin {
                 Some(history) if !history.is_empty() => {
                     let mut bytes = vec![HISTORY_FORMAT];
                     serde_json::to_writer(&mut bytes, history).expect("values serialize");
-                    batch.put(&self.state_cf, Self::state_key(&key), bytes);
+                    batch.put(&self.state_cf, key::table_row(&key), bytes);
                 }
-                _ => batch.delete(&self.state_cf, Self::state_key(&key)),
+                _ => batch.delete(&self.state_cf, key::table_row(&key)),
             }
         }
     }
 
     /// Loads the table.
     pub fn restore(&mut self, store: &Store) -> Result<()> {
-        for (k, v) in store.scan(
-            &self.state_cf,
-            &[ns::TABLE],
-            Some(&[ns::TABLE + 1]),
-            usize::MAX,
-        )? {
-            let key =
-                String::from_utf8(k[1..].to_vec()).map_err(|e| self.corrupt(e.to_string()))?;
+        let (lower, upper) = key::namespace(ns::TABLE);
+        for (k, v) in store.scan(&self.state_cf, &lower, Some(&upper), usize::MAX)? {
+            let key = String::from_utf8(key::without_namespace(&k).to_vec())
+                .map_err(|e| self.corrupt(e.to_string()))?;
             let history: History = match v.split_first() {
                 Some((&HISTORY_FORMAT, json)) => {
                     serde_json::from_slice(json).map_err(|e| self.corrupt(e.to_string()))?

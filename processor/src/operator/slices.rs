@@ -35,9 +35,9 @@ use super::aggregate::{add_event, corrupt, fresh_accs, Accs};
 use crate::error::Result;
 use crate::event::Event;
 use crate::plan::AggregateSpec;
-use crate::state::key;
+use crate::state::key::{self, ns};
 use crate::state::slot::{self, GroupForm};
-use crate::state::store::{ns, Batch, Store};
+use crate::state::store::{Batch, Store};
 use crate::window::Window;
 
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -173,11 +173,7 @@ pub struct Slices {
 
 /// The state key of group `vk`'s slice starting at `start`, into `k`.
 fn slice_key_into(k: &mut Vec<u8>, vk: &[u8], start: i64, slice_ms: i64) {
-    k.clear();
-    k.push(ns::ACCUMULATOR);
-    key::encode_group_key(k, vk);
-    key::encode_i64(k, start);
-    key::encode_i64(k, start + slice_ms);
+    key::slice_into(k, vk, start, start + slice_ms);
 }
 
 /// Decodes a stored slice starting at `start`.
@@ -207,13 +203,11 @@ fn load(store: &Store, cf: &str, vk: &[u8], group: &mut Group, cached: &mut usiz
     if group.evicted.is_empty() {
         return Ok(());
     }
-    let mut prefix = vec![ns::ACCUMULATOR];
-    key::encode_group_key(&mut prefix, vk);
+    let prefix = key::slice_prefix(vk);
     let upper = key::prefix_end(&prefix);
     let mut loaded = Vec::with_capacity(group.evicted.len());
     for (k, v) in store.scan(cf, &prefix, upper.as_deref(), usize::MAX)? {
-        let (_, start, _) =
-            key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(cf, "bad slice key"))?;
+        let (_, start, _) = key::decode_slice(&k).ok_or_else(|| corrupt(cf, "bad slice key"))?;
         // A slice also in memory is newer there.
         if group.evicted.binary_search(&start).is_ok() {
             loaded.push(stored_slice(cf, start, &v)?);
@@ -441,21 +435,16 @@ impl Slices {
             return Ok(()); // few: the closer loads each with its own scan
         }
         stubs.sort_unstable();
-        let prefix_of = |gk: &[u8]| {
-            let mut p = vec![ns::ACCUMULATOR];
-            key::encode_group_key(&mut p, gk);
-            p
-        };
-        let lower = prefix_of(&stubs[0]);
-        let upper = key::prefix_end(&prefix_of(&stubs[stubs.len() - 1]));
+        let lower = key::slice_prefix(&stubs[0]);
+        let upper = key::prefix_end(&key::slice_prefix(&stubs[stubs.len() - 1]));
         let (cf, groups, cached) = (&self.cf, &mut self.groups, &mut self.cached);
         // The group of the entries being read: its key prefix, and whether
         // it is a stub being loaded.
         let mut current: (Vec<u8>, Option<GroupKey>) = (Vec::new(), None);
         store.for_each_entry(cf, &lower, upper.as_deref(), |k, v| {
             if current.0.is_empty() || !k.starts_with(&current.0) {
-                let (gk, rest) =
-                    key::decode_group_key(&k[1..]).ok_or_else(|| corrupt(cf, "bad slice key"))?;
+                let (gk, rest) = key::decode_group_key(key::without_namespace(k))
+                    .ok_or_else(|| corrupt(cf, "bad slice key"))?;
                 current.0 = k[..k.len() - rest.len()].to_vec();
                 current.1 = groups
                     .get(gk.as_slice())
@@ -466,7 +455,7 @@ impl Slices {
                 return Ok(());
             };
             let (_, start, _) =
-                key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(cf, "bad slice key"))?;
+                key::decode_slice(&k).ok_or_else(|| corrupt(cf, "bad slice key"))?;
             // A slice also in memory is newer there.
             if group.evicted.binary_search(&start).is_ok() {
                 let (form, slice) = stored_slice(cf, start, v)?;
@@ -551,11 +540,11 @@ impl Slices {
     /// evicted, read back when used; each group's form is its stored one.
     pub fn restore(&mut self, store: &Store) -> Result<()> {
         let cf = self.cf.clone();
-        let upper = [ns::ACCUMULATOR + 1];
+        let (lower, upper) = key::namespace(ns::ACCUMULATOR);
         self.evicted_any = true;
-        store.for_each_entry(&cf, &[ns::ACCUMULATOR], Some(&upper), |k, v| {
+        store.for_each_entry(&cf, &lower, Some(&upper), |k, v| {
             let (group, start, _) =
-                key::decode_windowed(&k[1..]).ok_or_else(|| corrupt(&cf, "bad slice key"))?;
+                key::decode_slice(k).ok_or_else(|| corrupt(&cf, "bad slice key"))?;
             let form = slot::form_of(v).ok_or_else(|| corrupt(&cf, "bad slice value"))?;
             // Keys come in group, then start order: the first is the earliest.
             match self.groups.entry(GroupKey::from_vec(group)) {

@@ -1,5 +1,39 @@
-//! The one order-preserving key encoding of state and view rows. RocksDB
-//! orders keys bytewise; these encodings make that order the logical one:
+//! Every RocksDB key of a processor version, built and taken apart here
+//! and nowhere else, and the one order-preserving encoding they share.
+//!
+//! # Layout
+//!
+//! A version has two column families ([`super::store::Scope`]):
+//!
+//! `<name>@<version>.view` — the rows readers query, one per group (and
+//! window), in key then window order:
+//!
+//! | key | value |
+//! |-----|-------|
+//! | group key ([`plain`]), or group key + window start + end ([`windowed`]) | the row's accumulators ([`super::slot`]) |
+//!
+//! `<name>@<version>.state` — operator state and the commit's metadata; the
+//! first byte is a namespace ([`ns`]):
+//!
+//! | namespace | rest of the key | value |
+//! |-----------|-----------------|-------|
+//! | `0x01` [`ns::ACCUMULATOR`] | group key + slice start + end ([`slice_into`]) | a hopping slice's accumulators ([`super::slot`]) |
+//! | `0x02` [`ns::DEDUP`] | the dedup id, UTF-8 as is ([`dedup_id`]) | event time of its last sighting, `i64` little-endian |
+//! | `0x03` [`ns::TABLE`] | the table record's key, UTF-8 as is ([`table_row`]) | `0x01` + JSON `[[timestamp_ms, value-or-null], ..]` (before history: the JSON value alone) |
+//! | `0x10` [`ns::META`] | a [`Meta`] name, ASCII | per [`Meta`] variant |
+//!
+//! The meta entries of one commit ([`Meta`]): `offset/{p}` and
+//! `table_offset/{p}` (the next input offset per stream and table
+//! partition), `watermark`, `watermark_partitions`, `log_time`,
+//! `outbox/{seq:020}` and `outbox_seq` (output records waiting to be
+//! appended), and `spec` (the aggregate spec readers compute rows with,
+//! written at open). Fixed-width numbers in values are little-endian;
+//! keys are big-endian where they must sort.
+//!
+//! # Encoding
+//!
+//! RocksDB orders keys bytewise; these encodings make that order the
+//! logical one:
 //!
 //! * a group key (arbitrary bytes) is escaped so no encoded key is a prefix
 //!   of another: `0x00` becomes `0x00 0xFF`, and `0x00 0x01` terminates it;
@@ -8,6 +42,168 @@
 //!
 //! So all windows of one key form one contiguous range, ordered by start,
 //! and a key's rows never interleave with another key's.
+
+/// Namespaces inside a `.state` column family (first key byte).
+pub mod ns {
+    /// Aggregate accumulators: hopping slices by group key and slice.
+    pub const ACCUMULATOR: u8 = 0x01;
+    /// Deduplication ids.
+    pub const DEDUP: u8 = 0x02;
+    /// Join table rows by record key.
+    pub const TABLE: u8 = 0x03;
+    /// Offsets, watermark, outbox, spec: see [`super::Meta`].
+    pub const META: u8 = 0x10;
+}
+
+/// A meta entry of a version's state (namespace [`ns::META`]). Its key is
+/// the namespace byte and the entry's ASCII name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meta {
+    /// `offset/{p}`: the next offset to read in input partition `p` (`u64`).
+    Offset(usize),
+    /// `table_offset/{p}`: the next offset to read in partition `p` of the
+    /// joined table (`u64`).
+    TableOffset(usize),
+    /// `watermark`: the committed watermark (`i64` as `u64`; `i64::MIN`
+    /// before the first event).
+    Watermark,
+    /// `watermark_partitions`: the watermark tracker's per-partition
+    /// progress (JSON), so a restart judges idleness as before the crash.
+    WatermarkPartitions,
+    /// `log_time`: the log time processed up to (`i64` as `u64`).
+    LogTime,
+    /// `outbox/{seq:020}`: the output records of commit `seq` (JSON),
+    /// until they are appended.
+    Outbox(u64),
+    /// `outbox_seq`: the sequence number of the next outbox (`u64`).
+    OutboxSeq,
+    /// `spec`: the aggregate spec readers compute rows with (JSON),
+    /// written at open.
+    Spec,
+}
+
+/// Name prefix of the [`Meta::Outbox`] entries.
+const OUTBOX_PREFIX: &str = "outbox/";
+
+impl Meta {
+    /// The entry's name (the key after the namespace byte).
+    pub fn name(self) -> String {
+        match self {
+            Meta::Offset(p) => format!("offset/{p}"),
+            Meta::TableOffset(p) => format!("table_offset/{p}"),
+            Meta::Watermark => "watermark".into(),
+            Meta::WatermarkPartitions => "watermark_partitions".into(),
+            Meta::LogTime => "log_time".into(),
+            Meta::Outbox(seq) => format!("{OUTBOX_PREFIX}{seq:020}"),
+            Meta::OutboxSeq => "outbox_seq".into(),
+            Meta::Spec => "spec".into(),
+        }
+    }
+
+    /// The entry's key.
+    pub fn key(self) -> Vec<u8> {
+        let name = self.name();
+        let mut k = Vec::with_capacity(1 + name.len());
+        k.push(ns::META);
+        k.extend_from_slice(name.as_bytes());
+        k
+    }
+
+    /// The range `[lower, upper)` holding every [`Meta::Outbox`] entry.
+    pub fn outbox_range() -> (Vec<u8>, Vec<u8>) {
+        let mut lower = vec![ns::META];
+        lower.extend_from_slice(OUTBOX_PREFIX.as_bytes());
+        let upper = prefix_end(&lower).expect("not all 0xFF");
+        (lower, upper)
+    }
+
+    /// The sequence number of an outbox entry's key.
+    pub fn outbox_seq(key: &[u8]) -> Option<u64> {
+        let name = key.strip_prefix(&[ns::META])?;
+        std::str::from_utf8(name.strip_prefix(OUTBOX_PREFIX.as_bytes())?)
+            .ok()?
+            .parse()
+            .ok()
+    }
+}
+
+/// The range `[lower, upper)` holding every key of namespace `ns`.
+pub fn namespace(ns: u8) -> ([u8; 1], [u8; 1]) {
+    ([ns], [ns + 1])
+}
+
+/// The key of dedup id `id` ([`ns::DEDUP`]).
+pub fn dedup_id(id: &str) -> Vec<u8> {
+    in_namespace(ns::DEDUP, id.as_bytes())
+}
+
+/// The key of the joined table's record key `key` ([`ns::TABLE`]).
+pub fn table_row(key: &str) -> Vec<u8> {
+    in_namespace(ns::TABLE, key.as_bytes())
+}
+
+/// The rest of a state key after its namespace byte.
+pub fn without_namespace(k: &[u8]) -> &[u8] {
+    k.get(1..).unwrap_or_default()
+}
+
+fn in_namespace(ns: u8, rest: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + rest.len());
+    k.push(ns);
+    k.extend_from_slice(rest);
+    k
+}
+
+/// Writes into `out` the key of group `group`'s hopping slice `[start,
+/// end)` ([`ns::ACCUMULATOR`]).
+pub fn slice_into(out: &mut Vec<u8>, group: &[u8], start: i64, end: i64) {
+    out.clear();
+    out.push(ns::ACCUMULATOR);
+    windowed_into(out, group, start, end);
+}
+
+/// The prefix of every slice key of `group`.
+pub fn slice_prefix(group: &[u8]) -> Vec<u8> {
+    let mut k = vec![ns::ACCUMULATOR];
+    encode_group_key(&mut k, group);
+    k
+}
+
+/// The slice key holding view row key `row` (a group key, or a windowed
+/// one) — the same bytes after the namespace, for slice ranges that follow
+/// a range of rows.
+pub fn slice_of_row(row: &[u8]) -> Vec<u8> {
+    in_namespace(ns::ACCUMULATOR, row)
+}
+
+/// Decodes a slice key: group, slice start, slice end.
+pub fn decode_slice(k: &[u8]) -> Option<(Vec<u8>, i64, i64)> {
+    decode_windowed(k.strip_prefix(&[ns::ACCUMULATOR])?)
+}
+
+/// The range `[lower, upper)` of every row of group `key` (all its
+/// windows, for windowed views).
+pub fn group_range(key: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let lower = plain(key);
+    let mut upper = lower.clone();
+    // The terminator is 0x00 0x01; 0x00 0x02 ends this key's range.
+    *upper.last_mut().expect("terminated") += 1;
+    (lower, upper)
+}
+
+/// The range `[lower, upper)` of every row whose group key starts with
+/// `prefix` (`upper` `None`: to the end).
+pub fn group_prefix_range(prefix: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
+    let mut lower = Vec::with_capacity(prefix.len() + 2);
+    for &b in prefix {
+        lower.push(b);
+        if b == 0 {
+            lower.push(0xFF);
+        }
+    }
+    let upper = prefix_end(&lower);
+    (lower, upper)
+}
 
 /// Terminator after an escaped group key.
 const TERMINATOR: [u8; 2] = [0x00, 0x01];
@@ -157,6 +353,51 @@ mod tests {
         assert!(a_late < windowed(b"ab", i64::MIN, i64::MIN + 1));
     }
 
+    #[test]
+    fn meta_keys_keep_their_stored_names() {
+        let name = |m: Meta| String::from_utf8(m.key()[1..].to_vec()).unwrap();
+        assert_eq!(Meta::Offset(3).key()[0], ns::META);
+        assert_eq!(name(Meta::Offset(3)), "offset/3");
+        assert_eq!(name(Meta::TableOffset(0)), "table_offset/0");
+        assert_eq!(name(Meta::Watermark), "watermark");
+        assert_eq!(name(Meta::WatermarkPartitions), "watermark_partitions");
+        assert_eq!(name(Meta::LogTime), "log_time");
+        assert_eq!(name(Meta::Outbox(7)), "outbox/00000000000000000007");
+        assert_eq!(name(Meta::OutboxSeq), "outbox_seq");
+        assert_eq!(name(Meta::Spec), "spec");
+    }
+
+    #[test]
+    fn the_outbox_range_holds_outboxes_only_in_sequence_order() {
+        let (lo, hi) = Meta::outbox_range();
+        let inside = |k: &[u8]| lo.as_slice() <= k && k < hi.as_slice();
+        assert!(inside(&Meta::Outbox(0).key()) && inside(&Meta::Outbox(u64::MAX).key()));
+        assert!(Meta::Outbox(9).key() < Meta::Outbox(10).key());
+        for other in [
+            Meta::OutboxSeq,
+            Meta::Offset(0),
+            Meta::Watermark,
+            Meta::Spec,
+        ] {
+            assert!(!inside(&other.key()), "{other:?}");
+        }
+        assert_eq!(Meta::outbox_seq(&Meta::Outbox(42).key()), Some(42));
+        assert_eq!(Meta::outbox_seq(&Meta::OutboxSeq.key()), None);
+    }
+
+    #[test]
+    fn state_keys_stay_inside_their_namespace() {
+        let (lo, hi) = namespace(ns::DEDUP);
+        let id = dedup_id("\u{ff}\u{ff}");
+        assert!(lo.as_slice() <= id.as_slice() && id.as_slice() < hi.as_slice());
+        assert_eq!(without_namespace(&table_row("k")), b"k");
+        let mut slice = Vec::new();
+        slice_into(&mut slice, b"g", -5, 5);
+        assert!(slice.starts_with(&slice_prefix(b"g")));
+        assert_eq!(decode_slice(&slice), Some((b"g".to_vec(), -5, 5)));
+        assert_eq!(slice_of_row(&windowed(b"g", -5, 5)), slice);
+    }
+
     proptest! {
         #[test]
         fn prefix_then_key_order_is_byte_order(keys in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..12), 0..40)) {
@@ -179,6 +420,17 @@ mod tests {
         ) {
             let logical = (k1.clone(), s1, e1).cmp(&(k2.clone(), s2, e2));
             prop_assert_eq!(windowed(&k1, s1, e1).cmp(&windowed(&k2, s2, e2)), logical);
+        }
+
+        #[test]
+        fn group_ranges_hold_exactly_the_groups_rows(key in proptest::collection::vec(0u8..3, 0..5), other in proptest::collection::vec(0u8..3, 0..5), s in any::<i64>()) {
+            let (lo, hi) = group_range(&key);
+            let inside = |k: &[u8]| lo.as_slice() <= k && k < hi.as_slice();
+            prop_assert!(inside(&plain(&key)) && inside(&windowed(&key, s, s)));
+            prop_assert_eq!(inside(&windowed(&other, s, s)), other == key);
+            let (plo, phi) = group_prefix_range(&key);
+            let in_prefix = |k: &[u8]| plo.as_slice() <= k && phi.as_ref().is_none_or(|h| k < h.as_slice());
+            prop_assert_eq!(in_prefix(&windowed(&other, s, s)), other.starts_with(&key));
         }
 
         #[test]

@@ -16,18 +16,6 @@ use rocksdb::{
 
 use crate::error::{ProcessorError, Result};
 
-/// Namespaces inside a `.state` column family (first key byte).
-pub mod ns {
-    /// Aggregate accumulators: group key (+ window).
-    pub const ACCUMULATOR: u8 = 0x01;
-    /// Deduplication ids.
-    pub const DEDUP: u8 = 0x02;
-    /// Join table rows by record key.
-    pub const TABLE: u8 = 0x03;
-    /// Offsets, watermark, outbox.
-    pub const META: u8 = 0x10;
-}
-
 /// Which processor version's column families.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Scope {

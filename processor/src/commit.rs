@@ -1,0 +1,225 @@
+//! The commit of a processor version: one atomic RocksDB write of
+//! operator state, view rows, input offsets (stream and table), watermark,
+//! tracker state and log time ([`crate::state::key::Meta`]), then the
+//! outbox appended to its topics.
+//!
+//! Records for output topics (sink, or late side output) are written to an
+//! outbox inside the commit and appended after it with an idempotency key
+//! derived from the commit's sequence number; a restart re-appends a
+//! pending outbox with the same key, which the log deduplicates. So a
+//! crash at any point yields neither duplicates nor gaps downstream.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use kappa_log::{NewRecord, ProduceRecord};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ProcessorError, Result};
+use crate::operator::RowChange;
+use crate::plan::Sink;
+use crate::runner::Runtime;
+use crate::state::key::Meta;
+use crate::state::store::Batch;
+
+/// Where the simulated crash of [`Runtime::commit_crashing`] happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// After the RocksDB commit, before the outbox is appended.
+    AfterCommit,
+    /// After the outbox is appended, before it is cleared.
+    AfterAppend,
+}
+
+/// An output record waiting in the outbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct OutRecord {
+    /// The topic it goes to.
+    pub(crate) topic: String,
+    /// Record key.
+    pub(crate) key: Option<String>,
+    /// Record value (JSON text).
+    pub(crate) value: String,
+    /// Record timestamp (ms).
+    pub(crate) timestamp: i64,
+}
+
+fn now_ms() -> i64 {
+    kappa_log::now_ms()
+}
+
+impl Runtime {
+    /// Commits: one atomic write of state, rows, offsets and watermark (and
+    /// the outbox), then appends the outbox to its topics.
+    pub fn commit(&mut self) -> Result<()> {
+        self.commit_inner(None)
+    }
+
+    /// A commit that stops at `crash`, as a crash would (tests).
+    pub fn commit_crashing(&mut self, crash: CrashPoint) -> Result<()> {
+        self.commit_inner(Some(crash))
+    }
+
+    fn commit_inner(&mut self, crash: Option<CrashPoint>) -> Result<()> {
+        let started = Instant::now();
+        let span = tracing::debug_span!(
+            "commit",
+            view = %self.scope.name,
+            version = self.scope.version,
+            records = self.uncommitted_records,
+            bytes = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let cf = self.scope.state_cf();
+        let mut batch = Batch::default();
+        let mut changes = Vec::new();
+        if let Some(a) = &mut self.aggregate {
+            changes = a.take_changes(&self.store)?;
+            let rows = a.flush(&mut batch);
+            self.progress.add_output(rows);
+        }
+        if let Some(d) = &mut self.dedup {
+            d.flush(&mut batch);
+        }
+        if let Some(j) = &mut self.join {
+            j.flush(&mut batch);
+        }
+        for (p, offset) in self.order.stream_positions().iter().enumerate() {
+            batch.put(&cf, Meta::Offset(p).key(), offset.to_le_bytes());
+        }
+        for (p, offset) in self.order.table_positions().iter().enumerate() {
+            batch.put(&cf, Meta::TableOffset(p).key(), offset.to_le_bytes());
+        }
+        let watermark = self.watermark.current();
+        batch.put(&cf, Meta::Watermark.key(), (watermark as u64).to_le_bytes());
+        let tracker = serde_json::to_vec(&self.watermark.state()).expect("serializes");
+        batch.put(&cf, Meta::WatermarkPartitions.key(), tracker);
+        batch.put(
+            &cf,
+            Meta::LogTime.key(),
+            (self.log_time as u64).to_le_bytes(),
+        );
+        self.queue_changes(&changes);
+        let outbox = std::mem::take(&mut self.outbox);
+        let seq = self.outbox_seq;
+        if !outbox.is_empty() {
+            let json = serde_json::to_vec(&outbox).expect("serializes");
+            batch.put(&cf, Meta::Outbox(seq).key(), json);
+            self.outbox_seq += 1;
+            batch.put(&cf, Meta::OutboxSeq.key(), self.outbox_seq.to_le_bytes());
+        }
+        let bytes = batch.bytes();
+        span.record("bytes", bytes);
+        self.store.write(batch)?;
+        self.uncommitted_records = 0;
+        self.last_commit = Instant::now();
+        self.progress
+            .set_committed(self.order.stream_positions(), watermark);
+        self.progress.changes.publish(&changes);
+        if crash == Some(CrashPoint::AfterCommit) {
+            return Err(ProcessorError::Stopped(
+                "simulated crash after the commit".into(),
+            ));
+        }
+        if !outbox.is_empty() {
+            self.append_outbox(seq, &outbox)?;
+            if crash == Some(CrashPoint::AfterAppend) {
+                return Err(ProcessorError::Stopped(
+                    "simulated crash after the append".into(),
+                ));
+            }
+            let mut clear = Batch::default();
+            clear.delete(&cf, Meta::Outbox(seq).key());
+            self.store.write(clear)?;
+            self.progress.add_output(outbox.len() as u64);
+        }
+        let latency = self
+            .newest_input_ms
+            .take()
+            .map(|t| now_ms().saturating_sub(t));
+        let state_bytes = self.state_bytes();
+        crate::metrics::record_commit(&self.scope, started.elapsed(), bytes, latency, state_bytes);
+        tracing::debug!(
+            outbox = outbox.len(),
+            watermark,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "committed"
+        );
+        self.check_state_limit()
+    }
+
+    /// Puts an aggregate's row changes in the outbox of a topic sink (a
+    /// view's rows were written by the operator's flush).
+    fn queue_changes(&mut self, changes: &[RowChange]) {
+        let Sink::Topic(topic) = &self.plan.sink else {
+            return;
+        };
+        for change in changes {
+            self.outbox.push(OutRecord {
+                topic: topic.clone(),
+                key: Some(change.key.clone()),
+                value: change.row.as_ref().map_or("null".into(), Value::to_string),
+                // A window's start, else the log time of the input that
+                // changed the row: the same in every replay.
+                timestamp: change.window.map_or(self.log_time, |(s, _)| s),
+            });
+        }
+    }
+
+    /// Appends outbox entries a crash left behind (the log drops the ones
+    /// that were already appended), then clears them.
+    pub(crate) fn flush_pending_outbox(&mut self) -> Result<()> {
+        let cf = self.scope.state_cf();
+        let (lower, upper) = Meta::outbox_range();
+        for (k, v) in self.store.scan(&cf, &lower, Some(&upper), usize::MAX)? {
+            let seq = Meta::outbox_seq(&k).unwrap_or(0);
+            let records: Vec<OutRecord> =
+                serde_json::from_slice(&v).map_err(|e| ProcessorError::CorruptState {
+                    cf: cf.clone(),
+                    reason: e.to_string(),
+                })?;
+            self.append_outbox(seq, &records)?;
+            let mut batch = Batch::default();
+            batch.delete(&cf, k);
+            self.store.write(batch)?;
+        }
+        Ok(())
+    }
+
+    fn append_outbox(&self, seq: u64, records: &[OutRecord]) -> Result<()> {
+        let mut topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
+        topics.sort_unstable();
+        topics.dedup();
+        for topic in topics {
+            let batch: Vec<ProduceRecord> = records
+                .iter()
+                .filter(|r| r.topic == topic)
+                .map(|r| ProduceRecord {
+                    partition: None,
+                    record: NewRecord {
+                        key: r.key.clone().map(Bytes::from),
+                        value: Bytes::from(r.value.clone()),
+                        timestamp: Some(r.timestamp),
+                        headers: Vec::new(),
+                    },
+                })
+                .collect();
+            let key = format!(
+                "kappa:{}@{}:{seq}:{topic}",
+                self.scope.name, self.scope.version
+            );
+            let target = self.log.topic(topic)?;
+            for (i, chunk) in batch.chunks(10_000).enumerate() {
+                let chunk_key = if i == 0 {
+                    key.clone()
+                } else {
+                    format!("{key}:{i}")
+                };
+                self.io
+                    .block_on(target.produce(chunk.to_vec(), Some(chunk_key.into_bytes())))?;
+            }
+        }
+        Ok(())
+    }
+}
