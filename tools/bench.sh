@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The whole benchmark suite on this machine, in one command (about 5–8 minutes
-# on 2 CPUs, plus the release build when it is not up to date):
+# The whole benchmark suite on this machine, in one command: about 2–3
+# minutes on 2 CPUs, plus the release build when it is not up to date (the
+# last run's time per step is in the summary of BENCHMARKS.md):
 #
 #   tools/bench.sh [RESULTS_DIR]        # default: bench-results/<UTC date-time>
 #
 # Steps, each with reduced sizes:
-#   1. build      cargo build --release -p kappa-server; cargo build --release -p kappa-tools
+#   1. build      cargo build --release --workspace --bins (a -p build would
+#                 resolve features differently and compile RocksDB again)
 #   2. log        kappa-log-bench: append (every fsync policy, 1 and 8 writers),
 #                 the raw-disk baseline (write+fdatasync, O_DSYNC), sequential read
 #   3. http       a fresh `kappa serve` (free port, temp data dir): kappa-bench
@@ -110,8 +112,7 @@ kb() {
 }
 
 build() {
-    (cd "$ROOT" && cargo build --release -p kappa-server)
-    (cd "$ROOT" && cargo build --release -p kappa-tools)
+    (cd "$ROOT" && cargo build --release --workspace --bins)
 }
 
 log_bench() {
