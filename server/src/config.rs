@@ -311,6 +311,19 @@ impl ServerConfig {
         Ok(())
     }
 
+    /// What every topic this server creates gets unless told otherwise: a
+    /// `POST /v1/topics` without the setting, a topic auto-created by a
+    /// produce, a statement's topic, and a processor's output topics (a
+    /// derived stream's, a `LATE_TOPIC`). The one topic-defaults policy.
+    pub fn topic_defaults(&self) -> kappa_log::TopicConfig {
+        kappa_log::TopicConfig {
+            partitions: self.default_partitions,
+            fsync: self.default_fsync,
+            retention_ms: self.default_retention_ms,
+            ..kappa_log::TopicConfig::default()
+        }
+    }
+
     /// The log configuration this server config implies.
     pub fn log_config(&self) -> kappa_log::LogConfig {
         kappa_log::LogConfig {

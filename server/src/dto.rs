@@ -8,6 +8,8 @@ use kappa_log::{FsyncPolicy, Record, TopicConfig};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
+pub mod statements;
+
 /// Distinguishes a missing field (`None`) from an explicit null (`Some(None)`).
 fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
@@ -79,6 +81,88 @@ impl AlterTopic {
             retention_bytes: self.retention_bytes,
         })
     }
+}
+
+/// A topic's settings as answered (the log's `TopicConfig`, which is
+/// also its on-disk form, stays free to change).
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicConfigOut {
+    /// Partitions.
+    pub partitions: u32,
+    /// Segment size before roll.
+    pub segment_bytes: u64,
+    /// Segment age before roll (ms).
+    pub segment_ms: u64,
+    /// Retention by age (ms); null = forever.
+    pub retention_ms: Option<u64>,
+    /// Retention by size; null = no limit.
+    pub retention_bytes: Option<u64>,
+    /// fsync policy.
+    pub fsync: FsyncPolicy,
+    /// Interval of the `interval` policy (ms).
+    pub fsync_interval_ms: u64,
+}
+
+/// Offsets and size of one partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionOut {
+    /// Partition.
+    pub partition: u32,
+    /// First stored offset.
+    pub start_offset: u64,
+    /// Offset the next record gets.
+    pub end_offset: u64,
+    /// Bytes of all segments.
+    pub bytes: u64,
+    /// Segments.
+    pub segment_count: usize,
+}
+
+/// `GET /v1/topics/{topic}` (and the answer of create and alter).
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicOut {
+    /// Name.
+    pub name: String,
+    /// Settings.
+    pub config: TopicConfigOut,
+    /// Per partition.
+    pub partitions: Vec<PartitionOut>,
+}
+
+impl From<kappa_log::topic::TopicDescription> for TopicOut {
+    fn from(d: kappa_log::topic::TopicDescription) -> Self {
+        let c = d.config;
+        TopicOut {
+            name: d.name,
+            config: TopicConfigOut {
+                partitions: c.partitions,
+                segment_bytes: c.segment_bytes,
+                segment_ms: c.segment_ms,
+                retention_ms: c.retention_ms,
+                retention_bytes: c.retention_bytes,
+                fsync: c.fsync,
+                fsync_interval_ms: c.fsync_interval_ms,
+            },
+            partitions: d
+                .partitions
+                .into_iter()
+                .map(|p| PartitionOut {
+                    partition: p.partition,
+                    start_offset: p.start_offset,
+                    end_offset: p.end_offset,
+                    bytes: p.bytes,
+                    segment_count: p.segment_count,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `GET /v1/topics`.
+#[derive(Debug, Serialize)]
+pub struct TopicsOut {
+    /// Every topic, by name.
+    pub topics: Vec<TopicOut>,
 }
 
 /// A string that borrows from the request body unless it holds escapes.
@@ -439,6 +523,58 @@ pub struct RowsOut {
     pub as_of: AsOfOut,
 }
 
+impl RowsOut {
+    /// The wire form of a rows answer of `view`.
+    pub fn from_answer(view: String, answer: crate::views::RowsAnswer) -> RowsOut {
+        RowsOut {
+            view,
+            version: answer.version,
+            columns: answer.columns,
+            rows: answer
+                .rows
+                .into_iter()
+                .map(|r| RowOut {
+                    key: r.key,
+                    window_start: r.window_start,
+                    window_end: r.window_end,
+                    row: r.row,
+                })
+                .collect(),
+            next_cursor: answer.next_cursor.as_deref().map(cursor_text),
+            as_of: AsOfOut {
+                offsets: answer
+                    .as_of
+                    .offsets
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &offset)| PartitionOffset {
+                        partition: p as u32,
+                        offset,
+                    })
+                    .collect(),
+                watermark: answer.as_of.watermark,
+            },
+        }
+    }
+}
+
+/// A rows cursor (a store key) as answered: lowercase hex.
+pub fn cursor_text(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A cursor given back by a client; `None` unless it is one
+/// [`cursor_text`] could have answered (hex, at most 32 KiB of key).
+pub fn cursor_bytes(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || s.len() > 64 * 1024 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// `POST /v1/views/{view}/replay` body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -488,5 +624,13 @@ mod borrow_tests {
         assert!(matches!(keys[0], Some(Cow::Borrowed("plain"))));
         assert!(matches!(keys[1], Some(Cow::Owned(k)) if k == "esc\"aped"));
         assert!(keys[2].is_none());
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let key = vec![0u8, 1, 0xff, 0x7f];
+        assert_eq!(cursor_bytes(&cursor_text(&key)), Some(key));
+        assert_eq!(cursor_bytes("abc"), None);
+        assert_eq!(cursor_bytes("zz"), None);
     }
 }

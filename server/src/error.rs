@@ -8,6 +8,7 @@ use kappa_processor::error::ProcessorError;
 use kappa_processor::sql::SqlError;
 use serde_json::json;
 
+use crate::statements::StatementError;
 use crate::views::ViewError;
 
 /// An error answered to a client.
@@ -152,12 +153,24 @@ impl From<ViewError> for ApiError {
                 };
                 return inner.into();
             }
+            ViewError::Catalog(c) if c.is_disk_full() => (S::INSUFFICIENT_STORAGE, "disk_full"),
             ViewError::Catalog(_) => (S::INTERNAL_SERVER_ERROR, "internal"),
         };
-        if status == S::INTERNAL_SERVER_ERROR {
+        if status.is_server_error() && status != S::SERVICE_UNAVAILABLE {
             tracing::error!(error = %e, "request failed");
         }
         ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<StatementError> for ApiError {
+    fn from(e: StatementError) -> Self {
+        match e {
+            StatementError::Sql(e) => e.into(),
+            StatementError::Log(e) => e.into(),
+            StatementError::View(e) => e.into(),
+            StatementError::BadRequest(m) => ApiError::bad_request(m),
+        }
     }
 }
 
@@ -230,5 +243,29 @@ mod tests {
             let e = ApiError::from(error);
             assert_eq!((e.status.as_u16(), e.code), (status, code));
         }
+    }
+
+    #[test]
+    fn a_catalog_write_on_a_full_disk_answers_507_not_500() {
+        use crate::views::catalog::CatalogError;
+        let write = |kind| {
+            ViewError::Catalog(CatalogError::Write {
+                what: "the catalog",
+                path: "catalog.json".into(),
+                source: LogError::Io {
+                    path: "catalog.json.tmp".into(),
+                    source: std::io::Error::new(kind, "no"),
+                },
+            })
+        };
+        let full = ApiError::from(write(std::io::ErrorKind::StorageFull));
+        assert_eq!((full.status.as_u16(), full.code), (507, "disk_full"));
+        assert!(
+            full.message.contains("writing the catalog"),
+            "{}",
+            full.message
+        );
+        let other = ApiError::from(write(std::io::ErrorKind::PermissionDenied));
+        assert_eq!((other.status.as_u16(), other.code), (500, "internal"));
     }
 }

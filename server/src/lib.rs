@@ -4,9 +4,10 @@
 //!
 //! Module map: `config` (layered settings) · `http` (accept loop: connection
 //! limit, header and body deadlines, graceful shutdown) · `routes/*` (one
-//! file per resource) · `dto` (wire types) · `error` (the one status map) ·
-//! `metrics` (Prometheus names) · `views/` (catalog, processors, blue/green
-//! builds) · `cli/` (client subcommands).
+//! file per resource: parse the request, map the answer) · `statements`
+//! (the SQL statement executor) · `dto` (wire types) · `error` (the one
+//! status map) · `metrics` (Prometheus names) · `views/` (catalog,
+//! processors, blue/green builds) · `cli/` (client subcommands).
 
 #![warn(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod fuzzing;
 pub mod http;
 pub mod metrics;
 pub mod routes;
+pub mod statements;
 pub mod views;
 
 use std::future::Future;
@@ -82,6 +84,7 @@ pub async fn run_with_log_config(
         grace_ms: config.view_grace_ms,
         keep_versions: config.view_keep_versions,
         commit_interval_ms: config.view_commit_interval_ms,
+        topic_defaults: config.topic_defaults(),
         clock: crate::views::Clock::system(),
     };
     let views = {

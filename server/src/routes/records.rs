@@ -13,7 +13,6 @@ use bytes::Bytes;
 use kappa_log::{Fetch, Header, LogError, NewRecord, ProduceFailure, ProduceRecord, Record, Topic};
 use serde_json::json;
 
-use super::topics::default_topic_config;
 use super::{blocking, body, Params, ReadLimits};
 use crate::config::ServerConfig;
 use crate::dto::{ProduceBody, ProduceResponse, ProducedOut, ReadResponse, RecordIn, RecordOut};
@@ -264,7 +263,7 @@ async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>
             let (log, name, config) = (
                 state.log.clone(),
                 name.to_string(),
-                default_topic_config(state),
+                state.config.topic_defaults(),
             );
             let budget = state.config.auto_create_max_partitions;
             blocking(move || auto_create(&log, &name, config, budget)).await

@@ -6,23 +6,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
-use kappa_log::TopicConfig;
-use serde_json::json;
 
 use super::{blocking, body, json};
-use crate::dto::{AlterTopic, CreateTopic};
+use crate::dto::{AlterTopic, CreateTopic, TopicOut, TopicsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
-
-/// The defaults a topic gets from this server.
-pub fn default_topic_config(state: &AppState) -> TopicConfig {
-    TopicConfig {
-        partitions: state.config.default_partitions,
-        fsync: state.config.default_fsync,
-        retention_ms: state.config.default_retention_ms,
-        ..TopicConfig::default()
-    }
-}
 
 /// `POST /v1/topics`.
 pub async fn create(
@@ -31,16 +19,21 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: CreateTopic = json(&bytes)?;
-    let config = request.config(default_topic_config(&state));
+    let config = request.config(state.config.topic_defaults());
     let log = state.log.clone();
     let topic = blocking(move || Ok(log.create_topic(&request.name, config)?)).await?;
-    Ok((StatusCode::CREATED, Json(topic.describe())).into_response())
+    Ok((StatusCode::CREATED, Json(TopicOut::from(topic.describe()))).into_response())
 }
 
 /// `GET /v1/topics`.
-pub async fn list(State(state): State<AppState>) -> Json<serde_json::Value> {
-    let topics: Vec<_> = state.log.topics().iter().map(|t| t.describe()).collect();
-    Json(json!({ "topics": topics }))
+pub async fn list(State(state): State<AppState>) -> Json<TopicsOut> {
+    let topics = state
+        .log
+        .topics()
+        .iter()
+        .map(|t| TopicOut::from(t.describe()))
+        .collect();
+    Json(TopicsOut { topics })
 }
 
 /// `GET /v1/topics/{topic}`.
@@ -48,7 +41,7 @@ pub async fn describe(
     State(state): State<AppState>,
     Path(topic): Path<String>,
 ) -> ApiResult<Response> {
-    Ok(Json(state.log.topic(&topic)?.describe()).into_response())
+    Ok(Json(TopicOut::from(state.log.topic(&topic)?.describe())).into_response())
 }
 
 /// `PATCH /v1/topics/{topic}`: changes retention; the next retention pass
@@ -68,7 +61,7 @@ pub async fn alter(
     let topic = state.log.topic(&topic)?;
     let described = blocking(move || {
         topic.alter(&changes)?;
-        Ok(topic.describe())
+        Ok(TopicOut::from(topic.describe()))
     })
     .await?;
     Ok(Json(described).into_response())

@@ -15,16 +15,15 @@ use kappa_processor::view::ViewQuery;
 use serde_json::json;
 
 use super::{blocking, body, json, Params};
-use crate::dto::{AsOfOut, PartitionOffset, ReplayRequest, RowOut, RowsOut};
+use crate::dto::{cursor_bytes, ReplayRequest, RowsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::views::manager::{Change, Swap};
 use crate::views::review::Served;
+use crate::views::RowsRequest;
 use crate::views::ViewManager;
-use crate::views::{RowsAnswer, RowsRequest};
+use crate::views::MAX_ROWS_PER_PAGE;
 use crate::AppState;
 
-/// Most rows in one answer.
-pub const MAX_ROWS_PER_PAGE: u64 = 10_000;
 /// Rows in one answer when `limit` is not given.
 pub const DEFAULT_ROWS_PER_PAGE: u64 = 100;
 /// Default wait of a read-your-writes read (`after`), ms.
@@ -61,40 +60,7 @@ pub async fn rows(
     let views = state.views.clone();
     let name = view.clone();
     let answer = blocking(move || Ok(views.rows(&name, &request)?)).await?;
-    Ok(Json(rows_out(view, answer)).into_response())
-}
-
-/// The wire form of a rows answer.
-pub fn rows_out(view: String, answer: RowsAnswer) -> RowsOut {
-    RowsOut {
-        view,
-        version: answer.version,
-        columns: answer.columns,
-        rows: answer
-            .rows
-            .into_iter()
-            .map(|r| RowOut {
-                key: r.key,
-                window_start: r.window_start,
-                window_end: r.window_end,
-                row: r.row,
-            })
-            .collect(),
-        next_cursor: answer.next_cursor.as_deref().map(hex),
-        as_of: AsOfOut {
-            offsets: answer
-                .as_of
-                .offsets
-                .iter()
-                .enumerate()
-                .map(|(p, &offset)| PartitionOffset {
-                    partition: p as u32,
-                    offset,
-                })
-                .collect(),
-            watermark: answer.as_of.watermark,
-        },
-    }
+    Ok(Json(RowsOut::from_answer(view, answer)).into_response())
 }
 
 fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {
@@ -118,11 +84,12 @@ fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {
         (None, Some(prefix)) => ViewQuery::Prefix(prefix),
         (None, None) => ViewQuery::All,
     };
-    let limit = params.take_u64("limit", 1, MAX_ROWS_PER_PAGE, DEFAULT_ROWS_PER_PAGE)? as usize;
+    let limit =
+        params.take_u64("limit", 1, MAX_ROWS_PER_PAGE as u64, DEFAULT_ROWS_PER_PAGE)? as usize;
     let cursor = params
         .take("cursor")
         .map(|c| {
-            unhex(&c).ok_or_else(|| {
+            cursor_bytes(&c).ok_or_else(|| {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "invalid_cursor",
@@ -146,6 +113,7 @@ fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {
     }
     Ok(RowsRequest {
         query,
+        filter: Default::default(),
         cursor,
         limit,
         version,
@@ -187,20 +155,6 @@ fn after(value: &str) -> ApiResult<Vec<(u32, u64)>> {
         return Err(bad());
     }
     Ok(pairs)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || s.len() > 64 * 1024 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// `POST /v1/views/{view}/replay`.
@@ -315,14 +269,6 @@ async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        let key = vec![0u8, 1, 0xff, 0x7f];
-        assert_eq!(unhex(&hex(&key)), Some(key));
-        assert_eq!(unhex("abc"), None);
-        assert_eq!(unhex("zz"), None);
-    }
 
     #[test]
     fn after_parses_partition_offset_pairs() {

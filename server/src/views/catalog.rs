@@ -52,6 +52,50 @@ pub const MAX_CATALOG_JSON_DEPTH: usize = 2 * MAX_EXPR_DEPTH + 100;
 /// [`MAX_CATALOG_JSON_DEPTH`] levels needs a few MiB in a debug build.
 pub const DECODE_STACK_BYTES: usize = 64 << 20;
 
+/// Why the catalog could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// A catalog file could not be read.
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A catalog file could not be written (nothing changed: the old file
+    /// is still whole).
+    #[error("writing {what} {}: {source}", path.display())]
+    Write {
+        /// `"the catalog"` or `"the catalog backup"`.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why: the log's file seam error (a full disk, a failed fsync).
+        source: kappa_log::LogError,
+    },
+    /// The catalog is not one this server reads, or is missing while view
+    /// state says it should exist: the message says how to recover.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl CatalogError {
+    /// True when the filesystem is full (`ENOSPC`): the caller can free
+    /// space and retry; answered `507 disk_full`.
+    pub fn is_disk_full(&self) -> bool {
+        let full = |e: &std::io::Error| e.kind() == std::io::ErrorKind::StorageFull;
+        match self {
+            CatalogError::Read { source, .. } => full(source),
+            CatalogError::Write {
+                source: kappa_log::LogError::Io { source, .. },
+                ..
+            } => full(source),
+            _ => false,
+        }
+    }
+}
+
 /// Everything the server hosts besides the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
@@ -261,7 +305,11 @@ impl Catalog {
     /// their state; so it refuses, naming the file and the recovery. A
     /// damaged catalog is refused the same way. Only a data directory with
     /// neither catalog, backup nor view state starts empty.
-    pub fn open(data_dir: &Path, state: &[String], stores_dir: &Path) -> Result<Catalog, String> {
+    pub fn open(
+        data_dir: &Path,
+        state: &[String],
+        stores_dir: &Path,
+    ) -> Result<Catalog, CatalogError> {
         let path = Catalog::path(data_dir);
         let backup = Catalog::backup_path(data_dir);
         let restore = || match std::fs::read(&backup).map(|b| Catalog::decode(&b)) {
@@ -287,7 +335,7 @@ impl Catalog {
                 if views == 0 && !backup.exists() {
                     return Ok(Catalog::default());
                 }
-                return Err(format!(
+                return Err(CatalogError::Refused(format!(
                     "{} is missing, but the data directory has {} (and the state of {views} view \
                      versions): refusing to start, which would drop that state{}",
                     path.display(),
@@ -297,22 +345,34 @@ impl Catalog {
                         "no catalog backup"
                     },
                     restore()
-                ));
+                )));
             }
-            Err(e) => return Err(format!("reading {}: {e}", path.display())),
+            Err(source) => return Err(CatalogError::Read { path, source }),
         };
-        Catalog::decode(&bytes)
-            .map_err(|e| format!("catalog {} is not valid: {e}{}", path.display(), restore()))
+        Catalog::decode(&bytes).map_err(|e| {
+            CatalogError::Refused(format!(
+                "catalog {} is not valid: {e}{}",
+                path.display(),
+                restore()
+            ))
+        })
     }
 
     /// Reads the catalog at `path`; an absent file is an empty catalog.
-    pub fn load(path: &Path) -> Result<Catalog, String> {
+    pub fn load(path: &Path) -> Result<Catalog, CatalogError> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Catalog::default()),
-            Err(e) => return Err(format!("reading {}: {e}", path.display())),
+            Err(source) => {
+                return Err(CatalogError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
         };
-        Catalog::decode(&bytes).map_err(|e| format!("catalog {} is not valid: {e}", path.display()))
+        Catalog::decode(&bytes).map_err(|e| {
+            CatalogError::Refused(format!("catalog {} is not valid: {e}", path.display()))
+        })
     }
 
     /// Decodes a catalog file's bytes: JSON nested at most
@@ -349,19 +409,22 @@ impl Catalog {
     /// then leaves the old catalog (with a newer backup), or a catalog
     /// without a backup; never a backup without a catalog, which
     /// [`Catalog::open`] must refuse as a lost catalog.
-    pub fn save(&self, path: &Path) -> Result<(), String> {
-        let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        Catalog::decode(&json)
-            .map_err(|e| format!("the catalog would not load back, not saved: {e}"))?;
+    pub fn save(&self, path: &Path) -> Result<(), CatalogError> {
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|e| CatalogError::Refused(format!("encoding the catalog: {e}")))?;
+        Catalog::decode(&json).map_err(|e| {
+            CatalogError::Refused(format!("the catalog would not load back, not saved: {e}"))
+        })?;
         let backup = path.with_file_name(CATALOG_BACKUP_FILE);
-        let write_backup = || {
-            kappa_log::io::write_atomic(&backup, &json)
-                .map_err(|e| format!("writing the catalog backup {}: {e}", backup.display()))
+        let write = |what: &'static str, to: &Path| {
+            kappa_log::io::write_atomic(to, &json).map_err(|source| CatalogError::Write {
+                what,
+                path: to.to_path_buf(),
+                source,
+            })
         };
-        let write_catalog = || {
-            kappa_log::io::write_atomic(path, &json)
-                .map_err(|e| format!("writing the catalog {}: {e}", path.display()))
-        };
+        let write_backup = || write("the catalog backup", &backup);
+        let write_catalog = || write("the catalog", path);
         if path.exists() {
             write_backup()?;
             write_catalog()
@@ -574,7 +637,9 @@ mod tests {
         );
 
         let state = vec!["v@1".to_string()];
-        let err = Catalog::open(dir.path(), &state, &stores).unwrap_err();
+        let err = Catalog::open(dir.path(), &state, &stores)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("catalog.json is missing"), "{err}");
         assert!(err.contains("move the state directory"), "{err}");
 
@@ -583,7 +648,9 @@ mod tests {
         catalog.save(&Catalog::path(dir.path())).unwrap();
         std::fs::remove_file(Catalog::path(dir.path())).unwrap();
         for cfs in [&other, &state] {
-            let err = Catalog::open(dir.path(), cfs, &stores).unwrap_err();
+            let err = Catalog::open(dir.path(), cfs, &stores)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("catalog.json.bak holds a good copy"), "{err}");
         }
         assert!(!Catalog::path(dir.path()).exists(), "nothing was written");
@@ -597,7 +664,9 @@ mod tests {
         let path = Catalog::path(dir.path());
         catalog.save(&path).unwrap();
         std::fs::write(&path, b"{\"format\": 1, \"sour").unwrap();
-        let err = Catalog::open(dir.path(), &[], dir.path()).unwrap_err();
+        let err = Catalog::open(dir.path(), &[], dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("catalog.json is not valid"), "{err}");
         assert!(err.contains("cp "), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"{\"format\": 1, \"sour");

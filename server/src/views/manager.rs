@@ -66,6 +66,9 @@ pub struct ManagerConfig {
     pub keep_versions: u32,
     /// Commit interval of every processor.
     pub commit_interval_ms: u64,
+    /// What a topic a processor creates (a derived stream's output, a
+    /// `LATE_TOPIC`) gets: the server's topic defaults.
+    pub topic_defaults: kappa_log::TopicConfig,
     /// Time of retries of failed versions ([`Clock::system`] but in tests).
     pub clock: Clock,
 }
@@ -156,8 +159,7 @@ impl ViewManager {
             .iter()
             .map(|s| format!("{}@{}", s.name, s.version))
             .collect();
-        let catalog = Catalog::open(&config.data_dir, &with_state, stores.dir())
-            .map_err(ViewError::Catalog)?;
+        let catalog = Catalog::open(&config.data_dir, &with_state, stores.dir())?;
         let manager = Arc::new(ViewManager {
             log,
             stores,
@@ -271,6 +273,7 @@ impl ViewManager {
         let options = RunOptions {
             commit_interval_ms: self.config.commit_interval_ms,
             start: entry.start.clone(),
+            output_topics: self.config.topic_defaults.clone(),
             ..RunOptions::default()
         };
         Ok(RunningProcessor::start(
@@ -297,7 +300,7 @@ impl ViewManager {
     pub(super) fn save(&self, catalog: &Catalog) -> Result<()> {
         catalog
             .save(&Catalog::path(&self.config.data_dir))
-            .map_err(ViewError::Catalog)
+            .map_err(ViewError::from)
     }
 
     /// After a failed save, drops the store of the version the save was

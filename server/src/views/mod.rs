@@ -17,7 +17,7 @@ mod supervisor;
 use kappa_processor::error::ProcessorError;
 
 pub use manager::{ManagerConfig, ViewManager};
-pub use reads::{RowsAnswer, RowsRequest};
+pub use reads::{RowsAnswer, RowsRequest, MAX_ROWS_PER_PAGE};
 pub use retry::Clock;
 
 /// What can go wrong hosting views; `crate::error` maps each to a status.
@@ -72,7 +72,7 @@ pub enum ViewError {
     Processor(#[from] ProcessorError),
     /// The catalog could not be read or written.
     #[error("catalog: {0}")]
-    Catalog(String),
+    Catalog(#[from] catalog::CatalogError),
     /// The server is shutting down.
     #[error("the server is shutting down")]
     Closed,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use kappa_processor::plan::{Operation, Plan};
 use kappa_processor::progress::Progress;
 use kappa_processor::state::store::{Scope, Store};
-use kappa_processor::view::{self, AsOf, ViewQuery, ViewRow};
+use kappa_processor::view::{self, AsOf, RowFilter, ViewQuery, ViewRow};
 
 use super::catalog::{VersionEntry, ViewEntry};
 use super::manager::{lock, scope, ViewManager};
@@ -26,11 +26,18 @@ use crate::dto::{BuildOut, BuildProgressOut, GraceOut, VersionOut, ViewOut, View
 /// looked up again (it may have been swapped).
 const WAIT_SLICE: Duration = Duration::from_millis(250);
 
+/// Most rows in one answer (a page of `GET /v1/views/{view}/rows`, or a
+/// pull query's rows).
+pub const MAX_ROWS_PER_PAGE: usize = 10_000;
+
 /// What a rows request asks.
 #[derive(Debug, Clone)]
 pub struct RowsRequest {
     /// Point, key windows, prefix or all.
     pub query: ViewQuery,
+    /// Window bounds the rows must pass and the cap on rows examined
+    /// (a pull query's; `RowFilter::default()`: every row of the range).
+    pub filter: RowFilter,
     /// Continue after this key (from `next_cursor`).
     pub cursor: Option<Vec<u8>>,
     /// Most rows.
@@ -52,7 +59,8 @@ pub struct RowsAnswer {
     pub columns: Vec<String>,
     /// Rows.
     pub rows: Vec<ViewRow>,
-    /// Cursor of the next page.
+    /// Cursor of the next page: more rows follow, or (with a filter's
+    /// `max_scanned`) the read stopped at its cap and more may follow.
     pub next_cursor: Option<Vec<u8>>,
     /// Input position.
     pub as_of: AsOf,
@@ -137,10 +145,11 @@ impl ViewManager {
         };
         let store = self.open_store(&target.scope)?;
         // Rows and position from one snapshot: `as_of` is exact.
-        let (rows, next_cursor, as_of) = view::query_as_of(
+        let (page, as_of) = view::query_page_as_of(
             &store,
             &target.scope,
             &request.query,
+            &request.filter,
             request.cursor.as_deref(),
             request.limit,
             target.partitions,
@@ -149,8 +158,8 @@ impl ViewManager {
         Ok(RowsAnswer {
             version: target.scope.version,
             columns: columns(&target.plan),
-            rows,
-            next_cursor,
+            rows: page.rows,
+            next_cursor: page.next_cursor,
             as_of,
         })
     }

@@ -44,6 +44,7 @@ fn fixture_with_grace(grace_ms: u64) -> Fixture {
             grace_ms,
             keep_versions: 1,
             commit_interval_ms: 10,
+            topic_defaults: kappa_log::TopicConfig::default(),
             clock: Clock::manual(clock.clone()),
         },
     )
@@ -453,6 +454,7 @@ fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
         let read = f.manager.rows(
             view,
             &super::RowsRequest {
+                filter: Default::default(),
                 query: kappa_processor::view::ViewQuery::All,
                 cursor: None,
                 limit: 10,

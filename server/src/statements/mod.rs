@@ -1,0 +1,299 @@
+//! The SQL statement executor: runs one parsed statement (a declaration,
+//! `CREATE [OR REPLACE] .. AS SELECT`, `DROP`, `SHOW`, `DESCRIBE` or a pull
+//! query) against the log and the views and answers its typed result
+//! ([`crate::dto::statements`]). `POST /v1/statements` parses the request,
+//! calls [`Executor::execute`] per statement and serializes the results.
+//!
+//! Everything here blocks (the catalog, RocksDB, creating topics): it runs
+//! on the route's statement thread, never on an async worker.
+//!
+//! Topics a statement creates (a declaration's, a derived stream's output)
+//! get the server's topic defaults ([`crate::ServerConfig::topic_defaults`]),
+//! the same as `POST /v1/topics` and the processors' own output topics.
+
+mod pull;
+mod sources;
+
+use kappa_log::{Log, LogError, TopicConfig};
+use kappa_processor::plan::{Operation, Plan, Sink};
+use kappa_processor::sql::{self, CreateAs, ObjectKind, ShowWhat, SourceDecl, SqlError, Statement};
+
+use crate::dto::statements::{
+    CreatedOut, DeclaredOut, DescribedOut, DroppedOut, SettingsOut, ShowRow, ShownOut, StatementOut,
+};
+use crate::views::manager::{Change, Swap, ViewSettings};
+use crate::views::{ViewError, ViewManager};
+use sources::Sources;
+
+/// Why a statement failed; `crate::error` maps each to a status.
+#[derive(Debug, thiserror::Error)]
+pub enum StatementError {
+    /// The statement does not plan (an unknown column, a type error).
+    #[error(transparent)]
+    Sql(#[from] SqlError),
+    /// The log refused (a topic name, a full disk).
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The views refused (unknown, exists, has dependents).
+    #[error(transparent)]
+    View(#[from] ViewError),
+    /// The statement makes no sense for its object (`DROP STREAM` of a
+    /// table, a pull query by a column that is not the key).
+    #[error("{0}")]
+    BadRequest(String),
+}
+
+/// Runs statements against one server's log and views.
+pub struct Executor<'a> {
+    /// The log (topics are created here).
+    pub log: &'a Log,
+    /// The views and their catalog.
+    pub views: &'a ViewManager,
+    /// What a topic created by a statement gets.
+    pub topic_defaults: TopicConfig,
+}
+
+impl Executor<'_> {
+    /// Runs one statement.
+    pub fn execute(&self, statement: Statement) -> Result<StatementOut, StatementError> {
+        Ok(match statement {
+            Statement::CreateSource(decl) => StatementOut::Declared(self.declare(decl)?),
+            Statement::CreateAs(create) => StatementOut::Created(self.create_as(create)?),
+            Statement::Drop {
+                kind,
+                name,
+                if_exists,
+            } => StatementOut::Dropped(self.drop_object(kind, &name, if_exists)?),
+            Statement::Show(what) => StatementOut::Shown(self.show(what)),
+            Statement::Describe(name) => StatementOut::Described(Box::new(self.describe(&name)?)),
+            Statement::Select(query) => StatementOut::Selected(self.select(&query)?),
+        })
+    }
+
+    /// Creates `topic` with `partitions` (or the server default) if
+    /// missing; true if it did.
+    fn ensure_topic(&self, topic: &str, partitions: Option<u32>) -> Result<bool, StatementError> {
+        if self.log.topic(topic).is_ok() {
+            return Ok(false);
+        }
+        let mut config = self.topic_defaults.clone();
+        if let Some(p) = partitions {
+            config.partitions = p;
+        }
+        match self.log.create_topic(topic, config) {
+            Ok(_) => Ok(true),
+            Err(LogError::TopicExists(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn declare(&self, decl: SourceDecl) -> Result<DeclaredOut, StatementError> {
+        let (name, kind, topic) = (decl.name.clone(), decl.kind, decl.topic.clone());
+        kappa_log::topic::validate_topic_name(&topic)?;
+        if let Some(existing) = self.views.catalog().sources.get(&name) {
+            if *existing != decl {
+                return Err(ViewError::Exists(name).into());
+            }
+        }
+        let topic_created = self.ensure_topic(&topic, decl.partitions)?;
+        let created = self.views.declare_source(decl, false)?;
+        Ok(DeclaredOut {
+            statement: format!("CREATE {}", kind.to_string().to_uppercase()),
+            name,
+            kind,
+            topic,
+            status: if created { "created" } else { "unchanged" },
+            topic_created,
+        })
+    }
+
+    fn create_as(&self, create: CreateAs) -> Result<CreatedOut, StatementError> {
+        let catalog = self.views.catalog();
+        let mut plan = sql::plan(&create, &Sources(catalog.clone()))?;
+        plan.name = create.name.clone();
+        if let Sink::Topic(topic) = &plan.sink {
+            kappa_log::topic::validate_topic_name(topic)?;
+            self.ensure_topic(topic, create.partitions)?;
+        }
+        let name = create.name.clone();
+        let statement = format!("CREATE {} AS", create.kind.to_string().to_uppercase());
+        let settings = ViewSettings {
+            keep_versions: create.keep_versions,
+            version_grace_ms: create.version_grace_ms.map(|ms| ms as u64),
+        };
+        let exists = catalog.views.contains_key(&name) || catalog.sources.contains_key(&name);
+        let (status, version) = if exists && !create.or_replace {
+            return Err(ViewError::Exists(name).into());
+        } else if exists {
+            let swap = if create.swap_manual {
+                Swap::Manual
+            } else {
+                Swap::Auto
+            };
+            match self
+                .views
+                .replace(&name, plan, Some(create.sql), swap, settings)?
+            {
+                Change::Unchanged => ("unchanged", catalog.views[&name].latest().version),
+                Change::Building(v) => ("building", v),
+                Change::Served(v) => ("replaced", v),
+            }
+        } else {
+            let version = self.views.create(&name, plan, Some(create.sql), settings)?;
+            ("created", version)
+        };
+        Ok(CreatedOut {
+            statement,
+            name,
+            kind: create.kind,
+            status,
+            version,
+        })
+    }
+
+    fn drop_object(
+        &self,
+        kind: ObjectKind,
+        name: &str,
+        if_exists: bool,
+    ) -> Result<DroppedOut, StatementError> {
+        let catalog = self.views.catalog();
+        let found = match (catalog.views.get(name), catalog.sources.get(name)) {
+            (Some(view), _) => Some((kind_of(view.is_table()), true)),
+            (None, Some(decl)) => Some((decl.kind, false)),
+            (None, None) => None,
+        };
+        let statement = format!("DROP {}", kind.to_string().to_uppercase());
+        let answer = |status| DroppedOut {
+            statement: statement.clone(),
+            name: name.to_string(),
+            status,
+        };
+        let Some((actual, is_view)) = found else {
+            if if_exists {
+                return Ok(answer("not_found"));
+            }
+            return Err(ViewError::UnknownView(name.to_string()).into());
+        };
+        if actual != kind {
+            return Err(StatementError::BadRequest(format!(
+                "{name:?} is a {actual}: use DROP {}",
+                actual.to_string().to_uppercase()
+            )));
+        }
+        if is_view {
+            self.views.drop_view(name)?;
+        } else {
+            self.views.drop_source(name)?;
+        }
+        Ok(answer("dropped"))
+    }
+
+    fn show(&self, what: ShowWhat) -> ShownOut {
+        if what == ShowWhat::Topics {
+            let rows = self
+                .log
+                .topics()
+                .iter()
+                .map(|t| ShowRow::Topic {
+                    name: t.name().to_string(),
+                    partitions: t.partition_count(),
+                })
+                .collect();
+            return ShownOut {
+                statement: "SHOW TOPICS",
+                rows,
+            };
+        }
+        let catalog = self.views.catalog();
+        let (wanted, statement) = match what {
+            ShowWhat::Streams => (Some(ObjectKind::Stream), "SHOW STREAMS"),
+            ShowWhat::Tables => (Some(ObjectKind::Table), "SHOW TABLES"),
+            ShowWhat::Views | ShowWhat::Topics => (None, "SHOW VIEWS"),
+        };
+        let mut rows = Vec::new();
+        if let Some(kind) = wanted {
+            for decl in catalog.sources.values().filter(|d| d.kind == kind) {
+                rows.push(ShowRow::Declared {
+                    name: decl.name.clone(),
+                    kind: decl.kind,
+                    topic: decl.topic.clone(),
+                    defined_by: "declaration",
+                });
+            }
+        }
+        for view in catalog.views.values() {
+            let kind = kind_of(view.is_table());
+            // SHOW VIEWS lists the tables a query defines.
+            if wanted.is_none_or(|w| w == kind) && (wanted.is_some() || view.is_table()) {
+                rows.push(ShowRow::Query {
+                    name: view.name.clone(),
+                    kind,
+                    topic: view.output_topic().map(str::to_string),
+                    source_topic: view.served.plan.source.topic.clone(),
+                    defined_by: "query",
+                    version: view.served.version,
+                });
+            }
+        }
+        rows.sort_by(|a, b| a.name().cmp(b.name()));
+        ShownOut { statement, rows }
+    }
+
+    fn describe(&self, name: &str) -> Result<DescribedOut, StatementError> {
+        let catalog = self.views.catalog();
+        let defaults = sql::defaults::table()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        if let Some(view) = catalog.views.get(name) {
+            return Ok(DescribedOut {
+                statement: "DESCRIBE",
+                name: name.to_string(),
+                view: Some(self.views.describe(name)?),
+                settings: Some(settings(&view.served.plan)),
+                source: None,
+                defaults,
+            });
+        }
+        let decl = catalog
+            .sources
+            .get(name)
+            .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
+        Ok(DescribedOut {
+            statement: "DESCRIBE",
+            name: name.to_string(),
+            view: None,
+            settings: None,
+            source: Some(decl.clone()),
+            defaults,
+        })
+    }
+}
+
+fn kind_of(is_table: bool) -> ObjectKind {
+    if is_table {
+        ObjectKind::Table
+    } else {
+        ObjectKind::Stream
+    }
+}
+
+/// The settings a plan runs with: watermark delay, idle timeout, window
+/// grace, emit mode, late events, deduplication.
+fn settings(plan: &Plan) -> SettingsOut {
+    let window = match &plan.operation {
+        Operation::Aggregate(a) => a.window.as_ref(),
+        Operation::Project { .. } => None,
+    };
+    SettingsOut {
+        watermark_delay_ms: plan.source.out_of_orderness_ms,
+        idle_timeout_ms: plan.source.idle_timeout_ms,
+        max_future_ms: plan.source.max_future_ms,
+        window: window.map(|w| w.window.clone()),
+        grace_ms: window.map(|w| w.grace_ms),
+        emit: window.map(|w| w.emit),
+        late_events: plan.late.clone(),
+        dedup_ttl_ms: plan.dedup.as_ref().map(|d| d.ttl_ms),
+    }
+}

@@ -1,0 +1,135 @@
+//! Pull queries (`SELECT .. FROM view [WHERE ..] [LIMIT n]`): the key
+//! column check, the read of the served version (the rows that match the
+//! key and window bounds, at most `LIMIT`) and the projection of the
+//! selected columns.
+
+use kappa_processor::plan::{ColumnSource, Operation};
+use kappa_processor::sql::PullQuery;
+use kappa_processor::view::ViewRow;
+use serde_json::{json, Value};
+
+use super::{Executor, StatementError};
+
+/// Most rows a pull query examines (stored rows and open windows, matching
+/// or not) before it answers what it found with `truncated: true`: window
+/// bounds without a key are no key range, and a query finding few matches
+/// must not walk a view of any size.
+pub const MAX_PULL_QUERY_SCANNED: usize = 1_000_000;
+use crate::dto::statements::SelectedOut;
+use crate::dto::{RowOut, RowsOut};
+use crate::views::{RowsRequest, ViewError, MAX_ROWS_PER_PAGE};
+
+impl Executor<'_> {
+    /// Runs a pull query on the served version of its view: one read of
+    /// the key range, with the window bounds applied inside it and at most
+    /// [`MAX_PULL_QUERY_SCANNED`] rows examined.
+    pub(super) fn select(&self, query: &PullQuery) -> Result<SelectedOut, StatementError> {
+        self.check_key_column(query)?;
+        let limit = query
+            .limit
+            .unwrap_or(MAX_ROWS_PER_PAGE)
+            .min(MAX_ROWS_PER_PAGE);
+        let request = RowsRequest {
+            query: query.view_query(),
+            filter: query.row_filter(Some(MAX_PULL_QUERY_SCANNED)),
+            cursor: None,
+            limit,
+            version: None,
+            after: Vec::new(),
+            max_wait: std::time::Duration::ZERO,
+        };
+        let answer = self.views.rows(&query.view, &request)?;
+        // More rows matched, or the scan cap stopped the read first.
+        let truncated = answer.next_cursor.is_some();
+        let rows = answer
+            .rows
+            .iter()
+            .map(|row| project(row, query.columns.as_deref()))
+            .collect();
+        let mut out = RowsOut::from_answer(query.view.clone(), answer);
+        out.rows = rows;
+        if let Some(selected) = &query.columns {
+            out.columns = selected_columns(&out.columns, selected);
+        }
+        Ok(SelectedOut {
+            statement: "SELECT",
+            rows: out,
+            truncated,
+        })
+    }
+
+    /// Checks that a pull query's `WHERE col = ..` names the view's one
+    /// GROUP BY column: rows are looked up by that key.
+    fn check_key_column(&self, query: &PullQuery) -> Result<(), StatementError> {
+        let Some(column) = &query.key_column else {
+            return Ok(());
+        };
+        let catalog = self.views.catalog();
+        let Some(view) = catalog.views.get(&query.view) else {
+            return Err(ViewError::UnknownView(query.view.clone()).into());
+        };
+        let keys: Vec<&str> = match &view.served.plan.operation {
+            Operation::Aggregate(a) => a
+                .columns
+                .iter()
+                .filter(|(_, s)| matches!(s, ColumnSource::GroupKey(_)))
+                .map(|(n, _)| n.as_str())
+                .collect(),
+            Operation::Project { .. } => Vec::new(),
+        };
+        match keys.as_slice() {
+            [key] if key.eq_ignore_ascii_case(column) => Ok(()),
+            _ => Err(StatementError::BadRequest(format!(
+                "a pull query on {:?} looks rows up by its key column {keys:?}, not {column:?}",
+                query.view
+            ))),
+        }
+    }
+}
+
+/// The names `project` gives the selected columns: a view column's own
+/// name when one matches (case-insensitively), else the name as written.
+fn selected_columns(view_columns: &[String], selected: &[String]) -> Vec<String> {
+    selected
+        .iter()
+        .map(|c| {
+            view_columns
+                .iter()
+                .find(|v| v.eq_ignore_ascii_case(c))
+                .unwrap_or(c)
+                .clone()
+        })
+        .collect()
+}
+
+/// The selected columns of a row (all when `columns` is None), matched
+/// case-insensitively; `WINDOWSTART` / `WINDOWEND` are the window bounds.
+fn project(row: &ViewRow, columns: Option<&[String]>) -> RowOut {
+    let mut out = RowOut {
+        key: row.key.clone(),
+        window_start: row.window_start,
+        window_end: row.window_start.and(row.window_end),
+        row: row.row.clone(),
+    };
+    let Some(columns) = columns else {
+        return out;
+    };
+    let mut picked = serde_json::Map::new();
+    for c in columns {
+        if c.eq_ignore_ascii_case("windowstart") {
+            picked.insert(c.clone(), json!(row.window_start));
+        } else if c.eq_ignore_ascii_case("windowend") {
+            picked.insert(c.clone(), json!(row.window_end));
+        } else if let Some((k, v)) = row
+            .row
+            .as_object()
+            .and_then(|o| o.iter().find(|(k, _)| k.eq_ignore_ascii_case(c)))
+        {
+            picked.insert(k.clone(), v.clone());
+        } else {
+            picked.insert(c.clone(), Value::Null);
+        }
+    }
+    out.row = Value::Object(picked);
+    out
+}
