@@ -84,20 +84,32 @@ impl Drop for WaitingLongPoll {
     }
 }
 
-/// Installs the global recorder and returns the handle that renders it.
+/// Installs the process-wide recorder (once) and returns the handle that
+/// renders it. Every server in a process (tests start several) gets a
+/// handle of the one recorder that is installed, so none serves an empty
+/// `/metrics`; their metrics share one registry, as they share the
+/// `metrics` facade.
 pub fn install() -> PrometheusHandle {
-    let buckets = [
-        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-        5.0,
-    ];
-    let builder = PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
-        .expect("valid buckets");
-    let recorder = builder.build_recorder();
-    let handle = recorder.handle();
-    // A second server in the same process (tests) keeps the first recorder.
-    let _ = metrics::set_global_recorder(recorder);
-    handle
+    static HANDLE: std::sync::OnceLock<PrometheusHandle> = std::sync::OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let buckets = [
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                1.0, 2.5, 5.0,
+            ];
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
+                .expect("valid buckets");
+            let recorder = builder.build_recorder();
+            let handle = recorder.handle();
+            if let Err(e) = metrics::set_global_recorder(recorder) {
+                // Someone else (an embedding program) installed one: ours
+                // would render nothing, and saying so beats a silent page.
+                tracing::warn!(error = %e, "another metrics recorder is installed: /metrics will be empty");
+            }
+            handle
+        })
+        .clone()
 }
 
 /// Records one produce request.
@@ -197,4 +209,17 @@ pub fn render(handle: &PrometheusHandle, log: &Log) -> String {
         counter!(name).absolute(value);
     }
     handle.render()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_install_renders_what_the_process_records() {
+        let (first, second) = (super::install(), super::install());
+        super::count_error(418, "install_test");
+        for handle in [first, second] {
+            let text = handle.render();
+            assert!(text.contains("install_test"), "{text}");
+        }
+    }
 }

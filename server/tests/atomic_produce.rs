@@ -8,7 +8,6 @@
 //! The server runs in this process (`run_with_log_config`) so that the log's
 //! fault-injection seam can make a write fail or hold syncs.
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,93 +16,36 @@ use kappa_log::io::FaultInjector;
 use kappa_server::ServerConfig;
 use serde_json::{json, Value};
 
-/// A server on port 0 of a temp dir, stopped on drop.
-struct InProcess {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
-}
+mod support;
 
-impl InProcess {
-    fn start(faults: Arc<FaultInjector>, append_queue_bytes: usize) -> InProcess {
-        let dir = tempfile::tempdir().unwrap();
-        let config = ServerConfig {
-            data_dir: dir.path().to_path_buf(),
-            listen: "127.0.0.1:0".parse().unwrap(),
-            append_queue_wait_ms: 100,
-            ..ServerConfig::default()
-        };
-        let mut log_config = config.log_config();
+use support::InProcess;
+
+/// A server whose log injects `faults` and holds `append_queue_bytes` per
+/// partition queue.
+fn start(faults: Arc<FaultInjector>, append_queue_bytes: usize) -> InProcess {
+    let config = ServerConfig {
+        append_queue_wait_ms: 100,
+        ..ServerConfig::default()
+    };
+    InProcess::start(config, move |log_config| {
         log_config.faults = Some(faults);
         log_config.append_queue_bytes = append_queue_bytes;
         log_config.max_batch_bytes = log_config.max_batch_bytes.min(append_queue_bytes);
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                let shutdown = async move {
-                    let _ = stopped.await;
-                };
-                kappa_server::run_with_log_config(config, log_config, listener, shutdown)
-                    .await
-                    .unwrap();
-            });
-        });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        InProcess {
-            addr,
-            stop: Some(stop),
-            thread: Some(thread),
-            _dir: dir,
-        }
-    }
-
-    fn post(&self, path: &str, body: &Value, key: Option<&str>) -> (u16, Value) {
-        let mut request = ureq::post(&format!("http://{}{path}", self.addr))
-            .set("Content-Type", "application/json");
-        if let Some(key) = key {
-            request = request.set("Idempotency-Key", key);
-        }
-        match request.send_string(&body.to_string()) {
-            Ok(r) => (r.status(), r.into_json().unwrap()),
-            Err(ureq::Error::Status(status, r)) => (status, r.into_json().unwrap()),
-            Err(e) => panic!("POST {path}: {e}"),
-        }
-    }
-
-    /// Every record value of a partition, by offset.
-    fn values(&self, topic: &str, partition: u32) -> Vec<Value> {
-        let url = format!(
-            "http://{}/v1/topics/{topic}/partitions/{partition}/records?offset=earliest",
-            self.addr
-        );
-        let body: Value = ureq::get(&url).call().unwrap().into_json().unwrap();
-        body["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["value"].clone())
-            .collect()
-    }
+    })
 }
 
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+/// Every record value of a partition, by offset.
+fn values(server: &InProcess, topic: &str, partition: u32) -> Vec<Value> {
+    let (status, body) = server.get(&format!(
+        "/v1/topics/{topic}/partitions/{partition}/records?offset=earliest"
+    ));
+    assert_eq!(status, 200, "{body}");
+    body["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"].clone())
+        .collect()
 }
 
 /// Asserts that a produce answer agrees with the log: what it says was
@@ -119,7 +61,7 @@ fn assert_answer_matches_log(server: &InProcess, records: &[Value], status: u16,
     };
     assert_eq!(landed.len(), records.len(), "{answer}");
     for p in 0..2u32 {
-        let stored = server.values("t", p);
+        let stored = values(&server, "t", p);
         let said: Vec<(u64, &Value)> = landed
             .iter()
             .zip(records)
@@ -143,7 +85,7 @@ fn assert_answer_matches_log(server: &InProcess, records: &[Value], status: u16,
 #[test]
 fn a_write_failing_on_one_partition_is_answered_with_exactly_what_was_appended() {
     let faults = Arc::new(FaultInjector::new());
-    let server = InProcess::start(faults.clone(), 64 << 20);
+    let server = start(faults.clone(), 64 << 20);
     let (status, _) = server.post("/v1/topics", &json!({"name": "t", "partitions": 2}), None);
     assert_eq!(status, 201);
     let records = vec![
@@ -180,7 +122,7 @@ fn a_write_failing_on_one_partition_is_answered_with_exactly_what_was_appended()
 #[test]
 fn a_full_queue_on_one_partition_appends_nothing_anywhere() {
     let faults = Arc::new(FaultInjector::new());
-    let server = InProcess::start(faults.clone(), 64 << 10);
+    let server = start(faults.clone(), 64 << 10);
     let (status, _) = server.post("/v1/topics", &json!({"name": "t", "partitions": 2}), None);
     assert_eq!(status, 201);
     let big = "x".repeat(40 << 10);
@@ -226,6 +168,6 @@ fn a_full_queue_on_one_partition_appends_nothing_anywhere() {
     );
     assert_eq!(status, 200, "{after}");
     assert_eq!(after["records"][0]["offset"], 0, "{after}");
-    assert_eq!(server.values("t", 0), vec![json!("after")]);
-    assert_eq!(server.values("t", 1).len(), 1, "only the filler");
+    assert_eq!(values(&server, "t", 0), vec![json!("after")]);
+    assert_eq!(values(&server, "t", 1).len(), 1, "only the filler");
 }

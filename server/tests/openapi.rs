@@ -2,10 +2,10 @@
 
 use std::collections::BTreeSet;
 
-use kappa_server::routes::{OPENAPI_JSON, ROUTES};
+use kappa_server::routes::{routes, OPENAPI_JSON};
 
 #[test]
-fn openapi_paths_match_the_route_table() {
+fn openapi_paths_match_the_routes_the_router_serves() {
     let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).expect("openapi.json is JSON");
     assert_eq!(
         doc["openapi"].as_str().map(|v| v.starts_with("3.")),
@@ -19,7 +19,9 @@ fn openapi_paths_match_the_route_table() {
             }
         }
     }
-    let served: BTreeSet<(String, String)> = ROUTES
+    // The router is built from this table: a route added without
+    // documenting it fails here.
+    let served: BTreeSet<(String, String)> = routes()
         .iter()
         .map(|(m, p)| (m.to_string(), p.to_string()))
         .collect();

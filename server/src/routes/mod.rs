@@ -17,89 +17,104 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::extract::rejection::BytesRejection;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::handler::Handler;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use bytes::Bytes;
 use tower_http::timeout::RequestBodyTimeoutLayer;
+use tracing::Instrument;
 
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
-/// Every (method, path) the router serves; the OpenAPI document is checked
-/// against this list by a test.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/"),
-    ("GET", "/health"),
-    ("GET", "/ready"),
-    ("GET", "/metrics"),
-    ("GET", "/v1/openapi.json"),
-    ("POST", "/v1/topics"),
-    ("GET", "/v1/topics"),
-    ("GET", "/v1/topics/{topic}"),
-    ("PATCH", "/v1/topics/{topic}"),
-    ("DELETE", "/v1/topics/{topic}"),
-    ("POST", "/v1/topics/{topic}/records"),
-    ("GET", "/v1/topics/{topic}/partitions/{partition}/records"),
-    ("GET", "/v1/groups"),
-    ("GET", "/v1/groups/{group}/topics/{topic}/records"),
-    ("POST", "/v1/groups/{group}/offsets"),
-    ("GET", "/v1/groups/{group}/offsets"),
-    ("POST", "/v1/groups/{group}/reset"),
-    ("POST", "/v1/statements"),
-    ("GET", "/v1/views"),
-    ("GET", "/v1/views/{view}"),
-    ("GET", "/v1/views/{view}/rows"),
-    ("GET", "/v1/views/{view}/changes"),
-    ("POST", "/v1/views/{view}/replay"),
-    ("GET", "/v1/views/{view}/diff"),
-    ("POST", "/v1/views/{view}/promote"),
-    ("POST", "/v1/views/{view}/rollback"),
-];
+/// One route: a method and a path template, served by `service`.
+struct Route {
+    method: &'static str,
+    path: &'static str,
+    service: MethodRouter<AppState>,
+}
+
+/// A route of `method` on `path` served by `handler`.
+fn route<H, T>(method: &'static str, path: &'static str, handler: H) -> Route
+where
+    H: Handler<T, AppState>,
+    T: 'static,
+{
+    let filter = match method {
+        "GET" => MethodFilter::GET,
+        "POST" => MethodFilter::POST,
+        "PATCH" => MethodFilter::PATCH,
+        "DELETE" => MethodFilter::DELETE,
+        other => unreachable!("no route uses method {other}"),
+    };
+    Route {
+        method,
+        path,
+        service: on(filter, handler),
+    }
+}
+
+/// The route table: the router is built from it and [`routes`] lists it,
+/// so the OpenAPI test checks the document against what is served.
+fn table() -> Vec<Route> {
+    vec![
+        route("GET", "/", admin::console),
+        route("GET", "/health", admin::health),
+        route("GET", "/ready", admin::ready),
+        route("GET", "/metrics", admin::metrics),
+        route("GET", "/v1/openapi.json", admin::openapi),
+        route("POST", "/v1/topics", topics::create),
+        route("GET", "/v1/topics", topics::list),
+        route("GET", "/v1/topics/{topic}", topics::describe),
+        route("PATCH", "/v1/topics/{topic}", topics::alter),
+        route("DELETE", "/v1/topics/{topic}", topics::delete),
+        route("POST", "/v1/topics/{topic}/records", records::produce),
+        route(
+            "GET",
+            "/v1/topics/{topic}/partitions/{partition}/records",
+            records::read,
+        ),
+        route("GET", "/v1/groups", groups::list),
+        route(
+            "GET",
+            "/v1/groups/{group}/topics/{topic}/records",
+            groups::read,
+        ),
+        route("POST", "/v1/groups/{group}/offsets", groups::commit),
+        route("GET", "/v1/groups/{group}/offsets", groups::offsets),
+        route("POST", "/v1/groups/{group}/reset", groups::reset),
+        route("POST", "/v1/statements", statements::run),
+        route("GET", "/v1/views", views::list),
+        route("GET", "/v1/views/{view}", views::describe),
+        route("GET", "/v1/views/{view}/rows", views::rows),
+        route("GET", "/v1/views/{view}/changes", changes::changes),
+        route("POST", "/v1/views/{view}/replay", views::replay),
+        route("GET", "/v1/views/{view}/diff", views::diff),
+        route("POST", "/v1/views/{view}/promote", views::promote),
+        route("POST", "/v1/views/{view}/rollback", views::rollback),
+    ]
+}
+
+/// Every (method, path template) the router serves, from the table the
+/// router is built from.
+pub fn routes() -> Vec<(&'static str, &'static str)> {
+    table().into_iter().map(|r| (r.method, r.path)).collect()
+}
 
 /// Builds the router over `state`.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
     let body_timeout = Duration::from_millis(state.config.request_body_timeout_ms);
-    Router::new()
-        .route("/", get(admin::console))
-        .route("/health", get(admin::health))
-        .route("/ready", get(admin::ready))
-        .route("/metrics", get(admin::metrics))
-        .route("/v1/openapi.json", get(admin::openapi))
-        .route("/v1/topics", post(topics::create).get(topics::list))
-        .route(
-            "/v1/topics/{topic}",
-            get(topics::describe)
-                .patch(topics::alter)
-                .delete(topics::delete),
-        )
-        .route("/v1/topics/{topic}/records", post(records::produce))
-        .route(
-            "/v1/topics/{topic}/partitions/{partition}/records",
-            get(records::read),
-        )
-        .route("/v1/groups", get(groups::list))
-        .route(
-            "/v1/groups/{group}/topics/{topic}/records",
-            get(groups::read),
-        )
-        .route(
-            "/v1/groups/{group}/offsets",
-            post(groups::commit).get(groups::offsets),
-        )
-        .route("/v1/groups/{group}/reset", post(groups::reset))
-        .route("/v1/statements", post(statements::run))
-        .route("/v1/views", get(views::list))
-        .route("/v1/views/{view}", get(views::describe))
-        .route("/v1/views/{view}/rows", get(views::rows))
-        .route("/v1/views/{view}/changes", get(changes::changes))
-        .route("/v1/views/{view}/replay", post(views::replay))
-        .route("/v1/views/{view}/diff", get(views::diff))
-        .route("/v1/views/{view}/promote", post(views::promote))
-        .route("/v1/views/{view}/rollback", post(views::rollback))
+    table()
+        .into_iter()
+        // Routes of one path merge into one method router.
+        .fold(Router::new(), |router, r| router.route(r.path, r.service))
         .route_layer(axum::middleware::from_fn(browser::check_type))
+        .route_layer(axum::middleware::from_fn(trace_request))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -116,6 +131,27 @@ pub fn router(state: AppState) -> Router {
             browser::check_host,
         ))
         .with_state(state)
+}
+
+/// Runs a routed request inside a `request` span (method, route template)
+/// and logs its status and duration at debug level when it is answered
+/// (`RUST_LOG=kappa=debug`). A streamed answer (the change feed) is
+/// answered when its headers are.
+async fn trace_request(request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().map_or_else(
+        || request.uri().path().to_string(),
+        |m| m.as_str().to_string(),
+    );
+    let span = tracing::debug_span!("request", method = %request.method(), route = %route);
+    let started = std::time::Instant::now();
+    let response = next.run(request).instrument(span.clone()).await;
+    tracing::debug!(
+        parent: &span,
+        status = response.status().as_u16(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "answered"
+    );
+    response
 }
 
 /// Turns any error answer that is not already our JSON shape (extractor

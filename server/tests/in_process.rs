@@ -1,0 +1,86 @@
+//! Server behaviour checked with servers running in this process:
+//!
+//! - every topic a server creates gets the server's topic defaults — a
+//!   processor's `LATE_TOPIC` as much as a statement's or a `POST
+//!   /v1/topics` without settings (issue 13: one topic-defaults policy);
+//! - two servers in one process both serve their metrics (the second used
+//!   to get a recorder that was never installed: an empty `/metrics`).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use kappa_log::FsyncPolicy;
+use kappa_server::ServerConfig;
+use serde_json::{json, Value};
+use support::InProcess;
+
+/// Waits until `GET path` answers 200 and returns the body.
+fn wait_for(server: &InProcess, path: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = server.get(path);
+        if status == 200 {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "GET {path}: {status} {body}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_late_topic_a_view_creates_gets_the_server_topic_defaults() {
+    let config = ServerConfig {
+        default_partitions: 3,
+        default_fsync: FsyncPolicy::Never,
+        ..ServerConfig::default()
+    };
+    let server = InProcess::start(config, |_| {});
+    let (status, body) = server.sql(
+        "CREATE STREAM clicks (user_id VARCHAR) WITH (KAFKA_TOPIC='clicks', VALUE_FORMAT='JSON', PARTITIONS=1);
+         CREATE TABLE per_user WITH (LATE_TOPIC='late_clicks') AS
+           SELECT user_id, COUNT(*) AS n FROM clicks
+           WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY user_id;
+         CREATE STREAM copies AS SELECT user_id FROM clicks;",
+    );
+    assert_eq!(status, 200, "{body}");
+    let clicks = wait_for(&server, "/v1/topics/clicks");
+    assert_eq!(clicks["config"]["partitions"], json!(1), "PARTITIONS wins");
+    assert_eq!(clicks["config"]["fsync"], json!("never"));
+    // The processor creates its late topic; the statement the stream's.
+    for topic in ["late_clicks", "copies"] {
+        let described = wait_for(&server, &format!("/v1/topics/{topic}"));
+        assert_eq!(described["config"]["partitions"], json!(3), "{described}");
+        assert_eq!(described["config"]["fsync"], json!("never"), "{described}");
+        assert_eq!(described["config"]["retention_ms"], Value::Null);
+    }
+    // And a topic created over HTTP without settings.
+    let (status, created) = server.post("/v1/topics", &json!({"name": "plain"}), None);
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["config"]["partitions"], json!(3));
+    assert_eq!(created["config"]["fsync"], json!("never"));
+}
+
+#[test]
+fn two_servers_in_one_process_both_serve_their_metrics() {
+    let servers = [
+        InProcess::start(ServerConfig::default(), |_| {}),
+        InProcess::start(ServerConfig::default(), |_| {}),
+    ];
+    for (i, server) in servers.iter().enumerate() {
+        let topic = format!("metered_{i}");
+        let (status, body) = server.post("/v1/topics", &json!({"name": topic}), None);
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(server.get("/v1/topics/nope").0, 404);
+        let (status, text) = server.get_text("/metrics");
+        assert_eq!(status, 200);
+        assert!(
+            text.contains("kappa_http_errors_total"),
+            "server {i}: {text}"
+        );
+        assert!(
+            text.contains(&format!("topic=\"{topic}\"")),
+            "server {i}: {text}"
+        );
+    }
+}
