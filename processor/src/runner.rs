@@ -18,7 +18,6 @@ pub use crate::commit::CrashPoint;
 use crate::commit::OutRecord;
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
-use crate::expr::parse_timestamp;
 use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
@@ -27,6 +26,7 @@ use crate::plan::{EventTime, LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
 use crate::state::key::Meta;
 use crate::state::store::{Batch, Scope, Store};
+use crate::time::parse_timestamp;
 use crate::watermark::{TrackerState, WatermarkTracker};
 
 /// Where a new version starts reading.

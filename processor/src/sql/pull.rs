@@ -16,8 +16,8 @@ use super::lex::StatementTokens;
 use super::query::{known, QueryParts};
 use super::statement::parse_sql_query;
 use super::translate::literal;
-use crate::expr::parse_timestamp;
 use crate::operator::aggregate::view_key;
+use crate::time::parse_timestamp;
 use crate::view::{RowFilter, ViewQuery, ViewRow};
 
 /// Window bounds; defined beside the view reads that apply them.

@@ -12,8 +12,9 @@ use sqlparser::tokenizer::{Location, Span};
 
 use super::error::{Result, SqlError};
 use super::query::known;
-use crate::aggregate::AggregateKind;
-use crate::expr::{parse_timestamp, BinaryOp, DataType, Expr, Function, UnaryOp};
+use crate::accumulators::AggregateKind;
+use crate::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
+use crate::time::parse_timestamp;
 
 /// How names and aggregate calls resolve where an expression appears.
 pub(crate) trait Names {

@@ -1,0 +1,238 @@
+//! Timestamps: event times from JSON values ([`parse_timestamp`]: epoch
+//! milliseconds or RFC 3339 text) and back ([`format_timestamp`]), and the
+//! proleptic Gregorian calendar arithmetic both use. Used by event-time
+//! extraction, pull-query bounds, `CAST(.. AS TIMESTAMP)` and the time
+//! functions; all times are `i64` milliseconds since the Unix epoch, UTC.
+
+use serde_json::Value;
+
+use crate::expr::f64_to_i64;
+
+/// Milliseconds in a day.
+pub(crate) const DAY_MS: i64 = 86_400_000;
+
+/// An event time in ms since the epoch from a JSON value: an integer (ms), a
+/// double (ms, truncated toward zero) or an RFC 3339 string
+/// (`2024-05-01T12:00:00Z`, `...12:00:00.123+02:00`; `T` may be `t` or a
+/// space, fractions beyond ms are truncated). None otherwise.
+pub fn parse_timestamp(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().and_then(f64_to_i64)),
+        Value::String(s) => parse_rfc3339(s.trim()),
+        _ => None,
+    }
+}
+
+/// `ms` since the epoch as an RFC 3339 UTC string with milliseconds,
+/// `YYYY-MM-DDTHH:MM:SS.sssZ`; None outside years 0000..=9999.
+pub fn format_timestamp(ms: i64) -> Option<String> {
+    let (y, mo, d) = civil_from_days(ms.div_euclid(DAY_MS));
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    let in_day = ms.rem_euclid(DAY_MS);
+    let (h, mi) = (in_day / 3_600_000, in_day / 60_000 % 60);
+    let (s, milli) = (in_day / 1000 % 60, in_day % 1000);
+    Some(format!(
+        "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z"
+    ))
+}
+
+/// The number in `b[at..at + n]` if all are ASCII digits.
+fn digits_at(b: &[u8], at: usize, n: usize) -> Option<i64> {
+    let slice = b.get(at..at + n)?;
+    slice.iter().try_fold(0_i64, |acc, &c| {
+        c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+    })
+}
+
+fn byte_is(b: &[u8], at: usize, allowed: &[u8]) -> bool {
+    b.get(at).is_some_and(|c| allowed.contains(c))
+}
+
+fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let separators = byte_is(b, 4, b"-")
+        && byte_is(b, 7, b"-")
+        && byte_is(b, 10, b"Tt ")
+        && byte_is(b, 13, b":")
+        && byte_is(b, 16, b":");
+    if !separators {
+        return None;
+    }
+    let (year, month, day) = (
+        digits_at(b, 0, 4)?,
+        digits_at(b, 5, 2)?,
+        digits_at(b, 8, 2)?,
+    );
+    let (hour, minute, second) = (
+        digits_at(b, 11, 2)?,
+        digits_at(b, 14, 2)?,
+        digits_at(b, 17, 2)?,
+    );
+    let (millis, rest) = parse_fraction(b, 19)?;
+    let offset_s = parse_offset(&b[rest..])?;
+    let valid = (1..=12).contains(&month)
+        && (1..=days_in_month(year, month)).contains(&day)
+        && hour < 24
+        && minute < 60
+        && second <= 60; // 60: a leap second, counted into the next minute
+    if !valid {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = ((days * 24 + hour) * 60 + minute) * 60 + second - offset_s;
+    Some(secs * 1000 + millis)
+}
+
+/// An optional `.fraction` at `at`: (milliseconds, index after it).
+fn parse_fraction(b: &[u8], at: usize) -> Option<(i64, usize)> {
+    if !byte_is(b, at, b".") {
+        return Some((0, at));
+    }
+    let start = at + 1;
+    let len = b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if len == 0 {
+        return None;
+    }
+    let millis = b[start..start + len.min(3)]
+        .iter()
+        .chain(std::iter::repeat(&b'0'))
+        .take(3)
+        .fold(0, |acc, &c| acc * 10 + i64::from(c - b'0'));
+    Some((millis, start + len))
+}
+
+/// The whole rest must be `Z`/`z` or `±HH:MM`: the offset in seconds.
+fn parse_offset(b: &[u8]) -> Option<i64> {
+    match b {
+        [b'Z' | b'z'] => Some(0),
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (h, m) = (digits_at(b, 1, 2)?, digits_at(b, 4, 2)?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let secs = (h * 60 + m) * 60;
+            Some(if *sign == b'-' { -secs } else { secs })
+        }
+        _ => None,
+    }
+}
+
+fn is_leap(y: i64) -> bool {
+    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The (year, month, day) of a day count since 1970-01-01.
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn ts(s: &str) -> Option<i64> {
+        parse_timestamp(&json!(s))
+    }
+
+    #[test]
+    fn parse_timestamp_reads_rfc3339_with_offsets_and_fractions() {
+        assert_eq!(ts("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(ts("2024-02-29T12:34:56Z"), Some(1_709_210_096_000));
+        assert_eq!(ts("2024-02-29T12:34:56.789Z"), Some(1_709_210_096_789));
+        assert_eq!(ts("2024-02-29T12:34:56.7Z"), Some(1_709_210_096_700));
+        assert_eq!(
+            ts("2024-02-29T12:34:56.123456789Z"),
+            Some(1_709_210_096_123)
+        );
+        assert_eq!(ts("2024-02-29T14:34:56+02:00"), Some(1_709_210_096_000));
+        assert_eq!(ts("2024-02-29T18:04:56.789+05:30"), Some(1_709_210_096_789));
+        assert_eq!(ts("2024-02-29T04:34:56-08:00"), Some(1_709_210_096_000));
+        assert_eq!(ts("2024-02-29t12:34:56z"), Some(1_709_210_096_000));
+        assert_eq!(ts("2024-02-29 12:34:56Z"), Some(1_709_210_096_000));
+        assert_eq!(ts(" 1970-01-01T00:00:00Z "), Some(0));
+    }
+
+    #[test]
+    fn parse_timestamp_handles_dates_before_1970() {
+        assert_eq!(ts("1969-12-31T23:59:59.999Z"), Some(-1));
+        assert_eq!(ts("1969-12-31T23:59:59Z"), Some(-1000));
+        assert_eq!(ts("1900-01-01T00:00:00Z"), Some(-2_208_988_800_000));
+        assert_eq!(ts("0000-01-01T00:00:00Z"), Some(-62_167_219_200_000));
+        assert_eq!(ts("1970-01-01T00:59:59+01:00"), Some(-1000));
+    }
+
+    #[test]
+    fn parse_timestamp_reads_numbers_and_rejects_bad_input() {
+        assert_eq!(
+            parse_timestamp(&json!(1_700_000_000_123_i64)),
+            Some(1_700_000_000_123)
+        );
+        assert_eq!(parse_timestamp(&json!(-5)), Some(-5));
+        assert_eq!(parse_timestamp(&json!(1234.9)), Some(1234));
+        assert_eq!(parse_timestamp(&json!(-1234.9)), Some(-1234));
+        assert_eq!(parse_timestamp(&json!(1e300)), None);
+        assert_eq!(parse_timestamp(&json!(u64::MAX)), None);
+        assert_eq!(parse_timestamp(&json!(true)), None);
+        assert_eq!(parse_timestamp(&Value::Null), None);
+        for bad in [
+            "2024-02-30T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2024-13-01T00:00:00Z",
+            "2024-01-01T24:00:00Z",
+            "2024-01-01T00:60:00Z",
+            "2024-01-01T00:00:00",
+            "2024-01-01T00:00:00.Z",
+            "2024-01-01T00:00:00+2:00",
+            "2024-01-01T00:00:00+24:00",
+            "2024-01-01T00:00:00Zjunk",
+            "2024-01-01",
+            "1700000000000",
+            "2024-1-01T00:00:00Z",
+            "",
+            "２０２４-01-01T00:00:00Z",
+        ] {
+            assert_eq!(ts(bad), None, "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn timestamps_format_and_parse_back(ms in -62_167_219_200_000_i64..253_402_300_800_000) {
+            let s = format_timestamp(ms).unwrap();
+            prop_assert_eq!(parse_timestamp(&Value::String(s)), Some(ms));
+        }
+    }
+}
