@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use crate::aggregate::AggregateKind;
+use crate::accumulators::AggregateKind;
 use crate::expr::Expr;
 use crate::plan::{
     AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,

@@ -2,19 +2,22 @@
 //!
 //! A processor is a [`plan::Plan`] — built with the Rust [`dsl`] or from
 //! ksqlDB-flavoured SQL ([`sql`]) — run by a [`runner::Runtime`] that pulls its input topic from
-//! the log, pushes events through the operators ([`operator`]: dedup,
+//! the log in log order ([`order`]), pushes events through the operators ([`operator`]: dedup,
 //! stream-table join, filter, projection, windowed or running aggregates
-//! over [`window`]s driven by [`watermark`]s), and commits state, view rows,
-//! input offsets and watermark in one RocksDB write ([`state`]). Output
-//! topics get records exactly once through an outbox. [`view`] reads the
-//! rows; [`version`] runs versions on threads for replay.
+//! over [`window`]s driven by [`watermark`]s, with [`accumulators`]), and
+//! commits ([`commit`]) state, view rows, input offsets and watermark in
+//! one RocksDB write ([`state`]; [`state::key`] owns every key). Output
+//! topics get records exactly once through the commit's outbox. [`view`]
+//! reads the rows; [`version`] runs versions on threads for replay.
+//! Expressions are [`expr`]; event times are read by [`time`].
 //!
-//! It depends only on `kappa-log`, as DESIGN.md's one-way dependency rule
-//! asks.
+//! It depends only on `kappa-log`: the layering is server → processor →
+//! log, each knowing only the one below (see `ARCHITECTURE.md` at the
+//! repository root).
 
 #![warn(missing_docs)]
 
-pub mod aggregate;
+pub mod accumulators;
 pub mod changes;
 pub mod commit;
 pub mod diff;
@@ -31,6 +34,7 @@ pub mod progress;
 pub mod runner;
 pub mod sql;
 pub mod state;
+pub mod time;
 pub mod version;
 pub mod view;
 pub mod watermark;

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::AggregateKind;
+use crate::accumulators::AggregateKind;
 use crate::expr::{DataType, Expr};
 use crate::window::WindowSpec;
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use std::collections::VecDeque;
 
-use crate::aggregate::Accumulator;
+use crate::accumulators::Accumulator;
 use crate::error::{ProcessorError, Result};
 use crate::operator::aggregate::{fresh_accs, row_of};
 use crate::plan::{AggregateSpec, Emit};

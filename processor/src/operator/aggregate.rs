@@ -37,7 +37,7 @@ type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use super::slices::Slices;
 use super::RowChange;
-use crate::aggregate::{Accumulator, AggregateKind};
+use crate::accumulators::{Accumulator, AggregateKind};
 use crate::error::{ProcessorError, Result};
 use crate::event::{Event, OutputRow};
 use crate::expr::{Expr, Row};

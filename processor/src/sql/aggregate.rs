@@ -11,7 +11,7 @@ use super::query::{known, QueryParts};
 use super::resolve::{ident_matches, Resolved, Scope};
 use super::translate::{aggregate_call, AggCall, Names, Translator};
 use super::types::SqlType;
-use crate::aggregate::AggregateKind;
+use crate::accumulators::AggregateKind;
 use crate::expr::{DataType, Expr};
 use crate::plan::{AggregateColumn, AggregateSpec, ColumnSource, WindowedSpec};
 

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::aggregate::AggregateKind;
+use crate::accumulators::AggregateKind;
 use crate::expr::{BinaryOp, DataType, Expr, Function};
 use crate::plan::{
     AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,

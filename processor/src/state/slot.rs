@@ -19,7 +19,7 @@
 
 use serde_json::Value;
 
-use crate::aggregate::Accumulator;
+use crate::accumulators::Accumulator;
 
 /// Format version of a slot value.
 pub const VERSION: u8 = 1;

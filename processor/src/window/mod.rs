@@ -85,17 +85,4 @@ impl WindowSpec {
             _ => Ok(()),
         }
     }
-
-    /// Windows of a fixed grid (tumbling, hopping) containing `ts`, in start
-    /// order. Sessions depend on other events: see [`session`].
-    pub fn fixed_windows(&self, ts: i64) -> Vec<Window> {
-        match *self {
-            WindowSpec::Tumbling { size_ms } => vec![tumbling::window_of(ts, size_ms)],
-            WindowSpec::Hopping {
-                size_ms,
-                advance_ms,
-            } => hopping::windows_of(ts, size_ms, advance_ms).collect(),
-            WindowSpec::Session { .. } => Vec::new(),
-        }
-    }
 }
