@@ -4,7 +4,8 @@
 //!   processor's `LATE_TOPIC` as much as a statement's or a `POST
 //!   /v1/topics` without settings (issue 13: one topic-defaults policy);
 //! - two servers in one process both serve their metrics (the second used
-//!   to get a recorder that was never installed: an empty `/metrics`).
+//!   to get a recorder that was never installed: an empty `/metrics`);
+//! - a catalog write on a full disk answers `507 disk_full`, not 500.
 
 mod support;
 
@@ -83,4 +84,25 @@ fn two_servers_in_one_process_both_serve_their_metrics() {
             "server {i}: {text}"
         );
     }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_catalog_write_on_a_full_disk_answers_507() {
+    let server = InProcess::start(ServerConfig::default(), |_| {});
+    // Both catalog files are written through a temporary file beside them:
+    // make those /dev/full, where every write fails with ENOSPC.
+    for tmp in ["catalog.tmp", "catalog.json.tmp"] {
+        std::os::unix::fs::symlink("/dev/full", server.data_dir().join(tmp)).unwrap();
+    }
+    let (status, body) = server.sql(
+        "CREATE STREAM clicks (user_id VARCHAR) WITH (KAFKA_TOPIC='clicks', VALUE_FORMAT='JSON');",
+    );
+    assert_eq!(status, 507, "{body}");
+    assert_eq!(body["error"]["code"], json!("disk_full"), "{body}");
+    assert_eq!(body["error"]["statement"], json!(0), "{body}");
+    // Nothing was declared.
+    let (status, body) = server.sql("SHOW STREAMS;");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"][0]["rows"], json!([]), "{body}");
 }

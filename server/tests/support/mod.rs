@@ -63,6 +63,11 @@ impl InProcess {
         }
     }
 
+    /// The server's data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// `GET path`: status and body text.
     pub fn get_text(&self, path: &str) -> (u16, String) {
         match ureq::get(&format!("http://{}{path}", self.addr)).call() {
