@@ -148,14 +148,7 @@ impl Client {
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
         let bytes = serde_json::to_vec(body).expect("JSON serializes");
-        let r = self.send(
-            "POST",
-            path,
-            Some("application/json"),
-            headers,
-            Some(&bytes),
-        );
-        (r.status, r.body)
+        self.post(path, "application/json", &bytes, headers)
     }
 
     /// `POST path` with an `application/x-ndjson` body.
@@ -170,13 +163,18 @@ impl Client {
         body: &str,
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
-        let r = self.send(
-            "POST",
-            path,
-            Some("application/x-ndjson"),
-            headers,
-            Some(body.as_bytes()),
-        );
+        self.post(path, "application/x-ndjson", body.as_bytes(), headers)
+    }
+
+    /// `POST path` with `body` of `content_type`.
+    fn post(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let r = self.send("POST", path, Some(content_type), headers, Some(body));
         (r.status, r.body)
     }
 

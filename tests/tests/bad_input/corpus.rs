@@ -73,6 +73,12 @@ impl Case {
         self
     }
 
+    /// Replaces the `Content-Type` header.
+    pub(crate) fn content_type(&mut self, value: &str) -> &mut Case {
+        self.headers.retain(|(name, _)| *name != "Content-Type");
+        self.header("Content-Type", value)
+    }
+
     pub(crate) fn message_has(&mut self, part: impl Into<String>) -> &mut Case {
         self.message_has.push(part.into());
         self
@@ -127,18 +133,6 @@ impl Corpus {
             .header("Content-Type", JSON)
     }
 
-    pub(crate) fn post_ndjson(
-        &mut self,
-        what: impl Into<String>,
-        target: impl Into<String>,
-        body: impl Into<Vec<u8>>,
-        status: u16,
-        codes: &'static [&'static str],
-    ) -> &mut Case {
-        self.add(what, "POST", target, body, status, codes)
-            .header("Content-Type", NDJSON)
-    }
-
     /// A JSON produce to `topic` (a raw path segment).
     pub(crate) fn produce(
         &mut self,
@@ -157,7 +151,7 @@ impl Corpus {
         )
     }
 
-    /// An NDJSON produce to `topic` (a raw path segment).
+    /// A produce to `topic` (a raw path segment) as NDJSON.
     pub(crate) fn produce_ndjson(
         &mut self,
         what: impl Into<String>,
@@ -166,13 +160,8 @@ impl Corpus {
         status: u16,
         codes: &'static [&'static str],
     ) -> &mut Case {
-        self.post_ndjson(
-            what,
-            format!("/v1/topics/{topic}/records"),
-            body,
-            status,
-            codes,
-        )
+        self.produce(what, topic, body, status, codes)
+            .content_type(NDJSON)
     }
 }
 

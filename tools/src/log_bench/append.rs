@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use kappa_log::{AppendRequest, FsyncPolicy, Log, LogConfig};
+use kappa_log::{FsyncPolicy, Log, LogConfig};
 use tokio::runtime::Runtime;
 
 use super::settings::*;
@@ -42,16 +42,7 @@ pub(super) fn append_run(
             let topic = topic.clone();
             tasks.push(tokio::spawn(async move {
                 let partition = topic.partition(0)?;
-                for _ in 0..n {
-                    let records = make_batch(payload, value_bytes, batch_records);
-                    partition
-                        .append(AppendRequest {
-                            records,
-                            idempotency_key: None,
-                        })
-                        .await?;
-                }
-                anyhow::Ok(())
+                append_batches(&partition, n, payload, value_bytes, batch_records).await
             }));
         }
         for task in tasks {

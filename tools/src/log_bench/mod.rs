@@ -119,6 +119,27 @@ pub(super) fn make_batch(
         .collect()
 }
 
+/// Appends `batches` batches of `records` values of `value_bytes` each,
+/// cut from `payload`, one append awaited after the other.
+pub(super) async fn append_batches(
+    partition: &kappa_log::Partition,
+    batches: u64,
+    payload: &'static [u8],
+    value_bytes: usize,
+    records: usize,
+) -> Result<()> {
+    for _ in 0..batches {
+        let records = make_batch(payload, value_bytes, records);
+        partition
+            .append(kappa_log::AppendRequest {
+                records,
+                idempotency_key: None,
+            })
+            .await?;
+    }
+    Ok(())
+}
+
 /// The log's process-wide count of segment fdatasyncs.
 pub(super) fn fsync_count() -> u64 {
     kappa_log::stats::global().fsyncs.load(Ordering::Relaxed)

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use kappa_log::{AppendRequest, FsyncPolicy, Log, LogConfig, Partition};
+use kappa_log::{FsyncPolicy, Log, LogConfig, Partition};
 use tokio::runtime::Runtime;
 
 use super::settings::*;
@@ -114,18 +114,13 @@ pub(super) fn read_run(rt: &Runtime, s: &Settings, payload: &'static [u8]) -> Re
     let value_bytes = batches * s.batch_value_bytes();
     let partition = topic.partition(0)?;
     let started = Instant::now();
-    rt.block_on(async {
-        for _ in 0..batches {
-            let records = make_batch(payload, s.value_bytes, s.batch_records);
-            partition
-                .append(AppendRequest {
-                    records,
-                    idempotency_key: None,
-                })
-                .await?;
-        }
-        anyhow::Ok(())
-    })?;
+    rt.block_on(append_batches(
+        partition,
+        batches,
+        payload,
+        s.value_bytes,
+        s.batch_records,
+    ))?;
     let write_secs = started.elapsed().as_secs_f64();
     ensure!(
         partition.end_offset() == records,
