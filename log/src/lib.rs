@@ -11,7 +11,7 @@
 //!                                                          recovery.rs, retention.rs,
 //!                                                          idempotency.rs
 //! topic      partitions + routing (murmur2)               topic.rs, partitioner.rs
-//! log        data dir, topics, groups, retention task,    log.rs, offsets.rs,
+//! log        data dir, topics, groups, retention task,    log.rs, offsets/,
 //!            the log-wide append clock                    clock.rs
 //! ```
 //!
