@@ -6,19 +6,17 @@ def chain(t, sep, n): return sep.join([t]*n)
 S = "CREATE STREAM s (grp VARCHAR, amount INT) WITH (KAFKA_TOPIC = 's');"
 def create_or(name, n): return f"CREATE TABLE {name} AS SELECT grp, COUNT(*) AS c FROM s WHERE {chain('amount > 1',' OR ',n)} GROUP BY grp;"
 GRP_A = "grp = 'a'"
+# The brief's statements from their one copy (processor/src/sql/brief.sql):
+# each from its first line after whitespace and -- comments to its ';'.
+def brief_statements():
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    text = open(os.path.join(here, "../processor/src/sql/brief.sql")).read()
+    body = "\n".join(l for l in text.split("\n") if not l.lstrip().startswith("--"))
+    return [s.strip() + ";" for s in body.split(";") if s.strip()]
+BRIEF = dict(zip(["brief_user_events.sql", "brief_purchase_stats.sql", "brief_high_value_alerts.sql"], brief_statements()))
 files = {
- "brief_user_events.sql": """CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON');""",
- "brief_purchase_stats.sql": """CREATE TABLE purchase_stats AS
-SELECT user_id, WINDOWSTART as window_start, WINDOWEND as window_end,
-       COUNT(*) as purchase_count, SUM(amount) as total_amount, AVG(amount) as avg_amount
-FROM user_events
-WINDOW TUMBLING (SIZE 5 MINUTES)
-WHERE event_type = 'purchase'
-GROUP BY user_id
-EMIT CHANGES;""",
- "brief_high_value_alerts.sql": "CREATE STREAM high_value_alerts AS\nSELECT * FROM user_events WHERE event_type = 'purchase' AND amount > 100000 EMIT CHANGES;",
+ **BRIEF,
  "join_enrich.sql": "CREATE STREAM enriched AS SELECT e.user_id, u.name, UPPER(u.tier) AS tier FROM user_events e LEFT JOIN users u ON e.user_id = u.id;",
  "hopping_having.sql": "CREATE TABLE h AS SELECT user_id, COUNT(*) AS n FROM user_events WINDOW HOPPING (SIZE 10 MINUTES, ADVANCE BY 1 MINUTE) GROUP BY user_id HAVING COUNT(*) > 2 EMIT FINAL;",
  "session_case.sql": "CREATE TABLE sess AS SELECT user_id, SUM(CASE WHEN amount > 10 THEN 1 ELSE 0 END) AS big FROM user_events WINDOW SESSION (30 SECONDS) GROUP BY user_id;",

@@ -245,6 +245,24 @@ fn brief_statements_parse_together_in_one_request() {
 }
 
 #[test]
+fn brief_sql_is_the_three_statements_in_order() {
+    let all = parse(super::brief::SQL).unwrap();
+    let texts: Vec<String> = all
+        .iter()
+        .map(|s| match s {
+            Statement::CreateSource(d) => d.sql.clone(),
+            Statement::CreateAs(c) => c.sql.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let want: Vec<&str> = [USER_EVENTS, PURCHASE_STATS, HIGH_VALUE]
+        .iter()
+        .map(|s| s.strip_suffix(';').unwrap())
+        .collect();
+    assert_eq!(texts, want);
+}
+
+#[test]
 fn with_properties_timestamp_watermark_idle_partitions() {
     let d = source(
         "create stream Clicks (Ts BIGINT, url STRING, id VARCHAR KEY) with (topic='clicks', timestamp='ts', \

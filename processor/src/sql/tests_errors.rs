@@ -2,13 +2,10 @@
 //! at the position marked `¦` in the text (the marker is removed before
 //! parsing; 1-based line and column in characters).
 
+use super::brief::USER_EVENTS;
 use super::*;
 
 const MARK: char = '¦';
-
-const USER_EVENTS: &str = "CREATE STREAM user_events (
-  user_id VARCHAR, event_type VARCHAR, amount DECIMAL(10,2), event_time TIMESTAMP
-) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON')";
 
 const USERS: &str =
     "CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR, tier VARCHAR) WITH (TOPIC='users')";
