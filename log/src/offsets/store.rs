@@ -319,12 +319,12 @@ impl Inner {
                 )),
             ));
         }
-        let faults = self.faults.clone();
+        let faults = self.faults.as_deref();
         let written = self
             .file
             .seek(SeekFrom::Start(self.len))
             .map_err(|e| LogError::io(&self.path, e))
-            .and_then(|_| file_io::write_all(&mut self.file, &self.path, frame, faults.as_deref()));
+            .and_then(|_| file_io::write_all(&mut self.file, &self.path, frame, faults));
         if let Err(e) = written {
             // Take back a partial frame so the next frame is not written
             // after garbage (which replay would cut off together with it).
@@ -340,7 +340,7 @@ impl Inner {
             }
             return Err(e);
         }
-        if let Err(e) = file_io::sync_data(&self.file, &self.path, faults.as_deref()) {
+        if let Err(e) = file_io::sync_data(&self.file, &self.path, faults) {
             self.fail(format!("fdatasync failed: {e}"));
             return Err(e);
         }
