@@ -324,6 +324,19 @@ impl ServerConfig {
         }
     }
 
+    /// The view manager's configuration this server config implies.
+    pub fn manager_config(&self) -> crate::views::ManagerConfig {
+        crate::views::ManagerConfig {
+            data_dir: self.data_dir.clone(),
+            swap_max_lag: self.view_swap_max_lag,
+            grace_ms: self.view_grace_ms,
+            keep_versions: self.view_keep_versions,
+            commit_interval_ms: self.view_commit_interval_ms,
+            topic_defaults: self.topic_defaults(),
+            clock: crate::views::Clock::system(),
+        }
+    }
+
     /// The log configuration this server config implies.
     pub fn log_config(&self) -> kappa_log::LogConfig {
         kappa_log::LogConfig {

@@ -31,7 +31,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 
 pub use config::ServerConfig;
-use views::{ManagerConfig, ViewManager};
+use views::ViewManager;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -78,15 +78,7 @@ pub async fn run_with_log_config(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
-    let manager_config = ManagerConfig {
-        data_dir: config.data_dir.clone(),
-        swap_max_lag: config.view_swap_max_lag,
-        grace_ms: config.view_grace_ms,
-        keep_versions: config.view_keep_versions,
-        commit_interval_ms: config.view_commit_interval_ms,
-        topic_defaults: config.topic_defaults(),
-        clock: crate::views::Clock::system(),
-    };
+    let manager_config = config.manager_config();
     let views = {
         let log = log.clone();
         tokio::task::spawn_blocking(move || -> anyhow::Result<Arc<ViewManager>> {

@@ -328,3 +328,82 @@ impl ReadLimits {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::views::ViewManager;
+    use crate::ServerConfig;
+
+    /// A tracing writer into memory.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    #[test]
+    fn a_routed_request_is_logged_with_its_method_route_and_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..ServerConfig::default()
+        };
+        let log = Arc::new(kappa_log::Log::open(config.log_config()).unwrap());
+        let views = ViewManager::open(log.clone(), config.manager_config()).unwrap();
+        let (_down, shutting_down) = tokio::sync::watch::channel(false);
+        let state = AppState {
+            log: log.clone(),
+            views: views.clone(),
+            config: Arc::new(config),
+            metrics: crate::metrics::install(),
+            shutting_down,
+        };
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let request = axum::http::Request::get("/v1/topics/nope")
+            .header("host", "localhost")
+            .body(Body::empty())
+            .unwrap();
+        let response = runtime.block_on(router(state).oneshot(request)).unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains("request{method=GET route=/v1/topics/{topic}}"),
+            "{text}"
+        );
+        assert!(text.contains("answered status=404"), "{text}");
+        views.close();
+        log.close();
+    }
+}
