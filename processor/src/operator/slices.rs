@@ -455,7 +455,7 @@ impl Slices {
                 return Ok(());
             };
             let (_, start, _) =
-                key::decode_slice(&k).ok_or_else(|| corrupt(cf, "bad slice key"))?;
+                key::decode_slice(k).ok_or_else(|| corrupt(cf, "bad slice key"))?;
             // A slice also in memory is newer there.
             if group.evicted.binary_search(&start).is_ok() {
                 let (form, slice) = stored_slice(cf, start, v)?;
