@@ -27,6 +27,20 @@ fn windowed_plan() -> Plan {
         .to_view("page_views")
 }
 
+/// Clicks per page in hopping windows of 3 s every 1 s.
+fn hopping_plan() -> Plan {
+    Pipeline::from_topic("clicks")
+        .event_time_field("ts")
+        .max_out_of_orderness(Duration::from_secs(3600))
+        .key_by([("page", Expr::field("page"))])
+        .window(dsl::Hopping::of(
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        ))
+        .aggregate([dsl::count("n")])
+        .to_view("hops")
+}
+
 fn click(page: &str, ts: i64) -> Step {
     Step::Produce {
         topic: "clicks".into(),
@@ -317,16 +331,7 @@ fn pages_of_a_large_hopping_view_hold_every_open_window_once_in_order() {
     // 1,500 groups with a slice each at 0, 1000 and 2000: 4,500 slices,
     // more than one chunk of slices read at a time, so chunk boundaries
     // fall inside a group.
-    let plan = Pipeline::from_topic("clicks")
-        .event_time_field("ts")
-        .max_out_of_orderness(Duration::from_secs(3600))
-        .key_by([("page", Expr::field("page"))])
-        .window(dsl::Hopping::of(
-            Duration::from_secs(3),
-            Duration::from_secs(1),
-        ))
-        .aggregate([dsl::count("n")])
-        .to_view("hops");
+    let plan = hopping_plan();
     let groups = 1500;
     let mut steps = Vec::new();
     for ts in [100, 1100, 2100] {
@@ -485,16 +490,7 @@ fn window_bounds_filter_inside_the_read_and_the_scan_cap_pages_through_them() {
 fn a_capped_filtered_read_pages_through_open_hopping_windows() {
     // Open hopping windows are computed from slices, not stored: the
     // filter and the cap apply to them as to stored rows.
-    let plan = Pipeline::from_topic("clicks")
-        .event_time_field("ts")
-        .max_out_of_orderness(Duration::from_secs(3600))
-        .key_by([("page", Expr::field("page"))])
-        .window(dsl::Hopping::of(
-            Duration::from_secs(3),
-            Duration::from_secs(1),
-        ))
-        .aggregate([dsl::count("n")])
-        .to_view("hops");
+    let plan = hopping_plan();
     let mut steps = Vec::new();
     for ts in [100, 1100, 2100] {
         for g in 0..20 {
