@@ -15,6 +15,23 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// `kappa groups offsets GROUP --json` and the lag it reports over the
+/// partitions of its first topic.
+fn group_lag(server: &Server, group: &str) -> (Value, u64) {
+    let offsets: Value = serde_json::from_str(&stdout(&kappa(
+        server,
+        &["groups", "offsets", group, "--json"],
+    )))
+    .unwrap();
+    let lag: u64 = offsets["topics"][0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["lag"].as_u64().unwrap())
+        .sum();
+    (offsets, lag)
+}
+
 #[test]
 fn the_cli_produces_tails_and_manages_groups() {
     let server = Server::start(&[]);
@@ -89,17 +106,7 @@ fn the_cli_produces_tails_and_manages_groups() {
         &["tail", "events", "--group", "g", "--no-follow"],
     ));
     assert_eq!(group_tail.lines().count(), 250);
-    let offsets: Value = serde_json::from_str(&stdout(&kappa(
-        &server,
-        &["groups", "offsets", "g", "--json"],
-    )))
-    .unwrap();
-    let lag: u64 = offsets["topics"][0]["partitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["lag"].as_u64().unwrap())
-        .sum();
+    let (offsets, lag) = group_lag(&server, "g");
     assert_eq!(lag, 0, "{offsets}");
 
     kappa(
@@ -108,17 +115,7 @@ fn the_cli_produces_tails_and_manages_groups() {
             "groups", "reset", "g", "--topic", "events", "--to", "earliest",
         ],
     );
-    let offsets: Value = serde_json::from_str(&stdout(&kappa(
-        &server,
-        &["groups", "offsets", "g", "--json"],
-    )))
-    .unwrap();
-    let lag: u64 = offsets["topics"][0]["partitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["lag"].as_u64().unwrap())
-        .sum();
+    let (_, lag) = group_lag(&server, "g");
     assert_eq!(lag, 250);
 
     let listed = stdout(&kappa(&server, &["topics", "list"]));

@@ -20,6 +20,22 @@ const COUNTS: [u64; 2] = [10, 6];
 
 /// Timestamp of record `i` of partition `p`: strictly increasing per
 /// partition, partition 1 half a second after partition 0.
+
+/// The offsets of `body[field]`, a list of `{"partition", "offset"}` that
+/// must be in partition order from 0.
+fn offsets_in_partition_order(body: &Value, field: &str) -> Vec<u64> {
+    body[field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            assert_eq!(o["partition"], json!(i), "{body}");
+            o["offset"].as_u64().unwrap()
+        })
+        .collect()
+}
+
 fn timestamp(p: u64, i: u64) -> i64 {
     BASE + (i as i64) * 1000 + (p as i64) * 500
 }
@@ -110,16 +126,7 @@ fn group_read(
             .or_default()
             .push((offset, r["value"].clone()));
     }
-    let next: Vec<u64> = body["next_offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            assert_eq!(o["partition"], json!(i), "{body}");
-            o["offset"].as_u64().unwrap()
-        })
-        .collect();
+    let next = offsets_in_partition_order(&body, "next_offsets");
     assert_eq!(next.len(), from.len(), "{body}");
     for (p, &start) in from.iter().enumerate() {
         let offsets: Vec<u64> = by_partition
@@ -165,16 +172,7 @@ fn reset(client: &Client, group: &str, topic: &str, to: Value) -> Vec<u64> {
     assert_eq!(status, 200, "reset to {to}: {body}");
     assert_eq!(body["group"], group);
     assert_eq!(body["topic"], topic);
-    let offsets: Vec<u64> = body["offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            assert_eq!(o["partition"], json!(i), "{body}");
-            o["offset"].as_u64().unwrap()
-        })
-        .collect();
+    let offsets = offsets_in_partition_order(&body, "offsets");
     // The reset is what GET offsets reports from now on.
     let committed: Vec<Option<u64>> = group_offsets(client, group, topic)
         .into_iter()
