@@ -18,9 +18,6 @@ const UNICODE_GROUP_PATH: &str = "team%20a%2F%C3%9F%F0%9F%98%80";
 /// Records on partitions 0 and 1.
 const COUNTS: [u64; 2] = [10, 6];
 
-/// Timestamp of record `i` of partition `p`: strictly increasing per
-/// partition, partition 1 half a second after partition 0.
-
 /// The offsets of `body[field]`, a list of `{"partition", "offset"}` that
 /// must be in partition order from 0.
 fn offsets_in_partition_order(body: &Value, field: &str) -> Vec<u64> {
@@ -36,6 +33,8 @@ fn offsets_in_partition_order(body: &Value, field: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Timestamp of record `i` of partition `p`: strictly increasing per
+/// partition, partition 1 half a second after partition 0.
 fn timestamp(p: u64, i: u64) -> i64 {
     BASE + (i as i64) * 1000 + (p as i64) * 500
 }

@@ -42,7 +42,7 @@ pub(super) fn append_run(
             let topic = topic.clone();
             tasks.push(tokio::spawn(async move {
                 let partition = topic.partition(0)?;
-                append_batches(&partition, n, payload, value_bytes, batch_records).await
+                append_batches(partition, n, payload, value_bytes, batch_records).await
             }));
         }
         for task in tasks {
