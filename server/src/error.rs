@@ -167,8 +167,8 @@ impl From<StatementError> for ApiError {
     fn from(e: StatementError) -> Self {
         match e {
             StatementError::Sql(e) => e.into(),
-            StatementError::Log(e) => e.into(),
-            StatementError::View(e) => e.into(),
+            StatementError::Log(e) => (*e).into(),
+            StatementError::View(e) => (*e).into(),
             StatementError::BadRequest(m) => ApiError::bad_request(m),
         }
     }
@@ -252,10 +252,10 @@ mod tests {
             ViewError::Catalog(CatalogError::Write {
                 what: "the catalog",
                 path: "catalog.json".into(),
-                source: LogError::Io {
+                source: Box::new(LogError::Io {
                     path: "catalog.json.tmp".into(),
                     source: std::io::Error::new(kind, "no"),
-                },
+                }),
             })
         };
         let full = ApiError::from(write(std::io::ErrorKind::StorageFull));

@@ -61,7 +61,7 @@ fn assert_answer_matches_log(server: &InProcess, records: &[Value], status: u16,
     };
     assert_eq!(landed.len(), records.len(), "{answer}");
     for p in 0..2u32 {
-        let stored = values(&server, "t", p);
+        let stored = values(server, "t", p);
         let said: Vec<(u64, &Value)> = landed
             .iter()
             .zip(records)

@@ -33,14 +33,26 @@ pub enum StatementError {
     Sql(#[from] SqlError),
     /// The log refused (a topic name, a full disk).
     #[error(transparent)]
-    Log(#[from] LogError),
+    Log(Box<LogError>),
     /// The views refused (unknown, exists, has dependents).
     #[error(transparent)]
-    View(#[from] ViewError),
+    View(Box<ViewError>),
     /// The statement makes no sense for its object (`DROP STREAM` of a
     /// table, a pull query by a column that is not the key).
     #[error("{0}")]
     BadRequest(String),
+}
+
+impl From<LogError> for StatementError {
+    fn from(e: LogError) -> Self {
+        StatementError::Log(Box::new(e))
+    }
+}
+
+impl From<ViewError> for StatementError {
+    fn from(e: ViewError) -> Self {
+        StatementError::View(Box::new(e))
+    }
 }
 
 /// Runs statements against one server's log and views.
@@ -290,7 +302,7 @@ fn settings(plan: &Plan) -> SettingsOut {
         watermark_delay_ms: plan.source.out_of_orderness_ms,
         idle_timeout_ms: plan.source.idle_timeout_ms,
         max_future_ms: plan.source.max_future_ms,
-        window: window.map(|w| w.window.clone()),
+        window: window.map(|w| w.window),
         grace_ms: window.map(|w| w.grace_ms),
         emit: window.map(|w| w.emit),
         late_events: plan.late.clone(),

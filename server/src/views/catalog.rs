@@ -72,7 +72,7 @@ pub enum CatalogError {
         /// The file.
         path: PathBuf,
         /// Why: the log's file seam error (a full disk, a failed fsync).
-        source: kappa_log::LogError,
+        source: Box<kappa_log::LogError>,
     },
     /// The catalog is not one this server reads, or is missing while view
     /// state says it should exist: the message says how to recover.
@@ -87,11 +87,11 @@ impl CatalogError {
         let full = |e: &std::io::Error| e.kind() == std::io::ErrorKind::StorageFull;
         match self {
             CatalogError::Read { source, .. } => full(source),
-            CatalogError::Write {
-                source: kappa_log::LogError::Io { source, .. },
-                ..
-            } => full(source),
-            _ => false,
+            CatalogError::Write { source, .. } => match source.as_ref() {
+                kappa_log::LogError::Io { source, .. } => full(source),
+                _ => false,
+            },
+            CatalogError::Refused(_) => false,
         }
     }
 }
@@ -420,7 +420,7 @@ impl Catalog {
             kappa_log::io::write_atomic(to, &json).map_err(|source| CatalogError::Write {
                 what,
                 path: to.to_path_buf(),
-                source,
+                source: Box::new(source),
             })
         };
         let write_backup = || write("the catalog backup", &backup);
