@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kappa_log::io::FaultInjector;
 use kappa_log::{
-    AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, ProduceRecord, ResetTo,
+    AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, ProduceRecord, ResetTo, Topic,
     TopicConfig,
 };
 
@@ -55,6 +55,14 @@ fn with_faults(dir: &std::path::Path) -> (Arc<FaultInjector>, LogConfig) {
     (faults, config)
 }
 
+/// A log in a fresh directory holding topic "t" with `config`.
+fn log_with_topic(config: TopicConfig) -> (tempfile::TempDir, Log, Arc<Topic>) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let topic = log.create_topic("t", config).unwrap();
+    (dir, log, topic)
+}
+
 fn small_segments() -> TopicConfig {
     TopicConfig {
         segment_bytes: 4096,
@@ -66,9 +74,7 @@ fn small_segments() -> TopicConfig {
 
 #[tokio::test]
 async fn segments_roll_by_size() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(LogConfig::new(dir.path())).unwrap();
-    let topic = log.create_topic("t", small_segments()).unwrap();
+    let (dir, _log, topic) = log_with_topic(small_segments());
     let p = topic.partition(0).unwrap();
     for i in 0..40 {
         p.append(append(5, i)).await.unwrap();
@@ -99,13 +105,11 @@ async fn segments_roll_by_size() {
 
 #[tokio::test]
 async fn segments_roll_by_age() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(LogConfig::new(dir.path())).unwrap();
     let config = TopicConfig {
         segment_ms: 1,
         ..small_segments()
     };
-    let topic = log.create_topic("t", config).unwrap();
+    let (_dir, _log, topic) = log_with_topic(config);
     let p = topic.partition(0).unwrap();
     p.append(append(1, 0)).await.unwrap();
     // Let the segment age past segment_ms (time passing, not synchronization).
@@ -116,13 +120,11 @@ async fn segments_roll_by_age() {
 
 #[tokio::test]
 async fn retention_by_time_deletes_old_sealed_segments_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(LogConfig::new(dir.path())).unwrap();
     let config = TopicConfig {
         retention_ms: Some(60_000),
         ..small_segments()
     };
-    let topic = log.create_topic("t", config).unwrap();
+    let (dir, log, topic) = log_with_topic(config);
     let p = topic.partition(0).unwrap();
     for i in 0..20 {
         p.append(append(5, i)).await.unwrap();
@@ -161,13 +163,11 @@ async fn retention_by_time_deletes_old_sealed_segments_only() {
 
 #[tokio::test]
 async fn retention_by_bytes_keeps_the_partition_under_its_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(LogConfig::new(dir.path())).unwrap();
     let config = TopicConfig {
         retention_bytes: Some(10_000),
         ..small_segments()
     };
-    let topic = log.create_topic("t", config).unwrap();
+    let (_dir, log, topic) = log_with_topic(config);
     let p = topic.partition(0).unwrap();
     for i in 0..40 {
         p.append(append(5, i)).await.unwrap();
@@ -192,9 +192,7 @@ async fn retention_by_bytes_keeps_the_partition_under_its_limit() {
 
 #[tokio::test]
 async fn offset_lookup_by_timestamp_finds_the_first_record_at_or_after() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(LogConfig::new(dir.path())).unwrap();
-    let topic = log.create_topic("t", small_segments()).unwrap();
+    let (_dir, _log, topic) = log_with_topic(small_segments());
     let p = topic.partition(0).unwrap();
     // Offsets 0..100 with timestamps 1000, 1010, ...; offset 50 is late.
     for i in 0..100i64 {
