@@ -53,10 +53,9 @@
 //!   [`crate::time::parse_timestamp`] reads integers, doubles (truncated)
 //!   and RFC 3339 strings; [`crate::time::format_timestamp`] writes
 //!   `YYYY-MM-DDTHH:MM:SS.sssZ`.
-
 //!
 //! # Where things are
-//! The types (this file), the Rust-DSL constructors ([`build`]),
+//! The types (this file), the Rust-DSL constructors (`build`),
 //! evaluation with the operators and predicates (`eval`), `CAST` and
 //! decimal rounding (`cast`), and the built-in functions (`functions`).
 //! Timestamp parsing and formatting is [`crate::time`]'s.
