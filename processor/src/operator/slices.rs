@@ -454,8 +454,7 @@ impl Slices {
             let Some(group) = current.1.as_ref().and_then(|gk| groups.get_mut(gk)) else {
                 return Ok(());
             };
-            let (_, start, _) =
-                key::decode_slice(k).ok_or_else(|| corrupt(cf, "bad slice key"))?;
+            let (_, start, _) = key::decode_slice(k).ok_or_else(|| corrupt(cf, "bad slice key"))?;
             // A slice also in memory is newer there.
             if group.evicted.binary_search(&start).is_ok() {
                 let (form, slice) = stored_slice(cf, start, v)?;
