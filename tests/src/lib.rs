@@ -30,6 +30,7 @@ pub mod brief;
 mod build;
 mod client;
 pub mod events;
+pub mod marks;
 mod raw_http;
 mod server;
 mod util;

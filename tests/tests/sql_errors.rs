@@ -4,28 +4,10 @@
 //! deleted until they are dropped.
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
+use kappa_tests::marks::marked;
 use kappa_tests::{assert_error, json, Server, Value};
 
 /// Marks where the error must be reported; removed before sending.
-const MARK: char = '¦';
-
-/// The text without `MARK`, and the 1-based line and column (in
-/// characters) of the mark.
-fn marked(sql: &str) -> (String, u64, u64) {
-    let (mut line, mut column) = (1, 1);
-    for ch in sql.chars() {
-        if ch == MARK {
-            return (sql.replace(MARK, ""), line, column);
-        }
-        if ch == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    panic!("no marker in {sql}");
-}
 
 /// (SQL with the error position marked, words the message must contain).
 const BAD_SQL: &[(&str, &str)] = &[

@@ -47,6 +47,8 @@ mod translate;
 mod types;
 
 #[cfg(test)]
+mod marks;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_errors;

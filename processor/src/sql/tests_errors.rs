@@ -3,9 +3,8 @@
 //! parsing; 1-based line and column in characters).
 
 use super::brief::USER_EVENTS;
+use super::marks::marked;
 use super::*;
-
-const MARK: char = '¦';
 
 const USERS: &str =
     "CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR, tier VARCHAR) WITH (TOPIC='users')";
@@ -18,23 +17,6 @@ fn catalog() -> Vec<SourceDecl> {
             other => panic!("{other:?}"),
         })
         .collect()
-}
-
-/// Where `MARK` is, and the text without it.
-fn marked(sql: &str) -> (String, u64, u64) {
-    let (mut line, mut column) = (1, 1);
-    for ch in sql.chars() {
-        if ch == MARK {
-            return (sql.replace(MARK, ""), line, column);
-        }
-        if ch == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    panic!("no marker in {sql}");
 }
 
 /// Parses (and plans, for CREATE .. AS) and returns the first error.
