@@ -71,6 +71,12 @@ pub struct RunOptions {
     /// its `LATE_TOPIC` — when they do not exist yet (default
     /// `TopicConfig::default()`; the server passes its topic defaults).
     pub output_topics: TopicConfig,
+    /// Commit as soon as a poll has caught up with the input (default
+    /// true): at low load a record is visible a few milliseconds after its
+    /// append instead of up to `commit_interval_ms` later. Under load polls
+    /// do not catch up and commits keep batching at the interval; while a
+    /// commit runs, new input gathers for the next one (group commit).
+    pub commit_when_caught_up: bool,
 }
 
 impl Default for RunOptions {
@@ -83,6 +89,7 @@ impl Default for RunOptions {
             pending_entries_max: 500_000,
             state_entries_max: 10_000_000,
             output_topics: TopicConfig::default(),
+            commit_when_caught_up: true,
         }
     }
 }
@@ -110,6 +117,9 @@ pub struct Runtime {
     pub(crate) last_commit: Instant,
     /// Input records (stream and table) processed since the last commit.
     pub(crate) uncommitted_records: u64,
+    /// The last poll read everything the log held for this version and
+    /// held nothing back.
+    pub(crate) caught_up: bool,
     /// Largest append time among records processed since the last commit.
     pub(crate) newest_input_ms: Option<i64>,
     pub(crate) progress: Arc<Progress>,
@@ -195,6 +205,7 @@ impl Runtime {
             outbox_seq: 0,
             last_commit: Instant::now(),
             uncommitted_records: 0,
+            caught_up: false,
             newest_input_ms: None,
         };
         rt.restore(partitions)?;
@@ -369,6 +380,7 @@ impl Runtime {
         if drained {
             self.advance_log_time(complete)?;
         }
+        self.caught_up = drained && self.order.held_back().is_none();
         self.progress.add_processed(processed);
         Ok(processed)
     }
@@ -611,6 +623,12 @@ impl Runtime {
         }
     }
 
+    /// True when the last poll caught up with the input and records were
+    /// applied since the last commit (and [`RunOptions::commit_when_caught_up`]).
+    pub fn caught_up_with_work(&self) -> bool {
+        self.options.commit_when_caught_up && self.caught_up && self.uncommitted_records > 0
+    }
+
     /// True when the commit interval has passed since the last commit.
     pub fn commit_due(&self) -> bool {
         self.last_commit.elapsed() >= Duration::from_millis(self.options.commit_interval_ms)
@@ -622,7 +640,7 @@ impl Runtime {
     pub fn run(mut self, stop: Arc<AtomicBool>) -> Result<()> {
         while !stop.load(Ordering::Acquire) {
             let processed = self.poll_once()?;
-            if self.commit_due() {
+            if self.commit_due() || self.caught_up_with_work() {
                 self.commit()?;
             }
             if processed == 0 {

@@ -49,6 +49,7 @@ fn manager_config(dir: &Path) -> ManagerConfig {
         grace_ms: 0,
         keep_versions: 1,
         commit_interval_ms: 10,
+        commit_when_caught_up: true,
         topic_defaults: kappa_log::TopicConfig::default(),
         clock: Clock::system(),
     }

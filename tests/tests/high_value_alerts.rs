@@ -203,7 +203,12 @@ fn high_value_alerts_are_written_exactly_once_across_sigkill_restarts() {
     for round in 0..2u64 {
         if round == 1 {
             server.terminate_ok();
-            server = server.restart_with(&["--view-commit-interval-ms", "60000"]);
+            server = server.restart_with(&[
+                "--view-commit-interval-ms",
+                "60000",
+                "--view-commit-when-caught-up",
+                "false",
+            ]);
         }
         let client = server.client();
         let more = alert_events(&mut rng, 90 + round * 120, 60);

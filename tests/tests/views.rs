@@ -515,6 +515,8 @@ fn a_restart_during_a_build_resumes_it() {
     let mut server = Server::start(&[
         "--view-commit-interval-ms",
         "60000",
+        "--view-commit-when-caught-up",
+        "false",
         "--view-swap-max-lag",
         "0",
     ]);

@@ -66,6 +66,8 @@ pub struct ManagerConfig {
     pub keep_versions: u32,
     /// Commit interval of every processor.
     pub commit_interval_ms: u64,
+    /// Processors also commit as soon as they caught up with their input.
+    pub commit_when_caught_up: bool,
     /// What a topic a processor creates (a derived stream's output, a
     /// `LATE_TOPIC`) gets: the server's topic defaults.
     pub topic_defaults: kappa_log::TopicConfig,
@@ -272,6 +274,7 @@ impl ViewManager {
         plan.name = name.to_string();
         let options = RunOptions {
             commit_interval_ms: self.config.commit_interval_ms,
+            commit_when_caught_up: self.config.commit_when_caught_up,
             start: entry.start.clone(),
             output_topics: self.config.topic_defaults.clone(),
             ..RunOptions::default()

@@ -44,6 +44,7 @@ fn fixture_with_grace(grace_ms: u64) -> Fixture {
             grace_ms,
             keep_versions: 1,
             commit_interval_ms: 10,
+            commit_when_caught_up: true,
             topic_defaults: kappa_log::TopicConfig::default(),
             clock: Clock::manual(clock.clone()),
         },
