@@ -7,8 +7,6 @@ use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
 use kappa_tests::marks::marked;
 use kappa_tests::{assert_error, json, Server, Value};
 
-/// Marks where the error must be reported; removed before sending.
-
 /// (SQL with the error position marked, words the message must contain).
 const BAD_SQL: &[(&str, &str)] = &[
     // Syntax.
