@@ -29,6 +29,10 @@ use crate::state::store::{Batch, Scope, Store};
 use crate::time::parse_timestamp;
 use crate::watermark::{TrackerState, WatermarkTracker};
 
+/// Longest wait for input before the run loop looks at its stop flag
+/// again (a version stops within about this long).
+const MAX_IDLE_WAIT: Duration = Duration::from_millis(100);
+
 /// Where a new version starts reading.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -644,7 +648,9 @@ impl Runtime {
                 self.commit()?;
             }
             if processed == 0 {
-                let timeout = Duration::from_millis(self.options.commit_interval_ms);
+                // Bounded so a stop is seen soon whatever the interval.
+                let timeout =
+                    Duration::from_millis(self.options.commit_interval_ms).min(MAX_IDLE_WAIT);
                 match self.order.held_back() {
                     // Input is there, the log is not yet complete up to it
                     // (the current millisecond, or an append in flight).
