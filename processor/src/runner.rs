@@ -169,17 +169,14 @@ impl Runtime {
                 ProcessorError::Stopped(format!("cannot start the processor's I/O runtime: {e}"))
             })?;
         let partitions = source.partition_count() as usize;
-        let table = match &plan.join {
-            Some(join) => Some((log.topic(&join.table_topic)?, Vec::new())),
-            None => None,
-        };
         let mut rt = Runtime {
             watermark: WatermarkTracker::new(
                 partitions,
                 plan.source.out_of_orderness_ms,
                 plan.source.idle_timeout_ms,
             ),
-            order: InputOrder::new(source, Vec::new(), table),
+            // Positions and the table side come from the commit (`restore`).
+            order: InputOrder::new(source, Vec::new(), None),
             log_time: i64::MIN,
             dedup: plan.dedup.clone().map(|d| Dedup::new(d, state_cf.clone())),
             join: plan

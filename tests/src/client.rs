@@ -259,6 +259,23 @@ impl Client {
         body
     }
 
+    /// The rows of `view` (`query` as for [`Client::view_rows`]), each
+    /// mapped by `each`, in the answer's order.
+    pub fn view_rows_as<T>(
+        &self,
+        view: &str,
+        query: &str,
+        each: impl FnMut(&Value) -> T,
+    ) -> Vec<T> {
+        let body = self.view_rows(view, query);
+        body["rows"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no rows in {body}"))
+            .iter()
+            .map(each)
+            .collect()
+    }
+
     /// `GET /v1/views/{view}`; asserts `200`.
     pub fn describe_view(&self, view: &str) -> Value {
         let (status, body) = self.get(&format!("/v1/views/{view}"));

@@ -22,18 +22,12 @@ fn kappa(server: &Server, args: &[&str]) -> String {
 /// `page -> n` of a version (`None`: the served one).
 fn counts(server: &Server, version: Option<u64>) -> Vec<(String, i64)> {
     let query = version.map_or(String::new(), |v| format!("version={v}"));
-    let body = server.view_rows("page_counts", &query);
-    body["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["key"].as_str().unwrap().to_string(),
-                r["row"]["n"].as_i64().unwrap(),
-            )
-        })
-        .collect()
+    server.view_rows_as("page_counts", &query, |r| {
+        (
+            r["key"].as_str().unwrap().to_string(),
+            r["row"]["n"].as_i64().unwrap(),
+        )
+    })
 }
 
 fn status(server: &Server) -> Value {

@@ -17,19 +17,13 @@ type Rows = Vec<(String, i64, i64)>;
 type Round = (Vec<Value>, Vec<Value>, Rows);
 
 fn rows(server: &Server, query: &str) -> Rows {
-    let body = server.view_rows("spend_by_tier", query);
-    let mut rows: Rows = body["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["key"].as_str().unwrap().to_string(),
-                r["row"]["n"].as_i64().unwrap(),
-                r["row"]["spent"].as_i64().unwrap(),
-            )
-        })
-        .collect();
+    let mut rows: Rows = server.view_rows_as("spend_by_tier", query, |r| {
+        (
+            r["key"].as_str().unwrap().to_string(),
+            r["row"]["n"].as_i64().unwrap(),
+            r["row"]["spent"].as_i64().unwrap(),
+        )
+    });
     rows.sort();
     rows
 }

@@ -99,12 +99,12 @@ impl ViewManager {
         let mut catalog = self.catalog();
         let view = table(&catalog, name)?;
         let Some(previous) = view.grace.last().map(|g| g.entry.clone()) else {
+            let keeping = self.keeping(view);
             return Err(ViewError::Refused {
                 code: "nothing_to_roll_back",
                 message: format!(
                     "view {name:?} keeps no previous version (it keeps {} replaced version(s) for {} ms: KEEP_VERSIONS and VERSION_GRACE on the view, view_keep_versions and view_grace_ms on the server)",
-                    self.keeping(view).versions,
-                    self.keeping(view).grace_ms
+                    keeping.versions, keeping.grace_ms
                 ),
             });
         };

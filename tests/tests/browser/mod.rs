@@ -127,15 +127,9 @@ impl Browser {
     }
 
     /// Polls `f` until it answers, at most [`WAIT`].
-    pub fn until<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(v) = f() {
-                return v;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    pub fn until<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        self.until_opt(f)
+            .unwrap_or_else(|| panic!("timed out waiting for {what}"))
     }
 
     /// Waits until the text of `css` satisfies `pred`; returns it.
@@ -148,6 +142,7 @@ impl Browser {
         found.unwrap_or_else(|| panic!("text of {css} never matched; last: {last:?}"))
     }
 
+    /// Polls `f` until it answers, at most [`WAIT`]; `None` on timeout.
     fn until_opt<T>(&self, mut f: impl FnMut() -> Option<T>) -> Option<T> {
         let deadline = Instant::now() + WAIT;
         while Instant::now() < deadline {
