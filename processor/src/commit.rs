@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ProcessorError, Result};
+use crate::event::Event;
 use crate::operator::RowChange;
 use crate::plan::Sink;
 use crate::runner::Runtime;
@@ -43,6 +44,23 @@ pub(crate) struct OutRecord {
     pub(crate) value: String,
     /// Record timestamp (ms).
     pub(crate) timestamp: i64,
+    /// Place of the input that made it in the version's processing order
+    /// (records from key-shard workers are put back in this order).
+    #[serde(skip)]
+    pub(crate) seq: u64,
+}
+
+impl OutRecord {
+    /// `event` sent as is to side-output `topic` (late or invalid).
+    pub(crate) fn side_output(topic: &str, event: &Event, seq: u64) -> OutRecord {
+        OutRecord {
+            topic: topic.to_string(),
+            key: event.key_text().map(str::to_string),
+            value: String::from_utf8_lossy(&event.raw_value).into_owned(),
+            timestamp: event.record_timestamp,
+            seq,
+        }
+    }
 }
 
 fn now_ms() -> i64 {
@@ -75,9 +93,14 @@ impl Runtime {
         let mut batch = Batch::default();
         let mut changes = Vec::new();
         if let Some(a) = &mut self.aggregate {
-            changes = a.take_changes(&self.store)?;
-            let rows = a.flush(&mut batch);
+            let (taken, rows, late) = a.flush(&self.store, &mut batch)?;
+            changes = taken;
             self.progress.add_output(rows);
+            if !late.is_empty() {
+                // Key-shard workers' late events, back in processing order.
+                self.outbox.extend(late);
+                self.outbox.sort_by_key(|r| r.seq);
+            }
         }
         if let Some(d) = &mut self.dedup {
             d.flush(&mut batch);
@@ -163,6 +186,7 @@ impl Runtime {
                 // A window's start, else the log time of the input that
                 // changed the row: the same in every replay.
                 timestamp: change.window.map_or(self.log_time, |(s, _)| s),
+                seq: self.event_seq,
             });
         }
     }

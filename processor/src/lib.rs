@@ -20,6 +20,7 @@
 pub mod accumulators;
 pub mod changes;
 pub mod commit;
+mod decoder;
 pub mod diff;
 pub mod dsl;
 pub mod error;
@@ -29,6 +30,7 @@ pub mod limits;
 pub mod metrics;
 pub mod operator;
 pub mod order;
+pub mod parallel;
 pub mod plan;
 pub mod progress;
 pub mod runner;

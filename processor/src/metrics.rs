@@ -18,6 +18,9 @@ pub const LATE_SIDE_OUTPUT: &str = "kappa_processor_late_side_output_total";
 pub const DUPLICATES: &str = "kappa_processor_duplicates_total";
 /// Records skipped as undecodable or without event time.
 pub const INVALID: &str = "kappa_processor_invalid_records_total";
+/// Records (source workers) or events (key-shard workers) handled per
+/// worker of a version running in parallel; label `worker`.
+pub const WORKER_EVENTS: &str = "kappa_processor_worker_events_total";
 /// Committed watermark (ms since the epoch).
 pub const WATERMARK: &str = "kappa_processor_watermark_ms";
 /// Wall clock minus the committed watermark, seconds.

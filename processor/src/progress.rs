@@ -3,7 +3,7 @@
 //! counters of what happened to input records.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -23,8 +23,62 @@ pub struct Progress {
     duplicates: AtomicU64,
     invalid: AtomicU64,
     started: Instant,
+    /// The workers of a version running in parallel (empty: one thread).
+    workers: Mutex<Vec<Arc<WorkerProgress>>>,
     /// Row changes of recent commits, for change-feed readers.
     pub changes: ChangeFeed,
+}
+
+/// What a worker of a parallel version does ([`crate::parallel`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "role")]
+pub enum WorkerRole {
+    /// Decodes, filters and routes the batches of these input partitions
+    /// (with fewer partitions than source workers, batches are dealt out
+    /// in turn and every source worker lists every partition).
+    Source {
+        /// The input partitions whose batches it takes.
+        partitions: Vec<u32>,
+    },
+    /// Applies the events of the groups in these key groups
+    /// ([`crate::state::key::KEY_GROUPS`]) to their aggregate state.
+    Shard {
+        /// First key group owned.
+        first_key_group: u32,
+        /// End (exclusive) of the key groups owned.
+        end_key_group: u32,
+    },
+}
+
+/// One worker's counters.
+#[derive(Debug)]
+pub struct WorkerProgress {
+    name: String,
+    role: WorkerRole,
+    events: AtomicU64,
+    counter: metrics::Counter,
+}
+
+impl WorkerProgress {
+    /// Counts `n` records (source) or events (shard) handled.
+    pub fn add_events(&self, n: u64) {
+        self.events.fetch_add(n, Ordering::Relaxed);
+        self.counter.increment(n);
+    }
+}
+
+/// A copy of one worker's counters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkerSnapshot {
+    /// `source-{i}` or `shard-{i}`.
+    pub worker: String,
+    /// What it owns.
+    #[serde(flatten)]
+    pub role: WorkerRole,
+    /// Records (source) or events (shard) handled.
+    pub events: u64,
+    /// Of those, per second since the version started.
+    pub rate_per_second: f64,
 }
 
 /// A copy of [`Progress`] at one moment.
@@ -48,6 +102,8 @@ pub struct ProgressSnapshot {
     pub invalid: u64,
     /// Records processed per second since start.
     pub rate_per_second: f64,
+    /// The workers, when the version runs in parallel (else empty).
+    pub workers: Vec<WorkerSnapshot>,
 }
 
 impl Progress {
@@ -68,6 +124,7 @@ impl Progress {
             duplicates: AtomicU64::new(0),
             invalid: AtomicU64::new(0),
             started: Instant::now(),
+            workers: Mutex::new(Vec::new()),
             changes: ChangeFeed::default(),
         }
     }
@@ -124,6 +181,21 @@ impl Progress {
         metrics::counter!(crate::metrics::INVALID, &self.labels).increment(1);
     }
 
+    /// Adds a worker named `name` doing `role`; its events are counted in
+    /// `kappa_processor_worker_events_total{processor,version,worker}`.
+    pub fn add_worker(&self, name: String, role: WorkerRole) -> Arc<WorkerProgress> {
+        let [processor, version] = self.labels.clone();
+        let labels = [processor, version, ("worker", name.clone())];
+        let worker = Arc::new(WorkerProgress {
+            counter: metrics::counter!(crate::metrics::WORKER_EVENTS, &labels),
+            name,
+            role,
+            events: AtomicU64::new(0),
+        });
+        self.workers.lock().expect("progress").push(worker.clone());
+        worker
+    }
+
     /// A consistent copy.
     pub fn snapshot(&self) -> ProgressSnapshot {
         let (committed_offsets, watermark) = self.committed.lock().expect("progress").clone();
@@ -139,6 +211,21 @@ impl Progress {
             duplicates: self.duplicates.load(Ordering::Relaxed),
             invalid: self.invalid.load(Ordering::Relaxed),
             rate_per_second: processed as f64 / secs,
+            workers: self
+                .workers
+                .lock()
+                .expect("progress")
+                .iter()
+                .map(|w| {
+                    let events = w.events.load(Ordering::Relaxed);
+                    WorkerSnapshot {
+                        worker: w.name.clone(),
+                        role: w.role.clone(),
+                        events,
+                        rate_per_second: events as f64 / secs,
+                    }
+                })
+                .collect(),
         }
     }
 }

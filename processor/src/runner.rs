@@ -16,15 +16,17 @@ use serde_json::Value;
 
 pub use crate::commit::CrashPoint;
 use crate::commit::OutRecord;
+use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
-use crate::operator::aggregate::{AggregateOp, Outcome};
+use crate::operator::aggregate::{AggregateOp, GroupOf, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
 use crate::order::{InputOrder, NextBatch, Side};
-use crate::plan::{EventTime, LateHandling, Operation, Plan, Sink};
+use crate::parallel::{Aggregation, Prepared, ShardContext, ShardPool, SourcePool, SourceWork};
+use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
-use crate::state::key::Meta;
+use crate::state::key::{Meta, Shard};
 use crate::state::store::{Batch, Scope, Store};
 use crate::time::parse_timestamp;
 use crate::watermark::{TrackerState, WatermarkTracker};
@@ -81,6 +83,12 @@ pub struct RunOptions {
     /// do not catch up and commits keep batching at the interval; while a
     /// commit runs, new input gathers for the next one (group commit).
     pub commit_when_caught_up: bool,
+    /// Workers of each kind (default 1: the version runs on one thread).
+    /// With `n > 1` the version runs `n` source workers and, for an
+    /// aggregate, `n` key-shard workers around a coordinating thread
+    /// ([`crate::parallel`]), with the same results; at most
+    /// [`crate::parallel::MAX_WORKERS`].
+    pub workers: usize,
 }
 
 impl Default for RunOptions {
@@ -94,6 +102,7 @@ impl Default for RunOptions {
             state_entries_max: 10_000_000,
             output_topics: TopicConfig::default(),
             commit_when_caught_up: true,
+            workers: 1,
         }
     }
 }
@@ -115,7 +124,9 @@ pub struct Runtime {
     pub(crate) watermark: WatermarkTracker,
     pub(crate) dedup: Option<Dedup>,
     pub(crate) join: Option<TableJoin>,
-    pub(crate) aggregate: Option<AggregateOp>,
+    pub(crate) aggregate: Option<Aggregation>,
+    /// Source workers, when the version runs in parallel.
+    pub(crate) sources: Option<SourcePool>,
     pub(crate) outbox: Vec<OutRecord>,
     pub(crate) outbox_seq: u64,
     pub(crate) last_commit: Instant,
@@ -127,8 +138,11 @@ pub struct Runtime {
     /// Largest append time among records processed since the last commit.
     pub(crate) newest_input_ms: Option<i64>,
     pub(crate) progress: Arc<Progress>,
-    /// The top-level fields the plan reads (`None`: decode whole values).
-    pub(crate) used_fields: Option<Arc<[String]>>,
+    /// Turns input records into events.
+    pub(crate) decoder: Decoder,
+    /// Stream records taken so far in this run: the place of each in the
+    /// processing order (orders side outputs; see [`OutRecord`]).
+    pub(crate) event_seq: u64,
 }
 
 impl Runtime {
@@ -183,19 +197,12 @@ impl Runtime {
                 .join
                 .clone()
                 .map(|j| TableJoin::new(j, state_cf.clone())),
-            aggregate: match &plan.operation {
-                Operation::Aggregate(spec) => Some(AggregateOp::new(
-                    spec.clone(),
-                    state_cf.clone(),
-                    scope.view_cf(),
-                    options.state_cache_entries,
-                    plan.sink != Sink::View,
-                    plan.sink == Sink::View,
-                )),
-                Operation::Project { .. } => None,
-            },
+            aggregate: aggregate_op(&plan, &scope, options.state_cache_entries)
+                .map(|op| Aggregation::Local(Box::new(op))),
+            sources: None,
             progress: Arc::new(Progress::new(partitions, &plan.name, version)),
-            used_fields: plan.used_fields().map(Arc::from),
+            decoder: Decoder::new(&plan),
+            event_seq: 0,
             plan,
             scope,
             log,
@@ -296,12 +303,61 @@ impl Runtime {
         if let Some(j) = &mut self.join {
             j.restore(&self.store)?;
         }
-        if let Some(a) = &mut self.aggregate {
-            a.restore(&self.store, watermark)?;
-        }
+        self.start_workers(partitions, watermark)?;
         self.progress
             .set_committed(self.order.stream_positions(), watermark);
         self.flush_pending_outbox()
+    }
+
+    /// Restores the aggregate's state as of the committed `watermark`: in
+    /// this thread, or — with several workers — in key-shard workers, each
+    /// its own key groups; starts the source workers.
+    fn start_workers(&mut self, partitions: usize, watermark: i64) -> Result<()> {
+        let workers = self.options.workers.clamp(1, crate::parallel::MAX_WORKERS);
+        if workers == 1 {
+            if let Some(Aggregation::Local(a)) = &mut self.aggregate {
+                a.restore(&self.store, watermark)?;
+            }
+            return Ok(());
+        }
+        let thread_name = format!("kappa-proc-{}@{}", self.scope.name, self.scope.version);
+        let cache = (self.options.state_cache_entries / workers).max(1);
+        let spec = match &self.plan.operation {
+            Operation::Aggregate(spec) => {
+                let ops = (0..workers)
+                    .filter_map(|_| aggregate_op(&self.plan, &self.scope, cache))
+                    .collect();
+                let context = ShardContext {
+                    store: self.store.clone(),
+                    progress: self.progress.clone(),
+                    late: self.plan.late.clone(),
+                };
+                self.aggregate = Some(Aggregation::Sharded(ShardPool::start(
+                    ops,
+                    watermark,
+                    context,
+                    &thread_name,
+                )?));
+                Some(spec.clone())
+            }
+            Operation::Project { .. } => None,
+        };
+        let stateless_first = self.plan.dedup.is_none() && self.plan.join.is_none();
+        let work = SourceWork {
+            decoder: self.decoder.clone(),
+            filter: self.plan.filter.clone().filter(|_| stateless_first),
+            route: spec
+                .filter(|_| self.plan.join.is_none())
+                .map(|spec| (spec, workers)),
+        };
+        self.sources = Some(SourcePool::start(
+            workers,
+            partitions,
+            work,
+            &self.progress,
+            &thread_name,
+        )?);
+        Ok(())
     }
 
     /// Entries waiting in memory for the next commit.
@@ -310,7 +366,7 @@ impl Runtime {
             + self
                 .aggregate
                 .as_ref()
-                .map_or(0, AggregateOp::pending_entries)
+                .map_or(0, Aggregation::pending_entries)
     }
 
     /// Fails with [`ProcessorError::StateLimit`] when the state in memory
@@ -319,7 +375,7 @@ impl Runtime {
         let entries = self
             .aggregate
             .as_ref()
-            .map_or(0, AggregateOp::memory_entries);
+            .map_or(0, Aggregation::memory_entries);
         let max = self.options.state_entries_max;
         if entries > max {
             return Err(ProcessorError::StateLimit(format!(
@@ -344,12 +400,21 @@ impl Runtime {
     pub fn poll_once(&mut self) -> Result<u64> {
         if let Some(a) = &mut self.aggregate {
             if !a.emits_changes() && self.progress.changes.is_enabled() {
-                a.set_emit_changes(true);
+                a.set_emit_changes(true)?;
             }
         }
         self.order.check_topics(&self.log)?;
         // Read before any fetch: every batch at or before it is readable.
         let complete = self.log.complete_up_to();
+        if self.sources.is_some() {
+            let (processed, drained) = self.poll_parallel(complete)?;
+            if drained {
+                self.advance_log_time(complete)?;
+            }
+            self.caught_up = drained && self.order.held_back().is_none();
+            self.progress.add_processed(processed);
+            return Ok(processed);
+        }
         let max_records = self.options.max_poll_records;
         let budget = max_records.saturating_mul(self.order.input_count() as u64);
         self.order.start_poll();
@@ -388,7 +453,7 @@ impl Runtime {
 
     /// Moves log time forward to `t` (never back) and applies what the
     /// watermark at `t` closes, expires and prunes.
-    fn advance_log_time(&mut self, t: i64) -> Result<()> {
+    pub(crate) fn advance_log_time(&mut self, t: i64) -> Result<()> {
         if t <= self.log_time {
             return Ok(());
         }
@@ -450,7 +515,7 @@ impl Runtime {
     }
 
     /// Applies a table batch's records to the join's table; returns how many.
-    fn apply_table_batch(&mut self, next: &NextBatch) -> u64 {
+    pub(crate) fn apply_table_batch(&mut self, next: &NextBatch) -> u64 {
         let Some(join) = &mut self.join else {
             return 0;
         };
@@ -476,71 +541,49 @@ impl Runtime {
         applied
     }
 
-    fn decode(&self, partition: u32, record: Record) -> Option<Event> {
-        let decoded = match &self.used_fields {
-            Some(names) => crate::event::decode_fields(&record.value, names)
-                .map(|values| (Value::Null, Some((names.clone(), values)))),
-            None => serde_json::from_slice(&record.value).map(|v| (v, None)),
-        };
-        let Ok((value, fields)) = decoded else {
-            self.progress.count_invalid();
-            return None;
-        };
-        let mut event = Event {
-            partition,
-            offset: record.offset,
-            record_timestamp: record.timestamp,
-            lossy_key: Event::lossy_key_of(record.key.as_deref()),
-            raw_key: record.key,
-            raw_value: record.value,
-            value,
-            fields,
-            event_time: record.timestamp,
-            joined: None,
-        };
-        for (name, ty) in &self.plan.source.typed_fields {
-            let value = crate::expr::Row::field(&event, std::slice::from_ref(name));
-            if value.is_some_and(|v| !crate::expr::conforms(v, *ty)) {
-                self.progress.count_invalid();
-                return None;
-            }
-        }
-        if let EventTime::Field(path) = &self.plan.source.event_time {
-            match crate::expr::Row::field(&event, path).and_then(parse_timestamp) {
-                Some(t) => event.event_time = t,
-                None => {
-                    self.progress.count_invalid();
-                    return None;
-                }
-            }
-        }
-        Some(event)
-    }
-
     /// Processes one record appended at `append_time` (its log time).
     fn process(&mut self, partition: u32, record: Record, append_time: i64) -> Result<()> {
-        let Some(mut event) = self.decode(partition, record) else {
-            return Ok(());
+        let prepared = match self.decoder.decode(partition, record, append_time) {
+            Decoded::Invalid => {
+                self.progress.count_invalid();
+                return Ok(());
+            }
+            Decoded::Future(event) => Prepared::Future(event),
+            Decoded::Valid(event) => Prepared::Event {
+                event,
+                shard: None,
+                filtered: false,
+            },
         };
-        if event.event_time > append_time.saturating_add(self.plan.source.max_future_ms) {
-            self.future_event(&event, append_time);
-            return Ok(());
-        }
-        // Lateness is judged against the watermark including this event
-        // (which closed windows before it is applied, so an event never
-        // lands in a window already closed — with several partitions, one
-        // event can move the watermark past its own windows). The event's
-        // own time never makes it late: its windows end after it. The
-        // watermark moves per record, so results do not depend on how
-        // records were batched into polls.
-        let watermark = self.watermark.current();
-        self.watermark
-            .observe(partition as usize, event.event_time, append_time);
-        self.log_time = self.log_time.max(append_time);
-        let advanced = self.watermark.watermark(self.log_time);
-        if advanced > watermark {
-            self.watermark_advanced(advanced)?;
-        }
+        self.process_prepared(partition, prepared, append_time)
+    }
+
+    /// Processes one decoded record of `partition`, appended at
+    /// `append_time`: the watermark, dedup, join, filter and the operation,
+    /// in the version's processing order.
+    pub(crate) fn process_prepared(
+        &mut self,
+        partition: u32,
+        prepared: Prepared,
+        append_time: i64,
+    ) -> Result<()> {
+        self.event_seq += 1;
+        let (mut event, shard, filtered) = match prepared {
+            Prepared::Future(event) => {
+                self.future_event(&event, append_time);
+                return Ok(());
+            }
+            Prepared::Filtered { event_time } => {
+                self.observe(partition, event_time, append_time)?;
+                return Ok(());
+            }
+            Prepared::Event {
+                event,
+                shard,
+                filtered,
+            } => (event, shard, filtered),
+        };
+        let advanced = self.observe(partition, event.event_time, append_time)?;
         if let Some(d) = &mut self.dedup {
             if d.is_duplicate(&event) {
                 self.progress.count_duplicate();
@@ -552,7 +595,7 @@ impl Runtime {
                 return Ok(());
             }
         }
-        if let Some(filter) = &self.plan.filter {
+        if let Some(filter) = self.plan.filter.as_ref().filter(|_| !filtered) {
             if !filter.is_true(&event) {
                 return Ok(());
             }
@@ -569,20 +612,54 @@ impl Runtime {
                         key: event.key_text().map(str::to_string),
                         value: Value::Object(row).to_string(),
                         timestamp: event.event_time,
+                        seq: self.event_seq,
                     });
                 }
             }
-            Operation::Aggregate(_) => {
-                let op = self
+            Operation::Aggregate(spec) => {
+                let late = match self
                     .aggregate
                     .as_mut()
-                    .expect("aggregate plans have the operator");
-                if op.apply(&self.store, &event, advanced)? == Outcome::Late {
+                    .expect("aggregate plans have the operator")
+                {
+                    Aggregation::Local(op) => {
+                        op.apply(&self.store, &event, advanced)? == Outcome::Late
+                    }
+                    Aggregation::Sharded(pool) => {
+                        let shard = shard.unwrap_or_else(|| {
+                            Shard::of_key(GroupOf::event(spec, &event).view_key(), pool.count())
+                        });
+                        pool.apply(shard, event, advanced, self.event_seq)?;
+                        return Ok(());
+                    }
+                };
+                if late {
                     self.late(&event);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Observes an event time of `partition` appended at `append_time`;
+    /// returns the watermark including it, having applied what its advance
+    /// closes. Lateness is judged against this watermark (which closed
+    /// windows before the event is applied, so an event never lands in a
+    /// window already closed — with several partitions, one event can move
+    /// the watermark past its own windows). The event's own time never
+    /// makes it late: its windows end after it. The watermark moves per
+    /// record, so results do not depend on how records were batched into
+    /// polls.
+    fn observe(&mut self, partition: u32, event_time: i64, append_time: i64) -> Result<i64> {
+        let watermark = self.watermark.current();
+        self.watermark
+            .observe(partition as usize, event_time, append_time);
+        self.log_time = self.log_time.max(append_time);
+        let advanced = self.watermark.watermark(self.log_time);
+        if advanced > watermark {
+            self.watermark_advanced(advanced)?;
+        }
+        Ok(advanced)
     }
 
     /// An event time beyond `MAX_FUTURE` of its append time: invalid,
@@ -600,12 +677,8 @@ impl Runtime {
         );
         self.progress.count_invalid();
         if let LateHandling::SideOutput(topic) = &self.plan.late {
-            self.outbox.push(OutRecord {
-                topic: topic.clone(),
-                key: event.key_text().map(str::to_string),
-                value: String::from_utf8_lossy(&event.raw_value).into_owned(),
-                timestamp: event.record_timestamp,
-            });
+            let record = OutRecord::side_output(topic, event, self.event_seq);
+            self.outbox.push(record);
         }
     }
 
@@ -614,12 +687,8 @@ impl Runtime {
             LateHandling::Drop => self.progress.count_late_dropped(),
             LateHandling::SideOutput(topic) => {
                 self.progress.count_late_side_output();
-                self.outbox.push(OutRecord {
-                    topic: topic.clone(),
-                    key: event.key_text().map(str::to_string),
-                    value: String::from_utf8_lossy(&event.raw_value).into_owned(),
-                    timestamp: event.record_timestamp,
-                });
+                let record = OutRecord::side_output(topic, event, self.event_seq);
+                self.outbox.push(record);
             }
         }
     }
@@ -706,5 +775,21 @@ impl Runtime {
     /// Input offsets processed so far (committed or not).
     pub fn positions(&self) -> &[u64] {
         self.order.stream_positions()
+    }
+}
+
+/// The aggregate operator of `plan` (`None` for a projection), holding at
+/// most `cache` clean slots in memory.
+fn aggregate_op(plan: &Plan, scope: &Scope, cache: usize) -> Option<AggregateOp> {
+    match &plan.operation {
+        Operation::Aggregate(spec) => Some(AggregateOp::new(
+            spec.clone(),
+            scope.state_cf(),
+            scope.view_cf(),
+            cache,
+            plan.sink != Sink::View,
+            plan.sink == Sink::View,
+        )),
+        Operation::Project { .. } => None,
     }
 }

@@ -2,13 +2,14 @@
 //! `golden/<case>.expected.jsonl` — view rows, or records of the output
 //! topic — and so must the same input run through random crashes and
 //! restarts (crash without commit, crash after the RocksDB commit, crash
-//! after the output append).
+//! after the output append) — on one thread and with 2 and 4 workers
+//! (issue 14: output topics get the same records in the same order).
 
 mod common;
 
 use std::time::Duration;
 
-use common::{parse_steps, run_steps};
+use common::{parse_steps, run_steps_with};
 use kappa_processor::dsl::{self, Hopping, Pipeline, Session, Tumbling};
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::{JoinKind, Plan, Sink};
@@ -39,17 +40,26 @@ fn golden(name: &str) -> (String, Vec<Value>) {
     )
 }
 
-/// Runs the case plainly and with three crash schedules; all must match.
+/// Worker counts every case runs with.
+const WORKERS: [usize; 3] = [1, 2, 4];
+
+/// Runs the case plainly and with three crash schedules, with each of
+/// [`WORKERS`]; all must match.
 fn check(name: &str, plan: Plan) {
     let (input, expected) = golden(name);
     let steps = parse_steps(&input, &plan.source.topic);
-    for seed in [None, Some(1), Some(2), Some(3)] {
-        let h = run_steps(&plan, &steps, seed);
-        let got = match &plan.sink {
-            Sink::View => h.view_rows(&plan),
-            Sink::Topic(t) => h.topic_records(t),
-        };
-        assert_eq!(got, expected, "case {name}, crash schedule {seed:?}");
+    for workers in WORKERS {
+        for seed in [None, Some(1), Some(2), Some(3)] {
+            let h = run_steps_with(&plan, &steps, seed, workers);
+            let got = match &plan.sink {
+                Sink::View => h.view_rows(&plan),
+                Sink::Topic(t) => h.topic_records(t),
+            };
+            assert_eq!(
+                got, expected,
+                "case {name}, crash schedule {seed:?}, {workers} workers"
+            );
+        }
     }
 }
 
@@ -158,13 +168,19 @@ fn late_events_go_to_the_side_output_topic() {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-    for seed in [None, Some(4), Some(5)] {
-        let h = run_steps(&plan, &parse_steps(&input, "purchases"), seed);
+    for (workers, seed) in WORKERS
+        .into_iter()
+        .flat_map(|w| [None, Some(4), Some(5)].map(|seed| (w, seed)))
+    {
+        let h = run_steps_with(&plan, &parse_steps(&input, "purchases"), seed, workers);
         let got: Vec<Value> = h
             .topic_records("purchases_late")
             .into_iter()
             .map(|r| serde_json::json!({"key": r["key"], "value": r["value"]}))
             .collect();
-        assert_eq!(got, expected, "side output, crash schedule {seed:?}");
+        assert_eq!(
+            got, expected,
+            "side output, crash schedule {seed:?}, {workers} workers"
+        );
     }
 }

@@ -5,8 +5,14 @@
 //! late/duplicate/invalid counts of the same definition replayed from the
 //! earliest offsets afterwards — also when the live version crashes and
 //! resumes from its last commit in between (rows only then: counters are
-//! kept in memory). Tumbling, hopping and session aggregates,
-//! and stream-table joins (non-windowed and windowed).
+//! kept in memory). Tumbling (filtered), hopping and session aggregates,
+//! a deduplicated aggregate, and stream-table joins (non-windowed and
+//! windowed).
+//!
+//! Issue 14: the live run, every restart and the replay each use 1, 2 or
+//! 4 workers (source and key-shard workers, `kappa_processor::parallel`),
+//! drawn at random, and a replay on one thread must give the same rows and
+//! counts: a parallel version's results are the single-threaded engine's.
 //!
 //! Log time is a manual clock, so the gaps take no wall time.
 
@@ -34,6 +40,8 @@ enum Op {
     /// A purchase on a stream partition at event time `clock + skew`.
     Event {
         partition: u32,
+        /// Its id (few ids: duplicates are frequent).
+        id: u8,
         user: u8,
         amount: i64,
         skew: i64,
@@ -45,18 +53,24 @@ enum Op {
     /// The live version polls (and commits when `commit`).
     Poll { commit: bool },
     /// The live version crashes (what it did since its last commit is
-    /// lost) and is opened again from its last commit.
-    Restart,
+    /// lost) and is opened again from its last commit, with this many
+    /// workers.
+    Restart { workers: usize },
+}
+
+/// Worker counts tried.
+fn workers() -> impl Strategy<Value = usize> {
+    prop_oneof![Just(1usize), Just(2), Just(4)]
 }
 
 fn ops(partitions: u32) -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
-        5 => (0..partitions, 0u8..4, 1i64..50, -3_000i64..500)
-            .prop_map(|(partition, user, amount, skew)| Op::Event { partition, user, amount, skew }),
+        5 => (0..partitions, 0u8..24, 0u8..4, 1i64..50, -3_000i64..500)
+            .prop_map(|(partition, id, user, amount, skew)| Op::Event { partition, id, user, amount, skew }),
         2 => (0u8..4, 0u8..3, -2_000i64..200).prop_map(|(user, tier, skew)| Op::Tier { user, tier, skew }),
         3 => prop_oneof![0i64..50, 200i64..1_500, Just(IDLE_MS as i64), 2_000i64..5_000].prop_map(Op::Gap),
         3 => any::<bool>().prop_map(|commit| Op::Poll { commit }),
-        1 => Just(Op::Restart),
+        1 => workers().prop_map(|workers| Op::Restart { workers }),
     ];
     proptest::collection::vec(op, 1..80)
 }
@@ -73,7 +87,9 @@ fn plans() -> Vec<Plan> {
     let sums = || [dsl::count("n"), dsl::sum("spent", Expr::field("amount"))];
     let joined = || source().join_table("tiers", Expr::field("user"), "t", JoinKind::Left);
     vec![
-        per_user()
+        source()
+            .filter(Expr::field("amount").gt(Expr::lit(5)))
+            .key_by([("user", Expr::field("user"))])
             .window(Tumbling::of(Duration::from_secs(2)))
             .grace(Duration::from_millis(500))
             .aggregate(sums())
@@ -91,6 +107,12 @@ fn plans() -> Vec<Plan> {
             .window(Session::with_gap(Duration::from_millis(1_500)))
             .aggregate(sums())
             .to_view("sessions"),
+        source()
+            .dedup_by(Expr::field("id"), Duration::from_secs(2))
+            .key_by([("user", Expr::field("user"))])
+            .window(Tumbling::of(Duration::from_secs(2)))
+            .aggregate(sums())
+            .to_view("dedup"),
         joined()
             .key_by([("tier", Expr::field("t.tier"))])
             .aggregate(sums())
@@ -160,10 +182,11 @@ impl World {
         self.io.block_on(t.produce(vec![record], None)).unwrap();
     }
 
-    fn open(&self, plan: &Plan, version: u64) -> Runtime {
+    fn open(&self, plan: &Plan, version: u64, workers: usize) -> Runtime {
         let options = RunOptions {
             // Small polls: live runs stop in the middle of the input often.
             max_poll_records: 3,
+            workers,
             ..RunOptions::default()
         };
         Runtime::open(
@@ -215,17 +238,24 @@ impl World {
     }
 }
 
-/// Runs `ops` live against every plan, then replays each from earliest;
-/// returns the first disagreement.
-fn live_equals_replay(partitions: u32, table_partitions: u32, ops: &[Op]) -> Result<(), String> {
+/// Runs `ops` live against every plan with `workers[0]` workers, then
+/// replays each from earliest with `workers[1]` and with one; returns the
+/// first disagreement.
+fn live_equals_replay(
+    partitions: u32,
+    table_partitions: u32,
+    ops: &[Op],
+    workers: [usize; 2],
+) -> Result<(), String> {
     let world = World::new(partitions, table_partitions);
     let plans = plans();
-    let mut live: Vec<Runtime> = plans.iter().map(|p| world.open(p, 1)).collect();
+    let mut live: Vec<Runtime> = plans.iter().map(|p| world.open(p, 1, workers[0])).collect();
     for op in ops {
         let now = world.time.get();
         match *op {
             Op::Event {
                 partition,
+                id,
                 user,
                 amount,
                 skew,
@@ -233,7 +263,7 @@ fn live_equals_replay(partitions: u32, table_partitions: u32, ops: &[Op]) -> Res
                 "buys",
                 Some(partition),
                 format!("u{user}"),
-                json!({"user": format!("u{user}"), "amount": amount, "ts": now + skew}),
+                json!({"id": id, "user": format!("u{user}"), "amount": amount, "ts": now + skew}),
             ),
             Op::Tier { user, tier, skew } => world.append(
                 "tiers",
@@ -250,26 +280,35 @@ fn live_equals_replay(partitions: u32, table_partitions: u32, ops: &[Op]) -> Res
                     }
                 }
             }
-            Op::Restart => {
+            Op::Restart { workers } => {
                 drop(live);
-                live = plans.iter().map(|p| world.open(p, 1)).collect();
+                live = plans.iter().map(|p| world.open(p, 1, workers)).collect();
             }
         }
     }
     // Counters are kept in memory: a restart starts them again.
-    let restarted = ops.iter().any(|op| matches!(op, Op::Restart));
+    let restarted = ops.iter().any(|op| matches!(op, Op::Restart { .. }));
     // The last appends are complete once their millisecond has passed.
     world.time.advance(1);
     for (plan, rt) in plans.iter().zip(&mut live) {
         world.drain(rt);
-        let mut replay = world.open(plan, 2);
+        let mut replay = world.open(plan, 2, workers[1]);
         world.drain(&mut replay);
+        let mut single = world.open(plan, 3, 1);
+        world.drain(&mut single);
         let (live_rows, live_counts) = world.outcome(rt, &plan.name, 1);
         let (replay_rows, replay_counts) = world.outcome(&replay, &plan.name, 2);
+        let (single_rows, single_counts) = world.outcome(&single, &plan.name, 3);
         if live_rows != replay_rows || (!restarted && live_counts != replay_counts) {
             return Err(format!(
-                "{}: live {live_counts:?} {live_rows:#?}\nreplay {replay_counts:?} {replay_rows:#?}",
-                plan.name
+                "{}: live ({} workers) {live_counts:?} {live_rows:#?}\nreplay ({} workers) {replay_counts:?} {replay_rows:#?}",
+                plan.name, workers[0], workers[1]
+            ));
+        }
+        if replay_rows != single_rows || replay_counts != single_counts {
+            return Err(format!(
+                "{}: replay ({} workers) {replay_counts:?} {replay_rows:#?}\none thread {single_counts:?} {single_rows:#?}",
+                plan.name, workers[1]
             ));
         }
     }
@@ -282,8 +321,10 @@ proptest! {
     fn a_replay_from_earliest_equals_the_live_run(
         (partitions, ops) in (2u32..=4).prop_flat_map(|p| (Just(p), ops(p))),
         table_partitions in 1u32..=2,
+        live_workers in workers(),
+        replay_workers in workers(),
     ) {
-        if let Err(e) = live_equals_replay(partitions, table_partitions, &ops) {
+        if let Err(e) = live_equals_replay(partitions, table_partitions, &ops, [live_workers, replay_workers]) {
             prop_assert!(false, "{}", e);
         }
     }
@@ -299,13 +340,13 @@ proptest! {
 fn an_event_on_a_partition_idle_in_log_time_is_late_in_the_replay_too() {
     let world = World::new(2, 1);
     let plan = plans().remove(0);
-    let mut live = world.open(&plan, 1);
+    let mut live = world.open(&plan, 1, 1);
     let event = |partition: u32, ts: i64| {
         world.append(
             "buys",
             Some(partition),
             "u1".into(),
-            json!({"user": "u1", "amount": 1, "ts": ts}),
+            json!({"user": "u1", "amount": 10, "ts": ts}),
         )
     };
     let t0 = world.time.get();
@@ -317,7 +358,7 @@ fn an_event_on_a_partition_idle_in_log_time_is_late_in_the_replay_too() {
     event(1, t0 + 100);
     world.time.advance(1);
     world.drain(&mut live);
-    let mut replay = world.open(&plan, 2);
+    let mut replay = world.open(&plan, 2, 2);
     world.drain(&mut replay);
     let (live_rows, live_counts) = world.outcome(&live, &plan.name, 1);
     let (replay_rows, replay_counts) = world.outcome(&replay, &plan.name, 2);

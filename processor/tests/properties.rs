@@ -4,14 +4,15 @@
 //! a naive recomputation over exactly the events that were neither late nor
 //! duplicates; so does a session-window view; with EMIT FINAL, rows exist
 //! only for closed windows. Runs with and without random crashes (crash runs
-//! keep one state entry cached, so state is read back from the store).
+//! keep one state entry cached, so state is read back from the store), on
+//! one thread and with 2 and 4 workers (issue 14).
 
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use common::{run_steps, Step};
+use common::{run_steps_with, Step};
 use kappa_processor::dsl::{self, Hopping, Pipeline, Session, Tumbling};
 use kappa_processor::expr::Expr;
 use proptest::prelude::*;
@@ -134,8 +135,11 @@ proptest! {
             .grace(Duration::from_millis(grace as u64));
         let grouped = if emit_final { grouped.emit_final() } else { grouped };
         let plan = grouped.aggregate([dsl::count("n"), dsl::sum("total", Expr::field("amount"))]).to_view("v");
-        let h = run_steps(&plan, &produce_steps(&inputs), crash);
-        prop_assert_eq!(h.view_rows(&plan), naive(&inputs, delay, grace, emit_final, advance));
+        let expected = naive(&inputs, delay, grace, emit_final, advance);
+        for workers in [1, 2, 4] {
+            let h = run_steps_with(&plan, &produce_steps(&inputs), crash, workers);
+            prop_assert_eq!(h.view_rows(&plan), expected.clone(), "{} workers", workers);
+        }
     }
 }
 
@@ -224,7 +228,10 @@ proptest! {
             .grace(Duration::from_millis(grace as u64));
         let grouped = if emit_final { grouped.emit_final() } else { grouped };
         let plan = grouped.aggregate([dsl::count("n"), dsl::sum("total", Expr::field("amount"))]).to_view("v");
-        let h = run_steps(&plan, &produce_steps(&inputs), crash);
-        prop_assert_eq!(h.view_rows(&plan), naive_sessions(&inputs, delay, grace, gap, emit_final));
+        let expected = naive_sessions(&inputs, delay, grace, gap, emit_final);
+        for workers in [1, 2, 4] {
+            let h = run_steps_with(&plan, &produce_steps(&inputs), crash, workers);
+            prop_assert_eq!(h.view_rows(&plan), expected.clone(), "{} workers", workers);
+        }
     }
 }

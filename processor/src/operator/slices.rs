@@ -536,14 +536,18 @@ impl Slices {
     }
 
     /// Rebuilds the index from the store: every stored slice is known as
-    /// evicted, read back when used; each group's form is its stored one.
-    pub fn restore(&mut self, store: &Store) -> Result<()> {
+    /// evicted, read back when used; each group's form is its stored one. Only the groups `owns`
+    /// accepts are restored (a key-shard worker's own).
+    pub fn restore(&mut self, store: &Store, owns: &dyn Fn(&[u8]) -> bool) -> Result<()> {
         let cf = self.cf.clone();
         let (lower, upper) = key::namespace(ns::ACCUMULATOR);
         self.evicted_any = true;
         store.for_each_entry(&cf, &lower, Some(&upper), |k, v| {
             let (group, start, _) =
                 key::decode_slice(k).ok_or_else(|| corrupt(&cf, "bad slice key"))?;
+            if !owns(&group) {
+                return Ok(());
+            }
             let form = slot::form_of(v).ok_or_else(|| corrupt(&cf, "bad slice value"))?;
             // Keys come in group, then start order: the first is the earliest.
             match self.groups.entry(GroupKey::from_vec(group)) {

@@ -43,6 +43,62 @@
 //! So all windows of one key form one contiguous range, ordered by start,
 //! and a key's rows never interleave with another key's.
 
+/// Key groups: how a version's keyed state is split among its workers.
+///
+/// Every view key (the group's key bytes, before [`plain`]/[`windowed`]
+/// encoding) belongs to one of [`KEY_GROUPS`] key groups, `crc32(view key)
+/// mod KEY_GROUPS` ([`key_group`]) — a pure function of the key, the same
+/// on every machine and in every release. A version running with `n`
+/// key-shard workers gives worker `i` the contiguous key groups
+/// `[i * KEY_GROUPS / n, (i + 1) * KEY_GROUPS / n)` ([`Shard`]), as Flink
+/// splits its key groups among subtasks; so a version can restart with
+/// another number of workers and each finds its state by key group, and a
+/// shard's state can be iterated (and one day moved) by selecting the rows,
+/// slices and hopping groups whose view key falls in its key groups. The
+/// keys themselves carry no shard prefix: a view's rows stay ordered by
+/// key for readers, and the layout does not change with the number of
+/// workers. Dedup ids and join table rows are not sharded (the
+/// coordinating thread keeps them; see `crate::parallel`).
+pub const KEY_GROUPS: u32 = 128;
+
+/// The key group of `view_key` (see [`KEY_GROUPS`]).
+pub fn key_group(view_key: &[u8]) -> u32 {
+    crc32fast::hash(view_key) % KEY_GROUPS
+}
+
+/// One key-shard worker's slice of the key groups: worker `index` of
+/// `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This worker's number, `0..count`.
+    pub index: usize,
+    /// Number of key-shard workers (at most [`KEY_GROUPS`]).
+    pub count: usize,
+}
+
+impl Shard {
+    /// The worker owning key group `group` among `count` workers.
+    pub fn of_group(group: u32, count: usize) -> usize {
+        group as usize * count / KEY_GROUPS as usize
+    }
+
+    /// The worker owning `view_key` among `count` workers.
+    pub fn of_key(view_key: &[u8], count: usize) -> usize {
+        Shard::of_group(key_group(view_key), count)
+    }
+
+    /// The key groups this worker owns, `[first, end)`.
+    pub fn key_groups(&self) -> std::ops::Range<u32> {
+        let bound = |i: usize| (i * KEY_GROUPS as usize).div_ceil(self.count) as u32;
+        bound(self.index)..bound(self.index + 1)
+    }
+
+    /// True if this worker owns `view_key`.
+    pub fn owns(&self, view_key: &[u8]) -> bool {
+        Shard::of_key(view_key, self.count) == self.index
+    }
+}
+
 /// Namespaces inside a `.state` column family (first key byte).
 pub mod ns {
     /// Aggregate accumulators: hopping slices by group key and slice.
@@ -406,6 +462,18 @@ mod tests {
             let mut bytewise = keys;
             bytewise.sort();
             prop_assert_eq!(by_prefix, bytewise);
+        }
+
+        #[test]
+        fn shards_own_their_key_groups_and_nothing_else(key in proptest::collection::vec(any::<u8>(), 0..20), count in 1usize..=KEY_GROUPS as usize) {
+            let group = key_group(&key);
+            let owner = Shard::of_key(&key, count);
+            prop_assert!(owner < count);
+            for index in 0..count {
+                let shard = Shard { index, count };
+                prop_assert_eq!(shard.owns(&key), index == owner);
+                prop_assert_eq!(shard.key_groups().contains(&group), index == owner);
+            }
         }
 
         #[test]

@@ -109,6 +109,21 @@ impl Batch {
         start..self.data.len()
     }
 
+    /// Appends `other`'s operations after this batch's.
+    pub fn append(&mut self, other: Batch) {
+        let base = self.data.len();
+        let shift = |r: std::ops::Range<usize>| r.start + base..r.end + base;
+        let cfs: Vec<usize> = other.cfs.iter().map(|cf| self.cf_index(cf)).collect();
+        self.data.extend_from_slice(&other.data);
+        self.ops.extend(
+            other
+                .ops
+                .into_iter()
+                .map(|(cf, key, value)| (cfs[cf], shift(key), value.map(shift))),
+        );
+        self.bytes += other.bytes;
+    }
+
     /// Sets `key` to `value` in `cf`.
     pub fn put(&mut self, cf: &str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         let (key, value) = (key.as_ref(), value.as_ref());

@@ -201,6 +201,16 @@ impl Lcg {
 /// write, or after the output append); such runs keep one state entry
 /// cached. Returns the harness for reading.
 pub fn run_steps(plan: &Plan, steps: &[Step], crash_seed: Option<u64>) -> Harness {
+    run_steps_with(plan, steps, crash_seed, 1)
+}
+
+/// [`run_steps`] with a version of `workers` workers (every restart too).
+pub fn run_steps_with(
+    plan: &Plan,
+    steps: &[Step],
+    crash_seed: Option<u64>,
+    workers: usize,
+) -> Harness {
     let mut h = Harness::new();
     h.create_topic(&plan.source.topic, 1);
     for step in steps {
@@ -219,6 +229,7 @@ pub fn run_steps(plan: &Plan, steps: &[Step], crash_seed: Option<u64>) -> Harnes
         } else {
             RunOptions::default().state_cache_entries
         },
+        workers,
         ..RunOptions::default()
     };
     let mut rng = Lcg(crash_seed.unwrap_or(0));

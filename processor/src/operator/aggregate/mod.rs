@@ -110,6 +110,9 @@ pub struct AggregateOp {
     ready: HashMap<Vec<u8>, Option<Value>>,
     /// Hopping rows to write at the next flush (`None` = delete).
     row_writes: Vec<(SlotKey, Option<RowValue>)>,
+    /// The key-shard worker this operator is (`None`: it holds every
+    /// group): restore loads only the groups it owns.
+    owner: Option<key::Shard>,
 }
 
 /// A slot's row key, kept inline up to 32 bytes: comparing and hashing
@@ -243,6 +246,45 @@ pub(crate) fn corrupt(cf: &str, reason: impl Into<String>) -> ProcessorError {
     }
 }
 
+/// An event's group: its GROUP BY values and the view key they render to.
+pub(crate) struct GroupOf<'e> {
+    /// The values (a group by one field borrows the event's value).
+    values: Cow<'e, [Value]>,
+    /// The view key when it is not a single string value itself.
+    rendered: Option<String>,
+}
+
+impl<'e> GroupOf<'e> {
+    /// `event`'s group under `spec`.
+    pub(crate) fn event(spec: &AggregateSpec, event: &'e Event) -> GroupOf<'e> {
+        let values: Cow<'e, [Value]> = match &spec.group_by[..] {
+            [Expr::Field(path)] => {
+                Cow::Borrowed(std::slice::from_ref(event.field(path).unwrap_or(&NULL)))
+            }
+            exprs => Cow::Owned(exprs.iter().map(|e| e.eval(event)).collect()),
+        };
+        let rendered = match &values[..] {
+            [Value::String(_)] => None,
+            other => Some(view_key(other)),
+        };
+        GroupOf { values, rendered }
+    }
+
+    /// The shape of the group's values.
+    fn form(&self) -> GroupForm {
+        GroupForm::of(&self.values)
+    }
+
+    /// The view key's bytes ([`view_key`]).
+    pub(crate) fn view_key(&self) -> &[u8] {
+        match (&self.rendered, &self.values[..]) {
+            (Some(k), _) => k.as_bytes(),
+            (None, [Value::String(s)]) => s.as_bytes(),
+            _ => unreachable!("a non-string group has a rendered key"),
+        }
+    }
+}
+
 /// The key a group's rows are found under: a single string group value as
 /// itself, anything else as JSON text (a JSON array for several columns).
 /// Groups with the same text (`42` and `"42"`) are the same group.
@@ -353,7 +395,20 @@ impl AggregateOp {
             changed: HashSet::default(),
             ready: HashMap::default(),
             row_writes: Vec::new(),
+            owner: None,
         }
+    }
+
+    /// The same operator as key-shard worker `shard`: it is given only the
+    /// events of the groups it owns, and restores only those.
+    pub fn for_shard(mut self, shard: key::Shard) -> Self {
+        self.owner = Some(shard);
+        self
+    }
+
+    /// True if this operator holds `view_key`'s group.
+    fn owns(&self, view_key: &[u8]) -> bool {
+        self.owner.is_none_or(|shard| shard.owns(view_key))
     }
 
     /// Entries held in memory until a commit writes them: dirty slots and
@@ -505,25 +560,8 @@ impl AggregateOp {
 
     /// Applies an event, given the watermark before it.
     pub fn apply(&mut self, store: &Store, event: &Event, watermark: i64) -> Result<Outcome> {
-        // A group by one field borrows the event's value; others are evaluated.
-        let evaluated: Vec<Value>;
-        let group: &[Value] = match &self.spec.group_by[..] {
-            [Expr::Field(path)] => std::slice::from_ref(event.field(path).unwrap_or(&NULL)),
-            exprs => {
-                evaluated = exprs.iter().map(|e| e.eval(event)).collect();
-                &evaluated
-            }
-        };
-        let form = GroupForm::of(group);
-        let rendered = match group {
-            [Value::String(_)] => None,
-            other => Some(view_key(other)),
-        };
-        let vk: &[u8] = match (&rendered, group) {
-            (Some(k), _) => k.as_bytes(),
-            (None, [Value::String(s)]) => s.as_bytes(),
-            _ => unreachable!("a non-string group has a rendered key"),
-        };
+        let group = GroupOf::event(&self.spec, event);
+        let (form, vk) = (group.form(), group.view_key());
         let et = event.event_time;
         let Some((window, grace, emit)) = self.window_spec() else {
             let k = key::plain(vk);

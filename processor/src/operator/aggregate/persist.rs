@@ -116,8 +116,10 @@ impl AggregateOp {
         let Some((window, grace, _)) = self.window_spec() else {
             return Ok(());
         };
+        let owner = self.owner;
+        let owns = |group: &[u8]| owner.is_none_or(|shard| shard.owns(group));
         if let Some(slices) = &mut self.hopping {
-            slices.restore(store)?;
+            slices.restore(store, &owns)?;
         }
         if let WindowSpec::Hopping {
             size_ms,
@@ -136,6 +138,9 @@ impl AggregateOp {
         store.for_each_key(&rows_cf, &[], None, |k| {
             let (group, start, end) =
                 key::decode_windowed(&k).ok_or_else(|| corrupt(&rows_cf, "bad row key"))?;
+            if !self.owns(&group) {
+                return Ok(());
+            }
             let w = Window { start, end };
             let close_at = end.saturating_add(grace);
             if self.hopping.is_some() || close_at <= watermark {

@@ -1,0 +1,141 @@
+//! One version on several threads: source workers and key-shard workers
+//! around a coordinating thread, with results identical to the
+//! single-threaded engine.
+//!
+//! ```text
+//!              batches in log order               events with their watermark
+//!  InputOrder ──────────────► source workers ──► coordinator ──────────────► shard 0
+//!  (coordinator)  (dealt out)  decode, filter,    watermark,    by key group  shard 1
+//!                              key shard          dedup, join,                 ...
+//!                                                 sequence, commit
+//! ```
+//!
+//! * **Order.** The coordinator reads batches in the deterministic log
+//!   order ([`crate::order`]) and deals them to source workers (by
+//!   partition when there are as many partitions as workers, else in
+//!   turn), keeping a bounded number in flight; it takes the prepared
+//!   records back in the order it dealt them. So the coordinator sees
+//!   exactly the record sequence the single-threaded engine processes.
+//! * **Source workers** decode ([`crate::decoder`]), and when no dedup or
+//!   join comes first, apply the filter and compute each event's key shard
+//!   ([`crate::state::key::Shard`]): the per-record work that needs no state.
+//! * **The coordinator** does what needs the whole sequence and is cheap:
+//!   it moves the watermark per record (every record, filtered or not, as
+//!   before), drops duplicates, joins the table (and then filters and
+//!   routes), and sends each event to the shard owning its group together
+//!   with the watermark the single-threaded engine applies it with.
+//! * **Key-shard workers** ([`shard`]) own disjoint key groups of the
+//!   aggregate state and apply their events in the order sent; a shard
+//!   closes windows up to the watermark that came with each event, and up
+//!   to the commit's watermark before a flush. Per group, a shard sees the
+//!   same events with the same watermarks, in the same order, as the one
+//!   operator of the single-threaded engine — and a group's rows depend on
+//!   nothing else — so its rows are the same.
+//! * **Exactly once.** A commit is a barrier: every shard applies what it
+//!   was sent and flushes its dirty state into its own batch; the
+//!   coordinator appends the shards' batches to one RocksDB write together
+//!   with the input offsets, watermark, log time, dedup and table state and
+//!   the outbox ([`crate::commit`]). A crash before that write loses only
+//!   uncommitted work, replayed from the committed offsets; after it, the
+//!   commit holds every shard. Restarting (with any number of shards),
+//!   each shard restores the groups of its key groups.
+//! * **Outputs.** Row changes of a commit are handed out in row-key order
+//!   as one operator does; late events sent to a side output carry their
+//!   place in the processing order and are put back in it.
+//!
+//! Derived streams (no aggregate) use the source workers only; their
+//! output keeps the input's order.
+
+pub(crate) mod shard;
+pub(crate) mod source;
+
+pub(crate) use shard::{ShardContext, ShardPool};
+pub(crate) use source::{Prepared, SourcePool, SourceWork};
+
+/// Most workers of each kind a version runs with (a shard needs at least
+/// one key group).
+pub const MAX_WORKERS: usize = crate::state::key::KEY_GROUPS as usize;
+
+use crate::commit::OutRecord;
+use crate::error::Result;
+use crate::operator::aggregate::AggregateOp;
+use crate::operator::RowChange;
+use crate::state::store::{Batch, Store};
+
+mod coordinator;
+
+/// A version's aggregate state: one operator on the version's thread, or
+/// key-shard workers.
+pub(crate) enum Aggregation {
+    /// One operator holding every group (boxed: it is large, and the
+    /// enum is matched per event only through a reference).
+    Local(Box<AggregateOp>),
+    /// Key-shard workers, each holding its key groups.
+    Sharded(ShardPool),
+}
+
+impl Aggregation {
+    /// True if row changes are computed.
+    pub(crate) fn emits_changes(&self) -> bool {
+        match self {
+            Aggregation::Local(op) => op.emits_changes(),
+            Aggregation::Sharded(pool) => pool.emits_changes(),
+        }
+    }
+
+    /// Starts (or stops) computing row changes.
+    pub(crate) fn set_emit_changes(&mut self, on: bool) -> Result<()> {
+        match self {
+            Aggregation::Local(op) => op.set_emit_changes(on),
+            Aggregation::Sharded(pool) => pool.set_emit_changes(on)?,
+        }
+        Ok(())
+    }
+
+    /// The watermark moved to `watermark`: closes windows (shards do it
+    /// when they next apply or flush).
+    pub(crate) fn advance(&mut self, store: &Store, watermark: i64) -> Result<()> {
+        match self {
+            Aggregation::Local(op) => op.advance(store, watermark),
+            Aggregation::Sharded(pool) => {
+                pool.advance(watermark);
+                Ok(())
+            }
+        }
+    }
+
+    /// Hands out the row changes since the last flush (in row-key order)
+    /// and flushes dirty state into `batch`; returns them, the rows written
+    /// and late events for the side output (shards only; one operator's
+    /// are handled as they happen).
+    pub(crate) fn flush(
+        &mut self,
+        store: &Store,
+        batch: &mut Batch,
+    ) -> Result<(Vec<RowChange>, u64, Vec<OutRecord>)> {
+        match self {
+            Aggregation::Local(op) => {
+                let changes = op.take_changes(store)?;
+                let rows = op.flush(batch);
+                Ok((changes, rows, Vec::new()))
+            }
+            Aggregation::Sharded(pool) => pool.flush(batch),
+        }
+    }
+
+    /// Entries held in memory for the next commit.
+    pub(crate) fn pending_entries(&self) -> usize {
+        match self {
+            Aggregation::Local(op) => op.pending_entries(),
+            Aggregation::Sharded(pool) => pool.pending_entries(),
+        }
+    }
+
+    /// State entries in memory.
+    pub(crate) fn memory_entries(&self) -> usize {
+        match self {
+            Aggregation::Local(op) => op.memory_entries(),
+            Aggregation::Sharded(pool) => pool.memory_entries(),
+        }
+    }
+}

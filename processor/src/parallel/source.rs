@@ -1,0 +1,215 @@
+//! Source workers: decode a batch's records ([`crate::decoder`]), and —
+//! when nothing stateful comes before them — apply the filter and compute
+//! the key shard of each event, in parallel; the coordinator takes the
+//! results back in the order it handed the batches out.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::decoder::{Decoded, Decoder};
+use crate::error::{ProcessorError, Result};
+use crate::event::Event;
+use crate::expr::Expr;
+use crate::operator::aggregate::GroupOf;
+use crate::order::NextBatch;
+use crate::plan::AggregateSpec;
+use crate::progress::{Progress, WorkerProgress, WorkerRole};
+use crate::state::key::Shard;
+
+/// A record as a source worker hands it to the coordinator.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// Its event time is beyond `MAX_FUTURE` of its append time.
+    Future(Event),
+    /// It failed the filter, applied early: only its event time matters
+    /// (it still moves the watermark).
+    Filtered {
+        /// Event time.
+        event_time: i64,
+    },
+    /// An event to process.
+    Event {
+        /// The event.
+        event: Event,
+        /// The key shard its group belongs to, when the source computed it.
+        shard: Option<usize>,
+        /// The filter was applied (and passed).
+        filtered: bool,
+    },
+}
+
+/// What a source worker does beyond decoding, fixed per version.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceWork {
+    /// Decodes records.
+    pub(crate) decoder: Decoder,
+    /// The filter, when nothing stateful (dedup, join) comes before it.
+    pub(crate) filter: Option<Expr>,
+    /// The aggregate and the number of key shards, when the group key can
+    /// be computed from the record alone (no join).
+    pub(crate) route: Option<(AggregateSpec, usize)>,
+}
+
+impl SourceWork {
+    /// The number of records of `batch`, and those valid, prepared
+    /// (invalid ones are counted in `progress`).
+    fn prepare(&self, batch: &NextBatch, progress: &Progress) -> (u64, Vec<Prepared>) {
+        let append_time = batch.batch.append_time();
+        let mut out = Vec::with_capacity((batch.to - batch.from) as usize);
+        let mut records = 0;
+        for record in batch.records() {
+            records += 1;
+            let event = match self.decoder.decode(batch.partition, record, append_time) {
+                Decoded::Invalid => {
+                    progress.count_invalid();
+                    continue;
+                }
+                Decoded::Future(event) => {
+                    out.push(Prepared::Future(event));
+                    continue;
+                }
+                Decoded::Valid(event) => event,
+            };
+            if let Some(filter) = &self.filter {
+                if !filter.is_true(&event) {
+                    out.push(Prepared::Filtered {
+                        event_time: event.event_time,
+                    });
+                    continue;
+                }
+            }
+            let shard = self.route.as_ref().map(|(spec, shards)| {
+                Shard::of_key(GroupOf::event(spec, &event).view_key(), *shards)
+            });
+            out.push(Prepared::Event {
+                event,
+                shard,
+                filtered: self.filter.is_some(),
+            });
+        }
+        (records, out)
+    }
+}
+
+/// A batch handed to a source worker.
+struct Job {
+    batch: NextBatch,
+}
+
+/// The coordinator's handle on a version's source workers.
+pub(crate) struct SourcePool {
+    jobs: Vec<Sender<Job>>,
+    results: Vec<Receiver<(u64, Vec<Prepared>)>>,
+    /// The worker of each batch handed out and not yet taken back, oldest
+    /// first.
+    in_flight: VecDeque<usize>,
+    /// Partitions read; a partition's batches go to worker `p % workers`
+    /// when there are at least as many partitions as workers, else in turn.
+    partitions: usize,
+    next_turn: usize,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl SourcePool {
+    /// Starts `workers` source workers doing `work` for a source of
+    /// `partitions` partitions.
+    pub(crate) fn start(
+        workers: usize,
+        partitions: usize,
+        work: SourceWork,
+        progress: &Arc<Progress>,
+        thread_name: &str,
+    ) -> Result<SourcePool> {
+        let mut pool = SourcePool {
+            jobs: Vec::new(),
+            results: Vec::new(),
+            in_flight: VecDeque::new(),
+            partitions,
+            next_turn: 0,
+            threads: Vec::new(),
+        };
+        for index in 0..workers {
+            let owned = (0..partitions as u32)
+                .filter(|p| partitions < workers || *p as usize % workers == index)
+                .collect();
+            let worker = progress.add_worker(
+                format!("source-{index}"),
+                WorkerRole::Source { partitions: owned },
+            );
+            let (job_tx, job_rx) = mpsc::channel::<Job>();
+            let (result_tx, result_rx) = mpsc::channel();
+            let (work, progress) = (work.clone(), progress.clone());
+            let thread = std::thread::Builder::new()
+                .name(format!("{thread_name}-source-{index}"))
+                .spawn(move || run(work, &progress, &worker, job_rx, result_tx))
+                .map_err(|e| ProcessorError::Stopped(format!("cannot start a thread: {e}")))?;
+            pool.jobs.push(job_tx);
+            pool.results.push(result_rx);
+            pool.threads.push(thread);
+        }
+        Ok(pool)
+    }
+
+    /// Batches handed out and not yet taken back.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Most batches in flight at once: enough to keep every worker busy
+    /// while the coordinator works through the oldest.
+    pub(crate) fn capacity(&self) -> usize {
+        self.jobs.len() * 4
+    }
+
+    /// Hands `batch` to its worker.
+    pub(crate) fn dispatch(&mut self, batch: NextBatch) -> Result<()> {
+        let workers = self.jobs.len();
+        let worker = if self.partitions >= workers {
+            batch.partition as usize % workers
+        } else {
+            self.next_turn = (self.next_turn + 1) % workers;
+            self.next_turn
+        };
+        self.jobs[worker]
+            .send(Job { batch })
+            .map_err(|_| ProcessorError::Stopped(format!("source worker {worker} ended")))?;
+        self.in_flight.push_back(worker);
+        Ok(())
+    }
+
+    /// The oldest batch handed out: its number of records, and those of
+    /// them that are valid, prepared.
+    pub(crate) fn take(&mut self) -> Result<(u64, Vec<Prepared>)> {
+        let worker = self.in_flight.pop_front().expect("take follows a dispatch");
+        self.results[worker]
+            .recv()
+            .map_err(|_| ProcessorError::Stopped(format!("source worker {worker} ended")))
+    }
+}
+
+impl Drop for SourcePool {
+    fn drop(&mut self) {
+        self.jobs.clear();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(
+    work: SourceWork,
+    progress: &Progress,
+    worker: &WorkerProgress,
+    jobs: Receiver<Job>,
+    results: Sender<(u64, Vec<Prepared>)>,
+) {
+    while let Ok(job) = jobs.recv() {
+        let (records, prepared) = work.prepare(&job.batch, progress);
+        worker.add_events(records);
+        if results.send((records, prepared)).is_err() {
+            return;
+        }
+    }
+}

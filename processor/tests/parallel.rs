@@ -1,0 +1,204 @@
+//! A version with several workers (issue 14) writes exactly what the
+//! single-threaded engine writes — output-topic records in the same order,
+//! late side outputs in processing order, a derived stream in input order —
+//! and reports its workers: what each owns and how many records or events
+//! it handled.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Harness, Lcg, Step};
+use kappa_processor::dsl::{self, Pipeline, Tumbling};
+use kappa_processor::expr::Expr;
+use kappa_processor::plan::Plan;
+use kappa_processor::progress::{ProgressSnapshot, WorkerRole};
+use kappa_processor::runner::{RunOptions, Runtime};
+use kappa_processor::state::key::KEY_GROUPS;
+use serde_json::{json, Value};
+
+const PARTITIONS: u32 = 4;
+
+/// Out-of-order purchases of 40 users over 4 partitions, some late, some
+/// not JSON.
+fn inputs() -> Vec<Step> {
+    let mut rng = Lcg(7);
+    (0..3_000)
+        .map(|i| {
+            let user = rng.next(40);
+            let late = rng.next(20) == 0;
+            let ts = i * 10 - if late { 5_000 } else { rng.next(300) as i64 };
+            let value = if rng.next(100) == 0 {
+                Value::String("not an object".into())
+            } else {
+                json!({"user": format!("u{user}"), "amount": rng.next(100), "ts": ts})
+            };
+            Step::Produce {
+                topic: "buys".into(),
+                partition: Some(rng.next(PARTITIONS as u64) as u32),
+                key: Some(format!("u{user}")),
+                value,
+                timestamp: None,
+            }
+        })
+        .collect()
+}
+
+/// A harness holding [`inputs`] (one log for every run compared: the
+/// processing order follows the append times of this log).
+fn loaded() -> Harness {
+    let h = Harness::new();
+    h.create_topic("buys", PARTITIONS);
+    for step in inputs() {
+        h.produce(&step);
+    }
+    h
+}
+
+/// Runs `plan` as version `workers` with `workers` workers, polling a few
+/// records at a time and committing once at the end; returns its progress.
+fn run(h: &Harness, plan: &Plan, workers: usize) -> ProgressSnapshot {
+    let options = RunOptions {
+        max_poll_records: 50,
+        workers,
+        ..RunOptions::default()
+    };
+    let mut rt = Runtime::open(
+        plan.clone(),
+        workers as u64,
+        h.log.clone(),
+        h.store.clone(),
+        options,
+    )
+    .unwrap();
+    h.run_to_end(&mut rt, plan);
+    rt.progress().snapshot()
+}
+
+/// Asserts two record lists are equal, naming the first difference.
+fn assert_same(got: &[Value], expected: &[Value], what: &str) {
+    let first = got.iter().zip(expected).position(|(g, e)| g != e);
+    assert!(
+        first.is_none() && got.len() == expected.len(),
+        "{what}: {} records, expected {}; first difference at {first:?}: {:?} vs {:?}",
+        got.len(),
+        expected.len(),
+        first.map(|i| &got[i]),
+        first.map(|i| &expected[i]),
+    );
+}
+
+/// A tumbling aggregate with EMIT CHANGES to topic `changes-{tag}`, late
+/// events to `late-{tag}`.
+fn changes_plan(tag: usize) -> Plan {
+    Pipeline::from_topic("buys")
+        .event_time_field("ts")
+        .max_out_of_orderness(Duration::from_millis(500))
+        .late_events_to(&format!("late-{tag}"))
+        .filter(Expr::field("amount").gt(Expr::lit(10)))
+        .key_by([("user", Expr::field("user"))])
+        .window(Tumbling::of(Duration::from_secs(1)))
+        .aggregate([dsl::count("n"), dsl::sum("spent", Expr::field("amount"))])
+        .to_topic(&format!("changes-{tag}"))
+}
+
+#[test]
+fn an_aggregate_to_a_topic_writes_the_single_threaded_records_in_the_same_order() {
+    let h = loaded();
+    let one_progress = run(&h, &changes_plan(1), 1);
+    let expected_changes = h.topic_records("changes-1");
+    let expected_late = h.topic_records("late-1");
+    assert!(expected_changes.len() > 100, "the case has many changes");
+    assert!(!expected_late.is_empty(), "the case has late events");
+    for workers in [2, 4] {
+        let progress = run(&h, &changes_plan(workers), workers);
+        let what = format!("{workers} workers");
+        assert_same(
+            &h.topic_records(&format!("changes-{workers}")),
+            &expected_changes,
+            &what,
+        );
+        assert_same(
+            &h.topic_records(&format!("late-{workers}")),
+            &expected_late,
+            &what,
+        );
+        assert_eq!(
+            (
+                progress.processed,
+                progress.late_side_output,
+                progress.invalid
+            ),
+            (
+                one_progress.processed,
+                one_progress.late_side_output,
+                one_progress.invalid
+            ),
+            "{workers} workers"
+        );
+    }
+}
+
+#[test]
+fn a_derived_stream_keeps_the_input_order_with_several_workers() {
+    let plan = |tag: usize| {
+        Pipeline::from_topic("buys")
+            .event_time_field("ts")
+            .filter(Expr::field("amount").gt(Expr::lit(50)))
+            .select([
+                ("who", Expr::field("user")),
+                ("paid", Expr::field("amount")),
+            ])
+            .to_topic(&format!("big-{tag}"))
+    };
+    let h = loaded();
+    run(&h, &plan(1), 1);
+    let expected = h.topic_records("big-1");
+    assert!(expected.len() > 100);
+    run(&h, &plan(3), 3);
+    assert_same(&h.topic_records("big-3"), &expected, "3 workers");
+}
+
+#[test]
+fn a_parallel_version_reports_what_each_worker_owns_and_handled() {
+    let h = loaded();
+    let one = run(&h, &changes_plan(1), 1);
+    assert!(one.workers.is_empty(), "one thread has no workers");
+    let progress = run(&h, &changes_plan(3), 3);
+    let names: Vec<&str> = progress.workers.iter().map(|w| w.worker.as_str()).collect();
+    assert_eq!(
+        names,
+        ["shard-0", "shard-1", "shard-2", "source-0", "source-1", "source-2"]
+    );
+    // Shards own the key groups between them, each once, in order.
+    let mut next_group = 0;
+    let mut shard_events = 0;
+    let mut source_records = 0;
+    let mut partitions = Vec::new();
+    for w in &progress.workers {
+        match &w.role {
+            WorkerRole::Shard {
+                first_key_group,
+                end_key_group,
+            } => {
+                assert_eq!(*first_key_group, next_group);
+                assert!(end_key_group > first_key_group);
+                next_group = *end_key_group;
+                shard_events += w.events;
+            }
+            WorkerRole::Source { partitions: owned } => {
+                partitions.extend(owned.iter().copied());
+                source_records += w.events;
+            }
+        }
+        assert!(w.events > 0, "{} did work", w.worker);
+    }
+    assert_eq!(next_group, KEY_GROUPS);
+    // 4 partitions over 3 source workers: each partition owned once.
+    partitions.sort_unstable();
+    assert_eq!(partitions, [0, 1, 2, 3]);
+    // Every record went through a source worker; the shards got the valid
+    // events that passed the filter.
+    assert_eq!(source_records, progress.processed);
+    assert!(shard_events > 0 && shard_events < progress.processed);
+}
