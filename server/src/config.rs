@@ -105,6 +105,16 @@ pub struct ServerConfig {
     /// milliseconds after its produce; under load commits batch at the
     /// interval). False: commit at the interval only.
     pub view_commit_when_caught_up: bool,
+    /// Workers of each kind a view version runs with — source workers
+    /// decoding and routing its input, key-shard workers holding its
+    /// aggregate state (default: the number of cores; 1 = one thread per
+    /// version; a view's `PARALLELISM` overrides it).
+    pub processor_threads: u32,
+}
+
+/// The number of cores this process may use (at least 1).
+fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
 impl Default for ServerConfig {
@@ -141,6 +151,7 @@ impl Default for ServerConfig {
             // (BENCHMARKS.md, "Views over HTTP").
             view_commit_interval_ms: 50,
             view_commit_when_caught_up: true,
+            processor_threads: cores(),
         }
     }
 }
@@ -202,6 +213,9 @@ pub struct Overrides {
     /// Also commit as soon as a processor caught up with its input [default: true].
     #[arg(long, env = "KAPPA_VIEW_COMMIT_WHEN_CAUGHT_UP")]
     pub view_commit_when_caught_up: Option<bool>,
+    /// Workers of each kind per view version (a view's PARALLELISM overrides) [default: the number of cores].
+    #[arg(long, env = "KAPPA_PROCESSOR_THREADS")]
+    pub processor_threads: Option<u32>,
 }
 
 /// A retention setting given as a flag: milliseconds, or `none` (forever).
@@ -261,7 +275,8 @@ impl ServerConfig {
             view_grace_ms,
             view_keep_versions,
             view_commit_interval_ms,
-            view_commit_when_caught_up
+            view_commit_when_caught_up,
+            processor_threads
         );
         if let Some(Retention(ms)) = o.default_retention_ms {
             config.default_retention_ms = ms;
@@ -318,6 +333,10 @@ impl ServerConfig {
         if !(1..=60_000).contains(&self.view_commit_interval_ms) {
             bail!("view_commit_interval_ms must be in 1..=60000");
         }
+        let max_threads = kappa_processor::sql::MAX_PARALLELISM;
+        if !(1..=max_threads).contains(&self.processor_threads) {
+            bail!("processor_threads must be in 1..={max_threads}");
+        }
         Ok(())
     }
 
@@ -343,6 +362,7 @@ impl ServerConfig {
             keep_versions: self.view_keep_versions,
             commit_interval_ms: self.view_commit_interval_ms,
             commit_when_caught_up: self.view_commit_when_caught_up,
+            processor_threads: self.processor_threads,
             topic_defaults: self.topic_defaults(),
             clock: crate::views::Clock::system(),
         }

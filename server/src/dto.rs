@@ -397,6 +397,32 @@ pub struct VersionOut {
     pub late: u64,
     /// Records skipped (not JSON, no event time) since this server started it.
     pub invalid: u64,
+    /// Workers of each kind it runs with (its view's `PARALLELISM`, else
+    /// the server's `processor_threads`); 1 = one thread.
+    pub parallelism: u32,
+    /// Its workers while it runs in parallel (empty on one thread): source
+    /// workers with the partitions they take and their lag, key-shard
+    /// workers with the key groups they own.
+    pub workers: Vec<WorkerOut>,
+}
+
+/// One worker of a version running in parallel.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerOut {
+    /// `source-{i}` or `shard-{i}`.
+    pub worker: String,
+    /// `role`: `"source"` with `partitions`, or `"shard"` with
+    /// `first_key_group` and `end_key_group` (of 128 key groups).
+    #[serde(flatten)]
+    pub role: kappa_processor::progress::WorkerRole,
+    /// Records (source) or events (shard) handled since this server
+    /// started the version.
+    pub events: u64,
+    /// Of those, per second since it started.
+    pub rate_per_second: f64,
+    /// Source workers: records not yet committed in the partitions they
+    /// take (null for shards).
+    pub lag: Option<u64>,
 }
 
 /// How far a build is.

@@ -50,6 +50,7 @@ fn manager_config(dir: &Path) -> ManagerConfig {
         keep_versions: 1,
         commit_interval_ms: 10,
         commit_when_caught_up: true,
+        processor_threads: 2,
         topic_defaults: kappa_log::TopicConfig::default(),
         clock: Clock::system(),
     }

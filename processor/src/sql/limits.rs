@@ -169,6 +169,10 @@ pub(crate) fn check_exprs<'a>(
     m.seen.check().map_err(|reason| SqlError::at(at, reason))
 }
 
+/// Most workers of each kind a view may run with (`PARALLELISM`,
+/// `processor_threads`): every key-shard worker needs a key group.
+pub const MAX_PARALLELISM: u32 = crate::state::key::KEY_GROUPS;
+
 /// Most previous versions a view may keep (`KEEP_VERSIONS`,
 /// `view_keep_versions`): each keeps following its input.
 pub const MAX_KEEP_VERSIONS: u32 = 16;

@@ -50,6 +50,7 @@ const CREATE_AS_PROPERTIES: &[&str] = &[
     "JOIN_HISTORY",
     "KEEP_VERSIONS",
     "VERSION_GRACE",
+    "PARALLELISM",
 ];
 
 /// Parses every statement of `sql`.
@@ -519,6 +520,7 @@ fn create_as_decl(
     let join_history_ms = props.duration(&["JOIN_HISTORY"])?;
     let keep_versions = props.whole_in(&["KEEP_VERSIONS"], 0, limits::MAX_KEEP_VERSIONS)?;
     let version_grace_ms = props.duration(&["VERSION_GRACE"])?;
+    let parallelism = props.whole_in(&["PARALLELISM"], 1, limits::MAX_PARALLELISM)?;
     let swap_manual = match props.string(&["SWAP"])? {
         None => false,
         Some((mode, span)) => match mode.to_ascii_uppercase().as_str() {
@@ -560,6 +562,7 @@ fn create_as_decl(
             join_history_ms,
             keep_versions,
             version_grace_ms,
+            parallelism,
             sql: st.text.clone(),
             line: st.start.line,
             column: st.start.column,

@@ -799,3 +799,26 @@ fn join_history_and_version_retention_are_properties_of_create_as() {
         "{e}"
     );
 }
+
+#[test]
+fn parallelism_is_a_property_of_create_as_from_1_to_the_key_groups() {
+    let c = create_as(
+        "CREATE TABLE t WITH (PARALLELISM=4) AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id",
+    );
+    assert_eq!(c.parallelism, Some(4));
+    let c = create_as(
+        "CREATE TABLE t AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id",
+    );
+    assert_eq!(c.parallelism, None, "unset: the server's processor_threads");
+    for bad in ["0", "129", "'two'"] {
+        let e = parse(&format!(
+            "CREATE TABLE t WITH (PARALLELISM={bad}) AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id"
+        ))
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("PARALLELISM must be a whole number from 1 to 128"),
+            "{bad}: {e}"
+        );
+    }
+}

@@ -208,6 +208,10 @@ pub struct CreateAs {
     /// `view_grace_ms` if unset).
     #[serde(default)]
     pub version_grace_ms: Option<i64>,
+    /// Workers of each kind its versions run with (`PARALLELISM`; the
+    /// server's `processor_threads` if unset).
+    #[serde(default)]
+    pub parallelism: Option<u32>,
     /// The statement's original text, without the trailing `;`.
     pub sql: String,
     /// 1-based line of the statement's first character in the text given

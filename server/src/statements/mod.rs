@@ -132,6 +132,7 @@ impl Executor<'_> {
         let settings = ViewSettings {
             keep_versions: create.keep_versions,
             version_grace_ms: create.version_grace_ms.map(|ms| ms as u64),
+            parallelism: create.parallelism,
         };
         let exists = catalog.views.contains_key(&name) || catalog.sources.contains_key(&name);
         let (status, version) = if exists && !create.or_replace {

@@ -136,6 +136,10 @@ pub struct VersionEntry {
     /// holds every offset from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_offsets: Option<Vec<u64>>,
+    /// Workers of each kind it runs with (its view's `PARALLELISM` when it
+    /// was created); the server's `processor_threads` if `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u32>,
 }
 
 /// A version being built in the background.
@@ -238,6 +242,10 @@ pub struct ViewEntry {
     /// server's if `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_grace_ms: Option<u64>,
+    /// Workers of each kind its next versions run with (`PARALLELISM`);
+    /// the server's `processor_threads` if `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
 }
 
 impl ViewEntry {
@@ -529,6 +537,7 @@ mod tests {
             start: StartFrom::Earliest,
             started_ms: 5,
             first_offsets: Some(vec![0]),
+            workers: Some(3),
         };
         ViewEntry {
             name: "v".into(),
@@ -549,6 +558,7 @@ mod tests {
             created_ms: 5,
             keep_versions: Some(2),
             version_grace_ms: None,
+            parallelism: Some(3),
         }
     }
 

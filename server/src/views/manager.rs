@@ -41,15 +41,18 @@ pub struct ViewSettings {
     pub keep_versions: Option<u32>,
     /// `VERSION_GRACE`: how long each is kept (ms).
     pub version_grace_ms: Option<u64>,
+    /// `PARALLELISM`: workers of each kind its next versions run with.
+    pub parallelism: Option<u32>,
 }
 
 impl ViewSettings {
     /// Sets them on `view`; true if that changed anything.
     fn apply(self, view: &mut ViewEntry) -> bool {
-        let before = (view.keep_versions, view.version_grace_ms);
+        let before = (view.keep_versions, view.version_grace_ms, view.parallelism);
         view.keep_versions = self.keep_versions;
         view.version_grace_ms = self.version_grace_ms;
-        before != (view.keep_versions, view.version_grace_ms)
+        view.parallelism = self.parallelism;
+        before != (view.keep_versions, view.version_grace_ms, view.parallelism)
     }
 }
 
@@ -68,6 +71,8 @@ pub struct ManagerConfig {
     pub commit_interval_ms: u64,
     /// Processors also commit as soon as they caught up with their input.
     pub commit_when_caught_up: bool,
+    /// Workers of each kind a version runs with unless its view says.
+    pub processor_threads: u32,
     /// What a topic a processor creates (a derived stream's output, a
     /// `LATE_TOPIC`) gets: the server's topic defaults.
     pub topic_defaults: kappa_log::TopicConfig,
@@ -277,6 +282,7 @@ impl ViewManager {
             commit_when_caught_up: self.config.commit_when_caught_up,
             start: entry.start.clone(),
             output_topics: self.config.topic_defaults.clone(),
+            workers: entry.workers.unwrap_or(self.config.processor_threads) as usize,
             ..RunOptions::default()
         };
         Ok(RunningProcessor::start(
@@ -429,6 +435,7 @@ impl ViewManager {
             start: StartFrom::Earliest,
             started_ms: now,
             first_offsets: None,
+            workers: settings.parallelism,
         };
         let running = self.start_fresh(name, &entry)?;
         entry.first_offsets = Some(running.progress().committed_offsets);
@@ -444,6 +451,7 @@ impl ViewManager {
                 created_ms: now,
                 keep_versions: settings.keep_versions,
                 version_grace_ms: settings.version_grace_ms,
+                parallelism: settings.parallelism,
             },
         );
         if let Err(e) = self.save(&catalog) {
@@ -532,6 +540,7 @@ impl ViewManager {
             start: from.unwrap_or(StartFrom::Earliest),
             started_ms: kappa_log::now_ms(),
             first_offsets: None,
+            workers: view.parallelism,
         };
         if !is_table {
             return self.take_over(catalog, name, entry, cancelled, continue_old);

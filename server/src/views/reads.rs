@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kappa_processor::plan::{Operation, Plan};
-use kappa_processor::progress::Progress;
+use kappa_processor::progress::{Progress, WorkerRole};
 use kappa_processor::state::store::{Scope, Store};
 use kappa_processor::view::{self, AsOf, RowFilter, ViewQuery, ViewRow};
 
@@ -20,7 +20,9 @@ use super::catalog::{VersionEntry, ViewEntry};
 use super::manager::{lock, scope, ViewManager};
 use super::supervisor::RATE_WINDOW;
 use super::{Result, ViewError};
-use crate::dto::{BuildOut, BuildProgressOut, GraceOut, VersionOut, ViewOut, ViewPartitionOut};
+use crate::dto::{
+    BuildOut, BuildProgressOut, GraceOut, VersionOut, ViewOut, ViewPartitionOut, WorkerOut,
+};
 
 /// Longest slice of a read-your-writes wait before the served version is
 /// looked up again (it may have been swapped).
@@ -382,6 +384,30 @@ impl ViewManager {
                 .and_then(|store| view::as_of(&store, &s, 0).ok())
                 .and_then(|a| a.watermark),
         };
+        let workers: Vec<WorkerOut> = snapshot
+            .as_ref()
+            .map(|s| s.workers.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| {
+                let lag = match &w.role {
+                    WorkerRole::Source { partitions } => Some(
+                        lags.iter()
+                            .filter(|l| partitions.contains(&l.partition))
+                            .map(|l| l.lag)
+                            .sum(),
+                    ),
+                    WorkerRole::Shard { .. } => None,
+                };
+                WorkerOut {
+                    worker: w.worker,
+                    role: w.role,
+                    events: w.events,
+                    rate_per_second: w.rate_per_second,
+                    lag,
+                }
+            })
+            .collect();
         VersionOut {
             version: entry.version,
             sql: entry.sql.clone(),
@@ -404,6 +430,8 @@ impl ViewManager {
                 .as_ref()
                 .map_or(0, |s| s.late_dropped + s.late_side_output),
             invalid: snapshot.as_ref().map_or(0, |s| s.invalid),
+            parallelism: entry.workers.unwrap_or(self.config.processor_threads),
+            workers,
         }
     }
 

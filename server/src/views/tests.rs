@@ -45,6 +45,7 @@ fn fixture_with_grace(grace_ms: u64) -> Fixture {
             keep_versions: 1,
             commit_interval_ms: 10,
             commit_when_caught_up: true,
+            processor_threads: 2,
             topic_defaults: kappa_log::TopicConfig::default(),
             clock: Clock::manual(clock.clone()),
         },
@@ -804,6 +805,7 @@ fn a_view_keeps_as_many_replaced_versions_as_it_says_and_the_server_default_othe
     let two = ViewSettings {
         keep_versions: Some(2),
         version_grace_ms: Some(600_000),
+        parallelism: None,
     };
     replace_and_swap(4, two);
     assert_eq!(kept(), vec![2, 3]);
@@ -822,6 +824,7 @@ fn a_view_keeps_as_many_replaced_versions_as_it_says_and_the_server_default_othe
     let none = ViewSettings {
         keep_versions: Some(0),
         version_grace_ms: None,
+        parallelism: None,
     };
     assert_eq!(
         f.manager
