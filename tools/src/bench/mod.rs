@@ -13,10 +13,12 @@
 //! * [`progress`]: the live progress bar on stderr.
 //! * [`summary`]: the BENCHMARKS.md summary of a `tools/bench.sh` results directory.
 //! * The scenarios: [`produce`], [`consume`], [`replay`] (re-read through a
-//!   consumer group reset), [`e2e`] (produce → visible in a view) and
-//!   [`rebuild`] (a view replayed from earliest).
+//!   consumer group reset), [`e2e`] (produce → visible in a view),
+//!   [`rebuild`] (a view replayed from earliest) and [`build`] (the seed's
+//!   view built from a topic loaded from an NDJSON file; issue 14).
 
 pub mod body;
+pub mod build;
 pub mod consume;
 pub mod e2e;
 pub mod http;

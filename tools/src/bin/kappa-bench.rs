@@ -9,6 +9,8 @@
 //!   e2e       produce at a rate into a topic with an aggregate view; latency
 //!             from produce to visible in the view (read-your-writes probes)
 //!   rebuild   replay a view from earliest; rebuild time, events/s, progress
+//!   build     load an NDJSON file of user_events, build the seed's
+//!             purchase_stats view from it; build time, events/s, rows
 //! kappa-bench summary --results DIR [--benchmarks BENCHMARKS.md]
 //!             (no server: writes the summary of a tools/bench.sh run)
 //! ```
@@ -23,6 +25,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
+use kappa_tools::bench::build::{self, BuildArgs};
 use kappa_tools::bench::consume::{self, ConsumeArgs};
 use kappa_tools::bench::e2e::{self, E2eArgs};
 use kappa_tools::bench::http::Target;
@@ -72,6 +75,9 @@ enum Scenario {
     /// Load a topic, build a view over it, replay the view from earliest; report
     /// the rebuild time, events/s and the progress the server showed.
     Rebuild(RebuildArgs),
+    /// Load an NDJSON file of user_events into a topic and build the seed's
+    /// purchase_stats view from it; report the build time, events/s and rows.
+    Build(BuildArgs),
     /// Summarize a tools/bench.sh results directory into BENCHMARKS.md (no server).
     Summary(SummaryArgs),
 }
@@ -85,6 +91,7 @@ impl Scenario {
             Scenario::Replay(_) => "replay",
             Scenario::E2e(_) => "e2e",
             Scenario::Rebuild(_) => "rebuild",
+            Scenario::Build(_) => "build",
             Scenario::Summary(_) => "summary",
         }
     }
@@ -106,6 +113,7 @@ fn measure(cli: &Cli, target: &Target) -> anyhow::Result<Report> {
             Scenario::Replay(args) => replay::run(args, target, command).await,
             Scenario::E2e(args) => e2e::run(args, target, command).await,
             Scenario::Rebuild(args) => rebuild::run(args, target, command).await,
+            Scenario::Build(args) => build::run(args, target, command).await,
             Scenario::Summary(_) => unreachable!("summary runs without a server"),
         }
     })
