@@ -49,6 +49,16 @@ impl Decoder {
         }
     }
 
+    /// A copy sharing nothing with this one: every event holds the field
+    /// names, so each source worker counts references on its own copy
+    /// instead of every worker on one contended counter.
+    pub(crate) fn detached(&self) -> Decoder {
+        Decoder {
+            used_fields: self.used_fields.as_deref().map(Arc::from),
+            ..self.clone()
+        }
+    }
+
     /// Decodes `record` of input `partition`, appended at `append_time`.
     pub(crate) fn decode(&self, partition: u32, record: Record, append_time: i64) -> Decoded {
         let decoded = match &self.used_fields {

@@ -83,6 +83,13 @@ pub struct RunOptions {
     /// do not catch up and commits keep batching at the interval; while a
     /// commit runs, new input gathers for the next one (group commit).
     pub commit_when_caught_up: bool,
+    /// Commit interval while working through a backlog (default 1,000 ms;
+    /// at most the commit interval's own value counts, whichever is
+    /// longer): a commit writes every group changed since the last, so a
+    /// replay that commits every 50 ms rewrites its groups 20 times as
+    /// often for no reader (what it has committed is not served until it
+    /// caught up). A crash costs at most this much work again.
+    pub catch_up_commit_interval_ms: u64,
     /// Workers of each kind (default 1: the version runs on one thread).
     /// With `n > 1` the version runs `n` source workers and, for an
     /// aggregate, `n` key-shard workers around a coordinating thread
@@ -102,6 +109,7 @@ impl Default for RunOptions {
             state_entries_max: 10_000_000,
             output_topics: TopicConfig::default(),
             commit_when_caught_up: true,
+            catch_up_commit_interval_ms: 1_000,
             workers: 1,
         }
     }
@@ -343,7 +351,19 @@ impl Runtime {
             Operation::Project { .. } => None,
         };
         let stateless_first = self.plan.dedup.is_none() && self.plan.join.is_none();
+        let reads_key = spec.as_ref().is_some_and(|spec| {
+            let mut reads = false;
+            let inputs = spec.aggregates.iter().filter_map(|a| a.input.as_ref());
+            for e in spec.group_by.iter().chain(inputs) {
+                e.walk(&mut |e| reads |= matches!(e, crate::expr::Expr::Key));
+            }
+            reads
+        });
+        // A late event goes to the side output as it came: value and key.
+        let late_side_output = matches!(self.plan.late, LateHandling::SideOutput(_));
         let work = SourceWork {
+            keep_value: late_side_output,
+            keep_key: reads_key || late_side_output,
             decoder: self.decoder.clone(),
             filter: self.plan.filter.clone().filter(|_| stateless_first),
             route: spec
@@ -699,9 +719,19 @@ impl Runtime {
         self.options.commit_when_caught_up && self.caught_up && self.uncommitted_records > 0
     }
 
-    /// True when the commit interval has passed since the last commit.
+    /// True when the commit interval has passed since the last commit —
+    /// or, while the version works through a backlog (its last poll did
+    /// not catch up: a build, a replay, a restart after downtime), the
+    /// longer [`RunOptions::catch_up_commit_interval_ms`].
     pub fn commit_due(&self) -> bool {
-        self.last_commit.elapsed() >= Duration::from_millis(self.options.commit_interval_ms)
+        let interval = match self.caught_up {
+            true => self.options.commit_interval_ms,
+            false => self
+                .options
+                .commit_interval_ms
+                .max(self.options.catch_up_commit_interval_ms),
+        };
+        self.last_commit.elapsed() >= Duration::from_millis(interval)
     }
 
     /// Processes until `stop` is set: polls, waits for new records without

@@ -54,3 +54,45 @@ fn a_caught_up_version_commits_at_once_not_at_the_interval() {
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0]["row"]["n"], 2);
 }
+
+/// While a version works through a backlog (a poll stopped before the end
+/// of its input) it commits at the longer catch-up interval; once caught
+/// up, at its own.
+#[test]
+fn a_version_with_a_backlog_commits_at_the_catch_up_interval() {
+    let h = Harness::new();
+    h.create_topic("clicks", 1);
+    for page in ["a", "b", "c", "d"] {
+        h.produce(&Step::Produce {
+            topic: "clicks".into(),
+            partition: Some(0),
+            key: None,
+            value: json!({ "page": page }),
+            timestamp: None,
+        });
+    }
+    let plan = Pipeline::from_topic("clicks")
+        .key_by([("page", Expr::field("page"))])
+        .aggregate([dsl::count("n")])
+        .to_view("per_page");
+    let options = RunOptions {
+        commit_interval_ms: 0,
+        catch_up_commit_interval_ms: 3_600_000,
+        max_poll_records: 1,
+        ..RunOptions::default()
+    };
+    let mut rt = h.open_runtime(&plan, options);
+    rt.poll_once().unwrap();
+    assert!(
+        !rt.commit_due(),
+        "a backlog waits for the catch-up interval"
+    );
+    while rt.positions() != [4] {
+        rt.poll_once().unwrap();
+    }
+    rt.poll_once().unwrap();
+    assert!(
+        rt.commit_due(),
+        "caught up: the commit interval (0 ms) applies"
+    );
+}

@@ -50,6 +50,10 @@ pub(crate) struct SourceWork {
     /// The aggregate and the number of key shards, when the group key can
     /// be computed from the record alone (no join).
     pub(crate) route: Option<(AggregateSpec, usize)>,
+    /// Routed events need their raw value (a late side output sends it).
+    pub(crate) keep_value: bool,
+    /// Routed events need their record key (the aggregate reads it).
+    pub(crate) keep_key: bool,
 }
 
 impl SourceWork {
@@ -80,9 +84,21 @@ impl SourceWork {
                     continue;
                 }
             }
+            let mut event = event;
             let shard = self.route.as_ref().map(|(spec, shards)| {
                 Shard::of_key(GroupOf::event(spec, &event).view_key(), *shards)
             });
+            if shard.is_some() {
+                // What the shard does not read is released here, on the
+                // thread that took it: a record's bytes share one counted
+                // buffer with its whole batch.
+                if !self.keep_value {
+                    event.raw_value = bytes::Bytes::new();
+                }
+                if !self.keep_key {
+                    event.raw_key = None;
+                }
+            }
             out.push(Prepared::Event {
                 event,
                 shard,
@@ -140,7 +156,11 @@ impl SourcePool {
             );
             let (job_tx, job_rx) = mpsc::channel::<Job>();
             let (result_tx, result_rx) = mpsc::channel();
-            let (work, progress) = (work.clone(), progress.clone());
+            let work = SourceWork {
+                decoder: work.decoder.detached(),
+                ..work.clone()
+            };
+            let progress = progress.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("{thread_name}-source-{index}"))
                 .spawn(move || run(work, &progress, &worker, job_rx, result_tx))
