@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::expr::{get_path, Row};
 
+mod scan;
+
 /// One event flowing through a processor.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -120,7 +122,20 @@ impl Row for OutputRow<'_> {
 /// the order of `names` (`Null` when missing, or when the value is not an
 /// object). Other members are skipped without being built, but still
 /// checked to be well-formed JSON.
+///
+/// A flat object takes a hand-written scanner (`scan`); whatever it is not
+/// sure of goes to serde_json, which gives the same values either way.
 pub fn decode_fields(bytes: &[u8], names: &[String]) -> serde_json::Result<Vec<Value>> {
+    match scan::decode_fields(bytes, names) {
+        Some(values) => Ok(values),
+        None => decode_fields_serde(bytes, names),
+    }
+}
+
+/// [`decode_fields`] through serde_json alone: the reference its fast path
+/// is tested against (and benchmarked against, by `kappa-processor-bench`).
+#[doc(hidden)]
+pub fn decode_fields_serde(bytes: &[u8], names: &[String]) -> serde_json::Result<Vec<Value>> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let values = ByName(names).deserialize(&mut de)?;
     de.end()?;

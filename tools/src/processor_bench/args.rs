@@ -67,6 +67,12 @@ pub(super) enum Scenario {
     JsonValue,
     /// Baseline: read + decode only `user`, `amount`, `ts` into a struct.
     JsonFields,
+    /// Baseline: read + the processor's field decoder
+    /// (`kappa_processor::event::decode_fields`) for `user`, `amount`, `ts`.
+    DecodeFields,
+    /// Baseline: `decode-fields` through serde_json alone (the decoder's
+    /// reference, without its fast path).
+    DecodeFieldsSerde,
     /// Tumbling 5 min COUNT(*), SUM(amount) by user.
     Tumbling,
     /// Hopping 10 min every 1 min, COUNT(*), SUM(amount) by user.
@@ -81,6 +87,8 @@ impl Scenario {
             Scenario::LogRead => "log-read",
             Scenario::JsonValue => "json-value",
             Scenario::JsonFields => "json-fields",
+            Scenario::DecodeFields => "decode-fields",
+            Scenario::DecodeFieldsSerde => "decode-fields-serde",
             Scenario::Tumbling => "tumbling",
             Scenario::Hopping => "hopping",
             Scenario::Session => "session",
@@ -90,7 +98,11 @@ impl Scenario {
     pub(super) fn is_baseline(self) -> bool {
         matches!(
             self,
-            Scenario::LogRead | Scenario::JsonValue | Scenario::JsonFields
+            Scenario::LogRead
+                | Scenario::JsonValue
+                | Scenario::JsonFields
+                | Scenario::DecodeFields
+                | Scenario::DecodeFieldsSerde
         )
     }
 }
@@ -141,7 +153,7 @@ pub(super) struct SuiteArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "log-read,json-value,json-fields,tumbling,hopping,session,tumbling:10000"
+        default_value = "log-read,json-value,json-fields,decode-fields,tumbling,hopping,session,tumbling:10000"
     )]
     pub(super) cases: Vec<String>,
     /// Runs per case; the median is reported with the min and max.

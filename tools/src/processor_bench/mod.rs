@@ -17,9 +17,12 @@
 //!   state store under `D`; prints events/s, time, state size and peak RSS
 //!   (or one JSON line with `--json`). Scenarios `tumbling` (5 min),
 //!   `hopping` (10 min every 1 min) and `session` (gap `--session-gap-secs`)
-//!   run the processor; `log-read`, `json-value` and `json-fields` are
-//!   baselines without it (read the log; plus decode every value into a
-//!   `serde_json::Value`; plus decode only the three fields the plan uses).
+//!   run the processor; `log-read`, `json-value`, `json-fields`,
+//!   `decode-fields` and `decode-fields-serde` are baselines without it
+//!   (read the log; plus decode every value into a `serde_json::Value`;
+//!   plus decode only the three fields the plan uses, into a struct, or
+//!   with the processor's decoder, or with that decoder's serde_json-only
+//!   reference).
 //! * `suite --dir D [--events N]`: `generate` (unless `D` already holds the
 //!   same data), then every case as a child process of this binary (so peak
 //!   RSS is per case), `--runs` times each; Markdown on stdout.

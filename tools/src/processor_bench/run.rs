@@ -104,6 +104,10 @@ pub(super) fn plan_text(scenario: Scenario, session_gap_secs: u64) -> String {
         Scenario::LogRead => "read only".into(),
         Scenario::JsonValue => "read + decode to `serde_json::Value`".into(),
         Scenario::JsonFields => "read + decode `user`, `amount`, `ts` only".into(),
+        Scenario::DecodeFields => "read + the processor's decoder, `user`, `amount`, `ts`".into(),
+        Scenario::DecodeFieldsSerde => {
+            "read + the processor's decoder through serde_json alone".into()
+        }
         Scenario::Tumbling => format!("TUMBLING 5 min, {agg}"),
         Scenario::Hopping => format!("HOPPING 10 min / 1 min, {agg}"),
         Scenario::Session => format!("SESSION gap {}, {agg}", duration_text(session_gap_secs)),
@@ -387,6 +391,7 @@ pub(super) fn run_baseline(
     let (mut events, mut polls, mut invalid) = (0u64, 0u64, 0u64);
     // Something depending on every decoded field, so nothing is optimized out.
     let mut checksum = 0u64;
+    let used: Vec<String> = ["user", "amount", "ts"].map(String::from).to_vec();
     for partition in topic.partitions() {
         let end = partition.end_offset();
         let mut offset = partition.start_offset();
@@ -421,6 +426,22 @@ pub(super) fn run_baseline(
                                     .wrapping_add(f.ts as u64);
                             }
                             Err(_) => invalid += 1,
+                        }
+                    }
+                    Scenario::DecodeFields | Scenario::DecodeFieldsSerde => {
+                        let decoded = if scenario == Scenario::DecodeFields {
+                            kappa_processor::event::decode_fields(&record.value, &used)
+                        } else {
+                            kappa_processor::event::decode_fields_serde(&record.value, &used)
+                        };
+                        match decoded.as_deref() {
+                            Ok([user, amount, ts]) => {
+                                checksum = checksum
+                                    .wrapping_add(user.as_str().map_or(0, str::len) as u64)
+                                    .wrapping_add(amount.as_i64().unwrap_or(0) as u64)
+                                    .wrapping_add(ts.as_i64().unwrap_or(0) as u64);
+                            }
+                            _ => invalid += 1,
                         }
                     }
                     _ => unreachable!("not a baseline"),

@@ -81,6 +81,8 @@ fn a_small_log_runs_to_the_end() {
         Scenario::LogRead,
         Scenario::JsonValue,
         Scenario::JsonFields,
+        Scenario::DecodeFields,
+        Scenario::DecodeFieldsSerde,
         Scenario::Tumbling,
         Scenario::Hopping,
         Scenario::Session,

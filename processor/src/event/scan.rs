@@ -1,0 +1,586 @@
+//! The fast path of [`super::decode_fields`]: one pass over the bytes of a
+//! JSON object, building only the named members' values.
+//!
+//! Invariant: [`decode_fields`] gives `Some` only for input serde_json's
+//! decoder accepts too, and then the same values; on anything it is not
+//! sure of — a top-level value that is not an object, an escape in a
+//! member name, a control character, nesting deeper than [`MAX_DEPTH`],
+//! malformed input — it gives `None` and the caller decodes with serde_json,
+//! which decides (and names the error). Skipped members are checked the way
+//! serde_json's `IgnoredAny` checks them: the grammar, escapes and control
+//! characters of strings, but not their UTF-8. Kept strings without escapes
+//! and short integers are built here; any other kept value is handed to
+//! serde_json on its own bytes, which decodes it as it would in place.
+
+use serde_json::Value;
+
+/// Deepest nesting of a member's value the fast path follows.
+const MAX_DEPTH: usize = 64;
+
+/// The members `names` of the JSON object `bytes`, in the order of
+/// `names` (`Null` when missing); `None` to leave the decision to serde_json.
+pub(super) fn decode_fields(bytes: &[u8], names: &[String]) -> Option<Vec<Value>> {
+    let mut s = Scanner { bytes, pos: 0 };
+    s.skip_whitespace();
+    s.eat(b'{')?;
+    let mut out = vec![Value::Null; names.len()];
+    s.skip_whitespace();
+    if s.peek() == Some(b'}') {
+        s.pos += 1;
+    } else {
+        loop {
+            s.skip_whitespace();
+            s.eat(b'"')?;
+            let name = s.name()?;
+            let index = names.iter().position(|n| n.as_bytes() == name);
+            // serde_json reads every member name as text.
+            if index.is_none() && !name.is_ascii() {
+                std::str::from_utf8(name).ok()?;
+            }
+            s.skip_whitespace();
+            s.eat(b':')?;
+            s.skip_whitespace();
+            match index {
+                Some(i) => out[i] = s.value()?,
+                None => s.skip_value(0)?,
+            }
+            s.skip_whitespace();
+            match s.next()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    s.skip_whitespace();
+    (s.pos == bytes.len()).then_some(out)
+}
+
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.pos += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, expected: u8) -> Option<()> {
+        (self.next()? == expected).then_some(())
+    }
+
+    /// JSON's whitespace, as serde_json skips it.
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Advances to the next `"`, `\` or control character (or the end).
+    fn skip_plain(&mut self) {
+        const ONES: u64 = u64::MAX / 255;
+        const HIGH: u64 = ONES << 7;
+        let bytes = self.bytes;
+        let mut chunks = bytes[self.pos..].chunks_exact(8);
+        for chunk in &mut chunks {
+            let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            let control = x.wrapping_sub(ONES * 0x20) & !x;
+            let q = x ^ (ONES * u64::from(b'"'));
+            let quote = q.wrapping_sub(ONES) & !q;
+            let b = x ^ (ONES * u64::from(b'\\'));
+            let backslash = b.wrapping_sub(ONES) & !b;
+            let hits = (control | quote | backslash) & HIGH;
+            if hits != 0 {
+                // The lowest flagged byte is a true hit (borrows only
+                // flag bytes above one).
+                self.pos += hits.trailing_zeros() as usize / 8;
+                return;
+            }
+            self.pos += 8;
+        }
+        while let Some(b) = self.peek() {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                return;
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// A member name after its opening quote, when it has no escape and no
+    /// control character: its raw bytes.
+    fn name(&mut self) -> Option<&'a [u8]> {
+        let start = self.pos;
+        self.skip_plain();
+        let name = &self.bytes[start..self.pos];
+        self.eat(b'"')?;
+        Some(name)
+    }
+
+    /// Skips a string after its opening quote, checking it as serde_json's
+    /// `ignore_str` does; true if it held an escape.
+    fn skip_string(&mut self) -> Option<bool> {
+        let mut escaped = false;
+        loop {
+            self.skip_plain();
+            match self.next()? {
+                b'"' => return Some(escaped),
+                b'\\' => {
+                    escaped = true;
+                    match self.next()? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        b'u' => {
+                            let hex = self.bytes.get(self.pos..self.pos + 4)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            self.pos += 4;
+                        }
+                        _ => return None,
+                    }
+                }
+                _ => return None, // a control character
+            }
+        }
+    }
+
+    /// Skips a number (its first byte not yet read) by JSON's grammar, as
+    /// serde_json's `ignore_integer` does.
+    fn skip_number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.next()? {
+            b'0' => {
+                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => self.skip_digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.skip_digits();
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.skip_digits();
+        }
+        Some(())
+    }
+
+    fn skip_digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.pos += 1;
+        }
+    }
+
+    fn literal(&mut self, text: &[u8]) -> Option<()> {
+        let end = self.pos + text.len();
+        (self.bytes.get(self.pos..end)? == text).then(|| self.pos = end)
+    }
+
+    /// Skips a value (whitespace before it already skipped) at nesting
+    /// `depth`, checking it as serde_json's `IgnoredAny` does.
+    fn skip_value(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'"' => {
+                self.pos += 1;
+                self.skip_string()?;
+            }
+            b'-' | b'0'..=b'9' => self.skip_number()?,
+            b't' => self.literal(b"true")?,
+            b'f' => self.literal(b"false")?,
+            b'n' => self.literal(b"null")?,
+            open @ (b'[' | b'{') => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.pos += 1;
+                let close = if open == b'[' { b']' } else { b'}' };
+                self.skip_whitespace();
+                if self.peek() == Some(close) {
+                    self.pos += 1;
+                    return Some(());
+                }
+                loop {
+                    self.skip_whitespace();
+                    if open == b'{' {
+                        self.eat(b'"')?;
+                        self.skip_string()?;
+                        self.skip_whitespace();
+                        self.eat(b':')?;
+                        self.skip_whitespace();
+                    }
+                    self.skip_value(depth + 1)?;
+                    self.skip_whitespace();
+                    match self.next()? {
+                        b',' => {}
+                        b if b == close => break,
+                        _ => return None,
+                    }
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// A kept member's value (whitespace before it already skipped).
+    fn value(&mut self) -> Option<Value> {
+        let start = self.pos;
+        match self.peek()? {
+            b'"' => {
+                self.pos += 1;
+                let escaped = self.skip_string()?;
+                let text = &self.bytes[start + 1..self.pos - 1];
+                if !escaped {
+                    let text = std::str::from_utf8(text).ok()?;
+                    return Some(Value::String(text.to_owned()));
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                self.skip_number()?;
+                if let Some(n) = small_integer(&self.bytes[start..self.pos]) {
+                    return Some(n);
+                }
+            }
+            b't' => return self.literal(b"true").map(|()| Value::Bool(true)),
+            b'f' => return self.literal(b"false").map(|()| Value::Bool(false)),
+            b'n' => return self.literal(b"null").map(|()| Value::Null),
+            _ => self.skip_value(0)?,
+        }
+        // Escaped strings, other numbers, arrays and objects: serde_json
+        // decodes the value's bytes as it would have in place.
+        serde_json::from_slice(&self.bytes[start..self.pos]).ok()
+    }
+}
+
+/// The value of an integer's text of at most 18 digits (so it fits an
+/// `i64`), as serde_json makes it; `None` for any other number (and for
+/// `-0`, which serde_json reads as a float).
+fn small_integer(text: &[u8]) -> Option<Value> {
+    let (negative, digits) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = digits
+        .iter()
+        .fold(0_i64, |n, d| n * 10 + i64::from(d - b'0'));
+    match (negative, n) {
+        (false, n) => Some(Value::from(n as u64)),
+        (true, 0) => None,
+        (true, n) => Some(Value::from(-n)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::decode_fields_serde;
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// The fast path agrees with serde_json: the same values when it
+    /// answers, and no answer when serde_json refuses the input.
+    fn agrees(bytes: &[u8], names: &[String]) -> Result<(), String> {
+        let fast = decode_fields(bytes, names);
+        let reference = decode_fields_serde(bytes, names);
+        match (&fast, &reference) {
+            (None, _) => Ok(()),
+            (Some(f), Ok(r)) if f == r => Ok(()),
+            _ => Err(format!(
+                "{:?}: fast {fast:?}, serde_json {reference:?}",
+                String::from_utf8_lossy(bytes)
+            )),
+        }
+    }
+
+    #[track_caller]
+    fn fast(bytes: &[u8], keep: &[&str]) -> Vec<Value> {
+        let keep = names(keep);
+        agrees(bytes, &keep).unwrap();
+        decode_fields(bytes, &keep).expect("the fast path answers")
+    }
+
+    #[track_caller]
+    fn declined(bytes: &[u8], keep: &[&str]) {
+        let keep = names(keep);
+        agrees(bytes, &keep).unwrap();
+        assert_eq!(
+            decode_fields(bytes, &keep),
+            None,
+            "{:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+
+    #[test]
+    fn a_flat_event_takes_the_fast_path() {
+        let bytes = br#"{"user":"u12","amount":57,"ts":1700000000123,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#;
+        assert_eq!(
+            fast(bytes, &["user", "amount", "ts"]),
+            vec![json!("u12"), json!(57), json!(1_700_000_000_123_u64)]
+        );
+        assert_eq!(
+            fast(b" {\n\t\"a\" :\r 1 , \"b\":2 } \n", &["b", "a"]),
+            vec![json!(2), json!(1)]
+        );
+        assert_eq!(fast(b"{}", &["a"]), vec![Value::Null]);
+        assert_eq!(fast(b"{ }", &[]), Vec::<Value>::new());
+    }
+
+    #[test]
+    fn kept_strings_with_escapes_and_unicode() {
+        assert_eq!(
+            fast(br#"{"a":"x\"y\\z\/\n\u00e9"}"#, &["a"]),
+            vec![json!("x\"y\\z/\n\u{e9}")]
+        );
+        assert_eq!(
+            fast(br#"{"a":"\ud83d\ude00"}"#, &["a"]),
+            vec![json!("\u{1f600}")]
+        );
+        assert_eq!(
+            fast("{\"a\":\"ünï – 😀\"}".as_bytes(), &["a"]),
+            vec![json!("ünï – 😀")]
+        );
+        assert_eq!(fast("{\"ü\":1}".as_bytes(), &["ü"]), vec![json!(1)]);
+        // A lone surrogate is no string.
+        declined(br#"{"a":"\ud800"}"#, &["a"]);
+        // Skipped strings are not decoded, as serde_json's IgnoredAny: a
+        // lone surrogate there is fine.
+        assert_eq!(fast(br#"{"b":"\ud800","a":1}"#, &["a"]), vec![json!(1)]);
+        // An escaped member name goes to serde_json (which unescapes it).
+        declined(br#"{"\u0061":1}"#, &["a"]);
+        assert_eq!(
+            decode_fields_serde(br#"{"\u0061":1}"#, &names(&["a"])).unwrap(),
+            vec![json!(1)]
+        );
+    }
+
+    #[test]
+    fn numbers_in_every_form() {
+        for (text, expect) in [
+            ("0", json!(0)),
+            ("-0", json!(-0.0)),
+            ("7", json!(7)),
+            ("-7", json!(-7)),
+            ("123456789012345678", json!(123_456_789_012_345_678_i64)),
+            ("-123456789012345678", json!(-123_456_789_012_345_678_i64)),
+            ("18446744073709551615", json!(u64::MAX)),
+            ("18446744073709551616", json!(18_446_744_073_709_551_616.0)),
+            ("-9223372036854775808", json!(i64::MIN)),
+            ("-9223372036854775809", json!(-9_223_372_036_854_775_809.0)),
+            ("2.5", json!(2.5)),
+            ("-0.125", json!(-0.125)),
+            ("1e3", json!(1000.0)),
+            ("1E-3", json!(0.001)),
+            ("-1.25e+2", json!(-125.0)),
+            ("0.1", json!(0.1)),
+        ] {
+            let bytes = format!(r#"{{"n":{text},"m":{text}}}"#);
+            assert_eq!(fast(bytes.as_bytes(), &["n"]), vec![expect], "{text}");
+        }
+        for bad in [
+            "01", "-", "1.", ".5", "1e", "1e+", "+1", "0x1", "1.5.2", "--1", "-01",
+        ] {
+            for keep in [&["n"][..], &[]] {
+                let bytes = format!(r#"{{"n":{bad}}}"#);
+                declined(bytes.as_bytes(), keep);
+                assert!(
+                    decode_fields_serde(bytes.as_bytes(), &names(keep)).is_err(),
+                    "{bad}"
+                );
+            }
+        }
+        // Out of a double's range: serde_json refuses it.
+        declined(br#"{"n":1e400}"#, &["n"]);
+        assert!(decode_fields_serde(br#"{"n":1e400}"#, &names(&["n"])).is_err());
+    }
+
+    #[test]
+    fn nested_values_kept_and_skipped() {
+        let bytes = br#"{"a":{"x":[1,{"y":null}],"z":"w"},"b":[true,false,[],{}],"c":{"d":1}}"#;
+        assert_eq!(
+            fast(bytes, &["a", "c"]),
+            vec![json!({"x": [1, {"y": null}], "z": "w"}), json!({"d": 1})]
+        );
+        // Nesting deeper than the fast path follows goes to serde_json.
+        let deep = format!(r#"{{"a":{}1{}}}"#, "[".repeat(100), "]".repeat(100));
+        declined(deep.as_bytes(), &["b"]);
+        assert!(decode_fields_serde(deep.as_bytes(), &names(&["b"])).is_ok());
+        let shallow = format!(r#"{{"a":{}1{}}}"#, "[".repeat(30), "]".repeat(30));
+        assert_eq!(fast(shallow.as_bytes(), &["b"]), vec![Value::Null]);
+    }
+
+    #[test]
+    fn duplicate_members_keep_the_last() {
+        assert_eq!(
+            fast(br#"{"a":1,"b":2,"a":"x"}"#, &["a", "b"]),
+            vec![json!("x"), json!(2)]
+        );
+        assert_eq!(
+            fast(br#"{"a":{"q":1},"a":null}"#, &["a"]),
+            vec![Value::Null]
+        );
+    }
+
+    #[test]
+    fn malformed_input_is_declined() {
+        for bad in [
+            &br#"{"a":1,}"#[..],
+            br#"{,"a":1}"#,
+            br#"{"a" 1}"#,
+            br#"{"a":1 "b":2}"#,
+            br#"{"a":1"#,
+            br#"{"a":"x"#,
+            br#"{"a":tru}"#,
+            br#"{"a":truex}"#,
+            br#"{"a":nul}"#,
+            br#"{"a":[1,]}"#,
+            br#"{"a":[1 2]}"#,
+            br#"{"a":{"b"}}"#,
+            br#"{"a":{1:2}}"#,
+            br#"{"a":"\x"}"#,
+            br#"{"a":"\u12G4"}"#,
+            br#"{"a":"\u12"}"#,
+            b"{\"a\":\"tab\there\"}",
+            b"{\"a\":1} x",
+            b"{\"a\":1}}",
+            b"{a:1}",
+            b"",
+            b"{",
+        ] {
+            for keep in [&["a"][..], &["b"]] {
+                declined(bad, keep);
+                assert!(
+                    decode_fields_serde(bad, &names(keep)).is_err(),
+                    "{:?}",
+                    String::from_utf8_lossy(bad)
+                );
+            }
+        }
+        // Invalid UTF-8: refused in names and kept strings; in a skipped
+        // string serde_json's IgnoredAny does not look (neither do we).
+        declined(b"{\"\xff\":1}", &["a"]);
+        assert!(decode_fields_serde(b"{\"\xff\":1}", &names(&["a"])).is_err());
+        declined(b"{\"a\":\"\xff\"}", &["a"]);
+        assert!(decode_fields_serde(b"{\"a\":\"\xff\"}", &names(&["a"])).is_err());
+        assert_eq!(fast(b"{\"b\":\"\xff\",\"a\":2}", &["a"]), vec![json!(2)]);
+    }
+
+    #[test]
+    fn other_top_level_values_go_to_serde_json() {
+        for other in [&b"[1,2]"[..], b"1", b"\"s\"", b"null", b" true "] {
+            declined(other, &["a"]);
+            assert_eq!(
+                decode_fields_serde(other, &names(&["a"])).unwrap(),
+                vec![Value::Null]
+            );
+        }
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            (-1e3f64..1e3).prop_map(Value::from),
+            "[a-c\\\"\\\\é\u{1f600}\n\u{1}/]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 24, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-dé\"]", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn arb_object_bytes() -> impl Strategy<Value = Vec<u8>> {
+        (
+            proptest::collection::btree_map("[a-d]{1,2}", arb_json(), 0..6),
+            any::<bool>(),
+        )
+            .prop_map(|(members, pretty)| {
+                let value = Value::Object(members.into_iter().collect());
+                if pretty {
+                    serde_json::to_vec_pretty(&value).unwrap()
+                } else {
+                    serde_json::to_vec(&value).unwrap()
+                }
+            })
+    }
+
+    /// An edit of a byte string: remove, replace or insert at a position.
+    fn mutate(mut bytes: Vec<u8>, edits: &[(u8, usize, u8)]) -> Vec<u8> {
+        const INTERESTING: &[u8] = b"{}[]\":,\\ -.e0159tfnu\x01\xff\xc3";
+        for &(kind, at, with) in edits {
+            let with = INTERESTING[usize::from(with) % INTERESTING.len()];
+            let at = at % (bytes.len() + 1);
+            match kind % 3 {
+                0 if at < bytes.len() => {
+                    bytes.remove(at);
+                }
+                1 if at < bytes.len() => bytes[at] = with,
+                _ => bytes.insert(at, with),
+            }
+        }
+        bytes
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// On well-formed objects the fast path answers, and as serde_json does.
+        #[test]
+        fn valid_objects_agree(bytes in arb_object_bytes(), keep in proptest::collection::vec("[a-d]{1,2}", 0..4)) {
+            let mut keep = keep;
+            keep.sort();
+            keep.dedup();
+            prop_assert!(agrees(&bytes, &keep).is_ok(), "{}", agrees(&bytes, &keep).unwrap_err());
+            prop_assert!(decode_fields_serde(&bytes, &keep).is_ok());
+            prop_assert!(decode_fields(&bytes, &keep).is_some());
+        }
+
+        /// On damaged input the fast path never accepts what serde_json
+        /// refuses, nor answers differently.
+        #[test]
+        fn damaged_objects_agree(
+            bytes in arb_object_bytes(),
+            edits in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<u8>()), 1..4),
+            keep in proptest::collection::vec("[a-d]{1,2}", 0..4),
+        ) {
+            let mut keep = keep;
+            keep.sort();
+            keep.dedup();
+            let bytes = mutate(bytes, &edits);
+            prop_assert!(agrees(&bytes, &keep).is_ok(), "{}", agrees(&bytes, &keep).unwrap_err());
+        }
+    }
+}
