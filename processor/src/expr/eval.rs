@@ -2,6 +2,7 @@
 //! predicates with SQL's NULL and number rules (see the module docs of
 //! [`crate::expr`]), and the walk over sub-expressions.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
@@ -22,39 +23,55 @@ impl Expr {
                 .map_or(Value::Null, |k| Value::String(k.to_owned())),
             Expr::RecordTimestamp => Value::from(row.record_timestamp()),
             Expr::Literal(v) => v.clone(),
-            Expr::Unary(op, e) => unary(*op, &e.eval(row)),
+            Expr::Unary(op, e) => unary(*op, &e.eval_ref(row)),
             Expr::Binary(op, l, r) => eval_binary(*op, l, r, row),
-            Expr::IsNull { expr, negated } => Value::Bool(expr.eval(row).is_null() != *negated),
+            Expr::IsNull { expr, negated } => Value::Bool(expr.eval_ref(row).is_null() != *negated),
             Expr::InList {
                 expr,
                 list,
                 negated,
-            } => in_list(&expr.eval(row), list, *negated, row),
+            } => in_list(&expr.eval_ref(row), list, *negated, row),
             Expr::Between {
                 expr,
                 low,
                 high,
                 negated,
-            } => between(&expr.eval(row), &low.eval(row), &high.eval(row), *negated),
+            } => between(
+                &expr.eval_ref(row),
+                &low.eval_ref(row),
+                &high.eval_ref(row),
+                *negated,
+            ),
             Expr::Like {
                 expr,
                 pattern,
                 negated,
-            } => like(&expr.eval(row), &pattern.eval(row), *negated),
+            } => like(&expr.eval_ref(row), &pattern.eval_ref(row), *negated),
             Expr::Case {
                 operand,
                 branches,
                 otherwise,
             } => eval_case(operand.as_deref(), branches, otherwise.as_deref(), row),
-            Expr::Cast(e, ty) => cast(&e.eval(row), *ty),
+            Expr::Cast(e, ty) => cast(&e.eval_ref(row), *ty),
             Expr::Function(f, args) => eval_function(*f, args, row),
+        }
+    }
+
+    /// [`Expr::eval`], borrowing a field's, column's or literal's value
+    /// instead of copying it (an operand of a comparison is only read).
+    pub fn eval_ref<'a>(&'a self, row: &'a dyn Row) -> Cow<'a, Value> {
+        match self {
+            Expr::Field(path) => Cow::Borrowed(row.field(path).unwrap_or(&NULL)),
+            Expr::Column(name) => Cow::Borrowed(row.column(name).unwrap_or(&NULL)),
+            Expr::Literal(v) => Cow::Borrowed(v),
+            other => Cow::Owned(other.eval(row)),
         }
     }
 
     /// WHERE semantics: true only when [`Expr::eval`] gives `true`; NULL,
     /// `false` and non-booleans are false.
     pub fn is_true(&self, row: &dyn Row) -> bool {
-        matches!(self.eval(row), Value::Bool(true))
+        matches!(*self.eval_ref(row), Value::Bool(true))
     }
 
     /// Every field path the expression reads, once each, in first-read order
@@ -118,6 +135,9 @@ impl Expr {
         }
     }
 }
+
+/// What a missing field or column reads as.
+static NULL: Value = Value::Null;
 
 /// A JSON number as SQL sees it.
 #[derive(Debug, Clone, Copy)]
@@ -193,15 +213,15 @@ fn unary(op: UnaryOp, v: &Value) -> Value {
 fn eval_binary(op: BinaryOp, l: &Expr, r: &Expr, row: &dyn Row) -> Value {
     match op {
         // Short-circuit where the left side decides.
-        BinaryOp::And => match truth(&l.eval(row)) {
+        BinaryOp::And => match truth(&l.eval_ref(row)) {
             Some(false) => Value::Bool(false),
-            a => bool_value(and3(a, truth(&r.eval(row)))),
+            a => bool_value(and3(a, truth(&r.eval_ref(row)))),
         },
-        BinaryOp::Or => match truth(&l.eval(row)) {
+        BinaryOp::Or => match truth(&l.eval_ref(row)) {
             Some(true) => Value::Bool(true),
-            a => bool_value(or3(a, truth(&r.eval(row)))),
+            a => bool_value(or3(a, truth(&r.eval_ref(row)))),
         },
-        _ => binary_values(op, &l.eval(row), &r.eval(row)),
+        _ => binary_values(op, &l.eval_ref(row), &r.eval_ref(row)),
     }
 }
 
@@ -338,7 +358,7 @@ fn in_list(v: &Value, list: &[Expr], negated: bool, row: &dyn Row) -> Value {
     }
     let mut unknown = false;
     for item in list {
-        match sql_eq(v, &item.eval(row)) {
+        match sql_eq(v, &item.eval_ref(row)) {
             Some(true) => return Value::Bool(!negated),
             Some(false) => {}
             None => unknown = true,
@@ -396,12 +416,12 @@ fn eval_case(
     otherwise: Option<&Expr>,
     row: &dyn Row,
 ) -> Value {
-    let subject = operand.map(|o| o.eval(row));
+    let subject = operand.map(|o| o.eval_ref(row));
     for (when, then) in branches {
-        let w = when.eval(row);
+        let w = when.eval_ref(row);
         let hit = match &subject {
             Some(s) => sql_eq(s, &w) == Some(true),
-            None => w == Value::Bool(true),
+            None => *w == Value::Bool(true),
         };
         if hit {
             return then.eval(row);
