@@ -303,6 +303,9 @@ async fn prepare_topic(
             });
             http::create_topic(conn, &body).await?;
             load_file(args, path, target).await?;
+            // A long load leaves this connection idle past the server's
+            // keep-alive timeout: start again on a new one.
+            *conn = Conn::connect(target).await?;
             true
         }
     };
