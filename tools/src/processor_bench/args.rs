@@ -75,6 +75,9 @@ pub(super) enum Scenario {
     DecodeFieldsSerde,
     /// Tumbling 5 min COUNT(*), SUM(amount) by user.
     Tumbling,
+    /// `tumbling` behind `WHERE user <> ''` (every event passes): the cost
+    /// of a string comparison filter, as in the seed's `event_type = 'purchase'`.
+    TumblingWhere,
     /// Hopping 10 min every 1 min, COUNT(*), SUM(amount) by user.
     Hopping,
     /// Session windows (gap --session-gap-secs), COUNT(*), SUM(amount) by user.
@@ -90,6 +93,7 @@ impl Scenario {
             Scenario::DecodeFields => "decode-fields",
             Scenario::DecodeFieldsSerde => "decode-fields-serde",
             Scenario::Tumbling => "tumbling",
+            Scenario::TumblingWhere => "tumbling-where",
             Scenario::Hopping => "hopping",
             Scenario::Session => "session",
         }

@@ -83,14 +83,19 @@ impl RunResult {
 /// The plan of a processor scenario.
 pub(super) fn plan(scenario: Scenario, disorder_ms: i64, session_gap: Duration) -> Plan {
     let window = match scenario {
-        Scenario::Tumbling => Tumbling::of(Duration::from_secs(300)),
+        Scenario::Tumbling | Scenario::TumblingWhere => Tumbling::of(Duration::from_secs(300)),
         Scenario::Hopping => Hopping::of(Duration::from_secs(600), Duration::from_secs(60)),
         Scenario::Session => Session::with_gap(session_gap),
         _ => unreachable!("baselines have no plan"),
     };
-    Pipeline::from_topic(TOPIC)
+    let pipeline = Pipeline::from_topic(TOPIC)
         .event_time_field("ts")
-        .max_out_of_orderness(Duration::from_millis(disorder_ms.max(0) as u64))
+        .max_out_of_orderness(Duration::from_millis(disorder_ms.max(0) as u64));
+    let pipeline = match scenario {
+        Scenario::TumblingWhere => pipeline.filter(Expr::field("user").not_eq(Expr::lit(""))),
+        _ => pipeline,
+    };
+    pipeline
         .key_by([("user", Expr::field("user"))])
         .window(window)
         .aggregate([dsl::count("n"), dsl::sum("total", Expr::field("amount"))])
@@ -109,6 +114,7 @@ pub(super) fn plan_text(scenario: Scenario, session_gap_secs: u64) -> String {
             "read + the processor's decoder through serde_json alone".into()
         }
         Scenario::Tumbling => format!("TUMBLING 5 min, {agg}"),
+        Scenario::TumblingWhere => format!("TUMBLING 5 min, {agg} WHERE user <> ''"),
         Scenario::Hopping => format!("HOPPING 10 min / 1 min, {agg}"),
         Scenario::Session => format!("SESSION gap {}, {agg}", duration_text(session_gap_secs)),
     }

@@ -66,7 +66,12 @@ fn formats() {
 
 #[test]
 fn plans_validate() {
-    for s in [Scenario::Tumbling, Scenario::Hopping, Scenario::Session] {
+    for s in [
+        Scenario::Tumbling,
+        Scenario::TumblingWhere,
+        Scenario::Hopping,
+        Scenario::Session,
+    ] {
         plan(s, 20, Duration::from_secs(300)).validate().unwrap();
     }
 }
@@ -84,6 +89,7 @@ fn a_small_log_runs_to_the_end() {
         Scenario::DecodeFields,
         Scenario::DecodeFieldsSerde,
         Scenario::Tumbling,
+        Scenario::TumblingWhere,
         Scenario::Hopping,
         Scenario::Session,
     ] {
