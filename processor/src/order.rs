@@ -49,6 +49,11 @@ struct Input {
     batches: VecDeque<(BatchView, u64)>,
     /// The offset to fetch from next.
     read_to: u64,
+    /// The end of the records handed out by [`InputOrder::next`]: a batch
+    /// returned again by the next fetch (the last one stopped inside it)
+    /// resumes here. It runs ahead of the processed position when batches
+    /// are handed out before they are processed (`crate::parallel`).
+    handed_to: u64,
     /// The last fetch reached the partition's end (during this poll).
     at_end: bool,
 }
@@ -109,6 +114,7 @@ impl InputOrder {
             partition: p as u32,
             batches: VecDeque::new(),
             read_to: position,
+            handed_to: position,
             at_end: false,
         };
         let inputs = table_positions
@@ -198,15 +204,16 @@ impl InputOrder {
         }
         let input = &mut self.inputs[i];
         let (batch, fetch_end) = input.batches.pop_front().expect("non-empty");
-        let position = match input.side {
-            Side::Table => self.table_positions[input.partition as usize],
-            Side::Stream => self.stream_positions[input.partition as usize],
-        };
+        let (from, to) = (
+            input.handed_to.max(batch.base_offset()),
+            batch.next_offset().min(fetch_end),
+        );
+        input.handed_to = input.handed_to.max(to);
         Ok(Some(NextBatch {
             side: input.side,
             partition: input.partition,
-            from: position.max(batch.base_offset()),
-            to: batch.next_offset().min(fetch_end),
+            from,
+            to,
             batch,
         }))
     }

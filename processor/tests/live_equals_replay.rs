@@ -40,6 +40,8 @@ enum Op {
     /// A purchase on a stream partition at event time `clock + skew`.
     Event {
         partition: u32,
+        /// Records in its batch (ids `id..id + count`).
+        count: u8,
         /// Its id (few ids: duplicates are frequent).
         id: u8,
         user: u8,
@@ -65,8 +67,8 @@ fn workers() -> impl Strategy<Value = usize> {
 
 fn ops(partitions: u32) -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
-        5 => (0..partitions, 0u8..24, 0u8..4, 1i64..50, -3_000i64..500)
-            .prop_map(|(partition, id, user, amount, skew)| Op::Event { partition, id, user, amount, skew }),
+        5 => (0..partitions, 1u8..=4, 0u8..24, 0u8..4, 1i64..50, -3_000i64..500)
+            .prop_map(|(partition, count, id, user, amount, skew)| Op::Event { partition, count, id, user, amount, skew }),
         2 => (0u8..4, 0u8..3, -2_000i64..200).prop_map(|(user, tier, skew)| Op::Tier { user, tier, skew }),
         3 => prop_oneof![0i64..50, 200i64..1_500, Just(IDLE_MS as i64), 2_000i64..5_000].prop_map(Op::Gap),
         3 => any::<bool>().prop_map(|commit| Op::Poll { commit }),
@@ -169,17 +171,26 @@ impl World {
     }
 
     fn append(&self, topic: &str, partition: Option<u32>, key: String, value: Value) {
-        let record = ProduceRecord {
-            partition,
-            record: NewRecord {
-                key: Some(Bytes::from(key)),
-                value: Bytes::from(value.to_string()),
-                timestamp: None,
-                headers: vec![],
-            },
-        };
+        self.append_batch(topic, partition, key, vec![value]);
+    }
+
+    /// Appends `values` as one batch (polls of 3 records often stop inside
+    /// a batch of several).
+    fn append_batch(&self, topic: &str, partition: Option<u32>, key: String, values: Vec<Value>) {
+        let records = values
+            .into_iter()
+            .map(|value| ProduceRecord {
+                partition,
+                record: NewRecord {
+                    key: Some(Bytes::from(key.clone())),
+                    value: Bytes::from(value.to_string()),
+                    timestamp: None,
+                    headers: vec![],
+                },
+            })
+            .collect();
         let t = self.log.topic(topic).unwrap();
-        self.io.block_on(t.produce(vec![record], None)).unwrap();
+        self.io.block_on(t.produce(records, None)).unwrap();
     }
 
     fn open(&self, plan: &Plan, version: u64, workers: usize) -> Runtime {
@@ -255,15 +266,18 @@ fn live_equals_replay(
         match *op {
             Op::Event {
                 partition,
+                count,
                 id,
                 user,
                 amount,
                 skew,
-            } => world.append(
+            } => world.append_batch(
                 "buys",
                 Some(partition),
                 format!("u{user}"),
-                json!({"id": id, "user": format!("u{user}"), "amount": amount, "ts": now + skew}),
+                (0..count)
+                    .map(|k| json!({"id": id + k, "user": format!("u{user}"), "amount": amount + k as i64, "ts": now + skew - 100 * k as i64}))
+                    .collect(),
             ),
             Op::Tier { user, tier, skew } => world.append(
                 "tiers",

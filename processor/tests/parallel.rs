@@ -202,3 +202,63 @@ fn a_parallel_version_reports_what_each_worker_owns_and_handled() {
     assert_eq!(source_records, progress.processed);
     assert!(shard_events > 0 && shard_events < progress.processed);
 }
+
+/// Batches of 7 records read 5 at a time: a fetch ends inside a batch and
+/// the next fetch returns that batch again. Every record is processed once
+/// with any number of workers (the parallel poll hands out batches ahead of
+/// processing them; it must start the returned batch after what it already
+/// handed out).
+#[test]
+fn a_batch_split_between_fetches_is_processed_once_with_several_workers() {
+    use bytes::Bytes;
+    use kappa_log::{NewRecord, ProduceRecord};
+    let h = Harness::new();
+    h.create_topic("buys", 3);
+    let io = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let topic = h.log.topic("buys").unwrap();
+    for b in 0..60u32 {
+        let records = (0..7u32)
+            .map(|i| ProduceRecord {
+                partition: Some(b % 3),
+                record: NewRecord {
+                    key: None,
+                    value: Bytes::from(
+                        json!({"user": format!("u{}", (b * 7 + i) % 11), "amount": 1, "ts": b * 100})
+                            .to_string(),
+                    ),
+                    timestamp: None,
+                    headers: vec![],
+                },
+            })
+            .collect();
+        io.block_on(topic.produce(records, None)).unwrap();
+    }
+    let plan = |name: &str| {
+        Pipeline::from_topic("buys")
+            .event_time_field("ts")
+            .key_by([("user", Expr::field("user"))])
+            .aggregate([dsl::count("n")])
+            .to_view(name)
+    };
+    for workers in [1, 2, 3] {
+        let name = format!("per_user_{workers}");
+        let options = RunOptions {
+            max_poll_records: 5,
+            workers,
+            ..RunOptions::default()
+        };
+        let mut rt =
+            Runtime::open(plan(&name), 1, h.log.clone(), h.store.clone(), options).unwrap();
+        h.run_to_end(&mut rt, &plan(&name));
+        assert_eq!(rt.progress().snapshot().processed, 420, "{workers} workers");
+        let total: u64 = h
+            .view_rows(&plan(&name))
+            .iter()
+            .map(|r| r["row"]["n"].as_u64().unwrap())
+            .sum();
+        assert_eq!(total, 420, "{workers} workers");
+    }
+}
