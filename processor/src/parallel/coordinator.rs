@@ -35,7 +35,10 @@ impl Runtime {
 
     fn poll_with(&mut self, sources: &mut super::SourcePool, complete: i64) -> Result<(u64, bool)> {
         let max_records = self.options.max_poll_records;
-        let budget = max_records.saturating_mul(self.order.input_count() as u64);
+        // Enough for every source worker to have batches in flight even
+        // with one input partition (a poll's pipeline starts empty).
+        let inputs = self.order.input_count().max(sources.capacity()) as u64;
+        let budget = max_records.saturating_mul(inputs);
         self.order.start_poll();
         let mut queue = VecDeque::new();
         let (mut processed, mut read) = (0u64, 0u64);

@@ -311,7 +311,8 @@ impl ShardWorker {
 
     fn apply_all(&mut self, events: Vec<Routed>) -> Result<()> {
         let context = self.context.clone();
-        for routed in events {
+        // By reference: the events stay where the channel put them.
+        for routed in &events {
             self.op.advance(&context.store, routed.watermark)?;
             if self
                 .op
