@@ -57,39 +57,9 @@ SPARE_BYTES=$((512 << 20))
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/kappa-bench-duckdb.XXXXXX")
-SERVER_PID=
-URL=
-
-say() { echo "[bench-duckdb.sh $(date -u +%H:%M:%S)] $*" >&2; }
-
-start_server() {
-    local name=$1 out=$SCRATCH/$1.stdout
-    "$BIN_DIR/kappa" serve --data-dir "$SCRATCH/$name-data" --listen 127.0.0.1:0 \
-        >"$out" 2>"$OUT/server-$name.stderr.log" &
-    SERVER_PID=$!
-    # The server prints `listening on ADDR` once bound (bounded wait: 30 s).
-    for _ in $(seq 300); do
-        grep -q '^listening on ' "$out" 2>/dev/null && break
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    URL=http://$(awk '/^listening on /{print $3}' "$out")
-    [[ $URL != http:// ]] || { say "server $name did not start"; cat "$OUT/server-$name.stderr.log" >&2; exit 1; }
-    say "server $name on $URL (pid $SERVER_PID)"
-}
-
-stop_server() {
-    [[ -n $SERVER_PID ]] || return 0
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
-}
-
-cleanup() {
-    stop_server
-    rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
+BENCH_NAME=bench-duckdb.sh
+# shellcheck source=tools/bench-server.sh
+source "$ROOT/tools/bench-server.sh"
 
 setup_venv() {
     if ! "$VENV/bin/python" -c 'import duckdb' 2>/dev/null; then

@@ -426,29 +426,41 @@ impl Runtime {
         self.order.check_topics(&self.log)?;
         // Read before any fetch: every batch at or before it is readable.
         let complete = self.log.complete_up_to();
-        if self.sources.is_some() {
-            let (processed, drained) = self.poll_parallel(complete)?;
-            if drained {
-                self.advance_log_time(complete)?;
-            }
-            self.caught_up = drained && self.order.held_back().is_none();
-            self.progress.add_processed(processed);
-            return Ok(processed);
+        let (processed, drained) = match self.sources.is_some() {
+            true => self.poll_parallel(complete)?,
+            false => self.poll_serial(complete)?,
+        };
+        if drained {
+            self.advance_log_time(complete)?;
         }
+        self.caught_up = drained && self.order.held_back().is_none();
+        self.progress.add_processed(processed);
+        Ok(processed)
+    }
+
+    /// Before a batch appended at `append_time`: time passes up to just
+    /// before it (partitions go idle as they would have while waiting for
+    /// it live), and it is the newest input so far if it is.
+    pub(crate) fn enter_batch(&mut self, append_time: i64) -> Result<()> {
+        self.advance_log_time(append_time.saturating_sub(1))?;
+        self.newest_input_ms = Some(
+            self.newest_input_ms
+                .map_or(append_time, |n| n.max(append_time)),
+        );
+        Ok(())
+    }
+
+    /// [`Runtime::poll_once`] on this thread: returns the stream records
+    /// processed and whether the input was drained (not stopped by the
+    /// poll's budget).
+    fn poll_serial(&mut self, complete: i64) -> Result<(u64, bool)> {
         let max_records = self.options.max_poll_records;
         let budget = max_records.saturating_mul(self.order.input_count() as u64);
         self.order.start_poll();
         let (mut processed, mut read) = (0u64, 0u64);
         let mut drained = true;
         while let Some(next) = self.order.next(complete, max_records)? {
-            let append_time = next.batch.append_time();
-            // Time passes up to just before this batch: partitions go idle
-            // as they would have while waiting for it live.
-            self.advance_log_time(append_time.saturating_sub(1))?;
-            self.newest_input_ms = Some(
-                self.newest_input_ms
-                    .map_or(append_time, |n| n.max(append_time)),
-            );
+            self.enter_batch(next.batch.append_time())?;
             read += match next.side {
                 Side::Table => self.apply_table_batch(&next),
                 Side::Stream => {
@@ -463,17 +475,12 @@ impl Runtime {
                 break;
             }
         }
-        if drained {
-            self.advance_log_time(complete)?;
-        }
-        self.caught_up = drained && self.order.held_back().is_none();
-        self.progress.add_processed(processed);
-        Ok(processed)
+        Ok((processed, drained))
     }
 
     /// Moves log time forward to `t` (never back) and applies what the
     /// watermark at `t` closes, expires and prunes.
-    pub(crate) fn advance_log_time(&mut self, t: i64) -> Result<()> {
+    fn advance_log_time(&mut self, t: i64) -> Result<()> {
         if t <= self.log_time {
             return Ok(());
         }

@@ -4,6 +4,20 @@
 
 use std::path::Path;
 
+/// Clock ticks per second of /proc/*/stat (USER_HZ; 100 on Linux).
+const TICKS_PER_SEC: f64 = 100.0;
+
+/// User + system CPU seconds from a `/proc/{pid|self|thread-self}/stat`
+/// file; `None` when it cannot be read.
+pub fn stat_cpu_secs(path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after "(comm)": state is field 3, utime 14, stime 15.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / TICKS_PER_SEC)
+}
+
 /// The CPU model name.
 pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")

@@ -73,12 +73,7 @@ impl Runtime {
                 Queued::Table(next) => next.batch.append_time(),
                 Queued::Stream { append_time, .. } => *append_time,
             };
-            // Time passes up to just before this batch, as in `poll_once`.
-            self.advance_log_time(append_time.saturating_sub(1))?;
-            self.newest_input_ms = Some(
-                self.newest_input_ms
-                    .map_or(append_time, |n| n.max(append_time)),
-            );
+            self.enter_batch(append_time)?;
             match item {
                 Queued::Table(next) => {
                     self.apply_table_batch(&next);

@@ -171,7 +171,7 @@ pub(crate) fn check_exprs<'a>(
 
 /// Most workers of each kind a view may run with (`PARALLELISM`,
 /// `processor_threads`): every key-shard worker needs a key group.
-pub const MAX_PARALLELISM: u32 = crate::state::key::KEY_GROUPS;
+pub const MAX_PARALLELISM: u32 = crate::parallel::MAX_WORKERS as u32;
 
 /// Most previous versions a view may keep (`KEEP_VERSIONS`,
 /// `view_keep_versions`): each keeps following its input.

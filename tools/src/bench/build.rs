@@ -40,8 +40,6 @@ use super::report::{self, Counts, Metric, Report, RunResult};
 use super::stats::{self, LatencySummary};
 use super::views;
 
-/// Clock ticks per second of /proc/*/stat (USER_HZ; 100 on Linux).
-const TICKS_PER_SEC: f64 = 100.0;
 /// Most times one produce request is retried after a 503.
 const MAX_RETRIES: u32 = 100;
 /// Rows per page when counting the view's rows (the API's largest page).
@@ -439,12 +437,7 @@ async fn count_rows(conn: &mut Conn, view: &str) -> anyhow::Result<(u64, u64)> {
 /// User + system CPU seconds of process `pid` (all its threads), from
 /// /proc/PID/stat; `None` when it cannot be read.
 fn process_cpu_secs(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after "(comm)": state is field 3, utime 14, stime 15.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
-    Some((ticks(11)? + ticks(12)?) / TICKS_PER_SEC)
+    crate::machine::stat_cpu_secs(&format!("/proc/{pid}/stat"))
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
@@ -457,16 +450,6 @@ fn percent_encode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// Drops the view (and with `stream`, the stream declaration) if they exist.
-async fn drop_view(conn: &mut Conn, view: &str, stream: Option<&str>) -> anyhow::Result<()> {
-    let mut sql = format!("DROP TABLE IF EXISTS {view};");
-    if let Some(s) = stream {
-        sql.push_str(&format!(" DROP STREAM IF EXISTS {s};"));
-    }
-    views::statements(conn, &sql).await?;
-    Ok(())
 }
 
 /// One build, measured, then its rows counted and the view dropped.
@@ -526,13 +509,13 @@ async fn measure(
     conn: &mut Conn,
     ends: &[u64],
 ) -> anyhow::Result<Vec<RunResult>> {
-    drop_view(conn, &args.view, Some(&args.stream)).await?;
+    views::drop_view_and_stream(conn, &args.stream, &args.view).await?;
     views::statements(conn, &stream_sql(&args.topic, &args.stream)).await?;
     let records: u64 = ends.iter().sum();
     let mut runs = Vec::with_capacity(args.runs);
     for i in 0..args.runs {
         if i > 0 {
-            drop_view(conn, &args.view, None).await?;
+            views::drop_view(conn, &args.view).await?;
             tokio::time::sleep(Duration::from_millis(args.pause_ms)).await;
         }
         let label = format!("build run {}/{}", i + 1, args.runs);
@@ -563,7 +546,7 @@ pub async fn run(args: &BuildArgs, target: &Target, command: String) -> anyhow::
     let measured = measure(args, &mut conn, &ends).await;
     if !args.keep {
         let mut conn = Conn::connect(target).await?;
-        let mut cleaned = drop_view(&mut conn, &args.view, Some(&args.stream)).await;
+        let mut cleaned = views::drop_view_and_stream(&mut conn, &args.stream, &args.view).await;
         if created && cleaned.is_ok() {
             cleaned = http::delete_topic(&mut conn, &args.topic).await.map(|_| ());
         }

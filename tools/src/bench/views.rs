@@ -126,6 +126,12 @@ pub fn define_sql(topic: &str, stream: &str, view: &str, tumbling_secs: Option<u
     )
 }
 
+/// Drops the view if it exists.
+pub async fn drop_view(conn: &mut Conn, view: &str) -> anyhow::Result<()> {
+    statements(conn, &format!("DROP TABLE IF EXISTS {view};")).await?;
+    Ok(())
+}
+
 /// Drops the view, then the stream declaration (`IF EXISTS`, so a partial
 /// setup is cleaned up too).
 pub async fn drop_view_and_stream(conn: &mut Conn, stream: &str, view: &str) -> anyhow::Result<()> {

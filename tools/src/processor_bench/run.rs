@@ -131,20 +131,9 @@ pub(super) fn duration_text(secs: u64) -> String {
 
 /// Process and thread CPU (user + system) and memory, from /proc.
 pub(super) mod procfs {
-    /// Clock ticks per second of /proc/*/stat (USER_HZ; 100 on Linux).
-    const TICKS_PER_SEC: f64 = 100.0;
-
-    pub(super) fn stat_cpu_secs(path: &str) -> f64 {
-        let Ok(s) = std::fs::read_to_string(path) else {
-            return 0.0;
-        };
-        // Fields after "(comm)": state is field 3, utime 14, stime 15.
-        let Some((_, rest)) = s.rsplit_once(')') else {
-            return 0.0;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        (ticks(11) + ticks(12)) / TICKS_PER_SEC
+    /// CPU seconds of a `/proc` stat file (0 when unreadable).
+    fn stat_cpu_secs(path: &str) -> f64 {
+        crate::machine::stat_cpu_secs(path).unwrap_or(0.0)
     }
 
     /// CPU seconds of the whole process.
