@@ -8,7 +8,9 @@
 //! commits ([`commit`]) state, view rows, input offsets and watermark in
 //! one RocksDB write ([`state`]; [`state::key`] owns every key). Output
 //! topics get records exactly once through the commit's outbox. [`view`]
-//! reads the rows; [`version`] runs versions on threads for replay.
+//! reads the rows; [`version`] runs versions on threads for replay, each
+//! on one thread or, with [`runner::RunOptions::workers`], on source and
+//! key-shard workers ([`parallel`]) with the same results.
 //! Expressions are [`expr`]; event times are read by [`time`].
 //!
 //! It depends only on `kappa-log`: the layering is server → processor →

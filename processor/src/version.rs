@@ -1,4 +1,5 @@
-//! A processor version running on its own thread, and the building blocks
+//! A processor version running on its own thread (the coordinator of its
+//! workers when it runs in parallel, [`crate::parallel`]), and the building blocks
 //! of replay: start a version from earliest, latest, a timestamp or explicit
 //! offsets into its own column families; watch its progress and lag; stop
 //! it; drop its state.
