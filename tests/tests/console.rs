@@ -1,5 +1,7 @@
-//! The web console: `GET /` serves one self-contained HTML page that reads
-//! the JSON API of the same server (nothing is loaded from elsewhere).
+//! The web console: `GET /` serves one HTML page, with its script and styles
+//! at `/console.js` and `/console.css`, that reads the JSON API of the same
+//! server (nothing is loaded from elsewhere). Its safety is
+//! `console_safety.rs`.
 
 use kappa_tests::{raw_request, Server};
 
@@ -14,12 +16,15 @@ fn the_console_page_is_served_at_the_root() {
     );
     let page = String::from_utf8(response.body).expect("UTF-8");
     assert!(page.contains("<title>Kappa console</title>"), "{page}");
+    let script = raw_request(server.addr(), "GET", "/console.js", &[], b"");
+    assert_eq!(script.status, 200);
+    let script = String::from_utf8(script.body).expect("UTF-8");
     // It reads this server's API...
     for path in ["/v1/topics", "/v1/views", "/v1/statements", "/ready"] {
-        assert!(page.contains(path), "the console does not use {path}");
+        assert!(script.contains(path), "the console does not use {path}");
     }
     // ...and only this server: no scripts, styles or fonts from elsewhere.
-    assert!(!page.contains("http://") && !page.contains("https://"));
-    // Text from the API is never parsed as HTML.
-    assert!(!page.contains("innerHTML"));
+    for text in [&page, &script] {
+        assert!(!text.contains("http://") && !text.contains("https://"));
+    }
 }

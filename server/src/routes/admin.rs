@@ -1,4 +1,5 @@
-//! Health, readiness, metrics, the OpenAPI document and the web console.
+//! Health, readiness, metrics, the OpenAPI document and the web console
+//! (its page, script and styles, compiled in; the page's security headers).
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -12,17 +13,63 @@ use crate::AppState;
 pub const OPENAPI: &str = include_str!("../../openapi.json");
 
 /// The web console: one page that reads this server's JSON API (topics,
-/// views and their lag, SQL, view rows), compiled into the binary.
-pub const CONSOLE_HTML: &str = include_str!("../console.html");
+/// views and their lag, SQL, view rows, records), compiled into the binary.
+/// Its script and styles are separate files so that the page can forbid
+/// every inline script and style ([`CONSOLE_CSP`]).
+pub const CONSOLE_HTML: &str = include_str!("../console/index.html");
+/// The console's script, `GET /console.js`.
+pub const CONSOLE_JS: &str = include_str!("../console/console.js");
+/// The console's styles, `GET /console.css`.
+pub const CONSOLE_CSS: &str = include_str!("../console/console.css");
 
-/// The web console page.
+/// The console page's Content-Security-Policy: scripts, styles and API
+/// calls from this server only, nothing inline (no `<script>` body, no
+/// `onclick=`, no `style=`), no plugins, frames, forms or `<base>`; and,
+/// where the browser supports Trusted Types, no string may reach an HTML
+/// sink (`innerHTML` and the like throw).
+pub const CONSOLE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+     frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'";
+
+/// Headers of every console file: no caching without revalidation (a new
+/// binary serves a new console), and no content sniffing.
+const STATIC_HEADERS: [(header::HeaderName, &str); 2] = [
+    (header::CACHE_CONTROL, "no-cache"),
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+];
+
+/// The web console page, with its CSP; it may not be framed (clickjacking)
+/// and sends no `Referer` (URLs can hold view and topic names).
 pub async fn console() -> Response {
     (
+        STATIC_HEADERS,
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_SECURITY_POLICY, CONSOLE_CSP),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::X_FRAME_OPTIONS, "DENY"),
         ],
         CONSOLE_HTML,
+    )
+        .into_response()
+}
+
+/// `GET /console.js`.
+pub async fn console_js() -> Response {
+    (
+        STATIC_HEADERS,
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        CONSOLE_JS,
+    )
+        .into_response()
+}
+
+/// `GET /console.css`.
+pub async fn console_css() -> Response {
+    (
+        STATIC_HEADERS,
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        CONSOLE_CSS,
     )
         .into_response()
 }

@@ -63,6 +63,8 @@ where
 fn table() -> Vec<Route> {
     vec![
         route("GET", "/", admin::console),
+        route("GET", "/console.js", admin::console_js),
+        route("GET", "/console.css", admin::console_css),
         route("GET", "/health", admin::health),
         route("GET", "/ready", admin::ready),
         route("GET", "/metrics", admin::metrics),

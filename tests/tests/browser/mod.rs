@@ -4,7 +4,8 @@
 //! [`Browser::start`] runs `chromedriver` on a port the OS chose, opens a
 //! headless Chromium session, and [`Drop`] ends the session and kills the
 //! driver (by its own PID). Every wait is bounded ([`WAIT`]) and polls the
-//! page, never sleeps blindly.
+//! page, never sleeps blindly. A test that fails with a browser open leaves
+//! a screenshot in `$TMPDIR/kappa-browser-failures/` (the path is printed).
 
 #![allow(dead_code)]
 
@@ -126,6 +127,49 @@ impl Browser {
         self.io.block_on(select.select_by_value(value)).unwrap();
     }
 
+    /// Types `text` into the field `css` (after clearing it), as keystrokes.
+    pub fn type_into(&self, css: &str, text: &str) {
+        let field = self.find(css);
+        self.io.block_on(field.clear()).unwrap();
+        self.io.block_on(field.send_keys(text)).unwrap();
+    }
+
+    /// Runs `script` (a function body; `arguments` holds `args`) in the page
+    /// and returns what it returns.
+    pub fn execute(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+        self.io
+            .block_on(self.client().execute(script, args))
+            .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
+    }
+
+    /// Runs `script` in the page until it calls its callback, the last of
+    /// `arguments`, and returns the value given to it.
+    pub fn execute_async(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+        self.io
+            .block_on(self.client().execute_async(script, args))
+            .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
+    }
+
+    /// The text of the open `alert`/`confirm`/`prompt` dialog, if one is open.
+    pub fn open_dialog(&self) -> Option<String> {
+        self.io.block_on(self.client().get_alert_text()).ok()
+    }
+
+    /// The `id` of the element that has the focus.
+    pub fn focused_id(&self) -> String {
+        let e = self.io.block_on(self.client().active_element()).unwrap();
+        self.io.block_on(e.attr("id")).unwrap().unwrap_or_default()
+    }
+
+    /// Whether `css` exists and is shown.
+    pub fn shown(&self, css: &str) -> bool {
+        let found = self.io.block_on(self.client().find(Locator::Css(css)));
+        match found {
+            Ok(e) => self.io.block_on(e.is_displayed()).unwrap_or(false),
+            Err(_) => false,
+        }
+    }
+
     /// Polls `f` until it answers, at most [`WAIT`].
     pub fn until<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
         self.until_opt(f)
@@ -158,6 +202,23 @@ impl Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         if let Some(client) = self.client.take() {
+            // A failing test leaves a picture of the page behind.
+            if std::thread::panicking() {
+                if let Ok(png) = self.io.block_on(client.screenshot()) {
+                    let dir = std::env::temp_dir().join("kappa-browser-failures");
+                    let path = dir.join(format!(
+                        "{}-{}.png",
+                        std::thread::current()
+                            .name()
+                            .unwrap_or("test")
+                            .replace("::", "-"),
+                        std::process::id()
+                    ));
+                    if std::fs::create_dir_all(&dir).is_ok() && std::fs::write(&path, png).is_ok() {
+                        eprintln!("screenshot of the page: {}", path.display());
+                    }
+                }
+            }
             let _ = self.io.block_on(client.close());
         }
         let _ = self.driver.kill();

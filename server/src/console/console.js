@@ -1,85 +1,15 @@
-<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Kappa console</title>
-<style>
-  :root { --fg: #1d232a; --muted: #66707a; --line: #dde2e7; --accent: #2356a8; --bad: #b3261e; --good: #1e7b34; }
-  * { box-sizing: border-box; }
-  body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: #f7f8fa; }
-  header { display: flex; align-items: baseline; gap: 1rem; padding: .8rem 1.5rem; background: #fff; border-bottom: 1px solid var(--line); }
-  header h1 { font-size: 1.1rem; margin: 0; }
-  header .status { font-size: .85rem; color: var(--muted); }
-  .ok { color: var(--good); } .bad { color: var(--bad); }
-  main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1rem; padding: 1rem 1.5rem; }
-  section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; min-width: 0; }
-  section.wide { grid-column: 1 / -1; }
-  h2 { font-size: .95rem; margin: 0 0 .6rem; }
-  table { border-collapse: collapse; width: 100%; font-size: .85rem; }
-  th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
-  th { color: var(--muted); font-weight: 600; }
-  td.num { text-align: right; font-variant-numeric: tabular-nums; }
-  .scroll { overflow: auto; max-height: 24rem; }
-  textarea { width: 100%; min-height: 7rem; font: 13px/1.4 ui-monospace, monospace; padding: .5rem; border: 1px solid var(--line); border-radius: 4px; }
-  button, select, input { font: inherit; padding: .3rem .7rem; }
-  button { background: var(--accent); color: #fff; border: 0; border-radius: 4px; cursor: pointer; }
-  .row { display: flex; gap: .5rem; align-items: center; margin: .5rem 0; flex-wrap: wrap; }
-  pre { background: #f3f5f8; padding: .6rem; border-radius: 4px; overflow: auto; max-height: 20rem; font-size: .8rem; }
-  .muted { color: var(--muted); font-size: .8rem; }
-  @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
-</style>
-</head>
-<body>
-<header>
-  <h1>Kappa</h1>
-  <span class="status" id="status">connecting…</span>
-  <span class="muted">refreshes every 2 s · <a href="/metrics">metrics</a> · <a href="/v1/openapi.json">API</a></span>
-</header>
-<main>
-  <section>
-    <h2>Topics</h2>
-    <div class="scroll"><table id="topics"></table></div>
-  </section>
-  <section>
-    <h2>Views</h2>
-    <div class="scroll"><table id="views"></table></div>
-  </section>
-  <section class="wide">
-    <h2>SQL</h2>
-    <textarea id="sql" spellcheck="false" placeholder="SHOW TABLES;"></textarea>
-    <div class="row"><button id="run">Run</button><span class="muted">Ctrl+Enter runs · statements end with ;</span></div>
-    <div id="sql-result"></div>
-  </section>
-  <section class="wide">
-    <h2>Rows</h2>
-    <div class="row">
-      <select id="view-pick"></select>
-      <input id="key" placeholder="key (optional)">
-      <button id="load">Load</button>
-      <span class="muted" id="as-of"></span>
-    </div>
-    <div class="scroll" id="rows"></div>
-  </section>
-  <section class="wide">
-    <h2>Review</h2>
-    <div class="row">
-      <span id="review-state" class="muted">pick a table under Rows</span>
-    </div>
-    <div class="row">
-      <button id="diff" hidden>Show the differences</button>
-      <button id="promote" hidden>Promote</button>
-      <button id="rollback" hidden>Roll back</button>
-      <span class="muted" id="review-result"></span>
-    </div>
-    <div id="review-counts"></div>
-    <div class="scroll" id="review-examples"></div>
-  </section>
-</main>
-<script>
 "use strict";
-// Everything shown comes from the JSON API of this server; text is always
-// inserted with textContent, never parsed as HTML.
+// The Kappa console (served as /console.js; the page allows no inline code).
+//
+// Everything shown comes from the JSON API of this server and is data, never
+// markup: it reaches the page only through textContent (el), option values
+// and input values. Nothing here uses innerHTML, outerHTML,
+// insertAdjacentHTML, document.write or HTML strings (a test reads this file
+// for them, and the page's Content-Security-Policy lets no inline script run).
+//
+// A token (auth = tokens) is what the user pastes: it is kept in this tab's
+// sessionStorage only (never localStorage, never a cookie) and sent as
+// `Authorization: Bearer` on every API call.
 const $ = (id) => document.getElementById(id);
 
 function el(tag, text, cls) {
@@ -101,18 +31,78 @@ function fill(table, headers, rows) {
   });
 }
 
+// --- Token -----------------------------------------------------------------
+
+const TOKEN_KEY = "kappa.token";
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+// The auth box: hidden until the server asks for a token (a 401) or one is held.
+let tokenNeeded = false;
+
+function showAuth(message, needed) {
+  const box = $("auth");
+  box.hidden = false;
+  box.classList.toggle("needed", needed);
+  $("auth-prompt").textContent = needed ? "This server needs a token" : "token";
+  $("auth-state").textContent = message;
+  $("forget-token").hidden = !token();
+  if (needed && !tokenNeeded) $("token").focus();
+  tokenNeeded = needed;
+}
+
+function useToken() {
+  const typed = $("token").value.trim();
+  if (!typed) return;
+  sessionStorage.setItem(TOKEN_KEY, typed);
+  $("token").value = "";
+  showAuth("token set (kept in this tab only)", false);
+  refresh().then(refreshReview);
+}
+
+function forgetToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("token").value = "";
+  showAuth("token forgotten", false);
+  refresh().then(refreshReview);
+}
+
+// --- API ---------------------------------------------------------------------
+
+// A call to this server's API with the token, if any; the JSON answer, or an
+// Error naming the status, code and the server's message. A 401 opens the
+// token prompt; a 403 names the missing grant in the server's message.
 async function api(path, options) {
-  const res = await fetch(path, options);
+  const opts = { ...(options || {}) };
+  const headers = new Headers(opts.headers || {});
+  if (token()) headers.set("Authorization", `Bearer ${token()}`);
+  opts.headers = headers;
+  opts.credentials = "omit";
+  const res = await fetch(path, opts);
   const body = await res.json().catch(() => ({}));
   if (!res.ok) {
     const e = body.error || {};
+    if (res.status === 401) {
+      showAuth(token() ? `the token was refused: ${e.message || res.statusText}` : "paste a token and press Use token", true);
+    }
     throw new Error(`${res.status} ${e.code || ""}: ${e.message || res.statusText}`);
   }
+  if (tokenNeeded) showAuth("token accepted (kept in this tab only)", false);
   return body;
 }
 
 function time(ms) {
   return ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace(".000Z", "Z");
+}
+
+// Sets the options of a <select> to `names` (text and value), keeping the pick.
+function options(pick, names) {
+  if (names.join("\u0000") === [...pick.options].map((o) => o.value).join("\u0000")) return;
+  const chosen = pick.value;
+  pick.replaceChildren(...names.map((n) => { const o = el("option", n); o.value = n; return o; }));
+  if (names.includes(chosen)) pick.value = chosen;
 }
 
 async function refresh() {
@@ -134,6 +124,7 @@ async function refresh() {
       t.partitions.reduce((n, p) => n + p.bytes, 0),
       t.config.fsync,
     ]));
+    options($("topic-pick"), topics.map((t) => t.name));
   } catch (e) { fill($("topics"), ["error"], [[e.message]]); }
   try {
     const { views } = await api("/v1/views");
@@ -143,13 +134,7 @@ async function refresh() {
       const building = b && b.progress ? `v${b.version}: ${b.progress.done}/${b.progress.total}` : "";
       return [v.name, v.kind, v.status, s.version, s.lag, time(s.watermark), building];
     }));
-    const pick = $("view-pick");
-    const chosen = pick.value;
-    const tables = views.filter((v) => v.kind === "table").map((v) => v.name);
-    if (tables.join() !== [...pick.options].map((o) => o.value).join()) {
-      pick.replaceChildren(...tables.map((n) => { const o = el("option", n); o.value = n; return o; }));
-      if (tables.includes(chosen)) pick.value = chosen;
-    }
+    options($("view-pick"), views.filter((v) => v.kind === "table").map((v) => v.name));
   } catch (e) { fill($("views"), ["error"], [[e.message]]); }
 }
 
@@ -221,6 +206,28 @@ async function loadRows() {
   } catch (e) {
     $("as-of").textContent = "";
     $("rows").replaceChildren(el("pre", e.message, "bad"));
+  }
+}
+
+// Records of one partition, as stored: key, value and headers shown as JSON text.
+async function readRecords() {
+  const topic = $("topic-pick").value;
+  if (!topic) return;
+  const partition = $("partition").value || "0";
+  const params = new URLSearchParams({ max_records: "50" });
+  if ($("offset").value.trim()) params.set("offset", $("offset").value.trim());
+  try {
+    const answer = await api(`/v1/topics/${encodeURIComponent(topic)}/partitions/${encodeURIComponent(partition)}/records?${params}`);
+    const table = el("table");
+    fill(table, ["offset", "timestamp", "key", "value", "headers"], answer.records.map((r) => [
+      r.offset, time(r.timestamp), r.key === null ? "" : r.key, json(r.value), json(r.headers),
+    ]));
+    $("read-state").textContent = `${answer.records.length} records of ${answer.topic}/${answer.partition}, ` +
+      `next offset ${answer.next_offset}, end ${answer.high_watermark}`;
+    $("records").replaceChildren(table);
+  } catch (e) {
+    $("read-state").textContent = "";
+    $("records").replaceChildren(el("pre", e.message, "bad"));
   }
 }
 
@@ -325,8 +332,10 @@ setInterval(refreshReview, 2000);
 $("run").addEventListener("click", runSql);
 $("sql").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) runSql(); });
 $("load").addEventListener("click", loadRows);
+$("read").addEventListener("click", readRecords);
+$("use-token").addEventListener("click", useToken);
+$("token").addEventListener("keydown", (e) => { if (e.key === "Enter") useToken(); });
+$("forget-token").addEventListener("click", forgetToken);
+if (token()) showAuth("token set (kept in this tab only)", false);
 refresh().then(refreshReview);
 setInterval(refresh, 2000);
-</script>
-</body>
-</html>
