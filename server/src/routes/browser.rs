@@ -10,17 +10,27 @@
 //!   site or port: a form, an image tag, a `fetch`) gets `403
 //!   cross_site_request` — this covers state-changing `GET`s such as a group
 //!   read with `commit=true`. Non-browser clients do not send the header.
+//!   The one exception is a request whose `Origin` is one of the configured
+//!   `allowed_origins` (CORS, [`super::cors`]): an operator trusts those
+//!   pages. Browsers send `Origin` on every `fetch` and form `POST` but not
+//!   on an image tag or a link, so those stay refused.
 //! - **Body type** (every `POST`/`PUT`/`PATCH` route): only the media types
 //!   the route documents (`application/json`, plus `application/x-ndjson` for
 //!   produce and `application/sql` for statements). Everything a browser may
 //!   send cross-origin without a CORS preflight — `text/plain`,
 //!   `application/x-www-form-urlencoded`, `multipart/form-data`, or no
 //!   `Content-Type` at all — gets `415 unsupported_media_type`. A page can
-//!   only send the accepted types after a preflight, which the server never
-//!   answers with CORS headers, so the browser does not send the request.
+//!   only send the accepted types after a preflight, which the server
+//!   answers only for the `allowed_origins` (none by default), so for any
+//!   other page the browser does not send the request.
 //!
-//! Invariant: no state-changing request reaches a handler unless it carries
-//! an accepted `Content-Type` and (on loopback) an accepted `Host`.
+//! Invariants: no state-changing request reaches a handler unless it carries
+//! an accepted `Content-Type` and (on loopback) an accepted `Host`; no
+//! request a browser sent from another site's page reaches a handler unless
+//! that page's origin is listed in `allowed_origins` (or it opens the
+//! console page). The console page itself is guarded by its
+//! Content-Security-Policy ([`super::admin::CONSOLE_CSP`]): it runs only its
+//! own script, which puts API data into the page as text only.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -142,14 +152,21 @@ pub fn host_allowed(value: Option<&str>, listen: SocketAddr, allowed: &[String])
 }
 
 /// Whether a request a browser sent from another site may be served: only
-/// the console page may be opened from a link.
-pub fn cross_site_allowed(method: &Method, path: &str, headers: &HeaderMap) -> bool {
+/// the console page may be opened from a link, and pages of the
+/// `allowed_origins` may call anything.
+pub fn cross_site_allowed(
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    allowed_origins: &[String],
+) -> bool {
     let site = headers
         .get("sec-fetch-site")
         .map(|v| v.as_bytes().to_ascii_lowercase());
     match site.as_deref() {
         Some(b"cross-site") | Some(b"same-site") => {
-            matches!(*method, Method::GET | Method::HEAD) && path == "/"
+            (matches!(*method, Method::GET | Method::HEAD) && path == "/")
+                || super::cors::allowed_origin(headers, allowed_origins).is_some()
         }
         _ => true,
     }
@@ -169,13 +186,19 @@ fn refuse(error: ApiError) -> Response {
 
 /// Middleware (every request): the `Host` and `Sec-Fetch-Site` checks.
 pub async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if !cross_site_allowed(request.method(), request.uri().path(), request.headers()) {
+    if !cross_site_allowed(
+        request.method(),
+        request.uri().path(),
+        request.headers(),
+        &state.config.allowed_origins,
+    ) {
         return refuse(ApiError::new(
             StatusCode::FORBIDDEN,
             "cross_site_request",
             format!(
                 "{} {} was sent by a page of another site (Sec-Fetch-Site); \
-                 the API is not served to other sites' pages",
+                 the API is not served to other sites' pages (an operator may list \
+                 a page's origin in allowed_origins)",
                 request.method(),
                 request.uri().path()
             ),
@@ -281,7 +304,8 @@ mod tests {
         assert!(cross_site_allowed(
             &Method::GET,
             "/v1/groups/g/topics/t/records",
-            &headers
+            &headers,
+            &[]
         ));
         for (site, ok) in [
             ("same-origin", true),
@@ -291,17 +315,60 @@ mod tests {
         ] {
             headers.insert("sec-fetch-site", HeaderValue::from_static(site));
             assert_eq!(
-                cross_site_allowed(&Method::POST, "/v1/statements", &headers),
+                cross_site_allowed(&Method::POST, "/v1/statements", &headers, &[]),
                 ok,
                 "{site}"
             );
             assert_eq!(
-                cross_site_allowed(&Method::GET, "/v1/groups/g/topics/t/records", &headers),
+                cross_site_allowed(&Method::GET, "/v1/groups/g/topics/t/records", &headers, &[]),
                 ok,
                 "{site}"
             );
-            assert!(cross_site_allowed(&Method::GET, "/", &headers), "{site}");
+            assert!(
+                cross_site_allowed(&Method::GET, "/", &headers, &[]),
+                "{site}"
+            );
         }
+    }
+
+    #[test]
+    fn pages_of_allowed_origins_pass_the_cross_site_check() {
+        let allowed = vec!["https://dash.example.com".to_string()];
+        let mut headers = HeaderMap::new();
+        headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        // An image tag or a link sends no Origin: still refused.
+        assert!(!cross_site_allowed(
+            &Method::GET,
+            "/v1/topics",
+            &headers,
+            &allowed
+        ));
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://evil.example"),
+        );
+        assert!(!cross_site_allowed(
+            &Method::POST,
+            "/v1/statements",
+            &headers,
+            &allowed
+        ));
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://dash.example.com"),
+        );
+        assert!(cross_site_allowed(
+            &Method::POST,
+            "/v1/statements",
+            &headers,
+            &allowed
+        ));
+        assert!(!cross_site_allowed(
+            &Method::POST,
+            "/v1/statements",
+            &headers,
+            &[]
+        ));
     }
 
     #[test]

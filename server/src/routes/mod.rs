@@ -4,6 +4,7 @@
 mod admin;
 pub mod browser;
 mod changes;
+mod cors;
 
 pub use admin::OPENAPI as OPENAPI_JSON;
 mod groups;
@@ -132,6 +133,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             browser::check_host,
         ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), cors::cors))
         .with_state(state)
 }
 
