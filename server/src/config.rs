@@ -21,6 +21,19 @@ pub enum LogFormat {
     Json,
 }
 
+/// Who may call the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// Anyone who can reach the port may do anything. Only allowed on a
+    /// loopback address unless `insecure_no_auth` is set.
+    #[default]
+    None,
+    /// Every API call needs `Authorization: Bearer <token>` with a grant
+    /// for what it does (README, "Security").
+    Tokens,
+}
+
 /// Everything `kappa serve` needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -110,6 +123,22 @@ pub struct ServerConfig {
     /// aggregate state (default: the number of cores; 1 = one thread per
     /// version; a view's `PARALLELISM` overrides it).
     pub processor_threads: u32,
+    /// Who may call the API (default `none`: anyone who reaches the port;
+    /// `tokens`: bearer tokens with grants).
+    pub auth: AuthMode,
+    /// Allow `auth = "none"` on a non-loopback address (default false: the
+    /// server refuses to start, as anyone on the network could read, write
+    /// and delete everything).
+    pub insecure_no_auth: bool,
+    /// PEM certificate chain: with `tls_key`, the API is served over HTTPS
+    /// only (reloaded on SIGHUP). Default none: plain HTTP.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// Origins (`https://dash.example.com`) whose pages may call the API
+    /// from a browser, answered with CORS headers (default none: no CORS,
+    /// and requests a browser marks cross-site are refused).
+    pub allowed_origins: Vec<String>,
 }
 
 /// The number of cores this process may use (at least 1).
@@ -152,6 +181,11 @@ impl Default for ServerConfig {
             view_commit_interval_ms: 50,
             view_commit_when_caught_up: true,
             processor_threads: cores(),
+            auth: AuthMode::None,
+            insecure_no_auth: false,
+            tls_cert: None,
+            tls_key: None,
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -216,6 +250,21 @@ pub struct Overrides {
     /// Workers of each kind per view version (a view's PARALLELISM overrides) [default: the number of cores].
     #[arg(long, env = "KAPPA_PROCESSOR_THREADS")]
     pub processor_threads: Option<u32>,
+    /// Who may call the API: none (anyone who reaches the port) or tokens [default: none].
+    #[arg(long, env = "KAPPA_AUTH", value_enum)]
+    pub auth: Option<AuthMode>,
+    /// Allow --auth none on a non-loopback address (e.g. behind an authenticating proxy).
+    #[arg(long, env = "KAPPA_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+    /// PEM certificate chain: serve HTTPS (with --tls-key; reloaded on SIGHUP).
+    #[arg(long, env = "KAPPA_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "KAPPA_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Origins whose pages may call the API (CORS), comma-separated [default: none].
+    #[arg(long, env = "KAPPA_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// A retention setting given as a flag: milliseconds, or `none` (forever).
@@ -276,8 +325,17 @@ impl ServerConfig {
             view_keep_versions,
             view_commit_interval_ms,
             view_commit_when_caught_up,
-            processor_threads
+            processor_threads,
+            auth,
+            allowed_origins
         );
+        if o.insecure_no_auth {
+            config.insecure_no_auth = true;
+        }
+        if o.tls_cert.is_some() {
+            config.tls_cert = o.tls_cert;
+            config.tls_key = o.tls_key;
+        }
         if let Some(Retention(ms)) = o.default_retention_ms {
             config.default_retention_ms = ms;
         }
@@ -336,6 +394,29 @@ impl ServerConfig {
         let max_threads = kappa_processor::sql::MAX_PARALLELISM;
         if !(1..=max_threads).contains(&self.processor_threads) {
             bail!("processor_threads must be in 1..={max_threads}");
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            bail!("tls_cert and tls_key go together: give both (HTTPS) or neither (plain HTTP)");
+        }
+        if let Some(origin) = self
+            .allowed_origins
+            .iter()
+            .find(|o| !(o.starts_with("http://") || o.starts_with("https://")) || o.ends_with('/'))
+        {
+            bail!(
+                "allowed_origins entries are origins like https://dash.example.com \
+                 (scheme and host, optional port, no path): got {origin:?}"
+            );
+        }
+        if self.auth == AuthMode::None && !self.listen.ip().is_loopback() && !self.insecure_no_auth
+        {
+            bail!(
+                "refusing to listen on {} with auth = \"none\": anyone who can reach it could \
+                 read, write and delete everything. Use --auth tokens (README, \"Security\"), \
+                 listen on a loopback address, or pass --insecure-no-auth \
+                 (KAPPA_INSECURE_NO_AUTH=true) if a proxy in front authenticates every request",
+                self.listen
+            );
         }
         Ok(())
     }
@@ -418,6 +499,42 @@ mod tests {
             ..Default::default()
         };
         assert!(ServerConfig::load(None, &bad).is_err());
+    }
+
+    #[test]
+    fn no_auth_on_a_public_address_needs_the_override() {
+        let public = Overrides {
+            listen: Some("0.0.0.0:8080".parse().unwrap()),
+            ..Default::default()
+        };
+        let error = ServerConfig::load(None, &public).unwrap_err().to_string();
+        assert!(error.contains("--insecure-no-auth"), "{error}");
+        assert!(error.contains("0.0.0.0:8080"), "{error}");
+        let overridden = Overrides {
+            insecure_no_auth: true,
+            ..public.clone()
+        };
+        ServerConfig::load(None, &overridden).unwrap();
+        let tokens = Overrides {
+            auth: Some(AuthMode::Tokens),
+            ..public
+        };
+        ServerConfig::load(None, &tokens).unwrap();
+    }
+
+    #[test]
+    fn tls_needs_both_files_and_origins_are_origins() {
+        let mut config = ServerConfig {
+            tls_cert: Some("cert.pem".into()),
+            ..ServerConfig::default()
+        };
+        assert!(config.validate().is_err());
+        config.tls_key = Some("key.pem".into());
+        config.validate().unwrap();
+        config.allowed_origins = vec!["https://dash.example.com/".into()];
+        assert!(config.validate().is_err());
+        config.allowed_origins = vec!["https://dash.example.com:8443".into()];
+        config.validate().unwrap();
     }
 
     #[test]

@@ -177,6 +177,7 @@ impl From<StatementError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         crate::metrics::count_error(self.status.as_u16(), self.code);
+        let retry_after_ms = self.details.get("retry_after_ms").and_then(|v| v.as_u64());
         let mut error = serde_json::Map::new();
         error.insert("code".into(), json!(self.code));
         error.insert("message".into(), json!(self.message));
@@ -187,6 +188,14 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            // Whole seconds, rounded up, from the wait the body states.
+            let ms = retry_after_ms.unwrap_or(1_000);
+            let secs = ms.div_ceil(1_000).max(1);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

@@ -2,7 +2,8 @@
 //! over a [`Log`] on a listener until a shutdown signal, then finishes
 //! in-flight requests and closes the log (syncing what was written).
 //!
-//! Module map: `config` (layered settings) · `http` (accept loop: connection
+//! Module map: `config` (layered settings) · `auth` (tokens, grants, the
+//! check every request passes, audit) · `http` (accept loop: connection
 //! limit, header and body deadlines, graceful shutdown) · `routes/*` (one
 //! file per resource: parse the request, map the answer) · `statements`
 //! (the SQL statement executor) · `dto` (wire types) · `error` (the one
@@ -11,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod dto;
@@ -44,6 +46,8 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// Renders the Prometheus registry.
     pub metrics: PrometheusHandle,
+    /// Who may call: the auth mode and the token store.
+    pub auth: Arc<auth::Auth>,
     /// Becomes true when shutdown starts: long-polls stop waiting.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
 }
@@ -54,6 +58,27 @@ impl AppState {
         let mut rx = self.shutting_down.clone();
         let _ = rx.wait_for(|down| *down).await;
     }
+}
+
+/// Opens the token store of `config.data_dir` with the bootstrap token of
+/// `KAPPA_BOOTSTRAP_TOKEN`, and says how to get in when nobody could.
+pub fn open_auth(config: &ServerConfig) -> anyhow::Result<Arc<auth::Auth>> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    let bootstrap = std::env::var(auth::store::BOOTSTRAP_ENV).ok();
+    let store = auth::TokenStore::open(&config.data_dir, bootstrap.as_deref())?;
+    if config.auth == config::AuthMode::Tokens && store.list().is_empty() {
+        tracing::warn!(
+            "auth = \"tokens\" and no token exists: every API call will be refused. Create one \
+             with `kappa token create --admin --name NAME --data-dir {}` or set {}",
+            config.data_dir.display(),
+            auth::store::BOOTSTRAP_ENV
+        );
+    }
+    Ok(Arc::new(auth::Auth {
+        mode: config.auth,
+        store,
+        limiter: auth::limits::ProduceLimiter::default(),
+    }))
 }
 
 /// Opens the log in `config.data_dir` (running recovery) and the views
@@ -77,6 +102,7 @@ pub async fn run_with_log_config(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let auth = open_auth(&config)?;
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
     let manager_config = config.manager_config();
     let views = {
@@ -94,6 +120,7 @@ pub async fn run_with_log_config(
         views,
         config: Arc::new(config),
         metrics: metrics::install(),
+        auth,
         shutting_down,
     };
     let router = routes::router(state.clone());

@@ -21,6 +21,13 @@ struct Cli {
         global = true
     )]
     url: String,
+    /// Bearer token for a server with `auth = "tokens"` (README, "Security").
+    #[arg(long, env = "KAPPA_TOKEN", hide_env_values = true, global = true)]
+    token: Option<String>,
+    /// PEM file of the CA that signed an https:// server's certificate
+    /// (instead of the built-in public roots).
+    #[arg(long, env = "KAPPA_CA_CERT", global = true)]
+    ca_cert: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -98,7 +105,14 @@ fn main() {
     let result = match cli.command {
         Command::Serve { config, overrides } => serve(config, overrides),
         Command::Demo(args) => demo(args),
-        Command::Client(command) => kappa_server::cli::run(&cli.url, command),
+        Command::Client(command) => {
+            let options = kappa_server::cli::http::ClientOptions {
+                url: cli.url,
+                token: cli.token,
+                ca_cert: cli.ca_cert,
+            };
+            kappa_server::cli::run(&options, command)
+        }
     };
     if let Err(e) = result {
         if e.downcast_ref::<kappa_server::cli::Reported>().is_none() {

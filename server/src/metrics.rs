@@ -64,6 +64,23 @@ pub fn count_connection_closed(reason: &'static str) {
     counter!(CONNECTIONS_CLOSED, "reason" => reason).increment(1);
 }
 
+/// Requests refused by authentication or authorization, by reason
+/// (`missing_token`, `not_bearer`, `invalid_token`, `forbidden`).
+pub const AUTH_DENIED: &str = "kappa_auth_denied_total";
+/// Admin actions (requests and SQL statements that need `admin`), by action.
+pub const ADMIN_ACTIONS: &str = "kappa_admin_actions_total";
+
+/// Counts a request refused with 401 or 403.
+pub fn count_auth_denied(reason: &'static str) {
+    counter!(AUTH_DENIED, "reason" => reason).increment(1);
+}
+
+/// Counts an admin action (`action`: method and route template, or a SQL
+/// statement kind — a bounded set).
+pub fn count_admin_action(action: &str) {
+    counter!(ADMIN_ACTIONS, "action" => action.to_string()).increment(1);
+}
+
 /// Long-polling reads waiting for records right now.
 pub const LONG_POLLS_WAITING: &str = "kappa_http_long_polls_waiting";
 

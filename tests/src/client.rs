@@ -47,6 +47,8 @@ pub struct Produced {
 pub struct Client {
     agent: ureq::Agent,
     base: String,
+    /// Sent as `Authorization: Bearer <token>` when set.
+    token: Option<String>,
 }
 
 impl Client {
@@ -60,6 +62,26 @@ impl Client {
         Client {
             agent,
             base: base.into(),
+            token: None,
+        }
+    }
+
+    /// A client of `base` sending through `agent` (e.g. one with a TLS
+    /// config trusting a test CA).
+    pub fn with_agent(base: impl Into<String>, agent: ureq::Agent) -> Client {
+        Client {
+            agent,
+            base: base.into(),
+            token: None,
+        }
+    }
+
+    /// This client sending `Authorization: Bearer <token>` on every request
+    /// (same connection pool).
+    pub fn with_token(&self, token: &str) -> Client {
+        Client {
+            token: Some(token.to_string()),
+            ..self.clone()
         }
     }
 
@@ -81,6 +103,9 @@ impl Client {
         let mut request = self.agent.request(method, &self.url_of(path));
         if let Some(ct) = content_type {
             request = request.set("Content-Type", ct);
+        }
+        if let Some(token) = &self.token {
+            request = request.set("Authorization", &format!("Bearer {token}"));
         }
         for (name, value) in headers {
             request = request.set(name, value);

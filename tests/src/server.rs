@@ -22,6 +22,8 @@ pub struct Server {
     data_dir: PathBuf,
     owned_data: Option<tempfile::TempDir>,
     args: Vec<String>,
+    /// `KAPPA_*` variables the server is started with (kept on restarts).
+    env: Vec<(String, String)>,
     logs: tempfile::TempDir,
     rest_of_stdout: mpsc::Receiver<String>,
     client: Client,
@@ -40,6 +42,25 @@ impl Server {
             path,
             Some(dir),
             args.iter().map(|s| s.to_string()).collect(),
+            Vec::new(),
+        )
+    }
+
+    /// Like [`Server::start`], with environment variables (e.g.
+    /// `KAPPA_BOOTSTRAP_TOKEN`) set for the server; restarts keep them.
+    pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let dir = tempfile::Builder::new()
+            .prefix("kappa-e2e-data-")
+            .tempdir()
+            .expect("creating a data dir");
+        let path = dir.path().to_path_buf();
+        Server::spawn(
+            path,
+            Some(dir),
+            args.iter().map(|s| s.to_string()).collect(),
+            env.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         )
     }
 
@@ -49,6 +70,7 @@ impl Server {
             data_dir.to_path_buf(),
             None,
             args.iter().map(|s| s.to_string()).collect(),
+            Vec::new(),
         )
     }
 
@@ -72,6 +94,7 @@ impl Server {
             self.data_dir.clone(),
             owned,
             args.iter().map(|s| s.to_string()).collect(),
+            std::mem::take(&mut self.env),
         )
     }
 
@@ -79,6 +102,7 @@ impl Server {
         data_dir: PathBuf,
         owned_data: Option<tempfile::TempDir>,
         args: Vec<String>,
+        env: Vec<(String, String)>,
     ) -> Server {
         let logs = tempfile::Builder::new()
             .prefix("kappa-e2e-logs-")
@@ -103,6 +127,7 @@ impl Server {
             }
         }
         cmd.env("NO_COLOR", "1");
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         let mut child = cmd.spawn().expect("spawning kappa serve");
         let stdout = child.stdout.take().expect("piped stdout");
         let (first_tx, first_rx) = mpsc::channel();
@@ -142,6 +167,7 @@ impl Server {
             data_dir,
             owned_data,
             args,
+            env,
             logs,
             rest_of_stdout: rest_rx,
             client,

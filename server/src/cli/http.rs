@@ -4,15 +4,22 @@
 //! (`{"error": {"code", "message"}}`) into [`ApiError`], retries answers
 //! `503` that carry `Retry-After` (the server's `overloaded`) a bounded number
 //! of times, and turns connection failures into a message naming the URL.
+//! `https://` URLs are verified against the webpki roots ureq ships, or only
+//! against the CA given with `--ca-cert` (ring provider either way).
 
 use std::fmt;
 use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
+use anyhow::{anyhow, bail, Context};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::CertificateDer;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use tokio_rustls::rustls;
 
 /// How many times one request is retried after `503` with `Retry-After`.
 pub const MAX_RETRIES: u32 = 10;
@@ -22,6 +29,9 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
 /// Longest wait for a single read of an answer; long-polls wait up to 30 s.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// ureq's message for a TLS handshake that failed.
+const TLS_HANDSHAKE_FAILED: &str = "tls connection init failed";
 
 /// An error answer of the server, decoded from its JSON body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,29 +122,68 @@ struct Req<'a> {
     body: Option<(&'a str, &'a str)>,
 }
 
+/// How a client reaches its server: the URL and the credentials.
+#[derive(Clone, Default)]
+pub struct ClientOptions {
+    /// The server's URL, e.g. `http://127.0.0.1:8080`.
+    pub url: String,
+    /// A bearer token sent as `Authorization: Bearer <token>` on every
+    /// request (`--token`, `KAPPA_TOKEN`); never printed.
+    pub token: Option<String>,
+    /// PEM file of the CA certificates `https://` servers are verified
+    /// against instead of the built-in roots (`--ca-cert`, `KAPPA_CA_CERT`).
+    pub ca_cert: Option<PathBuf>,
+}
+
 /// A client for one server; cheap to clone (clones share the connection pool).
 #[derive(Clone)]
 pub struct Client {
     base: String,
     agent: ureq::Agent,
+    /// The `Authorization` header value, if a token was given.
+    authorization: Option<String>,
 }
 
 impl Client {
     /// Creates a client for the server at `url`, e.g. `http://127.0.0.1:8080`
     /// (`http://` is assumed when the URL has no scheme).
     pub fn new(url: &str) -> Self {
+        Client::connect(&ClientOptions {
+            url: url.to_string(),
+            ..ClientOptions::default()
+        })
+        .expect("a client without a CA file cannot fail")
+    }
+
+    /// Creates a client with `options` (URL, token, CA); fails only on an
+    /// unusable CA file.
+    pub fn connect(options: &ClientOptions) -> anyhow::Result<Self> {
+        let url = options.url.as_str();
         let url = url.trim().trim_end_matches('/');
         let base = if url.contains("://") {
             url.to_string()
         } else {
             format!("http://{url}")
         };
-        let agent = ureq::AgentBuilder::new()
+        let mut agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_secs(10))
             .timeout_read(READ_TIMEOUT)
-            .timeout_write(READ_TIMEOUT)
-            .build();
-        Client { base, agent }
+            .timeout_write(READ_TIMEOUT);
+        if let Some(ca_cert) = &options.ca_cert {
+            agent = agent.tls_config(tls_trusting(ca_cert)?);
+        }
+        let agent = agent.build();
+        let authorization = options
+            .token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("Bearer {t}"));
+        Ok(Client {
+            base,
+            agent,
+            authorization,
+        })
     }
 
     /// The server's base URL, e.g. `http://127.0.0.1:8080`.
@@ -249,6 +298,9 @@ impl Client {
         for (name, value) in req.headers {
             request = request.set(name, value);
         }
+        if let Some(authorization) = &self.authorization {
+            request = request.set("Authorization", authorization);
+        }
         match req.body {
             Some((content_type, body)) => {
                 request.set("Content-Type", content_type).send_string(body)
@@ -260,6 +312,15 @@ impl Client {
 
     fn transport_error(&self, req: &Req, transport: &ureq::Transport) -> anyhow::Error {
         let detail = transport_detail(transport);
+        // ureq reports a failed TLS handshake as a failed connection.
+        if transport.message() == Some(TLS_HANDSHAKE_FAILED) {
+            return anyhow!(
+                "TLS handshake with {} failed ({detail}): if its certificate comes from \
+                 a private CA, pass that CA with --ca-cert (KAPPA_CA_CERT); if it serves \
+                 plain HTTP, use an http:// URL",
+                self.base
+            );
+        }
         match transport.kind() {
             ureq::ErrorKind::ConnectionFailed | ureq::ErrorKind::Dns => anyhow!(
                 "cannot connect to {} ({detail}): is `kappa serve` running?",
@@ -268,6 +329,33 @@ impl Client {
             _ => anyhow!("{} {}{} failed: {detail}", req.method, self.base, req.path),
         }
     }
+}
+
+/// A TLS client config (ring provider) trusting only the CA certificates
+/// in the PEM file `ca_cert`.
+fn tls_trusting(ca_cert: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let pem = std::fs::read(ca_cert)
+        .with_context(|| format!("reading the CA certificate {}", ca_cert.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| anyhow!("CA certificate {}: {e}", ca_cert.display()))?;
+        roots
+            .add(cert)
+            .map_err(|e| anyhow!("CA certificate {}: {e}", ca_cert.display()))?;
+    }
+    if roots.is_empty() {
+        bail!(
+            "CA certificate {}: no PEM `CERTIFICATE` block",
+            ca_cert.display()
+        );
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS: the ring provider supports no default protocol version")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 /// The transport error's text without the URL prefix ureq puts in front.
@@ -413,6 +501,55 @@ mod tests {
             "{error}"
         );
         assert!(error.ends_with("is `kappa serve` running?"), "{error}");
+    }
+
+    fn testdata(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/http/testdata")
+            .join(name)
+    }
+
+    fn with_ca(url: &str, ca_cert: PathBuf) -> anyhow::Result<Client> {
+        Client::connect(&ClientOptions {
+            url: url.to_string(),
+            ca_cert: Some(ca_cert),
+            ..ClientOptions::default()
+        })
+    }
+
+    #[test]
+    fn an_unusable_ca_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "").unwrap();
+        for path in [dir.path().join("missing.pem"), empty] {
+            let error = format!("{:#}", with_ca("https://h:1", path.clone()).err().unwrap());
+            assert!(error.contains(&path.display().to_string()), "{error}");
+        }
+        with_ca("https://h:1", testdata("a_cert.pem")).unwrap();
+    }
+
+    #[test]
+    fn a_failed_tls_handshake_suggests_ca_cert_and_http() {
+        // A plain-HTTP server: the handshake fails on its first bytes.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let server = thread::spawn(move || {
+            use std::io::Write;
+            let (mut stream, _) = listener.accept().unwrap();
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        });
+        let client = with_ca(&url, testdata("a_cert.pem")).unwrap();
+        let error = client.get("/health", &[]).unwrap_err().to_string();
+        server.join().unwrap();
+        assert!(
+            error.starts_with(&format!("TLS handshake with {url} failed")),
+            "{error}"
+        );
+        assert!(
+            error.contains("--ca-cert") && error.contains("http://"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 pub mod demo;
 mod groups;
-mod http;
+pub mod http;
 mod produce;
 mod query;
 mod replay;
@@ -17,6 +17,7 @@ mod table;
 mod tail;
 #[cfg(test)]
 mod testserver;
+mod token;
 mod topics;
 mod views;
 
@@ -28,6 +29,7 @@ pub use query::QueryArgs;
 pub use replay::{ReplayArgs, ReplayFrom};
 pub use sql::SqlArgs;
 pub use tail::TailArgs;
+pub use token::TokenCommand;
 pub use topics::TopicsCommand;
 pub use views::ViewsArgs;
 
@@ -89,11 +91,14 @@ pub enum ClientCommand {
         /// The view.
         view: String,
     },
+    /// Bearer tokens: create, list, revoke (README, "Security").
+    #[command(subcommand)]
+    Token(TokenCommand),
 }
 
-/// Runs a client command against the server at `url` (e.g. "http://127.0.0.1:8080").
-pub fn run(url: &str, command: ClientCommand) -> anyhow::Result<()> {
-    let client = http::Client::new(url);
+/// Runs a client command against the server `options` names.
+pub fn run(options: &http::ClientOptions, command: ClientCommand) -> anyhow::Result<()> {
+    let client = http::Client::connect(options)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match command {
@@ -113,6 +118,7 @@ pub fn run(url: &str, command: ClientCommand) -> anyhow::Result<()> {
         } => review::diff(&client, &view, base, candidate, limit, &mut out),
         ClientCommand::Promote { view } => review::run(&client, &view, "promote", &mut out),
         ClientCommand::Rollback { view } => review::run(&client, &view, "rollback", &mut out),
+        ClientCommand::Token(command) => token::run(&client, command, &mut out),
     }
 }
 
@@ -168,7 +174,11 @@ mod tests {
         let url = format!("http://{}", listener.local_addr().unwrap());
         drop(listener);
         let list = ClientCommand::Topics(TopicsCommand::List { json: false });
-        let error = run(&url, list).unwrap_err().to_string();
+        let options = http::ClientOptions {
+            url: url.clone(),
+            ..http::ClientOptions::default()
+        };
+        let error = run(&options, list).unwrap_err().to_string();
         assert!(
             error.contains(&url) && error.contains("kappa serve"),
             "{error}"

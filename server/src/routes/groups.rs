@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use bytes::Bytes;
 use futures_util::future::select_all;
@@ -13,6 +14,7 @@ use kappa_log::{Record, ResetTo, Topic};
 use serde_json::json;
 
 use super::{blocking, body, json, Params, ReadLimits};
+use crate::auth::Principal;
 use crate::dto::{
     CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, ResetRequest,
 };
@@ -20,8 +22,13 @@ use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
 /// `GET /v1/groups`.
-pub async fn list(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({ "groups": state.log.groups() }))
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> Json<serde_json::Value> {
+    let mut groups = state.log.groups();
+    groups.retain(|g| principal.may_see_group(g));
+    Json(json!({ "groups": groups }))
 }
 
 /// The group's position on each partition: committed, else the start;

@@ -11,6 +11,7 @@ mod groups;
 pub(crate) mod records;
 mod replay;
 mod statements;
+mod tokens;
 mod topics;
 mod views;
 
@@ -99,6 +100,9 @@ fn table() -> Vec<Route> {
         route("GET", "/v1/views/{view}/diff", views::diff),
         route("POST", "/v1/views/{view}/promote", views::promote),
         route("POST", "/v1/views/{view}/rollback", views::rollback),
+        route("POST", "/v1/tokens", tokens::create),
+        route("GET", "/v1/tokens", tokens::list),
+        route("DELETE", "/v1/tokens/{name}", tokens::revoke),
     ]
 }
 
@@ -117,6 +121,10 @@ pub fn router(state: AppState) -> Router {
         // Routes of one path merge into one method router.
         .fold(Router::new(), |router, r| router.route(r.path, r.service))
         .route_layer(axum::middleware::from_fn(browser::check_type))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::check,
+        ))
         .route_layer(axum::middleware::from_fn(trace_request))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .method_not_allowed_fallback(|| async {
@@ -133,7 +141,10 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             browser::check_host,
         ))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), cors::cors))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors::cors,
+        ))
         .with_state(state)
 }
 
@@ -376,12 +387,14 @@ mod tests {
         };
         let log = Arc::new(kappa_log::Log::open(config.log_config()).unwrap());
         let views = ViewManager::open(log.clone(), config.manager_config()).unwrap();
+        let config_for_auth = config.clone();
         let (_down, shutting_down) = tokio::sync::watch::channel(false);
         let state = AppState {
             log: log.clone(),
             views: views.clone(),
             config: Arc::new(config),
             metrics: crate::metrics::install(),
+            auth: crate::open_auth(&config_for_auth).unwrap(),
             shutting_down,
         };
         let captured = Captured::default();

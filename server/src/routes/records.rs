@@ -8,12 +8,13 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use bytes::Bytes;
 use kappa_log::{Fetch, Header, LogError, NewRecord, ProduceFailure, ProduceRecord, Record, Topic};
 use serde_json::json;
 
 use super::{blocking, body, Params, ReadLimits};
+use crate::auth::Principal;
 use crate::config::ServerConfig;
 use crate::dto::{ProduceBody, ProduceResponse, ProducedOut, ReadResponse, RecordIn, RecordOut};
 use crate::error::{ApiError, ApiResult};
@@ -25,6 +26,7 @@ pub const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
 /// `POST /v1/topics/{topic}/records`.
 pub async fn produce(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(topic_name): Path<String>,
     headers: HeaderMap,
     raw: Result<Bytes, BytesRejection>,
@@ -34,6 +36,7 @@ pub async fn produce(
     let idempotency_key = idempotency_key(&headers)?;
     let ndjson = is_ndjson(&headers)?;
     let records = parse_records(&bytes, ndjson, &state.config)?;
+    state.auth.admit_produce(&principal, records.len())?;
     let topic = topic_for_produce(&state, &topic_name).await?;
     let count = records.len();
     let outcome = topic

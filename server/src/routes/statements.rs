@@ -3,8 +3,9 @@
 //! queries — from the body, has [`crate::statements::Executor`] run each
 //! and answers one result per statement.
 //!
-//! The whole text is parsed before anything runs, so a syntax error
-//! changes nothing. Statements then run in order; the first that fails
+//! The whole text is parsed, and every statement checked against the
+//! caller's grants, before anything runs: a syntax error or a statement the
+//! token may not run changes nothing. Statements then run in order; the first that fails
 //! stops the run and is answered as the error (with its `statement`
 //! index); the ones before it stay applied.
 
@@ -12,6 +13,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use bytes::Bytes;
 use kappa_processor::sql;
@@ -19,7 +21,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::body;
-use crate::dto::statements::StatementsOut;
+use crate::auth::{self, Principal};
+use crate::dto::statements::{ShowRow, StatementOut, StatementsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::statements::Executor;
 use crate::AppState;
@@ -36,6 +39,7 @@ struct SqlBody {
 /// `POST /v1/statements`.
 pub async fn run(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     headers: HeaderMap,
     raw: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
@@ -51,6 +55,14 @@ pub async fn run(
                 "more than {MAX_STATEMENTS} statements in one request"
             )));
         }
+        for (i, statement) in statements.iter().enumerate() {
+            let need = auth::statement_need(statement);
+            if !principal.may(&need) {
+                let mut e = principal.forbidden(&need, "run this statement");
+                e.details.insert("statement".into(), json!(i));
+                return Err(e);
+            }
+        }
         let executor = Executor {
             log: &state.log,
             views: &state.views,
@@ -58,10 +70,19 @@ pub async fn run(
         };
         let mut results = Vec::new();
         for (i, statement) in statements.into_iter().enumerate() {
-            match executor.execute(statement) {
-                Ok(r) => results.push(r),
-                Err(e) => {
-                    let mut e = ApiError::from(e);
+            let audited = (auth::statement_need(&statement) == auth::Need::Admin)
+                .then(|| (statement_kind(&statement), statement_object(&statement)));
+            let result = executor.execute(statement).map_err(ApiError::from);
+            if let Some((kind, object)) = audited {
+                let status = match &result {
+                    Ok(_) => StatusCode::OK,
+                    Err(e) => e.status,
+                };
+                auth::audit::admin_action(&principal, kind, &object, status);
+            }
+            match result {
+                Ok(r) => results.push(visible(r, &principal)),
+                Err(mut e) => {
                     e.details.insert("statement".into(), json!(i));
                     return Err(e);
                 }
@@ -71,6 +92,44 @@ pub async fn run(
     })
     .await?;
     Ok(Json(StatementsOut { results }).into_response())
+}
+
+/// The kind of a statement that changes the catalog, for the audit line.
+fn statement_kind(statement: &sql::Statement) -> &'static str {
+    match statement {
+        sql::Statement::CreateSource(_) => "SQL CREATE (declaration)",
+        sql::Statement::CreateAs(_) => "SQL CREATE AS SELECT",
+        sql::Statement::Drop { .. } => "SQL DROP",
+        _ => "SQL",
+    }
+}
+
+/// The object a statement names, for the audit line.
+fn statement_object(statement: &sql::Statement) -> String {
+    match statement {
+        sql::Statement::CreateSource(decl) => decl.name.clone(),
+        sql::Statement::CreateAs(create) => create.name.clone(),
+        sql::Statement::Drop { name, .. } | sql::Statement::Describe(name) => name.clone(),
+        sql::Statement::Select(query) => query.view.clone(),
+        sql::Statement::Show(_) => String::new(),
+    }
+}
+
+/// A statement's result as `principal` may see it: `SHOW` lists only the
+/// topics and views it has a grant on.
+fn visible(result: StatementOut, principal: &Principal) -> StatementOut {
+    match result {
+        StatementOut::Shown(mut shown) if !principal.is_admin() => {
+            shown.rows.retain(|row| match row {
+                ShowRow::Topic { name, .. } => auth::may_see_shown(principal, name, true),
+                ShowRow::Declared { name, .. } | ShowRow::Query { name, .. } => {
+                    auth::may_see_shown(principal, name, false)
+                }
+            });
+            StatementOut::Shown(shown)
+        }
+        other => other,
+    }
 }
 
 /// Most statement requests handled at once (one thread each); more wait.

@@ -4,10 +4,12 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use bytes::Bytes;
 
 use super::{blocking, body, json};
+use crate::auth::Principal;
 use crate::dto::{AlterTopic, CreateTopic, TopicOut, TopicsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -25,12 +27,16 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(TopicOut::from(topic.describe()))).into_response())
 }
 
-/// `GET /v1/topics`.
-pub async fn list(State(state): State<AppState>) -> Json<TopicsOut> {
+/// `GET /v1/topics`: the topics the caller may read or produce to.
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> Json<TopicsOut> {
     let topics = state
         .log
         .topics()
         .iter()
+        .filter(|t| principal.may_see_topic(t.name()))
         .map(|t| TopicOut::from(t.describe()))
         .collect();
     Json(TopicsOut { topics })

@@ -9,12 +9,14 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use bytes::Bytes;
 use kappa_processor::view::ViewQuery;
 use serde_json::json;
 
 use super::{blocking, body, json, Params};
+use crate::auth::Principal;
 use crate::dto::{cursor_bytes, ReplayRequest, RowsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::views::manager::{Change, Swap};
@@ -32,9 +34,13 @@ pub const DEFAULT_AFTER_WAIT_MS: u64 = 5_000;
 pub const MAX_AFTER_WAIT_MS: u64 = 30_000;
 
 /// `GET /v1/views`.
-pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> ApiResult<Response> {
     let views = state.views.clone();
-    let list = blocking(move || Ok(views.list())).await?;
+    let mut list = blocking(move || Ok(views.list())).await?;
+    list.retain(|v| principal.may_see_view(&v.name));
     Ok(Json(json!({ "views": list })).into_response())
 }
 

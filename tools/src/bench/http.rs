@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{CONTENT_TYPE, HOST, RETRY_AFTER};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
@@ -21,6 +21,9 @@ pub struct Target {
     pub addr: String,
     /// Value of the `Host` header.
     pub authority: String,
+    /// `Authorization` header value (`Bearer <token>`) for a server with
+    /// `auth = "tokens"`.
+    pub authorization: Option<String>,
 }
 
 impl Target {
@@ -42,7 +45,17 @@ impl Target {
         Ok(Target {
             addr: format!("{host}:{port}"),
             authority: format!("{host}:{port}"),
+            authorization: None,
         })
+    }
+
+    /// This target, sending `Authorization: Bearer <token>` on every request.
+    pub fn with_token(mut self, token: Option<&str>) -> Target {
+        self.authorization = token
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("Bearer {t}"));
+        self
     }
 }
 
@@ -74,6 +87,7 @@ impl Answer {
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
     authority: String,
+    authorization: Option<String>,
 }
 
 impl Conn {
@@ -91,6 +105,7 @@ impl Conn {
         Ok(Conn {
             sender,
             authority: target.authority.clone(),
+            authorization: target.authorization.clone(),
         })
     }
 
@@ -114,6 +129,9 @@ impl Conn {
             .header(HOST, &self.authority);
         if let Some(ct) = content_type {
             request = request.header(CONTENT_TYPE, ct);
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header(AUTHORIZATION, authorization);
         }
         let response = self
             .sender

@@ -48,6 +48,9 @@ struct Cli {
         global = true
     )]
     url: String,
+    /// Bearer token for a server with `auth = "tokens"`.
+    #[arg(long, env = "KAPPA_TOKEN", hide_env_values = true, global = true)]
+    token: Option<String>,
     /// Write the results as JSON to this file.
     #[arg(long, global = true)]
     json: Option<PathBuf>,
@@ -124,7 +127,7 @@ fn main_result() -> anyhow::Result<()> {
     if let Scenario::Summary(args) = &cli.scenario {
         return summary::run(args);
     }
-    let target = Target::parse(&cli.url)?;
+    let target = Target::parse(&cli.url)?.with_token(cli.token.as_deref());
     // Read the comparison first: a bad path should not cost a whole run.
     let previous = cli.compare.as_deref().map(report::load).transpose()?;
     let scenario = cli.scenario.name();

@@ -83,6 +83,10 @@ pub struct DatagenArgs {
     /// Produce to a running server at this URL (e.g. http://127.0.0.1:8080); needs --topic.
     #[arg(long, requires = "topic")]
     pub produce: Option<String>,
+    /// Bearer token for a server with `auth = "tokens"` (needs produce on
+    /// the topic, and admin if the topic must be created with --partitions).
+    #[arg(long, env = "KAPPA_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// Topic to produce to (created if missing).
     #[arg(long, requires = "produce")]
     pub topic: Option<String>,
@@ -183,7 +187,8 @@ pub fn run(args: &DatagenArgs) -> anyhow::Result<u64> {
     let (mut sink, show_progress) = match (&args.produce, &args.out) {
         (Some(url), _) => {
             let topic = args.topic.as_deref().context("--produce needs --topic")?;
-            let producer = Producer::new(url, topic, time_format, args.batch)?;
+            let producer = Producer::new(url, topic, time_format, args.batch)?
+                .with_token(args.token.as_deref());
             if producer.ensure_topic(args.partitions)? {
                 eprintln!("kappa-datagen: created topic {topic:?}");
             }

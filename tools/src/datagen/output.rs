@@ -73,6 +73,8 @@ pub fn write_line(
 #[derive(Debug)]
 pub struct Producer {
     agent: ureq::Agent,
+    /// `Bearer <token>` for a server with `auth = "tokens"`.
+    authorization: Option<String>,
     base_url: String,
     topic: String,
     time_format: TimeFormat,
@@ -102,6 +104,7 @@ impl Producer {
         }
         Ok(Producer {
             agent: ureq::AgentBuilder::new().timeout(REQUEST_TIMEOUT).build(),
+            authorization: None,
             base_url: base_url.trim_end_matches('/').to_owned(),
             topic: topic.to_owned(),
             time_format,
@@ -113,11 +116,29 @@ impl Producer {
         })
     }
 
+    /// Sends `Authorization: Bearer <token>` with every request.
+    pub fn with_token(mut self, token: Option<&str>) -> Producer {
+        self.authorization = token
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("Bearer {t}"));
+        self
+    }
+
+    /// A request to `url` carrying the token, if any.
+    fn request(&self, method: &str, url: &str) -> ureq::Request {
+        let request = self.agent.request(method, url);
+        match &self.authorization {
+            Some(value) => request.set("Authorization", value),
+            None => request,
+        }
+    }
+
     /// Creates the topic (`partitions`, else the server's default) unless it
     /// exists. Returns true if it was created.
     pub fn ensure_topic(&self, partitions: Option<u32>) -> anyhow::Result<bool> {
         let url = format!("{}/v1/topics/{}", self.base_url, self.topic);
-        match self.agent.get(&url).call() {
+        match self.request("GET", &url).call() {
             Ok(_) => return Ok(false),
             Err(ureq::Error::Status(404, _)) => {}
             Err(e) => return Err(describe(e)).with_context(|| format!("GET {url}")),
@@ -127,7 +148,7 @@ impl Producer {
             body["partitions"] = json!(p);
         }
         let url = format!("{}/v1/topics", self.base_url);
-        match self.agent.post(&url).send_json(body) {
+        match self.request("POST", &url).send_json(body) {
             Ok(_) => Ok(true),
             Err(ureq::Error::Status(409, _)) => Ok(false),
             Err(e) => Err(describe(e)).with_context(|| format!("POST {url}")),
@@ -164,8 +185,7 @@ impl Producer {
         loop {
             attempt += 1;
             let result = self
-                .agent
-                .post(&url)
+                .request("POST", &url)
                 .set("Idempotency-Key", &key)
                 .set("Content-Type", "application/json")
                 .send_bytes(&body);

@@ -1,0 +1,469 @@
+//! Authentication and authorization: who calls, and whether they may.
+//!
+//! With `auth = "tokens"` every route under `/v1` and `/metrics` needs
+//! `Authorization: Bearer <token>`; `GET /` (the console and its files),
+//! `/health` and `/ready` stay open. [`check`] (route middleware) works out
+//! what the request [`Need`]s from its method, route template and path
+//! parameters ([`need_of`]), resolves the token through the
+//! [`TokenStore`], and answers:
+//!
+//! - `401 unauthorized` with `WWW-Authenticate: Bearer` — no token, not a
+//!   bearer token, or an unknown (e.g. revoked) one;
+//! - `403 forbidden` naming the grant the token lacks;
+//! - otherwise the handler runs with the [`Principal`] in the request's
+//!   extensions. Lists (`GET /v1/topics`, `/v1/views`, `/v1/groups`,
+//!   `SHOW`) are filtered to what the principal may see; `POST
+//!   /v1/statements` checks every statement before running any
+//!   ([`statement_need`]).
+//!
+//! With `auth = "none"` the principal is `anonymous` with every grant.
+//!
+//! **Audit** ([`audit`]): every request that needs `admin` (and every SQL
+//! statement that changes something) is logged at info on the
+//! `kappa::audit` target with the token's name, the action and its status;
+//! every 401 and 403 at warn, with the token's name when known. Secrets
+//! are never logged nor echoed. Counters: `kappa_auth_denied_total{reason}`
+//! and `kappa_admin_actions_total{action}`.
+
+pub mod grants;
+pub mod limits;
+pub mod store;
+
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::RequestPartsExt;
+use kappa_processor::sql::Statement;
+
+pub use grants::{Grant, Need};
+pub use store::{Principal, TokenStore};
+
+use crate::config::AuthMode;
+use crate::error::ApiError;
+use crate::AppState;
+
+/// The server's authentication: the mode and the token store.
+pub struct Auth {
+    /// `none` or `tokens`.
+    pub mode: AuthMode,
+    /// The tokens of the data directory (managed in either mode).
+    pub store: TokenStore,
+    /// Produce rate limits of the tokens that have one.
+    pub limiter: limits::ProduceLimiter,
+}
+
+impl Auth {
+    /// Admits `records` produced by `principal` under its rate limit, or
+    /// answers `429 rate_limited` with the wait (`Retry-After`).
+    pub fn admit_produce(&self, principal: &Principal, records: usize) -> Result<(), ApiError> {
+        let Some(rate) = principal.produce_records_per_second else {
+            return Ok(());
+        };
+        let now = std::time::Instant::now();
+        self.limiter
+            .admit(&principal.name, rate, records, now)
+            .map_err(|wait| {
+                audit::denied("rate_limited", Some(&principal.name), "produce");
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                let mut error = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!(
+                        "token {:?} may produce {rate} records per second: retry in {secs} s",
+                        principal.name
+                    ),
+                );
+                error.details.insert(
+                    "retry_after_ms".into(),
+                    serde_json::json!(wait.as_millis() as u64),
+                );
+                error
+            })
+    }
+}
+
+/// What a request's `Authorization` header holds.
+enum Bearer<'a> {
+    Missing,
+    NotBearer,
+    Token(&'a str),
+}
+
+fn bearer(headers: &HeaderMap) -> Bearer<'_> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Bearer::Missing;
+    };
+    let Ok(text) = value.to_str() else {
+        return Bearer::NotBearer;
+    };
+    match text.split_once(' ') {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
+            Bearer::Token(token.trim())
+        }
+        _ => Bearer::NotBearer,
+    }
+}
+
+/// What a request to `route` (a template of the route table) with `method`
+/// needs; `param` gives a path parameter's decoded value.
+pub fn need_of(method: &Method, route: &str, param: impl Fn(&str) -> String) -> Need {
+    let get = *method == Method::GET || *method == Method::HEAD;
+    match route {
+        "/metrics" => Need::Metrics,
+        "/v1/openapi.json" | "/v1/topics" | "/v1/groups" | "/v1/views" | "/v1/statements"
+            if get || route == "/v1/statements" =>
+        {
+            Need::Token
+        }
+        "/v1/topics/{topic}" if get => Need::ReadOrProduce(param("topic")),
+        "/v1/topics/{topic}/records" => Need::Produce(param("topic")),
+        "/v1/topics/{topic}/partitions/{partition}/records" => Need::Read(param("topic")),
+        "/v1/groups/{group}/topics/{topic}/records" => Need::GroupRead {
+            group: param("group"),
+            topic: param("topic"),
+        },
+        "/v1/groups/{group}/offsets" | "/v1/groups/{group}/reset" => Need::Group(param("group")),
+        "/v1/views/{view}"
+        | "/v1/views/{view}/rows"
+        | "/v1/views/{view}/changes"
+        | "/v1/views/{view}/diff"
+            if get =>
+        {
+            Need::ReadView(param("view"))
+        }
+        // Everything else under /v1 changes the server: topics, views'
+        // replay/promote/rollback, tokens. Unknown /v1 routes fail closed.
+        r if r.starts_with("/v1/") => Need::Admin,
+        // The console page and its files, /health, /ready.
+        _ => Need::Open,
+    }
+}
+
+/// What running `statement` needs: `admin` for anything that changes the
+/// catalog, `read-view` on the view a `SELECT` or `DESCRIBE` reads; `SHOW`
+/// needs a token and is filtered ([`may_see_shown`]).
+pub fn statement_need(statement: &Statement) -> Need {
+    match statement {
+        Statement::CreateSource(_) | Statement::CreateAs(_) | Statement::Drop { .. } => Need::Admin,
+        Statement::Show(_) => Need::Token,
+        Statement::Describe(name) => Need::ReadView(name.clone()),
+        Statement::Select(query) => Need::ReadView(query.view.clone()),
+    }
+}
+
+impl Principal {
+    /// Whether this principal may do what `need` names.
+    pub fn may(&self, need: &Need) -> bool {
+        need.allowed_by(&self.grants)
+    }
+
+    /// Whether this principal has the `admin` grant.
+    pub fn is_admin(&self) -> bool {
+        self.grants.contains(&Grant::Admin)
+    }
+
+    /// Whether a topic shows in this principal's lists (it may read or
+    /// produce to it).
+    pub fn may_see_topic(&self, topic: &str) -> bool {
+        self.may(&Need::ReadOrProduce(topic.to_string()))
+    }
+
+    /// Whether a view, table or stream shows in this principal's lists.
+    pub fn may_see_view(&self, view: &str) -> bool {
+        self.may(&Need::ReadView(view.to_string()))
+    }
+
+    /// Whether a consumer group shows in this principal's lists.
+    pub fn may_see_group(&self, group: &str) -> bool {
+        self.may(&Need::Group(group.to_string()))
+    }
+
+    /// `403 forbidden` for `need`, logged and counted.
+    pub fn forbidden(&self, need: &Need, action: &str) -> ApiError {
+        audit::denied("forbidden", Some(&self.name), action);
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "token {:?} may not {action}: it needs the grant {}",
+                self.name,
+                need.describe()
+            ),
+        )
+    }
+}
+
+/// Whether a `SHOW` row named `name` (a topic when `is_topic`) is shown to
+/// `principal`.
+pub fn may_see_shown(principal: &Principal, name: &str, is_topic: bool) -> bool {
+    if is_topic {
+        principal.may_see_topic(name)
+    } else {
+        principal.may_see_view(name)
+    }
+}
+
+/// The most body bytes read (and dropped) from a refused request, so that
+/// its connection stays usable; a larger body closes the connection.
+const DRAIN_LIMIT: usize = 64 * 1024;
+
+/// A refusal. The request's body (if any) is read and dropped first, up to
+/// [`DRAIN_LIMIT`] and within the body timeout: closing a connection with
+/// unread bytes makes the kernel reset it, and the client could lose the
+/// answer. A body that is larger (or slow) closes the connection, and the
+/// answer says so.
+async fn refuse(request: Request, error: ApiError, challenge: Option<&'static str>) -> Response {
+    let drained = axum::body::to_bytes(request.into_body(), DRAIN_LIMIT)
+        .await
+        .is_ok();
+    let mut response = error.into_response();
+    if let Some(challenge) = challenge {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+    }
+    if !drained {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+async fn unauthorized(
+    request: Request,
+    reason: &'static str,
+    action: &str,
+    message: String,
+) -> Response {
+    audit::denied(reason, None, action);
+    let challenge = if reason == "invalid_token" {
+        r#"Bearer realm="kappa", error="invalid_token""#
+    } else {
+        r#"Bearer realm="kappa""#
+    };
+    refuse(
+        request,
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message),
+        Some(challenge),
+    )
+    .await
+}
+
+/// Route middleware: authenticates the request and checks what its route
+/// needs (see the module documentation).
+pub async fn check(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let route = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| parts.uri.path().to_string());
+    let params = parts.extract::<RawPathParams>().await.ok();
+    let param = |name: &str| {
+        params
+            .as_ref()
+            .and_then(|p| {
+                p.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            })
+            .unwrap_or_default()
+    };
+    let method = parts.method.clone();
+    let path = parts.uri.path().to_string();
+    let need = need_of(&method, &route, param);
+    let mut request = Request::from_parts(parts, body);
+    if need == Need::Open {
+        return next.run(request).await;
+    }
+    let action = format!("{method} {route}");
+    let principal = match state.auth.mode {
+        AuthMode::None => Principal::anonymous(),
+        AuthMode::Tokens => match bearer(request.headers()) {
+            Bearer::Missing => {
+                return unauthorized(
+                    request,
+                    "missing_token",
+                    &action,
+                    format!(
+                        "{action} needs a token: send Authorization: Bearer <token> \
+                         (this server runs with auth = \"tokens\")"
+                    ),
+                )
+                .await
+            }
+            Bearer::NotBearer => {
+                return unauthorized(
+                    request,
+                    "not_bearer",
+                    &action,
+                    "the Authorization header must be `Bearer <token>`".into(),
+                )
+                .await
+            }
+            Bearer::Token(secret) => match state.auth.store.authenticate(secret) {
+                Some(principal) => principal,
+                None => {
+                    return unauthorized(
+                        request,
+                        "invalid_token",
+                        &action,
+                        "the token is not valid (unknown or revoked)".into(),
+                    )
+                    .await
+                }
+            },
+        },
+    };
+    if !principal.may(&need) {
+        let error = principal.forbidden(&need, &action);
+        return refuse(request, error, None).await;
+    }
+    request.extensions_mut().insert(principal.clone());
+    let response = next.run(request).await;
+    if need == Need::Admin {
+        audit::admin_action(&principal, &action, &path, response.status());
+    }
+    response
+}
+
+/// Audit lines and counters.
+pub mod audit {
+    use axum::http::StatusCode;
+
+    use super::Principal;
+
+    /// Logs and counts an admin action (`action` = method and route
+    /// template, or the SQL statement kind) on `target` (the request path,
+    /// or the object a statement names) and its outcome.
+    pub fn admin_action(principal: &Principal, action: &str, target: &str, status: StatusCode) {
+        tracing::info!(
+            target: "kappa::audit",
+            token = %principal.name,
+            action,
+            on = target,
+            status = status.as_u16(),
+            "admin action"
+        );
+        crate::metrics::count_admin_action(action);
+    }
+
+    /// Logs and counts a refused request (401 or 403).
+    pub fn denied(reason: &'static str, token: Option<&str>, action: &str) {
+        tracing::warn!(
+            target: "kappa::audit",
+            token = token.unwrap_or("-"),
+            reason,
+            action,
+            "request denied"
+        );
+        crate::metrics::count_auth_denied(reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_v1_route_needs_a_token_and_only_the_console_and_probes_are_open() {
+        for (method, route) in crate::routes::routes() {
+            let method = Method::from_bytes(method.as_bytes()).unwrap();
+            let need = need_of(&method, route, |_| "x".into());
+            let open = matches!(route, "/" | "/health" | "/ready")
+                || !route.starts_with("/v1") && route != "/metrics";
+            assert_eq!(need == Need::Open, open, "{method} {route}: {need:?}");
+        }
+    }
+
+    #[test]
+    fn routes_map_to_the_grants_the_readme_documents() {
+        let p = |name: &str| format!("<{name}>");
+        let need = |m: Method, r: &str| need_of(&m, r, p);
+        assert_eq!(need(Method::POST, "/v1/topics"), Need::Admin);
+        assert_eq!(need(Method::DELETE, "/v1/topics/{topic}"), Need::Admin);
+        assert_eq!(need(Method::PATCH, "/v1/topics/{topic}"), Need::Admin);
+        assert_eq!(
+            need(Method::GET, "/v1/topics/{topic}"),
+            Need::ReadOrProduce("<topic>".into())
+        );
+        assert_eq!(
+            need(Method::POST, "/v1/topics/{topic}/records"),
+            Need::Produce("<topic>".into())
+        );
+        assert_eq!(
+            need(
+                Method::GET,
+                "/v1/topics/{topic}/partitions/{partition}/records"
+            ),
+            Need::Read("<topic>".into())
+        );
+        assert_eq!(
+            need(Method::GET, "/v1/groups/{group}/topics/{topic}/records"),
+            Need::GroupRead {
+                group: "<group>".into(),
+                topic: "<topic>".into()
+            }
+        );
+        assert_eq!(
+            need(Method::POST, "/v1/groups/{group}/reset"),
+            Need::Group("<group>".into())
+        );
+        assert_eq!(
+            need(Method::GET, "/v1/views/{view}/rows"),
+            Need::ReadView("<view>".into())
+        );
+        assert_eq!(need(Method::POST, "/v1/views/{view}/replay"), Need::Admin);
+        assert_eq!(need(Method::POST, "/v1/views/{view}/promote"), Need::Admin);
+        assert_eq!(need(Method::POST, "/v1/statements"), Need::Token);
+        assert_eq!(need(Method::GET, "/metrics"), Need::Metrics);
+        assert_eq!(need(Method::POST, "/v1/tokens"), Need::Admin);
+        assert_eq!(need(Method::GET, "/v1/tokens"), Need::Admin);
+        assert_eq!(need(Method::GET, "/v1/some/new/route"), Need::Admin);
+    }
+
+    #[test]
+    fn statements_that_change_the_catalog_need_admin() {
+        let parsed = kappa_processor::sql::parse(
+            "CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON'); \
+             DROP TABLE x; SHOW TABLES; DESCRIBE v; SELECT * FROM v2;",
+        )
+        .unwrap();
+        let needs: Vec<Need> = parsed.iter().map(statement_need).collect();
+        assert_eq!(
+            needs,
+            vec![
+                Need::Admin,
+                Need::Admin,
+                Need::Token,
+                Need::ReadView("v".into()),
+                Need::ReadView("v2".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn only_bearer_tokens_are_read_from_the_header() {
+        let mut headers = HeaderMap::new();
+        assert!(matches!(bearer(&headers), Bearer::Missing));
+        for (value, token) in [
+            ("Bearer abc", Some("abc")),
+            ("bearer  abc ", Some("abc")),
+            ("Basic dXNlcjpwYXNz", None),
+            ("Bearer ", None),
+            ("abc", None),
+        ] {
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            match (bearer(&headers), token) {
+                (Bearer::Token(t), Some(expected)) => assert_eq!(t, expected),
+                (Bearer::NotBearer, None) => {}
+                _ => panic!("{value}"),
+            }
+        }
+    }
+}
