@@ -18,7 +18,7 @@ mod browser;
 use std::time::Duration;
 
 use browser::Browser;
-use kappa_tests::{assert_error, eventually, json, raw_request, Server, Value};
+use kappa_tests::{assert_error, eventually, json, raw_request, Server};
 
 /// Markup that runs code if it is ever parsed as HTML.
 const PAYLOAD: &str = "<img src=x onerror=window.__pwned=1><b>bold</b>";
@@ -355,8 +355,16 @@ fn with_tokens_the_console_asks_for_one_and_keeps_it_in_the_tab_only() {
 
     // Forgetting it clears it, and the console asks again.
     browser.click("#forget-token");
-    let stored = browser.execute("return sessionStorage.getItem('kappa.token');", vec![]);
-    assert_eq!(stored, Value::Null);
+    let left = browser.execute(
+        "return [sessionStorage.getItem('kappa.token'),
+                 document.querySelectorAll('#topic-pick option').length];",
+        vec![],
+    );
+    assert_eq!(
+        left,
+        json!([null, 0]),
+        "the token and what it read are gone"
+    );
     browser.text_until("#auth-prompt", |t| t.contains("needs a token"));
     browser.text_until("#topics", |t| t.contains("401"));
 

@@ -53,11 +53,25 @@ function showAuth(message, needed) {
   tokenNeeded = needed;
 }
 
+// Clears everything read with the previous token, so that nothing it was
+// allowed to see stays on the page under another token or none.
+function clearData() {
+  ["topics", "views", "sql-result", "rows", "records", "review-counts", "review-examples"]
+    .forEach((id) => $(id).replaceChildren());
+  ["as-of", "read-state", "review-result"].forEach((id) => { $(id).textContent = ""; });
+  options($("topic-pick"), []);
+  options($("view-pick"), []);
+  reviewed = null;
+  $("review-state").textContent = "pick a table under Rows";
+  ["diff", "promote", "rollback"].forEach((id) => { $(id).hidden = true; });
+}
+
 function useToken() {
   const typed = $("token").value.trim();
   if (!typed) return;
   sessionStorage.setItem(TOKEN_KEY, typed);
   $("token").value = "";
+  clearData();
   showAuth("token set (kept in this tab only)", false);
   refresh().then(refreshReview);
 }
@@ -65,6 +79,7 @@ function useToken() {
 function forgetToken() {
   sessionStorage.removeItem(TOKEN_KEY);
   $("token").value = "";
+  clearData();
   showAuth("token forgotten", false);
   refresh().then(refreshReview);
 }
@@ -77,11 +92,14 @@ function forgetToken() {
 async function api(path, options) {
   const opts = { ...(options || {}) };
   const headers = new Headers(opts.headers || {});
-  if (token()) headers.set("Authorization", `Bearer ${token()}`);
+  const sent = token();
+  if (sent) headers.set("Authorization", `Bearer ${sent}`);
   opts.headers = headers;
   opts.credentials = "omit";
   const res = await fetch(path, opts);
   const body = await res.json().catch(() => ({}));
+  // An answer to a token the user has since replaced or forgotten is dropped.
+  if (token() !== sent) throw new Error("the token changed while this was loading");
   if (!res.ok) {
     const e = body.error || {};
     if (res.status === 401) {
