@@ -10,10 +10,18 @@
 //! `max_new_connections_per_ip` of them (a further one closes its oldest),
 //! and at `max_connections` the oldest newcomer of any address is closed to
 //! make room. Connections that sent a request are never closed for this.
+//!
+//! HTTPS ([`tls`]): with `tls_cert` and `tls_key` configured the port
+//! serves TLS only. The handshake runs in the connection's task, inside the
+//! same first-request deadline and newcomer accounting, so a client that
+//! connects and never handshakes is closed like one that never sends a
+//! request. Without them, connections are served exactly as plain HTTP.
 
 mod newcomers;
+pub mod tls;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,28 +33,38 @@ use hyper::service::Service;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
 
 use crate::config::ServerConfig;
 pub use newcomers::Newcomers;
+pub use tls::Tls;
 
-/// Serves `router` on `listener` until `shutdown` completes.
+/// Serves `router` on `listener` until `shutdown` completes: over HTTPS
+/// when `config` names a certificate and key (loaded here; reloaded on
+/// SIGHUP while serving), plain HTTP otherwise.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     config: &ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let (tls, reloads) = start_tls(config)?.unzip();
     let connections = Arc::new(Semaphore::new(config.max_connections));
-    let newcomers = Arc::new(Newcomers::new(config.max_new_connections_per_ip));
-    let first_request = Duration::from_millis(config.first_request_timeout_ms);
-    let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_millis(config.header_read_timeout_ms))
         .keep_alive(true);
+    let kit = ConnectionKit {
+        router,
+        newcomers: Arc::new(Newcomers::new(config.max_new_connections_per_ip)),
+        builder,
+        first_request: Duration::from_millis(config.first_request_timeout_ms),
+        tls,
+    };
+    let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -67,36 +85,20 @@ pub async fn serve(
         let permit = match connections.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
-                newcomers.evict_oldest();
+                kit.newcomers.evict_oldest();
                 tokio::select! {
                     permit = connections.clone().acquire_owned() => permit.expect("never closed"),
                     () = &mut shutdown => break,
                 }
             }
         };
-        let _ = stream.set_nodelay(true);
-        let (id, eviction) = newcomers.add(peer.ip());
-        let proven = Arc::new(AtomicBool::new(false));
-        let service = FirstRequest {
-            inner: TowerToHyperService::new(router.clone()),
-            newcomers: newcomers.clone(),
-            id,
-            proven: proven.clone(),
-        };
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-        let newcomers = newcomers.clone();
-        tokio::spawn(async move {
-            let guard = Slot {
-                newcomers,
-                id,
-                _permit: permit,
-            };
-            drive(connection, eviction, proven, first_request, peer).await;
-            drop(guard);
-        });
+        kit.spawn(stream, peer, permit, &graceful);
     }
     tracing::info!("shutting down: no new connections; finishing in-flight requests");
     drop(listener);
+    if let Some(reloads) = reloads {
+        reloads.abort();
+    }
     let grace = Duration::from_millis(config.shutdown_grace_ms);
     if tokio::time::timeout(grace, graceful.shutdown())
         .await
@@ -107,6 +109,102 @@ pub async fn serve(
     Ok(())
 }
 
+/// Loads the certificate if `config` names one, and starts reloading it on
+/// SIGHUP (the task runs until aborted).
+fn start_tls(config: &ServerConfig) -> anyhow::Result<Option<(Arc<Tls>, JoinHandle<()>)>> {
+    let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
+        return Ok(None);
+    };
+    let tls = Arc::new(Tls::load(cert, key)?);
+    Tls::register_metrics();
+    let reloads = tls.clone().reload_on_sighup()?;
+    tracing::info!(
+        cert = %cert.display(),
+        key = %key.display(),
+        "serving HTTPS only; SIGHUP reloads the certificate"
+    );
+    Ok(Some((tls, reloads)))
+}
+
+/// What the accept loop gives each connection's task.
+struct ConnectionKit {
+    router: Router,
+    newcomers: Arc<Newcomers>,
+    builder: http1::Builder,
+    first_request: Duration,
+    tls: Option<Arc<Tls>>,
+}
+
+impl ConnectionKit {
+    /// Registers the connection as a newcomer and serves it on its own task
+    /// (TLS handshake first, if configured), holding `permit` until it ends.
+    fn spawn(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        permit: OwnedSemaphorePermit,
+        graceful: &GracefulShutdown,
+    ) {
+        let _ = stream.set_nodelay(true);
+        let (id, eviction) = self.newcomers.add(peer.ip());
+        let proven = Arc::new(AtomicBool::new(false));
+        let service = FirstRequest {
+            inner: TowerToHyperService::new(self.router.clone()),
+            newcomers: self.newcomers.clone(),
+            id,
+            proven: proven.clone(),
+        };
+        let guard = Slot {
+            newcomers: self.newcomers.clone(),
+            id,
+            _permit: permit,
+        };
+        let first_request = self.first_request;
+        let Some(tls) = &self.tls else {
+            let connection =
+                graceful.watch(self.builder.serve_connection(TokioIo::new(stream), service));
+            tokio::spawn(async move {
+                drive(connection, eviction, proven, first_request, peer).await;
+                drop(guard);
+            });
+            return;
+        };
+        // The handshake is part of the connection's future, so the
+        // first-request deadline and eviction cover it too. The watcher is
+        // taken now: shutdown waits for handshakes in progress as well.
+        let (tls, builder, watcher) = (tls.clone(), self.builder.clone(), graceful.watcher());
+        let handshaken = Arc::new(AtomicBool::new(false));
+        let done = handshaken.clone();
+        let connection = async move {
+            let Some(session) = tls.accept(stream, peer).await else {
+                return Ok(());
+            };
+            done.store(true, Ordering::SeqCst);
+            watcher
+                .watch(builder.serve_connection(TokioIo::new(session), service))
+                .await
+        };
+        tokio::spawn(async move {
+            let ended = drive(connection, eviction, proven, first_request, peer).await;
+            if ended == Ended::TimedOut && !handshaken.load(Ordering::SeqCst) {
+                tls::count_handshake_timeout();
+            }
+            drop(guard);
+        });
+    }
+}
+
+/// Why [`drive`] stopped a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// The connection finished (or failed) by itself.
+    Finished,
+    /// It was closed to make room for another.
+    Evicted,
+    /// It sent no request head within the first-request deadline.
+    TimedOut,
+}
+
 /// Runs a connection until it ends, or until it is closed for making room
 /// or for sending no request head within `first_request`.
 async fn drive<E: std::fmt::Display>(
@@ -114,8 +212,8 @@ async fn drive<E: std::fmt::Display>(
     mut eviction: newcomers::Eviction,
     proven: Arc<AtomicBool>,
     first_request: Duration,
-    peer: std::net::SocketAddr,
-) {
+    peer: SocketAddr,
+) -> Ended {
     tokio::pin!(connection);
     let deadline = tokio::time::sleep(first_request);
     tokio::pin!(deadline);
@@ -126,12 +224,12 @@ async fn drive<E: std::fmt::Display>(
                 if let Err(e) = ended {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
-                return;
+                return Ended::Finished;
             }
             evicted = &mut eviction, if may_evict => match evicted {
                 Ok(()) => {
                     tracing::debug!(%peer, "closed a connection that sent no request, to make room");
-                    return;
+                    return Ended::Evicted;
                 }
                 // Proven or ended: nobody will close it for making room.
                 Err(_) => may_evict = false,
@@ -140,7 +238,7 @@ async fn drive<E: std::fmt::Display>(
                 if !proven.load(Ordering::SeqCst) {
                     crate::metrics::count_connection_closed("first_request_timeout");
                     tracing::debug!(%peer, "closed a connection that sent no request in time");
-                    return;
+                    return Ended::TimedOut;
                 }
                 deadline_armed = false;
             }
