@@ -2,8 +2,10 @@
 //! `allowed_origins` answers those origins' preflights and lets their pages
 //! read its answers; every other origin gets no CORS header and keeps the
 //! cross-site refusal; a server without the setting sends no CORS header at
-//! all. The last test shows it in a real browser: a page of a listed origin
-//! reads and writes through `fetch`, a page of another origin cannot.
+//! all. With `--auth tokens` a preflight needs no token and a listed page
+//! can read its 401. The browser test shows it in a real browser: a page of
+//! a listed origin reads and writes through `fetch`, a page of another
+//! origin cannot.
 
 mod browser;
 
@@ -277,4 +279,42 @@ fn a_browser_page_of_a_listed_origin_calls_the_api_and_others_cannot() {
     let allowed = fetch_from(&browser, &listed_origin, &api);
     assert_eq!(allowed, json!([["ok", 200], ["ok", 201]]));
     assert_eq!(server.get("/v1/topics/from-the-page").0, 200);
+}
+
+#[test]
+fn with_tokens_a_preflight_needs_none_and_a_listed_page_reads_the_401() {
+    const SECRET: &str = "cors-test-bootstrap-0123456789";
+    let server = Server::start_env(
+        &["--auth", "tokens", "--allowed-origins", DASH],
+        &[("KAPPA_BOOTSTRAP_TOKEN", SECRET)],
+    );
+    // A preflight carries no credentials: it is answered before the token
+    // check.
+    let answer = preflight(&server, DASH, "/v1/statements");
+    assert_eq!(answer.status, 204, "{:?}", answer.headers);
+    // Without a token: a 401 the page can read, with its challenge.
+    let answer = cross_site_get(&server, DASH);
+    assert_eq!(answer.status, 401);
+    assert_eq!(answer.headers["access-control-allow-origin"], DASH);
+    assert!(answer.headers["access-control-expose-headers"].contains("www-authenticate"));
+    assert!(answer.headers["www-authenticate"].starts_with("Bearer"));
+    // With one: served.
+    let bearer = format!("Bearer {SECRET}");
+    let answer = raw_request(
+        server.addr(),
+        "GET",
+        "/v1/topics",
+        &[
+            ("Origin", DASH),
+            ("Sec-Fetch-Site", "cross-site"),
+            ("Authorization", &bearer),
+        ],
+        b"",
+    );
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.headers["access-control-allow-origin"], DASH);
+    // Another origin's page gets neither the 401 nor a readable answer.
+    let answer = cross_site_get(&server, "https://evil.example");
+    assert_eq!(answer.status, 403);
+    assert_eq!(cors_headers(&answer), vec![]);
 }
