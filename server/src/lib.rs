@@ -2,7 +2,8 @@
 //! over a [`Log`] on a listener until a shutdown signal, then finishes
 //! in-flight requests and closes the log (syncing what was written).
 //!
-//! Module map: `config` (layered settings) · `auth` (tokens, grants, the
+//! Module map: `config` (layered settings) · `datadir` (the data
+//! directory's lock) · `auth` (tokens, grants, the
 //! check every request passes, audit) · `http` (accept loop: connection
 //! limit, header and body deadlines, graceful shutdown) · `routes/*` (one
 //! file per resource: parse the request, map the answer) · `statements`
@@ -15,6 +16,7 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod datadir;
 pub mod dto;
 pub mod error;
 #[doc(hidden)]
@@ -102,6 +104,8 @@ pub async fn run_with_log_config(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    // Before anything is opened: one server per data directory.
+    let _lock = datadir::DataDirLock::acquire(&config.data_dir)?;
     let auth = open_auth(&config)?;
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
     let manager_config = config.manager_config();

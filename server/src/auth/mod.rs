@@ -86,7 +86,7 @@ impl Auth {
 /// What a request's `Authorization` header holds.
 enum Bearer<'a> {
     Missing,
-    NotBearer,
+    Other,
     Token(&'a str),
 }
 
@@ -95,7 +95,7 @@ fn bearer(headers: &HeaderMap) -> Bearer<'_> {
         return Bearer::Missing;
     };
     let Ok(text) = value.to_str() else {
-        return Bearer::NotBearer;
+        return Bearer::Other;
     };
     match text.split_once(' ') {
         Some((scheme, token))
@@ -103,7 +103,7 @@ fn bearer(headers: &HeaderMap) -> Bearer<'_> {
         {
             Bearer::Token(token.trim())
         }
-        _ => Bearer::NotBearer,
+        _ => Bearer::Other,
     }
 }
 
@@ -297,7 +297,7 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
                 )
                 .await
             }
-            Bearer::NotBearer => {
+            Bearer::Other => {
                 return unauthorized(
                     request,
                     "not_bearer",
@@ -461,7 +461,7 @@ mod tests {
             headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
             match (bearer(&headers), token) {
                 (Bearer::Token(t), Some(expected)) => assert_eq!(t, expected),
-                (Bearer::NotBearer, None) => {}
+                (Bearer::Other, None) => {}
                 _ => panic!("{value}"),
             }
         }

@@ -159,11 +159,21 @@ pub enum StoreError {
     Io(anyhow::Error),
 }
 
+/// A file's identity when it was read: (inode, size, mtime in ns).
+type Stamp = (u64, u64, i128);
+
+/// A stored token as held in memory: its record, parsed grants and digest.
+struct LoadedToken {
+    stored: StoredToken,
+    grants: Vec<Grant>,
+    digest: [u8; 32],
+}
+
 /// What the server holds in memory.
 struct Loaded {
-    tokens: Vec<(StoredToken, Vec<Grant>, [u8; 32])>,
+    tokens: Vec<LoadedToken>,
     /// The file's (inode, size, mtime ns) when loaded; `None` = no file.
-    stamp: Option<(u64, u64, i128)>,
+    stamp: Option<Stamp>,
 }
 
 /// The token store of one data directory.
@@ -305,14 +315,14 @@ impl TokenStore {
         Ok(file)
     }
 
-    fn stamp(path: &Path) -> Option<(u64, u64, i128)> {
+    fn stamp(path: &Path) -> Option<Stamp> {
         let meta = fs::metadata(path).ok()?;
         let mtime = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
         Some((meta.ino(), meta.size(), mtime))
     }
 
     /// Reads and checks the file; a missing file is an empty store.
-    fn read_file(&self) -> anyhow::Result<(TokenFile, Option<(u64, u64, i128)>)> {
+    fn read_file(&self) -> anyhow::Result<(TokenFile, Option<Stamp>)> {
         let path = self.file();
         let stamp = Self::stamp(&path);
         let text = match fs::read_to_string(&path) {
@@ -347,14 +357,18 @@ impl TokenStore {
         Ok((file, stamp))
     }
 
-    fn install(&self, file: TokenFile, stamp: Option<(u64, u64, i128)>) {
+    fn install(&self, file: TokenFile, stamp: Option<Stamp>) {
         let tokens = file
             .tokens
             .into_iter()
             .filter_map(|t| {
                 let grants = parse_grants(&t.grants).ok()?;
                 let digest = unhex(&t.sha256)?;
-                Some((t, grants, digest))
+                Some(LoadedToken {
+                    stored: t,
+                    grants,
+                    digest,
+                })
             })
             .collect();
         *self.loaded.write().expect("token store lock") = Loaded { tokens, stamp };
@@ -416,18 +430,18 @@ impl TokenStore {
         }
         let loaded = self.loaded.read().expect("token store lock");
         let mut found = None;
-        for (i, (_, _, stored)) in loaded.tokens.iter().enumerate() {
+        for (i, token) in loaded.tokens.iter().enumerate() {
             // No early exit: every digest is compared.
-            if bool::from(presented.ct_eq(stored)) {
+            if bool::from(presented.ct_eq(&token.digest)) {
                 found = Some(i);
             }
         }
         found.map(|i| {
-            let (token, grants, _) = &loaded.tokens[i];
+            let token = &loaded.tokens[i];
             Principal {
-                name: token.name.clone(),
-                grants: grants.clone(),
-                produce_records_per_second: token.produce_records_per_second,
+                name: token.stored.name.clone(),
+                grants: token.grants.clone(),
+                produce_records_per_second: token.stored.produce_records_per_second,
             }
         })
     }
@@ -446,13 +460,18 @@ impl TokenStore {
             });
         }
         let loaded = self.loaded.read().expect("token store lock");
-        out.extend(loaded.tokens.iter().map(|(t, _, _)| TokenInfo {
-            name: t.name.clone(),
-            grants: t.grants.clone(),
-            created_at_ms: Some(t.created_at_ms),
-            source: "store",
-            produce_records_per_second: t.produce_records_per_second,
-        }));
+        out.extend(
+            loaded
+                .tokens
+                .iter()
+                .map(|LoadedToken { stored: t, .. }| TokenInfo {
+                    name: t.name.clone(),
+                    grants: t.grants.clone(),
+                    created_at_ms: Some(t.created_at_ms),
+                    source: "store",
+                    produce_records_per_second: t.produce_records_per_second,
+                }),
+        );
         out
     }
 
