@@ -18,6 +18,8 @@ pub struct Reply {
     pub content_type: String,
     /// The `Retry-After` header, if any.
     pub retry_after: Option<String>,
+    /// The `WWW-Authenticate` header, if any.
+    pub www_authenticate: Option<String>,
     /// The body as text.
     pub text: String,
     /// The body parsed as JSON; `Null` if empty, `Value::String(text)` if
@@ -122,6 +124,7 @@ impl Client {
         let status = response.status();
         let content_type = response.header("content-type").unwrap_or("").to_string();
         let retry_after = response.header("retry-after").map(str::to_string);
+        let www_authenticate = response.header("www-authenticate").map(str::to_string);
         let text = response
             .into_string()
             .map_err(|e| format!("reading the body: {e}"))?;
@@ -130,9 +133,24 @@ impl Client {
             status,
             content_type,
             retry_after,
+            www_authenticate,
             text,
             body,
         })
+    }
+
+    /// The status of `method path` without reading the body: for answers
+    /// that stream without end (the change feed). Panics on transport errors.
+    pub fn status_only(&self, method: &str, path: &str) -> u16 {
+        let mut request = self.agent.request(method, &self.url_of(path));
+        if let Some(token) = &self.token {
+            request = request.set("Authorization", &format!("Bearer {token}"));
+        }
+        match request.call() {
+            Ok(response) => response.status(),
+            Err(ureq::Error::Status(status, _)) => status,
+            Err(e) => panic!("{method} {path}: {e}"),
+        }
     }
 
     /// Like [`Client::try_send`], panicking on transport errors.

@@ -4,12 +4,15 @@
 //! scoped tokens stay in their scope; revocation is immediate and survives
 //! a restart; the first admin token comes from the offline CLI or
 //! `KAPPA_BOOTSTRAP_TOKEN`; secrets never reach logs or error bodies; and
-//! `auth = "none"` refuses a non-loopback address.
+//! `auth = "none"` refuses a non-loopback address. The route matrix runs
+//! over HTTP and over HTTPS.
 
 use std::process::Command;
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
 use kappa_tests::{json, kappa_bin, Client, Reply, Server, Value};
+
+mod tls_support;
 
 /// The bootstrap secret of these tests.
 const BOOTSTRAP: &str = "bootstrap-secret-for-the-auth-tests";
@@ -27,8 +30,15 @@ fn admin(server: &Server) -> Client {
 
 /// Creates a token with `grants` through the API; returns its secret.
 fn token(server: &Server, name: &str, grants: &[&str]) -> String {
-    let (status, body) =
-        admin(server).post_json("/v1/tokens", &json!({"name": name, "grants": grants}));
+    token_via(&server.client(), name, grants)
+}
+
+/// Creates a token with `grants` through `base` (of either scheme) with the
+/// bootstrap token; returns its secret.
+fn token_via(base: &Client, name: &str, grants: &[&str]) -> String {
+    let (status, body) = base
+        .with_token(BOOTSTRAP)
+        .post_json("/v1/tokens", &json!({"name": name, "grants": grants}));
     assert_eq!(status, 201, "{body}");
     body["token"].as_str().unwrap().to_string()
 }
@@ -66,20 +76,6 @@ fn send(client: &Client, c: &Case) -> Reply {
     client.send(c.method, &c.path, content_type, &[], body.as_deref())
 }
 
-/// The status of a request whose answer is a stream that never ends (the
-/// change feed): the headers are enough.
-fn status_only(server: &Server, path: &str, token: Option<&str>) -> u16 {
-    let mut request = ureq::get(&format!("{}{path}", server.url()));
-    if let Some(token) = token {
-        request = request.set("Authorization", &format!("Bearer {token}"));
-    }
-    match request.call() {
-        Ok(response) => response.status(),
-        Err(ureq::Error::Status(status, _)) => status,
-        Err(e) => panic!("GET {path}: {e}"),
-    }
-}
-
 fn assert_refused(what: &str, reply: &Reply, status: u16, code: &str) {
     assert_eq!(reply.status, status, "{what}: {}", reply.text);
     assert_eq!(reply.body["error"]["code"], code, "{what}: {}", reply.text);
@@ -88,14 +84,30 @@ fn assert_refused(what: &str, reply: &Reply, status: u16, code: &str) {
 #[test]
 fn every_route_answers_401_401_403_and_succeeds_with_its_grant() {
     let server = start();
-    let root = admin(&server);
+    route_matrix(&server.client());
+}
+
+#[test]
+fn over_https_every_route_answers_401_401_403_and_succeeds_with_its_grant() {
+    let files = tls_support::Files::new();
+    let server = files.start_env(
+        &["--auth", "tokens"],
+        &[("KAPPA_BOOTSTRAP_TOKEN", BOOTSTRAP)],
+    );
+    route_matrix(&tls_support::https_client(server.addr(), files.ca.der()));
+}
+
+/// Every route × {no token, wrong token, token without the grant, token
+/// with it}, through `anonymous` (a client of either scheme, without a token).
+fn route_matrix(anonymous: &Client) {
+    let root = anonymous.with_token(BOOTSTRAP);
     root.sql_ok(&format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
     for name in ["orders.eu", "doomed", "altered"] {
         root.create_topic(&json!({"name": name, "partitions": 1}));
     }
     root.produce("orders.eu", &json!([{"key": "k", "value": {"n": 1}}]));
-    let outsider = token(
-        &server,
+    let outsider = token_via(
+        anonymous,
         "outsider",
         &["read:unrelated-*", "read-view:unrelated"],
     );
@@ -242,9 +254,8 @@ fn every_route_answers_401_401_403_and_succeeds_with_its_grant() {
             200,
         ),
     ];
-    let anonymous = server.client();
-    let wrong_client = server.client().with_token(wrong);
-    let outsider_client = server.client().with_token(&outsider);
+    let wrong_client = anonymous.with_token(wrong);
+    let outsider_client = anonymous.with_token(&outsider);
     for (i, c) in cases.iter().enumerate() {
         let what = format!("{} {}", c.method, c.path);
         let reply = send(&anonymous, c);
@@ -287,17 +298,17 @@ fn every_route_answers_401_401_403_and_succeeds_with_its_grant() {
             reply.text
         );
         let grants: Vec<&str> = grant.split('+').collect();
-        let allowed = token(&server, &format!("allowed-{i}"), &grants);
-        let reply = send(&server.client().with_token(&allowed), c);
+        let allowed = token_via(anonymous, &format!("allowed-{i}"), &grants);
+        let reply = send(&anonymous.with_token(&allowed), c);
         assert_eq!(reply.status, c.ok, "{what} with {grant}: {}", reply.text);
     }
     // The change feed is a stream: its headers tell.
     let feed = "/v1/views/purchase_stats/changes";
-    assert_eq!(status_only(&server, feed, None), 401);
-    assert_eq!(status_only(&server, feed, Some(wrong)), 401);
-    assert_eq!(status_only(&server, feed, Some(&outsider)), 403);
-    let reader = token(&server, "feed-reader", &["read-view:purchase_stats"]);
-    assert_eq!(status_only(&server, feed, Some(&reader)), 200);
+    assert_eq!(anonymous.status_only("GET", feed), 401);
+    assert_eq!(wrong_client.status_only("GET", feed), 401);
+    assert_eq!(outsider_client.status_only("GET", feed), 403);
+    let reader = token_via(anonymous, "feed-reader", &["read-view:purchase_stats"]);
+    assert_eq!(anonymous.with_token(&reader).status_only("GET", feed), 200);
     // The console and the probes stay open.
     for open in ["/", "/health", "/ready"] {
         assert_eq!(anonymous.get(open).0, 200, "{open}");
@@ -305,16 +316,8 @@ fn every_route_answers_401_401_403_and_succeeds_with_its_grant() {
     // A 401 carries the challenge.
     let reply = anonymous.send("GET", "/v1/topics", None, &[], None);
     assert_eq!(reply.status, 401);
-    let challenge = ureq::get(&format!("{}/v1/topics", server.url()))
-        .call()
-        .unwrap_err();
-    match challenge {
-        ureq::Error::Status(401, response) => {
-            let header = response.header("www-authenticate").unwrap_or_default();
-            assert!(header.starts_with("Bearer"), "{header}");
-        }
-        other => panic!("{other}"),
-    }
+    let challenge = reply.www_authenticate.unwrap_or_default();
+    assert!(challenge.starts_with("Bearer realm="), "{challenge}");
 }
 
 #[test]

@@ -9,113 +9,18 @@
 //! `127.0.0.1` and `localhost`, written to a temp dir.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kappa_tests::{assert_error, eventually, json, kappa_bin, Client, Server, HTTP_TIMEOUT};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
-use rustls::pki_types::CertificateDer;
+
+mod tls_support;
+use tls_support::{https_client, Ca, Files};
 
 /// Longest wait for a reload or a metric to show.
 const SHOW_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// A test CA.
-struct Ca {
-    cert: rcgen::Certificate,
-    key: KeyPair,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        Ca { cert, key }
-    }
-
-    fn der(&self) -> CertificateDer<'static> {
-        self.cert.der().clone()
-    }
-
-    /// A server certificate for 127.0.0.1 and localhost: (cert PEM, key PEM).
-    fn issue(&self) -> (String, String) {
-        let names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
-        let mut params = CertificateParams::new(names).unwrap();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "kappa test server");
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
-        (cert.pem(), key.serialize_pem())
-    }
-}
-
-/// Files in a temp dir: the CA's PEM, and the server's cert and key.
-struct Files {
-    dir: tempfile::TempDir,
-    ca: Ca,
-}
-
-impl Files {
-    fn new() -> Files {
-        let files = Files {
-            dir: tempfile::tempdir().unwrap(),
-            ca: Ca::new("kappa test CA 1"),
-        };
-        std::fs::write(files.path("ca.pem"), files.ca.cert.pem()).unwrap();
-        files.install(&files.ca);
-        files
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn arg(&self, name: &str) -> String {
-        self.path(name).to_str().unwrap().to_string()
-    }
-
-    /// Writes a fresh server certificate of `ca` as cert.pem and key.pem.
-    fn install(&self, ca: &Ca) {
-        let (cert, key) = ca.issue();
-        std::fs::write(self.path("cert.pem"), cert).unwrap();
-        std::fs::write(self.path("key.pem"), key).unwrap();
-    }
-
-    fn start(&self, extra: &[&str]) -> Server {
-        let (cert, key) = (self.arg("cert.pem"), self.arg("key.pem"));
-        let mut args = vec!["--tls-cert", &cert, "--tls-key", &key];
-        args.extend_from_slice(extra);
-        Server::start(&args)
-    }
-}
-
-/// A ureq client of `https://addr` trusting only `ca`; every request makes
-/// a new connection (and handshake), so it sees the certificate served now.
-fn https_client(addr: SocketAddr, ca: CertificateDer<'static>) -> Client {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(ca).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let agent = ureq::AgentBuilder::new()
-        .tls_config(Arc::new(config))
-        .max_idle_connections(0)
-        .timeout_connect(Duration::from_secs(10))
-        .timeout_read(HTTP_TIMEOUT)
-        .timeout_write(HTTP_TIMEOUT)
-        .build();
-    Client::with_agent(format!("https://{addr}"), agent)
-}
 
 fn healthy(client: &Client) -> Result<(), String> {
     let reply = client.try_send("GET", "/health", None, &[], None)?;
