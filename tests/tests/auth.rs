@@ -258,7 +258,7 @@ fn route_matrix(anonymous: &Client) {
     let outsider_client = anonymous.with_token(&outsider);
     for (i, c) in cases.iter().enumerate() {
         let what = format!("{} {}", c.method, c.path);
-        let reply = send(&anonymous, c);
+        let reply = send(anonymous, c);
         assert_refused(
             &format!("{what} without a token"),
             &reply,
