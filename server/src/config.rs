@@ -398,14 +398,17 @@ impl ServerConfig {
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             bail!("tls_cert and tls_key go together: give both (HTTPS) or neither (plain HTTP)");
         }
-        if let Some(origin) = self
-            .allowed_origins
-            .iter()
-            .find(|o| !(o.starts_with("http://") || o.starts_with("https://")) || o.ends_with('/'))
-        {
+        if let Some(origin) = self.allowed_origins.iter().find(|o| {
+            !(o.starts_with("http://") || o.starts_with("https://"))
+                    || o.ends_with('/')
+                    // Browsers leave a default port out of Origin.
+                    || (o.starts_with("https://") && o.ends_with(":443"))
+                    || (o.starts_with("http://") && o.ends_with(":80"))
+        }) {
             bail!(
                 "allowed_origins entries are origins like https://dash.example.com \
-                 (scheme and host, optional port, no path): got {origin:?}"
+                 (scheme and host, a port only if not the scheme's default, no path): \
+                 got {origin:?}"
             );
         }
         if self.auth == AuthMode::None && !self.listen.ip().is_loopback() && !self.insecure_no_auth
@@ -532,6 +535,8 @@ mod tests {
         config.tls_key = Some("key.pem".into());
         config.validate().unwrap();
         config.allowed_origins = vec!["https://dash.example.com/".into()];
+        assert!(config.validate().is_err());
+        config.allowed_origins = vec!["https://dash.example.com:443".into()];
         assert!(config.validate().is_err());
         config.allowed_origins = vec!["https://dash.example.com:8443".into()];
         config.validate().unwrap();

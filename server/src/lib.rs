@@ -106,6 +106,14 @@ pub async fn run_with_log_config(
 ) -> anyhow::Result<()> {
     // Before anything is opened: one server per data directory.
     let _lock = datadir::DataDirLock::acquire(&config.data_dir)?;
+    if config.tls_cert.is_some() {
+        // From here on SIGHUP no longer ends the process (tokio keeps its
+        // handler installed): one sent during recovery, before the HTTPS
+        // server listens for reloads, is ignored rather than fatal.
+        drop(tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::hangup(),
+        )?);
+    }
     let auth = open_auth(&config)?;
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
     let manager_config = config.manager_config();
