@@ -404,6 +404,17 @@ pub struct VersionOut {
     /// workers with the partitions they take and their lag, key-shard
     /// workers with the key groups they own.
     pub workers: Vec<WorkerOut>,
+    /// True until it has reached its input's end once (lag within
+    /// `view_swap_max_lag`; for a build, its targets reached): its rows
+    /// are partial meanwhile.
+    pub catching_up: bool,
+    /// True when it has not caught up and its lag grew over the last
+    /// minute: it processes fewer records than arrive.
+    pub not_keeping_up: bool,
+    /// A served version still catching up (its first build): how far it
+    /// is, like a rebuild's progress.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<BuildProgressOut>,
 }
 
 /// One worker of a version running in parallel.
@@ -547,6 +558,10 @@ pub struct RowsOut {
     pub next_cursor: Option<String>,
     /// Input position of the rows.
     pub as_of: AsOfOut,
+    /// Present (true) while the version read has not yet reached its
+    /// input's end once: the rows are partial.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub catching_up: bool,
 }
 
 impl RowsOut {
@@ -580,6 +595,7 @@ impl RowsOut {
                     .collect(),
                 watermark: answer.as_of.watermark,
             },
+            catching_up: answer.catching_up,
         }
     }
 }

@@ -176,6 +176,14 @@ pub fn set_view_lags(lags: &[(String, u64, &'static str, u64)]) {
     }
 }
 
+/// Views whose processing falls behind their input (1) or not (0).
+pub const VIEW_NOT_KEEPING_UP: &str = "kappa_view_not_keeping_up";
+
+/// Sets whether `view` keeps up (see `views::catch_up`).
+pub fn set_view_not_keeping_up(view: &str, behind: bool) {
+    gauge!(VIEW_NOT_KEEPING_UP, "view" => view.to_string()).set(if behind { 1.0 } else { 0.0 });
+}
+
 /// Sets the build progress gauges of `view`.
 pub fn set_view_build(view: &str, done: u64, total: u64) {
     gauge!(VIEW_BUILD_DONE, "view" => view.to_string()).set(done as f64);

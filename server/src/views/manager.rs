@@ -86,8 +86,11 @@ pub(super) struct State {
     pub catalog: Catalog,
     /// Running versions.
     pub running: HashMap<Scope, RunningProcessor>,
-    /// Build progress samples (time, records done) for the rate.
+    /// Build progress samples (time, records done) for the rate: of
+    /// builds, and of served versions still catching up.
     pub samples: HashMap<Scope, VecDeque<(Instant, u64)>>,
+    /// Whether each running version caught up once, and keeps up.
+    pub catch_up: HashMap<Scope, super::catch_up::CatchUp>,
     /// Bumped on every change, so the supervisor never misses a wakeup.
     pub changes: u64,
     /// Served versions that are down and retried, by view name.
@@ -176,6 +179,7 @@ impl ViewManager {
                 catalog: catalog.clone(),
                 running: HashMap::new(),
                 samples: HashMap::new(),
+                catch_up: HashMap::new(),
                 changes: 0,
                 retries: HashMap::new(),
             }),
@@ -349,6 +353,7 @@ impl ViewManager {
                 .into_iter()
                 .map(|s| {
                     st.samples.remove(&s);
+                    st.catch_up.remove(&s);
                     let p = st.running.remove(&s);
                     (s, p)
                 })

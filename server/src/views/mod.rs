@@ -7,6 +7,7 @@
 //! the async runtime go through `spawn_blocking`.
 
 pub mod catalog;
+pub mod catch_up;
 pub mod horizon;
 pub mod manager;
 mod reads;

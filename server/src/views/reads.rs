@@ -66,6 +66,8 @@ pub struct RowsAnswer {
     pub next_cursor: Option<Vec<u8>>,
     /// Input position.
     pub as_of: AsOf,
+    /// The version read has not reached its input's end once yet.
+    pub catching_up: bool,
 }
 
 /// A version resolved for reading.
@@ -157,12 +159,17 @@ impl ViewManager {
             target.partitions,
         )
         .map_err(gone)?;
+        let catching_up = !lock(&self.state)
+            .catch_up
+            .get(&target.scope)
+            .is_some_and(|c| c.caught_up());
         Ok(RowsAnswer {
             version: target.scope.version,
             columns: columns(&target.plan),
             rows: page.rows,
             next_cursor: page.next_cursor,
             as_of,
+            catching_up,
         })
     }
 
@@ -318,18 +325,14 @@ impl ViewManager {
                 .get(name)
                 .ok_or_else(|| ViewError::UnknownView(name.to_string()))?
                 .clone();
-            let served = self.version_out(&st.running, name, &view.served);
+            let mut served = self.version_out(&st, name, &view.served);
+            if served.catching_up {
+                let rate = rate_of(&st, &scope(name, view.served.version));
+                served.catch_up = Some(self.first_build(&view, &served, rate));
+            }
             let building = view.building.as_ref().map(|b| {
                 let s = scope(name, b.entry.version);
-                let rate = st.samples.get(&s).and_then(|samples| {
-                    let (first, last) = (samples.front()?, samples.back()?);
-                    let secs = last.0.duration_since(first.0).as_secs_f64();
-                    (secs >= 0.5 && first.0.elapsed() <= RATE_WINDOW * 2)
-                        .then(|| last.1.saturating_sub(first.1) as f64 / secs)
-                });
-                let rate =
-                    rate.or_else(|| st.running.get(&s).map(|p| p.progress().rate_per_second));
-                (self.version_out(&st.running, name, &b.entry), rate)
+                (self.version_out(&st, name, &b.entry), rate_of(&st, &s))
             });
             let retry = st.retries.get(name).cloned();
             (view, served, building, retry)
@@ -366,13 +369,51 @@ impl ViewManager {
         Ok(out)
     }
 
+    /// How far a served version still catching up is: records done since
+    /// the start of its input, out of those the input holds.
+    fn first_build(
+        &self,
+        view: &ViewEntry,
+        served: &VersionOut,
+        rate: Option<f64>,
+    ) -> BuildProgressOut {
+        let starts: Vec<u64> = self
+            .log
+            .topic(&view.served.plan.source.topic)
+            .map(|t| {
+                t.describe()
+                    .partitions
+                    .iter()
+                    .map(|p| p.start_offset)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let done: u64 = served
+            .partitions
+            .iter()
+            .map(|p| {
+                let start = starts.get(p.partition as usize).copied().unwrap_or(0);
+                p.committed.saturating_sub(start)
+            })
+            .sum();
+        let rate = rate.unwrap_or(0.0);
+        BuildProgressOut {
+            done,
+            total: done + served.lag,
+            rate_records_per_second: rate,
+            eta_ms: (rate > 0.0).then(|| ((served.lag as f64 / rate) * 1000.0) as u64),
+        }
+    }
+
     fn version_out(
         &self,
-        running: &std::collections::HashMap<Scope, kappa_processor::version::RunningProcessor>,
+        st: &super::manager::State,
         name: &str,
         entry: &VersionEntry,
     ) -> VersionOut {
+        let running = &st.running;
         let s = scope(name, entry.version);
+        let catch_up = st.catch_up.get(&s);
         let p = running.get(&s);
         let lags = p.and_then(|p| p.lag().ok()).unwrap_or_default();
         let snapshot = p.map(|p| p.progress());
@@ -432,6 +473,9 @@ impl ViewManager {
             invalid: snapshot.as_ref().map_or(0, |s| s.invalid),
             parallelism: entry.workers.unwrap_or(self.config.processor_threads),
             workers,
+            catching_up: !catch_up.is_some_and(|c| c.caught_up()),
+            not_keeping_up: catch_up.is_some_and(|c| c.not_keeping_up(self.config.clock.now_ms())),
+            catch_up: None,
         }
     }
 
@@ -497,6 +541,22 @@ fn build_out(
     }
 }
 
+/// The rate of a version's progress over the last samples (records/s),
+/// else its processor's own average.
+fn rate_of(st: &super::manager::State, s: &Scope) -> Option<f64> {
+    let sampled = st.samples.get(s).and_then(|samples| {
+        let (first, last) = (samples.front()?, samples.back()?);
+        let secs = last.0.duration_since(first.0).as_secs_f64();
+        (secs >= 0.5 && first.0.elapsed() <= RATE_WINDOW * 2)
+            .then(|| last.1.saturating_sub(first.1) as f64 / secs)
+    });
+    sampled.or_else(|| st.running.get(s).map(|p| p.progress().rate_per_second))
+}
+
+/// The view's status: `failed`, `ready` (a manual build waits for
+/// promote), `not_keeping_up` (the served version or the build falls
+/// behind its input), `building`, `catching_up` (the served version has not
+/// reached its input's end once: rows are partial) or `running`.
 fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) -> ViewOut {
     let status = if !served.running {
         "failed"
@@ -505,8 +565,12 @@ fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) ->
         .is_some_and(|b| b.ready && b.swap == crate::dto::SwapMode::Manual)
     {
         "ready"
+    } else if served.not_keeping_up || building.as_ref().is_some_and(|b| b.version.not_keeping_up) {
+        "not_keeping_up"
     } else if building.is_some() {
         "building"
+    } else if served.catching_up {
+        "catching_up"
     } else {
         "running"
     };

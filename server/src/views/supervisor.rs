@@ -203,14 +203,34 @@ impl ViewManager {
     /// failures and swaps. Returns whether it changed.
     fn observe(&self, catalog: &mut Catalog, retire: &mut Vec<Scope>) -> bool {
         let now = kappa_log::now_ms();
+        let clock_now = self.config.clock.now_ms();
+        let threshold = self.config.swap_max_lag;
         let mut changed = false;
         let mut finished = Vec::new();
         let mut guard = lock(&self.state);
         let st = &mut *guard;
         for view in catalog.views.values_mut() {
             let served = scope(&view.name, view.served.version);
-            if let Seen::Ended(p) = look(&mut st.running, &served, &[], &[]) {
-                finished.push((served.clone(), p, false));
+            let mut served_behind = false;
+            match look(&mut st.running, &served, &[], &[]) {
+                Seen::Ended(p) => finished.push((served.clone(), p, false)),
+                Seen::Lag { lag, done, .. } => {
+                    let catch_up = st.catch_up.entry(served.clone()).or_default();
+                    catch_up.observe(clock_now, lag, lag <= threshold);
+                    let behind = !catch_up.caught_up();
+                    served_behind = catch_up.not_keeping_up(clock_now);
+                    crate::metrics::set_view_not_keeping_up(&view.name, served_behind);
+                    if behind {
+                        // A first build: its rate, like a rebuild's.
+                        sample(st.samples.entry(served.clone()).or_default(), done);
+                        if view.building.is_none() {
+                            crate::metrics::set_view_build(&view.name, done, done + lag);
+                        }
+                    } else if st.samples.remove(&served).is_some() && view.building.is_none() {
+                        crate::metrics::set_view_build(&view.name, 0, 0);
+                    }
+                }
+                Seen::Unknown => {}
             }
             let Some(build) = &view.building else {
                 continue;
@@ -224,11 +244,15 @@ impl ViewManager {
             ) {
                 Seen::Ended(p) => finished.push((b, p, true)),
                 Seen::Lag { lag, done, reached } => {
-                    let samples = st.samples.entry(b.clone()).or_default();
-                    samples.push_back((Instant::now(), done));
-                    while samples.len() > 2 && samples[0].0.elapsed() > RATE_WINDOW {
-                        samples.pop_front();
-                    }
+                    sample(st.samples.entry(b.clone()).or_default(), done);
+                    let catch_up = st.catch_up.entry(b.clone()).or_default();
+                    // A build has caught up once it is ready to be swapped in.
+                    catch_up.observe(clock_now, lag, reached && lag <= threshold);
+                    let build_behind = catch_up.not_keeping_up(clock_now);
+                    crate::metrics::set_view_not_keeping_up(
+                        &view.name,
+                        served_behind || build_behind,
+                    );
                     crate::metrics::set_view_build(&view.name, done, done + lag);
                     // A manual build keeps following its input until promoted;
                     // an automatic one is swapped in once caught up and not
@@ -283,6 +307,14 @@ impl ViewManager {
             }
         }
         changed
+    }
+}
+
+/// Adds a (now, records done) sample, keeping [`RATE_WINDOW`] of them.
+fn sample(samples: &mut std::collections::VecDeque<(Instant, u64)>, done: u64) {
+    samples.push_back((Instant::now(), done));
+    while samples.len() > 2 && samples[0].0.elapsed() > RATE_WINDOW {
+        samples.pop_front();
     }
 }
 

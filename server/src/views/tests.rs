@@ -339,12 +339,16 @@ fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
     f.advance(2_000);
     f.manager.tick();
     let d = f.manager.describe("v").unwrap();
-    assert_eq!(d.status, "running");
+    // Running again, and not yet seen at its input's end.
+    assert_eq!(d.status, "catching_up");
+    assert!(d.served_version.running);
     assert!(d.retry.is_none() && d.failure.is_none(), "{d:?}");
     assert!(f.manager.failed_views().is_empty());
     f.eventually("both records committed", || {
         f.manager.describe("v").unwrap().served_version.partitions[0].committed == 2
     });
+    f.manager.tick();
+    assert_eq!(f.manager.describe("v").unwrap().status, "running");
     assert_eq!(f.counts("v"), [("x".to_string(), 1), ("y".to_string(), 1)]);
 }
 
@@ -833,4 +837,53 @@ fn a_view_keeps_as_many_replaced_versions_as_it_says_and_the_server_default_othe
         Change::Unchanged
     );
     assert_eq!(f.manager.describe("v").unwrap().keep_versions, 0);
+}
+
+/// Every row of `view`, as the rows endpoint reads them.
+fn read_all(f: &Fixture, view: &str) -> super::RowsAnswer {
+    f.manager
+        .rows(
+            view,
+            &super::RowsRequest {
+                filter: Default::default(),
+                query: kappa_processor::view::ViewQuery::All,
+                cursor: None,
+                limit: 100,
+                version: None,
+                after: Vec::new(),
+                max_wait: Duration::ZERO,
+            },
+        )
+        .unwrap()
+}
+
+#[test]
+fn a_first_build_is_catching_up_with_progress_until_it_reached_the_input_end_once() {
+    let f = fixture();
+    let keys: Vec<String> = (0..500).map(|i| format!("k{}", i % 7)).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    f.produce("a", &keys);
+    f.manager
+        .create("v", counts("a", "v"), None, ViewSettings::default())
+        .unwrap();
+    // Nothing has seen it reach the end yet: it says it is catching up,
+    // with a first build's progress, and its rows say they are partial.
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!(d.status, "catching_up");
+    assert!(d.served_version.catching_up);
+    let progress = d.served_version.catch_up.as_ref().expect("progress");
+    assert_eq!(progress.total, 500, "{progress:?}");
+    assert!(read_all(&f, "v").catching_up);
+    f.eventually("the view processed its input", || {
+        f.manager.describe("v").unwrap().served_version.lag == 0
+    });
+    f.manager.tick();
+    let d = f.manager.describe("v").unwrap();
+    assert_eq!(d.status, "running");
+    assert!(!d.served_version.catching_up && d.served_version.catch_up.is_none());
+    assert!(!read_all(&f, "v").catching_up);
+    // Once caught up, a burst does not make it "catching up" again.
+    f.produce("a", &keys);
+    f.manager.tick();
+    assert!(!f.manager.describe("v").unwrap().served_version.catching_up);
 }
