@@ -3,7 +3,7 @@
 //! unknown_view`; a topic under a declared stream or view cannot be
 //! deleted until they are dropped.
 
-use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
+use kappa_tests::brief::{HIGH_VALUE_ALERTS, PURCHASE_STATS, USER_EVENTS};
 use kappa_tests::marks::marked;
 use kappa_tests::{assert_error, json, Server, Value};
 
@@ -131,16 +131,37 @@ fn bad_sql_answers_400_with_its_position_and_unknown_views_404() {
         assert_eq!(body["error"]["code"], "unknown_view", "{text}: {body}");
     }
 
-    // The topic under a declared stream and a view cannot be deleted: 409,
-    // naming them; once they are dropped it can.
+    // The topic under a declared stream and views cannot be deleted: 409,
+    // naming them and the statements that drop them, readers of a derived
+    // stream before it, views before the declaration; once they have run
+    // it can.
+    client.sql_ok(&format!(
+        "{HIGH_VALUE_ALERTS}\nCREATE TABLE alerts_per_user AS SELECT user_id, COUNT(*) AS n \
+         FROM high_value_alerts GROUP BY user_id;"
+    ));
     let (status, body) = client.delete("/v1/topics/user_events");
     assert_error("delete topic", status, &body, 409, "has_dependents");
     let message = body["error"]["message"].as_str().unwrap_or_default();
+    let drops = "DROP TABLE alerts_per_user; DROP TABLE purchase_stats; \
+                 DROP STREAM high_value_alerts; DROP STREAM user_events;";
     assert!(
-        message.contains("purchase_stats") && message.contains("user_events"),
+        message.starts_with(r#"topic "user_events" is used by "#)
+            && message.contains(r#"table "purchase_stats""#)
+            && message.contains(r#"stream "high_value_alerts""#)
+            && message.contains(r#"stream "user_events""#)
+            && message.contains(drops),
         "{body}"
     );
-    client.sql_ok("DROP TABLE purchase_stats; DROP STREAM user_events;");
+    // Dropping one of them names what is in its way too.
+    let (status, body) = client.sql("DROP STREAM high_value_alerts;");
+    assert_error("drop a read stream", status, &body, 409, "has_dependents");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(r#"stream "high_value_alerts" is used by table "alerts_per_user""#)
+            && message.contains("(DROP TABLE alerts_per_user;)"),
+        "{body}"
+    );
+    client.sql_ok(drops);
     let (status, body) = client.delete("/v1/topics/user_events");
     assert_eq!(status, 204, "{body}");
 }

@@ -392,6 +392,12 @@ fn errors_have_stable_codes() {
     assert_error("create twice", status, &body, 409, "already_exists");
     let (status, body) = client.sql("DROP STREAM user_events;");
     assert_error("drop a source in use", status, &body, 409, "has_dependents");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(r#"stream "user_events" is used by "#)
+            && message.contains("DROP TABLE purchase_stats;"),
+        "{body}"
+    );
     // Bad parameters.
     for query in [
         "key=a&prefix=a",

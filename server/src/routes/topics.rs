@@ -81,8 +81,11 @@ pub async fn delete(
     let log = state.log.clone();
     let views = state.views.clone();
     blocking(move || {
-        // A topic under a declared stream or a running view stays: 409.
-        views.check_topic_unused(&topic)?;
+        // A topic under a declared stream or a running view stays: 409,
+        // naming the statements that drop them.
+        views.check_topic_unused(&topic).map_err(|e| {
+            crate::statements::dependents::explain(e, &views.catalog(), &format!("topic {topic:?}"))
+        })?;
         Ok(log.delete_topic(&topic)?)
     })
     .await?;

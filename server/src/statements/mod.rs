@@ -11,6 +11,7 @@
 //! get the server's topic defaults ([`crate::ServerConfig::topic_defaults`]),
 //! the same as `POST /v1/topics` and the processors' own output topics.
 
+pub(crate) mod dependents;
 mod pull;
 mod sources;
 
@@ -194,11 +195,14 @@ impl Executor<'_> {
                 actual.to_string().to_uppercase()
             )));
         }
-        if is_view {
-            self.views.drop_view(name)?;
+        let dropped = if is_view {
+            self.views.drop_view(name)
         } else {
-            self.views.drop_source(name)?;
-        }
+            self.views.drop_source(name)
+        };
+        dropped.map_err(|e| {
+            dependents::explain(e, &self.views.catalog(), &format!("{actual} {name:?}"))
+        })?;
         Ok(answer("dropped"))
     }
 
