@@ -33,17 +33,7 @@ impl Server {
     /// Starts `kappa serve` with `args` on a fresh temporary data directory
     /// (deleted when the server, or the one it is restarted as, is dropped).
     pub fn start(args: &[&str]) -> Server {
-        let dir = tempfile::Builder::new()
-            .prefix("kappa-e2e-data-")
-            .tempdir()
-            .expect("creating a data dir");
-        let path = dir.path().to_path_buf();
-        Server::spawn(
-            path,
-            Some(dir),
-            args.iter().map(|s| s.to_string()).collect(),
-            Vec::new(),
-        )
+        Server::start_env(args, &[])
     }
 
     /// Like [`Server::start`], with environment variables (e.g.
