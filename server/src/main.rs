@@ -1,33 +1,29 @@
 //! The `kappa` binary: parses arguments and calls the library — `serve`
 //! runs the server, `demo` runs one with a demo workload, the other
 //! subcommands are clients of a running server.
+//!
+//! The client options (`--url`, `--token`, `--ca-cert`) belong to the
+//! client subcommands only: [`command_line`] puts them on each of those
+//! (global there, so `kappa topics list --url X` works) and on `kappa`
+//! itself, not global, for `kappa --url X topics list`. A value given on
+//! the command line wins over the environment and the default, and one
+//! given after the subcommand over one given before it (clap merges
+//! arguments of the same id along the subcommand chain by source).
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use kappa_server::cli::http::ClientOptions;
+use kappa_server::cli::ClientCommand;
 use kappa_server::config::{LogFormat, Overrides, ServerConfig};
 
 /// Kappa: an event log and stream processor in one binary.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "kappa", version)]
 struct Cli {
-    /// URL of the server the client subcommands talk to (alias: --server).
-    #[arg(
-        long,
-        visible_alias = "server",
-        env = "KAPPA_URL",
-        default_value = "http://127.0.0.1:8080",
-        global = true
-    )]
-    url: String,
-    /// Bearer token for a server with `auth = "tokens"` (README, "Security").
-    #[arg(long, env = "KAPPA_TOKEN", hide_env_values = true, global = true)]
-    token: Option<String>,
-    /// PEM file of the CA that signed an https:// server's certificate
-    /// (instead of the built-in public roots).
-    #[arg(long, env = "KAPPA_CA_CERT", global = true)]
-    ca_cert: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,15 +42,18 @@ enum Command {
     /// table, the high_value_alerts stream and a purchases generator.
     Demo(kappa_server::cli::demo::DemoArgs),
     #[command(flatten)]
-    Client(kappa_server::cli::ClientCommand),
+    Client(ClientCommand),
 }
 
-/// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise.
+/// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise;
+/// coloured only on a terminal and without `NO_COLOR` (no-color.org).
 fn init_tracing(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| default_level.into());
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal() && !no_color)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -105,24 +104,111 @@ fn demo(args: kappa_server::cli::demo::DemoArgs) -> anyhow::Result<()> {
     runtime.block_on(kappa_server::cli::demo::run(args, shutdown_signal()))
 }
 
+/// Ids of the client options (`ClientOptions`' fields).
+const CLIENT_OPTIONS: [&str; 3] = ["url", "token", "ca_cert"];
+
+/// The command line: [`Cli`] with the client options on `kappa` (not
+/// global: they must not reach `serve` and `demo`) and on every client
+/// subcommand (global: they reach its subcommands).
+fn command_line() -> clap::Command {
+    let options: Vec<clap::Arg> = ClientOptions::augment_args(clap::Command::new("client"))
+        .get_arguments()
+        .cloned()
+        .collect();
+    let clients: Vec<String> = ClientCommand::augment_subcommands(clap::Command::new("client"))
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let mut command = Cli::command().args(options.iter().map(|o| o.clone().global(false)));
+    for name in clients {
+        command = command.mut_subcommand(name, |sub| sub.args(options.iter().cloned()));
+    }
+    command
+}
+
+/// The client options as the innermost subcommand of `matches` sees them.
+fn client_options(matches: &ArgMatches) -> Result<ClientOptions, clap::Error> {
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    ClientOptions::from_arg_matches(leaf)
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let mut command = command_line();
+    let matches = command.get_matches_mut();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let server_side = match &cli.command {
+        Command::Serve { .. } => Some("serve"),
+        Command::Demo(_) => Some("demo"),
+        Command::Client(_) => None,
+    };
+    if let Some(name) = server_side {
+        let given = CLIENT_OPTIONS
+            .iter()
+            .find(|id| matches.value_source(id) == Some(ValueSource::CommandLine));
+        if let Some(id) = given {
+            let flag = format!("--{}", id.replace('_', "-"));
+            command
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("{flag} is an option of the client subcommands, not of `kappa {name}`"),
+                )
+                .exit();
+        }
+    }
     let result = match cli.command {
         Command::Serve { config, overrides } => serve(config, overrides),
         Command::Demo(args) => demo(args),
-        Command::Client(command) => {
-            let options = kappa_server::cli::http::ClientOptions {
-                url: cli.url,
-                token: cli.token,
-                ca_cert: cli.ca_cert,
-            };
-            kappa_server::cli::run(&options, command)
-        }
+        Command::Client(client) => client_options(&matches)
+            .map_err(anyhow::Error::from)
+            .and_then(|options| kappa_server::cli::run(&options, client)),
     };
     if let Err(e) = result {
         if e.downcast_ref::<kappa_server::cli::Reported>().is_none() {
             eprintln!("{e:#}");
         }
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_is_consistent() {
+        command_line().debug_assert();
+    }
+
+    #[test]
+    fn client_options_stay_off_serve_and_demo() {
+        let mut command = command_line();
+        command.build();
+        for name in ["serve", "demo"] {
+            let sub = command.find_subcommand(name).unwrap();
+            assert!(sub.get_arguments().all(|a| a.get_id() != "url"), "{name}");
+        }
+        let list = command
+            .find_subcommand("topics")
+            .and_then(|t| t.find_subcommand("list"))
+            .unwrap();
+        assert!(list.get_arguments().any(|a| a.get_id() == "url"));
+    }
+
+    #[test]
+    fn client_options_before_and_after_the_subcommand() {
+        let url = |args: &[&str]| {
+            let matches = command_line().try_get_matches_from(args).unwrap();
+            client_options(&matches).unwrap().url
+        };
+        assert_eq!(url(&["kappa", "--url", "a", "topics", "list"]), "a");
+        assert_eq!(url(&["kappa", "topics", "--url", "b", "list"]), "b");
+        assert_eq!(url(&["kappa", "topics", "list", "--server", "c"]), "c");
+        assert_eq!(
+            url(&["kappa", "--url", "a", "groups", "list", "--url", "d"]),
+            "d"
+        );
     }
 }

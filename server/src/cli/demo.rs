@@ -48,9 +48,10 @@ const PARTITIONS: u32 = 3;
 /// Arguments of `kappa demo`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DemoArgs {
-    /// Address to listen on (port 0: any free port).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub addr: SocketAddr,
+    /// Address to listen on (port 0: any free port), as for `kappa serve`.
+    // `--addr`, the first spelling, still works (hidden).
+    #[arg(long, alias = "addr", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
     /// Events per second produced to `user_events`.
     #[arg(long, default_value_t = 50.0)]
     pub rate: f64,
@@ -81,14 +82,14 @@ pub async fn run(args: DemoArgs, signal: impl Future<Output = ()>) -> anyhow::Re
     };
     let config = ServerConfig {
         data_dir: data_dir.clone(),
-        listen: args.addr,
+        listen: args.listen,
         default_partitions: PARTITIONS,
         ..ServerConfig::default()
     };
     config.validate()?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
+    let listener = tokio::net::TcpListener::bind(args.listen)
         .await
-        .with_context(|| format!("binding {}", args.addr))?;
+        .with_context(|| format!("binding {}", args.listen))?;
     let address = listener.local_addr()?;
     // The first stdout line, as `kappa serve` prints it: scripts read it.
     say(&format!("listening on {address}"));
@@ -381,7 +382,7 @@ mod tests {
     #[test]
     fn guide_names_the_address() {
         let args = DemoArgs {
-            addr: "127.0.0.1:0".parse().unwrap(),
+            listen: "127.0.0.1:0".parse().unwrap(),
             rate: 50.0,
             data_dir: None,
             seed: 42,

@@ -122,16 +122,33 @@ struct Req<'a> {
     body: Option<(&'a str, &'a str)>,
 }
 
-/// How a client reaches its server: the URL and the credentials.
-#[derive(Clone, Default)]
+/// The server the client subcommands talk to when none is named.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
+
+/// How a client reaches its server: the URL and the credentials. Also the
+/// client options of the command line (`--url`, `--token`, `--ca-cert`);
+/// the doc comments of the fields are their help. No `Debug`: it holds
+/// the token.
+#[derive(Clone, Default, clap::Args)]
+#[command(next_help_heading = "Client options")]
 pub struct ClientOptions {
-    /// The server's URL, e.g. `http://127.0.0.1:8080`.
+    /// URL of the server.
+    #[arg(
+        long,
+        visible_alias = "server",
+        env = "KAPPA_URL",
+        default_value = DEFAULT_URL,
+        global = true
+    )]
     pub url: String,
-    /// A bearer token sent as `Authorization: Bearer <token>` on every
-    /// request (`--token`, `KAPPA_TOKEN`); never printed.
+    /// Bearer token for a server with `auth = "tokens"` (README,
+    /// "Security"), sent as `Authorization: Bearer` on every request; never
+    /// printed.
+    #[arg(long, env = "KAPPA_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
-    /// PEM file of the CA certificates `https://` servers are verified
-    /// against instead of the built-in roots (`--ca-cert`, `KAPPA_CA_CERT`).
+    /// PEM file of the CA that signed an https:// server's certificate
+    /// (instead of the built-in public roots).
+    #[arg(long, env = "KAPPA_CA_CERT", global = true)]
     pub ca_cert: Option<PathBuf>,
 }
 
