@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use anyhow::bail;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -143,10 +144,18 @@ pub fn run(client: &Client, command: GroupsCommand, out: &mut dyn Write) -> anyh
             let path = format!("/v1/groups/{}/offsets", segment(&group));
             let query: Vec<_> = topic.into_iter().map(|t| ("topic", t)).collect();
             let body = client.get(&path, &query)?;
+            let offsets: GroupOffsets = http::parse(&path, &body)?;
+            let committed = offsets
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .any(|p| p.committed.is_some());
+            if !committed {
+                check_known(client, &group)?;
+            }
             if json {
                 writeln!(out, "{}", body.trim_end())?;
             } else {
-                let offsets: GroupOffsets = http::parse(&path, &body)?;
                 out.write_all(render_offsets(&offsets).as_bytes())?;
             }
         }
@@ -163,6 +172,22 @@ pub fn run(client: &Client, command: GroupsCommand, out: &mut dyn Write) -> anyh
         }
     }
     Ok(())
+}
+
+/// Fails unless `group` is in `GET /v1/groups`. The server knows a group
+/// by its commits and answers the offsets of any other name with no topics
+/// (or, for `?topic=`, with no commits), so the client tells them apart.
+fn check_known(client: &Client, group: &str) -> anyhow::Result<()> {
+    let groups = client.get_json::<GroupList>("/v1/groups", &[])?.groups;
+    if groups.iter().any(|g| g == group) {
+        return Ok(());
+    }
+    let suggestions = super::suggest::closest(group, groups.iter().map(String::as_str));
+    bail!(
+        "error: unknown group {group:?}: it has committed no offsets (`kappa groups list` \
+         lists the groups){}",
+        super::suggest::did_you_mean(&suggestions)
+    )
 }
 
 /// The `groups offsets` table; a partition without a commit shows `-`.
@@ -251,7 +276,10 @@ mod tests {
 
     #[test]
     fn offsets_passes_the_topic_filter() {
-        let server = FakeServer::start(vec![Canned::json(200, r#"{"group":"g","topics":[]}"#)]);
+        let server = FakeServer::start(vec![
+            Canned::json(200, r#"{"group":"g","topics":[]}"#),
+            Canned::json(200, r#"{"groups":["g"]}"#),
+        ]);
         let mut out = Vec::new();
         let offsets = GroupsCommand::Offsets {
             group: "g".into(),
@@ -267,5 +295,28 @@ mod tests {
             server.requests()[0].target,
             "/v1/groups/g/offsets?topic=orders"
         );
+    }
+
+    #[test]
+    fn offsets_of_a_group_without_commits_is_an_error() {
+        let server = FakeServer::start(vec![
+            Canned::json(200, r#"{"group":"gruop1","topics":[]}"#),
+            Canned::json(200, r#"{"groups":["group1","other"]}"#),
+        ]);
+        let offsets = GroupsCommand::Offsets {
+            group: "gruop1".into(),
+            topic: None,
+            json: false,
+        };
+        let mut out = Vec::new();
+        let error = run(&Client::new(&server.url), offsets, &mut out).unwrap_err();
+        assert!(out.is_empty());
+        let error = error.to_string();
+        assert!(
+            error.starts_with("error: unknown group \"gruop1\": it has committed no offsets"),
+            "{error}"
+        );
+        assert!(error.ends_with("; did you mean group1?"), "{error}");
+        assert_eq!(server.requests()[1].target, "/v1/groups");
     }
 }

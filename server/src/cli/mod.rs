@@ -13,6 +13,7 @@ mod query;
 mod replay;
 mod review;
 mod sql;
+mod suggest;
 mod table;
 mod tail;
 #[cfg(test)]
@@ -52,7 +53,7 @@ pub enum ClientCommand {
     /// Manage topics.
     #[command(subcommand)]
     Topics(TopicsCommand),
-    /// Produce NDJSON records from stdin or a file.
+    /// Produce NDJSON records, or bare JSON values (--raw), from stdin or a file.
     Produce(ProduceArgs),
     /// Print records as they arrive.
     Tail(TailArgs),
@@ -101,7 +102,8 @@ pub fn run(options: &http::ClientOptions, command: ClientCommand) -> anyhow::Res
     let client = http::Client::connect(options)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    match command {
+    let view = command.view().map(str::to_string);
+    let result = match command {
         ClientCommand::Topics(command) => topics::run(&client, command, &mut out),
         ClientCommand::Produce(args) => produce::run(&client, args, &mut out),
         ClientCommand::Tail(args) => tail::run(&client, args, &mut out),
@@ -119,6 +121,25 @@ pub fn run(options: &http::ClientOptions, command: ClientCommand) -> anyhow::Res
         ClientCommand::Promote { view } => review::run(&client, &view, "promote", &mut out),
         ClientCommand::Rollback { view } => review::run(&client, &view, "rollback", &mut out),
         ClientCommand::Token(command) => token::run(&client, command, &mut out),
+    };
+    match view {
+        Some(view) => result.map_err(|e| suggest::unknown_view(&client, &view, e)),
+        None => result,
+    }
+}
+
+impl ClientCommand {
+    /// The view this command names, if any.
+    fn view(&self) -> Option<&str> {
+        match self {
+            ClientCommand::Views(args) => args.name.as_deref(),
+            ClientCommand::Query(args) => Some(&args.view),
+            ClientCommand::Replay(args) => Some(&args.view),
+            ClientCommand::Diff { view, .. }
+            | ClientCommand::Promote { view }
+            | ClientCommand::Rollback { view } => Some(view),
+            _ => None,
+        }
     }
 }
 
