@@ -1,9 +1,14 @@
 //! `kappa produce`: append NDJSON records from stdin or a file.
 //!
-//! Each non-blank line must be a record object as in the API
-//! (`{"key", "value", "timestamp", "headers", "partition"}`, `value` required);
-//! lines are checked before sending so that a bad one is reported with its
-//! line number. Records go out in batches as `application/x-ndjson` requests.
+//! Lines are either records or values, the same for the whole input:
+//! records are objects as in the API (`{"key", "value", "timestamp",
+//! "headers", "partition"}`, `value` required); a value is any JSON, sent
+//! as `{"value": <line>}`. `--raw` says values; otherwise the first
+//! non-blank line decides ([`Lines::of_first`]): an object with none of the
+//! record fields (what `kappa-datagen` writes) means values, anything else
+//! records. Lines are checked before sending so that a bad one is reported
+//! with its line number. Records go out in batches as
+//! `application/x-ndjson` requests.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Write};
@@ -35,7 +40,44 @@ pub struct ProduceArgs {
     /// so that rerunning the same input appends nothing twice.
     #[arg(long)]
     pub idempotency_prefix: Option<String>,
+    /// Each line is a record's value (any JSON), not a record object.
+    /// Without --raw the first non-blank line decides for the whole input:
+    /// a JSON object with none of the record fields `value`, `key`,
+    /// `headers`, `partition`, `timestamp` makes every line a value;
+    /// anything else makes every line a record `{"key":..,"value":..}`.
+    #[arg(long)]
+    pub raw: bool,
 }
+
+/// The fields of a record object (`POST /v1/topics/{topic}/records`).
+pub const RECORD_FIELDS: [&str; 5] = ["value", "key", "headers", "partition", "timestamp"];
+
+/// What the lines of an input are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// Record objects, `{"key":..,"value":..}`.
+    Records,
+    /// Values, each sent as `{"value": <line>}`.
+    Values,
+}
+
+impl Lines {
+    /// The kind of an input whose first non-blank line is `first`: values
+    /// if it is a JSON object without any of [`RECORD_FIELDS`], else
+    /// records (a line that is not JSON is then reported as a bad record).
+    pub fn of_first(first: &str) -> Lines {
+        match serde_json::from_str::<Value>(first) {
+            Ok(Value::Object(o)) if RECORD_FIELDS.iter().all(|f| !o.contains_key(*f)) => {
+                Lines::Values
+            }
+            _ => Lines::Records,
+        }
+    }
+}
+
+/// What the errors of a bad record add: the other way of producing.
+const RECORD_HINT: &str = "lines are records {\"key\":..,\"value\":..} (the first line \
+    decides); to send each line as the value, use --raw";
 
 /// What a produce run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +134,7 @@ pub fn run(client: &Client, args: ProduceArgs, out: &mut dyn Write) -> anyhow::R
         client,
         path: format!("{}/records", super::topics::topic_path(&args.topic)),
         prefix: args.idempotency_prefix.as_deref(),
+        lines: args.raw.then_some(Lines::Values),
         progress: &progress,
         summary: Summary {
             records: 0,
@@ -138,6 +181,8 @@ struct Producer<'a> {
     client: &'a Client,
     path: String,
     prefix: Option<&'a str>,
+    /// What the lines are: given (`--raw`) or decided by the first line.
+    lines: Option<Lines>,
     progress: &'a ProgressBar,
     summary: Summary,
 }
@@ -165,8 +210,19 @@ impl Producer<'_> {
             if text.is_empty() {
                 continue;
             }
-            check_record(text).map_err(|e| anyhow::anyhow!("line {number}: {e}"))?;
-            body.push_str(text);
+            match *self.lines.get_or_insert_with(|| Lines::of_first(text)) {
+                Lines::Records => {
+                    check_record(text).map_err(|e| anyhow::anyhow!("line {number}: {e}"))?;
+                    body.push_str(text);
+                }
+                Lines::Values => {
+                    serde_json::from_str::<serde::de::IgnoredAny>(text)
+                        .map_err(|e| anyhow::anyhow!("line {number}: not valid JSON: {e}"))?;
+                    body.push_str("{\"value\":");
+                    body.push_str(text);
+                    body.push('}');
+                }
+            }
             body.push('\n');
             pending += 1;
             if pending == batch {
@@ -228,10 +284,10 @@ pub fn idempotency_key(prefix: &str, number: u64) -> anyhow::Result<String> {
 pub fn check_record(line: &str) -> Result<(), String> {
     let value: Value = serde_json::from_str(line).map_err(|e| format!("not valid JSON: {e}"))?;
     let Value::Object(record) = value else {
-        return Err("expected a record object like {\"key\": ..., \"value\": ...}".into());
+        return Err(format!("expected a record object: {RECORD_HINT}"));
     };
     if !record.contains_key("value") {
-        return Err("the record has no \"value\"".into());
+        return Err(format!("the record has no \"value\": {RECORD_HINT}"));
     }
     for (field, value) in &record {
         let absent = value.is_null();
@@ -246,7 +302,7 @@ pub fn check_record(line: &str) -> Result<(), String> {
                         .as_object()
                         .is_some_and(|h| h.values().all(Value::is_string))
             }
-            _ => return Err(format!("unknown field {field:?}")),
+            _ => return Err(format!("unknown field {field:?}: {RECORD_HINT}")),
         };
         if !ok {
             return Err(format!("field {field:?} must be {}", expected(field)));
@@ -306,6 +362,60 @@ mod tests {
     }
 
     #[test]
+    fn the_first_line_decides_records_or_values() {
+        assert_eq!(Lines::of_first(r#"{"user": "u1", "n": 1}"#), Lines::Values);
+        assert_eq!(Lines::of_first("{}"), Lines::Values);
+        for first in [
+            r#"{"value": 1}"#,
+            r#"{"key": "k"}"#,
+            r#"{"user": "u1", "timestamp": 5}"#,
+            r#"{"headers": {}}"#,
+            r#"{"partition": 0, "x": 1}"#,
+            "42",
+            "[1]",
+            "not json",
+        ] {
+            assert_eq!(Lines::of_first(first), Lines::Records, "{first}");
+        }
+    }
+
+    #[test]
+    fn bad_records_point_to_raw() {
+        for line in ["42", r#"{"key": "k"}"#, r#"{"value": 1, "user": "u"}"#] {
+            let error = check_record(line).unwrap_err();
+            assert!(
+                error.contains("--raw") && error.contains(r#"{"key":..,"value":..}"#),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_are_wrapped_as_records() {
+        let server = FakeServer::start(vec![Canned::json(
+            200,
+            r#"{"topic":"t","records":[{"partition":0,"offset":0},{"partition":0,"offset":1}]}"#,
+        )]);
+        let client = Client::new(&server.url);
+        let hidden = ProgressBar::hidden();
+        let mut values = producer(&client, None, &hidden);
+        let input = "{\"user\": \"u1\"}\n\n{\"value\": 2, \"user\": \"u2\"}\n";
+        values.produce(input.as_bytes(), 10).unwrap();
+        assert_eq!(values.lines, Some(Lines::Values));
+        assert_eq!(
+            server.requests()[0].body,
+            "{\"value\":{\"user\": \"u1\"}}\n{\"value\":{\"value\": 2, \"user\": \"u2\"}}\n"
+        );
+        let mut raw = producer(&client, None, &hidden);
+        raw.lines = Some(Lines::Values);
+        let error = raw.produce("1\n{".as_bytes(), 10).unwrap_err();
+        assert!(
+            error.to_string().starts_with("line 2: not valid JSON"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn idempotency_keys_are_bounded() {
         assert_eq!(idempotency_key("load", 3).unwrap(), "load-3");
         assert!(idempotency_key(&"x".repeat(254), 1).is_err());
@@ -321,6 +431,7 @@ mod tests {
             client,
             path: "/v1/topics/t/records".into(),
             prefix,
+            lines: None,
             progress,
             summary: Summary {
                 records: 0,
@@ -395,6 +506,7 @@ mod tests {
             file: Some(file.path().to_path_buf()),
             batch: 1000,
             idempotency_prefix: None,
+            raw: false,
         };
         let mut out = Vec::new();
         run(&Client::new(&server.url), args, &mut out).unwrap();
