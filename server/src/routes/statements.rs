@@ -172,7 +172,16 @@ fn sql_text(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<String> {
     match mime.as_deref() {
         Some("application/sql") => as_text(),
         Some("application/json") => {
-            let body: SqlBody = super::json(bytes)?;
+            let body: SqlBody = super::json(bytes).map_err(|e| {
+                // Raw SQL sent as JSON: say what to send instead.
+                if bytes.trim_ascii_start().starts_with(b"{") {
+                    e
+                } else {
+                    ApiError::bad_request(
+                        "the body is not JSON: send {\"sql\": \"...\"} or use Content-Type: application/sql",
+                    )
+                }
+            })?;
             Ok(body.sql)
         }
         other => Err(ApiError::new(
