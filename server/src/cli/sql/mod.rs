@@ -50,6 +50,7 @@ Statements end with ';' and may span lines. Examples:
 Shell commands (at the start of a statement):
   \\history   print the statements entered before (up/down recall them)
   \\c         drop the statement typed so far (also Ctrl-C)
+  clear      clear the screen
   \\help      this text
   \\q         quit (also Ctrl-D, `exit`, `quit`)
 The SQL reference is docs/sql.md.
@@ -201,6 +202,13 @@ fn shell(client: &Client, out: &mut dyn Write) -> anyhow::Result<()> {
         if buffer.trim().is_empty() {
             match command(&line, &history, out) {
                 Ok(Command::Quit) => return Ok(()),
+                Ok(Command::Clear) => {
+                    if interactive {
+                        out.write_all(CLEAR_SCREEN.as_bytes())?;
+                        out.flush()?;
+                    }
+                    continue;
+                }
                 Ok(Command::Done) => {
                     buffer.clear();
                     continue;
@@ -256,10 +264,17 @@ fn shell(client: &Client, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 enum Command {
+    /// Not a shell command: the start of a statement.
     None,
+    /// A command that ran.
     Done,
+    /// `clear`: clear the screen (a terminal's only).
+    Clear,
     Quit,
 }
+
+/// Cursor home, erase the screen.
+const CLEAR_SCREEN: &str = "\x1b[H\x1b[2J";
 
 /// A shell command typed at the start of a statement.
 fn command(line: &str, history: &History, out: &mut dyn Write) -> anyhow::Result<Command> {
@@ -277,6 +292,8 @@ fn command(line: &str, history: &History, out: &mut dyn Write) -> anyhow::Result
             Ok(Command::Done)
         }
         "\\c" => Ok(Command::Done),
+        // Not SQL; as the start of a statement it would swallow the next one.
+        "clear" => Ok(Command::Clear),
         w if w.starts_with('\\') => Err(anyhow!("unknown command {w}: \\help lists them")),
         _ => Ok(Command::None),
     }
@@ -361,6 +378,14 @@ mod tests {
         assert!(matches!(
             command("SHOW TABLES;", &history, &mut out).unwrap(),
             Command::None
+        ));
+        assert!(matches!(
+            command("clear", &history, &mut out).unwrap(),
+            Command::Clear
+        ));
+        assert!(matches!(
+            command(" clear;", &history, &mut out).unwrap(),
+            Command::Clear
         ));
         assert!(command("\\nope", &history, &mut out).is_err());
     }
