@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use kappa_processor::plan::{Emit, LateHandling};
-use kappa_processor::sql::{ObjectKind, SourceDecl};
+use kappa_processor::sql::{ObjectKind, SourceDecl, SqlType};
 use kappa_processor::window::WindowSpec;
 use serde::Serialize;
 
@@ -152,6 +152,9 @@ pub struct DescribedOut {
     /// The view, as `GET /v1/views/{view}` answers it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub view: Option<ViewOut>,
+    /// The view's output columns, in SELECT order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columns: Option<Vec<ColumnOut>>,
     /// The view's settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settings: Option<SettingsOut>,
@@ -160,6 +163,18 @@ pub struct DescribedOut {
     pub source: Option<SourceDecl>,
     /// The SQL defaults, by setting name.
     pub defaults: BTreeMap<String, String>,
+}
+
+/// An output column of a view.
+#[derive(Debug, Serialize)]
+pub struct ColumnOut {
+    /// Name.
+    pub name: String,
+    /// Its SQL type (`{"type": "varchar"}`, as a declared column's), null
+    /// when the input is schemaless and the query fixes none.
+    pub sql_type: Option<SqlType>,
+    /// A GROUP BY column: the row key is made of these.
+    pub key: bool,
 }
 
 /// The settings a view's plan runs with.

@@ -12,6 +12,7 @@
 //! the same as `POST /v1/topics` and the processors' own output topics.
 
 pub(crate) mod dependents;
+mod describe;
 mod pull;
 mod sources;
 
@@ -268,6 +269,7 @@ impl Executor<'_> {
                 statement: "DESCRIBE",
                 name: name.to_string(),
                 view: Some(self.views.describe(name)?),
+                columns: Some(describe::columns(&view.served.plan)),
                 settings: Some(settings(&view.served.plan)),
                 source: None,
                 defaults,
@@ -281,6 +283,7 @@ impl Executor<'_> {
             statement: "DESCRIBE",
             name: name.to_string(),
             view: None,
+            columns: None,
             settings: None,
             source: Some(decl.clone()),
             defaults,

@@ -128,31 +128,48 @@ fn select(result: &Value) -> Option<String> {
     ))
 }
 
-/// DESCRIBE: a view as `kappa views NAME` prints it, or a declared source's
-/// columns; then the settings and the defaults.
+/// DESCRIBE: a view as `kappa views NAME` prints it and its columns, or a
+/// declared source's columns; then the settings and the defaults, one
+/// `key = value` line each.
 fn describe(result: &Value) -> Option<String> {
     let mut out = if result.get("view").is_some() {
         let view: ViewInfo = serde_json::from_value(result["view"].clone()).ok()?;
-        views::render_description(&view)
+        let mut out = views::render_description(&view);
+        if let Some(columns) = result["columns"].as_array() {
+            out.push_str("columns:\n");
+            out.push_str(&columns_table(columns));
+        }
+        out
     } else {
         source(&result["source"])?
     };
-    if let Some(settings) = result["settings"].as_object() {
-        let text: Vec<String> = settings
-            .iter()
-            .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| format!("{k}={}", compact(v)))
-            .collect();
-        out.push_str(&format!("settings: {}\n", text.join(" ")));
-    }
-    if let Some(defaults) = result["defaults"].as_object() {
-        let text: Vec<String> = defaults
-            .iter()
-            .map(|(k, v)| format!("{k}={}", compact(v)))
-            .collect();
-        out.push_str(&format!("defaults: {}\n", text.join(" ")));
+    for section in ["settings", "defaults"] {
+        if let Some(values) = result[section].as_object() {
+            let mut lines = Vec::new();
+            for (key, value) in values {
+                settings_lines(key, value, &mut lines);
+            }
+            out.push_str(&format!("{section}:\n"));
+            for line in lines {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
     }
     Some(out)
+}
+
+/// `key = value` lines of one setting; an object gives a line per field
+/// (`window.size_ms = 300000`), a null none.
+fn settings_lines(key: &str, value: &Value, lines: &mut Vec<String>) {
+    match value {
+        Value::Null => {}
+        Value::Object(fields) => {
+            for (field, value) in fields {
+                settings_lines(&format!("{key}.{field}"), value, lines);
+            }
+        }
+        other => lines.push(format!("{key} = {}", compact(other))),
+    }
 }
 
 fn compact(value: &Value) -> String {
@@ -177,19 +194,27 @@ fn source(decl: &Value) -> Option<String> {
         out.push_str("columns: none declared (schemaless)\n");
         return Some(out);
     }
+    out.push_str(&columns_table(&columns));
+    Some(out)
+}
+
+/// The COLUMN/TYPE table of declared or output columns (`{"name",
+/// "sql_type", "key"}`); a column without a type holds any JSON value.
+fn columns_table(columns: &[Value]) -> String {
     let mut table = Table::new(&[("COLUMN", Align::Left), ("TYPE", Align::Left)]);
-    for column in &columns {
+    for column in columns {
         let mut name = column["name"].as_str().unwrap_or("?").to_string();
         if column["key"].as_bool() == Some(true) {
             name.push_str(" (key)");
         }
-        let ty =
-            serde_json::from_value::<kappa_processor::sql::SqlType>(column["sql_type"].clone())
-                .map_or_else(|_| compact(&column["sql_type"]), |t| t.to_string());
+        let ty = match &column["sql_type"] {
+            Value::Null => "any".to_string(),
+            ty => serde_json::from_value::<kappa_processor::sql::SqlType>(ty.clone())
+                .map_or_else(|_| compact(ty), |t| t.to_string()),
+        };
         table.row(vec![name, ty]);
     }
-    out.push_str(&table.render());
-    Some(out)
+    table.render()
 }
 
 #[cfg(test)]
@@ -249,6 +274,35 @@ mod tests {
         assert_eq!(
             text,
             "KEY  n\nu1   2\n1 row of v version 1, as of offsets 0:3 (partition:offset), watermark none yet\n\n"
+        );
+    }
+
+    #[test]
+    fn describe_lists_columns_and_settings_lines() {
+        let view = json!({"name": "v", "kind": "table", "status": "running",
+            "served_version": {"version": 1}});
+        let text = render(&json!({"statement": "DESCRIBE", "name": "v", "view": view,
+            "columns": [
+                {"name": "user", "sql_type": {"type": "varchar"}, "key": true},
+                {"name": "total", "sql_type": {"type": "decimal", "precision": 38, "scale": 2}, "key": false},
+                {"name": "raw", "sql_type": null, "key": false}],
+            "settings": {"watermark_delay_ms": 0, "window": {"kind": "tumbling", "size_ms": 300000},
+                "grace_ms": null, "late_events": "drop"},
+            "defaults": {"GRACE": "0"}}));
+        let tail = text.split_once("columns:\n").expect("a columns section").1;
+        assert_eq!(
+            tail,
+            "COLUMN      TYPE\n\
+             user (key)  VARCHAR\n\
+             total       DECIMAL(38, 2)\n\
+             raw         any\n\
+             settings:\n  \
+             late_events = drop\n  \
+             watermark_delay_ms = 0\n  \
+             window.kind = tumbling\n  \
+             window.size_ms = 300000\n\
+             defaults:\n  \
+             GRACE = 0\n\n"
         );
     }
 }
