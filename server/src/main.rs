@@ -104,17 +104,19 @@ fn demo(args: kappa_server::cli::demo::DemoArgs) -> anyhow::Result<()> {
     runtime.block_on(kappa_server::cli::demo::run(args, shutdown_signal()))
 }
 
-/// Ids of the client options (`ClientOptions`' fields).
-const CLIENT_OPTIONS: [&str; 3] = ["url", "token", "ca_cert"];
+/// The client options' arguments, as [`ClientOptions`] defines them.
+fn client_option_args() -> Vec<clap::Arg> {
+    ClientOptions::augment_args(clap::Command::new("client"))
+        .get_arguments()
+        .cloned()
+        .collect()
+}
 
 /// The command line: [`Cli`] with the client options on `kappa` (not
 /// global: they must not reach `serve` and `demo`) and on every client
 /// subcommand (global: they reach its subcommands).
 fn command_line() -> clap::Command {
-    let options: Vec<clap::Arg> = ClientOptions::augment_args(clap::Command::new("client"))
-        .get_arguments()
-        .cloned()
-        .collect();
+    let options = client_option_args();
     let clients: Vec<String> = ClientCommand::augment_subcommands(clap::Command::new("client"))
         .get_subcommands()
         .map(|c| c.get_name().to_string())
@@ -145,11 +147,11 @@ fn main() {
         Command::Client(_) => None,
     };
     if let Some(name) = server_side {
-        let given = CLIENT_OPTIONS
-            .iter()
-            .find(|id| matches.value_source(id) == Some(ValueSource::CommandLine));
-        if let Some(id) = given {
-            let flag = format!("--{}", id.replace('_', "-"));
+        let given = client_option_args().into_iter().find(|arg| {
+            matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine)
+        });
+        if let Some(arg) = given {
+            let flag = format!("--{}", arg.get_long().unwrap_or_default());
             command
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,
