@@ -4,7 +4,7 @@
 //! client subcommand; `demo --listen` like `serve --listen`; logs written
 //! to a file carry no colour codes; an unknown group is an error; bare JSON
 //! lines (what `kappa-datagen` writes) are produced as values; a mistyped
-//! view name gets a suggestion; raw SQL posted as JSON gets a hint; `clear`
+//! view or topic name gets a suggestion; raw SQL posted as JSON gets a hint; `clear`
 //! in the SQL shell does not swallow the next statement; `DESCRIBE` of a
 //! table shows its columns and `key = value` settings.
 
@@ -278,7 +278,7 @@ fn produce_takes_bare_json_lines_as_values() {
 }
 
 #[test]
-fn a_mistyped_view_name_gets_suggestions() {
+fn mistyped_view_and_topic_names_get_suggestions() {
     let server = Server::start(&[]);
     server
         .client()
@@ -298,6 +298,18 @@ fn a_mistyped_view_name_gets_suggestions() {
     }
     let error = failed(kappa(&server, &["views", "zzzzzzzzzz"], None));
     assert!(!error.contains("did you mean"), "{error}");
+    let commands: [&[&str]; 2] = [
+        &["topics", "describe", "user_event"],
+        &["tail", "usr_events", "--no-follow"],
+    ];
+    for args in commands {
+        let error = failed(kappa(&server, args, None));
+        assert!(error.contains("unknown_topic"), "{args:?}: {error}");
+        assert!(
+            error.contains("did you mean user_events?"),
+            "{args:?}: {error}"
+        );
+    }
 }
 
 #[test]

@@ -102,7 +102,7 @@ pub fn run(options: &http::ClientOptions, command: ClientCommand) -> anyhow::Res
     let client = http::Client::connect(options)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let view = command.view().map(str::to_string);
+    let named = command.named();
     let result = match command {
         ClientCommand::Topics(command) => topics::run(&client, command, &mut out),
         ClientCommand::Produce(args) => produce::run(&client, args, &mut out),
@@ -122,23 +122,28 @@ pub fn run(options: &http::ClientOptions, command: ClientCommand) -> anyhow::Res
         ClientCommand::Rollback { view } => review::run(&client, &view, "rollback", &mut out),
         ClientCommand::Token(command) => token::run(&client, command, &mut out),
     };
-    match view {
-        Some(view) => result.map_err(|e| suggest::unknown_view(&client, &view, e)),
+    match named {
+        Some(named) => result.map_err(|e| suggest::unknown(&client, &named, e)),
         None => result,
     }
 }
 
 impl ClientCommand {
-    /// The view this command names, if any.
-    fn view(&self) -> Option<&str> {
+    /// The view or topic this command names, if any: an error saying it
+    /// does not exist gets the closest existing names.
+    fn named(&self) -> Option<suggest::Named> {
+        use suggest::Named;
         match self {
-            ClientCommand::Views(args) => args.name.as_deref(),
-            ClientCommand::Query(args) => Some(&args.view),
-            ClientCommand::Replay(args) => Some(&args.view),
+            ClientCommand::Views(args) => args.name.clone().map(Named::View),
+            ClientCommand::Query(args) => Some(Named::View(args.view.clone())),
+            ClientCommand::Replay(args) => Some(Named::View(args.view.clone())),
             ClientCommand::Diff { view, .. }
             | ClientCommand::Promote { view }
-            | ClientCommand::Rollback { view } => Some(view),
-            _ => None,
+            | ClientCommand::Rollback { view } => Some(Named::View(view.clone())),
+            ClientCommand::Produce(args) => Some(Named::Topic(args.topic.clone())),
+            ClientCommand::Tail(args) => Some(Named::Topic(args.topic.clone())),
+            ClientCommand::Topics(command) => command.topic().map(|t| Named::Topic(t.to_string())),
+            ClientCommand::Groups(_) | ClientCommand::Sql(_) | ClientCommand::Token(_) => None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! "Did you mean": the existing names closest to a mistyped one, by edit
 //! distance (Levenshtein, case-insensitive), for the errors naming an
-//! unknown view or group.
+//! unknown view, topic or group.
 
 use super::http::{ApiError, Client};
 
@@ -54,25 +54,37 @@ pub fn did_you_mean(suggestions: &[&str]) -> String {
     }
 }
 
-/// `error` with the view names closest to `view` added to its message
-/// when it is the server's `unknown_view`; any other error unchanged. The
-/// names come from `GET /v1/views`; if that fails, nothing is added.
-pub fn unknown_view(client: &Client, view: &str, mut error: anyhow::Error) -> anyhow::Error {
+/// What a command names: a view or a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named {
+    /// A view (`unknown_view` when it does not exist).
+    View(String),
+    /// A topic (`unknown_topic` when it does not exist).
+    Topic(String),
+}
+
+/// `error` with the existing names closest to the one `named` added to its
+/// message when it is the server's `unknown_view` or `unknown_topic` for
+/// that kind of object; any other error unchanged. The names come from
+/// `GET /v1/views` or `GET /v1/topics`; if that fails, nothing is added.
+pub fn unknown(client: &Client, named: &Named, mut error: anyhow::Error) -> anyhow::Error {
     let Some(api) = error.downcast_mut::<ApiError>() else {
         return error;
     };
-    if api.code != "unknown_view" {
-        return error;
-    }
-    let Ok(list) = client.get_json::<serde_json::Value>("/v1/views", &[]) else {
+    let (name, list, field) = match named {
+        Named::View(name) if api.code == "unknown_view" => (name, "/v1/views", "views"),
+        Named::Topic(name) if api.code == "unknown_topic" => (name, "/v1/topics", "topics"),
+        _ => return error,
+    };
+    let Ok(list) = client.get_json::<serde_json::Value>(list, &[]) else {
         return error;
     };
-    let names = list["views"]
+    let names = list[field]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|v| v["name"].as_str());
-    api.message.push_str(&did_you_mean(&closest(view, names)));
+    api.message.push_str(&did_you_mean(&closest(name, names)));
     error
 }
 

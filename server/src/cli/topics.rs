@@ -142,6 +142,17 @@ struct TopicList {
     topics: Vec<TopicDescription>,
 }
 
+impl TopicsCommand {
+    /// The existing topic this command names (not `create`'s new one).
+    pub fn topic(&self) -> Option<&str> {
+        match self {
+            TopicsCommand::Describe { name, .. } | TopicsCommand::Delete { name, .. } => Some(name),
+            TopicsCommand::Alter(args) => Some(&args.name),
+            TopicsCommand::List { .. } | TopicsCommand::Create(_) => None,
+        }
+    }
+}
+
 /// Runs a topics subcommand, printing to `out`.
 pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     match command {
