@@ -104,6 +104,9 @@ pub struct RowsAnswer {
     /// The input position of the rows.
     #[serde(default)]
     pub as_of: AsOf,
+    /// The version read has not reached its input's end once: partial rows.
+    #[serde(default)]
+    pub catching_up: bool,
 }
 
 /// The query parameters of `args`.
@@ -245,6 +248,9 @@ pub fn summary(answer: &RowsAnswer) -> String {
     if answer.next_cursor.is_some() || answer.truncated {
         text.push_str(" (more rows match: raise --limit)");
     }
+    if answer.catching_up {
+        text.push_str("; the view is still catching up with its input: rows are partial");
+    }
     text
 }
 
@@ -273,6 +279,16 @@ mod tests {
             "1 row of purchase_stats version 1, as of offsets 0:1200 1:7 (partition:offset), \
              watermark 2025-12-31T23:59:55.000Z"
         );
+    }
+
+    #[test]
+    fn partial_rows_of_a_view_catching_up_say_so() {
+        let text = ROWS.replace(
+            "\"next_cursor\": null,",
+            "\"next_cursor\": null, \"catching_up\": true,",
+        );
+        let answer: RowsAnswer = serde_json::from_str(&text).unwrap();
+        assert!(summary(&answer).ends_with("still catching up with its input: rows are partial"));
     }
 
     #[test]

@@ -70,6 +70,9 @@ pub struct VersionInfo {
     /// Invalid records skipped.
     #[serde(default)]
     pub invalid: u64,
+    /// A served version's first build while it catches up.
+    #[serde(default)]
+    pub catch_up: Option<Progress>,
 }
 
 /// How far a build is.
@@ -241,7 +244,14 @@ pub fn render_list(views: &[ViewInfo]) -> String {
                 b.version.version.to_string(),
                 format!("{}, {}", progress_text(&b.progress), rate_text(&b.progress)),
             ),
-            None => ("-".into(), "-".into()),
+            None => match &view.served_version.catch_up {
+                // A new view working through its input's history.
+                Some(p) => (
+                    "-".into(),
+                    format!("{}, {}", progress_text(p), rate_text(p)),
+                ),
+                None => ("-".into(), "-".into()),
+            },
         };
         table.row(vec![
             view.name.clone(),
@@ -323,6 +333,13 @@ pub fn render_description(view: &ViewInfo) -> String {
         out.push_str(&format!("sql:\n{}", indent(sql)));
     }
     out.push_str(&version_line("served", &view.served_version));
+    if let Some(p) = &view.served_version.catch_up {
+        out.push_str(&format!(
+            "catching up (first build; rows are partial until it is done): {}, {}\n",
+            progress_text(p),
+            rate_text(p)
+        ));
+    }
     out.push_str(&partitions_table(&view.served_version, None));
     if let Some(build) = &view.building_version {
         let start = match &build.start {
