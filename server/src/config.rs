@@ -44,7 +44,10 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Log line format (default `text`).
     pub log_format: LogFormat,
-    /// Create unknown topics on first produce (default true).
+    /// Create unknown topics on first produce, with `default_partitions`
+    /// and `default_fsync` (default false: a produce to an unknown topic
+    /// answers 404 `unknown_topic`, so a typo in a topic name is an error
+    /// rather than a new topic).
     pub auto_create_topics: bool,
     /// Partitions of auto-created topics (default 1).
     pub default_partitions: u32,
@@ -152,7 +155,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             log_format: LogFormat::Text,
-            auto_create_topics: true,
+            auto_create_topics: false,
             default_partitions: 1,
             auto_create_max_partitions: 256,
             default_fsync: FsyncPolicy::Always,
@@ -202,7 +205,7 @@ pub struct Overrides {
     /// Log format [default: text].
     #[arg(long, env = "KAPPA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
-    /// Create unknown topics on first produce [default: true].
+    /// Create unknown topics on first produce [default: false].
     #[arg(long, env = "KAPPA_AUTO_CREATE_TOPICS")]
     pub auto_create_topics: Option<bool>,
     /// Partitions of auto-created topics [default: 1].

@@ -228,6 +228,10 @@ pub struct ProduceResponse {
     pub records: Vec<ProducedOut>,
     /// True when an idempotent retry appended nothing.
     pub duplicate: bool,
+    /// True when this produce created the topic (`auto_create_topics`);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub created: bool,
 }
 
 /// A record as answered to readers.

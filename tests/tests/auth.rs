@@ -322,7 +322,12 @@ fn route_matrix(anonymous: &Client) {
 
 #[test]
 fn a_producer_token_stays_in_its_scope_and_lists_show_only_what_a_token_may_see() {
-    let server = start();
+    // Auto-creation on: creating a topic by producing to it needs only the
+    // produce grant.
+    let server = Server::start_env(
+        &["--auth", "tokens", "--auto-create-topics", "true"],
+        &[("KAPPA_BOOTSTRAP_TOKEN", BOOTSTRAP)],
+    );
     let root = admin(&server);
     root.sql_ok(&format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
     root.create_topic(&json!({"name": "orders.eu", "partitions": 1}));
@@ -637,6 +642,7 @@ fn a_short_bootstrap_token_is_refused_at_start() {
 #[test]
 fn a_rate_limited_producer_gets_429_with_retry_after() {
     let server = start();
+    admin(&server).create_topic(&json!({"name": "t"}));
     let (status, body) = admin(&server).post_json(
         "/v1/tokens",
         &json!({"name": "slow", "grants": ["produce:*"], "produce_records_per_second": 1}),

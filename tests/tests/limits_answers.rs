@@ -24,6 +24,8 @@ fn the_partition_budget_is_a_conflict_naming_max_partitions() {
 #[test]
 fn auto_creation_stops_at_its_own_budget_and_explicit_creates_go_on() {
     let server = Server::start(&[
+        "--auto-create-topics",
+        "true",
         "--default-partitions",
         "2",
         "--auto-create-max-partitions",

@@ -1,5 +1,5 @@
-//! Graceful shutdown: with `--default-fsync never` and an auto-created
-//! topic, N acknowledged records survive SIGTERM (exit status 0, nothing
+//! Graceful shutdown: with `--default-fsync never` and a topic created
+//! with the server's defaults, N acknowledged records survive SIGTERM (exit status 0, nothing
 //! more on stdout) and a restart, and appends continue at the end; SIGINT
 //! shuts down the same way; a long-poll waiting at SIGTERM gets an answer
 //! and does not hold the exit back.
@@ -42,11 +42,12 @@ fn assert_all_there(server: &Server, topic: &str, acked: &[(Produced, Value)], p
 fn sigterm_exits_0_and_keeps_every_acknowledged_record_with_fsync_never() {
     let args = ["--default-fsync", "never", "--default-partitions", "2"];
     let mut server = Server::start(&args);
+    server.create_topic(&json!({"name": "lazy"}));
     let acked = produce_n(&server, "lazy");
     let description = server.describe("lazy");
     assert_eq!(
         description["config"]["fsync"], "never",
-        "auto-created with the server default: {description}"
+        "created with the server default: {description}"
     );
     assert_eq!(description["config"]["partitions"], 2);
     let ends = server.end_offsets("lazy");
@@ -68,6 +69,7 @@ fn sigterm_exits_0_and_keeps_every_acknowledged_record_with_fsync_never() {
 #[test]
 fn sigint_exits_0_and_keeps_every_acknowledged_record() {
     let mut server = Server::start(&["--default-fsync", "never"]);
+    server.create_topic(&json!({"name": "interrupted"}));
     let acked = produce_n(&server, "interrupted");
     let status = server.interrupt();
     assert!(

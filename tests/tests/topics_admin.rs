@@ -81,6 +81,7 @@ fn topics_are_created_with_defaults_listed_sorted_and_deleted_with_their_offsets
 #[test]
 fn content_type_parameters_are_accepted() {
     let server = Server::start(&[]);
+    server.create_topic(&json!({"name": "ct"}));
     for (content_type, body) in [
         (
             "application/json; charset=utf-8",
@@ -111,6 +112,7 @@ fn service_endpoints_answer() {
     let server = Server::start(&[]);
     assert_eq!(server.get("/health"), (200, json!({"status": "ok"})));
     assert_eq!(server.get("/ready"), (200, json!({"status": "ready"})));
+    server.create_topic(&json!({"name": "m"}));
     server.produce("m", &json!([{"value": 1}]));
     let metrics = server.send("GET", "/metrics", None, &[], None);
     assert_eq!(metrics.status, 200);

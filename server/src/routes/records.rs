@@ -37,7 +37,7 @@ pub async fn produce(
     let ndjson = is_ndjson(&headers)?;
     let records = parse_records(&bytes, ndjson, &state.config)?;
     state.auth.admit_produce(&principal, records.len())?;
-    let topic = topic_for_produce(&state, &topic_name).await?;
+    let (topic, created) = topic_for_produce(&state, &topic_name).await?;
     let count = records.len();
     let outcome = topic
         .produce_detailed(records, idempotency_key)
@@ -55,6 +55,7 @@ pub async fn produce(
             })
             .collect(),
         duplicate: outcome.duplicate,
+        created,
     };
     Ok(Json(response).into_response())
 }
@@ -257,11 +258,12 @@ fn to_record(
 }
 
 /// The topic, created with the server's defaults if it is unknown and
-/// auto-creation is on (within `auto_create_max_partitions`).
-async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>> {
+/// auto-creation is on (within `auto_create_max_partitions`); true if this
+/// call created it.
+async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<(Arc<Topic>, bool)> {
     kappa_log::topic::validate_topic_name(name)?;
     match state.log.topic(name) {
-        Ok(t) => Ok(t),
+        Ok(t) => Ok((t, false)),
         Err(LogError::UnknownTopic(_)) if state.config.auto_create_topics => {
             let (log, name, config) = (
                 state.log.clone(),
@@ -271,22 +273,32 @@ async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<Arc<Topic>
             let budget = state.config.auto_create_max_partitions;
             blocking(move || auto_create(&log, &name, config, budget)).await
         }
+        Err(LogError::UnknownTopic(_)) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_topic",
+            format!(
+                "topic {name:?} does not exist: create it first (POST /v1/topics, or \
+                 kappa topics create {name}), or start the server with auto_create_topics = \
+                 true (--auto-create-topics true) to create topics on first produce"
+            ),
+        )),
         Err(e) => Err(e.into()),
     }
 }
 
 /// Creates `name` unless that would put more than `budget` partitions in
-/// use. Auto-creations run one at a time so that the budget holds.
+/// use; true if this call created it. Auto-creations run one at a time so
+/// that the budget holds.
 fn auto_create(
     log: &kappa_log::Log,
     name: &str,
     config: kappa_log::TopicConfig,
     budget: u32,
-) -> ApiResult<Arc<Topic>> {
+) -> ApiResult<(Arc<Topic>, bool)> {
     static AUTO_CREATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = AUTO_CREATE.lock().unwrap_or_else(|e| e.into_inner());
     if let Ok(t) = log.topic(name) {
-        return Ok(t);
+        return Ok((t, false));
     }
     let in_use: u32 = log.topics().iter().map(|t| t.partition_count()).sum();
     if in_use + config.partitions > budget {
@@ -301,8 +313,11 @@ fn auto_create(
         ));
     }
     match log.create_topic(name, config) {
-        Ok(t) => Ok(t),
-        Err(LogError::TopicExists(_)) => Ok(log.topic(name)?),
+        Ok(t) => {
+            tracing::info!(topic = name, "topic auto-created by a produce");
+            Ok((t, true))
+        }
+        Err(LogError::TopicExists(_)) => Ok((log.topic(name)?, false)),
         Err(e) => Err(e.into()),
     }
 }

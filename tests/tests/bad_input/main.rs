@@ -377,7 +377,7 @@ fn the_corpus_has_at_least_40_cases() {
 
 #[test]
 fn path_like_topic_names_are_refused_and_create_nothing() {
-    let server = Server::start(&[]);
+    let server = Server::start(&["--auto-create-topics", "true"]);
     let records = br#"{"records":[{"value":1}]}"#;
     let long = "n".repeat(250);
     let names = [
@@ -501,6 +501,7 @@ fn invalid_group_names_are_refused_on_reads() {
 #[test]
 fn ambiguous_or_unknown_reset_targets_are_refused() {
     let server = Server::start(&[]);
+    server.create_topic(&json!({"name": "t"}));
     server.produce(
         "t",
         &json!([{"value": 1, "timestamp": 100}, {"value": 2, "timestamp": 200}]),
