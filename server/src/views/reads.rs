@@ -159,10 +159,7 @@ impl ViewManager {
             target.partitions,
         )
         .map_err(gone)?;
-        let catching_up = !lock(&self.state)
-            .catch_up
-            .get(&target.scope)
-            .is_some_and(|c| c.caught_up());
+        let catching_up = !self.caught_up(&lock(&self.state), &target.scope);
         Ok(RowsAnswer {
             version: target.scope.version,
             columns: columns(&target.plan),
@@ -405,6 +402,19 @@ impl ViewManager {
         }
     }
 
+    /// Whether version `s` has reached its input's end once: as the
+    /// supervisor recorded it, or (before its first look, e.g. just after a
+    /// restart) because it is there now.
+    fn caught_up(&self, st: &super::manager::State, s: &Scope) -> bool {
+        st.catch_up.get(s).is_some_and(|c| c.caught_up())
+            || st.running.get(s).is_some_and(|p| {
+                !st.catch_up.contains_key(s)
+                    && p.lag().is_ok_and(|lags| {
+                        lags.iter().map(|l| l.lag).sum::<u64>() <= self.config.swap_max_lag
+                    })
+            })
+    }
+
     fn version_out(
         &self,
         st: &super::manager::State,
@@ -414,6 +424,7 @@ impl ViewManager {
         let running = &st.running;
         let s = scope(name, entry.version);
         let catch_up = st.catch_up.get(&s);
+        let caught_up = self.caught_up(st, &s);
         let p = running.get(&s);
         let lags = p.and_then(|p| p.lag().ok()).unwrap_or_default();
         let snapshot = p.map(|p| p.progress());
@@ -473,7 +484,7 @@ impl ViewManager {
             invalid: snapshot.as_ref().map_or(0, |s| s.invalid),
             parallelism: entry.workers.unwrap_or(self.config.processor_threads),
             workers,
-            catching_up: !catch_up.is_some_and(|c| c.caught_up()),
+            catching_up: !caught_up,
             not_keeping_up: catch_up.is_some_and(|c| c.not_keeping_up(self.config.clock.now_ms())),
             catch_up: None,
         }
