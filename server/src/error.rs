@@ -174,6 +174,23 @@ impl From<StatementError> for ApiError {
     }
 }
 
+impl From<crate::auth::store::StoreError> for ApiError {
+    fn from(e: crate::auth::store::StoreError) -> Self {
+        let (status, code) = match &e {
+            crate::auth::store::StoreError::Invalid(_) => {
+                (StatusCode::BAD_REQUEST, "invalid_token_spec")
+            }
+            crate::auth::store::StoreError::Exists(_) => (StatusCode::CONFLICT, "token_exists"),
+            crate::auth::store::StoreError::Unknown(_) => (StatusCode::NOT_FOUND, "unknown_token"),
+            crate::auth::store::StoreError::Bootstrap => (StatusCode::CONFLICT, "bootstrap_token"),
+            crate::auth::store::StoreError::Io(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+            }
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         crate::metrics::count_error(self.status.as_u16(), self.code);

@@ -144,7 +144,7 @@ pub fn need_of(method: &Method, route: &str, param: impl Fn(&str) -> String) -> 
 
 /// What running `statement` needs: `admin` for anything that changes the
 /// catalog, `read-view` on the view a `SELECT` or `DESCRIBE` reads; `SHOW`
-/// needs a token and is filtered ([`may_see_shown`]).
+/// needs a token and is filtered (`Principal::may_see_topic`, `may_see_view`).
 pub fn statement_need(statement: &Statement) -> Need {
     match statement {
         Statement::CreateSource(_) | Statement::CreateAs(_) | Statement::Drop { .. } => Need::Admin,
@@ -193,16 +193,6 @@ impl Principal {
                 need.describe()
             ),
         )
-    }
-}
-
-/// Whether a `SHOW` row named `name` (a topic when `is_topic`) is shown to
-/// `principal`.
-pub fn may_see_shown(principal: &Principal, name: &str, is_topic: bool) -> bool {
-    if is_topic {
-        principal.may_see_topic(name)
-    } else {
-        principal.may_see_view(name)
     }
 }
 
@@ -275,13 +265,13 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
             .unwrap_or_default()
     };
     let method = parts.method.clone();
-    let path = parts.uri.path().to_string();
     let need = need_of(&method, &route, param);
     let mut request = Request::from_parts(parts, body);
     if need == Need::Open {
         return next.run(request).await;
     }
-    let action = format!("{method} {route}");
+    // Only refusals and admin actions name the action.
+    let action = || format!("{method} {route}");
     let principal = match state.auth.mode {
         AuthMode::None => Principal::anonymous(),
         AuthMode::Tokens => match bearer(request.headers()) {
@@ -289,10 +279,11 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
                 return unauthorized(
                     request,
                     "missing_token",
-                    &action,
+                    &action(),
                     format!(
-                        "{action} needs a token: send Authorization: Bearer <token> \
-                         (this server runs with auth = \"tokens\")"
+                        "{} needs a token: send Authorization: Bearer <token> \
+                         (this server runs with auth = \"tokens\")",
+                        action()
                     ),
                 )
                 .await
@@ -301,7 +292,7 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
                 return unauthorized(
                     request,
                     "not_bearer",
-                    &action,
+                    &action(),
                     "the Authorization header must be `Bearer <token>`".into(),
                 )
                 .await
@@ -312,7 +303,7 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
                     return unauthorized(
                         request,
                         "invalid_token",
-                        &action,
+                        &action(),
                         "the token is not valid (unknown or revoked)".into(),
                     )
                     .await
@@ -321,13 +312,15 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
         },
     };
     if !principal.may(&need) {
-        let error = principal.forbidden(&need, &action);
+        let error = principal.forbidden(&need, &action());
         return refuse(request, error, None).await;
     }
-    request.extensions_mut().insert(principal.clone());
+    let audited =
+        (need == Need::Admin).then(|| (principal.clone(), request.uri().path().to_string()));
+    request.extensions_mut().insert(principal);
     let response = next.run(request).await;
-    if need == Need::Admin {
-        audit::admin_action(&principal, &action, &path, response.status());
+    if let Some((principal, path)) = audited {
+        audit::admin_action(&principal, &action(), &path, response.status());
     }
     response
 }

@@ -121,9 +121,9 @@ fn visible(result: StatementOut, principal: &Principal) -> StatementOut {
     match result {
         StatementOut::Shown(mut shown) if !principal.is_admin() => {
             shown.rows.retain(|row| match row {
-                ShowRow::Topic { name, .. } => auth::may_see_shown(principal, name, true),
+                ShowRow::Topic { name, .. } => principal.may_see_topic(name),
                 ShowRow::Declared { name, .. } | ShowRow::Query { name, .. } => {
-                    auth::may_see_shown(principal, name, false)
+                    principal.may_see_view(name)
                 }
             });
             StatementOut::Shown(shown)

@@ -12,8 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{blocking, body, json};
-use crate::auth::store::StoreError;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::AppState;
 
 /// The body of `POST /v1/tokens`.
@@ -24,19 +23,6 @@ struct CreateToken {
     grants: Vec<String>,
     #[serde(default)]
     produce_records_per_second: Option<u64>,
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        let (status, code) = match &e {
-            StoreError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_token_spec"),
-            StoreError::Exists(_) => (StatusCode::CONFLICT, "token_exists"),
-            StoreError::Unknown(_) => (StatusCode::NOT_FOUND, "unknown_token"),
-            StoreError::Bootstrap => (StatusCode::CONFLICT, "bootstrap_token"),
-            StoreError::Io(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        ApiError::new(status, code, e.to_string())
-    }
 }
 
 /// `POST /v1/tokens` `{"name", "grants": [..]}`: 201 with the secret.
