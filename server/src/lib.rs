@@ -8,7 +8,8 @@
 //! limit, header and body deadlines, graceful shutdown) · `routes/*` (one
 //! file per resource: parse the request, map the answer) · `statements`
 //! (the SQL statement executor) · `dto` (wire types) · `error` (the one
-//! status map) · `metrics` (Prometheus names) · `views/` (catalog,
+//! status map) · `metrics` (Prometheus names) · `history` (the console's
+//! 15-minute metrics ring) · `views/` (catalog,
 //! processors, blue/green builds) · `cli/` (client subcommands).
 
 #![warn(missing_docs)]
@@ -21,6 +22,7 @@ pub mod dto;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod history;
 pub mod http;
 pub mod metrics;
 pub mod routes;
@@ -52,6 +54,8 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// Becomes true when shutdown starts: long-polls stop waiting.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
+    /// The last 15 minutes of throughput, rates and lag (`GET /v1/history`).
+    pub history: history::History,
 }
 
 impl AppState {
@@ -134,13 +138,17 @@ pub async fn run_with_log_config(
         metrics: metrics::install(),
         auth,
         shutting_down,
+        history: history::History::default(),
     };
+    let sampler = state.history.spawn_sampler(state.clone());
     let router = routes::router(state.clone());
     let shutdown = async move {
         shutdown.await;
         let _ = shutdown_tx.send(true);
     };
     http::serve(listener, router, &state.config, shutdown).await?;
+    // It stops at shutdown, after the reading in hand (if any).
+    let _ = sampler.await;
     let views = state.views.clone();
     tokio::task::spawn_blocking(move || views.close()).await?;
     let log = state.log.clone();

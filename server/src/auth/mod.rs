@@ -112,7 +112,7 @@ fn bearer(headers: &HeaderMap) -> Bearer<'_> {
 pub fn need_of(method: &Method, route: &str, param: impl Fn(&str) -> String) -> Need {
     let get = *method == Method::GET || *method == Method::HEAD;
     match route {
-        "/metrics" => Need::Metrics,
+        "/metrics" | "/v1/history" => Need::Metrics,
         "/v1/openapi.json" | "/v1/topics" | "/v1/groups" | "/v1/views" | "/v1/statements"
             if get || route == "/v1/statements" =>
         {
@@ -415,6 +415,7 @@ mod tests {
         assert_eq!(need(Method::POST, "/v1/views/{view}/promote"), Need::Admin);
         assert_eq!(need(Method::POST, "/v1/statements"), Need::Token);
         assert_eq!(need(Method::GET, "/metrics"), Need::Metrics);
+        assert_eq!(need(Method::GET, "/v1/history"), Need::Metrics);
         assert_eq!(need(Method::POST, "/v1/tokens"), Need::Admin);
         assert_eq!(need(Method::GET, "/v1/tokens"), Need::Admin);
         assert_eq!(need(Method::GET, "/v1/some/new/route"), Need::Admin);

@@ -8,6 +8,7 @@ mod cors;
 
 pub use admin::OPENAPI as OPENAPI_JSON;
 mod groups;
+mod history;
 pub(crate) mod records;
 mod replay;
 mod statements;
@@ -71,6 +72,7 @@ fn table() -> Vec<Route> {
         route("GET", "/ready", admin::ready),
         route("GET", "/metrics", admin::metrics),
         route("GET", "/v1/openapi.json", admin::openapi),
+        route("GET", "/v1/history", history::history),
         route("POST", "/v1/topics", topics::create),
         route("GET", "/v1/topics", topics::list),
         route("GET", "/v1/topics/{topic}", topics::describe),
@@ -396,6 +398,7 @@ mod tests {
             metrics: crate::metrics::install(),
             auth: crate::open_auth(&config_for_auth).unwrap(),
             shutting_down,
+            history: crate::history::History::default(),
         };
         let captured = Captured::default();
         let subscriber = tracing_subscriber::fmt()
