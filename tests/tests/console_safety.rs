@@ -233,6 +233,7 @@ fn hostile_names_and_values_are_shown_as_text_in_a_real_browser() {
     assert_nothing_ran(&browser, "records");
 
     // SQL: an error message naming markup, and a pull query's column.
+    browser.goto(&format!("{}/#/sql", server.url()));
     browser.type_into(
         "#sql",
         "SELECT * FROM \"<img src=x onerror=window.__pwned=3>\";",
@@ -379,6 +380,7 @@ fn with_tokens_the_console_asks_for_one_and_keeps_it_in_the_tab_only() {
     browser.type_into("#token", reader);
     browser.click("#use-token");
     browser.text_until("#topics", |t| t.contains("guarded"));
+    browser.goto(&format!("{}/#/sql", server.url()));
     browser.type_into("#sql", "DROP TABLE anything;");
     browser.click("#run");
     let refused = browser.text_until("#sql-result", |t| t.contains("403"));

@@ -1,5 +1,9 @@
 "use strict";
 // The Kappa console (served as /console.js; the page allows no inline code).
+// This file is the core: DOM and number helpers, the token, API calls and
+// the hash router. The pages follow it in the same served script (the
+// binary concatenates charts.js, overview.js, topic.js, groups.js, view.js,
+// sql.js and main.js after it, in that order).
 //
 // Everything shown comes from the JSON API of this server and is data, never
 // markup: it reaches the page only through textContent (el), option values
@@ -12,11 +16,20 @@
 // `Authorization: Bearer` on every API call.
 const $ = (id) => document.getElementById(id);
 
+// An element with text (set as textContent, never parsed) and a class.
 function el(tag, text, cls) {
   const e = document.createElement(tag);
   if (text !== undefined && text !== null) e.textContent = String(text);
   if (cls) e.className = cls;
   return e;
+}
+
+// A table cell value: a string or number shown as is, or {text, cls}
+// (e.g. num(n): a formatted number, right-aligned), or an element.
+function cell(c) {
+  if (c instanceof Node) { const td = el("td"); td.appendChild(c); return td; }
+  if (c !== null && typeof c === "object") return el("td", c.text, c.cls);
+  return el("td", c === undefined || c === null ? "" : c, typeof c === "number" ? "num" : "");
 }
 
 function fill(table, headers, rows) {
@@ -26,9 +39,82 @@ function fill(table, headers, rows) {
   table.appendChild(head);
   rows.forEach((cells) => {
     const tr = el("tr");
-    cells.forEach((c) => tr.appendChild(el("td", c === undefined ? "" : c, typeof c === "number" ? "num" : "")));
+    cells.forEach((c) => tr.appendChild(cell(c)));
     table.appendChild(tr);
   });
+}
+
+// A table of `headers` and `rows`, built with fill.
+function tableOf(headers, rows, id) {
+  const t = el("table");
+  if (id) t.id = id;
+  fill(t, headers, rows);
+  return t;
+}
+
+// A link to a console page (#/…) with `text`.
+function link(hash, text) {
+  const a = el("a", text);
+  a.href = hash;
+  return a;
+}
+
+// --- Numbers -------------------------------------------------------------------
+
+const INT = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const ONE_DECIMAL = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+
+// 1234567 -> "1,234,567"; "" for null.
+function int(n) {
+  return n === null || n === undefined || Number.isNaN(n) ? "" : INT.format(n);
+}
+
+// A decimal with one digit below 100 ("12.3"), none above ("1,234").
+function dec(n) {
+  if (n === null || n === undefined || Number.isNaN(n)) return "";
+  return Math.abs(n) >= 100 ? INT.format(n) : ONE_DECIMAL.format(n);
+}
+
+// A rate: "1,234 rec/s".
+function perSecond(n, unit) {
+  return n === null || n === undefined ? "" : `${dec(n)} ${unit || "rec/s"}`;
+}
+
+// Bytes in SI units: "12.3 MB".
+function bytes(n) {
+  if (n === null || n === undefined) return "";
+  const units = ["B", "kB", "MB", "GB", "TB", "PB"];
+  let i = 0;
+  let v = n;
+  while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return i === 0 ? `${int(v)} B` : `${ONE_DECIMAL.format(v)} ${units[i]}`;
+}
+
+// A duration: "45 s", "3 min 5 s", "15 min", "2 h 10 min", "3 d 4 h".
+function duration(ms) {
+  if (ms === null || ms === undefined) return "";
+  const s = Math.round(ms / 1000);
+  // Two units at most, the second left out when it is 0.
+  const two = (big, unit, small, smallUnit) => (small ? `${big} ${unit} ${small} ${smallUnit}` : `${big} ${unit}`);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return two(m, "min", s % 60, "s");
+  const h = Math.floor(m / 60);
+  if (h < 24) return two(h, "h", m % 60, "min");
+  return two(int(Math.floor(h / 24)), "d", h % 24, "h");
+}
+
+// A right-aligned table cell of a formatted number.
+function num(n, format) {
+  return { text: (format || int)(n), cls: "num" };
+}
+
+function time(ms) {
+  return ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace(".000Z", "Z");
+}
+
+function json(v) {
+  return v === null || v === undefined ? "" : JSON.stringify(v);
 }
 
 // --- Token -----------------------------------------------------------------
@@ -53,17 +139,12 @@ function showAuth(message, needed) {
   tokenNeeded = needed;
 }
 
-// Clears everything read with the previous token, so that nothing it was
-// allowed to see stays on the page under another token or none.
+// What each page shows, cleared when the token changes so that nothing
+// read with the previous token stays on the page under another or none.
+const clearers = [];
+
 function clearData() {
-  ["topics", "views", "sql-result", "rows", "records", "review-counts", "review-examples"]
-    .forEach((id) => $(id).replaceChildren());
-  ["as-of", "read-state", "review-result"].forEach((id) => { $(id).textContent = ""; });
-  options($("topic-pick"), []);
-  options($("view-pick"), []);
-  reviewed = null;
-  $("review-state").textContent = "pick a table under Rows";
-  ["diff", "promote", "rollback"].forEach((id) => { $(id).hidden = true; });
+  clearers.forEach((f) => f());
 }
 
 function useToken() {
@@ -73,7 +154,7 @@ function useToken() {
   $("token").value = "";
   clearData();
   showAuth("token set (kept in this tab only)", false);
-  refresh().then(refreshReview);
+  refreshAll();
 }
 
 function forgetToken() {
@@ -81,14 +162,15 @@ function forgetToken() {
   $("token").value = "";
   clearData();
   showAuth("token forgotten", false);
-  refresh().then(refreshReview);
+  refreshAll();
 }
 
 // --- API ---------------------------------------------------------------------
 
 // A call to this server's API with the token, if any; the JSON answer, or an
-// Error naming the status, code and the server's message. A 401 opens the
-// token prompt; a 403 names the missing grant in the server's message.
+// Error naming the status, code and the server's message (its `error`
+// object, e.g. a SQL error's line and column, is the Error's `details`).
+// A 401 opens the token prompt; a 403 names the missing grant.
 async function api(path, options) {
   const opts = { ...(options || {}) };
   const headers = new Headers(opts.headers || {});
@@ -105,25 +187,74 @@ async function api(path, options) {
     if (res.status === 401) {
       showAuth(token() ? `the token was refused: ${e.message || res.statusText}` : "paste a token and press Use token", true);
     }
-    throw new Error(`${res.status} ${e.code || ""}: ${e.message || res.statusText}`);
+    const error = new Error(`${res.status} ${e.code || ""}: ${e.message || res.statusText}`);
+    error.details = e;
+    throw error;
   }
   if (tokenNeeded) showAuth("token accepted (kept in this tab only)", false);
   return body;
 }
 
-function time(ms) {
-  return ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace(".000Z", "Z");
+// A POST of `body` as JSON.
+function post(path, body) {
+  return api(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
 }
 
-// Sets the options of a <select> to `names` (text and value), keeping the pick.
-function options(pick, names) {
-  if (names.join("\u0000") === [...pick.options].map((o) => o.value).join("\u0000")) return;
+// Sets the options of a <select> to `names` (text and value), keeping the
+// pick; with `placeholder`, a first option of value "" (only when there
+// are names: an empty list leaves no option at all).
+function options(pick, names, placeholder) {
+  const values = names.length && placeholder !== undefined ? [""].concat(names) : names;
+  if (values.join("\u0000") === [...pick.options].map((o) => o.value).join("\u0000")) return;
   const chosen = pick.value;
-  pick.replaceChildren(...names.map((n) => { const o = el("option", n); o.value = n; return o; }));
-  if (names.includes(chosen)) pick.value = chosen;
+  pick.replaceChildren(...values.map((n) => {
+    const o = el("option", n === "" ? placeholder : n);
+    o.value = n;
+    return o;
+  }));
+  if (values.includes(chosen)) pick.value = chosen;
 }
 
-async function refresh() {
+// Shows an error in `box` (an element) as text.
+function showError(box, e) {
+  box.replaceChildren(el("pre", e.message, "bad"));
+}
+
+// --- Router --------------------------------------------------------------------
+
+// Pages by name: {show(arg), refresh()}; the page shown is the hash's
+// first part (#/topic/orders -> page "topic", arg "orders").
+const pages = {};
+let current = { page: "overview", arg: "" };
+
+function parseHash() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  const page = parts[0] || "overview";
+  let arg = "";
+  try { arg = decodeURIComponent(parts.slice(1).join("/")); } catch (e) { arg = ""; }
+  return pages[page] ? { page, arg } : { page: "overview", arg: "" };
+}
+
+function route() {
+  current = parseHash();
+  document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== `page-${current.page}`; });
+  document.querySelectorAll("nav a").forEach((a) => {
+    a.classList.toggle("active", a.dataset.page === current.page);
+  });
+  pages[current.page].show(current.arg);
+}
+
+function go(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+// The server's readiness, in the header.
+async function refreshStatus() {
   try {
     const ready = await fetch("/ready");
     $("status").textContent = ready.ok ? "ready" : "degraded (see /ready)";
@@ -131,229 +262,39 @@ async function refresh() {
   } catch (e) {
     $("status").textContent = "unreachable";
     $("status").className = "status bad";
-    return;
   }
+}
+
+// The topic and view pickers of the header, which open their pages.
+let topicNames = [];
+let viewList = [];
+
+async function refreshPickers() {
   try {
     const { topics } = await api("/v1/topics");
-    fill($("topics"), ["topic", "partitions", "records", "bytes", "fsync"], topics.map((t) => [
-      t.name,
-      t.partitions.length,
-      t.partitions.reduce((n, p) => n + (p.end_offset - p.start_offset), 0),
-      t.partitions.reduce((n, p) => n + p.bytes, 0),
-      t.config.fsync,
-    ]));
-    options($("topic-pick"), topics.map((t) => t.name));
-  } catch (e) { fill($("topics"), ["error"], [[e.message]]); }
+    topicNames = topics.map((t) => t.name);
+  } catch (e) { topicNames = []; }
   try {
     const { views } = await api("/v1/views");
-    fill($("views"), ["view", "kind", "status", "version", "lag", "watermark", "building"], views.map((v) => {
-      const s = v.served_version || {};
-      const b = v.building_version;
-      const building = b && b.progress ? `v${b.version}: ${b.progress.done}/${b.progress.total}` : "";
-      return [v.name, v.kind, v.status, s.version, s.lag, time(s.watermark), building];
-    }));
-    options($("view-pick"), views.filter((v) => v.kind === "table").map((v) => v.name));
-  } catch (e) { fill($("views"), ["error"], [[e.message]]); }
+    viewList = views;
+  } catch (e) { viewList = []; }
+  options($("topic-pick"), topicNames, "topic…");
+  options($("view-pick"), viewList.map((v) => v.name), "view…");
+  $("topic-pick").value = current.page === "topic" && topicNames.includes(current.arg) ? current.arg : "";
+  $("view-pick").value = current.page === "view" && viewList.some((v) => v.name === current.arg) ? current.arg : "";
 }
 
-// A rows answer (rows endpoint or a pull query) as a table, columns in SELECT order.
-function rowsTable(answer) {
-  const table = el("table");
-  const rows = answer.rows || [];
-  const windowed = rows.some((r) => r.window_start !== undefined && r.window_start !== null);
-  const all = [...(answer.columns || [])];
-  rows.forEach((r) => {
-    if (r.row && typeof r.row === "object") Object.keys(r.row).forEach((k) => { if (!all.includes(k)) all.push(k); });
-  });
-  // Columns that only repeat the key or a window bound are shown once, up front.
-  const repeats = (r, v) => v === r.key || (windowed && (v === r.window_start || v === r.window_end));
-  const columns = all.filter((c) => !rows.length || !rows.every((r) => r.row && typeof r.row === "object" && repeats(r, r.row[c])));
-  const headers = ["key"].concat(windowed ? ["window_start", "window_end"] : []).concat(columns);
-  fill(table, headers, rows.map((r) => {
-    const cells = [r.key];
-    if (windowed) cells.push(time(r.window_start), time(r.window_end));
-    columns.forEach((c) => {
-      const v = r.row && typeof r.row === "object" ? r.row[c] : undefined;
-      cells.push(v === undefined ? "" : (typeof v === "object" && v !== null ? JSON.stringify(v) : v));
-    });
-    return cells;
-  }));
-  return table;
+clearers.push(() => {
+  topicNames = [];
+  viewList = [];
+  options($("topic-pick"), []);
+  options($("view-pick"), []);
+});
+
+// Refreshes the header and the page shown.
+async function refreshAll() {
+  await refreshStatus();
+  await refreshPickers();
+  const page = pages[current.page];
+  if (page && page.refresh) await page.refresh();
 }
-
-function asOf(answer) {
-  const a = answer.as_of || {};
-  const offsets = (a.offsets || []).map((o) => `${o.partition}:${o.offset}`).join(" ");
-  return `${(answer.rows || []).length} rows of ${answer.view} v${answer.version}, as of offsets ${offsets || "-"}` +
-    (a.watermark !== null && a.watermark !== undefined ? `, watermark ${time(a.watermark)}` : "");
-}
-
-async function runSql() {
-  const out = $("sql-result");
-  out.replaceChildren(el("span", "running…", "muted"));
-  try {
-    const { results } = await api("/v1/statements", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ sql: $("sql").value }),
-    });
-    out.replaceChildren();
-    results.forEach((r) => {
-      if (r.statement === "SELECT") {
-        out.appendChild(el("div", asOf(r), "muted"));
-        out.appendChild(rowsTable(r));
-      } else {
-        out.appendChild(el("pre", JSON.stringify(r, null, 2)));
-      }
-    });
-    refresh();
-  } catch (e) {
-    out.replaceChildren(el("pre", e.message, "bad"));
-  }
-}
-
-async function loadRows() {
-  const view = $("view-pick").value;
-  if (!view) return;
-  const params = new URLSearchParams({ limit: "200" });
-  if ($("key").value) params.set("key", $("key").value);
-  try {
-    const answer = await api(`/v1/views/${encodeURIComponent(view)}/rows?${params}`);
-    $("as-of").textContent = asOf(answer) + (answer.next_cursor ? " (first 200)" : "");
-    $("rows").replaceChildren(rowsTable(answer));
-  } catch (e) {
-    $("as-of").textContent = "";
-    $("rows").replaceChildren(el("pre", e.message, "bad"));
-  }
-}
-
-// Records of one partition, as stored: key, value and headers shown as JSON text.
-async function readRecords() {
-  const topic = $("topic-pick").value;
-  if (!topic) return;
-  const partition = $("partition").value || "0";
-  const params = new URLSearchParams({ max_records: "50" });
-  if ($("offset").value.trim()) params.set("offset", $("offset").value.trim());
-  try {
-    const answer = await api(`/v1/topics/${encodeURIComponent(topic)}/partitions/${encodeURIComponent(partition)}/records?${params}`);
-    const table = el("table");
-    fill(table, ["offset", "timestamp", "key", "value", "headers"], answer.records.map((r) => [
-      r.offset, time(r.timestamp), r.key === null ? "" : r.key, json(r.value), json(r.headers),
-    ]));
-    $("read-state").textContent = `${answer.records.length} records of ${answer.topic}/${answer.partition}, ` +
-      `next offset ${answer.next_offset}, end ${answer.high_watermark}`;
-    $("records").replaceChildren(table);
-  } catch (e) {
-    $("read-state").textContent = "";
-    $("records").replaceChildren(el("pre", e.message, "bad"));
-  }
-}
-
-// Review of a new version (issue 12): what changes between two versions,
-// and the buttons that serve the new one or the previous one again.
-let reviewed = null; // {view, base, candidate, promote, rollback} of the picked table
-
-function reviewState(view) {
-  const served = view.served_version.version;
-  const build = view.building_version;
-  const kept = view.grace_versions.map((g) => g.version);
-  const previous = kept.length ? kept[kept.length - 1] : null;
-  const parts = [`v${served} served`];
-  if (build) {
-    const p = build.progress || {};
-    parts.push(build.ready
-      ? `v${build.version} ${build.swap === "manual" ? "ready, waiting for promote" : "caught up"}`
-      : `v${build.version} building (${p.done}/${p.total})`);
-  }
-  if (kept.length) parts.push(`kept: ${kept.map((v) => "v" + v).join(", ")}`);
-  return {
-    text: parts.join(" · "),
-    // A build is compared with the served version; else what a rollback
-    // would serve is compared with what is served.
-    base: served,
-    candidate: build ? build.version : previous,
-    promote: build ? build.version : null,
-    rollback: previous,
-  };
-}
-
-async function refreshReview() {
-  const name = $("view-pick").value;
-  if (!name) return;
-  try {
-    const view = await api(`/v1/views/${encodeURIComponent(name)}`);
-    const state = reviewState(view);
-    if (reviewed && reviewed.view !== name) {
-      $("review-counts").replaceChildren();
-      $("review-examples").replaceChildren();
-      $("review-result").textContent = "";
-    }
-    reviewed = { view: name, ...state };
-    $("review-state").textContent = `${name}: ${state.text}`;
-    $("diff").hidden = state.candidate === null;
-    $("diff").textContent = state.candidate === null ? "" : `Show the differences v${state.base} → v${state.candidate}`;
-    $("promote").hidden = state.promote === null;
-    $("promote").textContent = `Promote v${state.promote}`;
-    $("rollback").hidden = state.rollback === null;
-    $("rollback").textContent = `Roll back to v${state.rollback}`;
-  } catch (e) {
-    $("review-state").textContent = e.message;
-  }
-}
-
-function json(v) {
-  return v === null || v === undefined ? "" : JSON.stringify(v);
-}
-
-async function showDiff() {
-  if (!reviewed || reviewed.candidate === null) return;
-  const { view, base, candidate } = reviewed;
-  const params = new URLSearchParams({ base, candidate, limit: "50" });
-  try {
-    const d = await api(`/v1/views/${encodeURIComponent(view)}/diff?${params}`);
-    const counts = el("table");
-    fill(counts, ["added", "removed", "changed", "unchanged"], [[d.added, d.removed, d.changed, d.unchanged]]);
-    counts.id = "diff-counts";
-    $("review-counts").replaceChildren(counts);
-    const examples = el("table");
-    examples.id = "diff-examples";
-    fill(examples, ["change", "key", "window_start", `v${d.base.version}`, `v${d.candidate.version}`],
-      d.examples.map((x) => [x.change, x.key, time(x.window_start), json(x.base), json(x.candidate)]));
-    $("review-examples").replaceChildren(examples);
-  } catch (e) {
-    $("review-counts").replaceChildren(el("pre", e.message, "bad"));
-  }
-}
-
-async function serve(action) {
-  if (!reviewed) return;
-  try {
-    const r = await api(`/v1/views/${encodeURIComponent(reviewed.view)}/${action}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: "{}",
-    });
-    $("review-result").textContent = `v${r.served_version} served (v${r.previous_version} kept)`;
-  } catch (e) {
-    $("review-result").textContent = e.message;
-  }
-  await refresh();
-  await refreshReview();
-}
-
-$("diff").addEventListener("click", showDiff);
-$("promote").addEventListener("click", () => serve("promote"));
-$("rollback").addEventListener("click", () => serve("rollback"));
-$("view-pick").addEventListener("change", refreshReview);
-setInterval(refreshReview, 2000);
-
-$("run").addEventListener("click", runSql);
-$("sql").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) runSql(); });
-$("load").addEventListener("click", loadRows);
-$("read").addEventListener("click", readRecords);
-$("use-token").addEventListener("click", useToken);
-$("token").addEventListener("keydown", (e) => { if (e.key === "Enter") useToken(); });
-$("forget-token").addEventListener("click", forgetToken);
-if (token()) showAuth("token set (kept in this tab only)", false);
-refresh().then(refreshReview);
-setInterval(refresh, 2000);

@@ -12,13 +12,25 @@ use crate::AppState;
 /// The OpenAPI document, compiled into the binary.
 pub const OPENAPI: &str = include_str!("../../openapi.json");
 
-/// The web console: one page that reads this server's JSON API (topics,
-/// views and their lag, SQL, view rows, records), compiled into the binary.
-/// Its script and styles are separate files so that the page can forbid
-/// every inline script and style ([`CONSOLE_CSP`]).
+/// The web console: one page that reads this server's JSON API (overview
+/// charts from `/v1/history`, topics and their messages, consumer groups,
+/// views with their builds, rows and review, SQL), compiled into the
+/// binary. Its script and styles are separate files so that the page can
+/// forbid every inline script and style ([`CONSOLE_CSP`]).
 pub const CONSOLE_HTML: &str = include_str!("../console/index.html");
-/// The console's script, `GET /console.js`.
-pub const CONSOLE_JS: &str = include_str!("../console/console.js");
+/// The console's script, `GET /console.js`: one script made of the core
+/// (`console.js`) and one file per part of the page, in this order (each
+/// uses what the files before it define).
+pub const CONSOLE_JS: &str = concat!(
+    include_str!("../console/console.js"),
+    include_str!("../console/charts.js"),
+    include_str!("../console/overview.js"),
+    include_str!("../console/topic.js"),
+    include_str!("../console/groups.js"),
+    include_str!("../console/view.js"),
+    include_str!("../console/sql.js"),
+    include_str!("../console/main.js"),
+);
 /// The console's styles, `GET /console.css`.
 pub const CONSOLE_CSS: &str = include_str!("../console/console.css");
 

@@ -150,6 +150,15 @@ impl Browser {
             .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
     }
 
+    /// Saves a PNG of the page at `path` (e.g. to look at a page a test
+    /// saw); `false` if the browser could not take one.
+    pub fn screenshot(&self, path: &std::path::Path) -> bool {
+        match self.io.block_on(self.client().screenshot()) {
+            Ok(png) => std::fs::write(path, png).is_ok(),
+            Err(_) => false,
+        }
+    }
+
     /// The text of the open `alert`/`confirm`/`prompt` dialog, if one is open.
     pub fn open_dialog(&self) -> Option<String> {
         self.io.block_on(self.client().get_alert_text()).ok()

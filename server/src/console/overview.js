@@ -1,0 +1,113 @@
+// --- Overview (overview.js) ----------------------------------------------------
+//
+// Charts of the last 15 minutes (GET /v1/history: produce and consume
+// throughput per topic, processing rate and lag per view), the topics and
+// the views with links to their pages.
+
+const CHARTS = [
+  { id: "chart-produce", of: "topics", field: "records_per_second", format: (v) => perSecond(v) },
+  { id: "chart-consume", of: "topics", field: "consumed_per_second", format: (v) => perSecond(v) },
+  { id: "chart-view-rate", of: "views", field: "records_per_second", format: (v) => perSecond(v) },
+  { id: "chart-view-lag", of: "views", field: "lag", format: (v) => `${dec(v)} rec` },
+];
+
+let historyData = null;
+
+function drawCharts() {
+  if (!historyData) return;
+  CHARTS.forEach((c) => {
+    const series = historyData[c.of].map((s) => ({ name: s.name, values: s[c.field] }));
+    drawChart($(c.id), $(`${c.id}-legend`), historyData.times_ms, series, c.format);
+  });
+  const n = historyData.times_ms.length;
+  $("history-state").textContent = n
+    ? `last ${duration(historyData.times_ms[n - 1] - historyData.times_ms[0])} · one sample a second, up to ${duration(historyData.capacity * historyData.interval_ms)}`
+    : "no samples yet";
+}
+
+async function refreshHistory() {
+  try {
+    historyData = await api("/v1/history");
+    drawCharts();
+  } catch (e) {
+    historyData = null;
+    $("history-state").textContent = `history: ${e.message}`;
+  }
+}
+
+async function refreshTopics() {
+  try {
+    const { topics } = await api("/v1/topics");
+    fill($("topics"), ["topic", "partitions", "records", "size", "retention"], topics.map((t) => [
+      link(`#/topic/${encodeURIComponent(t.name)}`, t.name),
+      num(t.partitions.length),
+      num(t.partitions.reduce((n, p) => n + (p.end_offset - p.start_offset), 0)),
+      num(t.partitions.reduce((n, p) => n + p.bytes, 0), bytes),
+      retention(t.config),
+    ]));
+  } catch (e) { fill($("topics"), ["error"], [[e.message]]); }
+}
+
+// A topic's retention: "forever", "7 d 0 h", "1.0 GB per partition".
+function retention(config) {
+  const parts = [];
+  if (config.retention_ms !== null && config.retention_ms !== undefined) parts.push(duration(config.retention_ms));
+  if (config.retention_bytes !== null && config.retention_bytes !== undefined) parts.push(`${bytes(config.retention_bytes)} per partition`);
+  return parts.length ? parts.join(", ") : "forever";
+}
+
+// A version's progress as one line: "v2 building: 1,234 / 5,000 records
+// (24.7%) · 1,234 rec/s · ETA 3 s".
+function progressText(label, p) {
+  const pct = p.total > 0 ? (100 * p.done) / p.total : 100;
+  const eta = p.done >= p.total ? "ETA done" : p.eta_ms === null || p.eta_ms === undefined ? "ETA unknown" : `ETA ${duration(p.eta_ms)}`;
+  return `${label}: ${int(p.done)} / ${int(p.total)} records (${ONE_DECIMAL.format(pct)}%) · ${perSecond(p.rate_records_per_second)} · ${eta}`;
+}
+
+// A view's build or first catch-up, if any: [label, progress].
+function viewProgress(v) {
+  const b = v.building_version;
+  if (b) return [`v${b.version} ${b.ready ? "caught up" : "building"}`, b.progress];
+  const s = v.served_version || {};
+  if (s.catch_up) return [`v${s.version} catching up`, s.catch_up];
+  return null;
+}
+
+async function refreshViews() {
+  try {
+    const { views } = await api("/v1/views");
+    fill($("views"), ["view", "kind", "status", "version", "lag", "watermark", "building"], views.map((v) => {
+      const s = v.served_version || {};
+      const p = viewProgress(v);
+      return [
+        link(`#/view/${encodeURIComponent(v.name)}`, v.name),
+        v.kind,
+        { text: v.status.replaceAll("_", " "), cls: `state-${v.status}` },
+        s.version,
+        num(s.lag),
+        time(s.watermark),
+        p ? progressText(p[0], p[1]) : "",
+      ];
+    }));
+  } catch (e) { fill($("views"), ["error"], [[e.message]]); }
+}
+
+pages.overview = {
+  show() { this.refresh(); },
+  async refresh() {
+    await Promise.all([refreshHistory(), refreshTopics(), refreshViews()]);
+  },
+};
+
+clearers.push(() => {
+  historyData = null;
+  ["topics", "views"].forEach((id) => $(id).replaceChildren());
+  CHARTS.forEach((c) => {
+    const canvas = $(c.id);
+    canvas.getContext("2d").clearRect(0, 0, canvas.width, canvas.height);
+    canvas.dataset.points = "0";
+    $(`${c.id}-legend`).replaceChildren();
+  });
+});
+
+window.addEventListener("resize", drawCharts);
