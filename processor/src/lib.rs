@@ -38,6 +38,7 @@ pub mod progress;
 pub mod runner;
 pub mod sql;
 pub mod state;
+pub mod stop;
 pub mod time;
 pub mod version;
 pub mod view;

@@ -6,7 +6,6 @@
 //! last commit, so the state and views count every input once; output
 //! records go through the commit's outbox (see [`crate::commit`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +27,7 @@ use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
 use crate::state::key::{Meta, Shard};
 use crate::state::store::{Batch, Scope, Store};
+use crate::stop::StopSignal;
 use crate::time::parse_timestamp;
 use crate::watermark::{TrackerState, WatermarkTracker};
 
@@ -151,6 +151,9 @@ pub struct Runtime {
     /// Stream records taken so far in this run: the place of each in the
     /// processing order (orders side outputs; see [`OutRecord`]).
     pub(crate) event_seq: u64,
+    /// Ends the run loop (at the next batch boundary), with or without a
+    /// final commit.
+    pub(crate) signal: Arc<StopSignal>,
 }
 
 impl Runtime {
@@ -211,6 +214,7 @@ impl Runtime {
             progress: Arc::new(Progress::new(partitions, &plan.name, version)),
             decoder: Decoder::new(&plan),
             event_seq: 0,
+            signal: Arc::new(StopSignal::default()),
             plan,
             scope,
             log,
@@ -470,7 +474,7 @@ impl Runtime {
                 }
             };
             self.order.processed_to(next.side, next.partition, next.to);
-            if read >= budget {
+            if read >= budget || self.signal.is_set() {
                 drained = false;
                 break;
             }
@@ -741,16 +745,25 @@ impl Runtime {
         self.last_commit.elapsed() >= Duration::from_millis(interval)
     }
 
-    /// Processes until `stop` is set: polls, waits for new records without
-    /// polling when caught up, and commits every interval. A final commit
-    /// runs on a clean stop.
-    pub fn run(mut self, stop: Arc<AtomicBool>) -> Result<()> {
-        while !stop.load(Ordering::Acquire) {
+    /// The signal that ends [`Runtime::run`]: keep it before moving the
+    /// runtime to its thread.
+    pub fn stop_signal(&self) -> Arc<StopSignal> {
+        self.signal.clone()
+    }
+
+    /// Processes until the [`StopSignal`] is set: polls, waits for new
+    /// records without polling when caught up, and commits every interval.
+    /// A final commit runs on a stop, none when the version is abandoned.
+    pub fn run(mut self) -> Result<()> {
+        while !self.signal.is_set() {
             let processed = self.poll_once()?;
+            if self.signal.is_abandoned() {
+                break;
+            }
             if self.commit_due() || self.caught_up_with_work() {
                 self.commit()?;
             }
-            if processed == 0 {
+            if processed == 0 && !self.signal.is_set() {
                 // Bounded so a stop is seen soon whatever the interval.
                 let timeout =
                     Duration::from_millis(self.options.commit_interval_ms).min(MAX_IDLE_WAIT);
@@ -763,6 +776,9 @@ impl Runtime {
                     None => self.wait_for_input(timeout),
                 }
             }
+        }
+        if self.signal.is_abandoned() {
+            return Ok(());
         }
         self.commit()
     }

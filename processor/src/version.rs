@@ -4,7 +4,6 @@
 //! offsets into its own column families; watch its progress and lag; stop
 //! it; drop its state.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -16,6 +15,7 @@ use crate::plan::Plan;
 use crate::progress::{Progress, ProgressSnapshot};
 use crate::runner::{RunOptions, Runtime};
 use crate::state::store::{Scope, Store};
+use crate::stop::StopSignal;
 
 /// One input partition's position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,7 +36,7 @@ pub struct RunningProcessor {
     plan: Plan,
     log: Arc<Log>,
     progress: Arc<Progress>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopSignal>,
     thread: Option<JoinHandle<Result<()>>>,
 }
 
@@ -53,12 +53,11 @@ impl RunningProcessor {
         let runtime = Runtime::open(plan.clone(), version, log.clone(), store, options)?;
         let scope = runtime.scope().clone();
         let progress = runtime.progress();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let stop = runtime.stop_signal();
         let thread = std::thread::Builder::new()
             .name(format!("kappa-proc-{}@{}", scope.name, scope.version))
             .spawn(move || {
-                let result = runtime.run(flag);
+                let result = runtime.run();
                 if let Err(e) = &result {
                     tracing::error!(error = %e, "processor stopped with an error");
                 }
@@ -128,11 +127,19 @@ impl RunningProcessor {
 
     /// Stops after a final commit and waits for the thread.
     pub fn stop(mut self) -> Result<()> {
-        self.stop_inner()
+        self.stop.stop();
+        self.join()
     }
 
-    fn stop_inner(&mut self) -> Result<()> {
-        self.stop.store(true, Ordering::Release);
+    /// Asks the version to end at its next batch boundary without a final
+    /// commit (its state is about to be dropped); returns at once.
+    /// [`RunningProcessor::stop`] or dropping the handle then waits for the
+    /// thread.
+    pub fn abandon(&self) {
+        self.stop.abandon();
+    }
+
+    fn join(&mut self) -> Result<()> {
         match self.thread.take() {
             Some(t) => t
                 .join()
@@ -144,7 +151,8 @@ impl RunningProcessor {
 
 impl Drop for RunningProcessor {
     fn drop(&mut self) {
-        let _ = self.stop_inner();
+        self.stop.stop();
+        let _ = self.join();
     }
 }
 

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Harness, Step};
@@ -29,11 +27,8 @@ fn a_caught_up_version_commits_at_once_not_at_the_interval() {
     };
     let rt = h.open_runtime(&plan, options);
     let progress = rt.progress();
-    let stop = Arc::new(AtomicBool::new(false));
-    let worker = {
-        let stop = stop.clone();
-        std::thread::spawn(move || rt.run(stop))
-    };
+    let stop = rt.stop_signal();
+    let worker = std::thread::spawn(move || rt.run());
     for (i, page) in ["a", "b", "a"].iter().enumerate() {
         h.produce(&Step::Produce {
             topic: "clicks".into(),
@@ -48,7 +43,7 @@ fn a_caught_up_version_commits_at_once_not_at_the_interval() {
             "record {want} was not committed while the input was idle"
         );
     }
-    stop.store(true, Ordering::Release);
+    stop.stop();
     worker.join().unwrap().unwrap();
     let rows = h.view_rows(&plan);
     assert_eq!(rows.len(), 2, "{rows:?}");

@@ -50,7 +50,7 @@ impl Runtime {
                     break;
                 };
                 read += next.to.saturating_sub(next.from);
-                if read >= budget {
+                if read >= budget || self.signal.is_set() {
                     exhausted = true;
                     drained = false;
                 }

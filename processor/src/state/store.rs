@@ -77,6 +77,9 @@ pub struct Store {
     write_buffer_bytes: usize,
     /// Fault seam: while set, every write fails with this reason.
     failing_writes: std::sync::Mutex<Option<String>>,
+    /// Fault seam: while true, writes wait (a stalled disk); with the
+    /// number of writes waiting.
+    held_writes: (std::sync::Mutex<(bool, usize)>, std::sync::Condvar),
 }
 
 impl std::fmt::Debug for Store {
@@ -202,6 +205,7 @@ impl Store {
             db,
             write_buffer_bytes,
             failing_writes: std::sync::Mutex::new(None),
+            held_writes: Default::default(),
         })
     }
 
@@ -214,6 +218,46 @@ impl Store {
             .failing_writes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
+    }
+
+    /// Fault injection (tests): while `hold` is true, every
+    /// [`Store::write`] waits, as on a stalled disk; false lets them go.
+    #[doc(hidden)]
+    pub fn hold_writes(&self, hold: bool) {
+        let (state, cv) = &self.held_writes;
+        state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0 = hold;
+        cv.notify_all();
+    }
+
+    /// Writes waiting because of [`Store::hold_writes`] (tests).
+    #[doc(hidden)]
+    pub fn writes_waiting(&self) -> usize {
+        self.held_writes
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
+    }
+
+    /// Waits while writes are held.
+    fn wait_while_held(&self) {
+        let (state, cv) = &self.held_writes;
+        let mut st = state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !st.0 {
+            return;
+        }
+        st.1 += 1;
+        while st.0 {
+            st = cv
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        st.1 -= 1;
     }
 
     /// Flushes every column family's memtable to table files and waits
@@ -295,6 +339,7 @@ impl Store {
 
     /// Writes a batch atomically, with the write-ahead log synced.
     pub fn write(&self, batch: Batch) -> Result<()> {
+        self.wait_while_held();
         let failing = self
             .failing_writes
             .lock()

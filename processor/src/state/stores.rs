@@ -170,6 +170,29 @@ impl Stores {
         }
     }
 
+    /// [`Stores::remove`] for a version being retired: once no one else
+    /// holds its store (a read in progress), so the directory is deleted
+    /// with the database closed and a new store of the same scope can open
+    /// at once. Waits at most `patience`, then deletes anyway.
+    pub fn remove_when_closed(&self, scope: &Scope, patience: std::time::Duration) -> Result<()> {
+        let held = self.lock().remove(scope);
+        if let Some(store) = held {
+            let deadline = std::time::Instant::now() + patience;
+            while Arc::strong_count(&store) > 1 && std::time::Instant::now() < deadline {
+                // Readers hold a store for one read; nothing signals its end.
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if Arc::strong_count(&store) > 1 {
+                tracing::warn!(
+                    view = %scope.name,
+                    version = scope.version,
+                    "a reader still holds the store of a dropped version: deleting it anyway"
+                );
+            }
+        }
+        self.remove(scope)
+    }
+
     /// Moves every version out of a store shared by all versions (the
     /// layout before one store per version) into its own store, then
     /// renames the shared store to `<shared>.migrated-<ms>` (kept: the

@@ -14,10 +14,10 @@
 //! stream has no rows to keep serving and must not write its output twice,
 //! so its new version takes over at once (the old one stops first).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -95,6 +95,9 @@ pub(super) struct State {
     pub changes: u64,
     /// Served versions that are down and retried, by view name.
     pub retries: HashMap<String, Retry>,
+    /// Versions told to end whose thread and store are still going away
+    /// ([`ViewManager::retire`]); a new store of the same scope waits.
+    pub retiring: HashSet<Scope>,
 }
 
 /// Hosts the views of one server.
@@ -107,7 +110,15 @@ pub struct ViewManager {
     pub(super) wake: Condvar,
     pub(super) stopping: AtomicBool,
     pub(super) supervisor: Mutex<Option<JoinHandle<()>>>,
+    /// Notified whenever a retiring version is gone.
+    pub(super) retired: Condvar,
+    /// This manager, for the threads that finish retirements.
+    me: Weak<ViewManager>,
 }
+
+/// How long a retired version's store waits for a read in progress before
+/// it is deleted anyway.
+const READER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Directory of the per-version state stores, in the data directory.
 pub const STORES_DIR: &str = "views";
@@ -170,7 +181,9 @@ impl ViewManager {
             .map(|s| format!("{}@{}", s.name, s.version))
             .collect();
         let catalog = Catalog::open(&config.data_dir, &with_state, stores.dir())?;
-        let manager = Arc::new(ViewManager {
+        let manager = Arc::new_cyclic(|me| ViewManager {
+            me: me.clone(),
+            retired: Condvar::new(),
             log,
             stores,
             config,
@@ -182,6 +195,7 @@ impl ViewManager {
                 catch_up: HashMap::new(),
                 changes: 0,
                 retries: HashMap::new(),
+                retiring: HashSet::new(),
             }),
             wake: Condvar::new(),
             stopping: AtomicBool::new(false),
@@ -303,6 +317,7 @@ impl ViewManager {
     /// is dropped first.
     fn start_fresh(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
         let s = scope(name, entry.version);
+        self.wait_retired(Some(&s));
         let store = self.stores.create(&s)?;
         self.run(name, entry, store).inspect_err(|_| {
             let _ = self.stores.remove(&s);
@@ -343,10 +358,13 @@ impl ViewManager {
         self.wake.notify_all();
     }
 
-    /// Stops versions (final commit) and, if `drop_state`, drops their
-    /// state. Errors are logged: the catalog no longer names them, so a
-    /// restart drops what is left.
-    pub(super) fn retire(&self, scopes: Vec<Scope>, drop_state: bool) {
+    /// Ends versions the catalog no longer names and drops their state,
+    /// returning at once: each is told to end at its next batch boundary
+    /// without a final commit (its state goes anyway), and a thread waits
+    /// for it and deletes its store. Until then its scope is `retiring`
+    /// and a new store of the same scope waits ([`Self::wait_retired`]).
+    /// Errors are logged: a restart drops whatever is left.
+    pub(super) fn retire(&self, scopes: Vec<Scope>) {
         let taken: Vec<(Scope, Option<RunningProcessor>)> = {
             let mut st = lock(&self.state);
             scopes
@@ -354,22 +372,59 @@ impl ViewManager {
                 .map(|s| {
                     st.samples.remove(&s);
                     st.catch_up.remove(&s);
+                    st.retiring.insert(s.clone());
                     let p = st.running.remove(&s);
                     (s, p)
                 })
                 .collect()
         };
+        for p in taken.iter().filter_map(|(_, p)| p.as_ref()) {
+            p.abandon();
+        }
+        let work = Arc::new(Mutex::new(taken));
+        let Some(me) = self.me.upgrade() else {
+            return self.finish_retiring(&work);
+        };
+        let spawned = std::thread::Builder::new()
+            .name("kappa-retire".into())
+            .spawn({
+                let work = work.clone();
+                move || me.finish_retiring(&work)
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start a thread to retire versions: retiring inline");
+            self.finish_retiring(&work);
+        }
+    }
+
+    /// Waits for retired versions' threads, deletes their stores, and
+    /// wakes whoever waits for their scopes.
+    fn finish_retiring(&self, work: &Mutex<Vec<(Scope, Option<RunningProcessor>)>>) {
+        let taken = std::mem::take(&mut *lock(work));
         for (s, p) in taken {
             if let Some(p) = p {
                 if let Err(e) = p.stop() {
                     tracing::warn!(view = %s.name, version = s.version, error = %e, "stopped with an error");
                 }
             }
-            if drop_state {
-                if let Err(e) = self.stores.remove(&s) {
-                    tracing::warn!(view = %s.name, version = s.version, error = %e, "cannot drop state");
-                }
+            if let Err(e) = self.stores.remove_when_closed(&s, READER_PATIENCE) {
+                tracing::warn!(view = %s.name, version = s.version, error = %e, "cannot drop state");
             }
+            lock(&self.state).retiring.remove(&s);
+            self.retired.notify_all();
+            tracing::debug!(view = %s.name, version = s.version, "version retired");
+        }
+    }
+
+    /// Waits until `s` (or, with `None`, every version) is no longer
+    /// retiring.
+    pub(super) fn wait_retired(&self, s: Option<&Scope>) {
+        let mut st = lock(&self.state);
+        while s.map_or(!st.retiring.is_empty(), |s| st.retiring.contains(s)) {
+            st = self
+                .retired
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
         }
     }
 
@@ -555,7 +610,7 @@ impl ViewManager {
         if let Some(c) = cancelled {
             self.save(&catalog)?;
             self.install(catalog.clone(), Vec::new());
-            self.retire(vec![c], true);
+            self.retire(vec![c]);
         }
         let target_offsets = self.end_offsets(&entry.plan);
         let running = self.start_fresh(name, &entry)?;
@@ -639,7 +694,7 @@ impl ViewManager {
         view.failure = None;
         self.save(&catalog)?;
         self.install(catalog, vec![(scope(name, version), running)]);
-        self.retire(cancelled.into_iter().chain([old]).collect(), true);
+        self.retire(cancelled.into_iter().chain([old]).collect());
         tracing::info!(view = name, version, "stream version took over");
         Ok(Change::Served(version))
     }
@@ -686,7 +741,7 @@ impl ViewManager {
         catalog.sources.remove(name);
         self.save(&catalog)?;
         self.install(catalog, Vec::new());
-        self.retire(scopes, true);
+        self.retire(scopes);
         tracing::info!(view = name, "view dropped");
         Ok(())
     }
@@ -751,6 +806,7 @@ impl ViewManager {
                 tracing::warn!(view = %s.name, version = s.version, error = %e, "stopped with an error");
             }
         }
+        self.wait_retired(None);
         tracing::info!("views stopped");
     }
 }

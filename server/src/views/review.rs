@@ -133,7 +133,7 @@ impl ViewManager {
         self.install(catalog, Vec::new());
         let dropped: Vec<Scope> = dropped.iter().map(|old| scope(name, old.version)).collect();
         if !dropped.is_empty() {
-            self.retire(dropped, true);
+            self.retire(dropped);
         }
         lock(&self.state).retries.remove(name);
         crate::metrics::count_view_swap(name);

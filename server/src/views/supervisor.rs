@@ -134,7 +134,7 @@ impl ViewManager {
             self.install(catalog.clone(), Vec::new());
         }
         // Stop and drop after the catalog stopped naming them.
-        self.retire(retire, true);
+        self.retire(retire);
         let next_retry = lock(&self.state)
             .retries
             .values()

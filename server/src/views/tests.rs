@@ -141,8 +141,9 @@ fn a_failed_build_leaves_the_served_version_serving_and_says_why() {
     let failure = d.failure.expect("the failure is recorded");
     assert_eq!((failure.version, failure.during_build), (2, true));
     assert!(failure.reason.contains('b'), "{}", failure.reason);
-    // Recorded in the catalog, and the build's state is gone.
+    // Recorded in the catalog, and the build's state is gone (once retired).
     assert!(f.manager.catalog().views["v"].failure.is_some());
+    f.manager.wait_retired(None);
     let store_has = |version| {
         f.manager
             .stores
@@ -179,6 +180,7 @@ fn a_build_is_swapped_in_once_caught_up_and_the_old_version_dropped() {
         f.manager.describe("v").unwrap().served_version.version == 2
     });
     // Grace 0: version 1 is stopped and dropped at the swap.
+    f.manager.wait_retired(None);
     assert!(!f.manager.stores.exists(&super::manager::scope("v", 1)));
     let d = f.manager.describe("v").unwrap();
     assert!(d.grace_versions.is_empty() && d.building_version.is_none());
@@ -801,6 +803,7 @@ fn a_view_keeps_as_many_replaced_versions_as_it_says_and_the_server_default_othe
         vec![2],
         "the server keeps one: version 1 was dropped"
     );
+    f.manager.wait_retired(None);
     assert!(!f.manager.stores.exists(&super::manager::scope("v", 1)));
     let d = f.manager.describe("v").unwrap();
     assert_eq!((d.keep_versions, d.version_grace_ms), (1, 3_600_000));
@@ -900,4 +903,52 @@ fn a_first_build_is_catching_up_with_progress_until_it_reached_the_input_end_onc
     f.produce("a", &keys);
     f.manager.tick();
     assert!(!f.manager.describe("v").unwrap().served_version.catching_up);
+}
+
+#[test]
+fn a_drop_returns_while_the_version_is_stalled_and_its_state_goes_once_it_ended() {
+    let f = fixture();
+    f.produce("a", &["x"]);
+    f.manager
+        .create("v", counts("a", "v"), None, ViewSettings::default())
+        .unwrap();
+    let old = super::manager::scope("v", 1);
+    // Not held: the test must not keep the old store open.
+    let store = Arc::downgrade(&f.store(&old));
+    let store = || store.upgrade().expect("open until retired");
+    // The version's next commit stalls (a slow disk, a huge cache flush).
+    store().hold_writes(true);
+    f.produce("a", &["y"]);
+    f.eventually("the commit to stall", || store().writes_waiting() == 1);
+
+    // DROP does not wait for the stalled version: it is gone from the
+    // catalog at once and retires in the background.
+    f.manager.drop_view("v").unwrap();
+    assert!(f.manager.describe("v").is_err());
+    assert!(super::manager::lock(&f.manager.state)
+        .retiring
+        .contains(&old));
+    let dir = f.manager.stores.dir().to_path_buf();
+    assert_eq!(
+        names_starting(&dir, "v@1").len(),
+        1,
+        "state kept while it runs"
+    );
+
+    // A view of the same name made meanwhile waits for the old state to go,
+    // then builds from scratch.
+    let recreate = {
+        let manager = f.manager.clone();
+        std::thread::spawn(move || {
+            manager
+                .create("v", counts("a", "v"), None, ViewSettings::default())
+                .unwrap()
+        })
+    };
+    store().hold_writes(false);
+    assert_eq!(recreate.join().unwrap(), 1);
+    assert!(super::manager::lock(&f.manager.state).retiring.is_empty());
+    f.eventually("the new version to count both records", || {
+        read_all(&f, "v").rows.len() == 2
+    });
 }
