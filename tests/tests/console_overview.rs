@@ -382,3 +382,32 @@ fn the_view_page_shows_a_replays_progress_and_rows_and_sql_errors_get_a_caret() 
     });
     assert_fits(&browser, "sql");
 }
+
+#[test]
+fn the_history_needs_the_metrics_grant() {
+    const SECRET: &str = "console-overview-bootstrap-0123456789";
+    let server = Server::start_env(&["--auth", "tokens"], &[("KAPPA_BOOTSTRAP_TOKEN", SECRET)]);
+    let admin = server.client().with_token(SECRET);
+    let mut secrets = Vec::new();
+    for (name, grant) in [("watcher", "metrics"), ("reader", "read:*")] {
+        let (status, created) =
+            admin.post_json("/v1/tokens", &json!({"name": name, "grants": [grant]}));
+        assert_eq!(status, 201, "{created}");
+        secrets.push(created["token"].as_str().unwrap().to_string());
+    }
+    let (status, history) = server.client().with_token(&secrets[0]).get("/v1/history");
+    assert_eq!(status, 200, "{history}");
+    assert_eq!(history["interval_ms"], 1000);
+    assert_eq!(history["capacity"], 900);
+    let (status, refused) = server.client().with_token(&secrets[1]).get("/v1/history");
+    assert_eq!(status, 403, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("metrics"),
+        "{refused}"
+    );
+    assert_eq!(server.client().get("/v1/history").0, 401);
+    assert_eq!(admin.get("/v1/history?since=1").0, 400);
+}

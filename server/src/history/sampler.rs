@@ -92,3 +92,57 @@ pub fn spawn(state: AppState, ring: Arc<Mutex<Ring>>) -> tokio::task::JoinHandle
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use kappa_log::{NewRecord, ProduceRecord, TopicConfig};
+
+    use super::*;
+    use crate::ServerConfig;
+
+    #[test]
+    fn counters_are_the_logs_end_offsets_bytes_and_committed_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..ServerConfig::default()
+        };
+        let log = Arc::new(Log::open(config.log_config()).unwrap());
+        let views = ViewManager::open(log.clone(), config.manager_config()).unwrap();
+        let config = TopicConfig {
+            partitions: 2,
+            ..TopicConfig::default()
+        };
+        let topic = log.create_topic("clicks", config).unwrap();
+        log.create_topic("idle", TopicConfig::default()).unwrap();
+        let records = (0..5u32)
+            .map(|i| ProduceRecord {
+                partition: Some(i % 2),
+                record: NewRecord {
+                    key: None,
+                    value: Bytes::from_static(b"{}"),
+                    timestamp: None,
+                    headers: Vec::new(),
+                },
+            })
+            .collect();
+        let io = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        io.block_on(topic.produce(records, None)).unwrap();
+        log.commit_offsets("a", "clicks", &[(0, 2), (1, 1)])
+            .unwrap();
+        log.commit_offsets("b", "clicks", &[(0, 3)]).unwrap();
+
+        let counters = read_counters(&log, &views);
+        let clicks = counters.topics["clicks"];
+        assert_eq!((clicks.appended, clicks.committed), (5, 6));
+        assert!(clicks.bytes > 0);
+        assert_eq!(counters.topics["idle"], TopicCounters::default());
+        assert!(counters.views.is_empty());
+        views.close();
+        log.close();
+    }
+}
