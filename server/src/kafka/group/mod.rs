@@ -64,6 +64,8 @@ mod codes;
 mod config;
 mod handlers;
 mod member;
+#[cfg(test)]
+mod random_tests;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -316,6 +318,14 @@ impl Coordinator {
         for group in inner.groups.values_mut() {
             group.tick(now, &self.config);
         }
+    }
+
+    /// Panics unless every group's invariants hold; returns `group`'s generation.
+    #[cfg(test)]
+    fn check_invariants(&self, group: &str) -> Option<i32> {
+        let inner = self.lock();
+        inner.groups.values().for_each(Group::check_invariants);
+        inner.groups.get(group).map(|g| g.generation)
     }
 
     /// Shuts down: every waiting JoinGroup and SyncGroup is answered

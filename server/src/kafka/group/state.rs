@@ -408,3 +408,68 @@ impl Group {
         self.state == GroupState::Empty && self.members.is_empty() && self.pending.is_empty()
     }
 }
+
+#[cfg(test)]
+impl Group {
+    /// Panics unless the module's invariants hold.
+    pub fn check_invariants(&self) {
+        let id = &self.id;
+        assert_ne!(
+            self.state,
+            GroupState::Dead,
+            "{id}: a kept group is never Dead"
+        );
+        assert_eq!(
+            self.join_phase.is_some(),
+            self.state == GroupState::PreparingRebalance,
+            "{id}: a join phase exists exactly while preparing"
+        );
+        match &self.leader {
+            Some(leader) => assert!(
+                self.member_index(leader).is_some(),
+                "{id}: leader is a member"
+            ),
+            None => assert!(self.members.is_empty(), "{id}: members without a leader"),
+        }
+        if self.state == GroupState::Empty {
+            assert!(self.members.is_empty(), "{id}: Empty with members");
+        }
+        for member in &self.members {
+            if member.join_waiter.is_some() {
+                assert_eq!(
+                    self.state,
+                    GroupState::PreparingRebalance,
+                    "{id}: join waiter"
+                );
+            }
+            if member.sync_waiter.is_some() {
+                assert_eq!(
+                    self.state,
+                    GroupState::CompletingRebalance,
+                    "{id}: sync waiter"
+                );
+            }
+            if matches!(
+                self.state,
+                GroupState::CompletingRebalance | GroupState::Stable
+            ) {
+                assert!(!member.is_new, "{id}: new member in a settled group");
+            }
+        }
+        for pending in &self.pending_sync {
+            assert!(
+                self.member_index(pending).is_some(),
+                "{id}: pending sync of a non-member"
+            );
+        }
+        let mut ids: Vec<&str> = self.members.iter().map(|m| m.id.as_str()).collect();
+        ids.extend(self.pending.iter().map(|(p, _)| p.as_str()));
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(
+            ids.len(),
+            self.members.len() + self.pending.len(),
+            "{id}: duplicate ids"
+        );
+    }
+}

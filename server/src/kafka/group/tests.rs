@@ -77,9 +77,11 @@ fn sync_req(generation: i32, member_id: &str, assignments: &[(&str, &str)]) -> S
     }
 }
 
-/// Polls `f` once, registering it if it has to wait.
+/// Polls `f` once, registering it if it has to wait. Unconstrained: tokio's cooperative budget would
+/// otherwise make a ready answer look pending after many polls in one task.
 async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx))).await
+    let once = std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx)));
+    tokio::task::unconstrained(once).await
 }
 
 async fn waiting<F: Future + Unpin>(f: &mut F) {
