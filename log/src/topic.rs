@@ -177,6 +177,11 @@ impl Topic {
         &self.meta.name
     }
 
+    /// When the topic was created (ms since the epoch).
+    pub fn created_ms(&self) -> i64 {
+        self.meta.created_ms
+    }
+
     /// Settings, as now set.
     pub fn config(&self) -> TopicConfig {
         self.config.read().expect("config").clone()

@@ -142,6 +142,13 @@ pub struct ServerConfig {
     /// from a browser, answered with CORS headers (default none: no CORS,
     /// and requests a browser marks cross-site are refused).
     pub allowed_origins: Vec<String>,
+    /// Address of the Kafka-protocol listener (default none: off). Kafka
+    /// clients (librdkafka, the Java client, kcat, ...) produce to and
+    /// consume from the same log there; see docs/kafka.md.
+    pub kafka_listen: Option<SocketAddr>,
+    /// Kafka requests larger than this are refused and the connection
+    /// closed (default 100 MiB, Kafka's `socket.request.max.bytes`).
+    pub kafka_max_request_bytes: usize,
 }
 
 /// The number of cores this process may use (at least 1).
@@ -189,6 +196,8 @@ impl Default for ServerConfig {
             tls_cert: None,
             tls_key: None,
             allowed_origins: Vec::new(),
+            kafka_listen: None,
+            kafka_max_request_bytes: 100 << 20,
         }
     }
 }
@@ -268,6 +277,9 @@ pub struct Overrides {
     /// Origins whose pages may call the API (CORS), comma-separated [default: none].
     #[arg(long, env = "KAPPA_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Option<Vec<String>>,
+    /// Serve the Kafka protocol on this address too (e.g. 127.0.0.1:9092) [default: off].
+    #[arg(long, env = "KAPPA_KAFKA_LISTEN")]
+    pub kafka_listen: Option<SocketAddr>,
 }
 
 /// A retention setting given as a flag: milliseconds, or `none` (forever).
@@ -342,6 +354,9 @@ impl ServerConfig {
         if let Some(Retention(ms)) = o.default_retention_ms {
             config.default_retention_ms = ms;
         }
+        if o.kafka_listen.is_some() {
+            config.kafka_listen = o.kafka_listen;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -413,6 +428,19 @@ impl ServerConfig {
                  (scheme and host, a port only if not the scheme's default, no path): \
                  got {origin:?}"
             );
+        }
+        if !(1024..=1 << 30).contains(&self.kafka_max_request_bytes) {
+            bail!("kafka_max_request_bytes must be in 1024..=1073741824");
+        }
+        if let Some(kafka) = self.kafka_listen {
+            if self.auth == AuthMode::None && !kafka.ip().is_loopback() && !self.insecure_no_auth {
+                bail!(
+                    "refusing to serve Kafka on {kafka} with auth = \"none\": anyone who can reach \
+                     it could read and write every topic. Use auth = \"tokens\" (clients log in \
+                     with SASL/PLAIN, the token as password), a loopback address, or \
+                     --insecure-no-auth"
+                );
+            }
         }
         if self.auth == AuthMode::None && !self.listen.ip().is_loopback() && !self.insecure_no_auth
         {

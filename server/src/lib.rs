@@ -24,6 +24,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod history;
 pub mod http;
+pub mod kafka;
 pub mod metrics;
 pub mod routes;
 pub mod statements;
@@ -99,6 +100,18 @@ pub async fn run(
     run_with_log_config(config, log_config, listener, shutdown).await
 }
 
+/// [`run`] with the Kafka listener (if `kafka_listen` is set) bound by the
+/// caller, so it can report the address first.
+pub async fn run_listening(
+    config: ServerConfig,
+    listener: TcpListener,
+    kafka: Option<TcpListener>,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let log_config = config.log_config();
+    serve_all(config, log_config, listener, kafka, shutdown).await
+}
+
 /// [`run`] with the log configured by `log_config` instead of
 /// `config.log_config()` — tests use it to inject I/O faults through the
 /// log's `faults` seam.
@@ -106,6 +119,22 @@ pub async fn run_with_log_config(
     config: ServerConfig,
     log_config: kappa_log::LogConfig,
     listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let kafka = match config.kafka_listen {
+        Some(addr) => Some(kafka::bind(addr).await?),
+        None => None,
+    };
+    serve_all(config, log_config, listener, kafka, shutdown).await
+}
+
+/// Opens the data directory and serves HTTP (and Kafka, with a listener)
+/// until `shutdown`.
+async fn serve_all(
+    config: ServerConfig,
+    log_config: kappa_log::LogConfig,
+    listener: TcpListener,
+    kafka: Option<TcpListener>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     // Before anything is opened: one server per data directory.
@@ -141,6 +170,7 @@ pub async fn run_with_log_config(
         history: history::History::default(),
     };
     let sampler = state.history.spawn_sampler(state.clone());
+    let kafka = kafka.map(|listener| tokio::spawn(kafka::serve(listener, state.clone())));
     let router = routes::router(state.clone());
     let shutdown = async move {
         shutdown.await;
@@ -149,6 +179,10 @@ pub async fn run_with_log_config(
     http::serve(listener, router, &state.config, shutdown).await?;
     // It stops at shutdown, after the reading in hand (if any).
     let _ = sampler.await;
+    if let Some(kafka) = kafka {
+        let _ = kafka.await;
+    }
+
     let views = state.views.clone();
     tokio::task::spawn_blocking(move || views.close()).await?;
     let log = state.log.clone();

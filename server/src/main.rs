@@ -88,10 +88,18 @@ fn serve(config_file: Option<PathBuf>, overrides: Overrides) -> anyhow::Result<(
             .await
             .with_context(|| format!("binding {}", config.listen))?;
         let address = listener.local_addr()?;
+        let kafka = match config.kafka_listen {
+            Some(addr) => Some(kappa_server::kafka::bind(addr).await?),
+            None => None,
+        };
         tracing::info!(%address, data_dir = %config.data_dir.display(), "kappa serving");
-        // The one line on stdout: tools and tests read the bound address here.
+        // The one line on stdout: tools and tests read the bound address here
+        // (and the Kafka listener's on a second line when it is on).
         println!("listening on {address}");
-        kappa_server::run(config, listener, shutdown_signal()).await
+        if let Some(kafka) = &kafka {
+            println!("kafka listening on {}", kafka.local_addr()?);
+        }
+        kappa_server::run_listening(config, listener, kafka, shutdown_signal()).await
     })
 }
 

@@ -19,6 +19,8 @@ use crate::*;
 pub struct Server {
     child: Option<Child>,
     addr: SocketAddr,
+    /// The Kafka listener's address, when started with `--kafka-listen`.
+    kafka_addr: Option<SocketAddr>,
     data_dir: PathBuf,
     owned_data: Option<tempfile::TempDir>,
     args: Vec<String>,
@@ -122,11 +124,15 @@ impl Server {
         let stdout = child.stdout.take().expect("piped stdout");
         let (first_tx, first_rx) = mpsc::channel();
         let (rest_tx, rest_rx) = mpsc::channel();
+        // With a Kafka listener, its address is the second line.
+        let lines = 1 + usize::from(args.iter().any(|a| a.starts_with("--kafka-listen")));
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            let first = reader.read_line(&mut line).map(|_| line);
-            let _ = first_tx.send(first);
+            for _ in 0..lines {
+                let mut line = String::new();
+                let read = reader.read_line(&mut line).map(|_| line);
+                let _ = first_tx.send(read);
+            }
             // Keep the pipe drained until the process exits, then report
             // anything printed after the first line.
             let mut rest = String::new();
@@ -150,10 +156,22 @@ impl Server {
                  got {line:?}, exit {status:?}\nstderr:\n{log}"
             );
         };
+        let kafka_addr = (lines > 1).then(|| {
+            let line = first_rx.recv_timeout(STARTUP_TIMEOUT);
+            match &line {
+                Ok(Ok(l)) => l
+                    .trim_end()
+                    .strip_prefix("kafka listening on ")
+                    .and_then(|a| a.parse::<SocketAddr>().ok())
+                    .unwrap_or_else(|| panic!("expected `kafka listening on ADDR`, got {l:?}")),
+                other => panic!("no Kafka address line: {other:?}"),
+            }
+        });
         let client = Client::new(format!("http://{addr}"));
         Server {
             child: Some(child),
             addr,
+            kafka_addr,
             data_dir,
             owned_data,
             args,
@@ -172,6 +190,13 @@ impl Server {
     /// The listening address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The Kafka listener's address (`host:port` for `bootstrap.servers`);
+    /// panics unless the server was started with `--kafka-listen`.
+    pub fn kafka_addr(&self) -> SocketAddr {
+        self.kafka_addr
+            .expect("the server was started without --kafka-listen")
     }
 
     /// The data directory.

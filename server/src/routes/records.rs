@@ -289,7 +289,7 @@ async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<(Arc<Topic
 /// Creates `name` unless that would put more than `budget` partitions in
 /// use; true if this call created it. Auto-creations run one at a time so
 /// that the budget holds.
-fn auto_create(
+pub(crate) fn auto_create(
     log: &kappa_log::Log,
     name: &str,
     config: kappa_log::TopicConfig,

@@ -1,0 +1,316 @@
+//! `CreateTopics`, `DeleteTopics` and `DescribeConfigs` (topics): the same
+//! operations as the HTTP topic API, under the `admin` grant for changes.
+//!
+//! Topic configs understood at creation and described: `retention.ms`,
+//! `retention.bytes`, `segment.bytes`, `segment.ms` (Kafka's names; `-1`
+//! = no limit). Others are refused at creation (`INVALID_CONFIG`) rather
+//! than silently ignored. Replication factor: -1 or 1 (one node).
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kappa_log::TopicConfig;
+
+use super::conn::Session;
+use super::{errors, metadata, Broker};
+use crate::auth::Need;
+
+/// `DescribeConfigs` resource type of a topic.
+const RESOURCE_TOPIC: i8 = 2;
+/// `DescribeConfigs` resource type of a broker.
+const RESOURCE_BROKER: i8 = 4;
+/// Config source: the topic's own setting.
+const SOURCE_TOPIC: i8 = 1;
+/// Config source: a server default.
+const SOURCE_DEFAULT: i8 = 5;
+
+fn text(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+/// Applies Kafka topic configs to `config`, or says which one is wrong.
+fn apply_configs(
+    config: &mut TopicConfig,
+    configs: &[(String, Option<String>)],
+) -> Result<(), String> {
+    for (name, value) in configs {
+        let Some(value) = value else { continue };
+        let number = || {
+            value
+                .parse::<i64>()
+                .map_err(|_| format!("{name} must be a number, got {value:?}"))
+        };
+        let limit = |n: i64| (n >= 0).then_some(n as u64);
+        match name.as_str() {
+            "retention.ms" => config.retention_ms = limit(number()?),
+            "retention.bytes" => config.retention_bytes = limit(number()?),
+            "segment.bytes" => config.segment_bytes = number()?.max(0) as u64,
+            "segment.ms" => config.segment_ms = number()?.max(0) as u64,
+            // Kappa keeps records by time and size only.
+            "cleanup.policy" if value == "delete" => {}
+            other => return Err(format!("config {other:?} is not supported by Kappa")),
+        }
+    }
+    Ok(())
+}
+
+/// Answers `CreateTopics`.
+pub async fn create_topics(
+    broker: &Broker,
+    session: &Session,
+    request: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
+    let mut response = CreateTopicsResponse::default();
+    let admin = session.principal().is_some_and(|p| p.may(&Need::Admin));
+    for wanted in request.topics {
+        let name = wanted.name.0.to_string();
+        let mut result = CreatableTopicResult::default();
+        result.name = wanted.name.clone();
+        let mut config = broker.app.config.topic_defaults();
+        if wanted.num_partitions > 0 {
+            config.partitions = wanted.num_partitions as u32;
+        }
+        let configs: Vec<(String, Option<String>)> = wanted
+            .configs
+            .iter()
+            .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+            .collect();
+        let refused = if !admin {
+            Some((
+                errors::TOPIC_AUTHORIZATION_FAILED,
+                "the admin grant is needed".to_string(),
+            ))
+        } else if wanted.num_partitions == 0 || wanted.num_partitions < -1 {
+            Some((
+                errors::INVALID_PARTITIONS,
+                "partitions must be positive".into(),
+            ))
+        } else if wanted.replication_factor > 1 || wanted.replication_factor == 0 {
+            Some((
+                errors::INVALID_REPLICATION_FACTOR,
+                "Kappa is one node: the replication factor is 1".into(),
+            ))
+        } else if !wanted.assignments.is_empty() {
+            Some((
+                errors::INVALID_REQUEST,
+                "manual replica assignments are not supported".into(),
+            ))
+        } else {
+            apply_configs(&mut config, &configs)
+                .err()
+                .map(|m| (errors::INVALID_CONFIG, m))
+        };
+        if let Some((code, message)) = refused {
+            result.error_code = code;
+            result.error_message = Some(text(message));
+            response.topics.push(result);
+            continue;
+        }
+        if request.validate_only {
+            if broker.app.log.topic(&name).is_ok() {
+                result.error_code = errors::TOPIC_ALREADY_EXISTS;
+            } else if let Err(e) = kappa_log::topic::validate_topic_name(&name) {
+                result.error_code = errors::of_log(&e);
+                result.error_message = Some(text(e.to_string()));
+            }
+            if version >= 5 {
+                result.num_partitions = config.partitions as i32;
+                result.replication_factor = 1;
+            }
+            response.topics.push(result);
+            continue;
+        }
+        let log = broker.app.log.clone();
+        let created = tokio::task::spawn_blocking(move || log.create_topic(&name, config)).await;
+        match created {
+            Ok(Ok(topic)) => {
+                crate::auth::audit::admin_action(
+                    session.principal().expect("checked above"),
+                    "kafka create topic",
+                    topic.name(),
+                    axum::http::StatusCode::CREATED,
+                );
+                if version >= 7 {
+                    result.topic_id = metadata::topic_id(&topic);
+                }
+                if version >= 5 {
+                    result.num_partitions = topic.partition_count() as i32;
+                    result.replication_factor = 1;
+                }
+            }
+            Ok(Err(e)) => {
+                result.error_code = errors::of_log(&e);
+                result.error_message = Some(text(e.to_string()));
+            }
+            Err(_) => result.error_code = errors::UNKNOWN_SERVER_ERROR,
+        }
+        response.topics.push(result);
+    }
+    response
+}
+
+/// Answers `DeleteTopics` (by name; topic ids of v6+ are not served). A
+/// topic a view or a declared stream reads is refused with
+/// `POLICY_VIOLATION`, naming what to drop first.
+pub async fn delete_topics(
+    broker: &Broker,
+    session: &Session,
+    request: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
+    let mut response = DeleteTopicsResponse::default();
+    let admin = session.principal().is_some_and(|p| p.may(&Need::Admin));
+    let names: Vec<TopicName> = request
+        .topic_names
+        .into_iter()
+        .chain(request.topics.into_iter().filter_map(|t| t.name))
+        .collect();
+    for name in names {
+        let mut result = DeletableTopicResult::default();
+        result.name = Some(name.clone());
+        let topic = name.0.to_string();
+        if !admin {
+            result.error_code = errors::TOPIC_AUTHORIZATION_FAILED;
+            response.responses.push(result);
+            continue;
+        }
+        let (log, views, owned) = (
+            broker.app.log.clone(),
+            broker.app.views.clone(),
+            topic.clone(),
+        );
+        let deleted = tokio::task::spawn_blocking(move || {
+            if let Err(e) = views.check_topic_unused(&owned) {
+                let e = crate::statements::dependents::explain(
+                    e,
+                    &views.catalog(),
+                    &format!("topic {owned:?}"),
+                );
+                return Err((errors::POLICY_VIOLATION, e.to_string()));
+            }
+            log.delete_topic(&owned)
+                .map_err(|e| (errors::of_log(&e), e.to_string()))
+        })
+        .await;
+        match deleted {
+            Ok(Ok(())) => crate::auth::audit::admin_action(
+                session.principal().expect("checked above"),
+                "kafka delete topic",
+                &topic,
+                axum::http::StatusCode::NO_CONTENT,
+            ),
+            Ok(Err((code, message))) => {
+                tracing::info!(topic, %message, "a Kafka client's topic delete was refused");
+                result.error_code = code;
+                if version >= 5 {
+                    result.error_message = Some(text(message));
+                }
+            }
+            Err(_) => result.error_code = errors::UNKNOWN_SERVER_ERROR,
+        }
+        response.responses.push(result);
+    }
+    response
+}
+
+/// Answers `DescribeConfigs` for topics (their retention and segment
+/// settings) and the broker (no settings listed).
+pub fn describe_configs(
+    broker: &Broker,
+    session: &Session,
+    request: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    let mut response = DescribeConfigsResponse::default();
+    for resource in request.resources {
+        let mut result = DescribeConfigsResult::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name.clone();
+        let name = resource.resource_name.to_string();
+        match resource.resource_type {
+            RESOURCE_TOPIC => {
+                let allowed = session
+                    .principal()
+                    .is_some_and(|p| p.may(&Need::ReadOrProduce(name.clone())));
+                match (allowed, broker.app.log.topic(&name)) {
+                    (false, _) => result.error_code = errors::TOPIC_AUTHORIZATION_FAILED,
+                    (true, Err(e)) => result.error_code = errors::of_log(&e),
+                    (true, Ok(topic)) => {
+                        let config = topic.config();
+                        let wanted = resource
+                            .configuration_keys
+                            .as_ref()
+                            .map(|keys| keys.iter().map(|k| k.to_string()).collect::<Vec<_>>());
+                        result.configs = topic_configs(&config)
+                            .into_iter()
+                            .filter(|(k, _, _)| {
+                                wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == k))
+                            })
+                            .map(|(k, v, own)| {
+                                let mut c = DescribeConfigsResourceResult::default();
+                                c.name = text(k);
+                                c.value = Some(text(v));
+                                c.read_only = !matches!(k, "retention.ms" | "retention.bytes");
+                                c.config_source = if own { SOURCE_TOPIC } else { SOURCE_DEFAULT };
+                                c
+                            })
+                            .collect();
+                    }
+                }
+            }
+            RESOURCE_BROKER => {}
+            _ => {
+                result.error_code = errors::INVALID_REQUEST;
+                result.error_message = Some(text("only topic and broker resources are described"));
+            }
+        }
+        response.results.push(result);
+    }
+    response
+}
+
+/// A topic's settings under Kafka's names: (name, value, set on the topic).
+fn topic_configs(config: &TopicConfig) -> Vec<(&'static str, String, bool)> {
+    let limit = |v: Option<u64>| v.map_or("-1".to_string(), |n| n.to_string());
+    vec![
+        ("retention.ms", limit(config.retention_ms), true),
+        ("retention.bytes", limit(config.retention_bytes), true),
+        ("segment.bytes", config.segment_bytes.to_string(), true),
+        ("segment.ms", config.segment_ms.to_string(), true),
+        ("cleanup.policy", "delete".into(), false),
+        ("message.timestamp.type", "CreateTime".into(), false),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_topic_configs_map_onto_the_topic_settings_and_unknown_ones_are_refused() {
+        let mut config = TopicConfig::default();
+        let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+        apply_configs(
+            &mut config,
+            &[
+                set("retention.ms", "60000"),
+                set("retention.bytes", "-1"),
+                set("segment.bytes", "1048576"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.retention_ms, Some(60_000));
+        assert_eq!(config.retention_bytes, None);
+        assert_eq!(config.segment_bytes, 1 << 20);
+        let error = apply_configs(&mut config, &[set("compression.type", "zstd")]).unwrap_err();
+        assert!(error.contains("compression.type"), "{error}");
+        assert!(apply_configs(&mut config, &[set("retention.ms", "soon")]).is_err());
+    }
+}

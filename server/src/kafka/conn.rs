@@ -1,0 +1,232 @@
+//! One Kafka connection: size-prefixed frames in, one answer per request in
+//! order (as a Kafka broker does), until the client closes, shutdown, or a
+//! request the listener cannot serve — which closes the connection with
+//! the reason logged at warn, never silently.
+//!
+//! Limits: a frame over `kafka_max_request_bytes` closes the connection
+//! before its body is read; a body must arrive within
+//! `request_body_timeout_ms`; with `auth = "tokens"` every request but
+//! `ApiVersions`, `SaslHandshake` and `SaslAuthenticate` needs a SASL login
+//! first.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::TcpStream;
+
+use super::{admin, fetch, groups, metadata, produce, sasl, versions, Broker};
+use crate::auth::Principal;
+use crate::config::AuthMode;
+
+/// What a connection knows about its client.
+pub struct Session {
+    /// Who is logged in (`None` until SASL succeeds under `auth = "tokens"`).
+    pub principal: Option<Principal>,
+    /// A PLAIN handshake was accepted; `SaslAuthenticate` may follow.
+    pub sasl_started: bool,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The address the client reached (advertised back in `Metadata`).
+    pub local: SocketAddr,
+    /// The client id of the last request.
+    pub client_id: String,
+}
+
+impl Session {
+    /// The logged-in principal, if any.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
+    }
+
+    /// The host clients should connect to: the address this connection
+    /// reached.
+    pub fn advertised_host(&self) -> String {
+        self.local.ip().to_string()
+    }
+}
+
+/// Why a connection is closed.
+type Close = String;
+
+/// Serves one connection until it ends.
+pub async fn serve_connection(broker: &Broker, stream: TcpStream, peer: SocketAddr) {
+    let local = stream.local_addr().unwrap_or(peer);
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = stream.into_split();
+    let mut reader = BufReader::with_capacity(64 << 10, reader);
+    let mut writer = BufWriter::with_capacity(64 << 10, writer);
+    let mut session = Session {
+        principal: match broker.app.auth.mode {
+            AuthMode::None => Some(Principal::anonymous()),
+            AuthMode::Tokens => None,
+        },
+        sasl_started: false,
+        peer,
+        local,
+        client_id: String::new(),
+    };
+    let body_timeout = Duration::from_millis(broker.app.config.request_body_timeout_ms);
+    loop {
+        let mut size = [0u8; 4];
+        let read = tokio::select! {
+            read = reader.read_exact(&mut size) => read,
+            _ = broker.app.shutdown_started() => return,
+        };
+        if read.is_err() {
+            // The client closed (or the connection broke) between requests.
+            return;
+        }
+        let size = i32::from_be_bytes(size);
+        let max = broker.app.config.kafka_max_request_bytes;
+        if size < 8 || size as usize > max {
+            tracing::warn!(%peer, size, max, "closing Kafka connection: request size out of range (kafka_max_request_bytes)");
+            return;
+        }
+        let mut body = vec![0u8; size as usize];
+        match tokio::time::timeout(body_timeout, reader.read_exact(&mut body)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "Kafka connection ended mid-request");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(%peer, "closing Kafka connection: request body not received within request_body_timeout_ms");
+                return;
+            }
+        }
+        match handle(broker, &mut session, Bytes::from(body)).await {
+            Ok(Some(frame)) => {
+                if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                tracing::warn!(%peer, client_id = %session.client_id, %reason, "closing Kafka connection");
+                let _ = writer.flush().await;
+                return;
+            }
+        }
+    }
+}
+
+/// Decodes, checks and serves one request; the answer frame, none (a
+/// produce with `acks = 0`), or why the connection must close.
+async fn handle(
+    broker: &Broker,
+    session: &mut Session,
+    mut body: Bytes,
+) -> Result<Option<BytesMut>, Close> {
+    let key = i16::from_be_bytes([body[0], body[1]]);
+    let version = i16::from_be_bytes([body[2], body[3]]);
+    let correlation = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+    let api = ApiKey::try_from(key).map_err(|_| format!("unknown API key {key}"))?;
+    if !versions::supports(api, version) {
+        if api == ApiKey::ApiVersions {
+            // Kafka answers at v0 with the list, so the client can pick.
+            let answer = ResponseKind::ApiVersions(versions::api_versions(false));
+            return frame(correlation, api, 0, answer).map(Some);
+        }
+        return Err(format!(
+            "{api:?} v{version} is not supported (ApiVersions lists what is)"
+        ));
+    }
+    let header = RequestHeader::decode(&mut body, api.request_header_version(version))
+        .map_err(|e| format!("malformed {api:?} v{version} request header: {e}"))?;
+    if let Some(id) = &header.client_id {
+        if session.client_id.as_str() != id.as_str() {
+            session.client_id = id.to_string();
+        }
+    }
+    let request = RequestKind::decode(api, &mut body, version)
+        .map_err(|e| format!("malformed {api:?} v{version} request: {e}"))?;
+    let open = matches!(
+        api,
+        ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+    );
+    if session.principal.is_none() && !open {
+        crate::auth::audit::denied("unauthorized", None, "kafka request");
+        return Err(format!(
+            "{api:?} before a SASL login (auth = \"tokens\": log in with SASL/PLAIN, a token as the password)"
+        ));
+    }
+    let answer = serve(broker, session, request, version).await?;
+    match answer {
+        Some(answer) => frame(correlation, api, version, answer).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Runs one decoded request.
+async fn serve(
+    broker: &Broker,
+    session: &mut Session,
+    request: RequestKind,
+    version: i16,
+) -> Result<Option<ResponseKind>, Close> {
+    use RequestKind as Rq;
+    use ResponseKind as Rs;
+    Ok(Some(match request {
+        Rq::ApiVersions(_) => Rs::ApiVersions(versions::api_versions(true)),
+        Rq::Metadata(r) => Rs::Metadata(metadata::metadata(broker, session, r, version).await),
+        Rq::Produce(r) => match produce::produce(broker, session, r, version).await {
+            Some(answer) => Rs::Produce(answer),
+            None => return Ok(None),
+        },
+        Rq::InitProducerId(r) => Rs::InitProducerId(produce::init_producer_id(broker, r)),
+        Rq::Fetch(r) => Rs::Fetch(fetch::fetch(broker, session, r, version).await),
+        Rq::ListOffsets(r) => Rs::ListOffsets(fetch::list_offsets(broker, session, r)),
+        Rq::CreateTopics(r) => {
+            Rs::CreateTopics(admin::create_topics(broker, session, r, version).await)
+        }
+        Rq::DeleteTopics(r) => {
+            Rs::DeleteTopics(admin::delete_topics(broker, session, r, version).await)
+        }
+        Rq::DescribeConfigs(r) => Rs::DescribeConfigs(admin::describe_configs(broker, session, r)),
+        Rq::SaslHandshake(r) => Rs::SaslHandshake(sasl::handshake(session, r)),
+        Rq::SaslAuthenticate(r) => Rs::SaslAuthenticate(sasl::authenticate(broker, session, r)),
+        Rq::FindCoordinator(r) => {
+            Rs::FindCoordinator(groups::find_coordinator(session, r, version))
+        }
+        Rq::JoinGroup(r) => Rs::JoinGroup(groups::join(broker, session, r, version).await),
+        Rq::SyncGroup(r) => Rs::SyncGroup(groups::sync(broker, session, r, version).await),
+        Rq::Heartbeat(r) => Rs::Heartbeat(groups::heartbeat(broker, session, r)),
+        Rq::LeaveGroup(r) => Rs::LeaveGroup(groups::leave(broker, session, r)),
+        Rq::ListGroups(r) => Rs::ListGroups(groups::list(broker, session, r, version)),
+        Rq::DescribeGroups(r) => Rs::DescribeGroups(groups::describe(broker, session, r)),
+        Rq::OffsetCommit(r) => Rs::OffsetCommit(groups::offset_commit(broker, session, r).await),
+        Rq::OffsetFetch(r) => Rs::OffsetFetch(groups::offset_fetch(broker, session, r, version)),
+        other => {
+            return Err(format!(
+                "{:?} is not served (ApiVersions lists what is)",
+                std::mem::discriminant(&other)
+            ))
+        }
+    }))
+}
+
+/// A size-prefixed answer frame.
+fn frame(
+    correlation: i32,
+    api: ApiKey,
+    version: i16,
+    answer: ResponseKind,
+) -> Result<BytesMut, Close> {
+    let mut out = BytesMut::with_capacity(256);
+    out.put_i32(0);
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation;
+    header
+        .encode(&mut out, api.response_header_version(version))
+        .map_err(|e| format!("cannot encode the {api:?} answer header: {e}"))?;
+    answer
+        .encode(&mut out, version)
+        .map_err(|e| format!("cannot encode the {api:?} v{version} answer: {e}"))?;
+    let len = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(out)
+}

@@ -1,0 +1,259 @@
+//! `Produce` and `InitProducerId`: Kafka record batches (v2, any
+//! compression) become appends to the log.
+//!
+//! Each partition's batch is one append. An idempotent producer's batch
+//! (producer id >= 0) carries the idempotency key
+//! `kafka:<producer id>:<epoch>:<base sequence>`: a retry of a batch the
+//! log already holds — after a lost answer, a reconnect, or a restart of
+//! the server — is recognized by the log's idempotency window (rebuilt from
+//! the segments at open) and answered with the first append's offset,
+//! never written twice. Producer ids are made from the clock (ms << 12 plus
+//! a counter), so they never repeat across restarts without being stored.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{
+    InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId,
+};
+use kafka_protocol::records::{RecordBatchDecoder, TimestampType};
+use kappa_log::partition::{AppendRequest, PendingAppend};
+use kappa_log::{Header, NewRecord};
+
+use super::conn::Session;
+use super::{errors, Broker};
+use crate::auth::Need;
+
+/// Hands out producer ids that never repeat, also across restarts.
+pub struct ProducerIds {
+    next: AtomicI64,
+}
+
+impl ProducerIds {
+    /// Starts at the clock: `now_ms << 12` leaves room for 4,096 ids per
+    /// millisecond of uptime before the next start could reach them.
+    pub fn new() -> Self {
+        ProducerIds {
+            next: AtomicI64::new(kappa_log::now_ms() << 12),
+        }
+    }
+
+    fn next(&self) -> i64 {
+        self.next.fetch_add(1, Ordering::AcqRel)
+    }
+}
+
+impl Default for ProducerIds {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `InitProducerId`: a new producer id at epoch 0. Transactions are not
+/// supported: a transactional id is refused.
+pub fn init_producer_id(broker: &Broker, request: InitProducerIdRequest) -> InitProducerIdResponse {
+    let mut response = InitProducerIdResponse::default();
+    if request.transactional_id.is_some() {
+        tracing::warn!("a Kafka client asked for transactions, which Kappa does not support");
+        response.error_code = errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        return response;
+    }
+    response.producer_id = ProducerId(broker.producer_ids.next());
+    response.producer_epoch = 0;
+    response
+}
+
+/// One partition's part of a produce, decoded and checked.
+struct Append {
+    index: i32,
+    records: Vec<NewRecord>,
+    key: Option<Vec<u8>>,
+    bytes: usize,
+}
+
+/// An append queued for one partition of the answer.
+struct Queued {
+    topic: usize,
+    partition: usize,
+    append: Result<PendingAppend, i16>,
+    records: usize,
+    bytes: usize,
+}
+
+/// Answers a `Produce` request; `None` for `acks = 0` (Kafka sends no
+/// answer then). Every partition's append is queued before any is awaited,
+/// so they share group commits.
+pub async fn produce(
+    broker: &Broker,
+    session: &Session,
+    request: ProduceRequest,
+    version: i16,
+) -> Option<ProduceResponse> {
+    let started = Instant::now();
+    let acks = request.acks;
+    let mut response = ProduceResponse::default();
+    let transactional = request.transactional_id.is_some();
+    let mut pending: Vec<Queued> = Vec::new();
+    for (t, topic_data) in request.topic_data.into_iter().enumerate() {
+        let name = topic_data.name.0.to_string();
+        let mut topic_response = TopicProduceResponse::default();
+        topic_response.name = topic_data.name.clone();
+        let allowed = session
+            .principal()
+            .is_some_and(|p| p.may(&Need::Produce(name.clone())));
+        let topic = broker.app.log.topic(&name);
+        for (p, data) in topic_data.partition_data.into_iter().enumerate() {
+            let mut part = PartitionProduceResponse::default();
+            part.index = data.index;
+            part.base_offset = -1;
+            topic_response.partition_responses.push(part);
+            let refused = if transactional {
+                Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            } else if !allowed {
+                Some(errors::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            };
+            let submitted: Result<(), i16> = match (refused, &topic) {
+                (Some(code), _) => Err(code),
+                (None, Err(e)) => Err(errors::of_log(e)),
+                (None, Ok(topic)) => match decode(broker, data.index, data.records) {
+                    Err(code) => Err(code),
+                    Ok(append) => {
+                        let (count, bytes) = (append.records.len(), append.bytes);
+                        let admitted = session
+                            .principal()
+                            .map(|pr| broker.app.auth.admit_produce(pr, count));
+                        match (admitted, topic.partition(append.index as u32)) {
+                            (Some(Err(_)), _) => Err(errors::THROTTLING_QUOTA_EXCEEDED),
+                            (_, Err(e)) => Err(errors::of_log(&e)),
+                            (_, Ok(partition)) => {
+                                let request = AppendRequest {
+                                    records: append.records,
+                                    idempotency_key: append.key,
+                                };
+                                let queued = partition
+                                    .submit(request)
+                                    .await
+                                    .map_err(|e| errors::of_log(&e));
+                                pending.push(Queued {
+                                    topic: t,
+                                    partition: p,
+                                    append: queued,
+                                    records: count,
+                                    bytes,
+                                });
+                                continue;
+                            }
+                        }
+                    }
+                },
+            };
+            if let Err(code) = submitted {
+                topic_response.partition_responses[p].error_code = code;
+            }
+        }
+        response.responses.push(topic_response);
+    }
+    for queued in pending {
+        let topic_response = &mut response.responses[queued.topic];
+        let name = topic_response.name.0.to_string();
+        let part = &mut topic_response.partition_responses[queued.partition];
+        let (count, bytes) = (queued.records, queued.bytes);
+        let outcome = match queued.append {
+            Ok(pending) => pending.wait().await.map_err(|e| errors::of_log(&e)),
+            Err(code) => Err(code),
+        };
+        match outcome {
+            Ok(outcome) => {
+                part.base_offset = outcome.base_offset as i64;
+                if let (true, Ok(start)) = (
+                    version >= 5,
+                    broker
+                        .app
+                        .log
+                        .topic(&name)
+                        .and_then(|t| t.partition(part.index as u32).map(|p| p.start_offset())),
+                ) {
+                    part.log_start_offset = start as i64;
+                }
+                crate::metrics::record_produce(&name, count, bytes, started.elapsed());
+            }
+            Err(code) => part.error_code = code,
+        }
+    }
+    (acks != 0).then_some(response)
+}
+
+/// Decodes one partition's record batches into one append, checking the
+/// server's record limits.
+fn decode(broker: &Broker, index: i32, records: Option<Bytes>) -> Result<Append, i16> {
+    let Some(mut bytes) = records else {
+        return Err(errors::INVALID_REQUEST);
+    };
+    let size = bytes.len();
+    let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| {
+        tracing::warn!(error = %e, "a Kafka record batch could not be decoded");
+        errors::CORRUPT_MESSAGE
+    })?;
+    let config = &broker.app.config;
+    let mut out = Vec::new();
+    let mut key = None;
+    for set in sets {
+        for record in set.records {
+            if record.control {
+                continue;
+            }
+            if key.is_none() && record.producer_id >= 0 && record.sequence >= 0 {
+                key = Some(
+                    format!(
+                        "kafka:{}:{}:{}",
+                        record.producer_id, record.producer_epoch, record.sequence
+                    )
+                    .into_bytes(),
+                );
+            }
+            let value = record.value.unwrap_or_default();
+            let too_large = value.len() > config.max_value_bytes
+                || record
+                    .key
+                    .as_ref()
+                    .is_some_and(|k| k.len() > config.max_key_bytes);
+            if too_large {
+                return Err(errors::MESSAGE_TOO_LARGE);
+            }
+            if record.headers.len() > config.max_headers_per_record {
+                return Err(errors::INVALID_RECORD);
+            }
+            out.push(NewRecord {
+                key: record.key,
+                value,
+                timestamp: match record.timestamp_type {
+                    TimestampType::Creation if record.timestamp >= 0 => Some(record.timestamp),
+                    _ => None,
+                },
+                headers: record
+                    .headers
+                    .into_iter()
+                    .map(|(name, value)| Header {
+                        name: name.to_string(),
+                        value: value.unwrap_or_default(),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(errors::INVALID_REQUEST);
+    }
+    Ok(Append {
+        index,
+        records: out,
+        key,
+        bytes: size,
+    })
+}
