@@ -187,6 +187,9 @@ fn the_message_browser_shows_follows_and_produces_records() {
         records.contains(r#"{"origin":"test"}"#),
         "headers shown: {records}"
     );
+    browser.until("the topic's chart to draw points", || {
+        (points(&browser, "topic-chart") > 0).then_some(())
+    });
     assert_fits(&browser, "topic");
 
     // Follow: a record produced now appears without another click.
@@ -290,9 +293,52 @@ fn the_view_page_shows_a_replays_progress_and_rows_and_sql_errors_get_a_caret() 
     browser.text_until("#rows", |t| t.contains("search") && t.contains("4000"));
     browser.type_into("#key", "help");
     browser.click("#load");
-    let rows = browser.text_until("#rows", |t| t.contains("help"));
-    assert!(!rows.contains("search"), "{rows}");
+    // The key's row alone (the first answer had every page).
+    browser.text_until("#rows", |t| t.contains("help") && !t.contains("search"));
+    browser.text_until("#as-of", |t| t.starts_with("page 1 · 1 row of per_page"));
+    browser.until("the view's charts to draw points", || {
+        (points(&browser, "view-chart-rate") > 0 && points(&browser, "view-chart-lag") > 0)
+            .then_some(())
+    });
     assert_fits(&browser, "view");
+
+    // A view that does not keep up, or failed, says so plainly. (Reaching
+    // those states takes a minute or a fault: the page is shown the API's
+    // answer with the status changed.)
+    let warnings = browser.execute(
+        "const shown = (change) => {
+           const v = JSON.parse(JSON.stringify(viewData));
+           change(v);
+           renderView(v);
+           const w = document.getElementById('view-warning');
+           return [w.hidden, w.className, w.textContent];
+         };
+         const out = [
+           shown((v) => { v.status = 'not_keeping_up'; v.served_version.not_keeping_up = true; }),
+           shown((v) => {
+             v.status = 'failed';
+             v.served_version.running = false;
+             v.failure = {version: 1, reason: 'disk full', at_ms: 0, during_build: false};
+           }),
+         ];
+         renderView(viewData);
+         return out;",
+        vec![],
+    );
+    assert_eq!(warnings[0][0], json!(false), "{warnings}");
+    assert_eq!(warnings[0][1], json!("banner bad"), "{warnings}");
+    assert!(
+        warnings[0][2]
+            .as_str()
+            .unwrap()
+            .starts_with("Not keeping up: v1"),
+        "{warnings}"
+    );
+    assert_eq!(
+        warnings[1][2],
+        json!("The served version v1 stopped: disk full"),
+        "{warnings}"
+    );
 
     // A replay that waits for promote: its progress shows while it builds
     // and after it caught up, always with a rate and an ETA.

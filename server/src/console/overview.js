@@ -25,14 +25,19 @@ function drawCharts() {
     : "no samples yet";
 }
 
-async function refreshHistory() {
+// The history (GET /v1/history), or null with the error in #history-state.
+async function loadHistory() {
   try {
     historyData = await api("/v1/history");
-    drawCharts();
   } catch (e) {
     historyData = null;
     $("history-state").textContent = `history: ${e.message}`;
   }
+  return historyData;
+}
+
+async function refreshHistory() {
+  if (await loadHistory()) drawCharts();
 }
 
 async function refreshTopics() {

@@ -32,6 +32,7 @@ async function refreshTopic() {
         num(p.partition), num(p.start_offset), num(p.end_offset), num(p.end_offset - p.start_offset),
         num(p.bytes, bytes), num(p.segment_count),
       ]));
+    refreshTopicChart(name);
     const numbers = t.partitions.map((p) => String(p.partition));
     options($("partition"), numbers);
     options($("produce-partition"), ["auto"].concat(numbers));
@@ -39,6 +40,19 @@ async function refreshTopic() {
     $("topic-title").textContent = `Topic ${name}`;
     fill($("topic-partitions"), ["error"], [[e.message]]);
   }
+}
+
+// The topic's produce and consume rates over the last 15 minutes (hidden
+// without the `metrics` grant).
+async function refreshTopicChart(name) {
+  const h = await loadHistory();
+  const series = h && h.topics.find((s) => s.name === name);
+  $("topic-chart-box").hidden = !series;
+  if (!series || name !== topicShown) return;
+  drawChart($("topic-chart"), $("topic-chart-legend"), h.times_ms, [
+    { name: "produced", values: series.records_per_second },
+    { name: "consumed (committed)", values: series.consumed_per_second },
+  ], (x) => perSecond(x));
 }
 
 // The records API's start parameter for the chosen start.

@@ -98,19 +98,7 @@ async function refreshView() {
   try {
     const v = await api(`/v1/views/${encodeURIComponent(name)}`);
     if (name !== viewShown) return;
-    viewData = v;
-    $("view-title").textContent = `${v.kind === "table" ? "Table" : "Stream"} ${v.name}`;
-    const warning = viewWarning(v);
-    $("view-warning").hidden = !warning;
-    if (warning) {
-      $("view-warning").className = `banner ${warning[0]}`;
-      $("view-warning").textContent = warning[1];
-    }
-    renderProgress(v);
-    renderDetails(v);
-    renderVersions(v);
-    $("rows-section").hidden = v.kind !== "table";
-    renderReview(v);
+    renderView(v);
     // A build moves fast: look again sooner than the page's refresh.
     if (v.building_version && !v.building_version.ready) soon();
   } catch (e) {
@@ -120,6 +108,37 @@ async function refreshView() {
     $("view-warning").className = "banner bad";
     $("view-warning").textContent = e.message;
   }
+  await refreshViewChart(name);
+}
+
+// Shows view `v` (a GET /v1/views/{view} answer) on the page.
+function renderView(v) {
+  viewData = v;
+  $("view-title").textContent = `${v.kind === "table" ? "Table" : "Stream"} ${v.name}`;
+  const warning = viewWarning(v);
+  $("view-warning").hidden = !warning;
+  if (warning) {
+    $("view-warning").className = `banner ${warning[0]}`;
+    $("view-warning").textContent = warning[1];
+  }
+  renderProgress(v);
+  renderDetails(v);
+  renderVersions(v);
+  $("rows-section").hidden = v.kind !== "table";
+  renderReview(v);
+}
+
+// The view's rate and lag over the last 15 minutes (hidden without the
+// `metrics` grant).
+async function refreshViewChart(name) {
+  const h = await loadHistory();
+  const series = h && h.views.find((s) => s.name === name);
+  $("view-chart-box").hidden = !series;
+  if (!series || name !== viewShown) return;
+  drawChart($("view-chart-rate"), $("view-chart-rate-legend"), h.times_ms,
+    [{ name: "processed", values: series.records_per_second }], (x) => perSecond(x));
+  drawChart($("view-chart-lag"), $("view-chart-lag-legend"), h.times_ms,
+    [{ name: "lag", values: series.lag }, { name: "build lag", values: series.build_lag }], (x) => `${dec(x)} rec`);
 }
 
 let soonTimer = null;
@@ -276,7 +295,8 @@ function rowsTable(answer) {
 function asOf(answer) {
   const a = answer.as_of || {};
   const offsets = (a.offsets || []).map((o) => `${o.partition}:${o.offset}`).join(" ");
-  return `${int((answer.rows || []).length)} rows of ${answer.view} v${answer.version}, as of offsets ${offsets || "-"}` +
+  const n = (answer.rows || []).length;
+  return `${int(n)} ${n === 1 ? "row" : "rows"} of ${answer.view} v${answer.version}, as of offsets ${offsets || "-"}` +
     (a.watermark !== null && a.watermark !== undefined ? `, watermark ${time(a.watermark)}` : "") +
     (answer.catching_up ? " · still catching up: partial" : "");
 }
