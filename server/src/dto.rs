@@ -235,6 +235,13 @@ pub struct ProduceResponse {
 }
 
 /// A record as answered to readers.
+///
+/// Every stored byte comes back: a value that is JSON is answered as that
+/// JSON; one that is not (written by a Kafka client, say) is answered as a
+/// string with `value_encoding` saying how: `"text"` (the UTF-8 text as
+/// is) or `"base64"` (any other bytes). Keys and header values are strings
+/// when UTF-8; otherwise base64, with `key_encoding: "base64"` or the
+/// header's name in `base64_headers`.
 #[derive(Debug, Serialize)]
 pub struct RecordOut<'a> {
     /// Partition (group reads only).
@@ -246,44 +253,76 @@ pub struct RecordOut<'a> {
     pub timestamp: i64,
     /// Key (null if none).
     pub key: Option<Cow<'a, str>>,
-    /// The value as JSON.
+    /// `"base64"` when the key is not UTF-8 (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_encoding: Option<&'static str>,
+    /// The value: its JSON, or a string per `value_encoding`.
     pub value: Cow<'a, RawValue>,
+    /// `"text"` or `"base64"` when the value is not JSON (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_encoding: Option<&'static str>,
     /// Headers.
     pub headers: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
+    /// Names of headers whose values are base64 (not UTF-8).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub base64_headers: Vec<&'a str>,
+}
+
+/// `bytes` as a string: the UTF-8 text, or base64 (then true).
+fn text_or_base64(bytes: &[u8]) -> (Cow<'_, str>, bool) {
+    use base64::Engine;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (Cow::Borrowed(text), false),
+        Err(_) => (
+            Cow::Owned(base64::engine::general_purpose::STANDARD.encode(bytes)),
+            true,
+        ),
+    }
 }
 
 impl<'a> RecordOut<'a> {
-    /// Wire form of a stored record. Values that are not JSON (written by
-    /// something other than this API) are answered as a JSON string.
+    /// Wire form of a stored record.
     pub fn from_record(record: &'a Record, partition: Option<u32>) -> Self {
-        let value = match serde_json::from_slice::<&RawValue>(&record.value) {
-            Ok(raw) => Cow::Borrowed(raw),
+        let (value, value_encoding) = match serde_json::from_slice::<&RawValue>(&record.value) {
+            Ok(raw) => (Cow::Borrowed(raw), None),
             Err(_) => {
-                let text = String::from_utf8_lossy(&record.value);
-                Cow::Owned(
-                    RawValue::from_string(
-                        serde_json::to_string(&text).expect("a string serializes"),
-                    )
-                    .expect("valid JSON"),
+                let (text, base64) = text_or_base64(&record.value);
+                let json = serde_json::to_string(&text).expect("a string serializes");
+                (
+                    Cow::Owned(RawValue::from_string(json).expect("valid JSON")),
+                    Some(if base64 { "base64" } else { "text" }),
                 )
             }
         };
+        let (key, key_encoding) = match &record.key {
+            Some(k) => {
+                let (text, base64) = text_or_base64(k);
+                (Some(text), base64.then_some("base64"))
+            }
+            None => (None, None),
+        };
+        let mut base64_headers = Vec::new();
+        let headers = record
+            .headers
+            .iter()
+            .map(|h| {
+                let (text, base64) = text_or_base64(&h.value);
+                if base64 {
+                    base64_headers.push(h.name.as_str());
+                }
+                (Cow::Borrowed(h.name.as_str()), text)
+            })
+            .collect();
         RecordOut {
             partition,
             offset: record.offset,
             timestamp: record.timestamp,
-            key: record.key.as_ref().map(|k| String::from_utf8_lossy(k)),
+            key,
+            key_encoding,
             value,
-            headers: record
-                .headers
-                .iter()
-                .map(|h| {
-                    (
-                        Cow::Borrowed(h.name.as_str()),
-                        String::from_utf8_lossy(&h.value),
-                    )
-                })
-                .collect(),
+            value_encoding,
+            headers,
+            base64_headers,
         }
     }
 }
