@@ -18,6 +18,8 @@
 //! - `raw_http.rs`: [`RawConnection`] sends bytes exactly as given, for request targets a
 //!   URL library would normalize (`/v1/topics/../records`, `%2e%2e`).
 //! - `util.rs`: [`now_ms`], the seeded [`Rng`], [`temp_file`].
+//! - `python.rs`: [`python`], the venv interpreter of the Kafka client
+//!   scripts in `tests/kafka/`, and [`kafka_script`], their paths.
 //! - `brief.rs`: the brief's SQL statements; `events.rs`: events of its
 //!   `user_events` stream as the view scenarios produce them.
 //!
@@ -31,6 +33,7 @@ mod build;
 mod client;
 pub mod events;
 pub mod marks;
+mod python;
 mod raw_http;
 mod server;
 mod util;
@@ -44,6 +47,7 @@ pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,
 };
+pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};
 pub use server::Server;
 pub use util::{now_ms, temp_file, Rng};

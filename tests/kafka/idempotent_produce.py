@@ -1,0 +1,91 @@
+"""Idempotent confluent-kafka producer for tests/tests/kafka_python.rs.
+
+Usage: idempotent_produce.py BOOTSTRAP TOPIC COUNT GATE ACKED_FILE
+
+Produces COUNT messages with values `{"id": i, "pad": "..."}` (ids
+0..COUNT-1, keys "k<i>") with enable.idempotence, acks=all and unbounded
+retries, never more than WINDOW unreported at once. Before producing id
+GATE it waits for a line on stdin: the test kills and restarts the server
+meanwhile, so the rest of the run must go to the restarted server. Each id
+whose delivery report carries no error is appended to ACKED_FILE (one id a
+line). On stdout, one JSON object per line:
+
+  {"event": "acked", "count": n}           after every PROGRESS_EVERY acks
+  {"event": "gate", "acked": n}            waiting at GATE for stdin
+  {"event": "done", "acked": n, "failed": m, "unflushed": u, "errors": [...]}
+"""
+
+import json
+import select
+import sys
+
+from confluent_kafka import Producer
+
+PROGRESS_EVERY = 500
+# At most this many messages are produced but not yet reported.
+WINDOW = 2000
+
+
+def main():
+    bootstrap, topic = sys.argv[1], sys.argv[2]
+    count, gate, acked_path = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "retries": 1000000,
+            "retry.backoff.ms": 50,
+            "retry.backoff.max.ms": 200,
+            "reconnect.backoff.ms": 20,
+            "reconnect.backoff.max.ms": 200,
+            "message.timeout.ms": 120000,
+            "linger.ms": 5,
+            "batch.num.messages": 200,
+        }
+    )
+    acked_file = open(acked_path, "w", buffering=1)
+    state = {"acked": 0, "failed": 0, "errors": []}
+
+    def report(err, msg):
+        if err is not None:
+            state["failed"] += 1
+            if len(state["errors"]) < 20:
+                state["errors"].append(str(err))
+            return
+        acked_file.write("%s\n" % json.loads(msg.value())["id"])
+        state["acked"] += 1
+        if state["acked"] % PROGRESS_EVERY == 0:
+            acked_file.flush()
+            print(json.dumps({"event": "acked", "count": state["acked"]}), flush=True)
+
+    for i in range(count):
+        if i == gate:
+            print(json.dumps({"event": "gate", "acked": state["acked"]}), flush=True)
+            # Keep serving delivery reports while waiting for the go-ahead.
+            while not select.select([sys.stdin], [], [], 0.05)[0]:
+                producer.poll(0)
+            sys.stdin.readline()
+        while i - (state["acked"] + state["failed"]) >= WINDOW:
+            producer.poll(0.05)
+        value = json.dumps({"id": i, "pad": "x" * 64})
+        producer.produce(topic, key="k%d" % i, value=value, on_delivery=report)
+        producer.poll(0)
+    remaining = producer.flush(180)
+    acked_file.close()
+    print(
+        json.dumps(
+            {
+                "event": "done",
+                "acked": state["acked"],
+                "failed": state["failed"],
+                "unflushed": remaining,
+                "errors": state["errors"],
+            }
+        ),
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

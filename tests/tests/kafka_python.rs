@@ -1,0 +1,661 @@
+//! Kafka clients written in Python, none of them ours, against the real
+//! `kappa serve --kafka-listen` (the scripts are in `tests/kafka/`; they run
+//! on the venv's interpreter, see [`kappa_tests::python`]):
+//!
+//! - confluent-kafka's idempotent producer (librdkafka: `acks=all`,
+//!   unbounded retries) keeps producing while the server is killed with
+//!   SIGKILL and restarted on the same data directory and Kafka port: every
+//!   message it was told was delivered is stored exactly once, and nothing
+//!   is stored twice or that was never sent — the retries of batches the
+//!   dead server had already written are recognized after the restart.
+//! - Three confluent-kafka consumers of one group split a 6-partition topic
+//!   two partitions each; when one leaves (close → LeaveGroup) the other
+//!   two take over all six, when one is killed the last one gets all six
+//!   after the session timeout; committing after processing, every message
+//!   is consumed at least once and none is skipped, and the HTTP groups API
+//!   and `/metrics` show the committed offsets at the end with lag 0.
+//! - kafka-python, an independent pure-Python implementation of the
+//!   protocol, produces (gzip) and consumes keys, values, headers and
+//!   timestamps that equal what the HTTP API reads and writes.
+//!
+//! The scripts print one JSON object per stdout line; the tests wait on
+//! those lines (bounded), never on sleeps.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use kappa_tests::{eventually, json, kafka_script, python, Client, Server, Value};
+
+/// Arguments of a server with a Kafka listener on a free port.
+const KAFKA_ARGS: &[&str] = &["--kafka-listen", "127.0.0.1:0"];
+
+/// One Python client process: its stdout lines (JSON) arrive on a channel
+/// shared with the other scripts of a test, tagged with `index`.
+struct Script {
+    name: String,
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    stderr: tempfile::NamedTempFile,
+}
+
+impl Script {
+    /// Runs `tests/kafka/{script}` with `args`; each stdout line is sent
+    /// to `events` as `(index, json)` (a line that is not JSON fails the
+    /// test when it is received).
+    fn spawn(
+        script: &str,
+        args: &[&str],
+        index: usize,
+        events: Sender<(usize, Result<Value, String>)>,
+    ) -> Script {
+        let stderr = tempfile::NamedTempFile::new().expect("a temp file for stderr");
+        let mut child = Command::new(python())
+            .arg(kafka_script(script))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(
+                stderr.reopen().expect("reopening the stderr file"),
+            ))
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {script}: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let parsed = serde_json::from_str(&line).map_err(|_| line);
+                if events.send((index, parsed)).is_err() {
+                    break;
+                }
+            }
+        });
+        Script {
+            name: format!("{script} #{index}"),
+            stdin: child.stdin.take(),
+            child: Some(child),
+            stderr,
+        }
+    }
+
+    /// Writes one line to the script's stdin (its go-ahead or stop).
+    fn send_line(&mut self) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        writeln!(stdin).expect("writing to the script's stdin");
+        stdin.flush().expect("flushing the script's stdin");
+    }
+
+    /// SIGKILL (by this child's own PID) and reap.
+    fn kill9(&mut self) {
+        let mut child = self.child.take().expect("the script is running");
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaping the script");
+    }
+
+    /// Waits (bounded) for the script to exit and asserts it succeeded.
+    fn wait_success(&mut self, timeout: Duration) {
+        let mut child = self.child.take().expect("the script is running");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                assert!(
+                    status.success(),
+                    "{} exited with {status}; stderr:\n{}",
+                    self.name,
+                    self.stderr_text()
+                );
+                return;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{} did not exit within {timeout:?}; stderr:\n{}",
+                    self.name,
+                    self.stderr_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn stderr_text(&self) -> String {
+        let text = std::fs::read_to_string(self.stderr.path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("---- {} stderr ----\n{}", self.name, self.stderr_text());
+        }
+    }
+}
+
+/// Receives events until `handle` returns `Some`, for at most `timeout`;
+/// `what` names the wait in the failure.
+fn wait_for<T>(
+    events: &Receiver<(usize, Result<Value, String>)>,
+    timeout: Duration,
+    what: &str,
+    mut handle: impl FnMut(usize, Value) -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match events.recv_timeout(left) {
+            Ok((index, Ok(event))) => {
+                if let Some(done) = handle(index, event) {
+                    return done;
+                }
+            }
+            Ok((index, Err(line))) => panic!("script #{index} printed a non-JSON line: {line:?}"),
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("timed out after {timeout:?} waiting for {what}")
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("every script closed its stdout while waiting for {what}")
+            }
+        }
+    }
+}
+
+/// Every record of every partition of `topic`, read over HTTP.
+fn read_topic(client: &Client, topic: &str, partitions: u32) -> Vec<Vec<Value>> {
+    (0..partitions).map(|p| client.read_all(topic, p)).collect()
+}
+
+// ---------------------------------------------------------------------
+// 1. Idempotent producer across kill -9
+// ---------------------------------------------------------------------
+
+/// Messages the producer sends.
+const IDEMPOTENT_COUNT: usize = 20_000;
+/// The producer waits for the test's go-ahead before message GATE.
+const IDEMPOTENT_GATE: usize = 12_000;
+/// Acknowledgements seen before the server is killed.
+const KILL_AFTER_ACKS: u64 = 3_000;
+
+#[test]
+fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
+    let mut server = Server::start(KAFKA_ARGS);
+    let topic = "idempotent";
+    server.create_topic(&json!({"name": topic, "partitions": 3}));
+    let kafka = server.kafka_addr();
+    let acked_dir = tempfile::tempdir().expect("a temp dir");
+    let acked_path = acked_dir.path().join("acked.txt");
+    let (tx, events) = mpsc::channel();
+    let mut producer = Script::spawn(
+        "idempotent_produce.py",
+        &[
+            &kafka.to_string(),
+            topic,
+            &IDEMPOTENT_COUNT.to_string(),
+            &IDEMPOTENT_GATE.to_string(),
+            acked_path.to_str().expect("a UTF-8 temp path"),
+        ],
+        0,
+        tx,
+    );
+    wait_for(
+        &events,
+        Duration::from_secs(60),
+        "the first acks",
+        |_, e| {
+            (e["event"] == "acked" && e["count"].as_u64() >= Some(KILL_AFTER_ACKS)).then_some(())
+        },
+    );
+    server.kill9();
+    let acked_at_kill = acked_ids(&acked_path).len();
+    let kafka_listen = kafka.to_string();
+    let server = server.restart_with(&["--kafka-listen", &kafka_listen]);
+    assert_eq!(
+        server.kafka_addr(),
+        kafka,
+        "restarted on the same Kafka port"
+    );
+    // The rest of the messages (from the gate on) go to the new server.
+    producer.send_line();
+    let done = wait_for(
+        &events,
+        Duration::from_secs(120),
+        "the producer's end",
+        |_, e| (e["event"] == "done").then_some(e),
+    );
+    producer.wait_success(Duration::from_secs(30));
+    eprintln!("acknowledged before the kill: {acked_at_kill}; at the end: {done}");
+    assert_eq!(done["failed"], json!(0), "{done}");
+    assert_eq!(done["unflushed"], json!(0), "{done}");
+    assert!(
+        acked_at_kill < IDEMPOTENT_COUNT,
+        "the kill came before the end"
+    );
+
+    let acked = acked_ids(&acked_path);
+    assert_eq!(
+        acked.len(),
+        IDEMPOTENT_COUNT,
+        "every message acknowledged once"
+    );
+    let mut stored: HashMap<u64, (u32, u64)> = HashMap::new();
+    for (p, records) in read_topic(&server.client(), topic, 3).iter().enumerate() {
+        for r in records {
+            let id = r["value"]["id"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("a stored record that was never sent: {r}"));
+            assert!(id < IDEMPOTENT_COUNT as u64, "id {id} was never sent: {r}");
+            assert_eq!(r["key"], json!(format!("k{id}")), "{r}");
+            let at = (p as u32, r["offset"].as_u64().expect("offset"));
+            if let Some(first) = stored.insert(id, at) {
+                panic!("id {id} is stored twice: at {first:?} and at {at:?}");
+            }
+        }
+    }
+    for id in &acked {
+        assert!(
+            stored.contains_key(id),
+            "acknowledged id {id} is not stored"
+        );
+    }
+}
+
+/// The ids in the producer's file of acknowledged messages, each once.
+fn acked_ids(path: &Path) -> BTreeSet<u64> {
+    let file = File::open(path).expect("the acked file exists");
+    let mut ids = BTreeSet::new();
+    for line in BufReader::new(file).lines() {
+        let line = line.expect("reading the acked file");
+        // The last line may be partly written when read during the run.
+        let Ok(id) = line.parse::<u64>() else {
+            continue;
+        };
+        assert!(ids.insert(id), "id {id} acknowledged twice");
+    }
+    ids
+}
+
+// ---------------------------------------------------------------------
+// 2. A consumer group of three
+// ---------------------------------------------------------------------
+
+/// Partitions of the group test's topic.
+const GROUP_PARTITIONS: u32 = 6;
+/// Messages produced in each phase of the group test.
+const PHASE_MESSAGES: u64 = 600;
+/// The consumers' `session.timeout.ms` (the server's minimum).
+const SESSION_TIMEOUT_MS: u64 = 6_000;
+
+/// What the test knows of the group from the consumers' reports.
+#[derive(Default)]
+struct GroupView {
+    /// Current assignment of each consumer (empty between a revocation and
+    /// the next assignment).
+    assigned: BTreeMap<usize, BTreeSet<u32>>,
+    /// Id consumed at each (partition, offset), by anyone.
+    consumed: BTreeMap<(u32, u64), u64>,
+    /// How many times each (partition, offset) was consumed.
+    deliveries: u64,
+    /// Consumers that reported `closed`.
+    closed: BTreeSet<usize>,
+}
+
+impl GroupView {
+    fn apply(&mut self, index: usize, event: &Value) {
+        let partitions = || -> BTreeSet<u32> {
+            event["partitions"]
+                .as_array()
+                .expect("partitions")
+                .iter()
+                .map(|p| p.as_u64().expect("a partition") as u32)
+                .collect()
+        };
+        match event["event"].as_str().expect("an event name") {
+            "assigned" => {
+                self.assigned.insert(index, partitions());
+            }
+            "revoked" => {
+                self.assigned.insert(index, BTreeSet::new());
+            }
+            "consumed" => {
+                for r in event["records"].as_array().expect("records") {
+                    let (p, o, id) = (r[0].as_u64(), r[1].as_u64(), r[2].as_u64());
+                    let (Some(p), Some(o), Some(id)) = (p, o, id) else {
+                        panic!("bad record {r}");
+                    };
+                    self.deliveries += 1;
+                    if let Some(seen) = self.consumed.insert((p as u32, o), id) {
+                        assert_eq!(seen, id, "two ids consumed at {p}/{o}");
+                    }
+                }
+            }
+            "closed" => {
+                self.closed.insert(index);
+            }
+            "committed" => {}
+            "error" => eprintln!("consumer #{index}: {event}"),
+            other => panic!("unknown event {other:?} from consumer #{index}"),
+        }
+    }
+
+    /// True if exactly the consumers in `members` hold an assignment, each
+    /// `per_member` partitions, together all of them once.
+    fn split_among(&self, members: &[usize], per_member: usize) -> bool {
+        let mut all = BTreeSet::new();
+        for m in members {
+            let Some(set) = self.assigned.get(m) else {
+                return false;
+            };
+            if set.len() != per_member || !set.iter().all(|p| all.insert(*p)) {
+                return false;
+            }
+        }
+        all.len() == GROUP_PARTITIONS as usize
+    }
+
+    /// True if every offset below `ends[p]` was consumed on each partition.
+    fn consumed_up_to(&self, ends: &[u64]) -> bool {
+        ends.iter()
+            .enumerate()
+            .all(|(p, end)| (0..*end).all(|o| self.consumed.contains_key(&(p as u32, o))))
+    }
+}
+
+/// Applies the consumers' events to `view` until `done(view)` holds (at
+/// most `timeout`).
+fn wait_group(
+    events: &Receiver<(usize, Result<Value, String>)>,
+    view: &mut GroupView,
+    what: &str,
+    timeout: Duration,
+    done: impl Fn(&GroupView) -> bool,
+) {
+    if done(view) {
+        return;
+    }
+    wait_for(events, timeout, what, |i, e| {
+        view.apply(i, &e);
+        done(view).then_some(())
+    })
+}
+
+/// Produces ids `ids` over HTTP, id `i` to partition `i % 6`.
+fn produce_ids(client: &Client, topic: &str, ids: std::ops::Range<u64>) {
+    let records: Vec<Value> = ids
+        .map(|i| {
+            json!({"key": format!("k{i}"), "partition": i % GROUP_PARTITIONS as u64,
+                        "value": {"id": i}})
+        })
+        .collect();
+    client.produce(topic, &json!(records));
+}
+
+#[test]
+fn three_consumers_split_rebalance_on_leave_and_crash_and_commit_everything() {
+    let server = Server::start(KAFKA_ARGS);
+    let client = server.client();
+    let (topic, group) = ("orders6", "trio");
+    server.create_topic(&json!({"name": topic, "partitions": GROUP_PARTITIONS}));
+    produce_ids(&client, topic, 0..PHASE_MESSAGES);
+    let (tx, events) = mpsc::channel();
+    let kafka = server.kafka_addr().to_string();
+    let session = SESSION_TIMEOUT_MS.to_string();
+    let mut consumers: Vec<Script> = (0..3)
+        .map(|i| {
+            Script::spawn(
+                "group_consume.py",
+                &[&kafka, topic, group, &session],
+                i,
+                tx.clone(),
+            )
+        })
+        .collect();
+    drop(tx);
+    let mut view = GroupView::default();
+    let secs = Duration::from_secs;
+
+    wait_group(
+        &events,
+        &mut view,
+        "two partitions for each of three consumers",
+        secs(30),
+        |v| v.split_among(&[0, 1, 2], 2),
+    );
+    produce_ids(&client, topic, PHASE_MESSAGES..2 * PHASE_MESSAGES);
+    let ends = client.end_offsets(topic);
+    wait_group(&events, &mut view, "phase 1 consumed", secs(30), |v| {
+        v.consumed_up_to(&ends)
+    });
+
+    // A graceful leave: the other two take over at once.
+    consumers[2].send_line();
+    wait_group(&events, &mut view, "consumer 2 closed", secs(30), |v| {
+        v.closed.contains(&2)
+    });
+    consumers[2].wait_success(Duration::from_secs(30));
+    view.assigned.remove(&2);
+    wait_group(
+        &events,
+        &mut view,
+        "three partitions for each of two consumers",
+        secs(30),
+        |v| v.split_among(&[0, 1], 3),
+    );
+    produce_ids(&client, topic, 2 * PHASE_MESSAGES..3 * PHASE_MESSAGES);
+    let ends = client.end_offsets(topic);
+    wait_group(&events, &mut view, "phase 2 consumed", secs(30), |v| {
+        v.consumed_up_to(&ends)
+    });
+
+    // A crash: the last one gets everything after the session timeout.
+    consumers[1].kill9();
+    view.assigned.remove(&1);
+    produce_ids(&client, topic, 3 * PHASE_MESSAGES..4 * PHASE_MESSAGES);
+    let killed = Instant::now();
+    wait_group(
+        &events,
+        &mut view,
+        "all six partitions for consumer 0",
+        secs(30),
+        |v| v.split_among(&[0], GROUP_PARTITIONS as usize),
+    );
+    eprintln!(
+        "consumer 0 got all partitions {:?} after the kill",
+        killed.elapsed()
+    );
+    let ends = client.end_offsets(topic);
+    wait_group(&events, &mut view, "phase 3 consumed", secs(30), |v| {
+        v.consumed_up_to(&ends)
+    });
+    assert_eq!(ends.iter().sum::<u64>(), 4 * PHASE_MESSAGES);
+
+    // Every message consumed (at least once) is the one stored there.
+    for (p, records) in read_topic(&client, topic, GROUP_PARTITIONS)
+        .iter()
+        .enumerate()
+    {
+        for r in records {
+            let at = (p as u32, r["offset"].as_u64().expect("offset"));
+            assert_eq!(
+                view.consumed.get(&at).copied(),
+                r["value"]["id"].as_u64(),
+                "{at:?}"
+            );
+        }
+    }
+    eprintln!(
+        "{} messages, {} deliveries",
+        view.consumed.len(),
+        view.deliveries
+    );
+
+    // The commits after processing reach the end: HTTP and /metrics agree.
+    let path = format!("/v1/groups/{group}/offsets?topic={topic}");
+    let body = eventually(
+        "committed offsets at the end",
+        Duration::from_secs(30),
+        || {
+            let (status, body) = client.get(&path);
+            assert_eq!(status, 200, "{body}");
+            let parts = body["topics"][0]["partitions"].as_array()?.clone();
+            let at_end = parts.len() == GROUP_PARTITIONS as usize
+                && parts.iter().all(|p| {
+                    let end = ends[p["partition"].as_u64().unwrap() as usize];
+                    p["committed"].as_u64() == Some(end) && p["lag"] == json!(0)
+                });
+            at_end.then_some(body)
+        },
+    );
+    assert_eq!(body["topics"][0]["topic"], json!(topic), "{body}");
+    let metrics = eventually(
+        "the group's lag in /metrics",
+        Duration::from_secs(30),
+        || {
+            let r = client.send("GET", "/metrics", None, &[], None);
+            assert_eq!(r.status, 200);
+            let text = r.text;
+            let lines: Vec<String> = text
+                .lines()
+                .filter(|l| {
+                    l.starts_with("kappa_group_lag{")
+                        && l.contains(&format!("group=\"{group}\""))
+                        && l.contains(&format!("topic=\"{topic}\""))
+                })
+                .map(str::to_string)
+                .collect();
+            (lines.len() == GROUP_PARTITIONS as usize && lines.iter().all(|l| l.ends_with(" 0")))
+                .then_some(lines)
+        },
+    );
+    eprintln!("{}", metrics.join("\n"));
+
+    consumers[0].send_line();
+    wait_group(&events, &mut view, "consumer 0 closed", secs(30), |v| {
+        v.closed.contains(&0)
+    });
+    consumers[0].wait_success(Duration::from_secs(30));
+}
+
+// ---------------------------------------------------------------------
+// 3. kafka-python
+// ---------------------------------------------------------------------
+
+/// Records kafka-python produces; records produced over HTTP after them.
+const KAFKA_PYTHON_COUNT: u64 = 300;
+const HTTP_COUNT: u64 = 30;
+
+#[test]
+fn kafka_python_produces_and_consumes_what_http_reads_and_writes() {
+    let server = Server::start(KAFKA_ARGS);
+    let client = server.client();
+    let topic = "pyclients";
+    server.create_topic(&json!({"name": topic, "partitions": 3}));
+    let kafka = server.kafka_addr().to_string();
+
+    let produced = run_kafka_python(&["produce", &kafka, topic, &KAFKA_PYTHON_COUNT.to_string()]);
+    let produced = produced["produced"].as_array().expect("produced").clone();
+    assert_eq!(produced.len() as u64, KAFKA_PYTHON_COUNT);
+    let stored = read_topic(&client, topic, 3);
+    let at = |p: u64, o: u64| -> &Value {
+        let r = &stored[p as usize][o as usize];
+        assert_eq!(r["offset"], json!(o), "HTTP reads offsets in order");
+        r
+    };
+    for m in &produced {
+        let [i, p, o, ts] = [0, 1, 2, 3].map(|k| m[k].as_u64().expect("metadata numbers"));
+        let r = at(p, o);
+        assert_eq!(p, i % 3, "sent to partition i % 3: {m}");
+        assert_eq!(r["key"], json!(format!("key-{i}")), "{r}");
+        assert_eq!(
+            r["value"],
+            json!({"n": i, "text": format!("café {i}")}),
+            "{r}"
+        );
+        assert_eq!(
+            r["headers"],
+            json!({"seq": i.to_string(), "source": "kafka-python"})
+        );
+        assert_eq!(r["timestamp"].as_u64(), Some(ts), "{r}");
+    }
+
+    // Records produced over HTTP are consumed by kafka-python as well.
+    let http: Vec<Value> = (0..HTTP_COUNT)
+        .map(|i| {
+            json!({"key": format!("http-{i}"), "partition": i % 3,
+                   "timestamp": 1_767_225_600_000i64 + i as i64,
+                   "headers": {"via": "http", "n": i.to_string()},
+                   "value": {"http": i, "nested": {"list": [1, 2, i]}}})
+        })
+        .collect();
+    client.produce(topic, &json!(http));
+
+    let group = "pyreaders";
+    let total = KAFKA_PYTHON_COUNT + HTTP_COUNT;
+    let consumed = run_kafka_python(&["consume", &kafka, topic, &total.to_string(), group]);
+    let consumed = consumed["consumed"].as_array().expect("consumed").clone();
+    let stored = read_topic(&client, topic, 3);
+    let mut seen = BTreeSet::new();
+    for c in &consumed {
+        let (p, o) = (
+            c["partition"].as_u64().unwrap(),
+            c["offset"].as_u64().unwrap(),
+        );
+        assert!(seen.insert((p, o)), "{p}/{o} consumed twice");
+        let r = &stored[p as usize][o as usize];
+        assert_eq!(c["key"], r["key"], "{c} vs {r}");
+        assert_eq!(c["timestamp"], r["timestamp"], "{c} vs {r}");
+        let value: Value = serde_json::from_str(c["value"].as_str().unwrap()).unwrap();
+        assert_eq!(value, r["value"], "{c} vs {r}");
+        let headers: BTreeMap<String, Value> = c["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h[0].as_str().unwrap().to_string(), h[1].clone()))
+            .collect();
+        assert_eq!(json!(headers), r["headers"], "{c} vs {r}");
+        if let Some(i) = value["n"].as_u64() {
+            // Byte for byte what kafka-python sent (Python's json.dumps).
+            assert_eq!(
+                c["value"].as_str().unwrap(),
+                format!("{{\"n\": {i}, \"text\": \"caf\\u00e9 {i}\"}}")
+            );
+        }
+    }
+    assert_eq!(seen.len() as u64, total, "every record consumed");
+
+    let ends = client.end_offsets(topic);
+    let (status, body) = client.get(&format!("/v1/groups/{group}/offsets?topic={topic}"));
+    assert_eq!(status, 200, "{body}");
+    for p in body["topics"][0]["partitions"]
+        .as_array()
+        .expect("partitions")
+    {
+        let end = ends[p["partition"].as_u64().unwrap() as usize];
+        assert_eq!(p["committed"].as_u64(), Some(end), "{body}");
+        assert_eq!(p["lag"], json!(0), "{body}");
+    }
+}
+
+/// Runs `kafka_python_roundtrip.py` with `args` to its end (bounded) and
+/// returns the JSON it printed.
+fn run_kafka_python(args: &[&str]) -> Value {
+    let (tx, events) = mpsc::channel();
+    let mut script = Script::spawn("kafka_python_roundtrip.py", args, 0, tx);
+    let answer = wait_for(
+        &events,
+        Duration::from_secs(60),
+        "kafka-python's answer",
+        |_, e| Some(e),
+    );
+    script.wait_success(Duration::from_secs(30));
+    answer
+}
