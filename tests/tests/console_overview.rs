@@ -157,6 +157,17 @@ fn the_overview_charts_draw_the_servers_history() {
             "2 h 3 min"
         ])
     );
+    // A chart draws the 8 busiest of many series.
+    let drawn = browser.execute(
+        "const many = [];
+         for (let i = 0; i < 10; i++) many.push({name: 't' + i, values: [null, i % 5, i]});
+         return busiest(many).map((s) => s.name);",
+        vec![],
+    );
+    assert_eq!(
+        drawn,
+        json!(["t9", "t8", "t7", "t6", "t5", "t4", "t3", "t2"])
+    );
     // Numbers carry thousands separators and units.
     produce_clicks(&server, 1_000);
     browser.text_until("#topics", |t| t.contains("1,200") && t.contains(" kB"));
@@ -427,6 +438,15 @@ fn the_view_page_shows_a_replays_progress_and_rows_and_sql_errors_get_a_caret() 
         t.contains("SHOW TABLES;") && t.contains("GROUP page;")
     });
     assert_fits(&browser, "sql");
+
+    // Drop asks for a second click, then the view is gone.
+    open(&browser, &server, "#/view/per_page");
+    browser.text_until("#view-title", |t| t == "Table per_page");
+    browser.click("#drop");
+    browser.text_until("#drop", |t| t == "Click again to drop per_page");
+    browser.click("#drop");
+    browser.text_until("#views", |t| !t.contains("per_page"));
+    assert_eq!(server.get("/v1/views/per_page").0, 404);
 }
 
 #[test]

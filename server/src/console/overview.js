@@ -13,11 +13,22 @@ const CHARTS = [
 
 let historyData = null;
 
+// Lines one chart draws at most: the busiest series of the last minute.
+const MAX_LINES = 8;
+
+// The MAX_LINES series with the highest values over the last 60 samples.
+function busiest(series) {
+  const recent = (s) => s.values.slice(-60).reduce((m, v) => (v !== null && v > m ? v : m), -1);
+  return [...series].sort((a, b) => recent(b) - recent(a) || a.name.localeCompare(b.name)).slice(0, MAX_LINES);
+}
+
 function drawCharts() {
   if (!historyData) return;
   CHARTS.forEach((c) => {
-    const series = historyData[c.of].map((s) => ({ name: s.name, values: s[c.field] }));
-    drawChart($(c.id), $(`${c.id}-legend`), historyData.times_ms, series, c.format);
+    const all = historyData[c.of].map((s) => ({ name: s.name, values: s[c.field] }));
+    const legend = $(`${c.id}-legend`);
+    drawChart($(c.id), legend, historyData.times_ms, busiest(all), c.format);
+    if (all.length > MAX_LINES) legend.appendChild(el("span", `+${int(all.length - MAX_LINES)} more (the busiest are drawn)`, "muted"));
   });
   const n = historyData.times_ms.length;
   $("history-state").textContent = n
