@@ -81,6 +81,32 @@ pub fn count_admin_action(action: &str) {
     counter!(ADMIN_ACTIONS, "action" => action.to_string()).increment(1);
 }
 
+/// Kafka-protocol requests served, by API (`Produce`, `Fetch`, ...).
+pub const KAFKA_REQUESTS: &str = "kappa_kafka_requests_total";
+/// Kafka-protocol connections open now.
+pub const KAFKA_CONNECTIONS: &str = "kappa_kafka_connections";
+/// Kafka connections the server closed, by reason (`request_size`,
+/// `body_timeout`, `unsupported`, `malformed`, `unauthenticated`,
+/// `connection_limit`).
+pub const KAFKA_CLOSED: &str = "kappa_kafka_connections_closed_total";
+/// Group rebalances started, by group (the classic protocol coordinator).
+pub const KAFKA_REBALANCES: &str = "kappa_kafka_group_rebalances_total";
+
+/// Counts a Kafka request of `api` (a bounded set of names).
+pub fn count_kafka_request(api: String) {
+    counter!(KAFKA_REQUESTS, "api" => api).increment(1);
+}
+
+/// Counts a Kafka connection the server closed.
+pub fn count_kafka_closed(reason: &'static str) {
+    counter!(KAFKA_CLOSED, "reason" => reason).increment(1);
+}
+
+/// Moves the open Kafka connections gauge by `delta`.
+pub fn kafka_connections(delta: f64) {
+    gauge!(KAFKA_CONNECTIONS).increment(delta);
+}
+
 /// Long-polling reads waiting for records right now.
 pub const LONG_POLLS_WAITING: &str = "kappa_http_long_polls_waiting";
 

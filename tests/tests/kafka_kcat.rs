@@ -165,7 +165,7 @@ fn http_records(client: &Client, topic: &str, partitions: u32) -> Vec<Seen> {
 fn kcat_lines(range: std::ops::Range<usize>) -> Vec<u8> {
     let mut out = Vec::new();
     for i in range {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             writeln!(out, "key-{i}\t{{\"i\":{i},\"even\":true}}").unwrap();
         } else {
             writeln!(out, "key-{i}\tplain text {i}").unwrap();
@@ -212,7 +212,7 @@ fn kcat_produces_and_consumes_100000_keyed_records_with_headers_and_http_reads_t
     assert_eq!(keys.len(), N, "no record twice");
     for seen in &consumed {
         let i: usize = seen.key.strip_prefix("key-").unwrap().parse().unwrap();
-        let want = if i % 2 == 0 {
+        let want = if i.is_multiple_of(2) {
             format!("{{\"i\":{i},\"even\":true}}")
         } else {
             format!("plain text {i}")

@@ -49,8 +49,8 @@ impl Session {
     }
 }
 
-/// Why a connection is closed.
-type Close = String;
+/// Why a connection is closed: a metric label and the message logged.
+type Close = (&'static str, String);
 
 /// Serves one connection until it ends.
 pub async fn serve_connection(broker: &Broker, stream: TcpStream, peer: SocketAddr) {
@@ -83,6 +83,7 @@ pub async fn serve_connection(broker: &Broker, stream: TcpStream, peer: SocketAd
         let size = i32::from_be_bytes(size);
         let max = broker.app.config.kafka_max_request_bytes;
         if size < 8 || size as usize > max {
+            crate::metrics::count_kafka_closed("request_size");
             tracing::warn!(%peer, size, max, "closing Kafka connection: request size out of range (kafka_max_request_bytes)");
             return;
         }
@@ -94,6 +95,7 @@ pub async fn serve_connection(broker: &Broker, stream: TcpStream, peer: SocketAd
                 return;
             }
             Err(_) => {
+                crate::metrics::count_kafka_closed("body_timeout");
                 tracing::warn!(%peer, "closing Kafka connection: request body not received within request_body_timeout_ms");
                 return;
             }
@@ -105,7 +107,8 @@ pub async fn serve_connection(broker: &Broker, stream: TcpStream, peer: SocketAd
                 }
             }
             Ok(None) => {}
-            Err(reason) => {
+            Err((label, reason)) => {
+                crate::metrics::count_kafka_closed(label);
                 tracing::warn!(%peer, client_id = %session.client_id, %reason, "closing Kafka connection");
                 let _ = writer.flush().await;
                 return;
@@ -124,36 +127,51 @@ async fn handle(
     let key = i16::from_be_bytes([body[0], body[1]]);
     let version = i16::from_be_bytes([body[2], body[3]]);
     let correlation = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-    let api = ApiKey::try_from(key).map_err(|_| format!("unknown API key {key}"))?;
+    let api =
+        ApiKey::try_from(key).map_err(|_| ("unsupported", format!("unknown API key {key}")))?;
     if !versions::supports(api, version) {
         if api == ApiKey::ApiVersions {
             // Kafka answers at v0 with the list, so the client can pick.
             let answer = ResponseKind::ApiVersions(versions::api_versions(false));
             return frame(correlation, api, 0, answer).map(Some);
         }
-        return Err(format!(
-            "{api:?} v{version} is not supported (ApiVersions lists what is)"
+        return Err((
+            "unsupported",
+            format!("{api:?} v{version} is not supported (ApiVersions lists what is)"),
         ));
     }
-    let header = RequestHeader::decode(&mut body, api.request_header_version(version))
-        .map_err(|e| format!("malformed {api:?} v{version} request header: {e}"))?;
+    let header =
+        RequestHeader::decode(&mut body, api.request_header_version(version)).map_err(|e| {
+            (
+                "malformed",
+                format!("malformed {api:?} v{version} request header: {e}"),
+            )
+        })?;
     if let Some(id) = &header.client_id {
         if session.client_id.as_str() != id.as_str() {
             session.client_id = id.to_string();
         }
     }
-    let request = RequestKind::decode(api, &mut body, version)
-        .map_err(|e| format!("malformed {api:?} v{version} request: {e}"))?;
+    let request = RequestKind::decode(api, &mut body, version).map_err(|e| {
+        (
+            "malformed",
+            format!("malformed {api:?} v{version} request: {e}"),
+        )
+    })?;
     let open = matches!(
         api,
         ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
     );
     if session.principal.is_none() && !open {
         crate::auth::audit::denied("unauthorized", None, "kafka request");
-        return Err(format!(
-            "{api:?} before a SASL login (auth = \"tokens\": log in with SASL/PLAIN, a token as the password)"
+        return Err((
+            "unauthenticated",
+            format!(
+                "{api:?} before a SASL login (auth = \"tokens\": log in with SASL/PLAIN, a token as the password)"
+            ),
         ));
     }
+    crate::metrics::count_kafka_request(format!("{api:?}"));
     let answer = serve(broker, session, request, version).await?;
     match answer {
         Some(answer) => frame(correlation, api, version, answer).map(Some),
@@ -201,9 +219,12 @@ async fn serve(
         Rq::OffsetCommit(r) => Rs::OffsetCommit(groups::offset_commit(broker, session, r).await),
         Rq::OffsetFetch(r) => Rs::OffsetFetch(groups::offset_fetch(broker, session, r, version)),
         other => {
-            return Err(format!(
-                "{:?} is not served (ApiVersions lists what is)",
-                std::mem::discriminant(&other)
+            return Err((
+                "unsupported",
+                format!(
+                    "{:?} is not served (ApiVersions lists what is)",
+                    std::mem::discriminant(&other)
+                ),
             ))
         }
     }))
@@ -222,10 +243,18 @@ fn frame(
     header.correlation_id = correlation;
     header
         .encode(&mut out, api.response_header_version(version))
-        .map_err(|e| format!("cannot encode the {api:?} answer header: {e}"))?;
-    answer
-        .encode(&mut out, version)
-        .map_err(|e| format!("cannot encode the {api:?} v{version} answer: {e}"))?;
+        .map_err(|e| {
+            (
+                "encode",
+                format!("cannot encode the {api:?} answer header: {e}"),
+            )
+        })?;
+    answer.encode(&mut out, version).map_err(|e| {
+        (
+            "encode",
+            format!("cannot encode the {api:?} v{version} answer: {e}"),
+        )
+    })?;
     let len = (out.len() - 4) as i32;
     out[..4].copy_from_slice(&len.to_be_bytes());
     Ok(out)

@@ -103,15 +103,18 @@ pub async fn serve(listener: TcpListener, app: AppState) {
         };
         let max = broker.app.config.max_connections;
         if broker.open.load(Ordering::Acquire) >= max {
+            crate::metrics::count_kafka_closed("connection_limit");
             tracing::warn!(%peer, max, "Kafka connection refused: max_connections reached");
             drop(stream);
             continue;
         }
         broker.open.fetch_add(1, Ordering::AcqRel);
+        crate::metrics::kafka_connections(1.0);
         let broker = broker.clone();
         connections.spawn(async move {
             conn::serve_connection(&broker, stream, peer).await;
             broker.open.fetch_sub(1, Ordering::AcqRel);
+            crate::metrics::kafka_connections(-1.0);
         });
         // Reap finished connection tasks as we go.
         while connections.try_join_next().is_some() {}

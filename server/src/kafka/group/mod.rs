@@ -84,9 +84,8 @@ pub use types::{
 
 use state::{Group, Reply};
 
-/// Rebalances started, by group (a counter; belongs in `crate::metrics`
-/// with the other names once the listener lands).
-pub const REBALANCES: &str = "kappa_kafka_group_rebalances_total";
+/// Rebalances started, by group (a counter).
+pub use crate::metrics::KAFKA_REBALANCES as REBALANCES;
 
 /// The coordinator of every consumer group on this node. `Send + Sync`:
 /// shared behind an `Arc` by all connection tasks.
