@@ -286,8 +286,11 @@ fn assert_progress_line(line: &str) {
 fn the_view_page_shows_a_replays_progress_and_rows_and_sql_errors_get_a_caret() {
     let server = Server::start(&[]);
     clicks_and_a_view(&server, 20_000);
+    // Caught up, and every count readable (rows are read from committed state).
     eventually("per_page caught up", Duration::from_secs(60), || {
-        (server.describe_view("per_page")["status"] == "running").then_some(())
+        let done = server.describe_view("per_page")["status"] == "running"
+            && server.view_rows("per_page", "key=search")["rows"][0]["row"]["n"] == 4000;
+        done.then_some(())
     });
     let browser = Browser::start();
     open(&browser, &server, "");
