@@ -2,7 +2,7 @@
 //! (the user name is free; the token's own name is what audit logs show).
 //! With `auth = "none"` any login is accepted and grants everything, as
 //! every HTTP call is. Only `SaslHandshake` v1 with `SaslAuthenticate` is
-//! served (what librdkafka and the Java client use).
+//! served (what librdkafka and the Java client use); v0 is listed because librdkafka requires it before it logs in.
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
