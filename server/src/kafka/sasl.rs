@@ -1,8 +1,10 @@
 //! SASL/PLAIN: a Kafka client logs in with a Kappa token as its password
 //! (the user name is free; the token's own name is what audit logs show).
 //! With `auth = "none"` any login is accepted and grants everything, as
-//! every HTTP call is. Only `SaslHandshake` v1 with `SaslAuthenticate` is
-//! served (what librdkafka and the Java client use); v0 is listed because librdkafka requires it before it logs in.
+//! every HTTP call is. The login is `SaslHandshake` then
+//! `SaslAuthenticate` (what librdkafka and the Java client do); raw SASL
+//! frames after a v0 handshake are not understood, but v0 is listed
+//! because librdkafka requires it before it logs in.
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
