@@ -157,6 +157,35 @@ fn the_overview_charts_draw_the_servers_history() {
             "2 h 3 min"
         ])
     );
+    // The page asks only for new samples once it has the history: what it
+    // put together is what the server holds.
+    let held = |b: &Browser| {
+        b.execute(
+            "return historyData ? historyData.times_ms.length : 0;",
+            vec![],
+        )
+        .as_u64()
+        .unwrap_or(0)
+    };
+    let first = held(&browser);
+    browser.until("the page to add samples", || {
+        (held(&browser) >= first + 2).then_some(())
+    });
+    let compared = browser.execute_async(
+        "const done = arguments[arguments.length - 1];
+         const held = historyData;
+         const k = held.times_ms.length;
+         const pick = (h) => [
+           h.times_ms.slice(0, k),
+           h.topics.find((s) => s.name === 'clicks').records_per_second.slice(0, k),
+           h.views.find((s) => s.name === 'per_page').lag.slice(0, k),
+           h.views.find((s) => s.name === 'per_page').status.slice(0, k),
+         ];
+         api('/v1/history').then((full) => done([pick(held), pick(full), full.times_ms[0] === held.times_ms[0]]));",
+        vec![],
+    );
+    assert_eq!(compared[0], compared[1], "merged against full: {compared}");
+    assert_eq!(compared[2], json!(true), "{compared}");
     // A chart draws the 8 busiest of many series.
     let drawn = browser.execute(
         "const many = [];
@@ -197,6 +226,25 @@ fn the_message_browser_shows_follows_and_produces_records() {
     assert!(
         records.contains(r#"{"origin":"test"}"#),
         "headers shown: {records}"
+    );
+    // Bytes that are not JSON or not UTF-8 (from a Kafka client) are shown
+    // as the API answers them, marked.
+    let cells = browser.execute(
+        "return recordRow({offset: 1234, timestamp: 0, key: 'AAE=', key_encoding: 'base64',
+                           value: 'plain text', value_encoding: 'text',
+                           headers: {h: '/w==', t: 'ok'}, base64_headers: ['h']})
+                 .map((c) => (typeof c === 'object' ? c.text : c));",
+        vec![],
+    );
+    assert_eq!(
+        cells,
+        json!([
+            "1,234",
+            "1970-01-01T00:00:00Z",
+            "base64:AAE=",
+            "plain text",
+            r#"{"h":"base64:/w==","t":"ok"}"#
+        ])
     );
     browser.until("the topic's chart to draw points", || {
         (points(&browser, "topic-chart") > 0).then_some(())
@@ -479,4 +527,8 @@ fn the_history_needs_the_metrics_grant() {
     );
     assert_eq!(server.client().get("/v1/history").0, 401);
     assert_eq!(admin.get("/v1/history?since=1").0, 400);
+    assert_eq!(admin.get("/v1/history?since_ms=soon").0, 400);
+    let (status, none) = admin.get(&format!("/v1/history?since_ms={}", i64::MAX));
+    assert_eq!(status, 200, "{none}");
+    assert_eq!(none["times_ms"], json!([]), "nothing after the end of time");
 }

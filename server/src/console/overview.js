@@ -37,14 +37,52 @@ function drawCharts() {
 }
 
 // The history (GET /v1/history), or null with the error in #history-state.
+// Once loaded, only the samples after the newest one held are asked for
+// and added (mergeHistory).
 async function loadHistory() {
+  const held = historyData;
+  const last = held && held.times_ms.length ? held.times_ms[held.times_ms.length - 1] : null;
   try {
-    historyData = await api("/v1/history");
+    const answer = await api(last === null ? "/v1/history" : `/v1/history?since_ms=${last}`);
+    // Another load may have finished meanwhile: add to what it left only
+    // what it did not add already.
+    historyData = historyData === held ? (last === null ? answer : mergeHistory(held, answer)) : historyData;
   } catch (e) {
     historyData = null;
     $("history-state").textContent = `history: ${e.message}`;
   }
   return historyData;
+}
+
+// `held` followed by `added` (the samples after it), as one history of at
+// most `capacity` samples; a series neither has a value in any more is left out.
+function mergeHistory(held, added) {
+  const n = held.times_ms.length;
+  const m = added.times_ms.length;
+  const drop = Math.max(0, n + m - added.capacity);
+  const joined = (a, b, fields) => {
+    const byName = new Map();
+    a.forEach((s) => byName.set(s.name, [s, null]));
+    b.forEach((s) => byName.set(s.name, [(byName.get(s.name) || [null])[0], s]));
+    const out = [];
+    [...byName.keys()].sort().forEach((name) => {
+      const [old, add] = byName.get(name);
+      const series = { name };
+      fields.forEach((f) => {
+        const before = old ? old[f] : new Array(n).fill(null);
+        const after = add ? add[f] : new Array(m).fill(null);
+        series[f] = before.concat(after).slice(drop);
+      });
+      if (fields.some((f) => series[f].some((v) => v !== null))) out.push(series);
+    });
+    return out;
+  };
+  return {
+    ...added,
+    times_ms: held.times_ms.concat(added.times_ms).slice(drop),
+    topics: joined(held.topics, added.topics, ["records_per_second", "bytes_per_second", "consumed_per_second"]),
+    views: joined(held.views, added.views, ["records_per_second", "lag", "build_lag", "status"]),
+  };
 }
 
 async function refreshHistory() {

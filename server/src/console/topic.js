@@ -69,8 +69,17 @@ function startParam() {
   return ["offset", kind];
 }
 
+// A record's cells. A value that is not JSON (e.g. from a Kafka client)
+// comes as text, shown as is, or as base64, shown with a "base64:" prefix;
+// so do keys and header values that are not UTF-8.
 function recordRow(r) {
-  return [num(r.offset), time(r.timestamp), r.key === null ? "" : r.key, json(r.value), json(r.headers)];
+  const key = r.key === null || r.key === undefined ? "" : r.key_encoding === "base64" ? `base64:${r.key}` : r.key;
+  const value = r.value_encoding === "text" ? r.value : r.value_encoding === "base64" ? `base64:${r.value}` : json(r.value);
+  const base64 = r.base64_headers || [];
+  const headers = Object.keys(r.headers || {}).length
+    ? json(Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, base64.includes(k) ? `base64:${v}` : v])))
+    : "";
+  return [num(r.offset), time(r.timestamp), key, value, headers];
 }
 
 function recordsUrl(topic, partition, params) {

@@ -31,9 +31,12 @@ impl History {
         }
     }
 
-    /// The samples as series.
-    pub fn series(&self) -> HistoryOut {
-        self.ring.lock().unwrap_or_else(|e| e.into_inner()).series()
+    /// The samples taken after `since_ms` (all when `None`) as series.
+    pub fn series(&self, since_ms: Option<i64>) -> HistoryOut {
+        self.ring
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .series(since_ms)
     }
 
     /// Starts sampling the server of `state` every second, until shutdown.

@@ -180,14 +180,19 @@ impl Ring {
         self.last = Some((at_ms, counters));
     }
 
-    /// The samples as series, oldest first: one array per measure, with
-    /// `null` where a topic or view did not exist or its rate is unknown.
-    pub fn series(&self) -> HistoryOut {
-        let times_ms: Vec<i64> = self.samples.iter().map(|s| s.at_ms).collect();
+    /// The samples taken after `since_ms` (all of them when `None`) as
+    /// series, oldest first: one array per measure, with `null` where a
+    /// topic or view did not exist or its rate is unknown.
+    pub fn series(&self, since_ms: Option<i64>) -> HistoryOut {
+        let first = since_ms.map_or(0, |since| {
+            self.samples.partition_point(|s| s.at_ms <= since)
+        });
+        let samples = self.samples.range(first..);
+        let times_ms: Vec<i64> = samples.clone().map(|s| s.at_ms).collect();
         let n = times_ms.len();
         let mut topics: BTreeMap<&str, TopicSeries> = BTreeMap::new();
         let mut views: BTreeMap<&str, ViewSeries> = BTreeMap::new();
-        for (i, sample) in self.samples.iter().enumerate() {
+        for (i, sample) in samples.enumerate() {
             for (name, p) in &sample.topics {
                 let s = topics
                     .entry(name)
@@ -335,7 +340,7 @@ mod tests {
         ring.record(10_000, topics(&[("a", topic(100, 5_000, 0))]));
         ring.record(11_000, topics(&[("a", topic(150, 6_000, 20))]));
         ring.record(13_000, topics(&[("a", topic(250, 6_000, 20))]));
-        let out = ring.series();
+        let out = ring.series(None);
         assert_eq!(out.times_ms, vec![10_000, 11_000, 13_000]);
         let a = &out.topics[0];
         assert_eq!(a.records_per_second, vec![None, Some(50.0), Some(50.0)]);
@@ -350,7 +355,7 @@ mod tests {
             ring.record(s as i64 * 1_000, topics(&[("a", topic(s * 10, 0, 0))]));
         }
         assert_eq!(ring.len(), 3);
-        let out = ring.series();
+        let out = ring.series(None);
         assert_eq!(out.times_ms, vec![7_000, 8_000, 9_000]);
         assert_eq!(out.topics[0].records_per_second, vec![Some(10.0); 3]);
         assert_eq!(out.capacity, 3);
@@ -369,7 +374,7 @@ mod tests {
             2_000,
             topics(&[("a", topic(5, 5, 0)), ("b", topic(9, 0, 0))]),
         );
-        let out = ring.series();
+        let out = ring.series(None);
         assert_eq!(
             out.topics[0].records_per_second,
             vec![None, None, Some(2.0)]
@@ -393,7 +398,7 @@ mod tests {
         ring.record(5_000, topics(&[("a", topic(10, 0, 0))]));
         ring.record(4_000, topics(&[("a", topic(10, 0, 0))]));
         ring.record(6_000, topics(&[("a", topic(10, 0, 0))]));
-        let out = ring.series();
+        let out = ring.series(None);
         assert_eq!(out.times_ms, vec![5_000, 6_000]);
         assert_eq!(out.topics[0].records_per_second, vec![None, Some(10.0)]);
     }
@@ -417,7 +422,7 @@ mod tests {
         c.views
             .insert("v".into(), view(&[(2, 2_600)], 0, "running"));
         ring.record(3_000, c);
-        let v = &ring.series().views[0];
+        let v = &ring.series(None).views[0];
         assert_eq!(
             v.records_per_second,
             vec![None, Some(100.0), Some(2_050.0), Some(100.0)]
@@ -433,11 +438,28 @@ mod tests {
     }
 
     #[test]
+    fn series_since_a_time_hold_only_the_later_samples() {
+        let mut ring = Ring::new(CAPACITY);
+        for s in 0..5u64 {
+            ring.record(s as i64 * 1_000, topics(&[("a", topic(s * 10, 0, 0))]));
+        }
+        let out = ring.series(Some(2_000));
+        assert_eq!(out.times_ms, vec![3_000, 4_000]);
+        assert_eq!(out.topics[0].records_per_second, vec![Some(10.0); 2]);
+        // Between samples, and before the oldest: from the next one on.
+        assert_eq!(ring.series(Some(2_500)).times_ms, vec![3_000, 4_000]);
+        assert_eq!(ring.series(Some(-1)).times_ms.len(), 5);
+        // Nothing newer: no samples and no series.
+        let none = ring.series(Some(4_000));
+        assert!(none.times_ms.is_empty() && none.topics.is_empty());
+    }
+
+    #[test]
     fn a_series_missing_from_a_sample_is_null_there() {
         let mut ring = Ring::new(CAPACITY);
         ring.record(0, topics(&[("a", topic(0, 0, 0))]));
         ring.record(1_000, topics(&[("b", topic(0, 0, 0))]));
-        let out = ring.series();
+        let out = ring.series(None);
         assert_eq!(out.topics.len(), 2);
         assert_eq!(out.topics[0].name, "a");
         assert_eq!(out.topics[0].records_per_second.len(), 2);
@@ -455,7 +477,7 @@ mod tests {
             views: BTreeMap::new(),
         };
         ring.record(0, counters);
-        let out = ring.series();
+        let out = ring.series(None);
         assert!(out.truncated);
         assert_eq!(out.topics.len(), MAX_SERIES);
     }
