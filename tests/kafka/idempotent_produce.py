@@ -12,12 +12,14 @@ line). On stdout, one JSON object per line:
 
   {"event": "acked", "count": n}           after every PROGRESS_EVERY acks
   {"event": "gate", "acked": n}            waiting at GATE for stdin
-  {"event": "done", "acked": n, "failed": m, "unflushed": u, "errors": [...]}
+  {"event": "done", "acked": n, "failed": m, "unflushed": u, "retransmitted": r,
+   "errors": [...]}
 """
 
 import json
 import select
 import sys
+import time
 
 from confluent_kafka import Producer
 
@@ -42,10 +44,24 @@ def main():
             "message.timeout.ms": 120000,
             "linger.ms": 5,
             "batch.num.messages": 200,
+            "statistics.interval.ms": 100,
+            "stats_cb": lambda text: stats(text),
         }
     )
     acked_file = open(acked_path, "w", buffering=1)
-    state = {"acked": 0, "failed": 0, "errors": []}
+    state = {"acked": 0, "failed": 0, "errors": [], "retransmitted": 0, "stats": 0}
+
+    def stats(text):
+        # Messages transmitted more than once (the batches in flight at the
+        # kill, sent again): evidence that the run exercised the retries.
+        partitions = [
+            p
+            for t in json.loads(text).get("topics", {}).values()
+            for p in t["partitions"].values()
+            if p["partition"] >= 0
+        ]
+        state["retransmitted"] = sum(p["txmsgs"] - p["msgs"] for p in partitions)
+        state["stats"] += 1
 
     def report(err, msg):
         if err is not None:
@@ -72,6 +88,11 @@ def main():
         producer.produce(topic, key="k%d" % i, value=value, on_delivery=report)
         producer.poll(0)
     remaining = producer.flush(180)
+    # Two statistics rounds after the flush, so the figure is final.
+    seen = state["stats"]
+    deadline = time.monotonic() + 5
+    while state["stats"] < seen + 2 and time.monotonic() < deadline:
+        producer.poll(0.05)
     acked_file.close()
     print(
         json.dumps(
@@ -80,6 +101,7 @@ def main():
                 "acked": state["acked"],
                 "failed": state["failed"],
                 "unflushed": remaining,
+                "retransmitted": state["retransmitted"],
                 "errors": state["errors"],
             }
         ),

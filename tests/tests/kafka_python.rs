@@ -29,7 +29,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use kappa_tests::{eventually, json, kafka_script, python, Client, Server, Value};
+use kappa_tests::{eventually, json, kafka_script, now_ms, python, Client, Rng, Server, Value};
 
 /// Arguments of a server with a Kafka listener on a free port.
 const KAFKA_ARGS: &[&str] = &["--kafka-listen", "127.0.0.1:0"];
@@ -188,7 +188,9 @@ const KILL_AFTER_ACKS: u64 = 3_000;
 
 #[test]
 fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
-    let mut server = Server::start(KAFKA_ARGS);
+    let port = free_port_below_ephemeral();
+    let kafka_listen = format!("127.0.0.1:{port}");
+    let mut server = Server::start(&["--kafka-listen", &kafka_listen]);
     let topic = "idempotent";
     server.create_topic(&json!({"name": topic, "partitions": 3}));
     let kafka = server.kafka_addr();
@@ -217,7 +219,6 @@ fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
     );
     server.kill9();
     let acked_at_kill = acked_ids(&acked_path).len();
-    let kafka_listen = kafka.to_string();
     let server = server.restart_with(&["--kafka-listen", &kafka_listen]);
     assert_eq!(
         server.kafka_addr(),
@@ -233,12 +234,14 @@ fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
         |_, e| (e["event"] == "done").then_some(e),
     );
     producer.wait_success(Duration::from_secs(30));
+    // `retransmitted`: messages sent again after the kill (the batches in
+    // flight then); shown, not asserted, as it depends on the timing.
     eprintln!("acknowledged before the kill: {acked_at_kill}; at the end: {done}");
     assert_eq!(done["failed"], json!(0), "{done}");
     assert_eq!(done["unflushed"], json!(0), "{done}");
     assert!(
-        acked_at_kill < IDEMPOTENT_COUNT,
-        "the kill came before the end"
+        acked_at_kill <= IDEMPOTENT_GATE,
+        "the producer waited at the gate: {acked_at_kill} acknowledged before the kill"
     );
 
     let acked = acked_ids(&acked_path);
@@ -267,6 +270,30 @@ fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
             "acknowledged id {id} is not stored"
         );
     }
+}
+
+/// A free port below the kernel's ephemeral range, for a Kafka listener
+/// that must come back on the same port after a restart: a port of the
+/// ephemeral range could meanwhile be taken by any outgoing connection,
+/// even by one of the producer's reconnects to it.
+fn free_port_below_ephemeral() -> u16 {
+    const LOWEST: u16 = 10_000;
+    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    assert!(
+        first_ephemeral > LOWEST + 1_000,
+        "ephemeral ports start at {first_ephemeral}"
+    );
+    let mut rng = Rng::new(now_ms() as u64 ^ (u64::from(std::process::id()) << 40));
+    for _ in 0..100 {
+        let port = LOWEST + rng.below(u64::from(first_ephemeral - LOWEST)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {LOWEST}..{first_ephemeral} after 100 tries");
 }
 
 /// The ids in the producer's file of acknowledged messages, each once.
@@ -303,8 +330,10 @@ struct GroupView {
     assigned: BTreeMap<usize, BTreeSet<u32>>,
     /// Id consumed at each (partition, offset), by anyone.
     consumed: BTreeMap<(u32, u64), u64>,
-    /// How many times each (partition, offset) was consumed.
+    /// Records consumed, counting repeats.
     deliveries: u64,
+    /// Records consumed by each consumer, counting repeats.
+    deliveries_by: BTreeMap<usize, u64>,
     /// Consumers that reported `closed`.
     closed: BTreeSet<usize>,
 }
@@ -333,6 +362,7 @@ impl GroupView {
                         panic!("bad record {r}");
                     };
                     self.deliveries += 1;
+                    *self.deliveries_by.entry(index).or_default() += 1;
                     if let Some(seen) = self.consumed.insert((p as u32, o), id) {
                         assert_eq!(seen, id, "two ids consumed at {p}/{o}");
                     }
@@ -456,10 +486,17 @@ fn three_consumers_split_rebalance_on_leave_and_crash_and_commit_everything() {
         v.consumed_up_to(&ends)
     });
 
-    // A crash: the last one gets everything after the session timeout.
+    // A crash while consumer 1 is busy with new messages: consumer 0 gets
+    // everything after the session timeout and goes on from consumer 1's
+    // last commit (what it consumed after that is consumed again).
+    let before = view.deliveries_by.get(&1).copied().unwrap_or(0);
+    produce_ids(&client, topic, 3 * PHASE_MESSAGES..4 * PHASE_MESSAGES);
+    wait_group(&events, &mut view, "consumer 1 consuming", secs(30), |v| {
+        v.deliveries_by.get(&1).copied().unwrap_or(0) > before
+    });
     consumers[1].kill9();
     view.assigned.remove(&1);
-    produce_ids(&client, topic, 3 * PHASE_MESSAGES..4 * PHASE_MESSAGES);
+    produce_ids(&client, topic, 4 * PHASE_MESSAGES..5 * PHASE_MESSAGES);
     let killed = Instant::now();
     wait_group(
         &events,
@@ -473,10 +510,14 @@ fn three_consumers_split_rebalance_on_leave_and_crash_and_commit_everything() {
         killed.elapsed()
     );
     let ends = client.end_offsets(topic);
-    wait_group(&events, &mut view, "phase 3 consumed", secs(30), |v| {
-        v.consumed_up_to(&ends)
-    });
-    assert_eq!(ends.iter().sum::<u64>(), 4 * PHASE_MESSAGES);
+    wait_group(
+        &events,
+        &mut view,
+        "phases 3 and 4 consumed",
+        secs(30),
+        |v| v.consumed_up_to(&ends),
+    );
+    assert_eq!(ends.iter().sum::<u64>(), 5 * PHASE_MESSAGES);
 
     // Every message consumed (at least once) is the one stored there.
     for (p, records) in read_topic(&client, topic, GROUP_PARTITIONS)
