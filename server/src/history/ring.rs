@@ -124,7 +124,8 @@ impl Ring {
 
     /// Records the counters read at `at_ms` as a sample of rates since the
     /// previous reading. A reading not later than the previous one is
-    /// ignored (a clock that stepped back).
+    /// ignored (the sampler's clock only moves forward; this keeps the
+    /// samples in time order whatever a caller passes).
     pub fn record(&mut self, at_ms: i64, mut counters: Counters) {
         let previous = self.last.take();
         if let Some((then, _)) = &previous {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kappa_log::Log;
 
@@ -61,15 +61,19 @@ pub fn read_counters(log: &Log, views: &ViewManager) -> Counters {
     Counters { topics, views }
 }
 
-/// Milliseconds since the Unix epoch, by the system clock.
+/// Milliseconds since the Unix epoch, by the wall clock.
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Samples into `ring` every [`INTERVAL_MS`] until shutdown starts.
+/// Samples into `ring` every [`INTERVAL_MS`] until shutdown starts. Sample
+/// times are the wall clock at the start plus the monotonic time since, so
+/// they always increase (a wall clock stepped back does not stop the
+/// history) and rates divide by the time that really passed.
 pub fn spawn(state: AppState, ring: Arc<Mutex<Ring>>) -> tokio::task::JoinHandle<()> {
+    let (origin_ms, origin) = (now_ms(), Instant::now());
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_millis(INTERVAL_MS));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -85,7 +89,7 @@ pub fn spawn(state: AppState, ring: Arc<Mutex<Ring>>) -> tokio::task::JoinHandle
                 tracing::warn!("reading the counters for the history failed");
                 continue;
             };
-            let at_ms = now_ms();
+            let at_ms = origin_ms + origin.elapsed().as_millis() as i64;
             ring.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .record(at_ms, counters);
