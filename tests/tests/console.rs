@@ -1,7 +1,7 @@
 //! The web console: `GET /` serves one HTML page, with its script and styles
 //! at `/console.js` and `/console.css`, that reads the JSON API of the same
 //! server (nothing is loaded from elsewhere). Its safety is
-//! `console_safety.rs`.
+//! `console_safety.rs`; its pages in a browser, `console_overview.rs`.
 
 use kappa_tests::{raw_request, Server};
 
@@ -20,7 +20,14 @@ fn the_console_page_is_served_at_the_root() {
     assert_eq!(script.status, 200);
     let script = String::from_utf8(script.body).expect("UTF-8");
     // It reads this server's API...
-    for path in ["/v1/topics", "/v1/views", "/v1/statements", "/ready"] {
+    for path in [
+        "/v1/topics",
+        "/v1/views",
+        "/v1/statements",
+        "/v1/groups",
+        "/v1/history",
+        "/ready",
+    ] {
         assert!(script.contains(path), "the console does not use {path}");
     }
     // ...and only this server: no scripts, styles or fonts from elsewhere.
