@@ -8,7 +8,8 @@
 //!
 //! Module map: `conn` (one connection: framing, limits, dispatch, SASL
 //! state) · `versions` (the APIs and versions served) · `metadata` ·
-//! `produce` (Produce, InitProducerId, Kafka records in) · `fetch` (Fetch,
+//! `produce` (Produce, InitProducerId, Kafka records in; `decompress` bounds
+//! what a compressed batch may expand to) · `fetch` (Fetch,
 //! ListOffsets, Kafka record batches out) · `admin` (CreateTopics,
 //! DeleteTopics, DescribeConfigs) · `groups` (FindCoordinator, the group
 //! membership APIs over [`group::Coordinator`], OffsetCommit/OffsetFetch) ·
@@ -22,6 +23,7 @@
 
 mod admin;
 mod conn;
+mod decompress;
 mod errors;
 mod fetch;
 pub mod group;

@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId,
@@ -196,10 +196,19 @@ fn decode(broker: &Broker, index: i32, records: Option<Bytes>) -> Result<Append,
         return Err(errors::INVALID_REQUEST);
     };
     let size = bytes.len();
-    let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| {
-        tracing::warn!(error = %e, "a Kafka record batch could not be decoded");
-        errors::CORRUPT_MESSAGE
-    })?;
+    let limit = broker.app.log.config().max_batch_bytes;
+    let mut sets = Vec::new();
+    while bytes.has_remaining() {
+        let set = RecordBatchDecoder::decode_with_custom_compression(
+            &mut bytes,
+            Some(|b: &mut Bytes, codec| super::decompress::bounded(b, codec, limit)),
+        )
+        .map_err(|e| {
+            tracing::warn!(error = %e, "a Kafka record batch could not be decoded");
+            errors::CORRUPT_MESSAGE
+        })?;
+        sets.push(set);
+    }
     let config = &broker.app.config;
     let mut out = Vec::new();
     let mut key = None;
