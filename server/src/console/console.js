@@ -35,12 +35,17 @@ function cell(c) {
 function fill(table, headers, rows) {
   table.replaceChildren();
   const head = el("tr");
-  headers.forEach((h) => head.appendChild(el("th", h)));
   table.appendChild(head);
-  rows.forEach((cells) => {
+  const bodies = rows.map((cells) => {
     const tr = el("tr");
     cells.forEach((c) => tr.appendChild(cell(c)));
     table.appendChild(tr);
+    return tr;
+  });
+  // A column of numbers has its header over them, on the right.
+  headers.forEach((h, i) => {
+    const numbers = bodies.length > 0 && bodies.every((tr) => !tr.cells[i] || tr.cells[i].classList.contains("num"));
+    head.appendChild(el("th", h, numbers ? "num" : ""));
   });
 }
 
