@@ -145,6 +145,19 @@ fn client_options(matches: &ArgMatches) -> Result<ClientOptions, clap::Error> {
     ClientOptions::from_arg_matches(leaf)
 }
 
+/// A client subcommand piped into a reader that stops early (`kappa views
+/// --json | head`) ends quietly, as Unix tools do, instead of failing with
+/// "Broken pipe": SIGPIPE gets its default action again. Only for the
+/// client subcommands — the server must see EPIPE as an error on one
+/// connection, not die of it.
+fn quiet_on_closed_pipe() {
+    // SAFETY: resetting a signal's disposition to the default before any
+    // thread is started has no memory-safety preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() {
     let mut command = command_line();
     let matches = command.get_matches_mut();
@@ -171,9 +184,12 @@ fn main() {
     let result = match cli.command {
         Command::Serve { config, overrides } => serve(config, overrides),
         Command::Demo(args) => demo(args),
-        Command::Client(client) => client_options(&matches)
-            .map_err(anyhow::Error::from)
-            .and_then(|options| kappa_server::cli::run(&options, client)),
+        Command::Client(client) => {
+            quiet_on_closed_pipe();
+            client_options(&matches)
+                .map_err(anyhow::Error::from)
+                .and_then(|options| kappa_server::cli::run(&options, client))
+        }
     };
     if let Err(e) = result {
         if e.downcast_ref::<kappa_server::cli::Reported>().is_none() {

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
-use kappa_tests::{kappa_bin, run_cli, Server, Value};
+use kappa_tests::{json, kappa_bin, run_cli, Server, Value};
 
 /// Runs `kappa args…` with no `KAPPA_*` client settings from the
 /// environment, `stdin` piped in (if any).
@@ -283,10 +283,16 @@ fn mistyped_view_and_topic_names_get_suggestions() {
     server
         .client()
         .sql_ok(&format!("{USER_EVENTS}\n{PURCHASE_STATS}"));
-    let commands: [&[&str]; 3] = [
+    let commands: [&[&str]; 5] = [
         &["views", "purchase_stat"],
         &["query", "purchse_stats", "u1"],
         &["replay", "purchase_statz", "--no-wait"],
+        &[
+            "sql",
+            "-e",
+            "SELECT * FROM purchase_stat WHERE user_id = 'u1';",
+        ],
+        &["sql", "-e", "DESCRIBE purchse_stats;"],
     ];
     for args in commands {
         let error = failed(kappa(&server, args, None));
@@ -392,4 +398,42 @@ fn describe_shows_a_tables_columns_and_settings() {
         "{text}"
     );
     assert!(!text.contains('{'), "raw JSON in:\n{text}");
+}
+
+#[test]
+fn a_client_piped_into_a_reader_that_stops_early_ends_quietly() {
+    let server = Server::start(&[]);
+    let client = server.client();
+    client.create_topic(&json!({"name": "many", "partitions": 1}));
+    let records: Vec<Value> = (0..3000)
+        .map(|i| json!({"value": {"i": i, "padding": "x".repeat(100)}}))
+        .collect();
+    client.produce("many", &Value::Array(records));
+    // `kappa tail ... | head -1`: the reader closes the pipe after one line,
+    // with far more than a pipe buffer still to come.
+    let mut child = Command::new(kappa_bin())
+        .args([
+            "--url",
+            &server.url(),
+            "tail",
+            "many",
+            "--from",
+            "earliest",
+            "--no-follow",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(!first.is_empty());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

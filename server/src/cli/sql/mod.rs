@@ -107,13 +107,28 @@ pub fn run_text(
 /// Sends one statement and prints its answer.
 fn execute(client: &Client, text: &str, span: Span, out: &mut dyn Write) -> anyhow::Result<()> {
     let statement = &text[span.start..span.end];
-    let body = client.post("/v1/statements", "application/sql", statement, &[])?;
+    let body = client
+        .post("/v1/statements", "application/sql", statement, &[])
+        .map_err(|e| with_suggestion(client, e))?;
     let answer: Answer = super::http::parse("/v1/statements", &body)?;
     for result in &answer.results {
         out.write_all(render(result).as_bytes())?;
     }
     out.flush()?;
     Ok(())
+}
+
+/// A statement's `unknown_view` error with the closest existing names
+/// (the view is the one the server's message quotes).
+fn with_suggestion(client: &Client, error: anyhow::Error) -> anyhow::Error {
+    let quoted = error
+        .downcast_ref::<super::http::ApiError>()
+        .filter(|api| api.code == "unknown_view")
+        .and_then(|api| api.message.split('"').nth(1).map(str::to_string));
+    match quoted {
+        Some(name) => super::suggest::unknown(client, &super::suggest::Named::View(name), error),
+        None => error,
+    }
 }
 
 /// Prints an error of the statement at `span` of `text`: the server's
