@@ -114,6 +114,7 @@ fn route_matrix(anonymous: &Client) {
     let wrong = "kp_0000000000000000000000000000000000000000000000000000000000000000";
     let cases = vec![
         case("GET", "/metrics", None, Some("metrics"), 200),
+        case("GET", "/v1/history", None, Some("metrics"), 200),
         case("GET", "/v1/openapi.json", None, None, 200),
         case("GET", "/v1/topics", None, None, 200),
         case(
