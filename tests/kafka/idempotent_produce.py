@@ -1,17 +1,21 @@
 """Idempotent confluent-kafka producer for tests/tests/kafka_python.rs.
 
-Usage: idempotent_produce.py BOOTSTRAP TOPIC COUNT GATE ACKED_FILE
+Usage: idempotent_produce.py BOOTSTRAP TOPIC COUNT GATE ACKED_FILE REQUEST_TIMEOUT_MS
 
 Produces COUNT messages with values `{"id": i, "pad": "..."}` (ids
-0..COUNT-1, keys "k<i>") with enable.idempotence, acks=all and unbounded
-retries, never more than WINDOW unreported at once. Before producing id
-GATE it waits for a line on stdin: the test kills and restarts the server
-meanwhile, so the rest of the run must go to the restarted server. Each id
-whose delivery report carries no error is appended to ACKED_FILE (one id a
-line). On stdout, one JSON object per line:
+0..COUNT-1, keys "k<i>") with enable.idempotence, acks=all, unbounded
+retries and snappy compression, never more than WINDOW unreported at once.
+Before producing id GATE (if below COUNT) it waits for a line on stdin: the
+test kills and restarts the server meanwhile, so the rest of the run must
+go to the restarted server. Each id whose delivery report carries no error
+is appended to ACKED_FILE (one id a line). On stdout, one JSON object per
+line:
 
   {"event": "acked", "count": n}           after every PROGRESS_EVERY acks
   {"event": "gate", "acked": n}            waiting at GATE for stdin
+  {"event": "client_error", "name": ..., "text": ...}   from error_cb
+  {"event": "request_timeout", "text": ...}   librdkafka gave up on
+                                              requests in flight (REQTMOUT)
   {"event": "done", "acked": n, "failed": m, "unflushed": u, "retransmitted": r,
    "errors": [...]}
 """
@@ -28,9 +32,21 @@ PROGRESS_EVERY = 500
 WINDOW = 2000
 
 
+class Log:
+    """librdkafka's log lines (delivered by poll): REQTMOUT ones become
+    events, all go to stderr."""
+
+    def log(self, level, fmt, *args):
+        facility, _name, text = args
+        sys.stderr.write("%d %s %s\n" % (level, facility, text))
+        if facility == "REQTMOUT" and "in-flight" in text:
+            print(json.dumps({"event": "request_timeout", "text": text}), flush=True)
+
+
 def main():
     bootstrap, topic = sys.argv[1], sys.argv[2]
     count, gate, acked_path = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    request_timeout_ms = int(sys.argv[6])
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -44,8 +60,19 @@ def main():
             "message.timeout.ms": 120000,
             "linger.ms": 5,
             "batch.num.messages": 200,
+            # The codec the kcat and kafka-python tests do not use.
+            "compression.type": "snappy",
             "statistics.interval.ms": 100,
             "stats_cb": lambda text: stats(text),
+            # A request in flight that long is given up: the connection is
+            # closed and its batches are sent again on a new one.
+            "request.timeout.ms": request_timeout_ms,
+            "socket.timeout.ms": request_timeout_ms,
+            "logger": Log(),
+            "error_cb": lambda err: print(
+                json.dumps({"event": "client_error", "name": err.name(), "text": err.str()}),
+                flush=True,
+            ),
         }
     )
     acked_file = open(acked_path, "w", buffering=1)

@@ -3,11 +3,15 @@
 //! on the venv's interpreter, see [`kappa_tests::python`]):
 //!
 //! - confluent-kafka's idempotent producer (librdkafka: `acks=all`,
-//!   unbounded retries) keeps producing while the server is killed with
-//!   SIGKILL and restarted on the same data directory and Kafka port: every
-//!   message it was told was delivered is stored exactly once, and nothing
-//!   is stored twice or that was never sent — the retries of batches the
-//!   dead server had already written are recognized after the restart.
+//!   unbounded retries, snappy) keeps producing while the server is killed
+//!   with SIGKILL and restarted on the same data directory and Kafka port,
+//!   and, in a second run, while the server is paused (SIGSTOP) until the
+//!   producer gives up on its requests in flight and sends them again on a
+//!   new connection — the resumed server still holds the first copies.
+//!   Either way every message it was told was delivered is stored exactly
+//!   once, each partition in production order, and nothing is stored that
+//!   was never sent: the retries of batches already written are recognized
+//!   (after the restart, from the segments).
 //! - Three confluent-kafka consumers of one group split a 6-partition topic
 //!   two partitions each; when one leaves (close → LeaveGroup) the other
 //!   two take over all six, when one is killed the last one gets all six
@@ -176,18 +180,50 @@ fn read_topic(client: &Client, topic: &str, partitions: u32) -> Vec<Vec<Value>> 
 }
 
 // ---------------------------------------------------------------------
-// 1. Idempotent producer across kill -9
+// 1. Idempotent producer across kill -9, and across a pause
 // ---------------------------------------------------------------------
 
 /// Messages the producer sends.
 const IDEMPOTENT_COUNT: usize = 20_000;
 /// The producer waits for the test's go-ahead before message GATE.
 const IDEMPOTENT_GATE: usize = 12_000;
-/// Acknowledgements seen before the server is killed.
-const KILL_AFTER_ACKS: u64 = 3_000;
+/// Acknowledgements seen before the server is disrupted.
+const DISRUPT_AFTER_ACKS: u64 = 3_000;
+/// The producer's request timeout when the server is paused: short, so
+/// requests time out and are sent again on a new connection.
+const PAUSE_REQUEST_TIMEOUT_MS: u64 = 1_000;
+
+/// What happens to the server while the idempotent producer runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Disruption {
+    /// SIGKILL, then a restart on the same data directory and Kafka port.
+    Kill9,
+    /// SIGSTOP until the producer has given up on requests in flight
+    /// (closing their connection and sending them again on a new one),
+    /// then SIGCONT: the paused server still holds the first copies.
+    Pause,
+}
 
 #[test]
 fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
+    let retransmitted = produce_idempotently_through(Disruption::Kill9);
+    // Messages sent again after the kill (the batches in flight then):
+    // shown, not asserted, as it depends on the moment of the kill.
+    eprintln!("retransmitted after the kill: {retransmitted}");
+}
+
+#[test]
+fn idempotent_producer_retries_after_request_timeouts_store_nothing_twice() {
+    let retransmitted = produce_idempotently_through(Disruption::Pause);
+    assert!(retransmitted > 0, "the paused requests were sent again");
+}
+
+/// Runs `idempotent_produce.py` against a server disrupted by `disruption`
+/// after the first acknowledgements, then asserts that every message was
+/// acknowledged and is stored exactly once, each partition in production
+/// order, and nothing else is stored. Returns how many messages the
+/// producer transmitted more than once.
+fn produce_idempotently_through(disruption: Disruption) -> u64 {
     let port = free_port_below_ephemeral();
     let kafka_listen = format!("127.0.0.1:{port}");
     let mut server = Server::start(&["--kafka-listen", &kafka_listen]);
@@ -196,6 +232,10 @@ fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
     let kafka = server.kafka_addr();
     let acked_dir = tempfile::tempdir().expect("a temp dir");
     let acked_path = acked_dir.path().join("acked.txt");
+    let request_timeout_ms = match disruption {
+        Disruption::Kill9 => 30_000,
+        Disruption::Pause => PAUSE_REQUEST_TIMEOUT_MS,
+    };
     let (tx, events) = mpsc::channel();
     let mut producer = Script::spawn(
         "idempotent_produce.py",
@@ -205,53 +245,87 @@ fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
             &IDEMPOTENT_COUNT.to_string(),
             &IDEMPOTENT_GATE.to_string(),
             acked_path.to_str().expect("a UTF-8 temp path"),
+            &request_timeout_ms.to_string(),
         ],
         0,
         tx,
     );
-    wait_for(
-        &events,
-        Duration::from_secs(60),
-        "the first acks",
-        |_, e| {
-            (e["event"] == "acked" && e["count"].as_u64() >= Some(KILL_AFTER_ACKS)).then_some(())
-        },
-    );
-    server.kill9();
-    let acked_at_kill = acked_ids(&acked_path).len();
-    let server = server.restart_with(&["--kafka-listen", &kafka_listen]);
-    assert_eq!(
-        server.kafka_addr(),
-        kafka,
-        "restarted on the same Kafka port"
-    );
-    // The rest of the messages (from the gate on) go to the new server.
-    producer.send_line();
-    let done = wait_for(
-        &events,
-        Duration::from_secs(120),
-        "the producer's end",
-        |_, e| (e["event"] == "done").then_some(e),
-    );
-    producer.wait_success(Duration::from_secs(30));
-    // `retransmitted`: messages sent again after the kill (the batches in
-    // flight then); shown, not asserted, as it depends on the timing.
-    eprintln!("acknowledged before the kill: {acked_at_kill}; at the end: {done}");
+    let secs = Duration::from_secs;
+    wait_for(&events, secs(60), "the first acks", |_, e| {
+        (e["event"] == "acked" && e["count"].as_u64() >= Some(DISRUPT_AFTER_ACKS)).then_some(())
+    });
+    let server = match disruption {
+        Disruption::Kill9 => {
+            server.kill9();
+            let server = server.restart_with(&["--kafka-listen", &kafka_listen]);
+            assert_eq!(server.kafka_addr(), kafka, "restarted on the same port");
+            // The rest of the messages (from the gate on) go to the new
+            // server.
+            producer.send_line();
+            server
+        }
+        Disruption::Pause => {
+            signal(&server, libc::SIGSTOP);
+            // Messages from the gate on are sent to the paused server for
+            // sure: their requests time out.
+            producer.send_line();
+            let error = wait_for(&events, secs(60), "the producer to give up", |_, e| {
+                (e["event"] == "request_timeout").then_some(e)
+            });
+            eprintln!("the producer while the server is paused: {error}");
+            signal(&server, libc::SIGCONT);
+            server
+        }
+    };
+    let acked_before = acked_ids(&acked_path).len();
+    let done = wait_for(&events, secs(120), "the producer's end", |_, e| {
+        (e["event"] == "done").then_some(e)
+    });
+    producer.wait_success(secs(30));
+    eprintln!("acknowledged before the {disruption:?}: {acked_before}; at the end: {done}");
     assert_eq!(done["failed"], json!(0), "{done}");
     assert_eq!(done["unflushed"], json!(0), "{done}");
     assert!(
-        acked_at_kill <= IDEMPOTENT_GATE,
-        "the producer waited at the gate: {acked_at_kill} acknowledged before the kill"
+        acked_before <= IDEMPOTENT_GATE,
+        "the producer waited at the gate: {acked_before} acknowledged before the {disruption:?}"
     );
-
     let acked = acked_ids(&acked_path);
     assert_eq!(
         acked.len(),
         IDEMPOTENT_COUNT,
         "every message acknowledged once"
     );
+    let stored = stored_once_in_order(&server.client(), topic);
+    for id in &acked {
+        assert!(
+            stored.contains_key(id),
+            "acknowledged id {id} is not stored"
+        );
+    }
+    done["retransmitted"].as_u64().expect("retransmitted")
+}
+
+/// Sends `signal` to the running server (by its own child's PID).
+fn signal(server: &Server, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(server.pid().expect("the server runs")).expect("a pid_t");
+    // SAFETY: kill(2) on the PID of the harness's unreaped child.
+    let rc = unsafe { libc::kill(pid, signal) };
+    assert_eq!(
+        rc,
+        0,
+        "kill({pid}, {signal}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// Where each id of the idempotence topic is stored; asserts each is
+/// stored once, was sent (an id below the count, with its key), and that
+/// ids increase along each partition (the idempotent producer keeps a
+/// partition's order, also across its retries).
+fn stored_once_in_order(client: &Client, topic: &str) -> HashMap<u64, (u32, u64)> {
     let mut stored: HashMap<u64, (u32, u64)> = HashMap::new();
-    for (p, records) in read_topic(&server.client(), topic, 3).iter().enumerate() {
+    for (p, records) in read_topic(client, topic, 3).iter().enumerate() {
+        let mut last_id = None;
         for r in records {
             let id = r["value"]["id"]
                 .as_u64()
@@ -262,14 +336,15 @@ fn idempotent_producer_stores_every_acknowledged_message_once_across_sigkill() {
             if let Some(first) = stored.insert(id, at) {
                 panic!("id {id} is stored twice: at {first:?} and at {at:?}");
             }
+            assert!(
+                last_id < Some(id),
+                "partition {p}: id {id} at offset {} after id {last_id:?}",
+                at.1
+            );
+            last_id = Some(id);
         }
     }
-    for id in &acked {
-        assert!(
-            stored.contains_key(id),
-            "acknowledged id {id} is not stored"
-        );
-    }
+    stored
 }
 
 /// A free port below the kernel's ephemeral range, for a Kafka listener
