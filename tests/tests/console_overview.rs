@@ -535,3 +535,43 @@ fn the_history_needs_the_metrics_grant() {
     assert_eq!(status, 200, "{none}");
     assert_eq!(none["times_ms"], json!([]), "nothing after the end of time");
 }
+
+#[test]
+fn the_rows_browser_pages_through_a_table_and_back() {
+    let server = Server::start(&[]);
+    server.sql_ok(
+        "CREATE STREAM visits (user_id VARCHAR) WITH (KAFKA_TOPIC='visits', VALUE_FORMAT='JSON', PARTITIONS=1);
+         CREATE TABLE per_user AS SELECT user_id, COUNT(*) AS n FROM visits GROUP BY user_id;",
+    );
+    let records: Vec<Value> = (0..120)
+        .map(|i| json!({"key": format!("u{i:03}"), "value": {"user_id": format!("u{i:03}")}}))
+        .collect();
+    server.produce("visits", &Value::Array(records));
+    eventually("per_user has every user", Duration::from_secs(60), || {
+        (server.view_rows("per_user", "key=u119")["rows"][0]["row"]["n"] == 1).then_some(())
+    });
+    let browser = Browser::start();
+    open(&browser, &server, "#/view/per_user");
+    browser.click("#load");
+    browser.text_until("#as-of", |t| t.starts_with("page 1 · 50 rows of per_user"));
+    assert!(browser.text("#rows").contains("u000"));
+    browser.click("#rows-next");
+    browser.text_until("#as-of", |t| t.starts_with("page 2 · 50 rows"));
+    browser.click("#rows-next");
+    browser.text_until("#as-of", |t| t.starts_with("page 3 · 20 rows"));
+    let rows = browser.text("#rows");
+    assert!(rows.contains("u119") && !rows.contains("u000"), "{rows}");
+    let disabled = browser.execute(
+        "return [document.getElementById('rows-next').disabled, document.getElementById('rows-prev').disabled];",
+        vec![],
+    );
+    assert_eq!(disabled, json!([true, false]), "the last page");
+    browser.click("#rows-prev");
+    browser.text_until("#as-of", |t| t.starts_with("page 2 · 50 rows"));
+    // A prefix search.
+    browser.select("#key-mode", "prefix");
+    browser.type_into("#key", "u11");
+    browser.click("#load");
+    browser.text_until("#as-of", |t| t.starts_with("page 1 · 10 rows"));
+    assert_fits(&browser, "rows");
+}
