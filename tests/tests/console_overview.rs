@@ -6,13 +6,17 @@
 //! - the topic page's message browser shows a produced record, follows new
 //!   ones, and its form produces a test message; the consumer groups page
 //!   shows a group's committed offsets and lag and resets them;
-//! - the view page shows a replay's progress with its rate and ETA, and
-//!   browses rows by key;
-//! - a SQL error shows a caret at the line and column the API names;
-//! - no page is wider than the 1280 px window.
+//! - the view page shows a replay's progress with its rate and ETA, warns
+//!   when the view does not keep up or failed, drops it, and browses rows
+//!   by key, by prefix and page by page;
+//! - a SQL error shows a caret at the line and column the API names; SHOW
+//!   and DESCRIBE answer as tables;
+//! - no page is wider than the 1280 px window;
+//! - `GET /v1/history` needs the `metrics` grant.
 //!
 //! Every wait polls the page or the API with a deadline; none sleeps. A
-//! failing test leaves a screenshot (its path is printed).
+//! failing test leaves a screenshot (its path is printed);
+//! `KAPPA_CONSOLE_SCREENSHOTS=DIR` saves one of every page checked.
 
 mod browser;
 
