@@ -2,14 +2,21 @@
 //! run with confluent-kafka and kafka-python from a venv outside the repo,
 //! which `.ci/run` installs), and the paths of those scripts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::*;
 
 /// The venv's Python: `$KAPPA_TEST_PYTHON` if set, else
 /// `$HOME/.cache/kappa-kafka-venv/bin/python`. Panics, saying how to
-/// install it, when it is missing or lacks the Kafka client packages.
-pub fn python() -> PathBuf {
+/// install it, when it is missing or lacks the Kafka client packages
+/// (checked once per test process).
+pub fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(find_python)
+}
+
+fn find_python() -> PathBuf {
     let path = match std::env::var_os("KAPPA_TEST_PYTHON") {
         Some(p) => PathBuf::from(p),
         None => {
