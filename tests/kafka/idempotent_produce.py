@@ -1,6 +1,6 @@
 """Idempotent confluent-kafka producer for tests/tests/kafka_python.rs.
 
-Usage: idempotent_produce.py BOOTSTRAP TOPIC COUNT GATE ACKED_FILE REQUEST_TIMEOUT_MS
+Usage: idempotent_produce.py BOOTSTRAP TOPIC COUNT GATE ACKED_FILE REQUEST_TIMEOUT_MS [TOKEN]
 
 Produces COUNT messages with values `{"id": i, "pad": "..."}` (ids
 0..COUNT-1, keys "k<i>") with enable.idempotence, acks=all, unbounded
@@ -8,7 +8,8 @@ retries and snappy compression, never more than WINDOW unreported at once.
 Before producing id GATE (if below COUNT) it waits for a line on stdin: the
 test kills and restarts the server meanwhile, so the rest of the run must
 go to the restarted server. Each id whose delivery report carries no error
-is appended to ACKED_FILE (one id a line). On stdout, one JSON object per
+is appended to ACKED_FILE (one id a line). With TOKEN, it logs in with
+SASL/PLAIN, the token as password. On stdout, one JSON object per
 line:
 
   {"event": "acked", "count": n}           after every PROGRESS_EVERY acks
@@ -47,34 +48,43 @@ def main():
     bootstrap, topic = sys.argv[1], sys.argv[2]
     count, gate, acked_path = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     request_timeout_ms = int(sys.argv[6])
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "retries": 1000000,
-            "retry.backoff.ms": 50,
-            "retry.backoff.max.ms": 200,
-            "reconnect.backoff.ms": 20,
-            "reconnect.backoff.max.ms": 200,
-            "message.timeout.ms": 120000,
-            "linger.ms": 5,
-            "batch.num.messages": 200,
-            # The codec the kcat and kafka-python tests do not use.
-            "compression.type": "snappy",
-            "statistics.interval.ms": 100,
-            "stats_cb": lambda text: stats(text),
-            # A request in flight that long is given up: the connection is
-            # closed and its batches are sent again on a new one.
-            "request.timeout.ms": request_timeout_ms,
-            "socket.timeout.ms": request_timeout_ms,
-            "logger": Log(),
-            "error_cb": lambda err: print(
-                json.dumps({"event": "client_error", "name": err.name(), "text": err.str()}),
-                flush=True,
-            ),
-        }
-    )
+    token = sys.argv[7] if len(sys.argv) > 7 else None
+    producer_config = {
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "retries": 1000000,
+        "retry.backoff.ms": 50,
+        "retry.backoff.max.ms": 200,
+        "reconnect.backoff.ms": 20,
+        "reconnect.backoff.max.ms": 200,
+        "message.timeout.ms": 120000,
+        "linger.ms": 5,
+        "batch.num.messages": 200,
+        # The codec the kcat and kafka-python tests do not use.
+        "compression.type": "snappy",
+        "statistics.interval.ms": 100,
+        "stats_cb": lambda text: stats(text),
+        # A request in flight that long is given up: the connection is
+        # closed and its batches are sent again on a new one.
+        "request.timeout.ms": request_timeout_ms,
+        "socket.timeout.ms": request_timeout_ms,
+        "logger": Log(),
+        "error_cb": lambda err: print(
+            json.dumps({"event": "client_error", "name": err.name(), "text": err.str()}),
+            flush=True,
+        ),
+    }
+    if token is not None:
+        producer_config.update(
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "PLAIN",
+                "sasl.username": "kappa-test",
+                "sasl.password": token,
+            }
+        )
+    producer = Producer(producer_config)
     acked_file = open(acked_path, "w", buffering=1)
     state = {"acked": 0, "failed": 0, "errors": [], "retransmitted": 0, "stats": 0}
 
