@@ -65,7 +65,5 @@ pub fn of_log(error: &LogError) -> i16 {
 
 /// A record is not valid (e.g. too many headers).
 pub const INVALID_RECORD: i16 = 87;
-/// The principal's rate limit is reached.
-pub const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
 /// The group id is not valid.
 pub const INVALID_GROUP_ID: i16 = 24;

@@ -125,13 +125,12 @@ pub async fn produce(
                     Err(code) => Err(code),
                     Ok(append) => {
                         let (count, bytes) = (append.records.len(), append.bytes);
-                        let admitted = session
-                            .principal()
-                            .map(|pr| broker.app.auth.admit_produce(pr, count));
-                        match (admitted, topic.partition(append.index as u32)) {
-                            (Some(Err(_)), _) => Err(errors::THROTTLING_QUOTA_EXCEEDED),
-                            (_, Err(e)) => Err(errors::of_log(&e)),
-                            (_, Ok(partition)) => {
+                        if let Some(principal) = session.principal() {
+                            wait_for_rate(broker, principal, count).await;
+                        }
+                        match topic.partition(append.index as u32) {
+                            Err(e) => Err(errors::of_log(&e)),
+                            Ok(partition) => {
                                 let request = AppendRequest {
                                     records: append.records,
                                     idempotency_key: append.key,
@@ -187,6 +186,30 @@ pub async fn produce(
         }
     }
     (acks != 0).then_some(response)
+}
+
+/// Holds a produce of `records` until `principal`'s rate limit admits it
+/// (Kafka slows a producer over its quota down rather than refusing it:
+/// the connection's next request waits too). Shutdown ends the wait.
+async fn wait_for_rate(broker: &Broker, principal: &crate::auth::Principal, records: usize) {
+    let Some(rate) = principal.produce_records_per_second else {
+        return;
+    };
+    loop {
+        let now = std::time::Instant::now();
+        let Err(wait) = broker
+            .app
+            .auth
+            .limiter
+            .admit(&principal.name, rate, records, now)
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = broker.app.shutdown_started() => return,
+        }
+    }
 }
 
 /// Decodes one partition's record batches into one append, checking the
