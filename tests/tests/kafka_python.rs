@@ -61,6 +61,8 @@ impl Script {
     ) -> Script {
         let stderr = tempfile::NamedTempFile::new().expect("a temp file for stderr");
         let mut child = Command::new(python())
+            // No __pycache__ in the source tree.
+            .arg("-B")
             .arg(kafka_script(script))
             .args(args)
             .stdin(Stdio::piped())
