@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Kafka-protocol throughput (issue 17): kcat (librdkafka, Debian's package)
-# produces RECORDS records of 100 bytes to a 1-partition topic and consumes
-# them back, against Kappa's --kafka-listen (topic fsync=always: acknowledged
+# Kafka-protocol throughput (issue 17): confluent-kafka (librdkafka 2.16,
+# tools/kafka-load.py) produces RECORDS records of 100 bytes to a
+# 1-partition topic and consumes them back, against Kappa's --kafka-listen (topic fsync=always: acknowledged
 # from disk) and against the peer tansu (memory storage: acknowledged from
 # memory), one fresh topic per run; then Kappa's HTTP produce at batch 1000
 # (kappa-bench, 8 connections, fsync=always) in the same run, side by side.
@@ -12,7 +12,11 @@
 #
 # Environment: KAPPA_BIN, BENCH_BIN (default target/release/ or
 # $CARGO_TARGET_DIR/release/), TANSU_BIN (default ~/.cache/tansu/bin/tansu;
-# skipped when missing), RECORDS (default 2000000), RUNS (default 3).
+# skipped when missing), PYTHON (default the tests' venv,
+# ~/.cache/kappa-kafka-venv/bin/python, which .ci/run makes), RECORDS
+# (default 2000000), RUNS (default 3). Debian's kcat (librdkafka 2.0) cannot
+# talk to tansu 0.6 (its ApiVersions answer is cut short for that client),
+# so the load comes from the newer librdkafka of confluent-kafka.
 # Prints one line per run and a Markdown table of medians; OUT_DIR (default
 # bench-kafka-out) keeps the logs and the table.
 set -euo pipefail
@@ -31,7 +35,9 @@ OUT=$(cd "$OUT" && pwd)
 for bin in "$KAPPA_BIN" "$BENCH_BIN"; do
     [[ -x $bin ]] || { echo "missing $bin: build the release binaries first" >&2; exit 1; }
 done
-command -v kcat >/dev/null || { echo "kcat is missing (apt-get install kcat)" >&2; exit 1; }
+PYTHON=${PYTHON:-${KAPPA_TEST_PYTHON:-$HOME/.cache/kappa-kafka-venv/bin/python}}
+"$PYTHON" -c 'import confluent_kafka' || { echo "confluent-kafka missing for $PYTHON (.ci/run installs it)" >&2; exit 1; }
+LOAD=("$PYTHON" "$ROOT/tools/kafka-load.py")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kappa-bench-kafka.XXXXXX")
 PIDS=()
@@ -42,38 +48,33 @@ cleanup() {
 }
 trap cleanup EXIT
 
-now() { date +%s.%N; }
-rate() { python3 -c "print(round($1 / ($3 - $2)))"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# The input: RECORDS values of exactly 100 bytes, one per line.
-INPUT=$WORK/records.txt
-python3 - "$RECORDS" > "$INPUT" <<'EOF'
-import sys
-n = int(sys.argv[1])
-out = sys.stdout
-for i in range(n):
-    out.write(f"{i:012d}" + "x" * 88 + "\n")
-EOF
+# CPU seconds the process PID has used so far (user + system).
+cpu_seconds() { awk -v tck="$(getconf CLK_TCK)" '{print ($14 + $15) / tck}' "/proc/$1/stat"; }
 
-# produce_consume SYSTEM BROKER TOPIC: one run; appends "produce consume"
-# records/s to $OUT/SYSTEM.runs.
+# produce_consume SYSTEM BROKER TOPIC PID: one run; appends "produce
+# consume produce-server-cores consume-server-cores" to $OUT/SYSTEM.runs
+# (server cores = the server's CPU seconds over the phase's wall seconds).
 produce_consume() {
-    local system=$1 broker=$2 topic=$3
-    local t0 t1 t2 t3 got
-    t0=$(now)
-    kcat -b "$broker" -P -t "$topic" -X linger.ms=5 -X batch.size=1000000 < "$INPUT" \
-        2>> "$OUT/$system.kcat.log"
-    t1=$(now)
-    got=$(kcat -b "$broker" -C -t "$topic" -o beginning -e -q -f '%s\n' 2>> "$OUT/$system.kcat.log" | wc -l)
-    t2=$(now)
-    [[ $got == "$RECORDS" ]] || { echo "$system: consumed $got of $RECORDS" >&2; exit 1; }
-    local p c
-    p=$(rate "$RECORDS" "$t0" "$t1")
-    c=$(rate "$RECORDS" "$t1" "$t2")
-    echo "$system $topic: produce $p records/s ($(python3 -c "print(round($t1-$t0, 2))") s), consume $c records/s"
-    echo "$p $c" >> "$OUT/$system.runs"
+    local system=$1 broker=$2 topic=$3 pid=$4
+    local c0 c1 c2 produced consumed
+    c0=$(cpu_seconds "$pid")
+    produced=$("${LOAD[@]}" produce "$broker" "$topic" "$RECORDS")
+    c1=$(cpu_seconds "$pid")
+    consumed=$("${LOAD[@]}" consume "$broker" "$topic" "$RECORDS")
+    c2=$(cpu_seconds "$pid")
+    python3 - "$produced" "$consumed" "$c0" "$c1" "$c2" "$system $topic" >> "$OUT/$system.runs" <<'PY'
+import json, sys
+p, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+c0, c1, c2 = map(float, sys.argv[3:6])
+row = [round(p["records_per_second"]), round(c["records_per_second"]),
+       round((c1 - c0) / p["seconds"], 2), round((c2 - c1) / c["seconds"], 2)]
+print(*row)
+print(f"{sys.argv[6]}: produce {row[0]} records/s (server {row[2]} cores), "
+      f"consume {row[1]} records/s (server {row[3]} cores)", file=sys.stderr)
+PY
 }
 
 # --- Kappa over the Kafka protocol, then over HTTP -----------------------
@@ -87,15 +88,34 @@ KAFKA=$(sed -n 2p "$WORK/kappa.out" | awk '{print $4}')
 for run in $(seq "$RUNS"); do
     curl -sf -X POST "http://$HTTP/v1/topics" -H 'content-type: application/json' \
         -d "{\"name\":\"k$run\",\"partitions\":1,\"fsync\":\"always\"}" > /dev/null
-    produce_consume kappa "$KAFKA" "k$run"
+    produce_consume kappa "$KAFKA" "k$run" "${PIDS[0]}"
 done
+# The same records through kcat (C, Debian's librdkafka 2.0; it cannot talk
+# to tansu 0.6): values from a file, timed around the process.
+if command -v kcat > /dev/null; then
+    : > "$OUT/kappa-kcat.runs"
+    python3 -c "import sys; sys.stdout.write(('x' * 100 + '\n') * $RECORDS)" > "$WORK/values.txt"
+    for run in $(seq "$RUNS"); do
+        curl -sf -X POST "http://$HTTP/v1/topics" -H 'content-type: application/json' \
+            -d "{\"name\":\"c$run\",\"partitions\":1,\"fsync\":\"always\"}" > /dev/null
+        c0=$(cpu_seconds "${PIDS[0]}"); t0=$(date +%s.%N)
+        kcat -b "$KAFKA" -P -t "c$run" -X linger.ms=5 < "$WORK/values.txt" 2>> "$OUT/kcat.log"
+        c1=$(cpu_seconds "${PIDS[0]}"); t1=$(date +%s.%N)
+        got=$(kcat -b "$KAFKA" -C -t "c$run" -o beginning -e -q -f '%o\n' 2>> "$OUT/kcat.log" | wc -l)
+        c2=$(cpu_seconds "${PIDS[0]}"); t2=$(date +%s.%N)
+        [[ $got == "$RECORDS" ]] || { echo "kcat consumed $got of $RECORDS" >&2; exit 1; }
+        python3 -c "
+r=$RECORDS; print(round(r/($t1-$t0)), round(r/($t2-$t1)), round(($c1-$c0)/($t1-$t0),2), round(($c2-$c1)/($t2-$t1),2))" \
+            | tee -a "$OUT/kappa-kcat.runs" | sed "s/^/kappa c$run (kcat): produce, consume, server cores: /"
+    done
+fi
 "$BENCH_BIN" --url "http://$HTTP" --json "$OUT/http.json" produce --topic h --create --recreate \
     --partitions 1 --fsync always --connections 8 --batch 1000 --record-bytes 100 \
     --duration 10 --warmup 2 --runs "$RUNS" > "$OUT/http.md"
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
 
 # --- tansu (memory storage) ------------------------------------------------
-TANSU_ROW="| tansu 0.6.0 (memory) | not run: $TANSU_BIN missing | |"
+TANSU_ROW="| tansu 0.6.0 (memory) | not run: $TANSU_BIN missing | | | |"
 if [[ -x $TANSU_BIN ]]; then
     : > "$OUT/tansu.runs"
     PORT=$(free_port)
@@ -103,13 +123,13 @@ if [[ -x $TANSU_BIN ]]; then
         --advertised-listener-url "tcp://127.0.0.1:$PORT" --storage-engine memory://tansu/ \
         > "$OUT/tansu.log" 2>&1 &
     PIDS+=($!)
-    for _ in $(seq 100); do kcat -b "127.0.0.1:$PORT" -L -m 1 > /dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -q 'ready in' "$OUT/tansu.log" && break; sleep 0.1; done
     for run in $(seq "$RUNS"); do
         "$TANSU_BIN" topic create --broker "tcp://127.0.0.1:$PORT" "t$run" --partitions 1 \
             >> "$OUT/tansu.log" 2>&1
-        produce_consume tansu "127.0.0.1:$PORT" "t$run"
+        produce_consume tansu "127.0.0.1:$PORT" "t$run" "${PIDS[1]}"
     done
-    TANSU_ROW="| tansu 0.6.0 (memory, acknowledged from memory) | $(cut -d' ' -f1 "$OUT/tansu.runs" | median) | $(cut -d' ' -f2 "$OUT/tansu.runs" | median) |"
+    TANSU_ROW="| tansu 0.6.0 (memory: acknowledged from memory) | $(cut -d' ' -f1 "$OUT/tansu.runs" | median) | $(cut -d' ' -f2 "$OUT/tansu.runs" | median) | $(cut -d' ' -f3 "$OUT/tansu.runs" | median) | $(cut -d' ' -f4 "$OUT/tansu.runs" | median) |"
 fi
 
 HTTP_RATE=$(python3 -c "
@@ -117,9 +137,12 @@ import json
 rows = json.load(open('$OUT/http.json'))['summary']
 print(round(next(r['spread']['median'] for r in rows if r['name'] == 'records/s')))" 2>/dev/null || echo "see http.md")
 {
-    echo "| server and protocol ($RECORDS records of 100 B, 1 partition, $RUNS runs) | produce records/s (median) | consume records/s (median) |"
-    echo "|---|--:|--:|"
-    echo "| Kappa, Kafka protocol, kcat (fsync=always) | $(cut -d' ' -f1 "$OUT/kappa.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa.runs" | median) |"
+    echo "| server and protocol ($RECORDS records of 100 B, 1 partition, $RUNS runs) | produce records/s | consume records/s | server cores, produce | server cores, consume |"
+    echo "|---|--:|--:|--:|--:|"
+    echo "| Kappa, Kafka protocol, confluent-kafka (fsync=always: acknowledged from disk) | $(cut -d' ' -f1 "$OUT/kappa.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa.runs" | median) | $(cut -d' ' -f3 "$OUT/kappa.runs" | median) | $(cut -d' ' -f4 "$OUT/kappa.runs" | median) |"
+    if [[ -s $OUT/kappa-kcat.runs ]]; then
+        echo "| Kappa, Kafka protocol, kcat (fsync=always) | $(cut -d' ' -f1 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f3 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f4 "$OUT/kappa-kcat.runs" | median) |"
+    fi
     echo "$TANSU_ROW"
-    echo "| Kappa, HTTP, kappa-bench batch 1000 x 8 connections (fsync=always) | $HTTP_RATE | |"
+    echo "| Kappa, HTTP, kappa-bench batch 1000 x 8 connections (fsync=always) | $HTTP_RATE | | | |"
 } | tee "$OUT/table.md"
