@@ -83,7 +83,28 @@ def consume(bootstrap, topic, count, group):
     print(json.dumps({"consumed": consumed}), flush=True)
 
 
+def groups(bootstrap):
+    """Prints the consumer groups the admin client lists."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    def name(group):
+        # kafka-python 3 answers tuples or dicts depending on the version.
+        if isinstance(group, (tuple, list)):
+            return group[0]
+        if isinstance(group, dict):
+            return group["group_id"]
+        return getattr(group, "group_id", group)
+
+    listed = sorted(name(g) for g in admin.list_groups())
+    admin.close()
+    print(json.dumps({"groups": listed}), flush=True)
+
+
 def main():
+    if sys.argv[1] == "groups":
+        groups(sys.argv[2])
+        return
     mode, bootstrap, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if mode == "produce":
         produce(bootstrap, topic, count)

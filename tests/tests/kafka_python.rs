@@ -839,6 +839,15 @@ fn kafka_python_produces_and_consumes_what_http_reads_and_writes() {
         assert_eq!(p["committed"].as_u64(), Some(end), "{body}");
         assert_eq!(p["lag"], json!(0), "{body}");
     }
+
+    // A group that only committed over HTTP is listed to Kafka clients too.
+    let (status, body) = client.post_json(
+        "/v1/groups/http-only/offsets",
+        &json!({"topic": topic, "offsets": [{"partition": 0, "offset": 1}]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let listed = run_kafka_python(&["groups", &kafka]);
+    assert_eq!(listed["groups"], json!(["http-only", group]), "{listed}");
 }
 
 /// Runs `kafka_python_roundtrip.py` with `args` to its end (bounded) and

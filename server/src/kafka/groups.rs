@@ -218,7 +218,8 @@ pub fn leave(broker: &Broker, session: &Session, request: LeaveGroupRequest) -> 
     response
 }
 
-/// `ListGroups`: the groups the session may see, with their state.
+/// `ListGroups`: the groups the session may see, with their state —
+/// also those that have committed offsets but no members here.
 pub fn list(
     broker: &Broker,
     session: &Session,
@@ -231,9 +232,19 @@ pub fn list(
         .iter()
         .map(|s| s.to_string())
         .collect();
-    response.groups = broker
-        .groups
-        .list()
+    // Groups the coordinator knows, then those that only committed offsets
+    // (over HTTP, or over Kafka before a restart): Empty, no protocol.
+    let mut groups = broker.groups.list();
+    for name in broker.app.log.groups() {
+        if !groups.iter().any(|g| g.group_id == name) {
+            groups.push(group::GroupListing {
+                group_id: name,
+                protocol_type: String::new(),
+                state: group::GroupState::Empty,
+            });
+        }
+    }
+    response.groups = groups
         .into_iter()
         .filter(|g| may_group(session, &g.group_id))
         .filter(|g| {
