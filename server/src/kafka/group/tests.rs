@@ -103,14 +103,25 @@ fn assigned(member_id: &str) -> String {
 /// Brings `n` new members into group "g" and through sync; returns their
 /// join answers (the first is the leader's).
 async fn stable_group(fx: &Fixture, n: usize) -> Vec<JoinResponse> {
-    let mut joins: Vec<_> = (0..n)
-        .map(|_| Box::pin(fx.coordinator.join(join_req(""))))
+    let answers = join_together(fx, (0..n).map(|_| join_req("")).collect()).await;
+    sync_all(fx, &answers).await;
+    answers
+}
+
+/// Sends `requests` to a new group's join phase at once and lets its
+/// initial delay pass (extended once when several arrive); returns their
+/// answers in order.
+async fn join_together(fx: &Fixture, requests: Vec<JoinRequest>) -> Vec<JoinResponse> {
+    let several = requests.len() > 1;
+    let mut joins: Vec<_> = requests
+        .into_iter()
+        .map(|r| Box::pin(fx.coordinator.join(r)))
         .collect();
     for join in &mut joins {
         waiting(join).await;
     }
     fx.advance(DELAY_MS);
-    if n > 1 {
+    if several {
         // Members arrived during the initial delay: it is extended once.
         fx.advance(DELAY_MS);
     }
@@ -118,7 +129,6 @@ async fn stable_group(fx: &Fixture, n: usize) -> Vec<JoinResponse> {
     for join in &mut joins {
         answers.push(ready(join).await);
     }
-    sync_all(fx, &answers).await;
     answers
 }
 
@@ -539,16 +549,9 @@ async fn commits_are_checked_against_the_group() {
         UNKNOWN_MEMBER_ID
     );
 
-    let mut joins: Vec<_> = (0..2)
-        .map(|_| Box::pin(fx.coordinator.join(join_req(""))))
-        .collect();
-    for join in &mut joins {
-        waiting(join).await;
-    }
-    fx.advance(DELAY_MS);
-    fx.advance(DELAY_MS);
-    let a = ready(&mut joins[0]).await;
-    let b = ready(&mut joins[1]).await;
+    let mut answers = join_together(&fx, vec![join_req(""), join_req("")]).await;
+    let b = answers.pop().unwrap();
+    let a = answers.pop().unwrap();
     // Between join and sync, members must not commit yet.
     assert_eq!(
         fx.coordinator.check_commit("g", 1, &a.member_id),
@@ -592,16 +595,9 @@ async fn the_last_member_leaving_empties_the_group() {
 #[tokio::test]
 async fn a_new_rebalance_answers_waiting_syncs() {
     let fx = Fixture::new();
-    let mut joins: Vec<_> = (0..2)
-        .map(|_| Box::pin(fx.coordinator.join(join_req(""))))
-        .collect();
-    for join in &mut joins {
-        waiting(join).await;
-    }
-    fx.advance(DELAY_MS);
-    fx.advance(DELAY_MS);
-    let a = ready(&mut joins[0]).await;
-    let b = ready(&mut joins[1]).await;
+    let mut answers = join_together(&fx, vec![join_req(""), join_req("")]).await;
+    let b = answers.pop().unwrap();
+    let a = answers.pop().unwrap();
     let mut sync_b = Box::pin(fx.coordinator.sync(sync_req(1, &b.member_id, &[])));
     waiting(&mut sync_b).await;
     let mut join_c = Box::pin(fx.coordinator.join(join_req("")));
@@ -622,16 +618,9 @@ async fn members_that_do_not_sync_in_time_are_removed() {
         req.rebalance_timeout_ms = 8_000;
         req
     };
-    let mut joins: Vec<_> = (0..2)
-        .map(|_| Box::pin(fx.coordinator.join(short(""))))
-        .collect();
-    for join in &mut joins {
-        waiting(join).await;
-    }
-    fx.advance(DELAY_MS);
-    fx.advance(DELAY_MS);
-    let a = ready(&mut joins[0]).await;
-    let b = ready(&mut joins[1]).await;
+    let mut answers = join_together(&fx, vec![short(""), short("")]).await;
+    let b = answers.pop().unwrap();
+    let a = answers.pop().unwrap();
     assert_eq!(a.leader, a.member_id);
     let mut sync_b = Box::pin(fx.coordinator.sync(sync_req(1, &b.member_id, &[])));
     waiting(&mut sync_b).await;
