@@ -151,6 +151,17 @@ pub struct ServerConfig {
     pub kafka_max_request_bytes: usize,
 }
 
+/// Which per-record limit a produced record exceeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordLimit {
+    /// `max_value_bytes`.
+    Value,
+    /// `max_key_bytes`.
+    Key,
+    /// `max_headers_per_record`.
+    Headers,
+}
+
 /// The number of cores this process may use (at least 1).
 fn cores() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
@@ -308,6 +319,45 @@ fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
 }
 
 impl ServerConfig {
+    /// Checks one produced record (key length if it has a key, value
+    /// length, header count) against the per-record limits, whichever
+    /// protocol brought it; names the limit and says why.
+    pub fn check_record(
+        &self,
+        key: Option<usize>,
+        value: usize,
+        headers: usize,
+    ) -> Result<(), (RecordLimit, String)> {
+        if value > self.max_value_bytes {
+            return Err((
+                RecordLimit::Value,
+                format!(
+                    "value is {value} bytes, the limit is {} (max_value_bytes)",
+                    self.max_value_bytes
+                ),
+            ));
+        }
+        if let Some(key) = key.filter(|k| *k > self.max_key_bytes) {
+            return Err((
+                RecordLimit::Key,
+                format!(
+                    "key is {key} bytes, the limit is {} (max_key_bytes)",
+                    self.max_key_bytes
+                ),
+            ));
+        }
+        if headers > self.max_headers_per_record {
+            return Err((
+                RecordLimit::Headers,
+                format!(
+                    "{headers} headers, the limit is {} (max_headers_per_record)",
+                    self.max_headers_per_record
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Defaults, then the file (if any), then the overrides; validated.
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> anyhow::Result<ServerConfig> {
         let mut config = match file {

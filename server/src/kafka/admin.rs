@@ -15,11 +15,10 @@ use kafka_protocol::messages::{
     CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, TopicName,
 };
-use kafka_protocol::protocol::StrBytes;
 use kappa_log::TopicConfig;
 
 use super::conn::Session;
-use super::{errors, metadata, Broker};
+use super::{errors, metadata, text, Broker};
 use crate::auth::Need;
 
 /// `DescribeConfigs` resource type of a topic.
@@ -30,10 +29,6 @@ const RESOURCE_BROKER: i8 = 4;
 const SOURCE_TOPIC: i8 = 1;
 /// Config source: a server default.
 const SOURCE_DEFAULT: i8 = 5;
-
-fn text(s: impl Into<String>) -> StrBytes {
-    StrBytes::from_string(s.into())
-}
 
 /// Applies Kafka topic configs to `config`, or says which one is wrong.
 fn apply_configs(

@@ -26,18 +26,13 @@ use kafka_protocol::messages::{
     ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
     OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
-use kafka_protocol::protocol::StrBytes;
 use kappa_log::LogError;
 
 use super::conn::Session;
 use super::group;
 use super::metadata::NODE_ID;
-use super::{errors, Broker};
+use super::{errors, text, Broker};
 use crate::auth::Need;
-
-fn text(s: impl Into<String>) -> StrBytes {
-    StrBytes::from_string(s.into())
-}
 
 fn may_group(session: &Session, group: &str) -> bool {
     session

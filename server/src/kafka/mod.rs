@@ -53,6 +53,11 @@ pub struct Broker {
     open: AtomicUsize,
 }
 
+/// A protocol string from text.
+fn text(s: impl Into<String>) -> kafka_protocol::protocol::StrBytes {
+    kafka_protocol::protocol::StrBytes::from_string(s.into())
+}
+
 /// Binds the Kafka listener at `addr` (before the server reports ready, so a
 /// taken port stops the start).
 pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {

@@ -11,6 +11,7 @@
 //! a counter), so they never repeat across restarts without being stored.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Buf, Bytes};
@@ -20,11 +21,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::records::{RecordBatchDecoder, TimestampType};
 use kappa_log::partition::{AppendRequest, PendingAppend};
-use kappa_log::{Header, NewRecord};
+use kappa_log::{Header, NewRecord, Topic};
 
 use super::conn::Session;
 use super::{errors, Broker};
 use crate::auth::Need;
+use crate::config::RecordLimit;
 
 /// Hands out producer ids that never repeat, also across restarts.
 pub struct ProducerIds {
@@ -79,6 +81,8 @@ struct Append {
 struct Queued {
     topic: usize,
     partition: usize,
+    /// The topic appended to (for the log start offset of the answer).
+    log_topic: Arc<Topic>,
     append: Result<PendingAppend, i16>,
     records: usize,
     bytes: usize,
@@ -142,6 +146,7 @@ pub async fn produce(
                                 pending.push(Queued {
                                     topic: t,
                                     partition: p,
+                                    log_topic: topic.clone(),
                                     append: queued,
                                     records: count,
                                     bytes,
@@ -170,15 +175,10 @@ pub async fn produce(
         match outcome {
             Ok(outcome) => {
                 part.base_offset = outcome.base_offset as i64;
-                if let (true, Ok(start)) = (
-                    version >= 5,
-                    broker
-                        .app
-                        .log
-                        .topic(&name)
-                        .and_then(|t| t.partition(part.index as u32).map(|p| p.start_offset())),
-                ) {
-                    part.log_start_offset = start as i64;
+                if version >= 5 {
+                    if let Ok(p) = queued.log_topic.partition(part.index as u32) {
+                        part.log_start_offset = p.start_offset() as i64;
+                    }
                 }
                 crate::metrics::record_produce(&name, count, bytes, started.elapsed());
             }
@@ -250,16 +250,11 @@ fn decode(broker: &Broker, index: i32, records: Option<Bytes>) -> Result<Append,
                 );
             }
             let value = record.value.unwrap_or_default();
-            let too_large = value.len() > config.max_value_bytes
-                || record
-                    .key
-                    .as_ref()
-                    .is_some_and(|k| k.len() > config.max_key_bytes);
-            if too_large {
-                return Err(errors::MESSAGE_TOO_LARGE);
-            }
-            if record.headers.len() > config.max_headers_per_record {
-                return Err(errors::INVALID_RECORD);
+            let key = record.key.as_ref().map(|k| k.len());
+            match config.check_record(key, value.len(), record.headers.len()) {
+                Ok(()) => {}
+                Err((RecordLimit::Headers, _)) => return Err(errors::INVALID_RECORD),
+                Err(_) => return Err(errors::MESSAGE_TOO_LARGE),
             }
             out.push(NewRecord {
                 key: record.key,

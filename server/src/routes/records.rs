@@ -207,29 +207,13 @@ fn to_record(
     config: &ServerConfig,
 ) -> ApiResult<ProduceRecord> {
     let value = r.value.get();
-    if value.len() > config.max_value_bytes {
-        return Err(ApiError::too_large(format!(
-            "record {i}: value is {} bytes, the limit is {} (max_value_bytes)",
+    config
+        .check_record(
+            r.key.as_ref().map(|k| k.len()),
             value.len(),
-            config.max_value_bytes
-        )));
-    }
-    if let Some(key) = &r.key {
-        if key.len() > config.max_key_bytes {
-            return Err(ApiError::too_large(format!(
-                "record {i}: key is {} bytes, the limit is {} (max_key_bytes)",
-                key.len(),
-                config.max_key_bytes
-            )));
-        }
-    }
-    if r.headers.len() > config.max_headers_per_record {
-        return Err(ApiError::too_large(format!(
-            "record {i}: {} headers, the limit is {} (max_headers_per_record)",
             r.headers.len(),
-            config.max_headers_per_record
-        )));
-    }
+        )
+        .map_err(|(_, why)| ApiError::too_large(format!("record {i}: {why}")))?;
     if let Some(ts) = r.timestamp {
         if !(0..=MAX_TIMESTAMP_MS).contains(&ts) {
             return Err(ApiError::new(
