@@ -1,7 +1,9 @@
 //! `kappa-bench` against a real server, with tiny sizes: `produce`
 //! (twice, the second with `--compare`), `replay` (consumer group re-read),
-//! `e2e` (produce → visible in a view, read-your-writes probes) and
-//! `rebuild` (a view replayed from earliest). Each writes `--json`; the test
+//! `e2e` (produce → visible in a view, read-your-writes probes),
+//! `rebuild` (a view replayed from earliest), and `kafka-produce` (the same
+//! records over the Kafka protocol; every counted record must be in the
+//! topic). Each writes `--json`; the test
 //! checks the fields a results file promises, zero failures, and that the
 //! scenarios clean up what they created.
 //!
@@ -253,6 +255,55 @@ fn kappa_bench_scenarios_run_against_a_real_server() {
     assert_eq!(details["version"], 2, "{rebuild}");
     assert!(details["progress"].is_array(), "{rebuild}");
     assert_eq!(server.get("/v1/topics/bench_rebuild_events").0, 404);
+
+    server.terminate_ok();
+}
+
+#[test]
+fn kappa_bench_kafka_produce_lands_every_record_it_counts() {
+    let mut server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    let dir = tempfile::tempdir().expect("results dir");
+    let kafka = server.kafka_addr().to_string();
+
+    // 20 requests of 1000 keyed records over 2 connections, 3 in flight
+    // each, into 2 partitions (so requests carry a batch per partition);
+    // no warm-up, so everything sent is counted.
+    let (stdout, report) = bench(
+        &server,
+        dir.path(),
+        "kafka-produce",
+        &[
+            "kafka-produce",
+            "--kafka",
+            &kafka,
+            "--topic",
+            "bench_k",
+            "--create",
+            "--partitions",
+            "2",
+            "--connections",
+            "2",
+            "--in-flight",
+            "3",
+            "--records",
+            "20000",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert!(stdout.contains("| records/s |"), "{stdout}");
+    assert_report_shape(&report, "kafka-produce");
+    assert_eq!(report["runs"][0]["records"], 20_000, "{report}");
+    assert_eq!(report["runs"][0]["ok_requests"], 20, "{report}");
+    assert_eq!(figure(&report, "failed requests"), 0.0);
+    assert!(figure(&report, "records/s") > 0.0);
+    let ends = server.end_offsets("bench_k");
+    assert_eq!(ends.len(), 2);
+    assert!(
+        ends.iter().all(|&n| n > 0),
+        "keys spread over both: {ends:?}"
+    );
+    assert_eq!(ends.iter().sum::<u64>(), 20_000, "{ends:?}");
 
     server.terminate_ok();
 }

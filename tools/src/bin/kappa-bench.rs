@@ -11,6 +11,8 @@
 //!   rebuild   replay a view from earliest; rebuild time, events/s, progress
 //!   build     load an NDJSON file of user_events, build the seed's
 //!             purchase_stats view from it; build time, events/s, rows
+//!   kafka-produce  the produce scenario's records over the Kafka protocol
+//!             (--kafka HOST:PORT; the topic is created over HTTP)
 //! kappa-bench summary --results DIR [--benchmarks BENCHMARKS.md]
 //!             (no server: writes the summary of a tools/bench.sh run)
 //! ```
@@ -29,6 +31,7 @@ use kappa_tools::bench::build::{self, BuildArgs};
 use kappa_tools::bench::consume::{self, ConsumeArgs};
 use kappa_tools::bench::e2e::{self, E2eArgs};
 use kappa_tools::bench::http::Target;
+use kappa_tools::bench::kafka_produce::{self, KafkaProduceArgs};
 use kappa_tools::bench::produce::{self, ProduceArgs};
 use kappa_tools::bench::rebuild::{self, RebuildArgs};
 use kappa_tools::bench::replay::{self, ReplayArgs};
@@ -81,6 +84,9 @@ enum Scenario {
     /// Load an NDJSON file of user_events into a topic and build the seed's
     /// purchase_stats view from it; report the build time, events/s and rows.
     Build(BuildArgs),
+    /// Produce the same records over the Kafka wire protocol (Produce v9,
+    /// pipelined); report throughput and latency.
+    KafkaProduce(KafkaProduceArgs),
     /// Summarize a tools/bench.sh results directory into BENCHMARKS.md (no server).
     Summary(SummaryArgs),
 }
@@ -95,6 +101,7 @@ impl Scenario {
             Scenario::E2e(_) => "e2e",
             Scenario::Rebuild(_) => "rebuild",
             Scenario::Build(_) => "build",
+            Scenario::KafkaProduce(_) => "kafka-produce",
             Scenario::Summary(_) => "summary",
         }
     }
@@ -117,6 +124,7 @@ fn measure(cli: &Cli, target: &Target) -> anyhow::Result<Report> {
             Scenario::E2e(args) => e2e::run(args, target, command).await,
             Scenario::Rebuild(args) => rebuild::run(args, target, command).await,
             Scenario::Build(args) => build::run(args, target, command).await,
+            Scenario::KafkaProduce(args) => kafka_produce::run(args, target, command).await,
             Scenario::Summary(_) => unreachable!("summary runs without a server"),
         }
     })
