@@ -3,8 +3,11 @@
 # tools/kafka-load.py) produces RECORDS records of 100 bytes to a
 # 1-partition topic and consumes them back, against Kappa's --kafka-listen (topic fsync=always: acknowledged
 # from disk) and against the peer tansu (memory storage: acknowledged from
-# memory), one fresh topic per run; then Kappa's HTTP produce at batch 1000
-# (kappa-bench, 8 connections, fsync=always) in the same run, side by side.
+# memory), one fresh topic per run; then the lean Rust generators side by
+# side on the same server: `kappa-bench kafka-produce` (Produce v9, 8
+# connections x 5 requests in flight, 1000 records a request) and
+# `kappa-bench produce` over HTTP (8 connections, batch 1000), the same
+# keyed 100-byte records, fsync=always, on 1 and on 4 partitions.
 #
 #   cargo build --release --workspace --bins
 #   cargo install tansu --version 0.6.0 --features dynostore --root ~/.cache/tansu
@@ -14,11 +17,15 @@
 # $CARGO_TARGET_DIR/release/), TANSU_BIN (default ~/.cache/tansu/bin/tansu;
 # skipped when missing), PYTHON (default the tests' venv,
 # ~/.cache/kappa-kafka-venv/bin/python, which .ci/run makes), RECORDS
-# (default 2000000), RUNS (default 3). Debian's kcat (librdkafka 2.0) cannot
+# (default 2000000), RUNS (default 3), SECS (measured seconds of each
+# kappa-bench run, default 10, after a 2 s warm-up). Debian's kcat (librdkafka 2.0) cannot
 # talk to tansu 0.6 (its ApiVersions answer is cut short for that client),
 # so the load comes from the newer librdkafka of confluent-kafka.
 # Prints one line per run and a Markdown table of medians; OUT_DIR (default
-# bench-kafka-out) keeps the logs and the table.
+# bench-kafka-out) keeps the logs, kappa-bench's JSON and Markdown, and the
+# table. Server cores = the server's CPU seconds over the phase's wall
+# seconds; for kappa-bench rows the phase is its runs (warm-up included),
+# and the generator's own cores are given too (2 CPUs on this machine).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +35,7 @@ BENCH_BIN=${BENCH_BIN:-$TARGET/release/kappa-bench}
 TANSU_BIN=${TANSU_BIN:-$HOME/.cache/tansu/bin/tansu}
 RECORDS=${RECORDS:-2000000}
 RUNS=${RUNS:-3}
+SECS=${SECS:-10}
 OUT=${1:-bench-kafka-out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -77,6 +85,30 @@ print(f"{sys.argv[6]}: produce {row[0]} records/s (server {row[2]} cores), "
 PY
 }
 
+# kappa_bench NAME ARGS...: kappa-bench ARGS against the Kappa server with
+# --json $OUT/NAME.json; writes "median-records/s server-cores
+# generator-cores" to $OUT/NAME.row (cores over the runs' wall time).
+kappa_bench() {
+    local name=$1; shift
+    local c0 c1
+    c0=$(cpu_seconds "${PIDS[0]}")
+    /usr/bin/time -f '%U %S' -o "$WORK/$name.time" \
+        "$BENCH_BIN" --url "http://$HTTP" --json "$OUT/$name.json" "$@" > "$OUT/$name.md"
+    c1=$(cpu_seconds "${PIDS[0]}")
+    python3 - "$OUT/$name.json" "$c0" "$c1" "$(cat "$WORK/$name.time")" "$name" > "$OUT/$name.row" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+c0, c1 = float(sys.argv[2]), float(sys.argv[3])
+user, system = map(float, sys.argv[4].split())
+wall = sum(r["finished_unix_ms"] - r["started_unix_ms"] for r in report["runs"]) / 1000
+rate = next(r["spread"]["median"] for r in report["summary"] if r["name"] == "records/s")
+row = [round(rate), round((c1 - c0) / wall, 2), round((user + system) / wall, 2)]
+print(*row)
+print(f"{sys.argv[5]}: median {row[0]} records/s, server {row[1]} cores, "
+      f"kappa-bench {row[2]} cores", file=sys.stderr)
+PY
+}
+
 # --- Kappa over the Kafka protocol, then over HTTP -----------------------
 : > "$OUT/kappa.runs"
 "$KAPPA_BIN" serve --data-dir "$WORK/kappa" --listen 127.0.0.1:0 --kafka-listen 127.0.0.1:0 \
@@ -109,13 +141,19 @@ r=$RECORDS; print(round(r/($t1-$t0)), round(r/($t2-$t1)), round(($c1-$c0)/($t1-$
             | tee -a "$OUT/kappa-kcat.runs" | sed "s/^/kappa c$run (kcat): produce, consume, server cores: /"
     done
 fi
-"$BENCH_BIN" --url "http://$HTTP" --json "$OUT/http.json" produce --topic h --create --recreate \
-    --partitions 1 --fsync always --connections 8 --batch 1000 --record-bytes 100 \
-    --duration 10 --warmup 2 --runs "$RUNS" > "$OUT/http.md"
+# The lean generators: the same keyed 100-byte records, pre-built, over
+# the Kafka protocol and over HTTP; a fresh topic per run.
+COMMON=(--create --recreate --fsync always --connections 8 --batch 1000 --record-bytes 100
+    --duration "$SECS" --warmup 2 --runs "$RUNS")
+for p in 1 4; do
+    kappa_bench "kafka-p$p" kafka-produce --kafka "$KAFKA" --topic "kp$p" --partitions "$p" \
+        --in-flight 5 "${COMMON[@]}"
+    kappa_bench "http-p$p" produce --topic "hp$p" --partitions "$p" "${COMMON[@]}"
+done
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
 
 # --- tansu (memory storage) ------------------------------------------------
-TANSU_ROW="| tansu 0.6.0 (memory) | not run: $TANSU_BIN missing | | | |"
+TANSU_ROW="| tansu 0.6.0 (memory) | not run: $TANSU_BIN missing | | | | |"
 if [[ -x $TANSU_BIN ]]; then
     : > "$OUT/tansu.runs"
     PORT=$(free_port)
@@ -129,20 +167,21 @@ if [[ -x $TANSU_BIN ]]; then
             >> "$OUT/tansu.log" 2>&1
         produce_consume tansu "127.0.0.1:$PORT" "t$run" "${PIDS[1]}"
     done
-    TANSU_ROW="| tansu 0.6.0 (memory: acknowledged from memory) | $(cut -d' ' -f1 "$OUT/tansu.runs" | median) | $(cut -d' ' -f2 "$OUT/tansu.runs" | median) | $(cut -d' ' -f3 "$OUT/tansu.runs" | median) | $(cut -d' ' -f4 "$OUT/tansu.runs" | median) |"
+    TANSU_ROW="| tansu 0.6.0 (memory: acknowledged from memory) | $(cut -d' ' -f1 "$OUT/tansu.runs" | median) | $(cut -d' ' -f2 "$OUT/tansu.runs" | median) | $(cut -d' ' -f3 "$OUT/tansu.runs" | median) | $(cut -d' ' -f4 "$OUT/tansu.runs" | median) | |"
 fi
 
-HTTP_RATE=$(python3 -c "
-import json
-rows = json.load(open('$OUT/http.json'))['summary']
-print(round(next(r['spread']['median'] for r in rows if r['name'] == 'records/s')))" 2>/dev/null || echo "see http.md")
+# A kappa-bench row: "| LABEL | records/s | | server cores | | generator cores |".
+bench_row() { read -r rate server gen < "$OUT/$1.row"; echo "| $2 | $rate | | $server | | $gen |"; }
 {
-    echo "| server and protocol ($RECORDS records of 100 B, 1 partition, $RUNS runs) | produce records/s | consume records/s | server cores, produce | server cores, consume |"
-    echo "|---|--:|--:|--:|--:|"
-    echo "| Kappa, Kafka protocol, confluent-kafka (fsync=always: acknowledged from disk) | $(cut -d' ' -f1 "$OUT/kappa.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa.runs" | median) | $(cut -d' ' -f3 "$OUT/kappa.runs" | median) | $(cut -d' ' -f4 "$OUT/kappa.runs" | median) |"
+    echo "| server and protocol ($RECORDS records of 100 B or ${SECS} s runs, $RUNS runs) | produce records/s | consume records/s | server cores, produce | server cores, consume | load generator cores, produce |"
+    echo "|---|--:|--:|--:|--:|--:|"
+    echo "| Kappa, Kafka protocol, confluent-kafka, 1 partition (fsync=always: acknowledged from disk) | $(cut -d' ' -f1 "$OUT/kappa.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa.runs" | median) | $(cut -d' ' -f3 "$OUT/kappa.runs" | median) | $(cut -d' ' -f4 "$OUT/kappa.runs" | median) | |"
     if [[ -s $OUT/kappa-kcat.runs ]]; then
-        echo "| Kappa, Kafka protocol, kcat (fsync=always) | $(cut -d' ' -f1 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f3 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f4 "$OUT/kappa-kcat.runs" | median) |"
+        echo "| Kappa, Kafka protocol, kcat, 1 partition (fsync=always) | $(cut -d' ' -f1 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f3 "$OUT/kappa-kcat.runs" | median) | $(cut -d' ' -f4 "$OUT/kappa-kcat.runs" | median) | |"
     fi
     echo "$TANSU_ROW"
-    echo "| Kappa, HTTP, kappa-bench batch 1000 x 8 connections (fsync=always) | $HTTP_RATE | | | |"
+    for p in 1 4; do
+        bench_row "kafka-p$p" "Kappa, Kafka protocol, kappa-bench kafka-produce 8 connections x 5 in flight, batch 1000, $p partition(s) (fsync=always)"
+        bench_row "http-p$p" "Kappa, HTTP, kappa-bench produce 8 connections, batch 1000, $p partition(s) (fsync=always)"
+    done
 } | tee "$OUT/table.md"
