@@ -5,7 +5,7 @@
 # from disk) and against the peer tansu (memory storage: acknowledged from
 # memory), one fresh topic per run; then the lean Rust generators side by
 # side on the same server: `kappa-bench kafka-produce` (Produce v9, 8
-# connections x 5 requests in flight, 1000 records a request) and
+# connections x 5 and x 1 requests in flight, 1000 records a request) and
 # `kappa-bench produce` over HTTP (8 connections, batch 1000), the same
 # keyed 100-byte records, fsync=always, on 1 and on 4 partitions.
 #
@@ -145,9 +145,13 @@ fi
 # the Kafka protocol and over HTTP; a fresh topic per run.
 COMMON=(--create --recreate --fsync always --connections 8 --batch 1000 --record-bytes 100
     --duration "$SECS" --warmup 2 --runs "$RUNS")
+# kafka-produce with 1 request in flight per connection has HTTP's 8
+# requests outstanding; with 5 (librdkafka's default) it has 40.
 for p in 1 4; do
-    kappa_bench "kafka-p$p" kafka-produce --kafka "$KAFKA" --topic "kp$p" --partitions "$p" \
-        --in-flight 5 "${COMMON[@]}"
+    for f in 5 1; do
+        kappa_bench "kafka-p$p-f$f" kafka-produce --kafka "$KAFKA" --topic "kp$p" --partitions "$p" \
+            --in-flight "$f" "${COMMON[@]}"
+    done
     kappa_bench "http-p$p" produce --topic "hp$p" --partitions "$p" "${COMMON[@]}"
 done
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
@@ -181,7 +185,9 @@ bench_row() { read -r rate server gen < "$OUT/$1.row"; echo "| $2 | $rate | | $s
     fi
     echo "$TANSU_ROW"
     for p in 1 4; do
-        bench_row "kafka-p$p" "Kappa, Kafka protocol, kappa-bench kafka-produce 8 connections x 5 in flight, batch 1000, $p partition(s) (fsync=always)"
+        for f in 5 1; do
+            bench_row "kafka-p$p-f$f" "Kappa, Kafka protocol, kappa-bench kafka-produce 8 connections x $f in flight, batch 1000, $p partition(s) (fsync=always)"
+        done
         bench_row "http-p$p" "Kappa, HTTP, kappa-bench produce 8 connections, batch 1000, $p partition(s) (fsync=always)"
     done
 } | tee "$OUT/table.md"
