@@ -35,6 +35,11 @@ pub const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub const INVALID_CONFIG: i16 = 40;
 /// The request is malformed or not supported in this form.
 pub const INVALID_REQUEST: i16 = 42;
+/// An idempotent producer's batch skips sequence numbers (one before it
+/// failed and is to be retried first).
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+/// An idempotent producer writes with an epoch older than its id's latest.
+pub const INVALID_PRODUCER_EPOCH: i16 = 47;
 /// The operation is refused by a server rule (e.g. a view reads the topic).
 pub const POLICY_VIOLATION: i16 = 44;
 /// The SASL mechanism is not supported.

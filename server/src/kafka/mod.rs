@@ -31,6 +31,7 @@ mod groups;
 mod metadata;
 mod produce;
 mod sasl;
+mod sequences;
 mod versions;
 
 use std::net::SocketAddr;
@@ -49,6 +50,8 @@ pub struct Broker {
     pub groups: Arc<group::Coordinator>,
     /// Producer ids handed out by `InitProducerId`.
     pub producer_ids: produce::ProducerIds,
+    /// The sequence each idempotent producer continues on each partition.
+    pub sequences: sequences::ProducerSequences,
     /// Connections open now (bounded by `max_connections`).
     open: AtomicUsize,
 }
@@ -77,6 +80,7 @@ pub async fn serve(listener: TcpListener, app: AppState) {
         app,
         groups: groups.clone(),
         producer_ids: produce::ProducerIds::new(),
+        sequences: sequences::ProducerSequences::new(sequences::MAX_PRODUCERS),
         open: AtomicUsize::new(0),
     });
     if let Ok(addr) = listener.local_addr() {

@@ -7,7 +7,10 @@
 //! log already holds — after a lost answer, a reconnect, or a restart of
 //! the server — is recognized by the log's idempotency window (rebuilt from
 //! the segments at open) and answered with the first append's offset,
-//! never written twice. Producer ids are made from the clock (ms << 12 plus
+//! never written twice. Before that, the batch's sequence numbers are
+//! checked against the producer's last batch on the partition
+//! (`sequences.rs`): a batch that skips ahead is refused, so a retried batch
+//! cannot land after its successor. Producer ids are made from the clock (ms << 12 plus
 //! a counter), so they never repeat across restarts without being stored.
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -24,6 +27,7 @@ use kappa_log::partition::{AppendRequest, PendingAppend};
 use kappa_log::{Header, NewRecord, Topic};
 
 use super::conn::Session;
+use super::sequences::{BatchSequence, ProducerKey, Verdict};
 use super::{errors, Broker};
 use crate::auth::Need;
 use crate::config::RecordLimit;
@@ -71,9 +75,19 @@ pub fn init_producer_id(broker: &Broker, request: InitProducerIdRequest) -> Init
 
 /// One partition's part of a produce, decoded and checked.
 struct Append {
-    index: i32,
     records: Vec<NewRecord>,
     key: Option<Vec<u8>>,
+    /// An idempotent producer's id and sequence numbers.
+    sequence: Option<(i64, BatchSequence)>,
+    bytes: usize,
+}
+
+/// One partition's append, submitted to the log.
+struct Submitted {
+    append: Result<PendingAppend, i16>,
+    /// The producer and batch to expect again if the append fails.
+    sequence: Option<(ProducerKey, BatchSequence)>,
+    records: usize,
     bytes: usize,
 }
 
@@ -83,9 +97,7 @@ struct Queued {
     partition: usize,
     /// The topic appended to (for the log start offset of the answer).
     log_topic: Arc<Topic>,
-    append: Result<PendingAppend, i16>,
-    records: usize,
-    bytes: usize,
+    submitted: Submitted,
 }
 
 /// Answers a `Produce` request; `None` for `acks = 0` (Kafka sends no
@@ -122,43 +134,23 @@ pub async fn produce(
             } else {
                 None
             };
-            let submitted: Result<(), i16> = match (refused, &topic) {
+            let submitted = match (refused, &topic) {
                 (Some(code), _) => Err(code),
                 (None, Err(e)) => Err(errors::of_log(e)),
-                (None, Ok(topic)) => match decode(broker, data.index, data.records) {
-                    Err(code) => Err(code),
-                    Ok(append) => {
-                        let (count, bytes) = (append.records.len(), append.bytes);
-                        if let Some(principal) = session.principal() {
-                            wait_for_rate(broker, principal, count).await;
-                        }
-                        match topic.partition(append.index as u32) {
-                            Err(e) => Err(errors::of_log(&e)),
-                            Ok(partition) => {
-                                let request = AppendRequest {
-                                    records: append.records,
-                                    idempotency_key: append.key,
-                                };
-                                let queued = partition
-                                    .submit(request)
-                                    .await
-                                    .map_err(|e| errors::of_log(&e));
-                                pending.push(Queued {
-                                    topic: t,
-                                    partition: p,
-                                    log_topic: topic.clone(),
-                                    append: queued,
-                                    records: count,
-                                    bytes,
-                                });
-                                continue;
-                            }
-                        }
-                    }
-                },
+                (None, Ok(topic)) => {
+                    submit(broker, session, topic, &name, data.index, data.records)
+                        .await
+                        .map(|submitted| (topic.clone(), submitted))
+                }
             };
-            if let Err(code) = submitted {
-                topic_response.partition_responses[p].error_code = code;
+            match submitted {
+                Ok((log_topic, submitted)) => pending.push(Queued {
+                    topic: t,
+                    partition: p,
+                    log_topic,
+                    submitted,
+                }),
+                Err(code) => topic_response.partition_responses[p].error_code = code,
             }
         }
         response.responses.push(topic_response);
@@ -167,8 +159,13 @@ pub async fn produce(
         let topic_response = &mut response.responses[queued.topic];
         let name = topic_response.name.0.to_string();
         let part = &mut topic_response.partition_responses[queued.partition];
-        let (count, bytes) = (queued.records, queued.bytes);
-        let outcome = match queued.append {
+        let Submitted {
+            append,
+            sequence,
+            records: count,
+            bytes,
+        } = queued.submitted;
+        let outcome = match append {
             Ok(pending) => pending.wait().await.map_err(|e| errors::of_log(&e)),
             Err(code) => Err(code),
         };
@@ -182,10 +179,65 @@ pub async fn produce(
                 }
                 crate::metrics::record_produce(&name, count, bytes, started.elapsed());
             }
-            Err(code) => part.error_code = code,
+            Err(code) => {
+                if let Some((key, batch)) = &sequence {
+                    broker.sequences.rewind(key, *batch);
+                }
+                part.error_code = code;
+            }
         }
     }
     (acks != 0).then_some(response)
+}
+
+/// Decodes one partition's batches, checks an idempotent producer's
+/// sequence and submits the append to the log (without waiting for it).
+async fn submit(
+    broker: &Broker,
+    session: &Session,
+    topic: &Topic,
+    name: &str,
+    index: i32,
+    records: Option<Bytes>,
+) -> Result<Submitted, i16> {
+    let append = decode(broker, records)?;
+    let (count, bytes) = (append.records.len(), append.bytes);
+    if let Some(principal) = session.principal() {
+        wait_for_rate(broker, principal, count).await;
+    }
+    let partition = topic
+        .partition(index as u32)
+        .map_err(|e| errors::of_log(&e))?;
+    let sequence = append.sequence.map(|(producer_id, batch)| {
+        let key = ProducerKey {
+            topic: name.to_string(),
+            partition: index,
+            producer_id,
+        };
+        (key, batch)
+    });
+    let verdict = match &sequence {
+        Some((key, batch)) => broker.sequences.check(key, *batch),
+        None => Verdict::Append,
+    };
+    if let Verdict::Refuse(code) = verdict {
+        return Err(code);
+    }
+    let request = AppendRequest {
+        records: append.records,
+        idempotency_key: append.key,
+    };
+    let queued = partition
+        .submit(request)
+        .await
+        .map_err(|e| errors::of_log(&e));
+    Ok(Submitted {
+        append: queued,
+        // Only an accepted batch is expected again if its append fails.
+        sequence: sequence.filter(|_| verdict == Verdict::Append),
+        records: count,
+        bytes,
+    })
 }
 
 /// Holds a produce of `records` until `principal`'s rate limit admits it
@@ -214,7 +266,7 @@ async fn wait_for_rate(broker: &Broker, principal: &crate::auth::Principal, reco
 
 /// Decodes one partition's record batches into one append, checking the
 /// server's record limits.
-fn decode(broker: &Broker, index: i32, records: Option<Bytes>) -> Result<Append, i16> {
+fn decode(broker: &Broker, records: Option<Bytes>) -> Result<Append, i16> {
     let Some(mut bytes) = records else {
         return Err(errors::INVALID_REQUEST);
     };
@@ -235,19 +287,31 @@ fn decode(broker: &Broker, index: i32, records: Option<Bytes>) -> Result<Append,
     let config = &broker.app.config;
     let mut out = Vec::new();
     let mut key = None;
+    let mut sequence: Option<(i64, BatchSequence)> = None;
     for set in sets {
         for record in set.records {
             if record.control {
                 continue;
             }
-            if key.is_none() && record.producer_id >= 0 && record.sequence >= 0 {
-                key = Some(
-                    format!(
-                        "kafka:{}:{}:{}",
-                        record.producer_id, record.producer_epoch, record.sequence
-                    )
-                    .into_bytes(),
-                );
+            if record.producer_id >= 0 && record.sequence >= 0 {
+                match &mut sequence {
+                    None => {
+                        key = Some(
+                            format!(
+                                "kafka:{}:{}:{}",
+                                record.producer_id, record.producer_epoch, record.sequence
+                            )
+                            .into_bytes(),
+                        );
+                        let batch = BatchSequence {
+                            epoch: record.producer_epoch,
+                            first: record.sequence,
+                            last: record.sequence,
+                        };
+                        sequence = Some((record.producer_id, batch));
+                    }
+                    Some((_, batch)) => batch.last = record.sequence,
+                }
             }
             let value = record.value.unwrap_or_default();
             let key = record.key.as_ref().map(|k| k.len());
@@ -278,9 +342,9 @@ fn decode(broker: &Broker, index: i32, records: Option<Bytes>) -> Result<Append,
         return Err(errors::INVALID_REQUEST);
     }
     Ok(Append {
-        index,
         records: out,
         key,
+        sequence,
         bytes: size,
     })
 }

@@ -1,0 +1,184 @@
+//! An idempotent producer's sequence numbers, checked on the wire: a batch
+//! that skips ahead of its producer's sequence is refused with
+//! `OUT_OF_ORDER_SEQUENCE_NUMBER` and nothing is appended, so a batch
+//! retried after a failure cannot land after its successor; a repeated
+//! batch is answered with its first offset and stored once, also after a
+//! `kill -9`.
+//!
+//! The requests are built with the `kafka-protocol` crate and sent over a
+//! plain socket, so each batch's producer id, epoch and sequence are exactly
+//! what the test says (a real client only skips a sequence after a failure
+//! the test cannot cause on demand).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
+    RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, Message, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use kappa_tests::Server;
+use serde_json::json;
+
+const PRODUCE_VERSION: i16 = 7;
+const INIT_PRODUCER_ID_VERSION: i16 = 1;
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+
+/// A blocking Kafka connection that sends one request at a time.
+struct Connection {
+    stream: TcpStream,
+    correlation: i32,
+}
+
+impl Connection {
+    fn open(addr: SocketAddr) -> Connection {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        Connection {
+            stream,
+            correlation: 0,
+        }
+    }
+
+    /// Sends `body` as `api` at `version` and answers the decoded response.
+    fn call<Rq: Encodable + Message, Rs: Decodable + Message>(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        body: &Rq,
+    ) -> Rs {
+        self.correlation += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(api as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("sequence-test")));
+        let mut payload = BytesMut::new();
+        header
+            .encode(&mut payload, api.request_header_version(version))
+            .unwrap();
+        body.encode(&mut payload, version).unwrap();
+        let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&payload);
+        self.stream.write_all(&frame).unwrap();
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).unwrap();
+        let mut answer = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.stream.read_exact(&mut answer).unwrap();
+        let mut answer = Bytes::from(answer);
+        let header =
+            ResponseHeader::decode(&mut answer, api.response_header_version(version)).unwrap();
+        assert_eq!(header.correlation_id, self.correlation);
+        Rs::decode(&mut answer, version).unwrap()
+    }
+
+    fn init_producer_id(&mut self) -> (i64, i16) {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(-1);
+        let response: InitProducerIdResponse =
+            self.call(ApiKey::InitProducerId, INIT_PRODUCER_ID_VERSION, &request);
+        assert_eq!(response.error_code, 0);
+        (response.producer_id.0, response.producer_epoch)
+    }
+
+    /// Produces records `first..first + count` (values `{"n": i}`) as one
+    /// batch of `producer` with sequences starting at `first`; answers the
+    /// partition's error code and base offset.
+    fn produce(&mut self, topic: &str, producer: (i64, i16), first: i32, count: i32) -> (i16, i64) {
+        let records: Vec<Record> = (first..first + count)
+            .map(|n| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: producer.0,
+                producer_epoch: producer.1,
+                timestamp_type: TimestampType::Creation,
+                offset: (n - first) as i64,
+                sequence: n,
+                timestamp: 1_700_000_000_000,
+                key: None,
+                value: Some(Bytes::from(format!("{{\"n\":{n}}}"))),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut batch = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(30_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch.freeze()))])]);
+        let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE_VERSION, &request);
+        let part = &response.responses[0].partition_responses[0];
+        (part.error_code, part.base_offset)
+    }
+}
+
+/// The `n` of every record stored in partition 0 of `topic`, in offset order.
+fn stored(server: &Server, topic: &str) -> Vec<i64> {
+    server
+        .client()
+        .read_all(topic, 0)
+        .iter()
+        .map(|r| r["value"]["n"].as_i64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_batch_that_skips_its_producers_sequence_is_refused_and_a_repeat_is_stored_once() {
+    let mut server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    server
+        .client()
+        .create_topic(&json!({"name": "seq", "partitions": 1, "fsync": "always"}));
+    let mut kafka = Connection::open(server.kafka_addr());
+    let producer = kafka.init_producer_id();
+
+    assert_eq!(kafka.produce("seq", producer, 0, 3), (0, 0));
+    // Records 3..6 went missing (their batch failed): 6..9 must wait.
+    let (code, _) = kafka.produce("seq", producer, 6, 3);
+    assert_eq!(code, OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_eq!(stored(&server, "seq"), vec![0, 1, 2]);
+    // The retry of 3..6 continues the sequence, then 6..9 is accepted.
+    assert_eq!(kafka.produce("seq", producer, 3, 3), (0, 3));
+    assert_eq!(kafka.produce("seq", producer, 6, 3), (0, 6));
+    // A repeat of an acknowledged batch (its answer was lost) is answered
+    // with its first offset and not stored again.
+    assert_eq!(kafka.produce("seq", producer, 3, 3), (0, 3));
+    assert_eq!(stored(&server, "seq"), (0..9).collect::<Vec<_>>());
+    // Another producer has its own sequence.
+    let other = kafka.init_producer_id();
+    assert_ne!(other.0, producer.0);
+    assert_eq!(kafka.produce("seq", other, 100, 1), (0, 9));
+
+    // After a kill -9 the server no longer knows the producer's sequence
+    // (it is kept in memory): the next batch is accepted, and a repeat is
+    // still recognized from the log.
+    server.kill9();
+    let server = server.restart();
+    let mut kafka = Connection::open(server.kafka_addr());
+    assert_eq!(kafka.produce("seq", producer, 6, 3), (0, 6));
+    assert_eq!(kafka.produce("seq", producer, 9, 3), (0, 10));
+    let (code, _) = kafka.produce("seq", producer, 20, 1);
+    assert_eq!(code, OUT_OF_ORDER_SEQUENCE_NUMBER);
+    let mut want: Vec<i64> = (0..9).collect();
+    want.extend([100, 9, 10, 11]);
+    assert_eq!(stored(&server, "seq"), want);
+}
