@@ -20,6 +20,8 @@
 //! - `util.rs`: [`now_ms`], the seeded [`Rng`], [`temp_file`].
 //! - `python.rs`: [`python`], the venv interpreter of the Kafka client
 //!   scripts in `tests/kafka/`, and [`kafka_script`], their paths.
+//! - `node.rs`: [`kafkajs_modules`], where Node.js finds the KafkaJS
+//!   client of `tests/kafka/kafkajs_roundtrip.js`.
 //! - `brief.rs`: the brief's SQL statements; `events.rs`: events of its
 //!   `user_events` stream as the view scenarios produce them.
 //!
@@ -33,6 +35,7 @@ mod build;
 mod client;
 pub mod events;
 pub mod marks;
+mod node;
 mod python;
 mod raw_http;
 mod server;
@@ -47,6 +50,7 @@ pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,
 };
+pub use node::kafkajs_modules;
 pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};
 pub use server::Server;
