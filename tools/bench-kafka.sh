@@ -7,7 +7,8 @@
 # side on the same server: `kappa-bench kafka-produce` (Produce v9, 8
 # connections x 5 and x 1 requests in flight, 1000 records a request) and
 # `kappa-bench produce` over HTTP (8 connections, batch 1000), the same
-# keyed 100-byte records, fsync=always, on 1 and on 4 partitions.
+# keyed 100-byte records, fsync=always, on 1 and on 4 partitions, then
+# `kappa-bench kafka-consume` (Fetch) and `consume` (HTTP) reading them back.
 #
 #   cargo build --release --workspace --bins
 #   cargo install tansu --version 0.6.0 --features dynostore --root ~/.cache/tansu
@@ -147,12 +148,20 @@ COMMON=(--create --recreate --fsync always --connections 8 --batch 1000 --record
     --duration "$SECS" --warmup 2 --runs "$RUNS")
 # kafka-produce with 1 request in flight per connection has HTTP's 8
 # requests outstanding; with 5 (librdkafka's default) it has 40.
+# Then both read back what the last run left in kp$p, over each protocol
+# (one connection per partition, up to SECS seconds); topics are dropped
+# after use, as a run leaves gigabytes.
 for p in 1 4; do
     for f in 5 1; do
         kappa_bench "kafka-p$p-f$f" kafka-produce --kafka "$KAFKA" --topic "kp$p" --partitions "$p" \
             --in-flight "$f" "${COMMON[@]}"
     done
+    kappa_bench "kafka-consume-p$p" kafka-consume --kafka "$KAFKA" --topic "kp$p" \
+        --duration "$SECS" --runs "$RUNS"
+    kappa_bench "http-consume-p$p" consume --topic "kp$p" --duration "$SECS" --runs "$RUNS"
+    curl -sf -X DELETE "http://$HTTP/v1/topics/kp$p" > /dev/null
     kappa_bench "http-p$p" produce --topic "hp$p" --partitions "$p" "${COMMON[@]}"
+    curl -sf -X DELETE "http://$HTTP/v1/topics/hp$p" > /dev/null
 done
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
 
@@ -174,10 +183,17 @@ if [[ -x $TANSU_BIN ]]; then
     TANSU_ROW="| tansu 0.6.0 (memory: acknowledged from memory) | $(cut -d' ' -f1 "$OUT/tansu.runs" | median) | $(cut -d' ' -f2 "$OUT/tansu.runs" | median) | $(cut -d' ' -f3 "$OUT/tansu.runs" | median) | $(cut -d' ' -f4 "$OUT/tansu.runs" | median) | |"
 fi
 
-# A kappa-bench row: "| LABEL | records/s | | server cores | | generator cores |".
-bench_row() { read -r rate server gen < "$OUT/$1.row"; echo "| $2 | $rate | | $server | | $gen |"; }
+# A kappa-bench row of produce NAME: "| LABEL | records/s | | server cores | | generator cores |";
+# of consume NAME: "| LABEL | | records/s | | server cores | generator cores |".
+bench_row() {
+    read -r rate server gen < "$OUT/$1.row"
+    case $1 in
+        *consume*) echo "| $2 | | $rate | | $server | $gen |" ;;
+        *) echo "| $2 | $rate | | $server | | $gen |" ;;
+    esac
+}
 {
-    echo "| server and protocol ($RECORDS records of 100 B or ${SECS} s runs, $RUNS runs) | produce records/s | consume records/s | server cores, produce | server cores, consume | load generator cores, produce |"
+    echo "| server and protocol ($RECORDS records of 100 B or ${SECS} s runs, $RUNS runs) | produce records/s | consume records/s | server cores, produce | server cores, consume | load generator cores |"
     echo "|---|--:|--:|--:|--:|--:|"
     echo "| Kappa, Kafka protocol, confluent-kafka, 1 partition (fsync=always: acknowledged from disk) | $(cut -d' ' -f1 "$OUT/kappa.runs" | median) | $(cut -d' ' -f2 "$OUT/kappa.runs" | median) | $(cut -d' ' -f3 "$OUT/kappa.runs" | median) | $(cut -d' ' -f4 "$OUT/kappa.runs" | median) | |"
     if [[ -s $OUT/kappa-kcat.runs ]]; then
@@ -189,5 +205,7 @@ bench_row() { read -r rate server gen < "$OUT/$1.row"; echo "| $2 | $rate | | $s
             bench_row "kafka-p$p-f$f" "Kappa, Kafka protocol, kappa-bench kafka-produce 8 connections x $f in flight, batch 1000, $p partition(s) (fsync=always)"
         done
         bench_row "http-p$p" "Kappa, HTTP, kappa-bench produce 8 connections, batch 1000, $p partition(s) (fsync=always)"
+        bench_row "kafka-consume-p$p" "Kappa, Kafka protocol, kappa-bench kafka-consume (Fetch v12, 16 MiB), $p partition(s)"
+        bench_row "http-consume-p$p" "Kappa, HTTP, kappa-bench consume (10,000 records a read), $p partition(s)"
     done
 } | tee "$OUT/table.md"

@@ -1,9 +1,9 @@
 //! `kappa-bench` against a real server, with tiny sizes: `produce`
 //! (twice, the second with `--compare`), `replay` (consumer group re-read),
 //! `e2e` (produce → visible in a view, read-your-writes probes),
-//! `rebuild` (a view replayed from earliest), and `kafka-produce` (the same
-//! records over the Kafka protocol; every counted record must be in the
-//! topic). Each writes `--json`; the test
+//! `rebuild` (a view replayed from earliest), and `kafka-produce` and
+//! `kafka-consume` (the same over the Kafka protocol; every counted record
+//! must be in the topic and read back). Each writes `--json`; the test
 //! checks the fields a results file promises, zero failures, and that the
 //! scenarios clean up what they created.
 //!
@@ -260,7 +260,7 @@ fn kappa_bench_scenarios_run_against_a_real_server() {
 }
 
 #[test]
-fn kappa_bench_kafka_produce_lands_every_record_it_counts() {
+fn kappa_bench_kafka_produce_lands_every_record_it_counts_and_kafka_consume_reads_them() {
     let mut server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
     let dir = tempfile::tempdir().expect("results dir");
     let kafka = server.kafka_addr().to_string();
@@ -304,6 +304,28 @@ fn kappa_bench_kafka_produce_lands_every_record_it_counts() {
         "keys spread over both: {ends:?}"
     );
     assert_eq!(ends.iter().sum::<u64>(), 20_000, "{ends:?}");
+
+    // kafka-consume reads them all back, a fetch of at most 64 KiB at a time.
+    let (stdout, report) = bench(
+        &server,
+        dir.path(),
+        "kafka-consume",
+        &[
+            "kafka-consume",
+            "--kafka",
+            &kafka,
+            "--topic",
+            "bench_k",
+            "--max-bytes",
+            "65536",
+        ],
+    );
+    assert!(stdout.contains("| records/s |"), "{stdout}");
+    assert_report_shape(&report, "kafka-consume");
+    assert_eq!(report["runs"][0]["records"], 20_000, "{report}");
+    let fetches = report["runs"][0]["ok_requests"].as_u64().unwrap();
+    assert!(fetches > 1, "{report}");
+    assert_eq!(figure(&report, "failed requests"), 0.0);
 
     server.terminate_ok();
 }

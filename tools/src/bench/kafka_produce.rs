@@ -26,13 +26,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use indicatif::ProgressBar;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{
-    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -44,6 +42,7 @@ use tokio::task::JoinHandle;
 
 use super::body::write_value;
 use super::http::{self, Conn, Target};
+use super::kafka;
 use super::keys::{KeyGen, Skew};
 use super::produce::{duration_limit, window_elapsed, Fsync, Totals};
 use super::progress;
@@ -53,9 +52,6 @@ use super::stats::LatencySummary;
 /// The Produce version sent: the highest the server serves
 /// (server/src/kafka/versions.rs); v9 is the first flexible one.
 const PRODUCE_VERSION: i16 = 9;
-
-/// Largest Produce answer accepted (a few partitions' worth is ~100 bytes).
-const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// Most bytes of record values the request pool may hold.
 const MAX_POOL_VALUE_BYTES: usize = 256 << 20;
@@ -290,22 +286,6 @@ fn encode_request(
     })
 }
 
-/// The frame's length prefix and request header for a body of `body_len` bytes.
-fn frame_head(correlation_id: i32, body_len: usize) -> anyhow::Result<BytesMut> {
-    let header = RequestHeader::default()
-        .with_request_api_key(ApiKey::Produce as i16)
-        .with_request_api_version(PRODUCE_VERSION)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("kappa-bench")));
-    let version = ApiKey::Produce.request_header_version(PRODUCE_VERSION);
-    let mut head = BytesMut::with_capacity(32);
-    head.put_i32(0);
-    header.encode(&mut head, version)?;
-    let len = i32::try_from(head.len() - 4 + body_len).context("request too large")?;
-    head[..4].copy_from_slice(&len.to_be_bytes());
-    Ok(head)
-}
-
 /// Reads one Produce answer and checks it answers `correlation_id` for
 /// `partitions` partitions; the non-zero error codes it carries.
 async fn read_answer<R: AsyncReadExt + Unpin>(
@@ -313,22 +293,8 @@ async fn read_answer<R: AsyncReadExt + Unpin>(
     correlation_id: i32,
     partitions: usize,
 ) -> anyhow::Result<Vec<i16>> {
-    let size = reader.read_i32().await.context("reading an answer")?;
-    ensure!(
-        (4..=MAX_ANSWER_BYTES as i32).contains(&size),
-        "answer size {size} out of range"
-    );
-    let mut frame = vec![0u8; size as usize];
-    reader.read_exact(&mut frame).await?;
-    let mut frame = Bytes::from(frame);
-    let header_version = ApiKey::Produce.response_header_version(PRODUCE_VERSION);
-    let header = ResponseHeader::decode(&mut frame, header_version)?;
-    ensure!(
-        header.correlation_id == correlation_id,
-        "answer to request {} where {correlation_id} was due",
-        header.correlation_id
-    );
-    let answer = ProduceResponse::decode(&mut frame, PRODUCE_VERSION)?;
+    let answer: ProduceResponse =
+        kafka::read_answer(reader, ApiKey::Produce, PRODUCE_VERSION, correlation_id).await?;
     let entries = answer.responses.iter().flat_map(|t| &t.partition_responses);
     let answered = entries.clone().count();
     ensure!(
@@ -398,8 +364,13 @@ async fn connection_task(shared: Arc<Shared>, stream: TcpStream) -> anyhow::Resu
                 break;
             };
             let request = shared.pool.next();
-            let mut frame =
-                frame_head(correlation_id, request.body.len())?.chain(&request.body[..]);
+            let head = kafka::frame_head(
+                ApiKey::Produce,
+                PRODUCE_VERSION,
+                correlation_id,
+                request.body.len(),
+            )?;
+            let mut frame = head.chain(&request.body[..]);
             let sent = Instant::now();
             writer.write_all_buf(&mut frame).await?;
             pending.push_back(Pending {
@@ -615,6 +586,7 @@ pub async fn run(
 mod tests {
     use super::*;
     use clap::Parser;
+    use kafka_protocol::protocol::Decodable;
     use kafka_protocol::records::RecordBatchDecoder;
 
     #[derive(Parser)]

@@ -16,14 +16,16 @@
 //!   consumer group reset), [`e2e`] (produce → visible in a view),
 //!   [`rebuild`] (a view replayed from earliest) and [`build`] (the seed's
 //!   view built from a topic loaded from an NDJSON file; issue 14), and
-//!   [`kafka_produce`] (the produce scenario's records over the Kafka wire
-//!   protocol; issue 17).
+//!   over the Kafka wire protocol ([`kafka`]), [`kafka_produce`] and
+//!   [`kafka_consume`] (issue 17).
 
 pub mod body;
 pub mod build;
 pub mod consume;
 pub mod e2e;
 pub mod http;
+pub mod kafka;
+pub mod kafka_consume;
 pub mod kafka_produce;
 pub mod keys;
 pub mod load;

@@ -13,6 +13,7 @@
 //!             purchase_stats view from it; build time, events/s, rows
 //!   kafka-produce  the produce scenario's records over the Kafka protocol
 //!             (--kafka HOST:PORT; the topic is created over HTTP)
+//!   kafka-consume  the consume scenario over the Kafka protocol (Fetch)
 //! kappa-bench summary --results DIR [--benchmarks BENCHMARKS.md]
 //!             (no server: writes the summary of a tools/bench.sh run)
 //! ```
@@ -31,6 +32,7 @@ use kappa_tools::bench::build::{self, BuildArgs};
 use kappa_tools::bench::consume::{self, ConsumeArgs};
 use kappa_tools::bench::e2e::{self, E2eArgs};
 use kappa_tools::bench::http::Target;
+use kappa_tools::bench::kafka_consume::{self, KafkaConsumeArgs};
 use kappa_tools::bench::kafka_produce::{self, KafkaProduceArgs};
 use kappa_tools::bench::produce::{self, ProduceArgs};
 use kappa_tools::bench::rebuild::{self, RebuildArgs};
@@ -87,6 +89,9 @@ enum Scenario {
     /// Produce the same records over the Kafka wire protocol (Produce v9,
     /// pipelined); report throughput and latency.
     KafkaProduce(KafkaProduceArgs),
+    /// Read a topic from the start up to its current end over the Kafka
+    /// protocol (Fetch, one connection per partition).
+    KafkaConsume(KafkaConsumeArgs),
     /// Summarize a tools/bench.sh results directory into BENCHMARKS.md (no server).
     Summary(SummaryArgs),
 }
@@ -102,6 +107,7 @@ impl Scenario {
             Scenario::Rebuild(_) => "rebuild",
             Scenario::Build(_) => "build",
             Scenario::KafkaProduce(_) => "kafka-produce",
+            Scenario::KafkaConsume(_) => "kafka-consume",
             Scenario::Summary(_) => "summary",
         }
     }
@@ -125,6 +131,7 @@ fn measure(cli: &Cli, target: &Target) -> anyhow::Result<Report> {
             Scenario::Rebuild(args) => rebuild::run(args, target, command).await,
             Scenario::Build(args) => build::run(args, target, command).await,
             Scenario::KafkaProduce(args) => kafka_produce::run(args, target, command).await,
+            Scenario::KafkaConsume(args) => kafka_consume::run(args, target, command).await,
             Scenario::Summary(_) => unreachable!("summary runs without a server"),
         }
     })
