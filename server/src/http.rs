@@ -39,18 +39,17 @@ use tokio::task::JoinHandle;
 
 use crate::config::ServerConfig;
 pub use newcomers::Newcomers;
-pub use tls::Tls;
+pub use tls::{Plaintext, Tls};
 
 /// Serves `router` on `listener` until `shutdown` completes: over HTTPS
-/// when `config` names a certificate and key (loaded here; reloaded on
-/// SIGHUP while serving), plain HTTP otherwise.
+/// with `tls` (see [`start_tls`]), plain HTTP without.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     config: &ServerConfig,
+    tls: Option<Arc<Tls>>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let (tls, reloads) = start_tls(config)?.unzip();
     let connections = Arc::new(Semaphore::new(config.max_connections));
     let mut builder = http1::Builder::new();
     builder
@@ -96,9 +95,6 @@ pub async fn serve(
     }
     tracing::info!("shutting down: no new connections; finishing in-flight requests");
     drop(listener);
-    if let Some(reloads) = reloads {
-        reloads.abort();
-    }
     let grace = Duration::from_millis(config.shutdown_grace_ms);
     if tokio::time::timeout(grace, graceful.shutdown())
         .await
@@ -111,7 +107,7 @@ pub async fn serve(
 
 /// Loads the certificate if `config` names one, and starts reloading it on
 /// SIGHUP (the task runs until aborted).
-fn start_tls(config: &ServerConfig) -> anyhow::Result<Option<(Arc<Tls>, JoinHandle<()>)>> {
+pub fn start_tls(config: &ServerConfig) -> anyhow::Result<Option<(Arc<Tls>, JoinHandle<()>)>> {
     let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
         return Ok(None);
     };
@@ -176,7 +172,7 @@ impl ConnectionKit {
         let handshaken = Arc::new(AtomicBool::new(false));
         let done = handshaken.clone();
         let connection = async move {
-            let Some(session) = tls.accept(stream, peer).await else {
+            let Some(session) = tls.accept(stream, peer, Plaintext::AnswerHttp).await else {
                 return Ok(());
             };
             done.store(true, Ordering::SeqCst);

@@ -170,13 +170,20 @@ async fn serve_all(
         history: history::History::default(),
     };
     let sampler = state.history.spawn_sampler(state.clone());
-    let kafka = kafka.map(|listener| tokio::spawn(kafka::serve(listener, state.clone())));
+    // One certificate for the HTTPS API and the Kafka listener.
+    let (tls, reloads) = http::start_tls(&state.config)?.unzip();
+    let kafka = kafka.map(|listener| {
+        tokio::spawn(kafka::serve(listener, state.clone(), tls.clone()))
+    });
     let router = routes::router(state.clone());
     let shutdown = async move {
         shutdown.await;
         let _ = shutdown_tx.send(true);
     };
-    http::serve(listener, router, &state.config, shutdown).await?;
+    http::serve(listener, router, &state.config, tls, shutdown).await?;
+    if let Some(reloads) = reloads {
+        reloads.abort();
+    }
     // It stops at shutdown, after the reading in hand (if any).
     let _ = sampler.await;
     if let Some(kafka) = kafka {

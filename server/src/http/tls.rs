@@ -20,9 +20,13 @@
 //!   task; the caller bounds it by the first-request deadline and the
 //!   newcomer eviction like any connection that has not sent a request yet.
 //! - The first byte decides: a TLS handshake record (0x16) is handed to
-//!   rustls; anything else is plain HTTP, which gets a `400` with the JSON
-//!   error `tls_required` naming the `https://` URL, then the connection
-//!   closes. Refused handshakes are counted in [`HANDSHAKE_FAILURES`].
+//!   rustls; anything else is a plaintext client. On the HTTPS port
+//!   ([`Plaintext::AnswerHttp`]) it gets a `400` with the JSON error
+//!   `tls_required` naming the `https://` URL, then the connection closes;
+//!   on the Kafka port ([`Plaintext::Close`]) the connection closes (Kafka
+//!   has no way to say "use TLS"). Refused handshakes are counted in
+//!   [`HANDSHAKE_FAILURES`].
+//! - The same certificate serves the HTTPS API and the Kafka listener.
 //!
 //! Invariants: key material is never logged or formatted (the resolver's
 //! `Debug` shows the chain's length only); only HTTP/1.1 is offered over ALPN.
@@ -45,8 +49,9 @@ use tokio_rustls::rustls::{self, InconsistentKeys};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-/// Connections on the HTTPS port that did not become TLS sessions, by
-/// `reason`: `plain_http` (answered `400 tls_required`), `error` (the
+/// Connections on the HTTPS or Kafka port that did not become TLS
+/// sessions, by `reason`: `plain_http` (answered `400 tls_required`),
+/// `plain_kafka` (a plaintext Kafka client, closed), `error` (the
 /// handshake failed, e.g. the client does not trust the certificate) or
 /// `timeout` (no handshake within `first_request_timeout_ms`).
 pub const HANDSHAKE_FAILURES: &str = "kappa_tls_handshake_failures_total";
@@ -67,7 +72,16 @@ const PLAIN_DRAIN_BYTES_MAX: usize = 64 << 10;
 /// Longest `Host` echoed in the `tls_required` answer.
 const HOST_BYTES_MAX: usize = 255;
 
-/// The HTTPS side of the server: the files, and the config served now.
+/// What a connection that does not start with a TLS handshake gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plaintext {
+    /// `400 tls_required` naming the `https://` URL (the API port).
+    AnswerHttp,
+    /// Closed, counted and logged (the Kafka port).
+    Close,
+}
+
+/// The TLS side of the server: the files, and the config served now.
 pub struct Tls {
     cert_path: PathBuf,
     key_path: PathBuf,
@@ -146,19 +160,20 @@ impl Tls {
     /// Makes [`HANDSHAKE_FAILURES`] show 0 for each reason before the first
     /// failure (needs the recorder installed).
     pub fn register_metrics() {
-        for reason in ["plain_http", "error", "timeout"] {
+        for reason in ["plain_http", "plain_kafka", "error", "timeout"] {
             count_failure_by(reason, 0);
         }
     }
 
     /// Turns a new connection into a TLS session. `None` when it is not one:
-    /// it closed before sending anything, it spoke plain HTTP (answered with
-    /// `400 tls_required` here), or the handshake failed. Unbounded in time:
-    /// the caller applies the first-request deadline.
+    /// it closed before sending anything, it spoke plaintext (answered as
+    /// `plaintext` says), or the handshake failed. Unbounded in time: the
+    /// caller applies the first-request deadline.
     pub async fn accept(
         &self,
         stream: TcpStream,
         peer: SocketAddr,
+        plaintext: Plaintext,
     ) -> Option<TlsStream<TcpStream>> {
         let mut first = [0u8; 1];
         match stream.peek(&mut first).await {
@@ -168,6 +183,11 @@ impl Tls {
                 tracing::debug!(%peer, error = %e, "connection failed before the TLS handshake");
                 return None;
             }
+        }
+        if first[0] != HANDSHAKE_RECORD && plaintext == Plaintext::Close {
+            count_failure_by("plain_kafka", 1);
+            tracing::warn!(%peer, "closing a plaintext Kafka connection: the listener serves TLS only");
+            return None;
         }
         if first[0] != HANDSHAKE_RECORD {
             count_failure_by("plain_http", 1);
@@ -508,7 +528,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             let (stream, peer) = listener.accept().await.unwrap();
-            tls.accept(stream, peer).await.is_none()
+            tls.accept(stream, peer, Plaintext::AnswerHttp).await.is_none()
         });
         let client = tokio::task::spawn_blocking(move || {
             use std::io::Write;

@@ -3,6 +3,10 @@
 //! request the listener cannot serve — which closes the connection with
 //! the reason logged at warn, never silently.
 //!
+//! With a certificate configured (`tls_cert`, `tls_key`) the connection
+//! first completes a TLS handshake within `first_request_timeout_ms` (the
+//! certificate of the HTTPS API; a plaintext client is closed).
+//!
 //! Limits: a frame over `kafka_max_request_bytes` closes the connection
 //! before its body is read; a body must arrive within
 //! `request_body_timeout_ms`; with `auth = "tokens"` every request but
@@ -15,10 +19,11 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 
 use super::{admin, fetch, groups, metadata, produce, sasl, versions, Broker};
+use crate::http::Plaintext;
 use crate::auth::Principal;
 use crate::config::AuthMode;
 
@@ -52,11 +57,35 @@ impl Session {
 /// Why a connection is closed: a metric label and the message logged.
 type Close = (&'static str, String);
 
-/// Serves one connection until it ends.
+/// Serves one connection until it ends: over TLS when the broker has a
+/// certificate, else plaintext.
 pub async fn serve_connection(broker: &Broker, stream: TcpStream, peer: SocketAddr) {
     let local = stream.local_addr().unwrap_or(peer);
     let _ = stream.set_nodelay(true);
-    let (reader, writer) = stream.into_split();
+    let Some(tls) = &broker.tls else {
+        return serve_stream(broker, stream, peer, local).await;
+    };
+    let deadline = Duration::from_millis(broker.app.config.first_request_timeout_ms);
+    let accepted = tokio::select! {
+        accepted = tokio::time::timeout(deadline, tls.accept(stream, peer, Plaintext::Close)) => accepted,
+        _ = broker.app.shutdown_started() => return,
+    };
+    match accepted {
+        Ok(Some(session)) => serve_stream(broker, session, peer, local).await,
+        Ok(None) => {}
+        Err(_) => {
+            crate::http::tls::count_handshake_timeout();
+            tracing::debug!(%peer, "Kafka connection closed: no TLS handshake within first_request_timeout_ms");
+        }
+    }
+}
+
+/// Serves the requests of one (plaintext or TLS) connection until it ends.
+async fn serve_stream<S>(broker: &Broker, stream: S, peer: SocketAddr, local: SocketAddr)
+where
+    S: AsyncRead + AsyncWrite + Send,
+{
+    let (reader, writer) = tokio::io::split(stream);
     let mut reader = BufReader::with_capacity(64 << 10, reader);
     let mut writer = BufWriter::with_capacity(64 << 10, writer);
     let mut session = Session {

@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::http::Tls;
 use crate::AppState;
 
 /// What every Kafka connection shares.
@@ -52,6 +53,8 @@ pub struct Broker {
     pub producer_ids: produce::ProducerIds,
     /// The sequence each idempotent producer continues on each partition.
     pub sequences: sequences::ProducerSequences,
+    /// The certificate of a TLS-only listener (that of the HTTPS API).
+    pub tls: Option<Arc<Tls>>,
     /// Connections open now (bounded by `max_connections`).
     open: AtomicUsize,
 }
@@ -70,8 +73,9 @@ pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 }
 
 /// Serves Kafka clients on `listener` until shutdown starts; then stops
-/// accepting and ends each connection after its request in hand.
-pub async fn serve(listener: TcpListener, app: AppState) {
+/// accepting and ends each connection after its request in hand. With
+/// `tls`, only TLS clients are served (SSL / SASL_SSL).
+pub async fn serve(listener: TcpListener, app: AppState, tls: Option<Arc<Tls>>) {
     let groups = Arc::new(group::Coordinator::new(
         group::GroupConfig::default(),
         group::Clock::System,
@@ -81,10 +85,12 @@ pub async fn serve(listener: TcpListener, app: AppState) {
         groups: groups.clone(),
         producer_ids: produce::ProducerIds::new(),
         sequences: sequences::ProducerSequences::new(sequences::MAX_PRODUCERS),
+        tls,
         open: AtomicUsize::new(0),
     });
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "serving Kafka clients");
+        let tls = broker.tls.is_some();
+        tracing::info!(%addr, tls, "serving Kafka clients");
     }
     let ticker = tokio::spawn({
         let groups = groups.clone();
