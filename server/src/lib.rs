@@ -172,9 +172,8 @@ async fn serve_all(
     let sampler = state.history.spawn_sampler(state.clone());
     // One certificate for the HTTPS API and the Kafka listener.
     let (tls, reloads) = http::start_tls(&state.config)?.unzip();
-    let kafka = kafka.map(|listener| {
-        tokio::spawn(kafka::serve(listener, state.clone(), tls.clone()))
-    });
+    let kafka =
+        kafka.map(|listener| tokio::spawn(kafka::serve(listener, state.clone(), tls.clone())));
     let router = routes::router(state.clone());
     let shutdown = async move {
         shutdown.await;

@@ -528,7 +528,9 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             let (stream, peer) = listener.accept().await.unwrap();
-            tls.accept(stream, peer, Plaintext::AnswerHttp).await.is_none()
+            tls.accept(stream, peer, Plaintext::AnswerHttp)
+                .await
+                .is_none()
         });
         let client = tokio::task::spawn_blocking(move || {
             use std::io::Write;

@@ -23,9 +23,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, B
 use tokio::net::TcpStream;
 
 use super::{admin, fetch, groups, metadata, produce, sasl, versions, Broker};
-use crate::http::Plaintext;
 use crate::auth::Principal;
 use crate::config::AuthMode;
+use crate::http::Plaintext;
 
 /// What a connection knows about its client.
 pub struct Session {
