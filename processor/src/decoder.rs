@@ -1,19 +1,25 @@
 //! Turning an input record into an [`Event`]: decode the value (only the
 //! fields the plan reads, when it names them), check declared field types,
-//! take the event time, and judge it against the record's append time.
+//! take the event time, and judge it against the record's append time;
+//! when nothing stateful (dedup, join) comes before the filter, apply it
+//! here too. Most records of a filtered view fail its filter, so those take
+//! a filter-first path ([`FilterFirst`]): the used fields are located and
+//! checked but only built for records that pass.
 //!
 //! Pure per record, so source workers ([`crate::parallel`]) run it in
 //! parallel; the single-threaded runtime calls it inline.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use kappa_log::Record;
 use serde_json::Value;
+use smallvec::{smallvec, SmallVec};
 
-use crate::event::Event;
-use crate::expr::DataType;
+use crate::event::{locate_fields, Event, NameSet, Raw};
+use crate::expr::{get_path, BinaryOp, DataType, Expr, Row};
 use crate::plan::{EventTime, Plan};
-use crate::time::parse_timestamp;
+use crate::time::{parse_timestamp, parse_timestamp_text};
 
 /// What a record decodes to.
 #[derive(Debug)]
@@ -24,8 +30,20 @@ pub(crate) enum Decoded {
     /// An event time later than the append time plus `MAX_FUTURE`:
     /// invalid, and sent to the late topic if there is one.
     Future(Event),
+    /// A valid record that failed the filter, applied early (nothing
+    /// stateful comes before it): only its event time matters (it still
+    /// moves the watermark).
+    Filtered {
+        /// Event time.
+        event_time: i64,
+    },
     /// An event to process.
-    Valid(Event),
+    Valid {
+        /// The event.
+        event: Event,
+        /// The filter was applied (and passed).
+        filtered: bool,
+    },
 }
 
 /// Decodes a plan's input records; cheap to clone (one per source worker).
@@ -36,16 +54,156 @@ pub(crate) struct Decoder {
     typed_fields: Arc<[(String, DataType)]>,
     event_time: EventTime,
     max_future_ms: i64,
+    /// The filter, when nothing stateful (dedup, join) comes before it:
+    /// applied here, right after decoding.
+    filter: Option<Expr>,
+    /// The filter-first path, when it applies ([`FilterFirst`]).
+    filter_first: Option<Arc<FilterFirst>>,
+}
+
+/// The plan of [`Decoder`]'s filter-first path: locate the used fields
+/// without building them, check them, take the event time, build only the
+/// fields the filter reads and apply it; build the others only for records
+/// that pass. Whatever it is not sure of (an invalid or future record, a
+/// value only building can check) goes to the full path, which decides, so
+/// both paths give the same results.
+#[derive(Debug)]
+struct FilterFirst {
+    /// The index among the used fields and the type of each declared field
+    /// the plan reads (the event-time field's `TIMESTAMP` check left out:
+    /// taking the event time checks it).
+    checks: Vec<(usize, DataType)>,
+    /// The event-time field: its index among the used fields and the path
+    /// within it (`None`: the record timestamp).
+    event_time: Option<(usize, Vec<String>)>,
+    /// The indices among the used fields of those the filter reads.
+    filter_fields: Vec<usize>,
+    /// The filter reads the record key.
+    filter_reads_key: bool,
+    /// When the filter is `field = 'text'`: the field's index and the text
+    /// (a string without escapes is compared as it is located).
+    text_equals: Option<(usize, String)>,
+    /// The used fields, for locating them.
+    names: NameSet,
+}
+
+impl FilterFirst {
+    /// The filter-first plan for `plan` decoding by `names`, if it applies.
+    fn new(plan: &Plan, names: &[String], filter: &Expr) -> Option<FilterFirst> {
+        let index = |name: &String| names.iter().position(|n| n == name);
+        let event_time = match &plan.source.event_time {
+            EventTime::RecordTimestamp => None,
+            EventTime::Field(path) => {
+                let (first, rest) = path.split_first()?;
+                Some((index(first)?, rest.to_vec()))
+            }
+        };
+        let checks = plan
+            .source
+            .typed_fields
+            .iter()
+            .filter_map(|(name, ty)| Some((index(name)?, *ty)))
+            .filter(|&(i, ty)| {
+                !(ty == DataType::Timestamp
+                    && matches!(&event_time, Some((e, rest)) if *e == i && rest.is_empty()))
+            })
+            .collect();
+        let mut filter_fields = Vec::new();
+        for path in filter.fields() {
+            let i = index(path.first()?)?;
+            if !filter_fields.contains(&i) {
+                filter_fields.push(i);
+            }
+        }
+        let mut filter_reads_key = false;
+        filter.walk(&mut |e| filter_reads_key |= matches!(e, Expr::Key));
+        let text_equals = match filter {
+            Expr::Binary(BinaryOp::Eq, l, r) => match (&**l, &**r) {
+                (Expr::Field(path), Expr::Literal(Value::String(text)))
+                | (Expr::Literal(Value::String(text)), Expr::Field(path))
+                    if path.len() == 1 =>
+                {
+                    Some((index(&path[0])?, text.clone()))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        Some(FilterFirst {
+            checks,
+            event_time,
+            filter_fields,
+            filter_reads_key,
+            text_equals,
+            names: NameSet::new(names),
+        })
+    }
+
+    /// The filter's answer on located `raws` when it is `field = 'text'`
+    /// and the field is a string without escapes or missing (SQL: a
+    /// missing field is NULL, and NULL = 'text' is not true); `None` to
+    /// evaluate the filter.
+    fn text_equals(&self, raws: &[Raw<'_>]) -> Option<bool> {
+        let (i, text) = self.text_equals.as_ref()?;
+        match raws[*i] {
+            Raw::Text(bytes) => Some(bytes == text.as_bytes()),
+            Raw::Missing => Some(false),
+            Raw::Other(_) => None,
+        }
+    }
+}
+
+/// What the filter-first path found for a valid, not future record.
+enum Early {
+    /// It failed the filter; its event time.
+    Filtered(i64),
+    /// It passed: the used fields' values and the event time.
+    Passed(Vec<Value>, i64),
+}
+
+/// The used fields of a record as a [`Row`] for the early filter: those the
+/// filter reads built, the others `Null`.
+struct FieldsRow<'a> {
+    names: &'a [String],
+    values: &'a [Value],
+    key: Option<Cow<'a, str>>,
+    record_timestamp: i64,
+}
+
+impl Row for FieldsRow<'_> {
+    fn field(&self, path: &[String]) -> Option<&Value> {
+        // As `Event::field` reads fields decoded by name.
+        let (first, rest) = path.split_first()?;
+        let i = self.names.iter().position(|n| n == first)?;
+        get_path(&self.values[i], rest)
+    }
+
+    fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    fn record_timestamp(&self) -> i64 {
+        self.record_timestamp
+    }
 }
 
 impl Decoder {
     /// The decoder of `plan`'s source.
     pub(crate) fn new(plan: &Plan) -> Decoder {
+        let used_fields: Option<Arc<[String]>> = plan.used_fields().map(Arc::from);
+        let stateless_first = plan.dedup.is_none() && plan.join.is_none();
+        let filter = plan.filter.clone().filter(|_| stateless_first);
+        let filter_first = match (&used_fields, &filter) {
+            (Some(names), Some(filter)) => FilterFirst::new(plan, names, filter).map(Arc::new),
+            _ => None,
+        };
         Decoder {
-            used_fields: plan.used_fields().map(Arc::from),
+            used_fields,
             typed_fields: Arc::from(plan.source.typed_fields.clone()),
             event_time: plan.source.event_time.clone(),
             max_future_ms: plan.source.max_future_ms,
+            filter,
+            filter_first,
         }
     }
 
@@ -59,8 +217,98 @@ impl Decoder {
         }
     }
 
-    /// Decodes `record` of input `partition`, appended at `append_time`.
+    /// Decodes `record` of input `partition`, appended at `append_time`,
+    /// and applies the early filter if there is one.
     pub(crate) fn decode(&self, partition: u32, record: Record, append_time: i64) -> Decoded {
+        if let (Some(plan), Some(names)) = (&self.filter_first, &self.used_fields) {
+            match self.filter_first(plan, names, &record, append_time) {
+                Some(Early::Filtered(event_time)) => return Decoded::Filtered { event_time },
+                Some(Early::Passed(values, event_time)) => {
+                    let fields = Some((names.clone(), values));
+                    let event = new_event(partition, record, Value::Null, fields, event_time);
+                    return Decoded::Valid {
+                        event,
+                        filtered: true,
+                    };
+                }
+                None => {}
+            }
+        }
+        self.decode_full(partition, record, append_time)
+    }
+
+    /// The filter-first path ([`FilterFirst`]); `None` to leave the record
+    /// to [`Decoder::decode_full`].
+    fn filter_first(
+        &self,
+        plan: &FilterFirst,
+        names: &[String],
+        record: &Record,
+        append_time: i64,
+    ) -> Option<Early> {
+        let mut raws: SmallVec<[Raw<'_>; 8]> = smallvec![Raw::Missing; names.len()];
+        locate_fields(&record.value, &plan.names, &mut raws)?;
+        for raw in &raws {
+            if !raw.is_buildable() {
+                raw.build()?;
+            }
+        }
+        for &(i, ty) in &plan.checks {
+            let conforms = match raws[i].conforms(ty) {
+                Some(conforms) => conforms,
+                None => crate::expr::conforms(&raws[i].build()?, ty),
+            };
+            if !conforms {
+                return None;
+            }
+        }
+        let event_time = match &plan.event_time {
+            None => record.timestamp,
+            Some((i, rest)) if rest.is_empty() && matches!(raws[*i], Raw::Text(_)) => {
+                parse_timestamp_text(raws[*i].text()?)?
+            }
+            Some((i, rest)) => parse_timestamp(get_path(&raws[*i].build()?, rest)?)?,
+        };
+        if event_time > append_time.saturating_add(self.max_future_ms) {
+            return None;
+        }
+        let mut values: SmallVec<[Value; 8]> = smallvec![Value::Null; names.len()];
+        let passed = match plan.text_equals(&raws) {
+            Some(passed) => passed,
+            None => {
+                for &i in &plan.filter_fields {
+                    values[i] = raws[i].build()?;
+                }
+                let row = FieldsRow {
+                    names,
+                    values: &values,
+                    key: plan
+                        .filter_reads_key
+                        .then(|| record.key.as_deref().map(String::from_utf8_lossy))
+                        .flatten(),
+                    record_timestamp: record.timestamp,
+                };
+                let filter = self
+                    .filter
+                    .as_ref()
+                    .expect("a filter-first plan has a filter");
+                filter.is_true(&row)
+            }
+        };
+        if !passed {
+            return Some(Early::Filtered(event_time));
+        }
+        for (value, raw) in values.iter_mut().zip(&raws) {
+            if value.is_null() {
+                *value = raw.build()?;
+            }
+        }
+        Some(Early::Passed(values.into_vec(), event_time))
+    }
+
+    /// Decodes `record` whole or by its used fields, checks it, and applies
+    /// the early filter if there is one.
+    fn decode_full(&self, partition: u32, record: Record, append_time: i64) -> Decoded {
         let decoded = match &self.used_fields {
             Some(names) => crate::event::decode_fields(&record.value, names)
                 .map(|values| (Value::Null, Some((names.clone(), values)))),
@@ -69,26 +317,16 @@ impl Decoder {
         let Ok((value, fields)) = decoded else {
             return Decoded::Invalid;
         };
-        let mut event = Event {
-            partition,
-            offset: record.offset,
-            record_timestamp: record.timestamp,
-            lossy_key: Event::lossy_key_of(record.key.as_deref()),
-            raw_key: record.key,
-            raw_value: record.value,
-            value,
-            fields,
-            event_time: record.timestamp,
-            joined: None,
-        };
+        let timestamp = record.timestamp;
+        let mut event = new_event(partition, record, value, fields, timestamp);
         for (name, ty) in self.typed_fields.iter() {
-            let value = crate::expr::Row::field(&event, std::slice::from_ref(name));
+            let value = Row::field(&event, std::slice::from_ref(name));
             if value.is_some_and(|v| !crate::expr::conforms(v, *ty)) {
                 return Decoded::Invalid;
             }
         }
         if let EventTime::Field(path) = &self.event_time {
-            match crate::expr::Row::field(&event, path).and_then(parse_timestamp) {
+            match Row::field(&event, path).and_then(parse_timestamp) {
                 Some(t) => event.event_time = t,
                 None => return Decoded::Invalid,
             }
@@ -96,6 +334,198 @@ impl Decoder {
         if event.event_time > append_time.saturating_add(self.max_future_ms) {
             return Decoded::Future(event);
         }
-        Decoded::Valid(event)
+        match &self.filter {
+            Some(filter) if !filter.is_true(&event) => Decoded::Filtered {
+                event_time: event.event_time,
+            },
+            filter => Decoded::Valid {
+                event,
+                filtered: filter.is_some(),
+            },
+        }
+    }
+}
+
+/// The event of `record` of input `partition`, decoded to `value` or
+/// `fields`, at `event_time`.
+fn new_event(
+    partition: u32,
+    record: Record,
+    value: Value,
+    fields: Option<(Arc<[String]>, Vec<Value>)>,
+    event_time: i64,
+) -> Event {
+    Event {
+        partition,
+        offset: record.offset,
+        record_timestamp: record.timestamp,
+        lossy_key: Event::lossy_key_of(record.key.as_deref()),
+        raw_key: record.key,
+        raw_value: record.value,
+        value,
+        fields,
+        event_time,
+        joined: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::{parse, Statement};
+    use bytes::Bytes;
+    use proptest::prelude::*;
+
+    const STREAM: &str = "CREATE STREAM user_events (user_id VARCHAR, event_type VARCHAR, \
+        amount DECIMAL(10,2), n INT, event_time TIMESTAMP) \
+        WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON', TIMESTAMP='event_time');";
+
+    /// Views whose filters the filter-first path applies: the seed's (a
+    /// field equal to a text, compared as located), one reading the key and
+    /// numbers, one over an integer column, a text equal to a field.
+    const VIEWS: [&str; 4] = [
+        "CREATE TABLE t AS SELECT user_id, COUNT(*) AS c, SUM(amount) AS s FROM user_events \
+         WINDOW TUMBLING (SIZE 5 MINUTES) WHERE event_type = 'purchase' GROUP BY user_id;",
+        "CREATE TABLE t AS SELECT user_id, COUNT(*) AS c FROM user_events \
+         WHERE amount > 50 OR ROWKEY = 'k1' GROUP BY user_id;",
+        "CREATE STREAM t AS SELECT user_id, n FROM user_events WHERE n >= 2 OR n IS NULL;",
+        "CREATE TABLE t AS SELECT user_id, COUNT(*) AS c FROM user_events \
+         WHERE 'view' = event_type GROUP BY user_id;",
+    ];
+
+    fn decoder(view: &str) -> Decoder {
+        let mut statements = parse(&format!("{STREAM}\n{view}")).unwrap();
+        let Statement::CreateAs(create) = statements.remove(1) else {
+            panic!("not CREATE AS");
+        };
+        let Statement::CreateSource(source) = statements.remove(0) else {
+            panic!("not a source");
+        };
+        let decoder = Decoder::new(&crate::sql::plan(&create, &vec![source]).unwrap());
+        assert!(decoder.filter_first.is_some(), "{view}");
+        decoder
+    }
+
+    /// What a decoding decided, comparable.
+    fn outcome(decoded: Decoded) -> String {
+        match decoded {
+            Decoded::Invalid => "invalid".into(),
+            Decoded::Future(e) => format!("future {}", e.event_time),
+            Decoded::Filtered { event_time } => format!("filtered {event_time}"),
+            Decoded::Valid { event, filtered } => format!(
+                "valid {} {filtered} {:?} {:?} {:?}",
+                event.event_time, event.fields, event.raw_key, event.raw_value
+            ),
+        }
+    }
+
+    /// A member value of any kind the fast path treats apart.
+    fn arb_member() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(r#""purchase""#.to_string()),
+            Just(r#""view""#.to_string()),
+            Just(r#""pur\u0063hase""#.to_string()),
+            Just("\"caf\u{e9}\"".to_string()),
+            Just(r#""2026-01-01T00:00:00.000Z""#.to_string()),
+            Just(r#"" 2026-01-01T00:05:00.5+01:00 ""#.to_string()),
+            Just(r#""2026-13-01T00:00:00Z""#.to_string()),
+            Just(r#""2026-01-01T00:00:00.000Z\n""#.to_string()),
+            (0i64..2_000_000_000_000).prop_map(|n| n.to_string()),
+            (-100i64..100).prop_map(|n| n.to_string()),
+            Just("99999999999999999999".to_string()),
+            Just("-0".to_string()),
+            (0u32..20000).prop_map(|n| format!("{}.{:02}", n / 100, n % 100)),
+            Just("1e400".to_string()),
+            Just("2.5e3".to_string()),
+            Just(format!("{}.5", "9".repeat(320))),
+            Just("true".to_string()),
+            Just("null".to_string()),
+            Just("[1,\"a\"]".to_string()),
+            Just(r#"{"x":"purchase"}"#.to_string()),
+        ]
+    }
+
+    /// The bytes of a record: some of the used members (maybe twice), an
+    /// unused one, sometimes damaged.
+    fn arb_record() -> impl Strategy<Value = Vec<u8>> {
+        let names = prop_oneof![
+            Just("user_id"),
+            Just("event_type"),
+            Just("amount"),
+            Just("n"),
+            Just("event_time"),
+            Just("pad"),
+        ];
+        (
+            proptest::collection::vec((names, arb_member()), 0..7),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(members, bad_utf8, broken)| {
+                let body: Vec<String> = members
+                    .iter()
+                    .map(|(name, value)| format!("\"{name}\":{value}"))
+                    .collect();
+                let mut bytes = format!("{{{}}}", body.join(",")).into_bytes();
+                if bad_utf8 {
+                    if let Some(at) = bytes.iter().position(|b| *b == b'e') {
+                        bytes[at] = 0xff;
+                    }
+                }
+                if broken {
+                    bytes.pop();
+                }
+                bytes
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// The filter-first path decides every record as the full path does.
+        #[test]
+        fn filter_first_equals_the_full_path(
+            view in 0..VIEWS.len(),
+            value in arb_record(),
+            key in prop_oneof![Just(None), Just(Some(&b"k1"[..])), Just(Some(&b"\xffk"[..]))],
+            append_time in prop_oneof![Just(i64::MAX / 2), Just(1_767_225_700_000_i64)],
+        ) {
+            let decoder = decoder(VIEWS[view]);
+            let record = Record {
+                offset: 7,
+                timestamp: 1_767_225_600_000,
+                key: key.map(Bytes::from_static),
+                value: Bytes::from(value),
+                headers: Vec::new(),
+            };
+            prop_assert_eq!(
+                outcome(decoder.decode(3, record.clone(), append_time)),
+                outcome(decoder.decode_full(3, record, append_time))
+            );
+        }
+    }
+
+    #[test]
+    fn a_seed_event_takes_the_filter_first_path() {
+        let decoder = decoder(VIEWS[0]);
+        let names = decoder.used_fields.clone().unwrap();
+        let plan = decoder.filter_first.clone().unwrap();
+        let record = |event_type: &str| Record {
+            offset: 0,
+            timestamp: 0,
+            key: None,
+            value: Bytes::from(format!(
+                r#"{{"event_id":"1-0","user_id":"user-38","event_type":"{event_type}","amount":13.05,"event_time":"2026-01-01T00:00:00.000Z"}}"#
+            )),
+            headers: Vec::new(),
+        };
+        let at = 1_767_225_600_000;
+        assert!(matches!(
+            decoder.filter_first(&plan, &names, &record("cart"), at),
+            Some(Early::Filtered(t)) if t == at
+        ));
+        assert!(matches!(
+            decoder.filter_first(&plan, &names, &record("purchase"), at),
+            Some(Early::Passed(_, t)) if t == at
+        ));
     }
 }

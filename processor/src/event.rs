@@ -13,6 +13,8 @@ use crate::expr::{get_path, Row};
 
 mod scan;
 
+pub(crate) use scan::{locate_fields, NameSet, Raw};
+
 /// One event flowing through a processor.
 #[derive(Debug, Clone)]
 pub struct Event {

@@ -354,7 +354,6 @@ impl Runtime {
             }
             Operation::Project { .. } => None,
         };
-        let stateless_first = self.plan.dedup.is_none() && self.plan.join.is_none();
         let reads_key = spec.as_ref().is_some_and(|spec| {
             let mut reads = false;
             let inputs = spec.aggregates.iter().filter_map(|a| a.input.as_ref());
@@ -369,7 +368,6 @@ impl Runtime {
             keep_value: late_side_output,
             keep_key: reads_key || late_side_output,
             decoder: self.decoder.clone(),
-            filter: self.plan.filter.clone().filter(|_| stateless_first),
             route: spec
                 .filter(|_| self.plan.join.is_none())
                 .map(|spec| (spec, workers)),
@@ -580,10 +578,11 @@ impl Runtime {
                 return Ok(());
             }
             Decoded::Future(event) => Prepared::Future(event),
-            Decoded::Valid(event) => Prepared::Event {
+            Decoded::Filtered { event_time } => Prepared::Filtered { event_time },
+            Decoded::Valid { event, filtered } => Prepared::Event {
                 event,
                 shard: None,
-                filtered: false,
+                filtered,
             },
         };
         self.process_prepared(partition, prepared, append_time)

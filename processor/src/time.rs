@@ -18,9 +18,14 @@ pub(crate) const DAY_MS: i64 = 86_400_000;
 pub fn parse_timestamp(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64().or_else(|| n.as_f64().and_then(f64_to_i64)),
-        Value::String(s) => parse_rfc3339(s.trim()),
+        Value::String(s) => parse_timestamp_text(s),
         _ => None,
     }
+}
+
+/// [`parse_timestamp`] of a JSON string value `s`.
+pub(crate) fn parse_timestamp_text(s: &str) -> Option<i64> {
+    parse_rfc3339(s.trim())
 }
 
 /// `ms` since the epoch as an RFC 3339 UTC string with milliseconds,

@@ -14,16 +14,96 @@
 
 use serde_json::Value;
 
+use crate::expr::DataType;
+use crate::time::parse_timestamp_text;
+
 /// Deepest nesting of a member's value the fast path follows.
 const MAX_DEPTH: usize = 64;
 
 /// The members `names` of the JSON object `bytes`, in the order of
 /// `names` (`Null` when missing); `None` to leave the decision to serde_json.
 pub(super) fn decode_fields(bytes: &[u8], names: &[String]) -> Option<Vec<Value>> {
+    let mut out = vec![Value::Null; names.len()];
+    let position = |name: &[u8]| names.iter().position(|n| n.as_bytes() == name);
+    for_each_kept(bytes, position, |s, i| {
+        out[i] = s.value()?;
+        Some(())
+    })?;
+    Some(out)
+}
+
+/// Locates the members `names` of the JSON object `bytes` into `out` (one
+/// slot per name, [`Raw::Missing`] on entry), without building them; `None`
+/// to leave the decision to [`decode_fields`]: besides what that declines,
+/// a name kept twice (where every copy is built, and the last one kept).
+pub(crate) fn locate_fields<'a>(
+    bytes: &'a [u8],
+    names: &NameSet,
+    out: &mut [Raw<'a>],
+) -> Option<()> {
+    for_each_kept(
+        bytes,
+        |name| names.position(name),
+        |s, i| {
+            if out[i] != Raw::Missing {
+                return None;
+            }
+            out[i] = s.locate()?;
+            Some(())
+        },
+    )
+}
+
+/// Member names to keep, matched by length and their first 16 bytes
+/// before any longer comparison (most members differ there).
+#[derive(Debug, Clone)]
+pub(crate) struct NameSet {
+    /// Per name: its length and its first two 8-byte words (zero-padded).
+    keys: Vec<(usize, u64, u64)>,
+    names: Vec<String>,
+}
+
+impl NameSet {
+    /// The set of `names`, each matched to its index there.
+    pub(crate) fn new(names: &[String]) -> NameSet {
+        NameSet {
+            keys: names.iter().map(|n| name_key(n.as_bytes())).collect(),
+            names: names.to_vec(),
+        }
+    }
+
+    /// The index of `name` among the names.
+    fn position(&self, name: &[u8]) -> Option<usize> {
+        let key = name_key(name);
+        let i = self.keys.iter().position(|k| *k == key)?;
+        (name.len() <= 16 || self.names[i].as_bytes() == name).then_some(i)
+    }
+}
+
+/// The length and first two 8-byte words (zero-padded) of a name.
+fn name_key(name: &[u8]) -> (usize, u64, u64) {
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        for (i, b) in name.iter().skip(at).take(8).enumerate() {
+            w[i] = *b;
+        }
+        u64::from_le_bytes(w)
+    };
+    (name.len(), word(0), word(8))
+}
+
+/// One pass over the JSON object `bytes`: calls `kept` with the scanner at
+/// the value of each member `position` finds (and its index), skips and
+/// checks the others; `None` when the input is not a flat object the fast
+/// path is sure of, or when `kept` gives `None`.
+fn for_each_kept<'a>(
+    bytes: &'a [u8],
+    position: impl Fn(&[u8]) -> Option<usize>,
+    mut kept: impl FnMut(&mut Scanner<'a>, usize) -> Option<()>,
+) -> Option<()> {
     let mut s = Scanner { bytes, pos: 0 };
     s.skip_whitespace();
     s.eat(b'{')?;
-    let mut out = vec![Value::Null; names.len()];
     s.skip_whitespace();
     if s.peek() == Some(b'}') {
         s.pos += 1;
@@ -32,7 +112,7 @@ pub(super) fn decode_fields(bytes: &[u8], names: &[String]) -> Option<Vec<Value>
             s.skip_whitespace();
             s.eat(b'"')?;
             let name = s.name()?;
-            let index = names.iter().position(|n| n.as_bytes() == name);
+            let index = position(name);
             // serde_json reads every member name as text.
             if index.is_none() && !name.is_ascii() {
                 std::str::from_utf8(name).ok()?;
@@ -41,7 +121,7 @@ pub(super) fn decode_fields(bytes: &[u8], names: &[String]) -> Option<Vec<Value>
             s.eat(b':')?;
             s.skip_whitespace();
             match index {
-                Some(i) => out[i] = s.value()?,
+                Some(i) => kept(&mut s, i)?,
                 None => s.skip_value(0)?,
             }
             s.skip_whitespace();
@@ -53,7 +133,7 @@ pub(super) fn decode_fields(bytes: &[u8], names: &[String]) -> Option<Vec<Value>
         }
     }
     s.skip_whitespace();
-    (s.pos == bytes.len()).then_some(out)
+    (s.pos == bytes.len()).then_some(())
 }
 
 struct Scanner<'a> {
@@ -244,32 +324,117 @@ impl<'a> Scanner<'a> {
 
     /// A kept member's value (whitespace before it already skipped).
     fn value(&mut self) -> Option<Value> {
+        self.locate()?.build()
+    }
+
+    /// A kept member's value (whitespace before it already skipped),
+    /// checked by JSON's grammar and located, not yet built.
+    fn locate(&mut self) -> Option<Raw<'a>> {
         let start = self.pos;
-        match self.peek()? {
-            b'"' => {
-                self.pos += 1;
-                let escaped = self.skip_string()?;
-                let text = &self.bytes[start + 1..self.pos - 1];
-                if !escaped {
-                    let text = std::str::from_utf8(text).ok()?;
-                    return Some(Value::String(text.to_owned()));
-                }
+        if self.peek()? == b'"' {
+            self.pos += 1;
+            let escaped = self.skip_string()?;
+            if !escaped {
+                return Some(Raw::Text(&self.bytes[start + 1..self.pos - 1]));
             }
+        } else {
+            self.skip_value(0)?;
+        }
+        Some(Raw::Other(&self.bytes[start..self.pos]))
+    }
+}
+
+/// A kept member's value located in the bytes of its object and checked by
+/// JSON's grammar, not yet built: [`Raw::build`] makes the value
+/// serde_json would, and the cheaper [`Raw::is_buildable`] and
+/// [`Raw::conforms`] answer questions about it without building it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Raw<'a> {
+    /// The member is absent (its value is `Null`).
+    Missing,
+    /// A string without escapes: the bytes between its quotes (UTF-8 not
+    /// yet checked).
+    Text(&'a [u8]),
+    /// Any other value: its bytes.
+    Other(&'a [u8]),
+}
+
+impl<'a> Raw<'a> {
+    /// The value, as serde_json would decode it in place; `None` when the
+    /// fast path cannot tell (the caller then decodes with serde_json).
+    pub(crate) fn build(self) -> Option<Value> {
+        let bytes = match self {
+            Raw::Missing => return Some(Value::Null),
+            Raw::Text(text) => {
+                let text = std::str::from_utf8(text).ok()?;
+                return Some(Value::String(text.to_owned()));
+            }
+            Raw::Other(bytes) => bytes,
+        };
+        match bytes.first()? {
             b'-' | b'0'..=b'9' => {
-                self.skip_number()?;
-                if let Some(n) = small_integer(&self.bytes[start..self.pos]) {
+                if let Some(n) = small_integer(bytes) {
                     return Some(n);
                 }
             }
-            b't' => return self.literal(b"true").map(|()| Value::Bool(true)),
-            b'f' => return self.literal(b"false").map(|()| Value::Bool(false)),
-            b'n' => return self.literal(b"null").map(|()| Value::Null),
-            _ => self.skip_value(0)?,
+            b't' => return Some(Value::Bool(true)),
+            b'f' => return Some(Value::Bool(false)),
+            b'n' => return Some(Value::Null),
+            _ => {}
         }
         // Escaped strings, other numbers, arrays and objects: serde_json
         // decodes the value's bytes as it would have in place.
-        serde_json::from_slice(&self.bytes[start..self.pos]).ok()
+        serde_json::from_slice(bytes).ok()
     }
+
+    /// A string without escapes, when its bytes are UTF-8.
+    pub(crate) fn text(self) -> Option<&'a str> {
+        match self {
+            Raw::Text(text) => std::str::from_utf8(text).ok(),
+            _ => None,
+        }
+    }
+
+    /// True when [`Raw::build`] would certainly give a value, told without
+    /// building it; false when only building can tell.
+    pub(crate) fn is_buildable(self) -> bool {
+        match self {
+            Raw::Missing => true,
+            Raw::Text(text) => text.is_ascii() || std::str::from_utf8(text).is_ok(),
+            Raw::Other(bytes) => is_plain_decimal(bytes) || small_integer(bytes).is_some(),
+        }
+    }
+
+    /// Whether the value [`Raw::build`] gives is of `ty`
+    /// ([`crate::expr::conforms`]), told without building it: `None` when
+    /// only the built value can tell. Assumes [`Raw::is_buildable`].
+    pub(crate) fn conforms(self, ty: DataType) -> Option<bool> {
+        match self {
+            Raw::Missing => Some(true),
+            Raw::Text(_) => match ty {
+                DataType::String => Some(true),
+                DataType::Timestamp => Some(parse_timestamp_text(self.text()?).is_some()),
+                _ => Some(false),
+            },
+            // serde_json reads a number with a fraction as a double.
+            Raw::Other(bytes) if is_plain_decimal(bytes) => match ty {
+                DataType::String | DataType::Double | DataType::Decimal { .. } => Some(true),
+                DataType::Integer | DataType::Boolean => Some(false),
+                DataType::Timestamp => None,
+            },
+            Raw::Other(_) => None,
+        }
+    }
+}
+
+/// A number (already checked by JSON's grammar) with a fraction and no
+/// exponent, short enough that serde_json reads it as a finite double:
+/// fewer than 300 digits before the point, so below 10^300.
+fn is_plain_decimal(bytes: &[u8]) -> bool {
+    bytes.len() <= 300
+        && matches!(bytes.first(), Some(b'-' | b'0'..=b'9'))
+        && bytes.contains(&b'.')
+        && !bytes.iter().any(|b| matches!(b, b'e' | b'E'))
 }
 
 /// The value of an integer's text of at most 18 digits (so it fits an
@@ -299,6 +464,48 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    const ALL_TYPES: [DataType; 6] = [
+        DataType::Boolean,
+        DataType::Integer,
+        DataType::Double,
+        DataType::Decimal {
+            precision: 10,
+            scale: 2,
+        },
+        DataType::String,
+        DataType::Timestamp,
+    ];
+
+    #[test]
+    fn raw_values_tell_what_they_can_without_building() {
+        fn located(bytes: &str) -> Raw<'_> {
+            let mut raws = vec![Raw::Missing];
+            locate_fields(bytes.as_bytes(), &NameSet::new(&names(&["a"])), &mut raws).unwrap();
+            raws[0]
+        }
+        let text = located(r#"{"a":" 2026-01-01T00:00:00Z"}"#);
+        assert!(text.is_buildable());
+        assert_eq!(text.conforms(DataType::Timestamp), Some(true));
+        assert_eq!(text.conforms(DataType::Double), Some(false));
+        let decimal = located(r#"{"a":13.05}"#);
+        assert!(decimal.is_buildable());
+        assert_eq!(decimal.conforms(DataType::Integer), Some(false));
+        assert_eq!(decimal.conforms(DataType::Timestamp), None);
+        // Out of a double's range: only serde_json can tell.
+        assert!(!located(r#"{"a":1e400}"#).is_buildable());
+        let long = format!(r#"{{"a":{}.5}}"#, "9".repeat(400));
+        assert!(!located(&long).is_buildable());
+        assert_eq!(located(r#"{"b":1}"#), Raw::Missing);
+        // A name kept twice is left to the full decoder.
+        let mut raws = vec![Raw::Missing];
+        assert!(locate_fields(
+            br#"{"a":1,"a":2}"#,
+            &NameSet::new(&names(&["a"])),
+            &mut raws
+        )
+        .is_none());
+    }
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|n| n.to_string()).collect()
@@ -581,6 +788,36 @@ mod tests {
             keep.dedup();
             let bytes = mutate(bytes, &edits);
             prop_assert!(agrees(&bytes, &keep).is_ok(), "{}", agrees(&bytes, &keep).unwrap_err());
+        }
+
+        /// Located members build to what the fast path decodes, and what
+        /// [`Raw`] tells without building agrees with the built value.
+        #[test]
+        fn located_members_agree_with_built_ones(
+            bytes in arb_object_bytes(),
+            edits in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<u8>()), 0..2),
+            keep in proptest::collection::vec("[a-d]{1,2}", 0..4),
+        ) {
+            let mut keep = keep;
+            keep.sort();
+            keep.dedup();
+            let bytes = mutate(bytes, &edits);
+            let mut raws = vec![Raw::Missing; keep.len()];
+            if locate_fields(&bytes, &NameSet::new(&keep), &mut raws).is_none() {
+                return Ok(());
+            }
+            let built: Option<Vec<Value>> = raws.iter().map(|r| r.build()).collect();
+            prop_assert_eq!(&built, &decode_fields(&bytes, &keep));
+            for raw in raws {
+                let value = raw.build();
+                prop_assert!(!raw.is_buildable() || value.is_some(), "{:?}", raw);
+                let Some(value) = value.filter(|_| raw.is_buildable()) else { continue };
+                for ty in ALL_TYPES {
+                    if let Some(conforms) = raw.conforms(ty) {
+                        prop_assert_eq!(conforms, crate::expr::conforms(&value, ty), "{:?} {:?}", raw, ty);
+                    }
+                }
+            }
         }
     }
 }

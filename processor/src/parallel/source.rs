@@ -1,5 +1,5 @@
-//! Source workers: decode a batch's records ([`crate::decoder`]), and —
-//! when nothing stateful comes before them — apply the filter and compute
+//! Source workers: decode a batch's records ([`crate::decoder`], which
+//! applies the filter when nothing stateful comes before it), and compute
 //! the key shard of each event, in parallel; the coordinator takes the
 //! results back in the order it handed the batches out.
 
@@ -11,7 +11,6 @@ use std::thread::JoinHandle;
 use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
-use crate::expr::Expr;
 use crate::operator::aggregate::GroupOf;
 use crate::order::NextBatch;
 use crate::plan::AggregateSpec;
@@ -43,10 +42,9 @@ pub(crate) enum Prepared {
 /// What a source worker does beyond decoding, fixed per version.
 #[derive(Debug, Clone)]
 pub(crate) struct SourceWork {
-    /// Decodes records.
+    /// Decodes records, and applies the filter when nothing stateful
+    /// (dedup, join) comes before it.
     pub(crate) decoder: Decoder,
-    /// The filter, when nothing stateful (dedup, join) comes before it.
-    pub(crate) filter: Option<Expr>,
     /// The aggregate and the number of key shards, when the group key can
     /// be computed from the record alone (no join).
     pub(crate) route: Option<(AggregateSpec, usize)>,
@@ -65,26 +63,22 @@ impl SourceWork {
         let mut records = 0;
         for record in batch.records() {
             records += 1;
-            let event = match self.decoder.decode(batch.partition, record, append_time) {
-                Decoded::Invalid => {
-                    progress.count_invalid();
-                    continue;
-                }
-                Decoded::Future(event) => {
-                    out.push(Prepared::Future(event));
-                    continue;
-                }
-                Decoded::Valid(event) => event,
-            };
-            if let Some(filter) = &self.filter {
-                if !filter.is_true(&event) {
-                    out.push(Prepared::Filtered {
-                        event_time: event.event_time,
-                    });
-                    continue;
-                }
-            }
-            let mut event = event;
+            let (mut event, filtered) =
+                match self.decoder.decode(batch.partition, record, append_time) {
+                    Decoded::Invalid => {
+                        progress.count_invalid();
+                        continue;
+                    }
+                    Decoded::Future(event) => {
+                        out.push(Prepared::Future(event));
+                        continue;
+                    }
+                    Decoded::Filtered { event_time } => {
+                        out.push(Prepared::Filtered { event_time });
+                        continue;
+                    }
+                    Decoded::Valid { event, filtered } => (event, filtered),
+                };
             let shard = self.route.as_ref().map(|(spec, shards)| {
                 Shard::of_key(GroupOf::event(spec, &event).view_key(), *shards)
             });
@@ -102,7 +96,7 @@ impl SourceWork {
             out.push(Prepared::Event {
                 event,
                 shard,
-                filtered: self.filter.is_some(),
+                filtered,
             });
         }
         (records, out)
