@@ -272,10 +272,11 @@ impl Decoder {
         if event_time > append_time.saturating_add(self.max_future_ms) {
             return None;
         }
-        let mut values: SmallVec<[Value; 8]> = smallvec![Value::Null; names.len()];
+        let mut values: SmallVec<[Value; 8]> = SmallVec::new();
         let passed = match plan.text_equals(&raws) {
             Some(passed) => passed,
             None => {
+                values = smallvec![Value::Null; names.len()];
                 for &i in &plan.filter_fields {
                     values[i] = raws[i].build()?;
                 }
@@ -297,6 +298,9 @@ impl Decoder {
         };
         if !passed {
             return Some(Early::Filtered(event_time));
+        }
+        if values.is_empty() {
+            values = smallvec![Value::Null; names.len()];
         }
         for (value, raw) in values.iter_mut().zip(&raws) {
             if value.is_null() {

@@ -82,14 +82,16 @@ impl NameSet {
 
 /// The length and first two 8-byte words (zero-padded) of a name.
 fn name_key(name: &[u8]) -> (usize, u64, u64) {
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        for (i, b) in name.iter().skip(at).take(8).enumerate() {
-            w[i] = *b;
-        }
-        u64::from_le_bytes(w)
-    };
-    (name.len(), word(0), word(8))
+    let rest = name.get(8..).unwrap_or_default();
+    (name.len(), word(name), word(rest))
+}
+
+/// The first 8 bytes of `bytes` as a little-endian word, zero-padded.
+fn word(bytes: &[u8]) -> u64 {
+    match bytes.first_chunk::<8>() {
+        Some(chunk) => u64::from_le_bytes(*chunk),
+        None => bytes.iter().rev().fold(0, |w, b| (w << 8) | u64::from(*b)),
+    }
 }
 
 /// One pass over the JSON object `bytes`: calls `kept` with the scanner at
