@@ -19,7 +19,7 @@ use smallvec::{smallvec, SmallVec};
 use crate::event::{locate_fields, Event, NameSet, Raw};
 use crate::expr::{get_path, BinaryOp, DataType, Expr, Row};
 use crate::plan::{EventTime, Plan};
-use crate::time::{parse_timestamp, parse_timestamp_text};
+use crate::time::parse_timestamp;
 
 /// What a record decodes to.
 #[derive(Debug)]
@@ -265,7 +265,7 @@ impl Decoder {
         let event_time = match &plan.event_time {
             None => record.timestamp,
             Some((i, rest)) if rest.is_empty() && matches!(raws[*i], Raw::Text(_)) => {
-                parse_timestamp_text(raws[*i].text()?)?
+                raws[*i].timestamp()??
             }
             Some((i, rest)) => parse_timestamp(get_path(&raws[*i].build()?, rest)?)?,
         };

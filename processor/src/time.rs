@@ -25,7 +25,20 @@ pub fn parse_timestamp(v: &Value) -> Option<i64> {
 
 /// [`parse_timestamp`] of a JSON string value `s`.
 pub(crate) fn parse_timestamp_text(s: &str) -> Option<i64> {
-    parse_rfc3339(s.trim())
+    parse_rfc3339(s.trim().as_bytes())
+}
+
+/// [`parse_timestamp_text`] of ASCII text given as bytes (no UTF-8 check
+/// needed): trimmed as `str::trim` trims (Unicode white space, which in
+/// ASCII is `char::is_whitespace`). `None` for non-ASCII bytes.
+pub(crate) fn parse_timestamp_ascii(b: &[u8]) -> Option<i64> {
+    if !b.is_ascii() {
+        return None;
+    }
+    let kept = |c: &u8| !char::from(*c).is_whitespace();
+    let start = b.iter().position(kept).unwrap_or(b.len());
+    let end = b.iter().rposition(kept).map_or(start, |i| i + 1);
+    parse_rfc3339(&b[start..end])
 }
 
 /// `ms` since the epoch as an RFC 3339 UTC string with milliseconds,
@@ -55,8 +68,7 @@ fn byte_is(b: &[u8], at: usize, allowed: &[u8]) -> bool {
     b.get(at).is_some_and(|c| allowed.contains(c))
 }
 
-fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
+fn parse_rfc3339(b: &[u8]) -> Option<i64> {
     let separators = byte_is(b, 4, b"-")
         && byte_is(b, 7, b"-")
         && byte_is(b, 10, b"Tt ")
@@ -234,6 +246,14 @@ mod tests {
     }
 
     proptest! {
+        /// The ASCII parse is the text parse.
+        #[test]
+        fn ascii_parse_equals_text_parse(
+            s in "[ \t\x0b\x0c\r\n\x1c]{0,2}[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,4})?([Zz]|[+-][0-9]{2}:[0-9]{2})?[ \t\x1f]{0,2}",
+        ) {
+            prop_assert_eq!(parse_timestamp_ascii(s.as_bytes()), parse_timestamp_text(&s));
+        }
+
         #[test]
         fn timestamps_format_and_parse_back(ms in -62_167_219_200_000_i64..253_402_300_800_000) {
             let s = format_timestamp(ms).unwrap();

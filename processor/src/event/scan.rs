@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use crate::expr::DataType;
-use crate::time::parse_timestamp_text;
+use crate::time::{parse_timestamp_ascii, parse_timestamp_text};
 
 /// Deepest nesting of a member's value the fast path follows.
 const MAX_DEPTH: usize = 64;
@@ -397,6 +397,15 @@ impl<'a> Raw<'a> {
         }
     }
 
+    /// For a string without escapes that is UTF-8: its event time
+    /// ([`crate::time::parse_timestamp`] of the built value).
+    pub(crate) fn timestamp(self) -> Option<Option<i64>> {
+        match self {
+            Raw::Text(text) if text.is_ascii() => Some(parse_timestamp_ascii(text)),
+            _ => Some(parse_timestamp_text(self.text()?)),
+        }
+    }
+
     /// True when [`Raw::build`] would certainly give a value, told without
     /// building it; false when only building can tell.
     pub(crate) fn is_buildable(self) -> bool {
@@ -415,7 +424,7 @@ impl<'a> Raw<'a> {
             Raw::Missing => Some(true),
             Raw::Text(_) => match ty {
                 DataType::String => Some(true),
-                DataType::Timestamp => Some(parse_timestamp_text(self.text()?).is_some()),
+                DataType::Timestamp => Some(self.timestamp()?.is_some()),
                 _ => Some(false),
             },
             // serde_json reads a number with a fraction as a double.
