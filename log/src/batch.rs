@@ -398,7 +398,20 @@ impl BatchView {
         (len > 0).then(|| &self.bytes[HEADER_LEN..HEADER_LEN + len])
     }
 
-    /// The records, in offset order.
+    /// The records, in offset order, borrowed from the batch's buffer (no
+    /// reference count, no allocation per record).
+    pub fn record_refs(&self) -> RecordRefs<'_> {
+        let key_len = u16_at(&self.bytes, KEY_LEN_OFFSET) as usize;
+        RecordRefs {
+            bytes: &self.bytes,
+            at: HEADER_LEN + key_len,
+            next_offset: self.base_offset(),
+            remaining: self.record_count(),
+        }
+    }
+
+    /// The records, in offset order, as owned [`Record`]s sharing the
+    /// batch's buffer.
     pub fn records(&self) -> Records {
         let key_len = u16_at(&self.bytes, KEY_LEN_OFFSET) as usize;
         Records {
@@ -410,29 +423,14 @@ impl BatchView {
     }
 }
 
-/// Iterator over a validated batch's records.
+/// Iterator over a validated batch's records, each as an owned [`Record`]
+/// sharing the batch's buffer.
 #[derive(Debug)]
 pub struct Records {
     bytes: Bytes,
     at: usize,
     next_offset: u64,
     remaining: u32,
-}
-
-impl Records {
-    fn take(&mut self, n: usize) -> Bytes {
-        let slice = self.bytes.slice(self.at..self.at + n);
-        self.at += n;
-        slice
-    }
-    fn u16(&mut self) -> u16 {
-        self.at += 2;
-        u16_at(&self.bytes, self.at - 2)
-    }
-    fn u32(&mut self) -> u32 {
-        self.at += 4;
-        u32_at(&self.bytes, self.at - 4)
-    }
 }
 
 impl Iterator for Records {
@@ -443,39 +441,194 @@ impl Iterator for Records {
             return None;
         }
         self.remaining -= 1;
-        self.at += 8;
-        let timestamp = i64_at(&self.bytes, self.at - 8);
-        let key_len = self.u32() as i32;
-        let key = (key_len >= 0).then(|| self.take(key_len as usize));
-        let value_len = self.u32() as usize;
-        let value = self.take(value_len);
-        let header_count = self.u16();
-        let mut headers = Vec::with_capacity(header_count as usize);
-        for _ in 0..header_count {
-            let name_len = self.u16() as usize;
-            let name = self.take(name_len);
-            let value_len = self.u32() as usize;
-            let value = self.take(value_len);
-            headers.push(Header {
-                // Checked in `check_records`.
-                name: String::from_utf8_lossy(&name).into_owned(),
-                value,
-            });
-        }
-        let offset = self.next_offset;
+        let (record, end) = read_record(&self.bytes, self.at, self.next_offset);
+        let record = record.to_record(&self.bytes);
+        self.at = end;
         self.next_offset += 1;
-        Some(Record {
-            offset,
-            timestamp,
-            key,
-            value,
-            headers,
+        Some(record)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining as usize, Some(self.remaining as usize))
+    }
+}
+
+/// A stored record borrowed from its batch's buffer: reading it takes no
+/// reference count and allocates nothing (headers are read lazily). Turn
+/// the parts that must outlive the batch into [`Bytes`] with
+/// `batch.as_bytes().slice_ref(part)`, or the whole with
+/// [`RecordRef::to_record`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// Offset in its partition.
+    pub offset: u64,
+    /// Timestamp in ms since the epoch.
+    pub timestamp: i64,
+    /// Key, if any (`Some` of an empty slice for an empty key).
+    pub key: Option<&'a [u8]>,
+    /// Value.
+    pub value: &'a [u8],
+    /// Headers, in order.
+    pub headers: HeadersRef<'a>,
+}
+
+impl RecordRef<'_> {
+    /// The owned record, its parts sharing `buffer`, which must be the
+    /// buffer this record was read from (else this panics).
+    pub fn to_record(&self, buffer: &Bytes) -> Record {
+        Record {
+            offset: self.offset,
+            timestamp: self.timestamp,
+            key: self.key.map(|key| buffer.slice_ref(key)),
+            value: buffer.slice_ref(self.value),
+            headers: self
+                .headers
+                .iter()
+                .map(|h| Header {
+                    name: h.name.to_owned(),
+                    value: buffer.slice_ref(h.value),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A record's headers as stored: the encoded header fields and their count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadersRef<'a> {
+    bytes: &'a [u8],
+    count: u16,
+}
+
+impl<'a> HeadersRef<'a> {
+    /// Number of headers.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+    /// True when the record has no headers.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// The headers, in order, decoded as they are read.
+    pub fn iter(&self) -> HeaderRefs<'a> {
+        HeaderRefs {
+            bytes: self.bytes,
+            remaining: self.count,
+        }
+    }
+}
+
+impl<'a> IntoIterator for HeadersRef<'a> {
+    type Item = HeaderRef<'a>;
+    type IntoIter = HeaderRefs<'a>;
+    fn into_iter(self) -> HeaderRefs<'a> {
+        self.iter()
+    }
+}
+
+/// One header borrowed from its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderRef<'a> {
+    /// Header name.
+    pub name: &'a str,
+    /// Header value.
+    pub value: &'a [u8],
+}
+
+/// Iterator over a [`HeadersRef`].
+#[derive(Debug, Clone)]
+pub struct HeaderRefs<'a> {
+    /// The headers not read yet.
+    bytes: &'a [u8],
+    remaining: u16,
+}
+
+impl<'a> Iterator for HeaderRefs<'a> {
+    type Item = HeaderRef<'a>;
+
+    fn next(&mut self) -> Option<HeaderRef<'a>> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let b = self.bytes;
+        let name_end = 2 + u16_at(b, 0) as usize;
+        let value_end = name_end + 4 + u32_at(b, name_end) as usize;
+        let name = std::str::from_utf8(&b[2..name_end])
+            .expect("header names are checked to be UTF-8 in check_records");
+        self.bytes = &b[value_end..];
+        Some(HeaderRef {
+            name,
+            value: &b[name_end + 4..value_end],
         })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.remaining as usize, Some(self.remaining as usize))
     }
+}
+
+/// Iterator over a validated batch's records, borrowed from its buffer
+/// ([`BatchView::record_refs`]).
+#[derive(Debug, Clone)]
+pub struct RecordRefs<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    next_offset: u64,
+    remaining: u32,
+}
+
+impl<'a> Iterator for RecordRefs<'a> {
+    type Item = RecordRef<'a>;
+
+    fn next(&mut self) -> Option<RecordRef<'a>> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let (record, end) = read_record(self.bytes, self.at, self.next_offset);
+        self.at = end;
+        self.next_offset += 1;
+        Some(record)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining as usize, Some(self.remaining as usize))
+    }
+}
+
+/// The record at byte `at` of a validated batch `b`, at `offset`, and the
+/// byte after it. Only called within the record count, so the structure
+/// was checked by [`BatchView::parse`].
+fn read_record(b: &[u8], at: usize, offset: u64) -> (RecordRef<'_>, usize) {
+    let timestamp = i64_at(b, at);
+    let key_len = u32_at(b, at + 8) as i32;
+    let mut at = at + 12;
+    let key = (key_len >= 0).then(|| {
+        at += key_len as usize;
+        &b[at - key_len as usize..at]
+    });
+    let value_len = u32_at(b, at) as usize;
+    let value = &b[at + 4..at + 4 + value_len];
+    at += 4 + value_len;
+    let count = u16_at(b, at);
+    at += 2;
+    let headers_start = at;
+    for _ in 0..count {
+        at += 2 + u16_at(b, at) as usize;
+        at += 4 + u32_at(b, at) as usize;
+    }
+    let record = RecordRef {
+        offset,
+        timestamp,
+        key,
+        value,
+        headers: HeadersRef {
+            bytes: &b[headers_start..at],
+            count,
+        },
+    };
+    (record, at)
 }
 
 #[cfg(test)]
@@ -589,6 +742,57 @@ mod tests {
     }
 
     #[test]
+    fn record_refs_borrow_the_batch_and_tell_empty_keys_from_none() {
+        let records = vec![
+            NewRecord {
+                key: Some(Bytes::new()),
+                value: Bytes::from_static(b"v1"),
+                timestamp: Some(9),
+                headers: vec![
+                    Header {
+                        name: "a".into(),
+                        value: Bytes::from_static(b"x"),
+                    },
+                    Header {
+                        name: String::new(),
+                        value: Bytes::new(),
+                    },
+                ],
+            },
+            NewRecord::value(Bytes::new()),
+        ];
+        let bytes = encode_one(&records, None);
+        let view = BatchView::parse(&bytes).unwrap();
+        let refs: Vec<RecordRef<'_>> = view.record_refs().collect();
+        assert_eq!(refs.len(), 2);
+        assert_eq!((refs[0].offset, refs[0].timestamp), (7, 9));
+        assert_eq!(refs[0].key, Some(&b""[..]));
+        assert_eq!(refs[0].value, b"v1");
+        let headers: Vec<HeaderRef<'_>> = refs[0].headers.into_iter().collect();
+        assert_eq!(
+            headers,
+            [
+                HeaderRef {
+                    name: "a",
+                    value: b"x"
+                },
+                HeaderRef {
+                    name: "",
+                    value: b""
+                }
+            ]
+        );
+        assert_eq!(
+            (refs[1].offset, refs[1].key, refs[1].value),
+            (8, None, &b""[..])
+        );
+        assert!(refs[1].headers.is_empty());
+        // The borrowed parts lie inside the batch's buffer.
+        let range = view.as_bytes().as_ptr_range();
+        assert!(range.contains(&refs[0].value.as_ptr()));
+    }
+
+    #[test]
     fn every_truncation_is_incomplete_or_invalid() {
         let bytes = encode_one(&sample(), None);
         for cut in 0..bytes.len() {
@@ -644,6 +848,32 @@ mod tests {
                 prop_assert_eq!(&d.key, &r.key);
                 prop_assert_eq!(&d.value, &r.value);
                 prop_assert_eq!(&d.headers, &r.headers);
+            }
+        }
+
+        #[test]
+        fn record_refs_yield_what_records_yields(
+            records in proptest::collection::vec(arb_record(), 1..20),
+            base in 0u64..u64::MAX / 2,
+            key in proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=MAX_IDEMPOTENCY_KEY_LEN)),
+        ) {
+            let mut out = Vec::new();
+            encode(&mut out, BatchMeta { base_offset: base, append_time: 5, idempotency_key: key.as_deref() }, &records);
+            let view = BatchView::parse(&Bytes::from(out)).unwrap();
+            let owned: Vec<Record> = view.records().collect();
+            let refs: Vec<RecordRef<'_>> = view.record_refs().collect();
+            prop_assert_eq!(view.record_refs().size_hint(), (records.len(), Some(records.len())));
+            prop_assert_eq!(refs.len(), owned.len());
+            for (r, o) in refs.iter().zip(&owned) {
+                prop_assert_eq!(r.offset, o.offset);
+                prop_assert_eq!(r.timestamp, o.timestamp);
+                prop_assert_eq!(r.key, o.key.as_deref());
+                prop_assert_eq!(r.value, &o.value[..]);
+                prop_assert_eq!(r.headers.len(), o.headers.len());
+                let headers: Vec<(&str, &[u8])> = r.headers.iter().map(|h| (h.name, h.value)).collect();
+                let expected: Vec<(&str, &[u8])> = o.headers.iter().map(|h| (h.name.as_str(), &h.value[..])).collect();
+                prop_assert_eq!(headers, expected);
+                prop_assert_eq!(&r.to_record(view.as_bytes()), o);
             }
         }
 

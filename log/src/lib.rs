@@ -43,7 +43,7 @@ pub mod syncer;
 pub mod topic;
 pub mod writer;
 
-pub use batch::{Header, NewRecord, Record};
+pub use batch::{Header, HeaderRef, HeadersRef, NewRecord, Record, RecordRef};
 pub use clock::{AppendClock, ManualTime};
 pub use config::{FsyncPolicy, LogConfig, TopicChanges, TopicConfig};
 pub use error::{LogError, Result};
