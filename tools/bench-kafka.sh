@@ -19,9 +19,11 @@
 # skipped when missing), PYTHON (default the tests' venv,
 # ~/.cache/kappa-kafka-venv/bin/python, which .ci/run makes), RECORDS
 # (default 2000000), RUNS (default 3), SECS (measured seconds of each
-# kappa-bench run, default 10, after a 2 s warm-up). Debian's kcat (librdkafka 2.0) cannot
-# talk to tansu 0.6 (its ApiVersions answer is cut short for that client),
-# so the load comes from the newer librdkafka of confluent-kafka.
+# kappa-bench run, default 10, after a 2 s warm-up). Needs /usr/bin/time,
+# curl, and disk for a run's records (a 12 s kappa-bench run can leave
+# 5 GB; topics are dropped after use). Debian's kcat (librdkafka 2.0)
+# cannot talk to tansu 0.6 (its ApiVersions answer is cut short for that
+# client), so the load comes from the newer librdkafka of confluent-kafka.
 # Prints one line per run and a Markdown table of medians; OUT_DIR (default
 # bench-kafka-out) keeps the logs, kappa-bench's JSON and Markdown, and the
 # table. Server cores = the server's CPU seconds over the phase's wall
