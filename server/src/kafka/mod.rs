@@ -1,15 +1,16 @@
 //! The Kafka-protocol listener (`kafka_listen`): Kafka clients — librdkafka
-//! and everything built on it (kcat, confluent-kafka), the Java client,
-//! kafka-python — produce to and consume from Kappa's log, and their
+//! and everything built on it (kcat, confluent-kafka), kafka-python,
+//! KafkaJS — produce to and consume from Kappa's log, and their
 //! consumer groups commit to the same offsets store the HTTP API reads.
 //!
 //! Messages are decoded and encoded by the `kafka-protocol` crate; this
 //! module maps them onto the log. One node (id 0) leads every partition.
 //!
-//! Module map: `conn` (one connection: framing, limits, dispatch, SASL
-//! state) · `versions` (the APIs and versions served) · `metadata` ·
+//! Module map: `conn` (one connection: TLS handshake when a certificate
+//! is configured, framing, limits, dispatch, SASL state) · `versions` (the APIs and versions served) · `metadata` ·
 //! `produce` (Produce, InitProducerId, Kafka records in; `decompress` bounds
-//! what a compressed batch may expand to) · `fetch` (Fetch,
+//! what a compressed batch may expand to; `sequences` checks idempotent
+//! producers' sequence numbers) · `fetch` (Fetch,
 //! ListOffsets, Kafka record batches out) · `admin` (CreateTopics,
 //! DeleteTopics, DescribeConfigs) · `groups` (FindCoordinator, the group
 //! membership APIs over [`group::Coordinator`], OffsetCommit/OffsetFetch) ·
