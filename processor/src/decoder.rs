@@ -12,7 +12,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use kappa_log::Record;
+use bytes::Bytes;
+use kappa_log::RecordRef;
 use serde_json::Value;
 use smallvec::{smallvec, SmallVec};
 
@@ -217,15 +218,24 @@ impl Decoder {
         }
     }
 
-    /// Decodes `record` of input `partition`, appended at `append_time`,
-    /// and applies the early filter if there is one.
-    pub(crate) fn decode(&self, partition: u32, record: Record, append_time: i64) -> Decoded {
+    /// Decodes `record` of input `partition`, read from the batch `buffer`
+    /// and appended at `append_time`, and applies the early filter if there
+    /// is one. Only an event's key and value share `buffer` (taking a
+    /// reference count); a dropped record takes none.
+    pub(crate) fn decode(
+        &self,
+        partition: u32,
+        record: RecordRef<'_>,
+        buffer: &Bytes,
+        append_time: i64,
+    ) -> Decoded {
         if let (Some(plan), Some(names)) = (&self.filter_first, &self.used_fields) {
             match self.filter_first(plan, names, &record, append_time) {
                 Some(Early::Filtered(event_time)) => return Decoded::Filtered { event_time },
                 Some(Early::Passed(values, event_time)) => {
                     let fields = Some((names.clone(), values));
-                    let event = new_event(partition, record, Value::Null, fields, event_time);
+                    let event =
+                        new_event(partition, &record, buffer, Value::Null, fields, event_time);
                     return Decoded::Valid {
                         event,
                         filtered: true,
@@ -234,7 +244,7 @@ impl Decoder {
                 None => {}
             }
         }
-        self.decode_full(partition, record, append_time)
+        self.decode_full(partition, &record, buffer, append_time)
     }
 
     /// The filter-first path ([`FilterFirst`]); `None` to leave the record
@@ -243,11 +253,11 @@ impl Decoder {
         &self,
         plan: &FilterFirst,
         names: &[String],
-        record: &Record,
+        record: &RecordRef<'_>,
         append_time: i64,
     ) -> Option<Early> {
         let mut raws: SmallVec<[Raw<'_>; 8]> = smallvec![Raw::Missing; names.len()];
-        locate_fields(&record.value, &plan.names, &mut raws)?;
+        locate_fields(record.value, &plan.names, &mut raws)?;
         for raw in &raws {
             if !raw.is_buildable() {
                 raw.build()?;
@@ -285,7 +295,7 @@ impl Decoder {
                     values: &values,
                     key: plan
                         .filter_reads_key
-                        .then(|| record.key.as_deref().map(String::from_utf8_lossy))
+                        .then(|| record.key.map(String::from_utf8_lossy))
                         .flatten(),
                     record_timestamp: record.timestamp,
                 };
@@ -312,17 +322,23 @@ impl Decoder {
 
     /// Decodes `record` whole or by its used fields, checks it, and applies
     /// the early filter if there is one.
-    fn decode_full(&self, partition: u32, record: Record, append_time: i64) -> Decoded {
+    fn decode_full(
+        &self,
+        partition: u32,
+        record: &RecordRef<'_>,
+        buffer: &Bytes,
+        append_time: i64,
+    ) -> Decoded {
         let decoded = match &self.used_fields {
-            Some(names) => crate::event::decode_fields(&record.value, names)
+            Some(names) => crate::event::decode_fields(record.value, names)
                 .map(|values| (Value::Null, Some((names.clone(), values)))),
-            None => serde_json::from_slice(&record.value).map(|v| (v, None)),
+            None => serde_json::from_slice(record.value).map(|v| (v, None)),
         };
         let Ok((value, fields)) = decoded else {
             return Decoded::Invalid;
         };
         let timestamp = record.timestamp;
-        let mut event = new_event(partition, record, value, fields, timestamp);
+        let mut event = new_event(partition, record, buffer, value, fields, timestamp);
         for (name, ty) in self.typed_fields.iter() {
             let value = Row::field(&event, std::slice::from_ref(name));
             if value.is_some_and(|v| !crate::expr::conforms(v, *ty)) {
@@ -351,10 +367,12 @@ impl Decoder {
 }
 
 /// The event of `record` of input `partition`, decoded to `value` or
-/// `fields`, at `event_time`.
+/// `fields`, at `event_time`; its raw key and value share the batch
+/// `buffer` the record was read from.
 fn new_event(
     partition: u32,
-    record: Record,
+    record: &RecordRef<'_>,
+    buffer: &Bytes,
     value: Value,
     fields: Option<(Arc<[String]>, Vec<Value>)>,
     event_time: i64,
@@ -363,9 +381,9 @@ fn new_event(
         partition,
         offset: record.offset,
         record_timestamp: record.timestamp,
-        lossy_key: Event::lossy_key_of(record.key.as_deref()),
-        raw_key: record.key,
-        raw_value: record.value,
+        lossy_key: Event::lossy_key_of(record.key),
+        raw_key: record.key.map(|key| buffer.slice_ref(key)),
+        raw_value: buffer.slice_ref(record.value),
         value,
         fields,
         event_time,
@@ -377,7 +395,8 @@ fn new_event(
 mod tests {
     use super::*;
     use crate::sql::{parse, Statement};
-    use bytes::Bytes;
+    use kappa_log::batch::{encode, BatchMeta, BatchView};
+    use kappa_log::NewRecord;
     use proptest::prelude::*;
 
     const STREAM: &str = "CREATE STREAM user_events (user_id VARCHAR, event_type VARCHAR, \
@@ -408,6 +427,29 @@ mod tests {
         let decoder = Decoder::new(&crate::sql::plan(&create, &vec![source]).unwrap());
         assert!(decoder.filter_first.is_some(), "{view}");
         decoder
+    }
+
+    /// A batch of one record at `offset` with `key` and `value`.
+    fn batch_of(offset: u64, timestamp: i64, key: Option<&[u8]>, value: Vec<u8>) -> BatchView {
+        let record = NewRecord {
+            key: key.map(Bytes::copy_from_slice),
+            value: Bytes::from(value),
+            timestamp: Some(timestamp),
+            headers: Vec::new(),
+        };
+        let mut out = Vec::new();
+        let meta = BatchMeta {
+            base_offset: offset,
+            append_time: timestamp,
+            idempotency_key: None,
+        };
+        encode(&mut out, meta, &[record]);
+        BatchView::parse(&Bytes::from(out)).unwrap()
+    }
+
+    /// The one record of `batch`.
+    fn only_record(batch: &BatchView) -> RecordRef<'_> {
+        batch.record_refs().next().unwrap()
     }
 
     /// What a decoding decided, comparable.
@@ -494,16 +536,11 @@ mod tests {
             append_time in prop_oneof![Just(i64::MAX / 2), Just(1_767_225_700_000_i64)],
         ) {
             let decoder = decoder(VIEWS[view]);
-            let record = Record {
-                offset: 7,
-                timestamp: 1_767_225_600_000,
-                key: key.map(Bytes::from_static),
-                value: Bytes::from(value),
-                headers: Vec::new(),
-            };
+            let batch = batch_of(7, 1_767_225_600_000, key, value);
+            let (record, buffer) = (only_record(&batch), batch.as_bytes());
             prop_assert_eq!(
-                outcome(decoder.decode(3, record.clone(), append_time)),
-                outcome(decoder.decode_full(3, record, append_time))
+                outcome(decoder.decode(3, record, buffer, append_time)),
+                outcome(decoder.decode_full(3, &record, buffer, append_time))
             );
         }
     }
@@ -513,22 +550,19 @@ mod tests {
         let decoder = decoder(VIEWS[0]);
         let names = decoder.used_fields.clone().unwrap();
         let plan = decoder.filter_first.clone().unwrap();
-        let record = |event_type: &str| Record {
-            offset: 0,
-            timestamp: 0,
-            key: None,
-            value: Bytes::from(format!(
-                r#"{{"event_id":"1-0","user_id":"user-38","event_type":"{event_type}","amount":13.05,"event_time":"2026-01-01T00:00:00.000Z"}}"#
-            )),
-            headers: Vec::new(),
+        let batch = |event_type: &str| {
+            batch_of(0, 0, None, format!(
+            r#"{{"event_id":"1-0","user_id":"user-38","event_type":"{event_type}","amount":13.05,"event_time":"2026-01-01T00:00:00.000Z"}}"#
+        ).into_bytes())
         };
+        let (cart, purchase) = (batch("cart"), batch("purchase"));
         let at = 1_767_225_600_000;
         assert!(matches!(
-            decoder.filter_first(&plan, &names, &record("cart"), at),
+            decoder.filter_first(&plan, &names, &only_record(&cart), at),
             Some(Early::Filtered(t)) if t == at
         ));
         assert!(matches!(
-            decoder.filter_first(&plan, &names, &record("purchase"), at),
+            decoder.filter_first(&plan, &names, &only_record(&purchase), at),
             Some(Early::Passed(_, t)) if t == at
         ));
     }

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use kappa_log::batch::BatchView;
-use kappa_log::{Record, Topic};
+use kappa_log::{RecordRef, Topic};
 
 use crate::error::{ProcessorError, Result};
 
@@ -74,11 +74,13 @@ pub struct NextBatch {
 }
 
 impl NextBatch {
-    /// The records of the batch to process, in offset order.
-    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+    /// The records of the batch to process, in offset order, borrowed from
+    /// the batch (a part that must outlive it is taken with
+    /// `batch.as_bytes().slice_ref(part)`).
+    pub fn record_refs(&self) -> impl Iterator<Item = RecordRef<'_>> + '_ {
         let (from, to) = (self.from, self.to);
         self.batch
-            .records()
+            .record_refs()
             .filter(move |r| from <= r.offset && r.offset < to)
     }
 }

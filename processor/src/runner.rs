@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kappa_log::{Log, Record, TopicConfig};
+use kappa_log::{Log, RecordRef, TopicConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -527,10 +527,11 @@ impl Runtime {
     /// Processes a stream batch's records; returns how many.
     fn process_batch(&mut self, next: &NextBatch) -> Result<u64> {
         let append_time = next.batch.append_time();
+        let buffer = next.batch.as_bytes();
         let mut processed = 0;
-        for record in next.records() {
+        for record in next.record_refs() {
             let offset = record.offset;
-            self.process(next.partition, record, append_time)?;
+            self.process(next.partition, record, buffer, append_time)?;
             processed += 1;
             self.uncommitted_records += 1;
             // The commit covers the records processed so far.
@@ -549,13 +550,12 @@ impl Runtime {
             return 0;
         };
         let mut applied = 0;
-        for r in next.records() {
+        for r in next.record_refs() {
             let key = r
                 .key
-                .as_ref()
                 .map(|k| String::from_utf8_lossy(k).into_owned())
                 .unwrap_or_default();
-            let value = serde_json::from_slice(&r.value).unwrap_or(Value::Null);
+            let value = serde_json::from_slice(r.value).unwrap_or(Value::Null);
             // From the table's time column when it has one (a deletion has
             // no value: its record timestamp).
             let at = join
@@ -570,9 +570,16 @@ impl Runtime {
         applied
     }
 
-    /// Processes one record appended at `append_time` (its log time).
-    fn process(&mut self, partition: u32, record: Record, append_time: i64) -> Result<()> {
-        let prepared = match self.decoder.decode(partition, record, append_time) {
+    /// Processes one record, read from the batch `buffer` and appended at
+    /// `append_time` (its log time).
+    fn process(
+        &mut self,
+        partition: u32,
+        record: RecordRef<'_>,
+        buffer: &bytes::Bytes,
+        append_time: i64,
+    ) -> Result<()> {
+        let prepared = match self.decoder.decode(partition, record, buffer, append_time) {
             Decoded::Invalid => {
                 self.progress.count_invalid();
                 return Ok(());

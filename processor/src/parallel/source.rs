@@ -59,12 +59,16 @@ impl SourceWork {
     /// (invalid ones are counted in `progress`).
     fn prepare(&self, batch: &NextBatch, progress: &Progress) -> (u64, Vec<Prepared>) {
         let append_time = batch.batch.append_time();
+        let buffer = batch.batch.as_bytes();
         let mut out = Vec::with_capacity((batch.to - batch.from) as usize);
         let mut records = 0;
-        for record in batch.records() {
+        for record in batch.record_refs() {
             records += 1;
             let (mut event, filtered) =
-                match self.decoder.decode(batch.partition, record, append_time) {
+                match self
+                    .decoder
+                    .decode(batch.partition, record, buffer, append_time)
+                {
                     Decoded::Invalid => {
                         progress.count_invalid();
                         continue;
