@@ -140,6 +140,7 @@ pub async fn sync(
             group_id,
             generation_id: request.generation_id,
             member_id: request.member_id.to_string(),
+            group_instance_id: request.group_instance_id.map(|i| i.to_string()),
             protocol_type: request.protocol_type.map(|p| p.to_string()),
             protocol_name: request.protocol_name.map(|p| p.to_string()),
             assignments: request
@@ -167,9 +168,12 @@ pub fn heartbeat(
     let mut response = HeartbeatResponse::default();
     let group_id = request.group_id.0.to_string();
     response.error_code = if may_group(session, &group_id) {
-        broker
-            .groups
-            .heartbeat(&group_id, request.generation_id, request.member_id.as_str())
+        broker.groups.heartbeat(
+            &group_id,
+            request.generation_id,
+            request.member_id.as_str(),
+            request.group_instance_id.as_deref(),
+        )
     } else {
         errors::GROUP_AUTHORIZATION_FAILED
     };
@@ -185,24 +189,29 @@ pub fn leave(broker: &Broker, session: &Session, request: LeaveGroupRequest) -> 
         return response;
     }
     let listed = !request.members.is_empty();
-    let ids: Vec<String> = if listed {
+    let asked: Vec<(String, Option<String>)> = if listed {
         request
             .members
             .iter()
-            .map(|m| m.member_id.to_string())
+            .map(|m| {
+                let instance = m.group_instance_id.as_ref().map(|i| i.to_string());
+                (m.member_id.to_string(), instance)
+            })
             .collect()
     } else {
-        vec![request.member_id.to_string()]
+        vec![(request.member_id.to_string(), None)]
     };
-    let results = broker.groups.leave(&group_id, &ids);
+    let results = broker.groups.leave(&group_id, &asked);
     response.error_code = results.error;
     if listed {
         response.members = results
             .members
             .iter()
-            .map(|(id, code)| {
+            .zip(&asked)
+            .map(|((id, code), (_, instance))| {
                 let mut m = MemberResponse::default();
                 m.member_id = text(id.clone());
+                m.group_instance_id = instance.clone().map(text);
                 m.error_code = *code;
                 m
             })
@@ -287,6 +296,7 @@ pub fn describe(
             .map(|m| {
                 let mut member = DescribedGroupMember::default();
                 member.member_id = text(m.member_id);
+                member.group_instance_id = m.group_instance_id.map(text);
                 member.client_id = text(m.client_id);
                 member.client_host = text(m.client_host);
                 member.member_metadata = m.metadata;
@@ -316,6 +326,7 @@ pub async fn offset_commit(
             &group_id,
             request.generation_id_or_member_epoch,
             request.member_id.as_str(),
+            request.group_instance_id.as_deref(),
         )
     };
     for topic in request.topics {

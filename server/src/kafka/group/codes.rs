@@ -28,3 +28,5 @@ pub const GROUP_ID_NOT_FOUND: ErrorCode = 69;
 pub const MEMBER_ID_REQUIRED: ErrorCode = 79;
 /// The group has as many members as allowed.
 pub const GROUP_MAX_SIZE_REACHED: ErrorCode = 81;
+/// A newer member with the same group instance id replaced this one.
+pub const FENCED_INSTANCE_ID: ErrorCode = 82;

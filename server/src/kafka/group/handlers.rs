@@ -8,8 +8,9 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::codes::{
-    ErrorCode, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL,
-    MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+    ErrorCode, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
 };
 use super::config::GroupConfig;
 use super::member::{new_member_id, Member};
@@ -26,18 +27,26 @@ fn ms(value: i32) -> u64 {
 
 impl Group {
     /// JoinGroup: a new member gets an id (or MEMBER_ID_REQUIRED first),
-    /// a known one rejoins; both wait for the join phase to complete.
+    /// a known one rejoins; both wait for the join phase to complete. A
+    /// static member (with a group instance id) that joins without a member
+    /// id replaces the member holding that static id.
     pub fn join(
         &mut self,
         req: JoinRequest,
         now: u64,
         config: &GroupConfig,
     ) -> Reply<JoinResponse> {
-        let reply = if !self.accepts(&req.member_id, config.members_max) {
+        let instance = req.group_instance_id.as_deref();
+        let returning = instance.and_then(|iid| self.static_member_index(iid));
+        let reply = if returning.is_none() && !self.accepts(&req.member_id, config.members_max) {
             if let Some(i) = self.member_index(&req.member_id) {
                 self.remove_member(i, now, config, "group is full");
             }
             Reply::Now(JoinResponse::error("", GROUP_MAX_SIZE_REACHED))
+        } else if !req.member_id.is_empty() && self.is_fenced(instance, &req.member_id) {
+            Reply::Now(JoinResponse::error(req.member_id, FENCED_INSTANCE_ID))
+        } else if let (true, Some(i)) = (req.member_id.is_empty(), returning) {
+            self.replace_static_member(i, req, now, config)
         } else if req.member_id.is_empty() {
             self.join_new(req, now, config)
         } else {
@@ -89,8 +98,11 @@ impl Group {
         if !self.supports_protocols(&req.protocol_type, &req.protocols) {
             return Reply::Now(JoinResponse::error("", INCONSISTENT_GROUP_PROTOCOL));
         }
-        let id = new_member_id(&req.client_id);
-        if req.require_known_member_id {
+        // A static member's id starts with its static id (as Kafka's), and
+        // it needs no MEMBER_ID_REQUIRED round trip: its static id already
+        // tells its retries apart.
+        let id = new_member_id(req.group_instance_id.as_ref().unwrap_or(&req.client_id));
+        if req.require_known_member_id && req.group_instance_id.is_none() {
             if self.pending.len() >= config.members_max {
                 return Reply::Now(JoinResponse::error("", GROUP_MAX_SIZE_REACHED));
             }
@@ -142,6 +154,51 @@ impl Group {
         }
     }
 
+    /// Kafka's `updateStaticMemberAndRebalance`: the static member at `i`
+    /// restarted and joins with no member id. It gets a new member id; its
+    /// old id is fenced (its waiting calls and later requests are answered
+    /// FENCED_INSTANCE_ID). A Stable group whose protocols it still fits
+    /// gives it the current generation at once — no rebalance, and its
+    /// SyncGroup returns its earlier assignment; otherwise it rejoins as a
+    /// known member would.
+    fn replace_static_member(
+        &mut self,
+        i: usize,
+        req: JoinRequest,
+        now: u64,
+        config: &GroupConfig,
+    ) -> Reply<JoinResponse> {
+        if !self.supports_protocols(&req.protocol_type, &req.protocols) {
+            return Reply::Now(JoinResponse::error("", INCONSISTENT_GROUP_PROTOCOL));
+        }
+        let instance = req.group_instance_id.clone().unwrap_or_default();
+        let new_id = new_member_id(&instance);
+        let old_id = std::mem::replace(&mut self.members[i].id, new_id.clone());
+        tracing::info!(group = %self.id, instance = %instance, old = %old_id, new = %new_id,
+            "a static member rejoined and replaced its earlier self");
+        let member = &mut self.members[i];
+        member.answer_join(JoinResponse::error(old_id.clone(), FENCED_INSTANCE_ID));
+        member.answer_sync(SyncResponse::error(FENCED_INSTANCE_ID));
+        member.client_id = req.client_id.clone();
+        member.client_host = req.client_host.clone();
+        if self.leader.as_deref() == Some(old_id.as_str()) {
+            self.leader = Some(new_id.clone());
+        }
+        for pending in &mut self.pending_sync {
+            if *pending == old_id {
+                pending.clone_from(&new_id);
+            }
+        }
+        let member = &mut self.members[i];
+        if self.state == GroupState::Stable && member.protocols == req.protocols {
+            member.session_timeout_ms = ms(req.session_timeout_ms);
+            member.rebalance_timeout_ms = ms(req.rebalance_timeout_ms);
+            member.heartbeat_deadline_ms = now + member.session_timeout_ms;
+            return Reply::Now(self.join_response(&new_id));
+        }
+        self.update_member_and_rebalance(i, req, now, config)
+    }
+
     fn add_member_and_rebalance(
         &mut self,
         id: String,
@@ -161,6 +218,7 @@ impl Group {
         }
         self.members.push(Member {
             id,
+            instance_id: req.group_instance_id,
             client_id: req.client_id,
             client_host: req.client_host,
             protocols: req.protocols,
@@ -201,6 +259,9 @@ impl Group {
 
     /// SyncGroup: the leader's assignment is handed out; followers wait for it.
     pub fn sync(&mut self, req: SyncRequest, now: u64) -> Reply<SyncResponse> {
+        if self.is_fenced(req.group_instance_id.as_deref(), &req.member_id) {
+            return Reply::Now(SyncResponse::error(FENCED_INSTANCE_ID));
+        }
         let Some(i) = self.member_index(&req.member_id) else {
             return Reply::Now(SyncResponse::error(UNKNOWN_MEMBER_ID));
         };
@@ -256,7 +317,16 @@ impl Group {
 
     /// Heartbeat: restarts the member's session; REBALANCE_IN_PROGRESS
     /// tells it to rejoin.
-    pub fn heartbeat(&mut self, generation: i32, member_id: &str, now: u64) -> ErrorCode {
+    pub fn heartbeat(
+        &mut self,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        now: u64,
+    ) -> ErrorCode {
+        if self.is_fenced(instance_id, member_id) {
+            return FENCED_INSTANCE_ID;
+        }
         let Some(i) = self.member_index(member_id) else {
             return UNKNOWN_MEMBER_ID;
         };
@@ -277,9 +347,37 @@ impl Group {
         }
     }
 
-    /// LeaveGroup for one member (removal by group instance id, with an
-    /// empty member id, is not supported: UNKNOWN_MEMBER_ID).
-    pub fn leave(&mut self, member_id: &str, now: u64, config: &GroupConfig) -> ErrorCode {
+    /// LeaveGroup for one member, by member id or (v3+) by group instance
+    /// id; answers the member id removed (or asked about) and the outcome.
+    pub fn leave(
+        &mut self,
+        member_id: &str,
+        instance_id: Option<&str>,
+        now: u64,
+        config: &GroupConfig,
+    ) -> (String, ErrorCode) {
+        if let Some(iid) = instance_id {
+            // Kafka's static leave: the static id decides; a member id, if
+            // given, must be the one that holds it.
+            return match self.static_member_index(iid) {
+                None => (member_id.to_string(), UNKNOWN_MEMBER_ID),
+                Some(i) if !member_id.is_empty() && self.members[i].id != member_id => {
+                    (member_id.to_string(), FENCED_INSTANCE_ID)
+                }
+                Some(i) => {
+                    let id = self.members[i].id.clone();
+                    self.remove_member(i, now, config, "static member left");
+                    (id, NONE)
+                }
+            };
+        }
+        (
+            member_id.to_string(),
+            self.leave_dynamic(member_id, now, config),
+        )
+    }
+
+    fn leave_dynamic(&mut self, member_id: &str, now: u64, config: &GroupConfig) -> ErrorCode {
         if let Some(p) = self.pending.iter().position(|(id, _)| id == member_id) {
             self.pending.remove(p);
             self.maybe_complete_join(now);
@@ -296,7 +394,16 @@ impl Group {
 
     /// OffsetCommit's group check (Kafka's `validateOffsetCommit` and the
     /// state rules of `doCommitOffsets`); a member's commit restarts its session.
-    pub fn check_commit(&mut self, generation: i32, member_id: &str, now: u64) -> ErrorCode {
+    pub fn check_commit(
+        &mut self,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        now: u64,
+    ) -> ErrorCode {
+        if self.is_fenced(instance_id, member_id) {
+            return FENCED_INSTANCE_ID;
+        }
         if generation >= 0 || !member_id.is_empty() {
             let Some(i) = self.member_index(member_id) else {
                 return UNKNOWN_MEMBER_ID;
@@ -345,7 +452,7 @@ impl Group {
             .iter()
             .map(|m| MemberDescription {
                 member_id: m.id.clone(),
-                group_instance_id: None,
+                group_instance_id: m.instance_id.clone(),
                 client_id: m.client_id.clone(),
                 client_host: m.client_host.clone(),
                 metadata: if stable {

@@ -11,8 +11,11 @@ use super::types::{JoinResponse, SyncResponse};
 /// A member of a group.
 #[derive(Debug)]
 pub(super) struct Member {
-    /// Its id (`{client_id}-{uuid}`).
+    /// Its id (`{client_id}-{uuid}`; `{group_instance_id}-{uuid}` for a
+    /// static member).
     pub id: String,
+    /// Its static id (`group.instance.id`), if it has one.
+    pub instance_id: Option<String>,
     /// The client's `client.id`.
     pub client_id: String,
     /// The client's address.

@@ -45,11 +45,18 @@
 //! - **Dead** is only answered for groups that do not exist. A group whose
 //!   members all left is kept, Empty (its committed offsets live elsewhere).
 //!
-//! Not implemented: static membership (`group_instance_id` is accepted and
-//! ignored: such members are dynamic ones, so a restarted static member
-//! joins as a new member and its old self is removed when its session
-//! times out; LeaveGroup by instance id answers UNKNOWN_MEMBER_ID), and the
-//! new consumer protocol (KIP-848). One deliberate difference from Kafka:
+//! **Static members** (KIP-345, `group.instance.id`): a member that joins
+//! with a group instance id held by another member and no member id is
+//! that member restarted. It takes the member's place under a new member
+//! id — in a Stable group whose protocols it fits, at once, with no
+//! rebalance and its earlier assignment — and the old id is fenced: its
+//! waiting calls and any later JoinGroup, SyncGroup, Heartbeat,
+//! OffsetCommit or LeaveGroup naming the instance id with the old member
+//! id are answered FENCED_INSTANCE_ID. A static member needs no
+//! MEMBER_ID_REQUIRED round trip, leaves by its instance id (LeaveGroup
+//! v3+), and is removed when its session times out like any member.
+//!
+//! Not implemented: the new consumer protocol (KIP-848). One deliberate difference from Kafka:
 //! the initial delay is extended by later arrivals whenever the group was
 //! Empty, not only at generation 0.
 //!
@@ -206,8 +213,15 @@ impl Coordinator {
     }
 
     /// Heartbeat: NONE, or REBALANCE_IN_PROGRESS (rejoin), or why the
-    /// member is not part of this generation.
-    pub fn heartbeat(&self, group: &str, generation: i32, member_id: &str) -> ErrorCode {
+    /// member is not part of this generation (FENCED_INSTANCE_ID: a newer
+    /// member took its static id).
+    pub fn heartbeat(
+        &self,
+        group: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> ErrorCode {
         let now = self.clock.now_ms();
         let mut inner = self.lock();
         if inner.closed {
@@ -217,13 +231,14 @@ impl Coordinator {
             return INVALID_GROUP_ID;
         }
         match inner.groups.get_mut(group) {
-            Some(group) => group.heartbeat(generation, member_id, now),
+            Some(group) => group.heartbeat(generation, member_id, instance_id, now),
             None => UNKNOWN_MEMBER_ID,
         }
     }
 
-    /// LeaveGroup for each of `member_ids` (v0-2 send one; v3+ a list).
-    pub fn leave(&self, group: &str, member_ids: &[String]) -> LeaveResponse {
+    /// LeaveGroup for each of `members`: a member id and (v3+) a group
+    /// instance id (v0-2 send one member; v3+ a list).
+    pub fn leave(&self, group: &str, members: &[(String, Option<String>)]) -> LeaveResponse {
         let now = self.clock.now_ms();
         let mut inner = self.lock();
         let refuse = |error| LeaveResponse {
@@ -238,13 +253,13 @@ impl Coordinator {
         }
         let group = inner.groups.get_mut(group);
         let members = match group {
-            Some(group) => member_ids
+            Some(group) => members
                 .iter()
-                .map(|id| (id.clone(), group.leave(id, now, &self.config)))
+                .map(|(id, instance)| group.leave(id, instance.as_deref(), now, &self.config))
                 .collect(),
-            None => member_ids
+            None => members
                 .iter()
-                .map(|id| (id.clone(), UNKNOWN_MEMBER_ID))
+                .map(|(id, _)| (id.clone(), UNKNOWN_MEMBER_ID))
                 .collect(),
         };
         LeaveResponse {
@@ -258,14 +273,20 @@ impl Coordinator {
     /// from outside group management, allowed while the group is Empty (an
     /// unknown group is created Empty, as Kafka does); otherwise the member
     /// must be in the current generation, and not between join and sync.
-    pub fn check_commit(&self, group: &str, generation: i32, member_id: &str) -> ErrorCode {
+    pub fn check_commit(
+        &self,
+        group: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> ErrorCode {
         let now = self.clock.now_ms();
         let mut inner = self.lock();
         if inner.closed {
             return COORDINATOR_NOT_AVAILABLE;
         }
         if let Some(group) = inner.groups.get_mut(group) {
-            return group.check_commit(generation, member_id, now);
+            return group.check_commit(generation, member_id, instance_id, now);
         }
         if generation >= 0 {
             // An old generation of a group this coordinator no longer knows.

@@ -80,6 +80,7 @@ impl<'a> Sim<'a> {
             group_id: "g".into(),
             generation_id: c.generation,
             member_id: c.member_id.clone(),
+            group_instance_id: None,
             protocol_type: Some("consumer".into()),
             protocol_name: Some("range".into()),
             assignments,
@@ -163,7 +164,9 @@ impl<'a> Sim<'a> {
         for i in 0..self.consumers.len() {
             let c = &self.consumers[i];
             if c.idle() && !c.member_id.is_empty() {
-                let error = self.coordinator.heartbeat("g", c.generation, &c.member_id);
+                let error = self
+                    .coordinator
+                    .heartbeat("g", c.generation, &c.member_id, None);
                 self.react(i, error);
             }
         }
@@ -221,7 +224,7 @@ async fn run(seed: u64) {
                     .is_some_and(|c| c.idle() && !c.member_id.is_empty())
                 {
                     let id = sim.consumers[i].member_id.clone();
-                    coordinator.leave("g", &[id]);
+                    coordinator.leave("g", &[(id, None)]);
                     sim.consumers[i].crashed = true;
                 }
             }

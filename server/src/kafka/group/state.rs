@@ -96,6 +96,22 @@ impl Group {
         self.members.iter().position(|m| m.id == id)
     }
 
+    /// The index of the member with static id `instance_id`.
+    pub fn static_member_index(&self, instance_id: &str) -> Option<usize> {
+        self.members
+            .iter()
+            .position(|m| m.instance_id.as_deref() == Some(instance_id))
+    }
+
+    /// Kafka's `isStaticMemberFenced`: a request naming `instance_id` comes
+    /// from a member that was replaced when that static id now belongs to
+    /// another member id.
+    pub fn is_fenced(&self, instance_id: Option<&str>, member_id: &str) -> bool {
+        instance_id
+            .and_then(|iid| self.static_member_index(iid))
+            .is_some_and(|i| self.members[i].id != member_id)
+    }
+
     /// Whether `id` leads the group.
     pub fn is_leader(&self, id: &str) -> bool {
         self.leader.as_deref() == Some(id)
@@ -263,7 +279,7 @@ impl Group {
                 .iter()
                 .map(|m| JoinedMember {
                     member_id: m.id.clone(),
-                    group_instance_id: None,
+                    group_instance_id: m.instance_id.clone(),
                     metadata: m.metadata(&protocol),
                 })
                 .collect()
@@ -470,6 +486,19 @@ impl Group {
             ids.len(),
             self.members.len() + self.pending.len(),
             "{id}: duplicate ids"
+        );
+        let mut instances: Vec<&str> = self
+            .members
+            .iter()
+            .filter_map(|m| m.instance_id.as_deref())
+            .collect();
+        let statics = instances.len();
+        instances.sort_unstable();
+        instances.dedup();
+        assert_eq!(
+            instances.len(),
+            statics,
+            "{id}: two members share a static id"
         );
     }
 }

@@ -68,6 +68,7 @@ fn sync_req(generation: i32, member_id: &str, assignments: &[(&str, &str)]) -> S
         group_id: "g".into(),
         generation_id: generation,
         member_id: member_id.into(),
+        group_instance_id: None,
         protocol_type: None,
         protocol_name: None,
         assignments: assignments
@@ -213,7 +214,7 @@ async fn single_member_joins_as_leader_and_syncs_to_stable() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].state.as_str(), "Stable");
     assert_eq!(listed[0].protocol_type, "consumer");
-    assert_eq!(fx.coordinator.heartbeat("g", 1, &me), NONE);
+    assert_eq!(fx.coordinator.heartbeat("g", 1, &me, None), NONE);
 }
 
 #[tokio::test]
@@ -261,12 +262,18 @@ async fn a_leaving_member_makes_the_others_rejoin() {
         &answers[2].member_id,
     );
 
-    let left = fx.coordinator.leave("g", std::slice::from_ref(c));
+    let left = fx.coordinator.leave("g", &[(c.clone(), None)]);
     assert_eq!(left.error, NONE);
     assert_eq!(left.members, vec![(c.clone(), NONE)]);
     assert_eq!(fx.state(), GroupState::PreparingRebalance);
-    assert_eq!(fx.coordinator.heartbeat("g", 1, a), REBALANCE_IN_PROGRESS);
-    assert_eq!(fx.coordinator.heartbeat("g", 1, b), REBALANCE_IN_PROGRESS);
+    assert_eq!(
+        fx.coordinator.heartbeat("g", 1, a, None),
+        REBALANCE_IN_PROGRESS
+    );
+    assert_eq!(
+        fx.coordinator.heartbeat("g", 1, b, None),
+        REBALANCE_IN_PROGRESS
+    );
 
     let mut join_a = Box::pin(fx.coordinator.join(join_req(a)));
     waiting(&mut join_a).await;
@@ -278,7 +285,7 @@ async fn a_leaving_member_makes_the_others_rejoin() {
     assert_eq!(answer_a.members.len(), 2);
     assert!(answer_b.members.is_empty());
     sync_all(&fx, &[answer_a, answer_b]).await;
-    assert_eq!(fx.coordinator.heartbeat("g", 2, c), UNKNOWN_MEMBER_ID);
+    assert_eq!(fx.coordinator.heartbeat("g", 2, c, None), UNKNOWN_MEMBER_ID);
 }
 
 #[tokio::test]
@@ -288,15 +295,18 @@ async fn a_silent_member_expires_after_its_session_timeout() {
     let (a, b) = (&answers[0].member_id, &answers[1].member_id);
 
     fx.advance(6_000);
-    assert_eq!(fx.coordinator.heartbeat("g", 1, a), NONE);
+    assert_eq!(fx.coordinator.heartbeat("g", 1, a, None), NONE);
     fx.advance(3_999);
     assert_eq!(fx.coordinator.describe("g").members.len(), 2);
     assert_eq!(fx.state(), GroupState::Stable);
     fx.advance(1);
     assert_eq!(fx.state(), GroupState::PreparingRebalance);
     assert_eq!(fx.coordinator.describe("g").members.len(), 1);
-    assert_eq!(fx.coordinator.heartbeat("g", 1, b), UNKNOWN_MEMBER_ID);
-    assert_eq!(fx.coordinator.heartbeat("g", 1, a), REBALANCE_IN_PROGRESS);
+    assert_eq!(fx.coordinator.heartbeat("g", 1, b, None), UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        fx.coordinator.heartbeat("g", 1, a, None),
+        REBALANCE_IN_PROGRESS
+    );
     let again = fx.coordinator.join(join_req(a)).await;
     assert_eq!(again.generation_id, 2);
     assert_eq!(again.members.len(), 1);
@@ -313,7 +323,10 @@ async fn a_member_that_does_not_rejoin_in_time_is_dropped() {
     waiting(&mut join_a).await;
     for _ in 0..5 {
         fx.advance(5_000);
-        assert_eq!(fx.coordinator.heartbeat("g", 1, b), REBALANCE_IN_PROGRESS);
+        assert_eq!(
+            fx.coordinator.heartbeat("g", 1, b, None),
+            REBALANCE_IN_PROGRESS
+        );
     }
     fx.advance(4_999);
     waiting(&mut join_a).await;
@@ -322,7 +335,7 @@ async fn a_member_that_does_not_rejoin_in_time_is_dropped() {
     assert_eq!(answer.generation_id, 2);
     assert_eq!(answer.members.len(), 1);
     assert_eq!(answer.members[0].member_id, *a);
-    assert_eq!(fx.coordinator.heartbeat("g", 2, b), UNKNOWN_MEMBER_ID);
+    assert_eq!(fx.coordinator.heartbeat("g", 2, b, None), UNKNOWN_MEMBER_ID);
 }
 
 #[tokio::test]
@@ -334,7 +347,10 @@ async fn waiting_in_a_join_phase_keeps_a_member_alive() {
     waiting(&mut join_a).await;
     for _ in 0..4 {
         fx.advance(5_000);
-        assert_eq!(fx.coordinator.heartbeat("g", 1, b), REBALANCE_IN_PROGRESS);
+        assert_eq!(
+            fx.coordinator.heartbeat("g", 1, b, None),
+            REBALANCE_IN_PROGRESS
+        );
     }
     // 20 s without a heartbeat from a, twice its session timeout.
     assert_eq!(fx.coordinator.describe("g").members.len(), 2);
@@ -358,14 +374,20 @@ async fn a_stale_generation_is_illegal() {
         ILLEGAL_GENERATION
     );
     sync_all(&fx, &[answer_a, answer_b]).await;
-    assert_eq!(fx.coordinator.heartbeat("g", 1, b), ILLEGAL_GENERATION);
-    assert_eq!(fx.coordinator.check_commit("g", 1, b), ILLEGAL_GENERATION);
+    assert_eq!(
+        fx.coordinator.heartbeat("g", 1, b, None),
+        ILLEGAL_GENERATION
+    );
+    assert_eq!(
+        fx.coordinator.check_commit("g", 1, b, None),
+        ILLEGAL_GENERATION
+    );
     assert_eq!(
         fx.coordinator.sync(sync_req(1, b, &[])).await.error,
         ILLEGAL_GENERATION
     );
-    assert_eq!(fx.coordinator.check_commit("g", 2, b), NONE);
-    assert_eq!(fx.coordinator.heartbeat("g", 2, b), NONE);
+    assert_eq!(fx.coordinator.check_commit("g", 2, b, None), NONE);
+    assert_eq!(fx.coordinator.heartbeat("g", 2, b, None), NONE);
 }
 
 #[tokio::test]
@@ -373,28 +395,28 @@ async fn an_unknown_member_is_refused() {
     let fx = Fixture::new();
     stable_group(&fx, 1).await;
     let c = &fx.coordinator;
-    assert_eq!(c.heartbeat("g", 1, "nobody"), UNKNOWN_MEMBER_ID);
+    assert_eq!(c.heartbeat("g", 1, "nobody", None), UNKNOWN_MEMBER_ID);
     assert_eq!(
         c.sync(sync_req(1, "nobody", &[])).await.error,
         UNKNOWN_MEMBER_ID
     );
-    assert_eq!(c.check_commit("g", 1, "nobody"), UNKNOWN_MEMBER_ID);
+    assert_eq!(c.check_commit("g", 1, "nobody", None), UNKNOWN_MEMBER_ID);
     assert_eq!(c.join(join_req("nobody")).await.error, UNKNOWN_MEMBER_ID);
-    let left = c.leave("g", &["nobody".to_string()]);
+    let left = c.leave("g", &[("nobody".to_string(), None)]);
     assert_eq!(
         left.members,
         vec![("nobody".to_string(), UNKNOWN_MEMBER_ID)]
     );
     assert_eq!(left.single_error(), UNKNOWN_MEMBER_ID);
     // An unknown group has no members either.
-    assert_eq!(c.heartbeat("other", 1, "m"), UNKNOWN_MEMBER_ID);
+    assert_eq!(c.heartbeat("other", 1, "m", None), UNKNOWN_MEMBER_ID);
     let mut sync = sync_req(1, "m", &[]);
     sync.group_id = "other".into();
     assert_eq!(c.sync(sync).await.error, UNKNOWN_MEMBER_ID);
     let mut join = join_req("m");
     join.group_id = "other".into();
     assert_eq!(c.join(join).await.error, UNKNOWN_MEMBER_ID);
-    let left = c.leave("other", &["m".to_string()]);
+    let left = c.leave("other", &[("m".to_string(), None)]);
     assert_eq!((left.error, left.single_error()), (NONE, UNKNOWN_MEMBER_ID));
 }
 
@@ -434,7 +456,10 @@ async fn a_handed_out_member_id_holds_the_join_phase_until_it_expires() {
     // Another member joins directly (JoinGroup v3): a rebalance starts.
     let mut join_b = Box::pin(fx.coordinator.join(join_req("")));
     waiting(&mut join_b).await;
-    assert_eq!(fx.coordinator.heartbeat("g", 1, a), REBALANCE_IN_PROGRESS);
+    assert_eq!(
+        fx.coordinator.heartbeat("g", 1, a, None),
+        REBALANCE_IN_PROGRESS
+    );
     let mut join_a = Box::pin(fx.coordinator.join(join_req(a)));
     waiting(&mut join_a).await;
     // Everyone joined, but the handed-out id is expected until its session times out.
@@ -532,20 +557,20 @@ async fn the_protocol_is_chosen_by_vote_among_common_ones() {
 async fn commits_are_checked_against_the_group() {
     let fx = Fixture::new();
     // A commit from outside group management to an unknown group creates it Empty.
-    assert_eq!(fx.coordinator.check_commit("plain", -1, ""), NONE);
+    assert_eq!(fx.coordinator.check_commit("plain", -1, "", None), NONE);
     let listed = fx.coordinator.list();
     assert_eq!(listed.len(), 1);
     assert_eq!(
         (listed[0].group_id.as_str(), listed[0].state),
         ("plain", GroupState::Empty)
     );
-    assert_eq!(fx.coordinator.check_commit("plain", -1, ""), NONE);
+    assert_eq!(fx.coordinator.check_commit("plain", -1, "", None), NONE);
     assert_eq!(
-        fx.coordinator.check_commit("gone", 3, "m"),
+        fx.coordinator.check_commit("gone", 3, "m", None),
         ILLEGAL_GENERATION
     );
     assert_eq!(
-        fx.coordinator.check_commit("plain", 0, "m"),
+        fx.coordinator.check_commit("plain", 0, "m", None),
         UNKNOWN_MEMBER_ID
     );
 
@@ -554,27 +579,36 @@ async fn commits_are_checked_against_the_group() {
     let a = answers.pop().unwrap();
     // Between join and sync, members must not commit yet.
     assert_eq!(
-        fx.coordinator.check_commit("g", 1, &a.member_id),
+        fx.coordinator.check_commit("g", 1, &a.member_id, None),
         REBALANCE_IN_PROGRESS
     );
     sync_all(&fx, &[a.clone(), b.clone()]).await;
-    assert_eq!(fx.coordinator.check_commit("g", 1, &a.member_id), NONE);
-    assert_eq!(fx.coordinator.check_commit("g", -1, ""), UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        fx.coordinator.check_commit("g", 1, &a.member_id, None),
+        NONE
+    );
+    assert_eq!(
+        fx.coordinator.check_commit("g", -1, "", None),
+        UNKNOWN_MEMBER_ID
+    );
     // While preparing a rebalance, members may still commit.
-    fx.coordinator
-        .leave("g", std::slice::from_ref(&b.member_id));
-    assert_eq!(fx.coordinator.check_commit("g", 1, &a.member_id), NONE);
-    fx.coordinator
-        .leave("g", std::slice::from_ref(&a.member_id));
+    fx.coordinator.leave("g", &[(b.member_id.clone(), None)]);
+    assert_eq!(
+        fx.coordinator.check_commit("g", 1, &a.member_id, None),
+        NONE
+    );
+    fx.coordinator.leave("g", &[(a.member_id.clone(), None)]);
     assert_eq!(fx.state(), GroupState::Empty);
-    assert_eq!(fx.coordinator.check_commit("g", -1, ""), NONE);
+    assert_eq!(fx.coordinator.check_commit("g", -1, "", None), NONE);
 }
 
 #[tokio::test]
 async fn the_last_member_leaving_empties_the_group() {
     let fx = Fixture::new();
     let answers = stable_group(&fx, 1).await;
-    let left = fx.coordinator.leave("g", &[answers[0].member_id.clone()]);
+    let left = fx
+        .coordinator
+        .leave("g", &[(answers[0].member_id.clone(), None)]);
     assert_eq!(left.single_error(), NONE);
     let described = fx.coordinator.describe("g");
     assert_eq!(described.state, GroupState::Empty);
@@ -625,7 +659,7 @@ async fn members_that_do_not_sync_in_time_are_removed() {
     let mut sync_b = Box::pin(fx.coordinator.sync(sync_req(1, &b.member_id, &[])));
     waiting(&mut sync_b).await;
     fx.advance(5_000);
-    assert_eq!(fx.coordinator.heartbeat("g", 1, &a.member_id), NONE);
+    assert_eq!(fx.coordinator.heartbeat("g", 1, &a.member_id, None), NONE);
     fx.advance(2_999);
     waiting(&mut sync_b).await;
     // The leader never sends its assignment.
@@ -652,7 +686,10 @@ async fn a_new_member_that_waits_too_long_is_dropped() {
     waiting(&mut join_b).await;
     for _ in 0..4 {
         fx.advance(5_000);
-        assert_eq!(fx.coordinator.heartbeat("g", 1, a), REBALANCE_IN_PROGRESS);
+        assert_eq!(
+            fx.coordinator.heartbeat("g", 1, a, None),
+            REBALANCE_IN_PROGRESS
+        );
     }
     let answer = ready(&mut join_b).await;
     assert_eq!(
@@ -692,7 +729,7 @@ async fn bad_requests_are_refused() {
     let mut no_group = join_req("");
     no_group.group_id.clear();
     assert_eq!(fx.coordinator.join(no_group).await.error, INVALID_GROUP_ID);
-    assert_eq!(fx.coordinator.heartbeat("", 1, "m"), INVALID_GROUP_ID);
+    assert_eq!(fx.coordinator.heartbeat("", 1, "m", None), INVALID_GROUP_ID);
     assert_eq!(fx.coordinator.leave("", &[]).error, INVALID_GROUP_ID);
     // With no initial delay a lone member's join completes at once.
     let answer = fx.coordinator.join(join_req("")).await;
@@ -710,7 +747,7 @@ async fn an_empty_group_makes_room_for_a_new_one() {
         groups_max: 2,
         ..GroupConfig::default()
     });
-    assert_eq!(fx.coordinator.check_commit("old", -1, ""), NONE);
+    assert_eq!(fx.coordinator.check_commit("old", -1, "", None), NONE);
     let in_group = |group: &str| {
         let mut req = join_req("");
         req.group_id = group.into();
@@ -741,7 +778,7 @@ async fn closing_answers_every_waiter() {
     fx.coordinator.close();
     assert_eq!(ready(&mut join).await.error, COORDINATOR_NOT_AVAILABLE);
     assert_eq!(
-        fx.coordinator.heartbeat("g", 0, "m"),
+        fx.coordinator.heartbeat("g", 0, "m", None),
         COORDINATOR_NOT_AVAILABLE
     );
     assert_eq!(
@@ -749,7 +786,7 @@ async fn closing_answers_every_waiter() {
         COORDINATOR_NOT_AVAILABLE
     );
     assert_eq!(
-        fx.coordinator.check_commit("g", -1, ""),
+        fx.coordinator.check_commit("g", -1, "", None),
         COORDINATOR_NOT_AVAILABLE
     );
 }
@@ -762,4 +799,141 @@ fn the_coordinator_can_be_shared_between_tasks() {
     let coordinator = Coordinator::new(GroupConfig::default(), Clock::System);
     sendable(&coordinator.join(join_req("")));
     sendable(&coordinator.sync(sync_req(1, "m", &[])));
+}
+
+/// A JoinGroup of the static member `instance` (no member id).
+fn static_join_req(instance: &str) -> JoinRequest {
+    JoinRequest {
+        group_instance_id: Some(instance.into()),
+        ..join_req("")
+    }
+}
+
+#[tokio::test]
+async fn a_restarted_static_member_takes_its_place_without_a_rebalance() {
+    let fx = Fixture::new();
+    let answers = join_together(&fx, vec![static_join_req("a"), static_join_req("b")]).await;
+    sync_all(&fx, &answers).await;
+    let (old_a, b) = (answers[0].member_id.clone(), answers[1].member_id.clone());
+    assert!(old_a.starts_with("a-"), "{old_a}");
+    assert_eq!(fx.coordinator.check_invariants("g"), Some(1));
+    let listed: Vec<_> = answers[0]
+        .members
+        .iter()
+        .map(|m| m.group_instance_id.clone())
+        .collect();
+    assert_eq!(listed, vec![Some("a".to_string()), Some("b".to_string())]);
+
+    // "a" restarts: it joins with its static id and no member id, and is
+    // answered at once, in the same generation.
+    let mut rejoin = Box::pin(fx.coordinator.join(static_join_req("a")));
+    let rejoined = ready(&mut rejoin).await;
+    assert_eq!(rejoined.error, NONE);
+    assert_eq!(rejoined.generation_id, 1);
+    let new_a = rejoined.member_id.clone();
+    assert_ne!(new_a, old_a);
+    assert_eq!(rejoined.leader, new_a, "the leader's place passes on");
+    assert_eq!(fx.state(), GroupState::Stable);
+    assert_eq!(fx.coordinator.check_invariants("g"), Some(1));
+    // Its sync returns the assignment its earlier self had.
+    let sync = fx.coordinator.sync(sync_req(1, &new_a, &[])).await;
+    assert_eq!(sync.error, NONE);
+    assert_eq!(sync.assignment, assigned(&old_a));
+    // The other member notices nothing.
+    assert_eq!(fx.coordinator.heartbeat("g", 1, &b, Some("b")), NONE);
+    // The earlier self is fenced wherever it names its static id.
+    assert_eq!(
+        fx.coordinator.heartbeat("g", 1, &old_a, Some("a")),
+        FENCED_INSTANCE_ID
+    );
+    assert_eq!(
+        fx.coordinator.check_commit("g", 1, &old_a, Some("a")),
+        FENCED_INSTANCE_ID
+    );
+    let mut old_sync = sync_req(1, &old_a, &[]);
+    old_sync.group_instance_id = Some("a".into());
+    assert_eq!(
+        fx.coordinator.sync(old_sync).await.error,
+        FENCED_INSTANCE_ID
+    );
+    let old_join = JoinRequest {
+        member_id: old_a.clone(),
+        ..static_join_req("a")
+    };
+    assert_eq!(
+        fx.coordinator.join(old_join).await.error,
+        FENCED_INSTANCE_ID
+    );
+    assert_eq!(
+        fx.coordinator.heartbeat("g", 1, &old_a, None),
+        UNKNOWN_MEMBER_ID
+    );
+    let described = fx.coordinator.describe("g");
+    let members: Vec<_> = described
+        .members
+        .iter()
+        .map(|m| (m.member_id.clone(), m.group_instance_id.clone()))
+        .collect();
+    assert!(
+        members.contains(&(new_a.clone(), Some("a".into()))),
+        "{members:?}"
+    );
+    assert_eq!(fx.coordinator.heartbeat("g", 1, &new_a, Some("a")), NONE);
+    assert_eq!(fx.coordinator.check_invariants("g"), Some(1));
+}
+
+#[tokio::test]
+async fn a_static_member_replaced_while_syncing_rebalances_and_its_old_sync_is_fenced() {
+    let fx = Fixture::new();
+    let answers = join_together(&fx, vec![static_join_req("a"), static_join_req("b")]).await;
+    let (a, b) = (&answers[0].member_id, &answers[1].member_id);
+    assert_eq!(answers[0].leader, *a);
+    // "b" waits for the leader's assignment, then restarts.
+    let mut b_sync = Box::pin(fx.coordinator.sync(sync_req(1, b, &[])));
+    waiting(&mut b_sync).await;
+    let mut b_rejoin = Box::pin(fx.coordinator.join(static_join_req("b")));
+    waiting(&mut b_rejoin).await;
+    assert_eq!(ready(&mut b_sync).await.error, FENCED_INSTANCE_ID);
+    assert_eq!(fx.state(), GroupState::PreparingRebalance);
+    // "a" rejoins; the new generation has "a" and the new "b".
+    let mut a_rejoin = Box::pin(fx.coordinator.join(join_req(a)));
+    let a_answer = ready(&mut a_rejoin).await;
+    let b_answer = ready(&mut b_rejoin).await;
+    assert_eq!(a_answer.generation_id, 2);
+    assert_eq!(b_answer.generation_id, 2);
+    assert_ne!(b_answer.member_id, *b);
+    assert_eq!(a_answer.members.len(), 2);
+    assert_eq!(fx.coordinator.check_invariants("g"), Some(2));
+}
+
+#[tokio::test]
+async fn a_static_member_needs_no_member_id_round_trip_and_leaves_by_its_static_id() {
+    let fx = Fixture::new();
+    let first = JoinRequest {
+        require_known_member_id: true,
+        ..static_join_req("s")
+    };
+    let answers = join_together(&fx, vec![first]).await;
+    assert_eq!(answers[0].error, NONE, "no MEMBER_ID_REQUIRED");
+    sync_all(&fx, &answers).await;
+    let id = answers[0].member_id.clone();
+
+    // Another member id with the static id is fenced; the static id alone
+    // removes the member that holds it.
+    let left = fx
+        .coordinator
+        .leave("g", &[("someone-else".into(), Some("s".into()))]);
+    assert_eq!(
+        left.members,
+        vec![("someone-else".to_string(), FENCED_INSTANCE_ID)]
+    );
+    let left = fx
+        .coordinator
+        .leave("g", &[("".into(), Some("nobody".into()))]);
+    assert_eq!(left.members, vec![(String::new(), UNKNOWN_MEMBER_ID)]);
+    let left = fx.coordinator.leave("g", &[("".into(), Some("s".into()))]);
+    assert_eq!(left.members, vec![(id, NONE)]);
+    assert_eq!(fx.state(), GroupState::Empty);
+    // The rebalance the leave started completed with no member: Empty.
+    assert_eq!(fx.coordinator.check_invariants("g"), Some(2));
 }

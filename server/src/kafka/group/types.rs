@@ -40,8 +40,9 @@ pub struct JoinRequest {
     pub group_id: String,
     /// The member's id, or empty for a member joining for the first time.
     pub member_id: String,
-    /// The static member id (JoinGroup v5+). Static membership is not
-    /// implemented: the member is treated as a dynamic one.
+    /// The static member id (JoinGroup v5+, `group.instance.id`): a
+    /// member that rejoins with it and no member id takes its earlier
+    /// self's place (and assignment) without a rebalance.
     pub group_instance_id: Option<String>,
     /// The client's `client.id` (the prefix of a new member id).
     pub client_id: String,
@@ -67,7 +68,7 @@ pub struct JoinRequest {
 pub struct JoinedMember {
     /// The member's id.
     pub member_id: String,
-    /// Always `None`: static membership is not implemented.
+    /// The member's static id, if it has one.
     pub group_instance_id: Option<String>,
     /// The member's metadata for the chosen protocol.
     pub metadata: Bytes,
@@ -117,6 +118,8 @@ pub struct SyncRequest {
     pub generation_id: i32,
     /// The member's id.
     pub member_id: String,
+    /// The member's static id (SyncGroup v3+), checked against fencing.
+    pub group_instance_id: Option<String>,
     /// SyncGroup v5+: the protocol type the member expects, checked if set.
     pub protocol_type: Option<String>,
     /// SyncGroup v5+: the protocol name the member expects, checked if set.
@@ -156,7 +159,9 @@ impl SyncResponse {
 pub struct LeaveResponse {
     /// NONE, or an error for the whole request (then `members` is empty).
     pub error: ErrorCode,
-    /// Each member id asked about, with NONE or why it was not removed.
+    /// Each member asked about, in the request's order: its member id (the
+    /// one found for a leave by group instance id) with NONE or why it was
+    /// not removed.
     pub members: Vec<(String, ErrorCode)>,
 }
 
@@ -191,7 +196,7 @@ pub struct GroupListing {
 pub struct MemberDescription {
     /// The member's id.
     pub member_id: String,
-    /// Always `None`: static membership is not implemented.
+    /// The member's static id, if it has one.
     pub group_instance_id: Option<String>,
     /// The client's `client.id`.
     pub client_id: String,
