@@ -54,7 +54,7 @@ pub use node::kafkajs_modules;
 pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};
 pub use server::Server;
-pub use util::{now_ms, temp_file, Rng};
+pub use util::{now_ms, run_for_json, temp_file, Rng};
 
 /// Longest wait for a started server to print its address.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);

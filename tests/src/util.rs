@@ -47,3 +47,44 @@ pub fn temp_file(name: &str, contents: &str) -> (tempfile::TempDir, PathBuf) {
     std::fs::write(&path, contents).expect("writing a temp file");
     (dir, path)
 }
+
+/// Runs `command` (a client script) to its end and returns the one JSON
+/// line it printed on stdout. Panics with its stderr if it fails, prints
+/// no JSON, or has not ended within `timeout` (it is then killed by its
+/// PID).
+pub fn run_for_json(
+    mut command: std::process::Command,
+    timeout: std::time::Duration,
+) -> serde_json::Value {
+    use std::process::Stdio;
+    let what = format!("{command:?}");
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} does not run: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let output = match rx.recv_timeout(timeout) {
+        Ok(output) => output.expect("the client's output"),
+        Err(_) => {
+            // SAFETY: kill(2) on the PID of the child started here, which
+            // has not been reaped (the waiting thread still holds it).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("{what} did not end within {timeout:?}");
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{what} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        let start: String = stdout.chars().take(500).collect();
+        panic!("{what} printed no JSON line ({e}): {start}…")
+    })
+}

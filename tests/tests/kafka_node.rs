@@ -6,50 +6,22 @@
 //! writes the same records and sees the same committed offsets.
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
-use kappa_tests::{json, kafka_script, kafkajs_modules, Server, Value};
+use kappa_tests::{json, kafka_script, kafkajs_modules, run_for_json, Server, Value};
 
 const KAFKAJS_COUNT: u64 = 1_000;
 const HTTP_COUNT: u64 = 30;
 
-/// Runs `kafkajs_roundtrip.js` with `args`, killing it (by its PID) if it
-/// has not ended within a minute; returns the JSON line it printed.
+/// Runs `kafkajs_roundtrip.js` with `args` (bounded: a minute); returns
+/// the JSON line it printed.
 fn run_kafkajs(args: &[&str]) -> Value {
-    let child = Command::new("node")
-        .arg(kafka_script("kafkajs_roundtrip.js"))
+    let mut node = Command::new("node");
+    node.arg(kafka_script("kafkajs_roundtrip.js"))
         .args(args)
-        .env("KAFKAJS_MODULES", kafkajs_modules())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let output = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(output) => output.expect("kafkajs output"),
-        Err(_) => {
-            // SAFETY: kill(2) on the PID of the child this test started,
-            // which has not been reaped (the waiting thread still holds it).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("kafkajs {args:?} did not end within a minute");
-        }
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "kafkajs {args:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        let start: String = stdout.chars().take(500).collect();
-        panic!("kafkajs printed no JSON line ({e}): {start}…")
-    })
+        .env("KAFKAJS_MODULES", kafkajs_modules());
+    run_for_json(node, Duration::from_secs(60))
 }
 
 #[test]
