@@ -333,6 +333,22 @@ impl Client {
         body
     }
 
+    /// Asserts that `group` has committed the end of every partition of
+    /// `topic` (lag 0), as `GET /v1/groups/{group}/offsets` shows it.
+    pub fn assert_group_caught_up(&self, group: &str, topic: &str) {
+        let ends = self.end_offsets(topic);
+        let (status, body) = self.get(&format!("/v1/groups/{group}/offsets?topic={topic}"));
+        assert_eq!(status, 200, "{body}");
+        for p in body["topics"][0]["partitions"]
+            .as_array()
+            .expect("partitions")
+        {
+            let end = ends[p["partition"].as_u64().unwrap() as usize];
+            assert_eq!(p["committed"].as_u64(), Some(end), "{body}");
+            assert_eq!(p["lag"], serde_json::json!(0), "{body}");
+        }
+    }
+
     /// End offset of every partition, from `GET /v1/topics/{topic}`.
     pub fn end_offsets(&self, topic: &str) -> Vec<u64> {
         self.describe(topic)["partitions"]

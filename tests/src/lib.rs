@@ -20,6 +20,7 @@
 //! - `util.rs`: [`now_ms`], the seeded [`Rng`], [`temp_file`].
 //! - `python.rs`: [`python`], the venv interpreter of the Kafka client
 //!   scripts in `tests/kafka/`, and [`kafka_script`], their paths.
+//! - `kcat.rs`: [`kcat`] and [`kcat_output`] run the kcat client.
 //! - `node.rs`: [`kafkajs_modules`], where Node.js finds the KafkaJS
 //!   client of `tests/kafka/kafkajs_roundtrip.js`.
 //! - `brief.rs`: the brief's SQL statements; `events.rs`: events of its
@@ -34,6 +35,7 @@ pub mod brief;
 mod build;
 mod client;
 pub mod events;
+mod kcat;
 pub mod marks;
 mod node;
 mod python;
@@ -50,6 +52,7 @@ pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,
 };
+pub use kcat::{kcat, kcat_output};
 pub use node::kafkajs_modules;
 pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};

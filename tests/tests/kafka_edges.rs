@@ -6,37 +6,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use kappa_tests::{json, raw_request, Server};
+use kappa_tests::{json, kcat, raw_request, Server};
 
 const BOOTSTRAP: &str = "bootstrap-secret-for-the-kafka-tests";
-
-/// Runs kcat with `args` and `input`: (success, stdout + stderr).
-fn kcat(args: &[&str], input: &str) -> (bool, String) {
-    let path = std::env::var("KAPPA_TEST_KCAT").unwrap_or_else(|_| "kcat".into());
-    let mut child = Command::new(&path)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("kcat ({path}) does not run: {e}; `.ci/run` installs it"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
 
 /// kcat's options for a SASL/PLAIN login with `password`, and a bounded
 /// wait for brokers so a refused login fails fast.

@@ -15,44 +15,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::process::{Command, Stdio};
 
-use kappa_tests::{brief, json, user_event, Client, Server, Value};
-
-/// kcat: `KAPPA_TEST_KCAT`, else the one on the PATH (`.ci/run` installs
-/// Debian's).
-fn kcat() -> String {
-    let path = std::env::var("KAPPA_TEST_KCAT").unwrap_or_else(|_| "kcat".into());
-    let found = Command::new(&path)
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        found,
-        "kcat not found ({path}): `.ci/run` installs Debian's kcat package"
-    );
-    path
-}
+use kappa_tests::{brief, json, kcat_output, user_event, Client, Server, Value};
 
 /// Runs kcat with `args`, feeding `input`; answers its stdout, asserting
 /// success (stderr in the message otherwise).
 fn run_kcat(args: &[&str], input: &[u8]) -> String {
-    let mut child = Command::new(kcat())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting kcat");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("kcat ran");
-    writer.join().unwrap();
+    let out = kcat_output(args, input);
     assert!(
         out.status.success(),
         "kcat {args:?} failed: {}\n{}",

@@ -100,13 +100,7 @@ fn kafkajs_produces_and_consumes_what_http_reads_and_writes() {
         (0..3).map(|p| json!([p, ends[p]])).collect::<Vec<_>>(),
         "{answer}"
     );
-    let (status, body) = client.get(&format!("/v1/groups/{group}/offsets?topic={topic}"));
-    assert_eq!(status, 200, "{body}");
-    for p in body["topics"][0]["partitions"].as_array().unwrap() {
-        let end = ends[p["partition"].as_u64().unwrap() as usize];
-        assert_eq!(p["committed"].as_u64(), Some(end), "{body}");
-        assert_eq!(p["lag"], json!(0), "{body}");
-    }
+    client.assert_group_caught_up(group, topic);
     assert_eq!(answer["groups"], json!([group]), "{answer}");
     // Every member left: the group is empty.
     assert_eq!(answer["state"], json!("Empty"), "{answer}");

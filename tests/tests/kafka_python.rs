@@ -828,17 +828,7 @@ fn kafka_python_produces_and_consumes_what_http_reads_and_writes() {
     }
     assert_eq!(seen.len() as u64, total, "every record consumed");
 
-    let ends = client.end_offsets(topic);
-    let (status, body) = client.get(&format!("/v1/groups/{group}/offsets?topic={topic}"));
-    assert_eq!(status, 200, "{body}");
-    for p in body["topics"][0]["partitions"]
-        .as_array()
-        .expect("partitions")
-    {
-        let end = ends[p["partition"].as_u64().unwrap() as usize];
-        assert_eq!(p["committed"].as_u64(), Some(end), "{body}");
-        assert_eq!(p["lag"], json!(0), "{body}");
-    }
+    client.assert_group_caught_up(group, topic);
 
     // A group that only committed over HTTP is listed to Kafka clients too.
     let (status, body) = client.post_json(

@@ -5,39 +5,18 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use kappa_tests::{eventually, json, Client, Server};
+use kappa_tests::{eventually, json, Server};
 
 mod tls_support;
-use tls_support::{https_client, Files};
+use tls_support::{handshake_failures, https_client, Files};
 
 const BOOTSTRAP: &str = "bootstrap-secret-for-the-kafka-tls-test";
 
-/// Runs kcat with `args` and `input`: (success, stdout + stderr).
+/// [`kappa_tests::kcat`] with owned arguments.
 fn kcat(args: &[String], input: &str) -> (bool, String) {
-    let path = std::env::var("KAPPA_TEST_KCAT").unwrap_or_else(|_| "kcat".into());
-    let mut child = Command::new(&path)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("kcat ({path}) does not run: {e}; `.ci/run` installs it"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    kappa_tests::kcat(&args.iter().map(String::as_str).collect::<Vec<_>>(), input)
 }
 
 /// kcat's options for SASL/PLAIN over TLS with `password`, trusting
@@ -64,15 +43,6 @@ fn sasl_ssl(broker: &str, password: &str, ca_file: Option<&str>) -> Vec<String> 
         args.extend(["-X".to_string(), format!("ssl.ca.location={ca}")]);
     }
     args
-}
-
-/// `kappa_tls_handshake_failures_total{reason="…"}`.
-fn handshake_failures(client: &Client, reason: &str) -> u64 {
-    let text = client.send("GET", "/metrics", None, &[], None).text;
-    let prefix = format!("kappa_tls_handshake_failures_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse().unwrap())
 }
 
 #[test]

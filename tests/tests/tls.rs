@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use kappa_tests::{assert_error, eventually, json, kappa_bin, Client, Server, HTTP_TIMEOUT};
 
 mod tls_support;
-use tls_support::{https_client, Ca, Files};
+use tls_support::{handshake_failures, https_client, Ca, Files};
 
 /// Longest wait for a reload or a metric to show.
 const SHOW_TIMEOUT: Duration = Duration::from_secs(20);
@@ -30,24 +30,12 @@ fn healthy(client: &Client) -> Result<(), String> {
     }
 }
 
-/// The value of `kappa_tls_handshake_failures_total{reason="…"}`.
-fn failures(client: &Client, reason: &str) -> u64 {
-    let text = client.send("GET", "/metrics", None, &[], None).text;
-    let prefix = format!("kappa_tls_handshake_failures_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {prefix} in /metrics:\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// Waits until the failure counter of `reason` reaches `at_least`.
 fn wait_for_failures(client: &Client, reason: &str, at_least: u64) {
     eventually(
         &format!("{reason} handshake failures >= {at_least}"),
         SHOW_TIMEOUT,
-        || (failures(client, reason) >= at_least).then_some(()),
+        || (handshake_failures(client, reason) >= at_least).then_some(()),
     );
 }
 

@@ -131,17 +131,18 @@ impl ProducerSequences {
         };
         match verdict {
             Verdict::Append => {
-                let next = after(batch.last);
-                table.expected.insert(
-                    key.clone(),
-                    Expected {
-                        epoch: batch.epoch,
-                        next,
-                        used,
-                    },
-                );
-                if table.expected.len() > self.max {
-                    table.forget_least_recently_used(self.max);
+                let expected = Expected {
+                    epoch: batch.epoch,
+                    next: after(batch.last),
+                    used,
+                };
+                if let Some(e) = table.expected.get_mut(key) {
+                    *e = expected;
+                } else {
+                    table.expected.insert(key.clone(), expected);
+                    if table.expected.len() > self.max {
+                        table.forget_least_recently_used(self.max);
+                    }
                 }
             }
             Verdict::Retry | Verdict::Refuse(_) => {

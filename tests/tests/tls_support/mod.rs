@@ -1,6 +1,7 @@
 //! Certificates for the HTTPS tests, made with rcgen (a CA and a server
 //! certificate for `127.0.0.1` and `localhost`, in a temp dir), and HTTPS
-//! clients trusting such a CA. Shared by `tls.rs` and `auth.rs`.
+//! clients trusting such a CA, and the handshake-failure metric. Shared by
+//! `tls.rs`, `auth.rs` and `kafka_tls.rs`.
 
 #![allow(dead_code)]
 
@@ -12,6 +13,18 @@ use std::time::Duration;
 use kappa_tests::{Client, Server, HTTP_TIMEOUT};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::CertificateDer;
+
+/// The value of `kappa_tls_handshake_failures_total{reason="…"}`.
+pub fn handshake_failures(client: &Client, reason: &str) -> u64 {
+    let text = client.send("GET", "/metrics", None, &[], None).text;
+    let prefix = format!("kappa_tls_handshake_failures_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in /metrics:\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
 
 /// A test CA.
 pub struct Ca {

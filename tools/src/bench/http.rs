@@ -250,6 +250,28 @@ pub async fn create_topic(conn: &mut Conn, body: &serde_json::Value) -> anyhow::
     Ok(serde_json::from_slice(&answer.body)?)
 }
 
+/// A produce scenario's topic before a run: with `recreate`, deleted
+/// first; created from `create` (a `POST /v1/topics` body) on the first run
+/// or after a delete; otherwise it must exist. Answers the topic.
+pub async fn prepare_topic(
+    target: &Target,
+    topic: &str,
+    create: Option<&serde_json::Value>,
+    recreate: bool,
+    first_run: bool,
+) -> anyhow::Result<TopicInfo> {
+    let mut conn = Conn::connect(target).await?;
+    if recreate {
+        delete_topic(&mut conn, topic).await?;
+    }
+    match create {
+        Some(body) if first_run || recreate => create_topic(&mut conn, body).await,
+        _ => describe_topic(&mut conn, topic)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("topic {topic:?} does not exist: pass --create")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

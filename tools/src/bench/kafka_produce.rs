@@ -485,32 +485,29 @@ async fn run_once(
     Ok(RunResult::new(totals.counts, elapsed, latency, statuses, 0))
 }
 
-/// Creates (or with `--recreate` deletes and creates) the topic over HTTP
-/// before a run, or checks that it exists; answers its partition count.
+/// The topic before a run, over HTTP (see [`http::prepare_topic`]);
+/// answers its partition count.
 async fn prepare_topic(
     args: &KafkaProduceArgs,
     target: &Target,
     first_run: bool,
 ) -> anyhow::Result<u32> {
-    let mut conn = Conn::connect(target).await?;
-    if args.recreate {
-        http::delete_topic(&mut conn, &args.topic).await?;
-    }
-    if args.create && (first_run || args.recreate) {
-        let body = serde_json::json!({
+    let create = args.create.then(|| {
+        serde_json::json!({
             "name": args.topic,
             "partitions": args.partitions,
             "fsync": args.fsync,
-        });
-        return Ok(http::create_topic(&mut conn, &body)
-            .await?
-            .config
-            .partitions);
-    }
-    match http::describe_topic(&mut conn, &args.topic).await? {
-        Some(info) => Ok(info.config.partitions),
-        None => bail!("topic {:?} does not exist: pass --create", args.topic),
-    }
+        })
+    });
+    let topic = http::prepare_topic(
+        target,
+        &args.topic,
+        create.as_ref(),
+        args.recreate,
+        first_run,
+    )
+    .await?;
+    Ok(topic.config.partitions)
 }
 
 /// Runs the Kafka produce scenario `--runs` times and reports; fails if
@@ -536,13 +533,7 @@ pub async fn run(
         let result = run_once(args, pool, label.clone())
             .await?
             .with_span(started, report::unix_ms());
-        eprintln!(
-            "{label}: {} records/s, p50 {:.3} ms, p99 {:.3} ms, {} failed requests",
-            report::thousands(result.records as f64 / result.elapsed_s.max(1e-9)),
-            result.latency.p50_ms,
-            result.latency.p99_ms,
-            result.failed_requests()
-        );
+        eprintln!("{}", super::produce::run_line(&label, &result));
         if result.failed_requests() > 0 {
             bail!(
                 "{label}: {} requests answered with errors ({:?})",
@@ -564,12 +555,7 @@ pub async fn run(
             pool.requests.len(),
             report::thousands(pool.mean_body_bytes())
         ),
-        format!(
-            "after the last run the topic holds {} records ({} acknowledged in its measured window; \
-             the rest came in the warm-up or after the window)",
-            report::thousands(info.records() as f64),
-            report::thousands(runs.last().map_or(0, |r| r.records) as f64)
-        ),
+        super::produce::topic_after_runs(&info, &runs),
     ];
     Ok(Report {
         scenario: "kafka-produce".into(),

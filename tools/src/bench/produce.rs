@@ -501,29 +501,24 @@ async fn run_once(
     Ok(totals.into_result(shared.elapsed()))
 }
 
-/// Creates (or with `--recreate` deletes and creates) the topic before a
-/// run, or checks that it exists.
+/// The topic before a run (see [`http::prepare_topic`]).
 async fn prepare_topic(args: &ProduceArgs, target: &Target, first_run: bool) -> anyhow::Result<()> {
-    let mut conn = Conn::connect(target).await?;
-    if args.recreate {
-        http::delete_topic(&mut conn, &args.topic).await?;
-    }
-    if args.create && (first_run || args.recreate) {
-        let body = serde_json::json!({
+    let create = args.create.then(|| {
+        serde_json::json!({
             "name": args.topic,
             "partitions": args.partitions,
             "fsync": args.fsync,
             "fsync_interval_ms": args.fsync_interval_ms,
-        });
-        http::create_topic(&mut conn, &body).await?;
-        return Ok(());
-    }
-    if http::describe_topic(&mut conn, &args.topic)
-        .await?
-        .is_none()
-    {
-        bail!("topic {:?} does not exist: pass --create", args.topic);
-    }
+        })
+    });
+    http::prepare_topic(
+        target,
+        &args.topic,
+        create.as_ref(),
+        args.recreate,
+        first_run,
+    )
+    .await?;
     Ok(())
 }
 
@@ -539,6 +534,27 @@ fn build_pool(args: &ProduceArgs) -> BodyPool {
     BodyPool::build(spec, args.pool_records.min(cap))
 }
 
+/// The progress line of one produce run: rate, latency, failures.
+pub(super) fn run_line(label: &str, result: &RunResult) -> String {
+    format!(
+        "{label}: {} records/s, p50 {:.3} ms, p99 {:.3} ms, {} failed requests",
+        report::thousands(result.records as f64 / result.elapsed_s.max(1e-9)),
+        result.latency.p50_ms,
+        result.latency.p99_ms,
+        result.failed_requests()
+    )
+}
+
+/// The report's note on what the topic holds after the produce runs.
+pub(super) fn topic_after_runs(info: &http::TopicInfo, runs: &[RunResult]) -> String {
+    format!(
+        "after the last run the topic holds {} records ({} acknowledged in its measured window; \
+         the rest came in the warm-up or after the window)",
+        report::thousands(info.records() as f64),
+        report::thousands(runs.last().map_or(0, |r| r.records) as f64)
+    )
+}
+
 /// Runs the produce scenario `--runs` times and reports.
 pub async fn run(args: &ProduceArgs, target: &Target, command: String) -> anyhow::Result<Report> {
     args.validate()?;
@@ -551,13 +567,7 @@ pub async fn run(args: &ProduceArgs, target: &Target, command: String) -> anyhow
         let result = run_once(args, target, pool.clone(), label.clone())
             .await?
             .with_span(started, report::unix_ms());
-        eprintln!(
-            "{label}: {} records/s, p50 {:.3} ms, p99 {:.3} ms, {} failed requests",
-            report::thousands(result.records as f64 / result.elapsed_s.max(1e-9)),
-            result.latency.p50_ms,
-            result.latency.p99_ms,
-            result.failed_requests()
-        );
+        eprintln!("{}", run_line(&label, &result));
         runs.push(result);
     }
     let mut conn = Conn::connect(target).await?;
@@ -570,12 +580,7 @@ pub async fn run(args: &ProduceArgs, target: &Target, command: String) -> anyhow
             pool.len(),
             report::thousands(pool.mean_body_bytes())
         ),
-        format!(
-            "after the last run the topic holds {} records ({} acknowledged in its measured window; \
-             the rest came in the warm-up or after the window)",
-            report::thousands(info.records() as f64),
-            report::thousands(runs.last().map_or(0, |r| r.records) as f64)
-        ),
+        topic_after_runs(&info, &runs),
     ];
     Ok(Report {
         scenario: "produce".into(),
