@@ -15,11 +15,20 @@
 //       groups and the group's committed offsets through the admin client.
 //       Prints {"consumed": [{partition, offset, timestamp, key, value,
 //       headers}], "groups": [...], "state": ..., "offsets": [...]}.
+//   node kafkajs_roundtrip.js admin BROKER TOPIC
+//       Creates TOPIC (2 partitions, retention.ms=60000) and describes its
+//       configs; produces two records to partition 0 with acks=1
+//       (timestamps 1767225600000 and 1767225601000) and one to partition
+//       1 with acks=0 (1767225602000), waits (bounded) until the offsets
+//       show it, looks offsets up by timestamp 1767225601000, deletes the
+//       topic and lists topics. Prints {"configs": {name: value},
+//       "offsets": [[partition, low, high]], "by_time": [[partition,
+//       offset]], "topics": [...]}.
 //
 // Every answer is one JSON line on stdout; errors go to stderr with exit 1.
 
 const path = require('path');
-const { Kafka, CompressionTypes, logLevel } = require(
+const { Kafka, CompressionTypes, ConfigResourceTypes, logLevel } = require(
   path.join(process.env.KAFKAJS_MODULES, 'kafkajs'),
 );
 
@@ -115,7 +124,58 @@ async function consume() {
   };
 }
 
-(mode === 'produce' ? produce() : consume())
+async function admin() {
+  const client = kafka.admin();
+  await client.connect();
+  await client.createTopics({
+    topics: [{ topic, numPartitions: 2, configEntries: [{ name: 'retention.ms', value: '60000' }] }],
+  });
+  const described = await client.describeConfigs({
+    includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: topic }],
+  });
+  const configs = {};
+  for (const entry of described.resources[0].configEntries) {
+    configs[entry.configName] = entry.configValue;
+  }
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic,
+    acks: 1,
+    messages: [
+      { partition: 0, value: 'one', timestamp: '1767225600000' },
+      { partition: 0, value: 'two', timestamp: '1767225601000' },
+    ],
+  });
+  await producer.send({
+    topic,
+    acks: 0,
+    messages: [{ partition: 1, value: 'zero', timestamp: '1767225602000' }],
+  });
+  await producer.disconnect();
+  // acks=0 has no answer: poll the offsets until the record shows.
+  const deadline = Date.now() + DEADLINE_MS;
+  let offsets = [];
+  for (;;) {
+    offsets = (await client.fetchTopicOffsets(topic))
+      .map((p) => [p.partition, Number(p.low), Number(p.high)])
+      .sort((a, b) => a[0] - b[0]);
+    if (offsets.every(([, , high]) => high > 0)) break;
+    if (Date.now() > deadline) throw new Error(`acks=0 record never showed: ${offsets}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const byTime = (await client.fetchTopicOffsetsByTimestamp(topic, 1767225601000))
+    .map((p) => [p.partition, Number(p.offset)])
+    .sort((a, b) => a[0] - b[0]);
+  await client.deleteTopics({ topics: [topic] });
+  const topics = (await client.listTopics()).sort();
+  await client.disconnect();
+  return { configs, offsets, by_time: byTime, topics };
+}
+
+const modes = { produce, consume, admin };
+modes[mode]()
   .then((answer) => {
     // Exit once the answer is written: a pipe takes it asynchronously.
     process.stdout.write(`${JSON.stringify(answer)}\n`, () => process.exit(0));

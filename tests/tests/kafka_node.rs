@@ -3,7 +3,9 @@
 //! listener: its admin client creates a topic and lists and describes
 //! groups, its idempotent producer writes plain and gzip batches, its
 //! consumer group reads them back and commits; the HTTP API reads and
-//! writes the same records and sees the same committed offsets.
+//! writes the same records and sees the same committed offsets. Its admin
+//! client also creates a topic with a config, describes its configs, looks
+//! offsets up by timestamp and deletes it; acks=0 and acks=1 store.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -104,4 +106,31 @@ fn kafkajs_produces_and_consumes_what_http_reads_and_writes() {
     assert_eq!(answer["groups"], json!([group]), "{answer}");
     // Every member left: the group is empty.
     assert_eq!(answer["state"], json!("Empty"), "{answer}");
+}
+
+#[test]
+fn kafkajs_admin_creates_describes_looks_up_by_time_and_deletes_and_acks_0_and_1_store() {
+    let server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    let client = server.client();
+    let kafka = server.kafka_addr().to_string();
+    let topic = "jsadmin";
+    let answer = run_kafkajs(&["admin", &kafka, topic]);
+    assert_eq!(
+        answer["configs"]["retention.ms"],
+        json!("60000"),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["configs"]["cleanup.policy"],
+        json!("delete"),
+        "{answer}"
+    );
+    assert!(answer["configs"]["segment.bytes"].is_string(), "{answer}");
+    // Two records with acks=1 on partition 0, one with acks=0 on 1.
+    assert_eq!(answer["offsets"], json!([[0, 0, 2], [1, 0, 1]]), "{answer}");
+    // The first record at or after 1767225601000 in each partition.
+    assert_eq!(answer["by_time"], json!([[0, 1], [1, 0]]), "{answer}");
+    assert_eq!(answer["topics"], json!([]), "{answer}");
+    let (status, body) = client.get(&format!("/v1/topics/{topic}"));
+    assert_eq!(status, 404, "deleted over Kafka: {body}");
 }

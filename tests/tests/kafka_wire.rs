@@ -1,4 +1,8 @@
-//! An idempotent producer's sequence numbers, checked on the wire: a batch
+//! Kafka requests built by hand (with the `kafka-protocol` crate) against
+//! the real binary, for what a stock client does not show directly: a
+//! Fetch from beyond the end answers `OFFSET_OUT_OF_RANGE`; Metadata
+//! creates a missing topic only when the server allows it; and an
+//! idempotent producer's sequence numbers, checked on the wire: a batch
 //! that skips ahead of its producer's sequence is refused with
 //! `OUT_OF_ORDER_SEQUENCE_NUMBER` and nothing is appended, so a batch
 //! retried after a failure cannot land after its successor; a repeated
@@ -15,10 +19,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
-    RequestHeader, ResponseHeader, TopicName,
+    ApiKey, FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
+    ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Message, StrBytes};
 use kafka_protocol::records::{
@@ -30,6 +37,10 @@ use serde_json::json;
 const PRODUCE_VERSION: i16 = 7;
 const INIT_PRODUCER_ID_VERSION: i16 = 1;
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+const FETCH_VERSION: i16 = 11;
+const METADATA_VERSION: i16 = 9;
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 /// A blocking Kafka connection that sends one request at a time.
 struct Connection {
@@ -130,6 +141,71 @@ impl Connection {
         let part = &response.responses[0].partition_responses[0];
         (part.error_code, part.base_offset)
     }
+}
+
+impl Connection {
+    /// Fetches partition 0 of `topic` from `offset` (no wait); answers the
+    /// partition's error code and high watermark.
+    fn fetch(&mut self, topic: &str, offset: i64) -> (i16, i64) {
+        let request = FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(1 << 20)])]);
+        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH_VERSION, &request);
+        let part = &response.responses[0].partitions[0];
+        (part.error_code, part.high_watermark)
+    }
+
+    /// Asks Metadata for `topic`, allowing auto-creation; answers the
+    /// topic's error code and partition count.
+    fn metadata(&mut self, topic: &str) -> (i16, usize) {
+        let request = MetadataRequest::default()
+            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(
+                TopicName(StrBytes::from_string(topic.to_string())),
+            ))]))
+            .with_allow_auto_topic_creation(true);
+        let response: MetadataResponse = self.call(ApiKey::Metadata, METADATA_VERSION, &request);
+        let t = &response.topics[0];
+        (t.error_code, t.partitions.len())
+    }
+}
+
+#[test]
+fn a_fetch_beyond_the_end_is_out_of_range_and_metadata_creates_topics_only_when_allowed() {
+    let server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    let client = server.client();
+    client.create_topic(&json!({"name": "reads", "partitions": 1}));
+    client.produce("reads", &json!([{"value": {"n": 0}}, {"value": {"n": 1}}]));
+    let mut kafka = Connection::open(server.kafka_addr());
+    assert_eq!(kafka.fetch("reads", 0), (0, 2));
+    assert_eq!(
+        kafka.fetch("reads", 2),
+        (0, 2),
+        "the end itself is in range"
+    );
+    assert_eq!(kafka.fetch("reads", 3).0, OFFSET_OUT_OF_RANGE);
+    assert_eq!(kafka.fetch("reads", -5).0, OFFSET_OUT_OF_RANGE);
+    // Auto-creation is off by default: the topic stays unknown.
+    assert_eq!(kafka.metadata("fresh").0, UNKNOWN_TOPIC_OR_PARTITION);
+    let (status, _) = client.get("/v1/topics/fresh");
+    assert_eq!(status, 404);
+
+    let server = Server::start(&[
+        "--kafka-listen",
+        "127.0.0.1:0",
+        "--auto-create-topics",
+        "true",
+    ]);
+    let mut kafka = Connection::open(server.kafka_addr());
+    assert_eq!(kafka.metadata("fresh"), (0, 1));
+    let (status, body) = server.client().get("/v1/topics/fresh");
+    assert_eq!(status, 200, "{body}");
 }
 
 /// The `n` of every record stored in partition 0 of `topic`, in offset order.
