@@ -678,6 +678,38 @@ impl Runtime {
         Ok(())
     }
 
+    /// Processes `records` consecutive records of one batch of `partition`
+    /// (appended at `append_time`) that failed the early filter, the
+    /// largest of their event times being `max_event_time`: exactly what
+    /// processing them one by one ([`Prepared::Filtered`]) does, with one
+    /// watermark step instead of `records`.
+    ///
+    /// Why it is the same: a filtered record only moves the watermark. Its
+    /// `observe` raises the partition's largest event time and sets the
+    /// partition's last log time to `append_time` — the same for the whole
+    /// run, as is the version's log time — so after the run's first record
+    /// the set of active partitions no longer changes, and the candidate
+    /// watermark (the minimum over active partitions, or the maximum when
+    /// all are idle) only grows with the partition's maximum. The emitted
+    /// watermark is the running maximum of the candidates, so after the run
+    /// it is the candidate of the run's maximum: what this one `observe`
+    /// gives. Moving the aggregate's watermark to `w1` and then to `w2`
+    /// with nothing applied in between is moving it to `w2` (the shards
+    /// close windows lazily, to the latest watermark; dedup and join never
+    /// come with an early filter). The processing order (`event_seq`)
+    /// still counts every record.
+    pub(crate) fn process_filtered_run(
+        &mut self,
+        partition: u32,
+        max_event_time: i64,
+        records: u32,
+        append_time: i64,
+    ) -> Result<()> {
+        self.event_seq += u64::from(records);
+        self.observe(partition, max_event_time, append_time)?;
+        Ok(())
+    }
+
     /// Observes an event time of `partition` appended at `append_time`;
     /// returns the watermark including it, having applied what its advance
     /// closes. Lateness is judged against this watermark (which closed

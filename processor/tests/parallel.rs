@@ -262,3 +262,66 @@ fn a_batch_split_between_fetches_is_processed_once_with_several_workers() {
         assert_eq!(total, 420, "{workers} workers");
     }
 }
+
+/// Inside one batch, a run of records the early filter drops moves the
+/// watermark by its largest event time, whatever the order of its
+/// records: several workers take such a run in one step, one thread
+/// record by record, and both find the same events late after it.
+#[test]
+fn a_run_of_filtered_records_moves_the_watermark_as_its_records_do() {
+    use bytes::Bytes;
+    use kappa_log::{NewRecord, ProduceRecord};
+    let h = Harness::new();
+    h.create_topic("buys", 1);
+    let io = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let topic = h.log.topic("buys").unwrap();
+    // Per batch: dropped (amount 1) at +1900 then +100 — the run's largest
+    // time first — then a kept event at +900, late only if the run moved
+    // the watermark to its largest time (+1400 closes the window of +900),
+    // and more of both.
+    let pattern: [(u32, i64); 6] = [(1, 1900), (1, 100), (50, 900), (1, 50), (1, 20), (50, 1950)];
+    for b in 0..40u32 {
+        let base = i64::from(b) * 2_000;
+        let records = pattern
+            .iter()
+            .enumerate()
+            .map(|(i, &(amount, at))| ProduceRecord {
+                partition: Some(0),
+                record: NewRecord {
+                    key: None,
+                    value: Bytes::from(
+                        json!({"user": format!("u{}", (b as usize + i) % 5), "amount": amount, "ts": base + at})
+                            .to_string(),
+                    ),
+                    timestamp: None,
+                    headers: vec![],
+                },
+            })
+            .collect();
+        io.block_on(topic.produce(records, None)).unwrap();
+    }
+    run(&h, &changes_plan(1), 1);
+    let expected_changes = h.topic_records("changes-1");
+    let expected_late = h.topic_records("late-1");
+    assert!(
+        expected_late.len() >= 20,
+        "the kept events at +900 are late"
+    );
+    for workers in [2, 3] {
+        run(&h, &changes_plan(workers), workers);
+        let what = format!("{workers} workers");
+        assert_same(
+            &h.topic_records(&format!("changes-{workers}")),
+            &expected_changes,
+            &what,
+        );
+        assert_same(
+            &h.topic_records(&format!("late-{workers}")),
+            &expected_late,
+            &what,
+        );
+    }
+}

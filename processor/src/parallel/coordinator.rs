@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use super::Item;
 use crate::error::Result;
 use crate::order::{NextBatch, Side};
 use crate::runner::Runtime;
@@ -81,9 +82,23 @@ impl Runtime {
                         .processed_to(Side::Table, next.partition, next.to);
                 }
                 Queued::Stream { partition, to, .. } => {
-                    let (records, prepared) = sources.take()?;
-                    for record in prepared {
-                        self.process_prepared(partition, record, append_time)?;
+                    let prepared = sources.take()?;
+                    let records = prepared.records;
+                    for item in prepared.into_items() {
+                        match item {
+                            Item::FilteredRun {
+                                max_event_time,
+                                records,
+                            } => self.process_filtered_run(
+                                partition,
+                                max_event_time,
+                                records,
+                                append_time,
+                            )?,
+                            Item::Record(record) => {
+                                self.process_prepared(partition, record, append_time)?
+                            }
+                        }
                     }
                     processed += records;
                     self.uncommitted_records += records;

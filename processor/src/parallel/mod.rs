@@ -50,7 +50,7 @@ pub(crate) mod shard;
 pub(crate) mod source;
 
 pub(crate) use shard::{ShardContext, ShardPool};
-pub(crate) use source::{Prepared, SourcePool, SourceWork};
+pub(crate) use source::{Item, Prepared, SourcePool, SourceWork};
 
 /// Most workers of each kind a version runs with (a shard needs at least
 /// one key group).

@@ -39,6 +39,83 @@ pub(crate) enum Prepared {
     },
 }
 
+/// A batch's records as a source worker prepared them: its number of
+/// records, and the valid ones in order — each run of records that failed
+/// the early filter as one step of 16 bytes, the others as [`Prepared`]
+/// values on the side (an event is a few hundred bytes; most records of a
+/// filtered view are dropped, and a batch of them stays small).
+#[derive(Debug, Default)]
+pub(crate) struct PreparedBatch {
+    /// Records in the batch, valid or not.
+    pub(crate) records: u64,
+    /// The valid records, in order.
+    steps: Vec<Step>,
+    /// The records of [`Step::Kept`], in order.
+    kept: Vec<Prepared>,
+}
+
+/// A step of a [`PreparedBatch`].
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Consecutive records that failed the early filter.
+    Filtered { max_event_time: i64, records: u32 },
+    /// The next of the batch's kept records.
+    Kept,
+}
+
+/// What the coordinator processes of a [`PreparedBatch`], in order.
+#[derive(Debug)]
+// Made one at a time and matched at once: boxing the record would cost an
+// allocation per event for nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Item {
+    /// Consecutive records that failed the early filter: how many, and
+    /// the largest event time among them
+    /// ([`crate::runner::Runtime::process_filtered_run`]).
+    FilteredRun { max_event_time: i64, records: u32 },
+    /// Any other valid record.
+    Record(Prepared),
+}
+
+impl PreparedBatch {
+    fn push(&mut self, prepared: Prepared) {
+        match prepared {
+            Prepared::Filtered { event_time } => match self.steps.last_mut() {
+                Some(Step::Filtered {
+                    max_event_time,
+                    records,
+                }) if *records < u32::MAX => {
+                    *max_event_time = (*max_event_time).max(event_time);
+                    *records += 1;
+                }
+                _ => self.steps.push(Step::Filtered {
+                    max_event_time: event_time,
+                    records: 1,
+                }),
+            },
+            kept => {
+                self.steps.push(Step::Kept);
+                self.kept.push(kept);
+            }
+        }
+    }
+
+    /// The valid records, in order, runs of filtered ones together.
+    pub(crate) fn into_items(self) -> impl Iterator<Item = Item> {
+        let mut kept = self.kept.into_iter();
+        self.steps.into_iter().map(move |step| match step {
+            Step::Filtered {
+                max_event_time,
+                records,
+            } => Item::FilteredRun {
+                max_event_time,
+                records,
+            },
+            Step::Kept => Item::Record(kept.next().expect("one kept record per kept step")),
+        })
+    }
+}
+
 /// What a source worker does beyond decoding, fixed per version.
 #[derive(Debug, Clone)]
 pub(crate) struct SourceWork {
@@ -55,15 +132,18 @@ pub(crate) struct SourceWork {
 }
 
 impl SourceWork {
-    /// The number of records of `batch`, and those valid, prepared
-    /// (invalid ones are counted in `progress`).
-    fn prepare(&self, batch: &NextBatch, progress: &Progress) -> (u64, Vec<Prepared>) {
+    /// The records of `batch`, prepared (invalid ones are counted in
+    /// `progress`).
+    fn prepare(&self, batch: &NextBatch, progress: &Progress) -> PreparedBatch {
         let append_time = batch.batch.append_time();
         let buffer = batch.batch.as_bytes();
-        let mut out = Vec::with_capacity((batch.to - batch.from) as usize);
-        let mut records = 0;
+        let mut out = PreparedBatch {
+            records: 0,
+            steps: Vec::with_capacity((batch.to - batch.from) as usize),
+            kept: Vec::new(),
+        };
         for record in batch.record_refs() {
-            records += 1;
+            out.records += 1;
             let (mut event, filtered) =
                 match self
                     .decoder
@@ -103,7 +183,7 @@ impl SourceWork {
                 filtered,
             });
         }
-        (records, out)
+        out
     }
 }
 
@@ -115,7 +195,7 @@ struct Job {
 /// The coordinator's handle on a version's source workers.
 pub(crate) struct SourcePool {
     jobs: Vec<Sender<Job>>,
-    results: Vec<Receiver<(u64, Vec<Prepared>)>>,
+    results: Vec<Receiver<PreparedBatch>>,
     /// The worker of each batch handed out and not yet taken back, oldest
     /// first.
     in_flight: VecDeque<usize>,
@@ -197,9 +277,8 @@ impl SourcePool {
         Ok(())
     }
 
-    /// The oldest batch handed out: its number of records, and those of
-    /// them that are valid, prepared.
-    pub(crate) fn take(&mut self) -> Result<(u64, Vec<Prepared>)> {
+    /// The oldest batch handed out, prepared.
+    pub(crate) fn take(&mut self) -> Result<PreparedBatch> {
         let worker = self.in_flight.pop_front().expect("take follows a dispatch");
         self.results[worker]
             .recv()
@@ -221,12 +300,12 @@ fn run(
     progress: &Progress,
     worker: &WorkerProgress,
     jobs: Receiver<Job>,
-    results: Sender<(u64, Vec<Prepared>)>,
+    results: Sender<PreparedBatch>,
 ) {
     while let Ok(job) = jobs.recv() {
-        let (records, prepared) = work.prepare(&job.batch, progress);
-        worker.add_events(records);
-        if results.send((records, prepared)).is_err() {
+        let prepared = work.prepare(&job.batch, progress);
+        worker.add_events(prepared.records);
+        if results.send(prepared).is_err() {
             return;
         }
     }
