@@ -190,7 +190,14 @@ impl DecimalSum {
             Some(i) => 10_i128
                 .checked_pow(self.scale)
                 .and_then(|unit| i128::from(i).checked_mul(unit)),
-            None => decimal_units(&n.to_string(), self.scale),
+            None => {
+                // A double's shortest text fits in 32 bytes: no allocation.
+                let mut text = TextBuffer::default();
+                match std::fmt::Write::write_fmt(&mut text, format_args!("{n}")) {
+                    Ok(()) => decimal_units(text.as_str(), self.scale),
+                    Err(_) => decimal_units(&n.to_string(), self.scale),
+                }
+            }
         };
         if let Some(units) = units {
             self.units = self.units.saturating_add(units);
@@ -245,30 +252,66 @@ pub fn decimal_units(text: &str, scale: u32) -> Option<i128> {
     {
         return None;
     }
-    // digits × 10^(exponent - fraction length) in units of 10^-scale.
-    let all: String = [int_part, frac_part].concat();
+    // digits × 10^(exponent - fraction length) in units of 10^-scale: the
+    // digits of both parts in turn, leading zeros left out.
+    let all = || int_part.bytes().chain(frac_part.bytes());
+    let leading_zeros = all().take_while(|&d| d == b'0').count();
+    let significant = int_part.len() + frac_part.len() - leading_zeros;
     let shift = i64::from(exponent) - frac_part.len() as i64 + i64::from(scale);
-    let all = all.trim_start_matches('0');
-    let mut units: i128 = 0;
-    let (kept, dropped) = if shift >= 0 {
-        (all, "")
+    let kept = if shift >= 0 {
+        significant
     } else {
-        let cut = all.len().saturating_sub(shift.unsigned_abs() as usize);
-        all.split_at(cut)
+        significant.saturating_sub(shift.unsigned_abs() as usize)
     };
-    for b in kept.bytes() {
-        units = units.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+    let mut digits = all().skip(leading_zeros);
+    let mut units: i128 = 0;
+    for d in digits.by_ref().take(kept) {
+        units = units.checked_mul(10)?.checked_add(i128::from(d - b'0'))?;
     }
     if shift > 0 {
         units = units.checked_mul(10_i128.checked_pow(u32::try_from(shift).ok()?)?)?;
     }
     // Half away from zero: the first dropped digit decides (when the cut
     // drops more digits than the text has, the value rounds to 0).
-    let dropped_all = shift < 0 && shift.unsigned_abs() as usize > all.len();
-    if !dropped_all && dropped.as_bytes().first().is_some_and(|d| *d >= b'5') {
+    let dropped_all = shift < 0 && shift.unsigned_abs() as usize > significant;
+    if !dropped_all && digits.next().is_some_and(|d| d >= b'5') {
         units = units.checked_add(1)?;
     }
     Some(if negative { -units } else { units })
+}
+
+/// A short text written on the stack ([`DecimalSum::add`] formats a
+/// double in it); writing more than it holds is an error.
+struct TextBuffer {
+    bytes: [u8; 40],
+    len: usize,
+}
+
+impl Default for TextBuffer {
+    fn default() -> TextBuffer {
+        TextBuffer {
+            bytes: [0; 40],
+            len: 0,
+        }
+    }
+}
+
+impl TextBuffer {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).expect("only str was written")
+    }
+}
+
+impl std::fmt::Write for TextBuffer {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.bytes
+            .get_mut(self.len..end)
+            .ok_or(std::fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// `units × 10^-scale` as JSON: a number when it has at most 15
@@ -636,6 +679,71 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    /// [`decimal_units`] the plain way: all digits in one string, leading
+    /// zeros trimmed, cut where the scale ends.
+    fn units_by_cutting_text(text: &str, scale: u32) -> Option<i128> {
+        let (mantissa, exponent) = match text.find(['e', 'E']) {
+            Some(i) => (&text[..i], text[i + 1..].parse::<i32>().ok()?),
+            None => (text, 0),
+        };
+        let (negative, digits) = match mantissa.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, mantissa),
+        };
+        let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+        let all: String = [int_part, frac_part].concat();
+        let shift = i64::from(exponent) - frac_part.len() as i64 + i64::from(scale);
+        let all = all.trim_start_matches('0');
+        let (kept, dropped) = if shift >= 0 {
+            (all, "")
+        } else {
+            all.split_at(all.len().saturating_sub(shift.unsigned_abs() as usize))
+        };
+        let mut units: i128 = 0;
+        for b in kept.bytes() {
+            units = units.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+        }
+        if shift > 0 {
+            units = units.checked_mul(10_i128.checked_pow(u32::try_from(shift).ok()?)?)?;
+        }
+        let dropped_all = shift < 0 && shift.unsigned_abs() as usize > all.len();
+        if !dropped_all && dropped.as_bytes().first().is_some_and(|d| *d >= b'5') {
+            units = units.checked_add(1)?;
+        }
+        Some(if negative { -units } else { units })
+    }
+
+    proptest! {
+        #[test]
+        fn decimal_units_agree_with_cutting_the_text(
+            negative in any::<bool>(),
+            int_part in "0{0,3}[0-9]{0,18}",
+            frac_part in proptest::option::of("[0-9]{0,20}"),
+            exponent in proptest::option::of(-40i32..40),
+            scale in 0u32..=MAX_DECIMAL_SCALE,
+        ) {
+            prop_assume!(!int_part.is_empty() || frac_part.as_ref().is_some_and(|f| !f.is_empty()));
+            let mut text = format!("{}{int_part}", if negative { "-" } else { "" });
+            if let Some(f) = &frac_part {
+                text = format!("{text}.{f}");
+            }
+            if let Some(e) = exponent {
+                text = format!("{text}e{e}");
+            }
+            prop_assert_eq!(decimal_units(&text, scale), units_by_cutting_text(&text, scale), "{}", text);
+        }
+
+        #[test]
+        fn a_double_sums_as_its_shortest_text(x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL, scale in 0u32..=4) {
+            let n = serde_json::Number::from_f64(x).unwrap();
+            let mut sum = DecimalSum { units: 0, count: 0, scale, average: false };
+            sum.add(&n);
+            let expected = units_by_cutting_text(&n.to_string(), scale);
+            prop_assert_eq!(sum.count, u64::from(expected.is_some()));
+            prop_assert_eq!(sum.units, expected.unwrap_or(0));
+        }
+    }
 
     fn run(kind: AggregateKind, values: &[Value]) -> Value {
         let mut acc = kind.accumulator();
