@@ -10,6 +10,7 @@
 //! parallel; the single-threaded runtime calls it inline.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -20,7 +21,7 @@ use smallvec::{smallvec, SmallVec};
 use crate::event::{locate_fields, Event, NameSet, Raw};
 use crate::expr::{get_path, BinaryOp, DataType, Expr, Row};
 use crate::plan::{EventTime, Plan};
-use crate::time::parse_timestamp;
+use crate::time::{parse_timestamp, MinuteMemo};
 
 /// What a record decodes to.
 #[derive(Debug)]
@@ -60,6 +61,9 @@ pub(crate) struct Decoder {
     filter: Option<Expr>,
     /// The filter-first path, when it applies ([`FilterFirst`]).
     filter_first: Option<Arc<FilterFirst>>,
+    /// The minute of the last event time read as text (per copy: a
+    /// decoder is used by one thread).
+    minute: Cell<Option<MinuteMemo>>,
 }
 
 /// The plan of [`Decoder`]'s filter-first path: locate the used fields
@@ -205,6 +209,7 @@ impl Decoder {
             max_future_ms: plan.source.max_future_ms,
             filter,
             filter_first,
+            minute: Cell::new(None),
         }
     }
 
@@ -275,7 +280,7 @@ impl Decoder {
         let event_time = match &plan.event_time {
             None => record.timestamp,
             Some((i, rest)) if rest.is_empty() && matches!(raws[*i], Raw::Text(_)) => {
-                raws[*i].timestamp()??
+                raws[*i].timestamp_memo(&self.minute)??
             }
             Some((i, rest)) => parse_timestamp(get_path(&raws[*i].build()?, rest)?)?,
         };

@@ -32,13 +32,18 @@ pub(crate) fn parse_timestamp_text(s: &str) -> Option<i64> {
 /// needed): trimmed as `str::trim` trims (Unicode white space, which in
 /// ASCII is `char::is_whitespace`). `None` for non-ASCII bytes.
 pub(crate) fn parse_timestamp_ascii(b: &[u8]) -> Option<i64> {
+    parse_rfc3339(trim_ascii(b)?)
+}
+
+/// ASCII `b` trimmed as `str::trim` trims; `None` for non-ASCII bytes.
+fn trim_ascii(b: &[u8]) -> Option<&[u8]> {
     if !b.is_ascii() {
         return None;
     }
     let kept = |c: &u8| !char::from(*c).is_whitespace();
     let start = b.iter().position(kept).unwrap_or(b.len());
     let end = b.iter().rposition(kept).map_or(start, |i| i + 1);
-    parse_rfc3339(&b[start..end])
+    Some(&b[start..end])
 }
 
 /// `ms` since the epoch as an RFC 3339 UTC string with milliseconds,
@@ -69,11 +74,20 @@ fn byte_is(b: &[u8], at: usize, allowed: &[u8]) -> bool {
 }
 
 fn parse_rfc3339(b: &[u8]) -> Option<i64> {
+    let minute = b.get(..MINUTE_LEN)?;
+    parse_rest(b, parse_minute(minute)?)
+}
+
+/// Length of an RFC 3339 text's minute, `YYYY-MM-DDTHH:MM`.
+const MINUTE_LEN: usize = 16;
+
+/// The start of the minute `b` (`YYYY-MM-DDTHH:MM`, `T` also `t` or a
+/// space) in ms since the epoch, before any UTC offset.
+fn parse_minute(b: &[u8]) -> Option<i64> {
     let separators = byte_is(b, 4, b"-")
         && byte_is(b, 7, b"-")
         && byte_is(b, 10, b"Tt ")
-        && byte_is(b, 13, b":")
-        && byte_is(b, 16, b":");
+        && byte_is(b, 13, b":");
     if !separators {
         return None;
     }
@@ -82,24 +96,62 @@ fn parse_rfc3339(b: &[u8]) -> Option<i64> {
         digits_at(b, 5, 2)?,
         digits_at(b, 8, 2)?,
     );
-    let (hour, minute, second) = (
-        digits_at(b, 11, 2)?,
-        digits_at(b, 14, 2)?,
-        digits_at(b, 17, 2)?,
-    );
-    let (millis, rest) = parse_fraction(b, 19)?;
-    let offset_s = parse_offset(&b[rest..])?;
+    let (hour, minute) = (digits_at(b, 11, 2)?, digits_at(b, 14, 2)?);
     let valid = (1..=12).contains(&month)
         && (1..=days_in_month(year, month)).contains(&day)
         && hour < 24
-        && minute < 60
-        && second <= 60; // 60: a leap second, counted into the next minute
+        && minute < 60;
     if !valid {
         return None;
     }
     let days = days_from_civil(year, month, day);
-    let secs = ((days * 24 + hour) * 60 + minute) * 60 + second - offset_s;
-    Some(secs * 1000 + millis)
+    Some(((days * 24 + hour) * 60 + minute) * 60_000)
+}
+
+/// The time of the RFC 3339 text `b` whose minute starts at `minute_ms`:
+/// `:SS`, an optional fraction and the offset follow the minute.
+fn parse_rest(b: &[u8], minute_ms: i64) -> Option<i64> {
+    if !byte_is(b, MINUTE_LEN, b":") {
+        return None;
+    }
+    let second = digits_at(b, 17, 2)?;
+    // 60: a leap second, counted into the next minute.
+    if second > 60 {
+        return None;
+    }
+    let (millis, rest) = parse_fraction(b, 19)?;
+    let offset_s = parse_offset(&b[rest..])?;
+    Some(minute_ms + (second - offset_s) * 1000 + millis)
+}
+
+/// The last minute [`parse_timestamp_ascii_memo`] read: the events of a
+/// stream mostly come in time order, so most share their minute with the
+/// one before and only their seconds need reading.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MinuteMemo {
+    /// The minute's text.
+    text: [u8; MINUTE_LEN],
+    /// Its start ([`parse_minute`]).
+    ms: i64,
+}
+
+/// [`parse_timestamp_ascii`], reading a minute equal to the last one read
+/// (`memo`) from memory.
+pub(crate) fn parse_timestamp_ascii_memo(
+    b: &[u8],
+    memo: &std::cell::Cell<Option<MinuteMemo>>,
+) -> Option<i64> {
+    let b = trim_ascii(b)?;
+    let minute: &[u8; MINUTE_LEN] = b.first_chunk()?;
+    let minute_ms = match memo.get() {
+        Some(last) if last.text == *minute => last.ms,
+        _ => {
+            let ms = parse_minute(minute)?;
+            memo.set(Some(MinuteMemo { text: *minute, ms }));
+            ms
+        }
+    };
+    parse_rest(b, minute_ms)
 }
 
 /// An optional `.fraction` at `at`: (milliseconds, index after it).
@@ -252,6 +304,29 @@ mod tests {
             s in "[ \t\x0b\x0c\r\n\x1c]{0,2}[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,4})?([Zz]|[+-][0-9]{2}:[0-9]{2})?[ \t\x1f]{0,2}",
         ) {
             prop_assert_eq!(parse_timestamp_ascii(s.as_bytes()), parse_timestamp_text(&s));
+        }
+
+        /// Read one after the other with one memo, texts parse as they do
+        /// alone: whatever minute the memo holds, and for damaged texts.
+        #[test]
+        fn the_minute_memo_changes_no_answer(
+            texts in proptest::collection::vec(
+                prop_oneof![
+                    "2026-0[12]-0[1-3]T0[0-2]:0[0-2]:[0-6][0-9](\\.[0-9]{0,4})?(Z|[+-]0[0-2]:[0-5]0)",
+                    "[0-9T:.Z \x00-]{0,26}",
+                    Just("\0".repeat(20)),
+                ],
+                1..40,
+            ),
+        ) {
+            let memo = std::cell::Cell::new(None);
+            for text in &texts {
+                prop_assert_eq!(
+                    parse_timestamp_ascii_memo(text.as_bytes(), &memo),
+                    parse_timestamp_ascii(text.as_bytes()),
+                    "{:?}", text
+                );
+            }
         }
 
         #[test]

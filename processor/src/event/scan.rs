@@ -12,10 +12,14 @@
 //! and short integers are built here; any other kept value is handed to
 //! serde_json on its own bytes, which decodes it as it would in place.
 
+use std::cell::Cell;
+
 use serde_json::Value;
 
 use crate::expr::DataType;
-use crate::time::{parse_timestamp_ascii, parse_timestamp_text};
+use crate::time::{
+    parse_timestamp_ascii, parse_timestamp_ascii_memo, parse_timestamp_text, MinuteMemo,
+};
 
 /// Deepest nesting of a member's value the fast path follows.
 const MAX_DEPTH: usize = 64;
@@ -403,6 +407,15 @@ impl<'a> Raw<'a> {
         match self {
             Raw::Text(text) if text.is_ascii() => Some(parse_timestamp_ascii(text)),
             _ => Some(parse_timestamp_text(self.text()?)),
+        }
+    }
+
+    /// [`Raw::timestamp`], reading a minute equal to the last one read
+    /// through `memo` from memory ([`parse_timestamp_ascii_memo`]).
+    pub(crate) fn timestamp_memo(self, memo: &Cell<Option<MinuteMemo>>) -> Option<Option<i64>> {
+        match self {
+            Raw::Text(text) if text.is_ascii() => Some(parse_timestamp_ascii_memo(text, memo)),
+            _ => self.timestamp(),
         }
     }
 
