@@ -21,9 +21,12 @@
 //!   ([`crate::state::key::Shard`]): the per-record work that needs no state.
 //! * **The coordinator** does what needs the whole sequence and is cheap:
 //!   it moves the watermark per record (every record, filtered or not, as
-//!   before), drops duplicates, joins the table (and then filters and
-//!   routes), and sends each event to the shard owning its group together
-//!   with the watermark the single-threaded engine applies it with.
+//!   before — a run of records the early filter dropped in one step, to
+//!   the run's largest event time, which gives the same watermark:
+//!   [`crate::runner::Runtime::process_filtered_run`]), drops duplicates,
+//!   joins the table (and then filters and routes), and sends each event
+//!   to the shard owning its group together with the watermark the
+//!   single-threaded engine applies it with.
 //! * **Key-shard workers** ([`shard`]) own disjoint key groups of the
 //!   aggregate state and apply their events in the order sent; a shard
 //!   closes windows up to the watermark that came with each event, and up
