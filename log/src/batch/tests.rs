@@ -1,0 +1,252 @@
+//! Tests of the batch format: encoding and decoding, validation of
+//! damaged batches, and the borrowing reader against the owned one.
+
+use super::*;
+use proptest::prelude::*;
+
+fn sample() -> Vec<NewRecord> {
+    vec![
+        NewRecord {
+            key: Some(Bytes::from_static(b"user-1")),
+            value: Bytes::from_static("{\"amount\":42,\"name\":\"ß😀\"}".as_bytes()),
+            timestamp: Some(1_700_000_000_000),
+            headers: vec![Header {
+                name: "trace".into(),
+                value: Bytes::from_static(b"abc"),
+            }],
+        },
+        NewRecord::value("second"),
+    ]
+}
+
+fn encode_one(records: &[NewRecord], key: Option<&[u8]>) -> Bytes {
+    let mut out = Vec::new();
+    encode(
+        &mut out,
+        BatchMeta {
+            base_offset: 7,
+            append_time: 1_800_000_000_000,
+            idempotency_key: key,
+        },
+        records,
+    );
+    Bytes::from(out)
+}
+
+#[test]
+fn roundtrip_keeps_every_field() {
+    let bytes = encode_one(&sample(), Some(b"req-1"));
+    let view = BatchView::parse(&bytes).unwrap();
+    assert_eq!(view.base_offset(), 7);
+    assert_eq!(view.record_count(), 2);
+    assert_eq!(view.next_offset(), 9);
+    assert_eq!(view.idempotency_key(), Some(&b"req-1"[..]));
+    assert_eq!(view.first_timestamp(), 1_700_000_000_000);
+    assert_eq!(view.max_timestamp(), 1_800_000_000_000);
+    assert_eq!(view.append_time(), 1_800_000_000_000);
+    let records: Vec<Record> = view.records().collect();
+    assert_eq!(records[0].offset, 7);
+    assert_eq!(records[0].key.as_deref(), Some(&b"user-1"[..]));
+    assert_eq!(records[0].headers[0].name, "trace");
+    assert_eq!(records[1].offset, 8);
+    assert_eq!(records[1].key, None);
+    assert_eq!(records[1].timestamp, 1_800_000_000_000);
+    assert_eq!(records[1].value, Bytes::from_static(b"second"));
+}
+
+/// The worked example of FORMAT.md section 2.7, byte for byte.
+#[test]
+fn batch_bytes_match_the_documented_example() {
+    let records = vec![
+        NewRecord {
+            key: Some(Bytes::from_static(b"k")),
+            value: Bytes::from_static(b"hello"),
+            timestamp: None,
+            headers: vec![Header {
+                name: "h".into(),
+                value: Bytes::from_static(b"1"),
+            }],
+        },
+        NewRecord {
+            key: None,
+            value: Bytes::new(),
+            timestamp: Some(1_600_000_000_000),
+            headers: vec![],
+        },
+    ];
+    let mut out = Vec::new();
+    let meta = BatchMeta {
+        base_offset: 42,
+        append_time: 1_700_000_000_000,
+        idempotency_key: Some(b"req-1"),
+    };
+    assert_eq!(encode(&mut out, meta, &records), 107);
+    let expected = "6b0000008dd8ad224b01000002000000\
+                    2a000000000000000068e5cf8b010000\
+                    0068e5cf8b0100000068e5cf8b010000\
+                    050000007265712d310068e5cf8b0100\
+                    0001000000 6b 0500000068656c6c6f\
+                    0100010068010000003100806e877401\
+                    0000ffffffff000000000000";
+    let expected: String = expected.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    let got: String = out.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn every_single_byte_flip_is_detected() {
+    let bytes = encode_one(&sample(), Some(b"k"));
+    for i in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut copy = bytes.to_vec();
+            copy[i] ^= 1 << bit;
+            let copy = Bytes::from(copy);
+            assert!(
+                BatchView::parse(&copy).is_err(),
+                "flip of bit {bit} in byte {i} went unnoticed"
+            );
+        }
+    }
+}
+
+#[test]
+fn record_refs_borrow_the_batch_and_tell_empty_keys_from_none() {
+    let records = vec![
+        NewRecord {
+            key: Some(Bytes::new()),
+            value: Bytes::from_static(b"v1"),
+            timestamp: Some(9),
+            headers: vec![
+                Header {
+                    name: "a".into(),
+                    value: Bytes::from_static(b"x"),
+                },
+                Header {
+                    name: String::new(),
+                    value: Bytes::new(),
+                },
+            ],
+        },
+        NewRecord::value(Bytes::new()),
+    ];
+    let bytes = encode_one(&records, None);
+    let view = BatchView::parse(&bytes).unwrap();
+    let refs: Vec<RecordRef<'_>> = view.record_refs().collect();
+    assert_eq!(refs.len(), 2);
+    assert_eq!((refs[0].offset, refs[0].timestamp), (7, 9));
+    assert_eq!(refs[0].key, Some(&b""[..]));
+    assert_eq!(refs[0].value, b"v1");
+    let headers: Vec<HeaderRef<'_>> = refs[0].headers.into_iter().collect();
+    assert_eq!(
+        headers,
+        [
+            HeaderRef {
+                name: "a",
+                value: b"x"
+            },
+            HeaderRef {
+                name: "",
+                value: b""
+            }
+        ]
+    );
+    assert_eq!(
+        (refs[1].offset, refs[1].key, refs[1].value),
+        (8, None, &b""[..])
+    );
+    assert!(refs[1].headers.is_empty());
+    // The borrowed parts lie inside the batch's buffer.
+    let range = view.as_bytes().as_ptr_range();
+    assert!(range.contains(&refs[0].value.as_ptr()));
+}
+
+#[test]
+fn every_truncation_is_incomplete_or_invalid() {
+    let bytes = encode_one(&sample(), None);
+    for cut in 0..bytes.len() {
+        assert!(
+            BatchView::parse(&bytes.slice(..cut)).is_err(),
+            "cut at {cut}"
+        );
+    }
+}
+
+fn arb_record() -> impl Strategy<Value = NewRecord> {
+    (
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..20)),
+        proptest::collection::vec(any::<u8>(), 0..200),
+        proptest::option::of(any::<i64>()),
+        proptest::collection::vec(
+            ("[a-z]{0,8}", proptest::collection::vec(any::<u8>(), 0..10)),
+            0..3,
+        ),
+    )
+        .prop_map(|(key, value, timestamp, headers)| NewRecord {
+            key: key.map(Bytes::from),
+            value: Bytes::from(value),
+            timestamp,
+            headers: headers
+                .into_iter()
+                .map(|(name, value)| Header {
+                    name,
+                    value: Bytes::from(value),
+                })
+                .collect(),
+        })
+}
+
+proptest! {
+    #[test]
+    fn encode_then_decode_is_identity(
+        records in proptest::collection::vec(arb_record(), 1..20),
+        base in 0u64..u64::MAX / 2,
+        key in proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=MAX_IDEMPOTENCY_KEY_LEN)),
+    ) {
+        let mut out = Vec::new();
+        let len = encode(&mut out, BatchMeta { base_offset: base, append_time: 5, idempotency_key: key.as_deref() }, &records);
+        prop_assert_eq!(len, out.len());
+        prop_assert_eq!(len, encoded_len(&records, key.as_deref()));
+        let view = BatchView::parse(&Bytes::from(out)).unwrap();
+        prop_assert_eq!(view.idempotency_key(), key.as_deref());
+        let decoded: Vec<Record> = view.records().collect();
+        prop_assert_eq!(decoded.len(), records.len());
+        for (i, (d, r)) in decoded.iter().zip(&records).enumerate() {
+            prop_assert_eq!(d.offset, base + i as u64);
+            prop_assert_eq!(d.timestamp, r.timestamp.unwrap_or(5));
+            prop_assert_eq!(&d.key, &r.key);
+            prop_assert_eq!(&d.value, &r.value);
+            prop_assert_eq!(&d.headers, &r.headers);
+        }
+    }
+
+    #[test]
+    fn record_refs_yield_what_records_yields(
+        records in proptest::collection::vec(arb_record(), 1..20),
+        base in 0u64..u64::MAX / 2,
+        key in proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=MAX_IDEMPOTENCY_KEY_LEN)),
+    ) {
+        let mut out = Vec::new();
+        encode(&mut out, BatchMeta { base_offset: base, append_time: 5, idempotency_key: key.as_deref() }, &records);
+        let view = BatchView::parse(&Bytes::from(out)).unwrap();
+        let owned: Vec<Record> = view.records().collect();
+        let refs: Vec<RecordRef<'_>> = view.record_refs().collect();
+        prop_assert_eq!(view.record_refs().size_hint(), (records.len(), Some(records.len())));
+        prop_assert_eq!(refs.len(), owned.len());
+        for (r, o) in refs.iter().zip(&owned) {
+            prop_assert_eq!(r.offset, o.offset);
+            prop_assert_eq!(r.timestamp, o.timestamp);
+            prop_assert_eq!(r.key, o.key.as_deref());
+            prop_assert_eq!(r.value, &o.value[..]);
+            prop_assert_eq!(r.headers.len(), o.headers.len());
+            let headers: Vec<(&str, &[u8])> = r.headers.iter().map(|h| (h.name, h.value)).collect();
+            let expected: Vec<(&str, &[u8])> = o.headers.iter().map(|h| (h.name.as_str(), &h.value[..])).collect();
+            prop_assert_eq!(headers, expected);
+            prop_assert_eq!(&r.to_record(view.as_bytes()), o);
+        }
+    }
+
+    #[test]
+    fn decoding_arbitrary_bytes_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = BatchView::parse(&Bytes::from(data));
+    }
+}
