@@ -190,14 +190,14 @@ impl DecimalSum {
             Some(i) => 10_i128
                 .checked_pow(self.scale)
                 .and_then(|unit| i128::from(i).checked_mul(unit)),
-            None => {
-                // A double's shortest text fits in 32 bytes: no allocation.
-                let mut text = TextBuffer::default();
-                match std::fmt::Write::write_fmt(&mut text, format_args!("{n}")) {
-                    Ok(()) => decimal_units(text.as_str(), self.scale),
-                    Err(_) => decimal_units(&n.to_string(), self.scale),
-                }
-            }
+            // The number's text as serde_json writes it, on the stack (no
+            // allocation): itoa for a large integer, zmij for a double.
+            None => match n.as_u64() {
+                Some(u) => decimal_units(itoa::Buffer::new().format(u), self.scale),
+                None => n
+                    .as_f64()
+                    .and_then(|f| decimal_units(zmij::Buffer::new().format_finite(f), self.scale)),
+            },
         };
         if let Some(units) = units {
             self.units = self.units.saturating_add(units);
@@ -278,40 +278,6 @@ pub fn decimal_units(text: &str, scale: u32) -> Option<i128> {
         units = units.checked_add(1)?;
     }
     Some(if negative { -units } else { units })
-}
-
-/// A short text written on the stack ([`DecimalSum::add`] formats a
-/// double in it); writing more than it holds is an error.
-struct TextBuffer {
-    bytes: [u8; 40],
-    len: usize,
-}
-
-impl Default for TextBuffer {
-    fn default() -> TextBuffer {
-        TextBuffer {
-            bytes: [0; 40],
-            len: 0,
-        }
-    }
-}
-
-impl TextBuffer {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).expect("only str was written")
-    }
-}
-
-impl std::fmt::Write for TextBuffer {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        self.bytes
-            .get_mut(self.len..end)
-            .ok_or(std::fmt::Error)?
-            .copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
 }
 
 /// `units × 10^-scale` as JSON: a number when it has at most 15
@@ -712,6 +678,19 @@ mod tests {
             units = units.checked_add(1)?;
         }
         Some(if negative { -units } else { units })
+    }
+
+    #[test]
+    fn an_integer_beyond_i64_sums_as_its_text() {
+        let n = serde_json::Number::from(u64::MAX);
+        let mut sum = DecimalSum {
+            units: 0,
+            count: 0,
+            scale: 2,
+            average: false,
+        };
+        sum.add(&n);
+        assert_eq!((sum.units, sum.count), (i128::from(u64::MAX) * 100, 1));
     }
 
     proptest! {

@@ -210,31 +210,16 @@ fn a_parallel_version_reports_what_each_worker_owns_and_handled() {
 /// handed out).
 #[test]
 fn a_batch_split_between_fetches_is_processed_once_with_several_workers() {
-    use bytes::Bytes;
-    use kappa_log::{NewRecord, ProduceRecord};
     let h = Harness::new();
     h.create_topic("buys", 3);
-    let io = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let topic = h.log.topic("buys").unwrap();
     for b in 0..60u32 {
-        let records = (0..7u32)
-            .map(|i| ProduceRecord {
-                partition: Some(b % 3),
-                record: NewRecord {
-                    key: None,
-                    value: Bytes::from(
-                        json!({"user": format!("u{}", (b * 7 + i) % 11), "amount": 1, "ts": b * 100})
-                            .to_string(),
-                    ),
-                    timestamp: None,
-                    headers: vec![],
-                },
-            })
-            .collect();
-        io.block_on(topic.produce(records, None)).unwrap();
+        h.produce_batch(
+            "buys",
+            b % 3,
+            (0..7u32).map(
+                |i| json!({"user": format!("u{}", (b * 7 + i) % 11), "amount": 1, "ts": b * 100}),
+            ),
+        );
     }
     let plan = |name: &str| {
         Pipeline::from_topic("buys")
@@ -269,15 +254,8 @@ fn a_batch_split_between_fetches_is_processed_once_with_several_workers() {
 /// record by record, and both find the same events late after it.
 #[test]
 fn a_run_of_filtered_records_moves_the_watermark_as_its_records_do() {
-    use bytes::Bytes;
-    use kappa_log::{NewRecord, ProduceRecord};
     let h = Harness::new();
     h.create_topic("buys", 1);
-    let io = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let topic = h.log.topic("buys").unwrap();
     // Per batch: dropped (amount 1) at +1900 then +100 — the run's largest
     // time first — then a kept event at +900, late only if the run moved
     // the watermark to its largest time (+1400 closes the window of +900),
@@ -285,23 +263,13 @@ fn a_run_of_filtered_records_moves_the_watermark_as_its_records_do() {
     let pattern: [(u32, i64); 6] = [(1, 1900), (1, 100), (50, 900), (1, 50), (1, 20), (50, 1950)];
     for b in 0..40u32 {
         let base = i64::from(b) * 2_000;
-        let records = pattern
-            .iter()
-            .enumerate()
-            .map(|(i, &(amount, at))| ProduceRecord {
-                partition: Some(0),
-                record: NewRecord {
-                    key: None,
-                    value: Bytes::from(
-                        json!({"user": format!("u{}", (b as usize + i) % 5), "amount": amount, "ts": base + at})
-                            .to_string(),
-                    ),
-                    timestamp: None,
-                    headers: vec![],
-                },
-            })
-            .collect();
-        io.block_on(topic.produce(records, None)).unwrap();
+        h.produce_batch(
+            "buys",
+            0,
+            pattern.iter().enumerate().map(|(i, &(amount, at))| {
+                json!({"user": format!("u{}", (b as usize + i) % 5), "amount": amount, "ts": base + at})
+            }),
+        );
     }
     run(&h, &changes_plan(1), 1);
     let expected_changes = h.topic_records("changes-1");

@@ -38,3 +38,26 @@ pub fn kcat(args: &[&str], input: &str) -> (bool, String) {
     );
     (out.status.success(), text)
 }
+
+/// kcat's options for a SASL/PLAIN login as `someone` with `password` to
+/// `broker` over `protocol` (`SASL_PLAINTEXT` or `SASL_SSL`), with a
+/// bounded wait for brokers so a refused login fails fast.
+pub fn sasl_args(broker: &str, protocol: &str, password: &str) -> Vec<String> {
+    [
+        "-b",
+        broker,
+        "-X",
+        &format!("security.protocol={protocol}"),
+        "-X",
+        "sasl.mechanisms=PLAIN",
+        "-X",
+        "sasl.username=someone",
+        "-X",
+        &format!("sasl.password={password}"),
+        "-m",
+        "10",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}

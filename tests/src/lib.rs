@@ -52,7 +52,7 @@ pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,
 };
-pub use kcat::{kcat, kcat_output};
+pub use kcat::{kcat, kcat_output, sasl_args};
 pub use node::kafkajs_modules;
 pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};

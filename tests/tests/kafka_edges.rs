@@ -8,30 +8,13 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use kappa_tests::{json, kcat, raw_request, Server};
+use kappa_tests::{json, kcat, raw_request, sasl_args, Server};
 
 const BOOTSTRAP: &str = "bootstrap-secret-for-the-kafka-tests";
 
-/// kcat's options for a SASL/PLAIN login with `password`, and a bounded
-/// wait for brokers so a refused login fails fast.
+/// kcat's options for a SASL/PLAIN login with `password`.
 fn sasl(broker: &str, password: &str) -> Vec<String> {
-    [
-        "-b",
-        broker,
-        "-X",
-        "security.protocol=SASL_PLAINTEXT",
-        "-X",
-        "sasl.mechanisms=PLAIN",
-        "-X",
-        "sasl.username=someone",
-        "-X",
-        &format!("sasl.password={password}"),
-        "-m",
-        "10",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    sasl_args(broker, "SASL_PLAINTEXT", password)
 }
 
 fn args(v: &[String]) -> Vec<&str> {

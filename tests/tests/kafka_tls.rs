@@ -22,23 +22,7 @@ fn kcat(args: &[String], input: &str) -> (bool, String) {
 /// kcat's options for SASL/PLAIN over TLS with `password`, trusting
 /// `ca_file` (or the system's CAs if `None`), with a bounded broker wait.
 fn sasl_ssl(broker: &str, password: &str, ca_file: Option<&str>) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "-b",
-        broker,
-        "-X",
-        "security.protocol=SASL_SSL",
-        "-X",
-        "sasl.mechanisms=PLAIN",
-        "-X",
-        "sasl.username=someone",
-        "-X",
-        &format!("sasl.password={password}"),
-        "-m",
-        "10",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args = kappa_tests::sasl_args(broker, "SASL_SSL", password);
     if let Some(ca) = ca_file {
         args.extend(["-X".to_string(), format!("ssl.ca.location={ca}")]);
     }

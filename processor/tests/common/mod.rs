@@ -123,6 +123,34 @@ impl Harness {
         rt.block_on(t.produce(vec![record], None)).unwrap();
     }
 
+    /// Appends `values` to `partition` of the existing `topic` as one
+    /// batch of records without keys.
+    pub fn produce_batch(
+        &self,
+        topic: &str,
+        partition: u32,
+        values: impl IntoIterator<Item = Value>,
+    ) {
+        let records = values
+            .into_iter()
+            .map(|value| ProduceRecord {
+                partition: Some(partition),
+                record: NewRecord {
+                    key: None,
+                    value: Bytes::from(value.to_string()),
+                    timestamp: None,
+                    headers: vec![],
+                },
+            })
+            .collect();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(self.log.topic(topic).unwrap().produce(records, None))
+            .unwrap();
+    }
+
     pub fn open_runtime(&self, plan: &Plan, options: RunOptions) -> Runtime {
         Runtime::open(
             plan.clone(),

@@ -147,12 +147,7 @@ async fn run_once(
     info: &TopicInfo,
     label: String,
 ) -> anyhow::Result<RunResult> {
-    let parts: Vec<PartitionInfo> = info
-        .partitions
-        .iter()
-        .filter(|p| p.end_offset > p.start_offset)
-        .cloned()
-        .collect();
+    let parts = info.non_empty_partitions();
     let mut conns = Vec::with_capacity(parts.len());
     for _ in &parts {
         conns.push(Conn::connect(target).await?);

@@ -194,6 +194,15 @@ pub struct PartitionInfo {
 }
 
 impl TopicInfo {
+    /// The partitions holding records (those a consume run reads).
+    pub fn non_empty_partitions(&self) -> Vec<PartitionInfo> {
+        self.partitions
+            .iter()
+            .filter(|p| p.end_offset > p.start_offset)
+            .cloned()
+            .collect()
+    }
+
     /// Records stored (sum over partitions of end − start).
     pub fn records(&self) -> u64 {
         self.partitions

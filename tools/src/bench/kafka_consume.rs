@@ -198,12 +198,7 @@ async fn run_once(
     info: &TopicInfo,
     label: String,
 ) -> anyhow::Result<RunResult> {
-    let parts: Vec<PartitionInfo> = info
-        .partitions
-        .iter()
-        .filter(|p| p.end_offset > p.start_offset)
-        .cloned()
-        .collect();
+    let parts = info.non_empty_partitions();
     let mut streams = Vec::with_capacity(parts.len());
     for _ in &parts {
         let stream = TcpStream::connect(&args.kafka)
