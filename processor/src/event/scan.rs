@@ -15,11 +15,14 @@
 use std::cell::Cell;
 
 use serde_json::Value;
+use smallvec::{smallvec, SmallVec};
 
 use crate::expr::DataType;
 use crate::time::{
     parse_timestamp_ascii, parse_timestamp_ascii_memo, parse_timestamp_text, MinuteMemo,
 };
+
+mod quick;
 
 /// Deepest nesting of a member's value the fast path follows.
 const MAX_DEPTH: usize = 64;
@@ -27,10 +30,15 @@ const MAX_DEPTH: usize = 64;
 /// The members `names` of the JSON object `bytes`, in the order of
 /// `names` (`Null` when missing); `None` to leave the decision to serde_json.
 pub(super) fn decode_fields(bytes: &[u8], names: &[String]) -> Option<Vec<Value>> {
-    let mut out = vec![Value::Null; names.len()];
     let position = |name: &[u8]| names.iter().position(|n| n.as_bytes() == name);
-    for_each_kept(bytes, position, |s, i| {
-        out[i] = s.value()?;
+    let mut raws: SmallVec<[Raw<'_>; 8]> = smallvec![Raw::Missing; names.len()];
+    let position_in = |bytes: &[u8], start, end| position(&bytes[start..end]);
+    if quick::locate(bytes, position_in, &mut raws).is_some() {
+        return raws.iter().map(|raw| raw.build()).collect();
+    }
+    let mut out = vec![Value::Null; names.len()];
+    scan_kept(bytes, position, |i, raw| {
+        out[i] = raw.build()?;
         Some(())
     })?;
     Some(out)
@@ -45,24 +53,34 @@ pub(crate) fn locate_fields<'a>(
     names: &NameSet,
     out: &mut [Raw<'a>],
 ) -> Option<()> {
-    for_each_kept(
+    let position_in = |bytes: &[u8], start, end| names.position_in(bytes, start, end);
+    if quick::locate(bytes, position_in, out).is_some() {
+        return Some(());
+    }
+    out.fill(Raw::Missing);
+    scan_kept(
         bytes,
-        |name| names.position(name),
-        |s, i| {
+        |name| names.position_in(name, 0, name.len()),
+        |i, raw| {
             if out[i] != Raw::Missing {
                 return None;
             }
-            out[i] = s.locate()?;
+            out[i] = raw;
             Some(())
         },
     )
 }
 
-/// Member names to keep, matched by length and their first 16 bytes
-/// before any longer comparison (most members differ there).
+/// Member names to keep: most members' names are told apart by their
+/// length alone, the others by their first 16 bytes, read as two words,
+/// before any longer comparison.
 #[derive(Debug, Clone)]
 pub(crate) struct NameSet {
-    /// Per name: its length and its first two 8-byte words (zero-padded).
+    /// Bit `n` (`n` < 63): some name is `n` bytes long; bit 63: some name
+    /// is 63 bytes or longer.
+    lengths: u64,
+    /// Per name: its length and its first 16 bytes as two words
+    /// ([`words_at`]).
     keys: Vec<(usize, u64, u64)>,
     names: Vec<String>,
 }
@@ -71,41 +89,76 @@ impl NameSet {
     /// The set of `names`, each matched to its index there.
     pub(crate) fn new(names: &[String]) -> NameSet {
         NameSet {
-            keys: names.iter().map(|n| name_key(n.as_bytes())).collect(),
+            lengths: names.iter().fold(0, |bits, n| bits | length_bit(n.len())),
+            keys: names
+                .iter()
+                .map(|n| {
+                    let (a, b) = words_at(n.as_bytes(), 0, n.len());
+                    (n.len(), a, b)
+                })
+                .collect(),
             names: names.to_vec(),
         }
     }
 
-    /// The index of `name` among the names.
-    fn position(&self, name: &[u8]) -> Option<usize> {
-        let key = name_key(name);
-        let i = self.keys.iter().position(|k| *k == key)?;
-        (name.len() <= 16 || self.names[i].as_bytes() == name).then_some(i)
+    /// The index of the name `bytes[start..end]` among the names.
+    #[inline(always)]
+    fn position_in(&self, bytes: &[u8], start: usize, end: usize) -> Option<usize> {
+        let len = end - start;
+        if self.lengths & length_bit(len) == 0 {
+            return None;
+        }
+        let (a, b) = words_at(bytes, start, len);
+        let i = self.keys.iter().position(|&k| k == (len, a, b))?;
+        (len <= 16 || self.names[i].as_bytes() == &bytes[start..end]).then_some(i)
     }
 }
 
-/// The length and first two 8-byte words (zero-padded) of a name.
-fn name_key(name: &[u8]) -> (usize, u64, u64) {
-    let rest = name.get(8..).unwrap_or_default();
-    (name.len(), word(name), word(rest))
+/// The bit of [`NameSet::lengths`] for a name of `len` bytes.
+#[inline(always)]
+fn length_bit(len: usize) -> u64 {
+    1 << len.min(63)
 }
 
-/// The first 8 bytes of `bytes` as a little-endian word, zero-padded.
-fn word(bytes: &[u8]) -> u64 {
-    match bytes.first_chunk::<8>() {
-        Some(chunk) => u64::from_le_bytes(*chunk),
-        None => bytes.iter().rev().fold(0, |w, b| (w << 8) | u64::from(*b)),
+/// The first 16 (at most) of the `len` bytes at `start` of `bytes`, as two
+/// little-endian words, zero-padded: read as two whole words wherever
+/// `bytes` holds 16 bytes from `start`, whatever `len`.
+#[inline(always)]
+fn words_at(bytes: &[u8], start: usize, len: usize) -> (u64, u64) {
+    /// The low `n` bytes of `word` (all of them from 8 on).
+    fn low(word: u64, n: usize) -> u64 {
+        match n {
+            0 => 0,
+            1..8 => word & ((1 << (8 * n)) - 1),
+            _ => word,
+        }
     }
+    if let Some(window) = bytes.get(start..).and_then(|rest| rest.first_chunk::<16>()) {
+        let (a, b) = window.split_at(8);
+        let a = u64::from_le_bytes(a.try_into().expect("8 bytes"));
+        let b = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        return (low(a, len), low(b, len.saturating_sub(8)));
+    }
+    let word = |at: usize, n: usize| {
+        if n == 0 {
+            return 0;
+        }
+        bytes[at..][..n.min(8)]
+            .iter()
+            .rev()
+            .fold(0, |w, b| (w << 8) | u64::from(*b))
+    };
+    (word(start, len), word(start + 8, len.saturating_sub(8)))
 }
 
-/// One pass over the JSON object `bytes`: calls `kept` with the scanner at
-/// the value of each member `position` finds (and its index), skips and
-/// checks the others; `None` when the input is not a flat object the fast
-/// path is sure of, or when `kept` gives `None`.
-fn for_each_kept<'a>(
+/// The byte scanner: one pass over the JSON object `bytes`, calling `kept`
+/// with the index and located value of each member `position` finds, in
+/// order, skipping and checking the others; `None` when the input is not
+/// an object the fast path is sure of, or when `kept` gives `None`.
+fn scan_kept<'a>(
     bytes: &'a [u8],
     position: impl Fn(&[u8]) -> Option<usize>,
-    mut kept: impl FnMut(&mut Scanner<'a>, usize) -> Option<()>,
+    mut kept: impl FnMut(usize, Raw<'a>) -> Option<()>,
 ) -> Option<()> {
     let mut s = Scanner { bytes, pos: 0 };
     s.skip_whitespace();
@@ -127,7 +180,7 @@ fn for_each_kept<'a>(
             s.eat(b':')?;
             s.skip_whitespace();
             match index {
-                Some(i) => kept(&mut s, i)?,
+                Some(i) => kept(i, s.locate()?)?,
                 None => s.skip_value(0)?,
             }
             s.skip_whitespace();
@@ -326,11 +379,6 @@ impl<'a> Scanner<'a> {
             _ => return None,
         }
         Some(())
-    }
-
-    /// A kept member's value (whitespace before it already skipped).
-    fn value(&mut self) -> Option<Value> {
-        self.locate()?.build()
     }
 
     /// A kept member's value (whitespace before it already skipped),
@@ -783,6 +831,26 @@ mod tests {
             }
         }
         bytes
+    }
+
+    proptest! {
+        /// A name is found where it sits in a record, whatever its length
+        /// and however near the record's end (words read past the name).
+        #[test]
+        fn names_are_found_in_place(
+            names in proptest::collection::vec("[a-c_]{0,20}", 1..5),
+            probe in "[a-c_]{0,20}",
+            before in 0usize..20,
+            after in 0usize..10,
+        ) {
+            let set = NameSet::new(&names);
+            let record = format!("{}{probe}{}", "x".repeat(before), "y".repeat(after));
+            let end = before + probe.len();
+            prop_assert_eq!(
+                set.position_in(record.as_bytes(), before, end),
+                names.iter().position(|n| *n == probe)
+            );
+        }
     }
 
     proptest! {
