@@ -188,15 +188,42 @@ impl Store {
     /// a view's rows flushed but its offsets not: a restart replayed input
     /// the rows already counted.
     pub fn open_with_write_buffer(path: &Path, write_buffer_bytes: usize) -> Result<Store> {
+        Self::open_with_column_families(path, write_buffer_bytes, &[])
+    }
+
+    /// A new store at `path` for `scope`, its column families created as
+    /// the database is: RocksDB then writes its options file once, where
+    /// creating each column family afterwards ([`Store::ensure`]) writes
+    /// and syncs it again per family.
+    pub fn create_for(path: &Path, write_buffer_bytes: usize, scope: &Scope) -> Result<Store> {
+        Self::open_with_column_families(
+            path,
+            write_buffer_bytes,
+            &[scope.state_cf(), scope.view_cf()],
+        )
+    }
+
+    /// Opens (creating) the database at `path` with every existing column
+    /// family and the missing ones of `create`.
+    fn open_with_column_families(
+        path: &Path,
+        write_buffer_bytes: usize,
+        create: &[String],
+    ) -> Result<Store> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         opts.set_atomic_flush(true);
-        let cfs = match Db::list_cf(&opts, path) {
+        let mut cfs = match Db::list_cf(&opts, path) {
             Ok(cfs) => cfs,
             Err(_) => vec!["default".to_string()],
         };
+        for name in create {
+            if !cfs.contains(name) {
+                cfs.push(name.clone());
+            }
+        }
         let descriptors = cfs
             .into_iter()
             .map(|name| ColumnFamilyDescriptor::new(name, cf_options(write_buffer_bytes)));

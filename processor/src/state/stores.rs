@@ -141,9 +141,10 @@ impl Stores {
     pub fn create(&self, scope: &Scope) -> Result<Arc<Store>> {
         self.remove(scope)?;
         let mut open = self.lock();
-        let store = Arc::new(Store::open_with_write_buffer(
+        let store = Arc::new(Store::create_for(
             &self.path(scope),
             self.write_buffer_bytes,
+            scope,
         )?);
         open.insert(scope.clone(), store.clone());
         Ok(store)
@@ -294,5 +295,27 @@ impl Stores {
         ));
         rename(path, &aside)?;
         Ok(aside)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_store_is_created_with_its_versions_column_families() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = Stores::open(dir.path()).unwrap();
+        let scope = Scope {
+            name: "v".into(),
+            version: 3,
+        };
+        let store = stores.create(&scope).unwrap();
+        let mut families = store.column_families();
+        families.sort();
+        assert_eq!(families, ["default", "v@3.state", "v@3.view"]);
+        // Nothing left for the runtime to create.
+        store.ensure(&scope).unwrap();
+        assert_eq!(store.column_families().len(), 3);
     }
 }
