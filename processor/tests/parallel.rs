@@ -293,3 +293,60 @@ fn a_run_of_filtered_records_moves_the_watermark_as_its_records_do() {
         );
     }
 }
+
+/// Source workers keep preparing batches between polls: a poll that ends
+/// on its budget leaves the batches it read ahead with the workers, and the
+/// next poll takes them up in order — each record once.
+#[test]
+fn source_workers_keep_preparing_between_polls() {
+    let h = Harness::new();
+    h.create_topic("buys", 1);
+    for b in 0..40u32 {
+        h.produce_batch(
+            "buys",
+            0,
+            (0..10u32).map(|i| json!({"user": format!("u{}", (b + i) % 7), "amount": 1, "ts": b})),
+        );
+    }
+    let plan = Pipeline::from_topic("buys")
+        .event_time_field("ts")
+        .key_by([("user", Expr::field("user"))])
+        .aggregate([dsl::count("n")])
+        .to_view("per_user");
+    let options = RunOptions {
+        max_poll_records: 10,
+        workers: 2,
+        ..RunOptions::default()
+    };
+    let mut rt = Runtime::open(plan.clone(), 1, h.log.clone(), h.store.clone(), options).unwrap();
+    rt.poll_once().unwrap();
+    let processed = rt.progress().snapshot().processed;
+    assert_eq!(processed, 10, "one batch per poll");
+    // Without another poll, the workers go on with what was read ahead.
+    let prepared = || -> u64 {
+        let snapshot = rt.progress().snapshot();
+        snapshot
+            .workers
+            .iter()
+            .filter(|w| matches!(w.role, WorkerRole::Source { .. }))
+            .map(|w| w.events)
+            .sum()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while prepared() < processed + 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the workers stopped with the poll: {} records prepared",
+            prepared()
+        );
+        std::thread::yield_now();
+    }
+    h.run_to_end(&mut rt, &plan);
+    assert_eq!(rt.progress().snapshot().processed, 400);
+    let total: u64 = h
+        .view_rows(&plan)
+        .iter()
+        .map(|r| r["row"]["n"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 400);
+}

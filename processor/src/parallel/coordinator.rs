@@ -1,32 +1,24 @@
 //! The coordinator's poll when a version runs in parallel: batches in log
-//! order dealt to source workers, their prepared records taken back in that
-//! order and processed ([`Runtime::process_prepared`]).
+//! order handed to the source pool, taken back in that order and processed
+//! ([`Runtime::process_prepared`]).
 
-use std::collections::VecDeque;
-
+use super::source::Handed;
 use super::Item;
 use crate::error::Result;
-use crate::order::{NextBatch, Side};
+use crate::order::Side;
 use crate::runner::Runtime;
-
-/// A batch of the poll, in log order.
-enum Queued {
-    /// A table batch (applied by the coordinator).
-    Table(NextBatch),
-    /// A stream batch handed to a source worker.
-    Stream {
-        partition: u32,
-        append_time: i64,
-        /// End (exclusive) of its records.
-        to: u64,
-    },
-}
 
 impl Runtime {
     /// Processes the input the log holds up to `complete`, as
     /// [`Runtime::poll_once`] does, with source workers decoding ahead;
     /// returns the stream records processed and whether the input was
     /// drained (not stopped by the poll's budget).
+    ///
+    /// Batches read ahead stay in the pool when a poll ends on its budget
+    /// (or a stop): the next poll starts with them, so the workers keep
+    /// working between polls instead of emptying their queues at every
+    /// poll's end. A commit covers only batches processed; one still in
+    /// the pool is read again after a crash, from the committed offsets.
     pub(crate) fn poll_parallel(&mut self, complete: i64) -> Result<(u64, bool)> {
         let mut sources = self.sources.take().expect("a parallel version has sources");
         let result = self.poll_with(&mut sources, complete);
@@ -36,53 +28,37 @@ impl Runtime {
 
     fn poll_with(&mut self, sources: &mut super::SourcePool, complete: i64) -> Result<(u64, bool)> {
         let max_records = self.options.max_poll_records;
-        // Enough for every source worker to have batches in flight even
-        // with one input partition (a poll's pipeline starts empty).
-        let inputs = self.order.input_count().max(sources.capacity()) as u64;
-        let budget = max_records.saturating_mul(inputs);
+        let budget = max_records.saturating_mul(self.order.input_count() as u64);
         self.order.start_poll();
-        let mut queue = VecDeque::new();
-        let (mut processed, mut read) = (0u64, 0u64);
-        let (mut exhausted, mut drained) = (false, true);
+        let (mut processed, mut taken) = (0u64, 0u64);
+        let mut exhausted = false;
         loop {
-            while !exhausted && sources.in_flight() < sources.capacity() {
-                let Some(next) = self.order.next(complete, max_records)? else {
-                    exhausted = true;
-                    break;
-                };
-                read += next.to.saturating_sub(next.from);
-                if read >= budget || self.signal.is_set() {
-                    exhausted = true;
-                    drained = false;
-                }
-                match next.side {
-                    Side::Table => queue.push_back(Queued::Table(next)),
-                    Side::Stream => {
-                        queue.push_back(Queued::Stream {
-                            partition: next.partition,
-                            append_time: next.batch.append_time(),
-                            to: next.to,
-                        });
-                        sources.dispatch(next)?;
-                    }
+            while !exhausted && sources.has_room() {
+                match self.order.next(complete, max_records)? {
+                    Some(next) => sources.push(next)?,
+                    None => exhausted = true,
                 }
             }
-            let Some(item) = queue.pop_front() else {
+            if taken >= budget || self.signal.is_set() {
+                break;
+            }
+            let Some(handed) = sources.pop()? else {
                 break;
             };
-            let append_time = match &item {
-                Queued::Table(next) => next.batch.append_time(),
-                Queued::Stream { append_time, .. } => *append_time,
-            };
-            self.enter_batch(append_time)?;
-            match item {
-                Queued::Table(next) => {
-                    self.apply_table_batch(&next);
+            match handed {
+                Handed::Table(next) => {
+                    self.enter_batch(next.batch.append_time())?;
+                    taken += self.apply_table_batch(&next);
                     self.order
                         .processed_to(Side::Table, next.partition, next.to);
                 }
-                Queued::Stream { partition, to, .. } => {
-                    let prepared = sources.take()?;
+                Handed::Stream {
+                    partition,
+                    append_time,
+                    to,
+                    prepared,
+                } => {
+                    self.enter_batch(append_time)?;
                     let records = prepared.records;
                     for item in prepared.into_items() {
                         match item {
@@ -101,6 +77,7 @@ impl Runtime {
                         }
                     }
                     processed += records;
+                    taken += records;
                     self.uncommitted_records += records;
                     self.order.processed_to(Side::Stream, partition, to);
                     if self.pending_entries() > self.options.pending_entries_max {
@@ -109,6 +86,6 @@ impl Runtime {
                 }
             }
         }
-        Ok((processed, drained))
+        Ok((processed, exhausted && sources.queued() == 0))
     }
 }

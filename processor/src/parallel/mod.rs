@@ -16,6 +16,9 @@
 //!   turn), keeping a bounded number in flight; it takes the prepared
 //!   records back in the order it dealt them. So the coordinator sees
 //!   exactly the record sequence the single-threaded engine processes.
+//!   Batches in flight stay with the workers from one poll to the next
+//!   (a poll's budget counts records processed), so the workers do not
+//!   run dry at every poll's end.
 //! * **Source workers** decode ([`crate::decoder`]), and when no dedup or
 //!   join comes first, apply the filter and compute each event's key shard
 //!   ([`crate::state::key::Shard`]): the per-record work that needs no state.

@@ -12,7 +12,7 @@ use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::operator::aggregate::GroupOf;
-use crate::order::NextBatch;
+use crate::order::{NextBatch, Side};
 use crate::plan::AggregateSpec;
 use crate::progress::{Progress, WorkerProgress, WorkerRole};
 use crate::state::key::Shard;
@@ -187,18 +187,62 @@ impl SourceWork {
     }
 }
 
+/// Records in the pool per source worker at most (see
+/// [`SourcePool::has_room`]).
+const READ_AHEAD_RECORDS: u64 = 16_384;
+/// Batches in the pool per source worker at most.
+const READ_AHEAD_BATCHES: usize = 16;
+
 /// A batch handed to a source worker.
 struct Job {
     batch: NextBatch,
 }
 
-/// The coordinator's handle on a version's source workers.
+/// A batch the coordinator handed to the pool, in log order.
+enum Queued {
+    /// A table batch: passes through (the coordinator applies it).
+    Table(NextBatch),
+    /// A stream batch a worker prepares: its number of records (those
+    /// read, `to` minus the first), partition, log time and end
+    /// (exclusive) of its records.
+    Stream {
+        records: u64,
+        partition: u32,
+        append_time: i64,
+        to: u64,
+        /// The worker preparing it.
+        worker: usize,
+    },
+}
+
+/// A batch handed back by the pool, in the order handed in.
+pub(crate) enum Handed {
+    /// A table batch, as it went in.
+    Table(NextBatch),
+    /// A stream batch, prepared.
+    Stream {
+        /// Its partition.
+        partition: u32,
+        /// Its log (append) time.
+        append_time: i64,
+        /// End (exclusive) of its records.
+        to: u64,
+        /// Its records, prepared.
+        prepared: PreparedBatch,
+    },
+}
+
+/// The coordinator's handle on a version's source workers. Batches go in
+/// in log order and come back in that order, stream batches prepared;
+/// what is in the pool stays there from one poll to the next, so the
+/// workers never wait for a poll to start.
 pub(crate) struct SourcePool {
     jobs: Vec<Sender<Job>>,
     results: Vec<Receiver<PreparedBatch>>,
-    /// The worker of each batch handed out and not yet taken back, oldest
-    /// first.
-    in_flight: VecDeque<usize>,
+    /// The batches handed in and not yet handed back, oldest first.
+    queue: VecDeque<Queued>,
+    /// Records of the stream batches in `queue`.
+    queued_records: u64,
     /// Partitions read; a partition's batches go to worker `p % workers`
     /// when there are at least as many partitions as workers, else in turn.
     partitions: usize,
@@ -219,7 +263,8 @@ impl SourcePool {
         let mut pool = SourcePool {
             jobs: Vec::new(),
             results: Vec::new(),
-            in_flight: VecDeque::new(),
+            queue: VecDeque::new(),
+            queued_records: 0,
             partitions,
             next_turn: 0,
             threads: Vec::new(),
@@ -250,39 +295,74 @@ impl SourcePool {
         Ok(pool)
     }
 
-    /// Batches handed out and not yet taken back.
-    pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight.len()
+    /// Batches handed in and not yet handed back.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
     }
 
-    /// Most batches in flight at once: enough to keep every worker busy
-    /// while the coordinator works through the oldest.
-    pub(crate) fn capacity(&self) -> usize {
-        self.jobs.len() * 4
+    /// True while the pool takes more batches: until it holds
+    /// [`READ_AHEAD_RECORDS`] records per worker (a few milliseconds of
+    /// work, so a worker does not run dry while the coordinator waits for
+    /// a core) or [`READ_AHEAD_BATCHES`] batches per worker.
+    pub(crate) fn has_room(&self) -> bool {
+        let workers = self.jobs.len();
+        self.queue.len() < workers * READ_AHEAD_BATCHES
+            && self.queued_records < (workers as u64) * READ_AHEAD_RECORDS
     }
 
-    /// Hands `batch` to its worker.
-    pub(crate) fn dispatch(&mut self, batch: NextBatch) -> Result<()> {
+    /// Hands in the next batch in log order: a stream batch to its worker,
+    /// a table batch to pass through.
+    pub(crate) fn push(&mut self, next: NextBatch) -> Result<()> {
+        if next.side == Side::Table {
+            self.queue.push_back(Queued::Table(next));
+            return Ok(());
+        }
         let workers = self.jobs.len();
         let worker = if self.partitions >= workers {
-            batch.partition as usize % workers
+            next.partition as usize % workers
         } else {
             self.next_turn = (self.next_turn + 1) % workers;
             self.next_turn
         };
+        self.queued_records += next.to - next.from;
+        self.queue.push_back(Queued::Stream {
+            records: next.to - next.from,
+            partition: next.partition,
+            append_time: next.batch.append_time(),
+            to: next.to,
+            worker,
+        });
         self.jobs[worker]
-            .send(Job { batch })
-            .map_err(|_| ProcessorError::Stopped(format!("source worker {worker} ended")))?;
-        self.in_flight.push_back(worker);
-        Ok(())
+            .send(Job { batch: next })
+            .map_err(|_| ProcessorError::Stopped(format!("source worker {worker} ended")))
     }
 
-    /// The oldest batch handed out, prepared.
-    pub(crate) fn take(&mut self) -> Result<PreparedBatch> {
-        let worker = self.in_flight.pop_front().expect("take follows a dispatch");
-        self.results[worker]
-            .recv()
-            .map_err(|_| ProcessorError::Stopped(format!("source worker {worker} ended")))
+    /// The oldest batch handed in (a stream batch once prepared); `None`
+    /// when the pool is empty.
+    pub(crate) fn pop(&mut self) -> Result<Option<Handed>> {
+        let Some(queued) = self.queue.pop_front() else {
+            return Ok(None);
+        };
+        Ok(Some(match queued {
+            Queued::Table(next) => Handed::Table(next),
+            Queued::Stream {
+                records,
+                partition,
+                append_time,
+                to,
+                worker,
+            } => Handed::Stream {
+                partition,
+                append_time,
+                to,
+                prepared: {
+                    self.queued_records -= records;
+                    self.results[worker].recv().map_err(|_| {
+                        ProcessorError::Stopped(format!("source worker {worker} ended"))
+                    })?
+                },
+            },
+        }))
     }
 }
 
