@@ -63,6 +63,29 @@ impl OutRecord {
     }
 }
 
+/// What a commit writes besides operator state, rows, the outbox and the
+/// log time. When it equals the last commit's and nothing else is to be
+/// written, the commit is skipped: an idle version does not sync its WAL
+/// every interval.
+///
+/// Only the log time would differ (it follows the log's completeness bound
+/// while the input is idle), and leaving the stored one behind decides
+/// nothing differently: log time acts only through the watermark computed
+/// from the tracker's state at that time, and moving it from the stored
+/// time to a later one after a restart passes the same times the skipped
+/// commits passed, where — the tracker and watermark being unchanged —
+/// nothing happened. No batch was appended in between either: every
+/// batch up to the log time is read before it moves, and one read would
+/// have moved the positions.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CommitMeta {
+    stream_positions: Vec<u64>,
+    table_positions: Vec<u64>,
+    watermark: i64,
+    /// The watermark tracker's state, serialized.
+    tracker: Vec<u8>,
+}
+
 fn now_ms() -> i64 {
     kappa_log::now_ms()
 }
@@ -108,22 +131,38 @@ impl Runtime {
         if let Some(j) = &mut self.join {
             j.flush(&mut batch);
         }
-        for (p, offset) in self.order.stream_positions().iter().enumerate() {
+        let state_written = !batch.is_empty();
+        let meta = CommitMeta {
+            stream_positions: self.order.stream_positions().to_vec(),
+            table_positions: self.order.table_positions().to_vec(),
+            watermark: self.watermark.current(),
+            tracker: serde_json::to_vec(&self.watermark.state()).expect("serializes"),
+        };
+        self.queue_changes(&changes);
+        if crash.is_none()
+            && !state_written
+            && changes.is_empty()
+            && self.outbox.is_empty()
+            && self.last_meta.as_ref() == Some(&meta)
+        {
+            self.uncommitted_records = 0;
+            self.last_commit = Instant::now();
+            return Ok(());
+        }
+        for (p, offset) in meta.stream_positions.iter().enumerate() {
             batch.put(&cf, Meta::Offset(p).key(), offset.to_le_bytes());
         }
-        for (p, offset) in self.order.table_positions().iter().enumerate() {
+        for (p, offset) in meta.table_positions.iter().enumerate() {
             batch.put(&cf, Meta::TableOffset(p).key(), offset.to_le_bytes());
         }
-        let watermark = self.watermark.current();
+        let watermark = meta.watermark;
         batch.put(&cf, Meta::Watermark.key(), (watermark as u64).to_le_bytes());
-        let tracker = serde_json::to_vec(&self.watermark.state()).expect("serializes");
-        batch.put(&cf, Meta::WatermarkPartitions.key(), tracker);
+        batch.put(&cf, Meta::WatermarkPartitions.key(), meta.tracker.clone());
         batch.put(
             &cf,
             Meta::LogTime.key(),
             (self.log_time as u64).to_le_bytes(),
         );
-        self.queue_changes(&changes);
         let outbox = std::mem::take(&mut self.outbox);
         let seq = self.outbox_seq;
         if !outbox.is_empty() {
@@ -135,6 +174,7 @@ impl Runtime {
         let bytes = batch.bytes();
         span.record("bytes", bytes);
         self.store.write(batch)?;
+        self.last_meta = Some(meta);
         self.uncommitted_records = 0;
         self.last_commit = Instant::now();
         self.progress

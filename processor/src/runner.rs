@@ -13,6 +13,7 @@ use kappa_log::{Log, RecordRef, TopicConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::commit::CommitMeta;
 pub use crate::commit::CrashPoint;
 use crate::commit::OutRecord;
 use crate::decoder::{Decoded, Decoder};
@@ -138,6 +139,9 @@ pub struct Runtime {
     pub(crate) outbox: Vec<OutRecord>,
     pub(crate) outbox_seq: u64,
     pub(crate) last_commit: Instant,
+    /// What the last commit wrote besides state (`None` before the first
+    /// one of this runtime).
+    pub(crate) last_meta: Option<CommitMeta>,
     /// Input records (stream and table) processed since the last commit.
     pub(crate) uncommitted_records: u64,
     /// The last poll read everything the log held for this version and
@@ -224,6 +228,7 @@ impl Runtime {
             outbox: Vec::new(),
             outbox_seq: 0,
             last_commit: Instant::now(),
+            last_meta: None,
             uncommitted_records: 0,
             caught_up: false,
             newest_input_ms: None,

@@ -91,3 +91,48 @@ fn a_version_with_a_backlog_commits_at_the_catch_up_interval() {
         "caught up: the commit interval (0 ms) applies"
     );
 }
+
+/// A commit with nothing new — no record read, no state, rows, outbox,
+/// watermark or log time changed — writes nothing: an idle version does
+/// not sync its store's WAL every interval. Shown with the store's writes
+/// failing: the idle commits succeed, the first with new input fails.
+#[test]
+fn an_idle_commit_writes_nothing() {
+    let h = Harness::new();
+    h.create_topic("clicks", 1);
+    let click = |page: &str| Step::Produce {
+        topic: "clicks".into(),
+        partition: Some(0),
+        key: None,
+        value: json!({ "page": page }),
+        timestamp: None,
+    };
+    h.produce(&click("a"));
+    let plan = Pipeline::from_topic("clicks")
+        .key_by([("page", Expr::field("page"))])
+        .aggregate([dsl::count("n")])
+        .to_view("per_page");
+    let mut rt = h.open_runtime(&plan, RunOptions::default());
+    // A batch is read once the log is complete up to its append time.
+    while rt.positions() != [1] {
+        rt.poll_once().unwrap();
+    }
+    rt.commit().unwrap();
+    h.store.fail_writes(Some("the disk is full".into()));
+    for _ in 0..3 {
+        rt.poll_once().unwrap();
+        rt.commit().expect("an idle commit writes nothing");
+    }
+    h.produce(&click("b"));
+    while rt.positions() != [2] {
+        rt.poll_once().unwrap();
+    }
+    assert!(rt.commit().is_err(), "new input is written");
+    // As the server does after a failed commit: a new runtime, from the
+    // last commit.
+    drop(rt);
+    h.store.fail_writes(None);
+    let mut rt = h.open_runtime(&plan, RunOptions::default());
+    h.run_to_end(&mut rt, &plan);
+    assert_eq!(h.view_rows(&plan).len(), 2);
+}
