@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::expr::{get_path, Row};
 
+#[doc(hidden)]
+pub mod fuzzing;
 mod scan;
 
 pub(crate) use scan::{locate_fields, NameSet, Raw};

@@ -26,3 +26,25 @@ fn sql_statement_corpus_replays() {
         fuzz_sql_statement(&data);
     }
 }
+
+/// Replays the seed corpus of the `event_decode` fuzz target
+/// (fuzz/corpus/event_decode/): the record decoder never panics and agrees
+/// with serde_json wherever it answers.
+#[test]
+fn event_decode_corpus_replays() {
+    let dir = &std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("../fuzz/corpus/event_decode");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "the corpus has its seeds");
+    for file in files {
+        let data = std::fs::read(&file).unwrap();
+        eprintln!("{}", file.display());
+        kappa_processor::event::fuzzing::fuzz_event_decode(&data);
+    }
+}
