@@ -157,7 +157,7 @@ impl Runtime {
         }
         let watermark = meta.watermark;
         batch.put(&cf, Meta::Watermark.key(), (watermark as u64).to_le_bytes());
-        batch.put(&cf, Meta::WatermarkPartitions.key(), meta.tracker.clone());
+        batch.put(&cf, Meta::WatermarkPartitions.key(), &meta.tracker);
         batch.put(
             &cf,
             Meta::LogTime.key(),

@@ -324,9 +324,10 @@ impl SourcePool {
             self.next_turn = (self.next_turn + 1) % workers;
             self.next_turn
         };
-        self.queued_records += next.to - next.from;
+        let records = next.to - next.from;
+        self.queued_records += records;
         self.queue.push_back(Queued::Stream {
-            records: next.to - next.from,
+            records,
             partition: next.partition,
             append_time: next.batch.append_time(),
             to: next.to,
@@ -343,26 +344,27 @@ impl SourcePool {
         let Some(queued) = self.queue.pop_front() else {
             return Ok(None);
         };
-        Ok(Some(match queued {
-            Queued::Table(next) => Handed::Table(next),
+        match queued {
+            Queued::Table(next) => Ok(Some(Handed::Table(next))),
             Queued::Stream {
                 records,
                 partition,
                 append_time,
                 to,
                 worker,
-            } => Handed::Stream {
-                partition,
-                append_time,
-                to,
-                prepared: {
-                    self.queued_records -= records;
-                    self.results[worker].recv().map_err(|_| {
-                        ProcessorError::Stopped(format!("source worker {worker} ended"))
-                    })?
-                },
-            },
-        }))
+            } => {
+                self.queued_records -= records;
+                let prepared = self.results[worker].recv().map_err(|_| {
+                    ProcessorError::Stopped(format!("source worker {worker} ended"))
+                })?;
+                Ok(Some(Handed::Stream {
+                    partition,
+                    append_time,
+                    to,
+                    prepared,
+                }))
+            }
+        }
     }
 }
 

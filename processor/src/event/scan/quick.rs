@@ -1,7 +1,7 @@
 //! The quick pass of [`super::locate_fields`] and [`super::decode_fields`],
-//! for the records nearly every
-//! topic holds: a flat JSON object whose strings have no escapes and no
-//! control characters, spaced by nothing but `' '`.
+//! for the records nearly every topic holds: a flat JSON object whose
+//! strings have no escapes and no control characters, spaced by nothing
+//! but `' '`.
 //!
 //! The record is looked at in blocks of 64 bytes: SSE2 comparisons (on
 //! x86-64; a byte loop elsewhere) make two bit masks per block, the `"`
@@ -24,8 +24,7 @@ use super::{Raw, Scanner};
 const BLOCK: usize = 64;
 
 /// Locates the members of the JSON object `bytes` that `position_in` keeps
-/// (it is given the record and where a name starts and ends)
-/// into `out` (one slot per index, [`Raw::Missing`] on entry); `None` to
+/// (it is given the record and where a name starts and ends) into `out` (one slot per index, [`Raw::Missing`] on entry); `None` to
 /// leave the record to the byte scanner (see the module's documentation),
 /// `out` then holding what was located so far. A member kept twice is
 /// declined too.
