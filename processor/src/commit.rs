@@ -53,11 +53,42 @@ pub(crate) struct OutRecord {
 impl OutRecord {
     /// `event` sent as is to side-output `topic` (late or invalid).
     pub(crate) fn side_output(topic: &str, event: &Event, seq: u64) -> OutRecord {
+        LateRecord::of(event).side_output(topic, seq)
+    }
+}
+
+/// What a side output sends of an event: its record key and value as they
+/// came, and its record timestamp. A key shard keeps this (not the event)
+/// for each event it may find late.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LateRecord {
+    key: Option<Bytes>,
+    value: Bytes,
+    timestamp: i64,
+}
+
+impl LateRecord {
+    /// `event`'s record (its bytes shared, not copied).
+    pub(crate) fn of(event: &Event) -> LateRecord {
+        LateRecord {
+            key: event.raw_key.clone(),
+            value: event.raw_value.clone(),
+            timestamp: event.record_timestamp,
+        }
+    }
+
+    /// The record sent to side-output `topic`, `seq` its place in the
+    /// processing order. A key that is not UTF-8 goes as its lossy text,
+    /// as [`Event::key_text`] reads it.
+    pub(crate) fn side_output(&self, topic: &str, seq: u64) -> OutRecord {
         OutRecord {
             topic: topic.to_string(),
-            key: event.key_text().map(str::to_string),
-            value: String::from_utf8_lossy(&event.raw_value).into_owned(),
-            timestamp: event.record_timestamp,
+            key: self
+                .key
+                .as_deref()
+                .map(|k| String::from_utf8_lossy(k).into_owned()),
+            value: String::from_utf8_lossy(&self.value).into_owned(),
+            timestamp: self.timestamp,
             seq,
         }
     }

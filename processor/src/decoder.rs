@@ -213,6 +213,12 @@ impl Decoder {
         }
     }
 
+    /// True if the decoder applies a filter ([`Decoded::Valid`] events
+    /// then passed it).
+    pub(crate) fn filters(&self) -> bool {
+        self.filter.is_some()
+    }
+
     /// A copy sharing nothing with this one: every event holds the field
     /// names, so each source worker counts references on its own copy
     /// instead of every worker on one contended counter.

@@ -19,11 +19,13 @@ use crate::commit::OutRecord;
 use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
-use crate::operator::aggregate::{AggregateOp, GroupOf, Outcome};
+use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
 use crate::order::{InputOrder, NextBatch, Side};
-use crate::parallel::{Aggregation, Prepared, ShardContext, ShardPool, SourcePool, SourceWork};
+use crate::parallel::{
+    Aggregation, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
+};
 use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
 use crate::state::key::{Meta, Shard};
@@ -359,23 +361,18 @@ impl Runtime {
             }
             Operation::Project { .. } => None,
         };
-        let reads_key = spec.as_ref().is_some_and(|spec| {
-            let mut reads = false;
-            let inputs = spec.aggregates.iter().filter_map(|a| a.input.as_ref());
-            for e in spec.group_by.iter().chain(inputs) {
-                e.walk(&mut |e| reads |= matches!(e, crate::expr::Expr::Key));
-            }
-            reads
-        });
-        // A late event goes to the side output as it came: value and key.
-        let late_side_output = matches!(self.plan.late, LateHandling::SideOutput(_));
+        // The coordinator needs only the event time of an aggregate's
+        // events when nothing before the aggregate reads them: source
+        // workers then group them (`SourceWork::grouped`).
+        let coordinator_reads_events = self.dedup.is_some()
+            || self.plan.join.is_some()
+            || (self.plan.filter.is_some() && !self.decoder.filters());
         let work = SourceWork {
-            keep_value: late_side_output,
-            keep_key: reads_key || late_side_output,
             decoder: self.decoder.clone(),
-            route: spec
-                .filter(|_| self.plan.join.is_none())
+            grouped: spec
+                .filter(|_| !coordinator_reads_events)
                 .map(|spec| (spec, workers)),
+            late_side_output: self.late_side_output(),
         };
         self.sources = Some(SourcePool::start(
             workers,
@@ -591,11 +588,7 @@ impl Runtime {
             }
             Decoded::Future(event) => Prepared::Future(event),
             Decoded::Filtered { event_time } => Prepared::Filtered { event_time },
-            Decoded::Valid { event, filtered } => Prepared::Event {
-                event,
-                shard: None,
-                filtered,
-            },
+            Decoded::Valid { event, filtered } => Prepared::Event { event, filtered },
         };
         self.process_prepared(partition, prepared, append_time)
     }
@@ -610,7 +603,7 @@ impl Runtime {
         append_time: i64,
     ) -> Result<()> {
         self.event_seq += 1;
-        let (mut event, shard, filtered) = match prepared {
+        let (mut event, filtered) = match prepared {
             Prepared::Future(event) => {
                 self.future_event(&event, append_time);
                 return Ok(());
@@ -619,11 +612,7 @@ impl Runtime {
                 self.observe(partition, event_time, append_time)?;
                 return Ok(());
             }
-            Prepared::Event {
-                event,
-                shard,
-                filtered,
-            } => (event, shard, filtered),
+            Prepared::Event { event, filtered } => (event, filtered),
         };
         let advanced = self.observe(partition, event.event_time, append_time)?;
         if let Some(d) = &mut self.dedup {
@@ -659,6 +648,7 @@ impl Runtime {
                 }
             }
             Operation::Aggregate(spec) => {
+                let late_side_output = self.late_side_output();
                 let late = match self
                     .aggregate
                     .as_mut()
@@ -668,9 +658,8 @@ impl Runtime {
                         op.apply(&self.store, &event, advanced)? == Outcome::Late
                     }
                     Aggregation::Sharded(pool) => {
-                        let shard = shard.unwrap_or_else(|| {
-                            Shard::of_key(GroupOf::event(spec, &event).view_key(), pool.count())
-                        });
+                        let event = ShardEvent::of(spec, &event, late_side_output);
+                        let shard = Shard::of_key(event.grouped.key_bytes(), pool.count());
                         pool.apply(shard, event, advanced, self.event_seq)?;
                         return Ok(());
                     }
@@ -681,6 +670,26 @@ impl Runtime {
             }
         }
         Ok(())
+    }
+
+    /// Processes an event of `partition` (appended at `append_time`) that
+    /// a source worker grouped for key shard `shard`: what
+    /// [`Runtime::process_prepared`] does with it when no dedup or join
+    /// comes before the aggregate and the filter was applied — the
+    /// watermark, then the shard.
+    pub(crate) fn process_grouped(
+        &mut self,
+        partition: u32,
+        shard: usize,
+        event: ShardEvent,
+        append_time: i64,
+    ) -> Result<()> {
+        self.event_seq += 1;
+        let advanced = self.observe(partition, event.grouped.event_time, append_time)?;
+        match &mut self.aggregate {
+            Some(Aggregation::Sharded(pool)) => pool.apply(shard, event, advanced, self.event_seq),
+            _ => unreachable!("source workers group events only for key shards"),
+        }
     }
 
     /// Processes `records` consecutive records of one batch of `partition`
@@ -754,6 +763,11 @@ impl Runtime {
             let record = OutRecord::side_output(topic, event, self.event_seq);
             self.outbox.push(record);
         }
+    }
+
+    /// Late events go to a side output.
+    fn late_side_output(&self) -> bool {
+        matches!(self.plan.late, LateHandling::SideOutput(_))
     }
 
     fn late(&mut self, event: &Event) {

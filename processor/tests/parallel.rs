@@ -350,3 +350,39 @@ fn source_workers_keep_preparing_between_polls() {
         .sum();
     assert_eq!(total, 400);
 }
+
+#[test]
+fn deduplication_by_record_key_sees_the_key_with_several_workers() {
+    // The aggregate reads no key, but the dedup before it does: a source
+    // worker must not drop the key of an event the coordinator dedups.
+    let plan = |tag: usize| {
+        Pipeline::from_topic("buys")
+            .event_time_field("ts")
+            .dedup_by(Expr::Key, Duration::from_millis(200))
+            .key_by([("user", Expr::field("user"))])
+            .aggregate([dsl::count("n"), dsl::sum("spent", Expr::field("amount"))])
+            .to_topic(&format!("dedup-{tag}"))
+    };
+    // A running aggregate's records carry the time they were made: compared
+    // without it.
+    let rows = |h: &Harness, tag: usize| {
+        let mut records = h.topic_records(&format!("dedup-{tag}"));
+        for r in &mut records {
+            r.as_object_mut().unwrap().remove("timestamp");
+        }
+        records
+    };
+    let h = loaded();
+    let one = run(&h, &plan(1), 1);
+    let expected = rows(&h, 1);
+    assert!(
+        one.duplicates > 100 && one.processed - one.duplicates > 1_000,
+        "the case drops some duplicates and keeps many events: {one:?}"
+    );
+    assert_eq!(expected.len(), 40, "one row per user");
+    for workers in [2, 4] {
+        let progress = run(&h, &plan(workers), workers);
+        assert_same(&rows(&h, workers), &expected, &format!("{workers} workers"));
+        assert_eq!(progress.duplicates, one.duplicates, "{workers} workers");
+    }
+}

@@ -31,9 +31,8 @@
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 
-use super::aggregate::{add_event, corrupt, fresh_accs, Accs};
+use super::aggregate::{corrupt, fresh_accs, Accs, GroupedEvent};
 use crate::error::Result;
-use crate::event::Event;
 use crate::plan::AggregateSpec;
 use crate::state::key::{self, ns};
 use crate::state::slot::{self, GroupForm};
@@ -268,13 +267,13 @@ impl Slices {
 
     /// Adds `event` to group `vk`'s slice starting at `start` (which must
     /// be in an open window).
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         store: &Store,
         spec: &AggregateSpec,
         (vk, form): (&[u8], GroupForm),
         start: i64,
-        event: &Event,
+        event: &GroupedEvent<'_>,
     ) -> Result<()> {
         let (group, indexed) = match self.groups.entry(GroupKey::from_slice(vk)) {
             Entry::Occupied(e) => (e.into_mut(), true),
@@ -320,7 +319,7 @@ impl Slices {
             }
         };
         let slice = &mut slices[i];
-        add_event(&mut slice.accs, spec, event);
+        event.add_to(&mut slice.accs, spec);
         slice.dirty = true;
         let reindex = !indexed || start < group.indexed_at;
         if reindex {

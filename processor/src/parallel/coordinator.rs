@@ -71,6 +71,9 @@ impl Runtime {
                                 records,
                                 append_time,
                             )?,
+                            Item::Grouped { shard, event } => {
+                                self.process_grouped(partition, shard, event, append_time)?
+                            }
                             Item::Record(record) => {
                                 self.process_prepared(partition, record, append_time)?
                             }

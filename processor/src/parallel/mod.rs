@@ -20,8 +20,14 @@
 //!   (a poll's budget counts records processed), so the workers do not
 //!   run dry at every poll's end.
 //! * **Source workers** decode ([`crate::decoder`]), and when no dedup or
-//!   join comes first, apply the filter and compute each event's key shard
-//!   ([`crate::state::key::Shard`]): the per-record work that needs no state.
+//!   join comes first, apply the filter, group each event for the
+//!   aggregate — its view key, event time and aggregate inputs
+//!   ([`crate::operator::aggregate::GroupedEvent`]) — and compute its key
+//!   shard ([`crate::state::key::Shard`]): the per-record work that needs
+//!   no state. The event's own memory is freed there; what goes on to a
+//!   shard is that small grouped form ([`ShardEvent`]), with the record
+//!   only when late events go to a side output. With a dedup or join, the
+//!   coordinator groups the events it keeps.
 //! * **The coordinator** does what needs the whole sequence and is cheap:
 //!   it moves the watermark per record (every record, filtered or not, as
 //!   before — a run of records the early filter dropped in one step, to
@@ -55,7 +61,7 @@
 pub(crate) mod shard;
 pub(crate) mod source;
 
-pub(crate) use shard::{ShardContext, ShardPool};
+pub(crate) use shard::{ShardContext, ShardEvent, ShardPool};
 pub(crate) use source::{Item, Prepared, SourcePool, SourceWork};
 
 /// Most workers of each kind a version runs with (a shard needs at least

@@ -14,12 +14,12 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::commit::OutRecord;
+use crate::commit::{LateRecord, OutRecord};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
-use crate::operator::aggregate::{AggregateOp, Outcome};
+use crate::operator::aggregate::{AggregateOp, GroupedEvent, Outcome};
 use crate::operator::RowChange;
-use crate::plan::LateHandling;
+use crate::plan::{AggregateSpec, LateHandling};
 use crate::progress::{Progress, WorkerProgress, WorkerRole};
 use crate::state::key::Shard;
 use crate::state::store::{Batch, Store};
@@ -29,10 +29,33 @@ const CHUNK: usize = 512;
 /// Messages queued per shard before the coordinator waits (backpressure).
 const QUEUE: usize = 8;
 
+/// An event for a key shard: what its aggregate reads of it and, when
+/// late events go to a side output, the record to send if it is late —
+/// not the event itself (see [`GroupedEvent`]).
+#[derive(Debug)]
+pub(crate) struct ShardEvent {
+    /// The event as the aggregate applies it.
+    pub(crate) grouped: GroupedEvent<'static>,
+    /// Its record, kept for a late side output (boxed: most views have
+    /// none, and the event stays a few words).
+    pub(crate) late: Option<Box<LateRecord>>,
+}
+
+impl ShardEvent {
+    /// `event` for a shard of `spec`'s aggregate, keeping its record when
+    /// `late_side_output`.
+    pub(crate) fn of(spec: &AggregateSpec, event: &Event, late_side_output: bool) -> ShardEvent {
+        ShardEvent {
+            grouped: GroupedEvent::of(spec, event).into_owned(),
+            late: late_side_output.then(|| Box::new(LateRecord::of(event))),
+        }
+    }
+}
+
 /// An event routed to a shard.
 #[derive(Debug)]
 struct Routed {
-    event: Event,
+    event: ShardEvent,
     /// The watermark the event is applied with.
     watermark: i64,
     /// Its place in the version's processing order (orders side outputs).
@@ -160,7 +183,7 @@ impl ShardPool {
     pub(crate) fn apply(
         &mut self,
         shard: usize,
-        event: Event,
+        event: ShardEvent,
         watermark: i64,
         seq: u64,
     ) -> Result<()> {
@@ -316,22 +339,25 @@ impl ShardWorker {
             self.op.advance(&context.store, routed.watermark)?;
             if self
                 .op
-                .apply(&context.store, &routed.event, routed.watermark)?
+                .apply_grouped(&context.store, &routed.event.grouped, routed.watermark)?
                 == Outcome::Late
             {
-                self.late(&routed.event, routed.seq);
+                self.late(routed.event.late.as_deref(), routed.seq);
             }
         }
         Ok(())
     }
 
-    fn late(&mut self, event: &Event, seq: u64) {
+    /// A late event: dropped, or its `record` (kept when there is a side
+    /// output) sent there.
+    fn late(&mut self, record: Option<&LateRecord>, seq: u64) {
         let progress = &self.context.progress;
         match &self.context.late {
             LateHandling::Drop => progress.count_late_dropped(),
             LateHandling::SideOutput(topic) => {
                 progress.count_late_side_output();
-                self.late.push(OutRecord::side_output(topic, event, seq));
+                let record = record.expect("events of a view with a side output keep their record");
+                self.late.push(record.side_output(topic, seq));
             }
         }
     }

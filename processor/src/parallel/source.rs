@@ -8,10 +8,10 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::shard::ShardEvent;
 use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
-use crate::operator::aggregate::GroupOf;
 use crate::order::{NextBatch, Side};
 use crate::plan::AggregateSpec;
 use crate::progress::{Progress, WorkerProgress, WorkerRole};
@@ -32,8 +32,6 @@ pub(crate) enum Prepared {
     Event {
         /// The event.
         event: Event,
-        /// The key shard its group belongs to, when the source computed it.
-        shard: Option<usize>,
         /// The filter was applied (and passed).
         filtered: bool,
     },
@@ -41,9 +39,12 @@ pub(crate) enum Prepared {
 
 /// A batch's records as a source worker prepared them: its number of
 /// records, and the valid ones in order — each run of records that failed
-/// the early filter as one step of 16 bytes, the others as [`Prepared`]
-/// values on the side (an event is a few hundred bytes; most records of a
-/// filtered view are dropped, and a batch of them stays small).
+/// the early filter as one step of 16 bytes, the others on the side:
+/// events of an aggregate the coordinator only sequences
+/// ([`SourceWork::grouped`]) as [`ShardEvent`]s with their key shard,
+/// any other record as a [`Prepared`] value (an event is a few hundred
+/// bytes; most records of a filtered view are dropped, and a batch of
+/// them stays small).
 #[derive(Debug, Default)]
 pub(crate) struct PreparedBatch {
     /// Records in the batch, valid or not.
@@ -52,6 +53,8 @@ pub(crate) struct PreparedBatch {
     steps: Vec<Step>,
     /// The records of [`Step::Kept`], in order.
     kept: Vec<Prepared>,
+    /// The events of [`Step::Grouped`], in order, each with its key shard.
+    grouped: Vec<(usize, ShardEvent)>,
 }
 
 /// A step of a [`PreparedBatch`].
@@ -61,6 +64,8 @@ enum Step {
     Filtered { max_event_time: i64, records: u32 },
     /// The next of the batch's kept records.
     Kept,
+    /// The next of the batch's grouped events.
+    Grouped,
 }
 
 /// What the coordinator processes of a [`PreparedBatch`], in order.
@@ -73,11 +78,35 @@ pub(crate) enum Item {
     /// the largest event time among them
     /// ([`crate::runner::Runtime::process_filtered_run`]).
     FilteredRun { max_event_time: i64, records: u32 },
+    /// An event for key shard `shard`, the filter applied
+    /// ([`crate::runner::Runtime::process_grouped`]).
+    Grouped { shard: usize, event: ShardEvent },
     /// Any other valid record.
     Record(Prepared),
 }
 
 impl PreparedBatch {
+    /// An empty batch with room for `records` steps and `expected` kept
+    /// records (of the side [`SourceWork::grouped`] fills).
+    fn with_capacity(records: usize, expected: usize, grouped: bool) -> PreparedBatch {
+        let (kept, grouped_events) = if grouped {
+            (0, expected)
+        } else {
+            (expected, 0)
+        };
+        PreparedBatch {
+            records: 0,
+            steps: Vec::with_capacity(records),
+            kept: Vec::with_capacity(kept),
+            grouped: Vec::with_capacity(grouped_events),
+        }
+    }
+
+    /// Records kept (not dropped by the early filter).
+    fn kept_records(&self) -> usize {
+        self.kept.len() + self.grouped.len()
+    }
+
     fn push(&mut self, prepared: Prepared) {
         match prepared {
             Prepared::Filtered { event_time } => match self.steps.last_mut() {
@@ -100,9 +129,15 @@ impl PreparedBatch {
         }
     }
 
+    fn push_grouped(&mut self, shard: usize, event: ShardEvent) {
+        self.steps.push(Step::Grouped);
+        self.grouped.push((shard, event));
+    }
+
     /// The valid records, in order, runs of filtered ones together.
     pub(crate) fn into_items(self) -> impl Iterator<Item = Item> {
         let mut kept = self.kept.into_iter();
+        let mut grouped = self.grouped.into_iter();
         self.steps.into_iter().map(move |step| match step {
             Step::Filtered {
                 max_event_time,
@@ -112,6 +147,10 @@ impl PreparedBatch {
                 records,
             },
             Step::Kept => Item::Record(kept.next().expect("one kept record per kept step")),
+            Step::Grouped => {
+                let (shard, event) = grouped.next().expect("one event per grouped step");
+                Item::Grouped { shard, event }
+            }
         })
     }
 }
@@ -122,66 +161,45 @@ pub(crate) struct SourceWork {
     /// Decodes records, and applies the filter when nothing stateful
     /// (dedup, join) comes before it.
     pub(crate) decoder: Decoder,
-    /// The aggregate and the number of key shards, when the group key can
-    /// be computed from the record alone (no join).
-    pub(crate) route: Option<(AggregateSpec, usize)>,
-    /// Routed events need their raw value (a late side output sends it).
-    pub(crate) keep_value: bool,
-    /// Routed events need their record key (the aggregate reads it).
-    pub(crate) keep_key: bool,
+    /// The aggregate and its number of key shards, when the coordinator
+    /// needs nothing of an event but its event time (no dedup or join, and
+    /// the filter, if any, applied by the decoder): events are then handed
+    /// over grouped ([`ShardEvent`]), with their key shard.
+    pub(crate) grouped: Option<(AggregateSpec, usize)>,
+    /// Late events go to a side output: a grouped event keeps its record.
+    pub(crate) late_side_output: bool,
 }
 
 impl SourceWork {
     /// The records of `batch`, prepared (invalid ones are counted in
-    /// `progress`).
-    fn prepare(&self, batch: &NextBatch, progress: &Progress) -> PreparedBatch {
+    /// `progress`); `expected` kept records are made room for.
+    fn prepare(&self, batch: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
         let append_time = batch.batch.append_time();
         let buffer = batch.batch.as_bytes();
-        let mut out = PreparedBatch {
-            records: 0,
-            steps: Vec::with_capacity((batch.to - batch.from) as usize),
-            kept: Vec::new(),
-        };
+        let records = (batch.to - batch.from) as usize;
+        let mut out = PreparedBatch::with_capacity(records, expected, self.grouped.is_some());
         for record in batch.record_refs() {
             out.records += 1;
-            let (mut event, filtered) =
-                match self
-                    .decoder
-                    .decode(batch.partition, record, buffer, append_time)
-                {
-                    Decoded::Invalid => {
-                        progress.count_invalid();
-                        continue;
+            match self
+                .decoder
+                .decode(batch.partition, record, buffer, append_time)
+            {
+                Decoded::Invalid => progress.count_invalid(),
+                Decoded::Future(event) => out.push(Prepared::Future(event)),
+                Decoded::Filtered { event_time } => out.push(Prepared::Filtered { event_time }),
+                Decoded::Valid { event, filtered } => match &self.grouped {
+                    Some((spec, shards)) => {
+                        debug_assert!(filtered || !self.decoder.filters());
+                        // The event's memory (its fields, and its share of
+                        // the batch buffer) is released here, on the
+                        // thread that took it.
+                        let shard_event = ShardEvent::of(spec, &event, self.late_side_output);
+                        let shard = Shard::of_key(shard_event.grouped.key_bytes(), *shards);
+                        out.push_grouped(shard, shard_event);
                     }
-                    Decoded::Future(event) => {
-                        out.push(Prepared::Future(event));
-                        continue;
-                    }
-                    Decoded::Filtered { event_time } => {
-                        out.push(Prepared::Filtered { event_time });
-                        continue;
-                    }
-                    Decoded::Valid { event, filtered } => (event, filtered),
-                };
-            let shard = self.route.as_ref().map(|(spec, shards)| {
-                Shard::of_key(GroupOf::event(spec, &event).view_key(), *shards)
-            });
-            if shard.is_some() {
-                // What the shard does not read is released here, on the
-                // thread that took it: a record's bytes share one counted
-                // buffer with its whole batch.
-                if !self.keep_value {
-                    event.raw_value = bytes::Bytes::new();
-                }
-                if !self.keep_key {
-                    event.raw_key = None;
-                }
+                    None => out.push(Prepared::Event { event, filtered }),
+                },
             }
-            out.push(Prepared::Event {
-                event,
-                shard,
-                filtered,
-            });
         }
         out
     }
@@ -384,8 +402,15 @@ fn run(
     jobs: Receiver<Job>,
     results: Sender<PreparedBatch>,
 ) {
+    // Kept records per record of the last batch, to size the next one's
+    // vector of kept records (growing it by doubling copied each batch's
+    // events several times).
+    let (mut last_kept, mut last_records) = (0usize, 1usize);
     while let Ok(job) = jobs.recv() {
-        let prepared = work.prepare(&job.batch, progress);
+        let records = (job.batch.to - job.batch.from) as usize;
+        let expected = (records * last_kept).div_ceil(last_records) + 8;
+        let prepared = work.prepare(&job.batch, progress, expected);
+        (last_kept, last_records) = (prepared.kept_records(), records.max(1));
         worker.add_events(prepared.records);
         if results.send(prepared).is_err() {
             return;

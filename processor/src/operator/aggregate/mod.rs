@@ -28,9 +28,10 @@
 //! flushes into a commit and restores.
 
 mod close;
+mod grouped;
 mod persist;
 
-use std::borrow::Cow;
+pub(crate) use grouped::GroupedEvent;
 
 use serde_json::{Map, Value};
 use std::collections::hash_map::Entry;
@@ -44,10 +45,9 @@ type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use super::slices::Slices;
 use super::RowChange;
-use crate::accumulators::{Accumulator, AggregateKind};
+use crate::accumulators::Accumulator;
 use crate::error::{ProcessorError, Result};
 use crate::event::{Event, OutputRow};
-use crate::expr::{Expr, Row};
 use crate::plan::{AggregateSpec, ColumnSource, Emit};
 use crate::state::key;
 use crate::state::slot::{self, GroupForm};
@@ -157,19 +157,6 @@ pub(crate) fn fresh_accs(spec: &AggregateSpec) -> Accs {
         .collect()
 }
 
-/// Adds `event` to the accumulators of `spec`'s aggregates.
-pub(crate) fn add_event(accs: &mut [Accumulator], spec: &AggregateSpec, event: &Event) {
-    let position = (event.offset, event.partition);
-    for (acc, spec) in accs.iter_mut().zip(&spec.aggregates) {
-        let input = match &spec.input {
-            None => Cow::Borrowed(&NULL),
-            Some(Expr::Field(path)) => Cow::Borrowed(event.field(path).unwrap_or(&NULL)),
-            Some(e) => Cow::Owned(e.eval(event)),
-        };
-        acc.add(&input, spec.kind == AggregateKind::CountAll, position);
-    }
-}
-
 /// The slot under `k` in `cache`, with one lookup: revived empty if it was
 /// deleted or closed; on a miss, loaded from `cf` when `stored` allows, else
 /// created empty.
@@ -236,52 +223,13 @@ fn write_slot(batch: &mut Batch, cf: &str, k: &[u8], slot: &mut Slot, value: &mu
 }
 
 /// What a missing field or `COUNT(*)`'s input reads as.
-static NULL: Value = Value::Null;
+pub(crate) static NULL: Value = Value::Null;
 
 /// A corrupt-state error of column family `cf`.
 pub(crate) fn corrupt(cf: &str, reason: impl Into<String>) -> ProcessorError {
     ProcessorError::CorruptState {
         cf: cf.to_string(),
         reason: reason.into(),
-    }
-}
-
-/// An event's group: its GROUP BY values and the view key they render to.
-pub(crate) struct GroupOf<'e> {
-    /// The values (a group by one field borrows the event's value).
-    values: Cow<'e, [Value]>,
-    /// The view key when it is not a single string value itself.
-    rendered: Option<String>,
-}
-
-impl<'e> GroupOf<'e> {
-    /// `event`'s group under `spec`.
-    pub(crate) fn event(spec: &AggregateSpec, event: &'e Event) -> GroupOf<'e> {
-        let values: Cow<'e, [Value]> = match &spec.group_by[..] {
-            [Expr::Field(path)] => {
-                Cow::Borrowed(std::slice::from_ref(event.field(path).unwrap_or(&NULL)))
-            }
-            exprs => Cow::Owned(exprs.iter().map(|e| e.eval(event)).collect()),
-        };
-        let rendered = match &values[..] {
-            [Value::String(_)] => None,
-            other => Some(view_key(other)),
-        };
-        GroupOf { values, rendered }
-    }
-
-    /// The shape of the group's values.
-    fn form(&self) -> GroupForm {
-        GroupForm::of(&self.values)
-    }
-
-    /// The view key's bytes ([`view_key`]).
-    pub(crate) fn view_key(&self) -> &[u8] {
-        match (&self.rendered, &self.values[..]) {
-            (Some(k), _) => k.as_bytes(),
-            (None, [Value::String(s)]) => s.as_bytes(),
-            _ => unreachable!("a non-string group has a rendered key"),
-        }
     }
 }
 
@@ -500,7 +448,7 @@ impl AggregateOp {
         k: &[u8],
         form: GroupForm,
         stored: bool,
-        event: &Event,
+        event: &GroupedEvent<'_>,
     ) -> Result<()> {
         self.add_with(store, k, form, Stored::Known(stored), event)
     }
@@ -513,10 +461,10 @@ impl AggregateOp {
         k: &[u8],
         form: GroupForm,
         stored: Stored,
-        event: &Event,
+        event: &GroupedEvent<'_>,
     ) -> Result<()> {
         let (slot, aggregate) = self.slot_and_spec(store, k, form, stored)?;
-        add_event(&mut slot.accs, aggregate, event);
+        event.add_to(&mut slot.accs, aggregate);
         let newly_dirty = !slot.dirty;
         slot.dirty = true;
         if newly_dirty {
@@ -560,8 +508,19 @@ impl AggregateOp {
 
     /// Applies an event, given the watermark before it.
     pub fn apply(&mut self, store: &Store, event: &Event, watermark: i64) -> Result<Outcome> {
-        let group = GroupOf::event(&self.spec, event);
-        let (form, vk) = (group.form(), group.view_key());
+        let grouped = GroupedEvent::of(&self.spec, event);
+        self.apply_grouped(store, &grouped, watermark)
+    }
+
+    /// Applies an event as grouped by this operator's spec
+    /// ([`GroupedEvent::of`]), given the watermark before it.
+    pub(crate) fn apply_grouped(
+        &mut self,
+        store: &Store,
+        event: &GroupedEvent<'_>,
+        watermark: i64,
+    ) -> Result<Outcome> {
+        let (form, vk) = (event.form, event.key_bytes());
         let et = event.event_time;
         let Some((window, grace, emit)) = self.window_spec() else {
             let k = key::plain(vk);
@@ -638,7 +597,7 @@ impl AggregateOp {
         et: i64,
         gap_ms: i64,
         grace: i64,
-        event: &Event,
+        event: &GroupedEvent<'_>,
     ) -> Result<()> {
         let merge = session::assign(self.sessions.get(vk).map_or(&[], Vec::as_slice), et, gap_ms);
         let k = key::windowed(vk, merge.window.start, merge.window.end);
@@ -671,7 +630,7 @@ impl AggregateOp {
         // The merged session is a new slot: its parts and the event.
         let (slot, spec) = self.slot_and_spec(store, &k, form, Stored::Known(false))?;
         slot.accs = accs;
-        add_event(&mut slot.accs, spec, event);
+        event.add_to(&mut slot.accs, spec);
         let newly_dirty = !slot.dirty;
         slot.dirty = true;
         if newly_dirty {
