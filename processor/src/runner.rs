@@ -34,10 +34,6 @@ use crate::stop::StopSignal;
 use crate::time::parse_timestamp;
 use crate::watermark::{TrackerState, WatermarkTracker};
 
-/// Longest wait for input before the run loop looks at its stop flag
-/// again (a version stops within about this long).
-const MAX_IDLE_WAIT: Duration = Duration::from_millis(100);
-
 /// Where a new version starts reading.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -99,6 +95,11 @@ pub struct RunOptions {
     /// ([`crate::parallel`]), with the same results; at most
     /// [`crate::parallel::MAX_WORKERS`].
     pub workers: usize,
+    /// Longest an idle version waits for input before it looks at the
+    /// clock again — for an idle partition's timeout, a due commit
+    /// (default 100 ms; the commit interval when shorter). A stop ends
+    /// the wait at once whatever its length.
+    pub idle_wait_max_ms: u64,
 }
 
 impl Default for RunOptions {
@@ -114,6 +115,7 @@ impl Default for RunOptions {
             commit_when_caught_up: true,
             catch_up_commit_interval_ms: 1_000,
             workers: 1,
+            idle_wait_max_ms: 100,
         }
     }
 }
@@ -821,9 +823,9 @@ impl Runtime {
                 self.commit()?;
             }
             if processed == 0 && !self.signal.is_set() {
-                // Bounded so a stop is seen soon whatever the interval.
-                let timeout =
-                    Duration::from_millis(self.options.commit_interval_ms).min(MAX_IDLE_WAIT);
+                let timeout = Duration::from_millis(
+                    (self.options.commit_interval_ms).min(self.options.idle_wait_max_ms),
+                );
                 match self.order.held_back() {
                     // Input is there, the log is not yet complete up to it
                     // (the current millisecond, or an append in flight).
@@ -841,7 +843,7 @@ impl Runtime {
     }
 
     /// Waits until any input partition (stream or table) has records past
-    /// our position, or `timeout`.
+    /// our position, a stop is asked, or `timeout`.
     fn wait_for_input(&self, timeout: Duration) {
         let Ok(source) = self.log.topic(&self.plan.source.topic) else {
             return;
@@ -867,7 +869,10 @@ impl Runtime {
             let waits = inputs
                 .into_iter()
                 .map(|(p, pos)| Box::pin(p.wait_for(pos, timeout)));
-            let _ = futures_util::future::select_all(waits).await;
+            let input = futures_util::future::select_all(waits);
+            // A stop ends the wait: a DROP or shutdown does not wait it out.
+            let stop = std::pin::pin!(self.signal.asked());
+            let _ = futures_util::future::select(input, stop).await;
         });
     }
 

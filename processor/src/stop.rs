@@ -9,27 +9,44 @@
 //!   cache flush can take seconds).
 //!
 //! The loop checks the signal between input batches, so either ends within
-//! one batch's processing time whatever the version is doing.
+//! one batch's processing time whatever the version is doing; an idle
+//! version waiting for input is woken by it ([`StopSignal::asked`]), so a
+//! DROP, a replaced version or a shutdown does not wait out the idle wait.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
 
 /// A request to end a running version, with or without a final commit.
 #[derive(Debug, Default)]
 pub struct StopSignal {
     stop: AtomicBool,
     abandon: AtomicBool,
+    /// Wakes [`StopSignal::asked`].
+    asked: Notify,
 }
 
 impl StopSignal {
     /// Ask the version to end after a final commit.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
+        self.asked.notify_one();
     }
 
     /// Ask the version to end without committing (its state is dropped).
     pub fn abandon(&self) {
         self.abandon.store(true, Ordering::Release);
         self.stop.store(true, Ordering::Release);
+        self.asked.notify_one();
+    }
+
+    /// Completes once a stop or abandon was asked (at once if one was).
+    /// For the one loop the signal ends: a request made before the wait
+    /// starts leaves a permit ([`Notify::notify_one`]), so none is missed.
+    pub async fn asked(&self) {
+        while !self.is_set() {
+            self.asked.notified().await;
+        }
     }
 
     /// True once either was asked: the loop ends its current poll.
@@ -46,6 +63,25 @@ impl StopSignal {
 #[cfg(test)]
 mod tests {
     use super::StopSignal;
+
+    #[test]
+    fn a_wait_ends_on_a_stop_asked_before_or_during_it() {
+        let io = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let before = StopSignal::default();
+        before.stop();
+        io.block_on(before.asked());
+        let during = std::sync::Arc::new(StopSignal::default());
+        let asker = std::thread::spawn({
+            let during = during.clone();
+            move || during.abandon()
+        });
+        io.block_on(during.asked());
+        asker.join().unwrap();
+        assert!(during.is_abandoned());
+    }
 
     #[test]
     fn abandon_also_stops_and_stop_does_not_abandon() {

@@ -136,3 +136,48 @@ fn an_idle_commit_writes_nothing() {
     h.run_to_end(&mut rt, &plan);
     assert_eq!(h.view_rows(&plan).len(), 2);
 }
+
+/// An idle version waiting for input ends as soon as it is stopped or
+/// abandoned (a DROP, a replaced version, a shutdown), not when its wait
+/// would have timed out — here an hour.
+#[test]
+fn an_idle_version_ends_at_once_when_stopped_or_abandoned() {
+    for abandon in [false, true] {
+        let h = Harness::new();
+        h.create_topic("clicks", 1);
+        h.produce(&Step::Produce {
+            topic: "clicks".into(),
+            partition: Some(0),
+            key: None,
+            value: json!({ "page": "a" }),
+            timestamp: None,
+        });
+        let plan = Pipeline::from_topic("clicks")
+            .key_by([("page", Expr::field("page"))])
+            .aggregate([dsl::count("n")])
+            .to_view("per_page");
+        let options = RunOptions {
+            commit_interval_ms: 3_600_000,
+            idle_wait_max_ms: 3_600_000,
+            ..RunOptions::default()
+        };
+        let rt = h.open_runtime(&plan, options);
+        let progress = rt.progress();
+        let signal = rt.stop_signal();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let worker = std::thread::spawn(move || done_tx.send(rt.run()));
+        // Caught up and committed: the version now waits for input.
+        assert!(progress.wait_committed(Duration::from_secs(60), |o| o == [1]));
+        if abandon {
+            signal.abandon();
+        } else {
+            signal.stop();
+        }
+        let ended = done.recv_timeout(Duration::from_secs(60));
+        assert!(
+            matches!(ended, Ok(Ok(()))),
+            "abandon {abandon}: the version did not end at once: {ended:?}"
+        );
+        worker.join().unwrap().unwrap();
+    }
+}
