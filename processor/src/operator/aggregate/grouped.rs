@@ -27,7 +27,7 @@ use crate::state::slot::GroupForm;
 pub(crate) struct GroupedEvent<'e> {
     /// The group's view key ([`view_key`]): a single string group value
     /// itself, anything else its JSON text.
-    pub(crate) key: Cow<'e, str>,
+    key: ViewKey<'e>,
     /// The shape of the group's values.
     pub(crate) form: GroupForm,
     /// Event time (ms).
@@ -40,6 +40,27 @@ pub(crate) struct GroupedEvent<'e> {
     position: (u64, u32),
 }
 
+/// A view key's bytes: borrowed from the event, or owned — inline up to 24
+/// bytes (most keys), so an owned grouped event needs no allocation for it.
+#[derive(Debug, Clone)]
+enum ViewKey<'e> {
+    Borrowed(&'e str),
+    Owned(SmallVec<[u8; 24]>),
+}
+
+impl ViewKey<'_> {
+    fn owned(key: String) -> ViewKey<'static> {
+        ViewKey::Owned(SmallVec::from_vec(key.into_bytes()))
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            ViewKey::Borrowed(s) => s.as_bytes(),
+            ViewKey::Owned(bytes) => bytes,
+        }
+    }
+}
+
 impl<'e> GroupedEvent<'e> {
     /// `event` as `spec`'s aggregate reads it: a group by one field and an
     /// input that is a field borrow the event's values; expressions are
@@ -47,10 +68,10 @@ impl<'e> GroupedEvent<'e> {
     pub(crate) fn of(spec: &AggregateSpec, event: &'e Event) -> GroupedEvent<'e> {
         let (key, form) = match &spec.group_by[..] {
             [Expr::Field(path)] => match event.field(path).unwrap_or(&NULL) {
-                Value::String(s) => (Cow::Borrowed(s.as_str()), GroupForm::String),
+                Value::String(s) => (ViewKey::Borrowed(s.as_str()), GroupForm::String),
                 other => {
                     let values = std::slice::from_ref(other);
-                    (Cow::Owned(view_key(values)), GroupForm::of(values))
+                    (ViewKey::owned(view_key(values)), GroupForm::of(values))
                 }
             },
             exprs => {
@@ -61,7 +82,7 @@ impl<'e> GroupedEvent<'e> {
                     [Value::String(s)] => std::mem::take(s),
                     other => view_key(other),
                 };
-                (Cow::Owned(key), form)
+                (ViewKey::owned(key), form)
             }
         };
         let inputs = spec
@@ -82,11 +103,14 @@ impl<'e> GroupedEvent<'e> {
         }
     }
 
-    /// The same, owning what it borrowed (a small string and, for inputs
-    /// that are fields, their values: usually numbers).
+    /// The same, owning what it borrowed (the key, inline when short, and
+    /// for inputs that are fields, their values: usually numbers).
     pub(crate) fn into_owned(self) -> GroupedEvent<'static> {
         GroupedEvent {
-            key: Cow::Owned(self.key.into_owned()),
+            key: match self.key {
+                ViewKey::Borrowed(s) => ViewKey::Owned(SmallVec::from_slice(s.as_bytes())),
+                ViewKey::Owned(bytes) => ViewKey::Owned(bytes),
+            },
             form: self.form,
             event_time: self.event_time,
             inputs: self
@@ -161,7 +185,7 @@ mod tests {
         let e = event(json!({"user": "u1", "amount": 12.5}));
         let spec = spec(vec![Expr::field("user")]);
         let g = GroupedEvent::of(&spec, &e);
-        assert!(matches!(g.key, Cow::Borrowed("u1")));
+        assert!(matches!(g.key, ViewKey::Borrowed("u1")));
         assert_eq!(g.form, GroupForm::String);
         assert_eq!(g.inputs.len(), 2);
         assert!(matches!(g.inputs[0], Cow::Borrowed(Value::Null)));
@@ -170,7 +194,9 @@ mod tests {
         // Owned, it is the same event (compared as text: the two differ in
         // lifetime).
         let owned = g.clone().into_owned();
-        assert_eq!(format!("{owned:?}"), format!("{g:?}"));
+        assert!(matches!(&owned.key, ViewKey::Owned(k) if !k.spilled() && k[..] == *b"u1"));
+        assert_eq!(owned.key_bytes(), g.key_bytes());
+        assert_eq!(format!("{:?}", owned.inputs), format!("{:?}", g.inputs));
     }
 
     #[test]
@@ -191,7 +217,7 @@ mod tests {
             let spec = spec(group_by);
             let g = GroupedEvent::of(&spec, &e);
             let values = values.as_array().unwrap();
-            assert_eq!((g.key.as_ref(), g.form), (view_key(values).as_str(), form));
+            assert_eq!((g.key_bytes(), g.form), (view_key(values).as_bytes(), form));
             assert_eq!(GroupForm::of(values), form);
         }
     }
