@@ -141,6 +141,9 @@ pub(crate) fn parse_timestamp_ascii_memo(
     b: &[u8],
     memo: &std::cell::Cell<Option<MinuteMemo>>,
 ) -> Option<i64> {
+    if let Some(ms) = canonical_in_minute(b, memo.get()) {
+        return Some(ms);
+    }
     let b = trim_ascii(b)?;
     let minute: &[u8; MINUTE_LEN] = b.first_chunk()?;
     let minute_ms = match memo.get() {
@@ -152,6 +155,25 @@ pub(crate) fn parse_timestamp_ascii_memo(
         }
     };
     parse_rest(b, minute_ms)
+}
+
+/// The time of `b` when it is `YYYY-MM-DDTHH:MM:SS.sssZ` exactly — what
+/// most producers write — in the minute of `memo`: the seconds and
+/// milliseconds read in place. `None` for anything else (the general parse
+/// decides). The same answer as the general parse: `b` starts with a digit
+/// (the memo's minute does) and ends with `Z`, so trimming keeps it whole,
+/// and the rest is `:SS`, a three-digit fraction and the offset `Z`.
+#[inline]
+pub(crate) fn canonical_in_minute(b: &[u8], memo: Option<MinuteMemo>) -> Option<i64> {
+    let last = memo?;
+    let b: &[u8; 24] = b.try_into().ok()?;
+    if b[..MINUTE_LEN] != last.text || b[16] != b':' || b[19] != b'.' || b[23] != b'Z' {
+        return None;
+    }
+    let second = digits_at(b, 17, 2)?;
+    let millis = digits_at(b, 20, 3)?;
+    // 60: a leap second, counted into the next minute (as `parse_rest`).
+    (second <= 60).then_some(last.ms + second * 1000 + millis)
 }
 
 /// An optional `.fraction` at `at`: (milliseconds, index after it).
@@ -313,6 +335,10 @@ mod tests {
             texts in proptest::collection::vec(
                 prop_oneof![
                     "2026-0[12]-0[1-3]T0[0-2]:0[0-2]:[0-6][0-9](\\.[0-9]{0,4})?(Z|[+-]0[0-2]:[0-5]0)",
+                    // The canonical form (read in place when the minute
+                    // repeats), and its near misses.
+                    "2026-01-01T00:0[01]:[0-6][0-9]\\.[0-9]{3}Z",
+                    "2026-01-01T00:0[01][:.][0-6][0-9a][.:][0-9a]{3}[Zz ]",
                     "[0-9T:.Z \x00-]{0,26}",
                     Just("\0".repeat(20)),
                 ],

@@ -19,7 +19,8 @@ use smallvec::{smallvec, SmallVec};
 
 use crate::expr::DataType;
 use crate::time::{
-    parse_timestamp_ascii, parse_timestamp_ascii_memo, parse_timestamp_text, MinuteMemo,
+    canonical_in_minute, parse_timestamp_ascii, parse_timestamp_ascii_memo, parse_timestamp_text,
+    MinuteMemo,
 };
 
 mod quick;
@@ -461,10 +462,17 @@ impl<'a> Raw<'a> {
     /// [`Raw::timestamp`], reading a minute equal to the last one read
     /// through `memo` from memory ([`parse_timestamp_ascii_memo`]).
     pub(crate) fn timestamp_memo(self, memo: &Cell<Option<MinuteMemo>>) -> Option<Option<i64>> {
-        match self {
-            Raw::Text(text) if text.is_ascii() => Some(parse_timestamp_ascii_memo(text, memo)),
-            _ => self.timestamp(),
+        if let Raw::Text(text) = self {
+            // The common form in the last minute needs no ASCII check: it
+            // is made of the ASCII bytes it compares.
+            if let Some(ms) = canonical_in_minute(text, memo.get()) {
+                return Some(Some(ms));
+            }
+            if text.is_ascii() {
+                return Some(parse_timestamp_ascii_memo(text, memo));
+            }
         }
+        self.timestamp()
     }
 
     /// True when [`Raw::build`] would certainly give a value, told without
