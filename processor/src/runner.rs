@@ -24,7 +24,7 @@ use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
 use crate::order::{InputOrder, NextBatch, Side};
 use crate::parallel::{
-    Aggregation, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
+    Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
 };
 use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
@@ -662,7 +662,11 @@ impl Runtime {
                     Aggregation::Sharded(pool) => {
                         let event = ShardEvent::of(spec, &event, late_side_output);
                         let shard = Shard::of_key(event.grouped.key_bytes(), pool.count());
-                        pool.apply(shard, event, advanced, self.event_seq)?;
+                        let mark = Mark {
+                            watermark: advanced,
+                            seq: self.event_seq,
+                        };
+                        pool.apply(shard, event, mark)?;
                         return Ok(());
                     }
                 };
@@ -674,24 +678,43 @@ impl Runtime {
         Ok(())
     }
 
-    /// Processes an event of `partition` (appended at `append_time`) that
-    /// a source worker grouped for key shard `shard`: what
+    /// Processes an event of `partition` (appended at `append_time`, at
+    /// `event_time`) that a source worker grouped for a key shard: what
     /// [`Runtime::process_prepared`] does with it when no dedup or join
     /// comes before the aggregate and the filter was applied — the
-    /// watermark, then the shard.
+    /// watermark. Returns how the shard applies it; the event goes to its
+    /// shard with the others of its batch ([`Runtime::route_grouped`]).
     pub(crate) fn process_grouped(
         &mut self,
         partition: u32,
-        shard: usize,
-        event: ShardEvent,
+        event_time: i64,
         append_time: i64,
-    ) -> Result<()> {
+    ) -> Result<Mark> {
         self.event_seq += 1;
-        let advanced = self.observe(partition, event.grouped.event_time, append_time)?;
-        match &mut self.aggregate {
-            Some(Aggregation::Sharded(pool)) => pool.apply(shard, event, advanced, self.event_seq),
-            _ => unreachable!("source workers group events only for key shards"),
+        let watermark = self.observe(partition, event_time, append_time)?;
+        Ok(Mark {
+            watermark,
+            seq: self.event_seq,
+        })
+    }
+
+    /// Sends each key shard its grouped events of a batch (`grouped[s]`
+    /// for shard `s`) with their marks, in order.
+    pub(crate) fn route_grouped(
+        &mut self,
+        grouped: Vec<Vec<ShardEvent>>,
+        marks: Vec<Vec<Mark>>,
+    ) -> Result<()> {
+        if grouped.iter().all(Vec::is_empty) {
+            return Ok(());
         }
+        let Some(Aggregation::Sharded(pool)) = &mut self.aggregate else {
+            unreachable!("source workers group events only for key shards")
+        };
+        for (shard, (events, marks)) in grouped.into_iter().zip(marks).enumerate() {
+            pool.apply_run(shard, events, marks)?;
+        }
+        Ok(())
     }
 
     /// Processes `records` consecutive records of one batch of `partition`

@@ -2,6 +2,7 @@
 //! order handed to the source pool, taken back in that order and processed
 //! ([`Runtime::process_prepared`]).
 
+use super::shard::Mark;
 use super::source::Handed;
 use super::Item;
 use crate::error::Result;
@@ -60,7 +61,13 @@ impl Runtime {
                 } => {
                     self.enter_batch(append_time)?;
                     let records = prepared.records;
-                    for item in prepared.into_items() {
+                    let (items, grouped) = prepared.into_parts();
+                    // The marks of each shard's grouped events, in order.
+                    let mut marks: Vec<Vec<Mark>> = grouped
+                        .iter()
+                        .map(|events| Vec::with_capacity(events.len()))
+                        .collect();
+                    for item in items {
                         match item {
                             Item::FilteredRun {
                                 max_event_time,
@@ -71,14 +78,19 @@ impl Runtime {
                                 records,
                                 append_time,
                             )?,
-                            Item::Grouped { shard, event } => {
-                                self.process_grouped(partition, shard, event, append_time)?
+                            Item::Grouped { shard, event_time } => {
+                                let mark =
+                                    self.process_grouped(partition, event_time, append_time)?;
+                                marks[shard].push(mark);
                             }
                             Item::Record(record) => {
                                 self.process_prepared(partition, record, append_time)?
                             }
                         }
                     }
+                    // The events go to their shards as the source filled
+                    // them; only the marks are the coordinator's.
+                    self.route_grouped(grouped, marks)?;
                     processed += records;
                     taken += records;
                     self.uncommitted_records += records;

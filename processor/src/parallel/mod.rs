@@ -26,8 +26,11 @@
 //!   shard ([`crate::state::key::Shard`]): the per-record work that needs
 //!   no state. The event's own memory is freed there; what goes on to a
 //!   shard is that small grouped form ([`ShardEvent`]), with the record
-//!   only when late events go to a side output. With a dedup or join, the
-//!   coordinator groups the events it keeps.
+//!   only when late events go to a side output, in one vector per shard
+//!   and batch that the coordinator passes on untouched — it sees only
+//!   each event's key shard and event time, and adds the watermark and
+//!   place in the order each is applied with ([`Mark`]). With a dedup or
+//!   join, the coordinator groups the events it keeps.
 //! * **The coordinator** does what needs the whole sequence and is cheap:
 //!   it moves the watermark per record (every record, filtered or not, as
 //!   before — a run of records the early filter dropped in one step, to
@@ -61,7 +64,7 @@
 pub(crate) mod shard;
 pub(crate) mod source;
 
-pub(crate) use shard::{ShardContext, ShardEvent, ShardPool};
+pub(crate) use shard::{Mark, ShardContext, ShardEvent, ShardPool};
 pub(crate) use source::{Item, Prepared, SourcePool, SourceWork};
 
 /// Most workers of each kind a version runs with (a shard needs at least

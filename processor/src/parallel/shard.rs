@@ -24,7 +24,8 @@ use crate::progress::{Progress, WorkerProgress, WorkerRole};
 use crate::state::key::Shard;
 use crate::state::store::{Batch, Store};
 
-/// Events sent to a shard in one message (amortizes the channel).
+/// Events gathered for a shard before they are sent (amortizes the
+/// channel).
 const CHUNK: usize = 512;
 /// Messages queued per shard before the coordinator waits (backpressure).
 const QUEUE: usize = 8;
@@ -52,20 +53,29 @@ impl ShardEvent {
     }
 }
 
-/// An event routed to a shard.
-#[derive(Debug)]
-struct Routed {
-    event: ShardEvent,
+/// How a shard applies one event: with the watermark the single-threaded
+/// engine applies it with, at its place in the processing order.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
     /// The watermark the event is applied with.
-    watermark: i64,
+    pub(crate) watermark: i64,
     /// Its place in the version's processing order (orders side outputs).
-    seq: u64,
+    pub(crate) seq: u64,
+}
+
+/// Events for one shard, in the order it applies them, and the mark of
+/// each. A source worker's events come as the vector it filled, which
+/// the coordinator passes on without touching them: it only adds the marks.
+#[derive(Debug, Default)]
+struct Run {
+    events: Vec<ShardEvent>,
+    marks: Vec<Mark>,
 }
 
 /// A message to a shard, handled in the order sent.
 enum ToShard {
-    /// Events to apply.
-    Events(Vec<Routed>),
+    /// Events to apply, run after run.
+    Events(Vec<Run>),
     /// Start (or stop) computing row changes.
     EmitChanges(bool),
     /// Close windows up to this watermark, hand out row changes and flush
@@ -88,7 +98,8 @@ pub(crate) struct Flushed {
 /// The coordinator's handle on the key-shard workers of one version.
 pub(crate) struct ShardPool {
     senders: Vec<SyncSender<ToShard>>,
-    buffers: Vec<Vec<Routed>>,
+    /// Per shard: the runs not yet sent, and how many events they hold.
+    unsent: Vec<(Vec<Run>, usize)>,
     /// Entries each shard holds for the next commit.
     pending: Vec<Arc<AtomicUsize>>,
     /// State entries each shard held in memory after its last flush.
@@ -123,7 +134,7 @@ impl ShardPool {
         let context = Arc::new(context);
         let mut pool = ShardPool {
             senders: Vec::new(),
-            buffers: (0..count).map(|_| Vec::with_capacity(CHUNK)).collect(),
+            unsent: (0..count).map(|_| (Vec::new(), 0)).collect(),
             pending: Vec::new(),
             memory: Vec::new(),
             threads: Vec::new(),
@@ -177,22 +188,44 @@ impl ShardPool {
         self.senders.len()
     }
 
-    /// Sends `event` to `shard`, to be applied with `watermark` (the one
-    /// the single-threaded engine applies it with); `seq` is its place in
-    /// the processing order.
-    pub(crate) fn apply(
+    /// Sends `event` to `shard`, to be applied as `mark` says, after
+    /// everything sent to it before.
+    pub(crate) fn apply(&mut self, shard: usize, event: ShardEvent, mark: Mark) -> Result<()> {
+        let (runs, events) = &mut self.unsent[shard];
+        match runs.last_mut() {
+            Some(run) => {
+                run.events.push(event);
+                run.marks.push(mark);
+            }
+            None => runs.push(Run {
+                events: vec![event],
+                marks: vec![mark],
+            }),
+        }
+        *events += 1;
+        self.send_if_full(shard)
+    }
+
+    /// Sends `events` to `shard`, each to be applied as its mark in
+    /// `marks` says, after everything sent to it before.
+    pub(crate) fn apply_run(
         &mut self,
         shard: usize,
-        event: ShardEvent,
-        watermark: i64,
-        seq: u64,
+        events: Vec<ShardEvent>,
+        marks: Vec<Mark>,
     ) -> Result<()> {
-        self.buffers[shard].push(Routed {
-            event,
-            watermark,
-            seq,
-        });
-        if self.buffers[shard].len() >= CHUNK {
+        debug_assert_eq!(events.len(), marks.len(), "one mark per event");
+        if events.is_empty() {
+            return Ok(());
+        }
+        let (runs, unsent) = &mut self.unsent[shard];
+        *unsent += events.len();
+        runs.push(Run { events, marks });
+        self.send_if_full(shard)
+    }
+
+    fn send_if_full(&mut self, shard: usize) -> Result<()> {
+        if self.unsent[shard].1 >= CHUNK {
             self.send_buffer(shard)?;
         }
         Ok(())
@@ -204,11 +237,11 @@ impl ShardPool {
     }
 
     fn send_buffer(&mut self, shard: usize) -> Result<()> {
-        if self.buffers[shard].is_empty() {
+        let (runs, events) = std::mem::take(&mut self.unsent[shard]);
+        if events == 0 {
             return Ok(());
         }
-        let events = std::mem::replace(&mut self.buffers[shard], Vec::with_capacity(CHUNK));
-        self.send(shard, ToShard::Events(events))
+        self.send(shard, ToShard::Events(runs))
     }
 
     fn send(&self, shard: usize, message: ToShard) -> Result<()> {
@@ -272,7 +305,7 @@ impl ShardPool {
             .iter()
             .map(|p| p.load(Ordering::Relaxed))
             .sum::<usize>()
-            + self.buffers.iter().map(Vec::len).sum::<usize>()
+            + self.unsent.iter().map(|(_, events)| events).sum::<usize>()
     }
 
     /// State entries the shards held in memory after their last flush.
@@ -313,10 +346,10 @@ impl ShardWorker {
         }
         while let Ok(message) = rx.recv() {
             match message {
-                ToShard::Events(events) => {
+                ToShard::Events(runs) => {
                     if self.failed.is_none() {
-                        let n = events.len() as u64;
-                        if let Err(e) = self.apply_all(events) {
+                        let n = runs.iter().map(|run| run.events.len() as u64).sum();
+                        if let Err(e) = self.apply_all(runs) {
                             self.failed = Some(e);
                         }
                         self.progress.add_events(n);
@@ -332,17 +365,19 @@ impl ShardWorker {
         }
     }
 
-    fn apply_all(&mut self, events: Vec<Routed>) -> Result<()> {
+    fn apply_all(&mut self, runs: Vec<Run>) -> Result<()> {
         let context = self.context.clone();
-        // By reference: the events stay where the channel put them.
-        for routed in &events {
-            self.op.advance(&context.store, routed.watermark)?;
-            if self
-                .op
-                .apply_grouped(&context.store, &routed.event.grouped, routed.watermark)?
-                == Outcome::Late
-            {
-                self.late(routed.event.late.as_deref(), routed.seq);
+        // By reference: the events stay where their source put them.
+        for run in &runs {
+            for (event, mark) in run.events.iter().zip(&run.marks) {
+                self.op.advance(&context.store, mark.watermark)?;
+                if self
+                    .op
+                    .apply_grouped(&context.store, &event.grouped, mark.watermark)?
+                    == Outcome::Late
+                {
+                    self.late(event.late.as_deref(), mark.seq);
+                }
             }
         }
         Ok(())

@@ -41,10 +41,11 @@ pub(crate) enum Prepared {
 /// records, and the valid ones in order — each run of records that failed
 /// the early filter as one step of 16 bytes, the others on the side:
 /// events of an aggregate the coordinator only sequences
-/// ([`SourceWork::grouped`]) as [`ShardEvent`]s with their key shard,
-/// any other record as a [`Prepared`] value (an event is a few hundred
-/// bytes; most records of a filtered view are dropped, and a batch of
-/// them stays small).
+/// ([`SourceWork::grouped`]) as a step with their key shard and event
+/// time, the events themselves ([`ShardEvent`]) in one vector per key
+/// shard that goes to the shard as it is; any other record as a
+/// [`Prepared`] value (an event is a few hundred bytes; most records of a
+/// filtered view are dropped, and a batch of them stays small).
 #[derive(Debug, Default)]
 pub(crate) struct PreparedBatch {
     /// Records in the batch, valid or not.
@@ -53,8 +54,9 @@ pub(crate) struct PreparedBatch {
     steps: Vec<Step>,
     /// The records of [`Step::Kept`], in order.
     kept: Vec<Prepared>,
-    /// The events of [`Step::Grouped`], in order, each with its key shard.
-    grouped: Vec<(usize, ShardEvent)>,
+    /// Per key shard, the events of its [`Step::Grouped`] steps, in order
+    /// (empty without [`SourceWork::grouped`]).
+    grouped: Vec<Vec<ShardEvent>>,
 }
 
 /// A step of a [`PreparedBatch`].
@@ -64,8 +66,8 @@ enum Step {
     Filtered { max_event_time: i64, records: u32 },
     /// The next of the batch's kept records.
     Kept,
-    /// The next of the batch's grouped events.
-    Grouped,
+    /// The next of the batch's grouped events of key shard `shard`.
+    Grouped { event_time: i64, shard: u32 },
 }
 
 /// What the coordinator processes of a [`PreparedBatch`], in order.
@@ -78,33 +80,30 @@ pub(crate) enum Item {
     /// the largest event time among them
     /// ([`crate::runner::Runtime::process_filtered_run`]).
     FilteredRun { max_event_time: i64, records: u32 },
-    /// An event for key shard `shard`, the filter applied
+    /// The next grouped event of key shard `shard` (the event itself is
+    /// in the batch's vector for the shard), the filter applied
     /// ([`crate::runner::Runtime::process_grouped`]).
-    Grouped { shard: usize, event: ShardEvent },
+    Grouped { shard: usize, event_time: i64 },
     /// Any other valid record.
     Record(Prepared),
 }
 
 impl PreparedBatch {
     /// An empty batch with room for `records` steps and `expected` kept
-    /// records (of the side [`SourceWork::grouped`] fills).
-    fn with_capacity(records: usize, expected: usize, grouped: bool) -> PreparedBatch {
-        let (kept, grouped_events) = if grouped {
-            (0, expected)
-        } else {
-            (expected, 0)
-        };
+    /// records: grouped ones over `shards` key shards (none: not grouped).
+    fn with_capacity(records: usize, expected: usize, shards: usize) -> PreparedBatch {
+        let per_shard = expected.div_ceil(shards.max(1));
         PreparedBatch {
             records: 0,
             steps: Vec::with_capacity(records),
-            kept: Vec::with_capacity(kept),
-            grouped: Vec::with_capacity(grouped_events),
+            kept: Vec::with_capacity(if shards == 0 { expected } else { 0 }),
+            grouped: (0..shards).map(|_| Vec::with_capacity(per_shard)).collect(),
         }
     }
 
     /// Records kept (not dropped by the early filter).
     fn kept_records(&self) -> usize {
-        self.kept.len() + self.grouped.len()
+        self.kept.len() + self.grouped.iter().map(Vec::len).sum::<usize>()
     }
 
     fn push(&mut self, prepared: Prepared) {
@@ -130,15 +129,18 @@ impl PreparedBatch {
     }
 
     fn push_grouped(&mut self, shard: usize, event: ShardEvent) {
-        self.steps.push(Step::Grouped);
-        self.grouped.push((shard, event));
+        self.steps.push(Step::Grouped {
+            event_time: event.grouped.event_time,
+            shard: shard as u32,
+        });
+        self.grouped[shard].push(event);
     }
 
-    /// The valid records, in order, runs of filtered ones together.
-    pub(crate) fn into_items(self) -> impl Iterator<Item = Item> {
+    /// The valid records, in order, runs of filtered ones together; and
+    /// per key shard, its grouped events in the order of their items.
+    pub(crate) fn into_parts(self) -> (impl Iterator<Item = Item>, Vec<Vec<ShardEvent>>) {
         let mut kept = self.kept.into_iter();
-        let mut grouped = self.grouped.into_iter();
-        self.steps.into_iter().map(move |step| match step {
+        let items = self.steps.into_iter().map(move |step| match step {
             Step::Filtered {
                 max_event_time,
                 records,
@@ -147,11 +149,12 @@ impl PreparedBatch {
                 records,
             },
             Step::Kept => Item::Record(kept.next().expect("one kept record per kept step")),
-            Step::Grouped => {
-                let (shard, event) = grouped.next().expect("one event per grouped step");
-                Item::Grouped { shard, event }
-            }
-        })
+            Step::Grouped { event_time, shard } => Item::Grouped {
+                shard: shard as usize,
+                event_time,
+            },
+        });
+        (items, self.grouped)
     }
 }
 
@@ -177,7 +180,8 @@ impl SourceWork {
         let append_time = batch.batch.append_time();
         let buffer = batch.batch.as_bytes();
         let records = (batch.to - batch.from) as usize;
-        let mut out = PreparedBatch::with_capacity(records, expected, self.grouped.is_some());
+        let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
+        let mut out = PreparedBatch::with_capacity(records, expected, shards);
         for record in batch.record_refs() {
             out.records += 1;
             match self
