@@ -10,17 +10,34 @@ use std::time::Duration;
 use common::{Harness, Step};
 use kappa_processor::dsl::{self, Pipeline};
 use kappa_processor::expr::Expr;
+use kappa_processor::plan::Plan;
 use kappa_processor::runner::RunOptions;
 use serde_json::json;
+
+/// A click on `page`, for topic `clicks` (one partition).
+fn click(page: &str) -> Step {
+    Step::Produce {
+        topic: "clicks".into(),
+        partition: Some(0),
+        key: None,
+        value: json!({ "page": page }),
+        timestamp: None,
+    }
+}
+
+/// Clicks counted per page, into a view.
+fn per_page() -> Plan {
+    Pipeline::from_topic("clicks")
+        .key_by([("page", Expr::field("page"))])
+        .aggregate([dsl::count("n")])
+        .to_view("per_page")
+}
 
 #[test]
 fn a_caught_up_version_commits_at_once_not_at_the_interval() {
     let h = Harness::new();
     h.create_topic("clicks", 1);
-    let plan = Pipeline::from_topic("clicks")
-        .key_by([("page", Expr::field("page"))])
-        .aggregate([dsl::count("n")])
-        .to_view("per_page");
+    let plan = per_page();
     let options = RunOptions {
         commit_interval_ms: 600_000,
         ..RunOptions::default()
@@ -30,13 +47,7 @@ fn a_caught_up_version_commits_at_once_not_at_the_interval() {
     let stop = rt.stop_signal();
     let worker = std::thread::spawn(move || rt.run());
     for (i, page) in ["a", "b", "a"].iter().enumerate() {
-        h.produce(&Step::Produce {
-            topic: "clicks".into(),
-            partition: Some(0),
-            key: None,
-            value: json!({ "page": page }),
-            timestamp: None,
-        });
+        h.produce(&click(page));
         let want = i as u64 + 1;
         assert!(
             progress.wait_committed(Duration::from_secs(60), |o| o == [want]),
@@ -58,18 +69,9 @@ fn a_version_with_a_backlog_commits_at_the_catch_up_interval() {
     let h = Harness::new();
     h.create_topic("clicks", 1);
     for page in ["a", "b", "c", "d"] {
-        h.produce(&Step::Produce {
-            topic: "clicks".into(),
-            partition: Some(0),
-            key: None,
-            value: json!({ "page": page }),
-            timestamp: None,
-        });
+        h.produce(&click(page));
     }
-    let plan = Pipeline::from_topic("clicks")
-        .key_by([("page", Expr::field("page"))])
-        .aggregate([dsl::count("n")])
-        .to_view("per_page");
+    let plan = per_page();
     let options = RunOptions {
         commit_interval_ms: 0,
         catch_up_commit_interval_ms: 3_600_000,
@@ -100,18 +102,8 @@ fn a_version_with_a_backlog_commits_at_the_catch_up_interval() {
 fn an_idle_commit_writes_nothing() {
     let h = Harness::new();
     h.create_topic("clicks", 1);
-    let click = |page: &str| Step::Produce {
-        topic: "clicks".into(),
-        partition: Some(0),
-        key: None,
-        value: json!({ "page": page }),
-        timestamp: None,
-    };
     h.produce(&click("a"));
-    let plan = Pipeline::from_topic("clicks")
-        .key_by([("page", Expr::field("page"))])
-        .aggregate([dsl::count("n")])
-        .to_view("per_page");
+    let plan = per_page();
     let mut rt = h.open_runtime(&plan, RunOptions::default());
     // A batch is read once the log is complete up to its append time.
     while rt.positions() != [1] {
@@ -145,17 +137,8 @@ fn an_idle_version_ends_at_once_when_stopped_or_abandoned() {
     for abandon in [false, true] {
         let h = Harness::new();
         h.create_topic("clicks", 1);
-        h.produce(&Step::Produce {
-            topic: "clicks".into(),
-            partition: Some(0),
-            key: None,
-            value: json!({ "page": "a" }),
-            timestamp: None,
-        });
-        let plan = Pipeline::from_topic("clicks")
-            .key_by([("page", Expr::field("page"))])
-            .aggregate([dsl::count("n")])
-            .to_view("per_page");
+        h.produce(&click("a"));
+        let plan = per_page();
         let options = RunOptions {
             commit_interval_ms: 3_600_000,
             idle_wait_max_ms: 3_600_000,
