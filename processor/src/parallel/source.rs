@@ -92,7 +92,9 @@ impl PreparedBatch {
     /// An empty batch with room for `records` steps and `expected` kept
     /// records: grouped ones over `shards` key shards (none: not grouped).
     fn with_capacity(records: usize, expected: usize, shards: usize) -> PreparedBatch {
-        let per_shard = expected.div_ceil(shards.max(1));
+        // Rounded down: with many shards and few events, most shards'
+        // vectors stay unallocated until an event comes.
+        let per_shard = expected / shards.max(1);
         PreparedBatch {
             records: 0,
             steps: Vec::with_capacity(records),
