@@ -124,13 +124,32 @@ fn now_ms() -> i64 {
 impl Runtime {
     /// Commits: one atomic write of state, rows, offsets and watermark (and
     /// the outbox), then appends the outbox to its topics.
+    ///
+    /// A commit hands the state changed since the last one to its write;
+    /// if it fails, that state is gone from this runtime (the operators
+    /// hold it as clean), so every later commit of the runtime fails too,
+    /// naming the first failure: the version restarts from its last commit
+    /// in a new runtime, which the server does.
     pub fn commit(&mut self) -> Result<()> {
-        self.commit_inner(None)
+        self.commit_guarded(None)
     }
 
     /// A commit that stops at `crash`, as a crash would (tests).
     pub fn commit_crashing(&mut self, crash: CrashPoint) -> Result<()> {
-        self.commit_inner(Some(crash))
+        self.commit_guarded(Some(crash))
+    }
+
+    fn commit_guarded(&mut self, crash: Option<CrashPoint>) -> Result<()> {
+        if let Some(reason) = &self.failed_commit {
+            return Err(ProcessorError::Stopped(format!(
+                "an earlier commit of this runtime failed ({reason}); restart the version from its last commit"
+            )));
+        }
+        let committed = self.commit_inner(crash);
+        if let Err(e) = &committed {
+            self.failed_commit = Some(e.to_string());
+        }
+        committed
     }
 
     fn commit_inner(&mut self, crash: Option<CrashPoint>) -> Result<()> {

@@ -146,6 +146,9 @@ pub struct Runtime {
     /// What the last commit wrote besides state (`None` before the first
     /// one of this runtime).
     pub(crate) last_meta: Option<CommitMeta>,
+    /// Why a commit failed, once one did: the state it flushed went with
+    /// it, so this runtime never commits again ([`Runtime::commit`]).
+    pub(crate) failed_commit: Option<String>,
     /// Input records (stream and table) processed since the last commit.
     pub(crate) uncommitted_records: u64,
     /// The last poll read everything the log held for this version and
@@ -233,6 +236,7 @@ impl Runtime {
             outbox_seq: 0,
             last_commit: Instant::now(),
             last_meta: None,
+            failed_commit: None,
             uncommitted_records: 0,
             caught_up: false,
             newest_input_ms: None,

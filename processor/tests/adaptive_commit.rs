@@ -120,10 +120,19 @@ fn an_idle_commit_writes_nothing() {
         rt.poll_once().unwrap();
     }
     assert!(rt.commit().is_err(), "new input is written");
+    // Its state went with the failed write: the same runtime never
+    // commits again, even once the disk heals.
+    h.store.fail_writes(None);
+    let again = rt
+        .commit()
+        .expect_err("a runtime whose commit failed does not commit");
+    assert!(
+        again.to_string().contains("the disk is full"),
+        "the error names the first failure: {again}"
+    );
     // As the server does after a failed commit: a new runtime, from the
     // last commit.
     drop(rt);
-    h.store.fail_writes(None);
     let mut rt = h.open_runtime(&plan, RunOptions::default());
     h.run_to_end(&mut rt, &plan);
     assert_eq!(h.view_rows(&plan).len(), 2);
