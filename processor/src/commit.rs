@@ -60,7 +60,7 @@ impl OutRecord {
 /// What a side output sends of an event: its record key and value as they
 /// came, and its record timestamp. A key shard keeps this (not the event)
 /// for each event it may find late.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub(crate) struct LateRecord {
     key: Option<Bytes>,
     value: Bytes,

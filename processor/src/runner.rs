@@ -28,7 +28,7 @@ use crate::parallel::{
 };
 use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
-use crate::state::key::{Meta, Shard};
+use crate::state::key::Meta;
 use crate::state::store::{Batch, Scope, Store};
 use crate::stop::StopSignal;
 use crate::time::parse_timestamp;
@@ -665,7 +665,7 @@ impl Runtime {
                     }
                     Aggregation::Sharded(pool) => {
                         let event = ShardEvent::of(spec, &event, late_side_output);
-                        let shard = Shard::of_key(event.grouped.key_bytes(), pool.count());
+                        let shard = event.shard(pool.count());
                         let mark = Mark {
                             watermark: advanced,
                             seq: self.event_seq,

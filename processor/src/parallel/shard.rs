@@ -51,6 +51,11 @@ impl ShardEvent {
             late: late_side_output.then(|| Box::new(LateRecord::of(event))),
         }
     }
+
+    /// The key shard, of `shards`, its group belongs to.
+    pub(crate) fn shard(&self, shards: usize) -> usize {
+        Shard::of_key(self.grouped.key_bytes(), shards)
+    }
 }
 
 /// How a shard applies one event: with the watermark the single-threaded
@@ -66,7 +71,7 @@ pub(crate) struct Mark {
 /// Events for one shard, in the order it applies them, and the mark of
 /// each. A source worker's events come as the vector it filled, which
 /// the coordinator passes on without touching them: it only adds the marks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Run {
     events: Vec<ShardEvent>,
     marks: Vec<Mark>,
@@ -98,8 +103,8 @@ pub(crate) struct Flushed {
 /// The coordinator's handle on the key-shard workers of one version.
 pub(crate) struct ShardPool {
     senders: Vec<SyncSender<ToShard>>,
-    /// Per shard: the runs not yet sent, and how many events they hold.
-    unsent: Vec<(Vec<Run>, usize)>,
+    /// Per shard: the runs not yet sent.
+    unsent: Vec<Vec<Run>>,
     /// Entries each shard holds for the next commit.
     pending: Vec<Arc<AtomicUsize>>,
     /// State entries each shard held in memory after its last flush.
@@ -134,7 +139,7 @@ impl ShardPool {
         let context = Arc::new(context);
         let mut pool = ShardPool {
             senders: Vec::new(),
-            unsent: (0..count).map(|_| (Vec::new(), 0)).collect(),
+            unsent: (0..count).map(|_| Vec::new()).collect(),
             pending: Vec::new(),
             memory: Vec::new(),
             threads: Vec::new(),
@@ -191,7 +196,7 @@ impl ShardPool {
     /// Sends `event` to `shard`, to be applied as `mark` says, after
     /// everything sent to it before.
     pub(crate) fn apply(&mut self, shard: usize, event: ShardEvent, mark: Mark) -> Result<()> {
-        let (runs, events) = &mut self.unsent[shard];
+        let runs = &mut self.unsent[shard];
         match runs.last_mut() {
             Some(run) => {
                 run.events.push(event);
@@ -202,7 +207,6 @@ impl ShardPool {
                 marks: vec![mark],
             }),
         }
-        *events += 1;
         self.send_if_full(shard)
     }
 
@@ -218,14 +222,17 @@ impl ShardPool {
         if events.is_empty() {
             return Ok(());
         }
-        let (runs, unsent) = &mut self.unsent[shard];
-        *unsent += events.len();
-        runs.push(Run { events, marks });
+        self.unsent[shard].push(Run { events, marks });
         self.send_if_full(shard)
     }
 
+    /// Events gathered for `shard` and not yet sent.
+    fn unsent_events(&self, shard: usize) -> usize {
+        self.unsent[shard].iter().map(|run| run.events.len()).sum()
+    }
+
     fn send_if_full(&mut self, shard: usize) -> Result<()> {
-        if self.unsent[shard].1 >= CHUNK {
+        if self.unsent_events(shard) >= CHUNK {
             self.send_buffer(shard)?;
         }
         Ok(())
@@ -237,10 +244,10 @@ impl ShardPool {
     }
 
     fn send_buffer(&mut self, shard: usize) -> Result<()> {
-        let (runs, events) = std::mem::take(&mut self.unsent[shard]);
-        if events == 0 {
+        if self.unsent_events(shard) == 0 {
             return Ok(());
         }
+        let runs = std::mem::take(&mut self.unsent[shard]);
         self.send(shard, ToShard::Events(runs))
     }
 
@@ -305,7 +312,9 @@ impl ShardPool {
             .iter()
             .map(|p| p.load(Ordering::Relaxed))
             .sum::<usize>()
-            + self.unsent.iter().map(|(_, events)| events).sum::<usize>()
+            + (0..self.count())
+                .map(|shard| self.unsent_events(shard))
+                .sum::<usize>()
     }
 
     /// State entries the shards held in memory after their last flush.

@@ -15,7 +15,6 @@ use crate::event::Event;
 use crate::order::{NextBatch, Side};
 use crate::plan::AggregateSpec;
 use crate::progress::{Progress, WorkerProgress, WorkerRole};
-use crate::state::key::Shard;
 
 /// A record as a source worker hands it to the coordinator.
 #[derive(Debug)]
@@ -200,8 +199,7 @@ impl SourceWork {
                         // the batch buffer) is released here, on the
                         // thread that took it.
                         let shard_event = ShardEvent::of(spec, &event, self.late_side_output);
-                        let shard = Shard::of_key(shard_event.grouped.key_bytes(), *shards);
-                        out.push_grouped(shard, shard_event);
+                        out.push_grouped(shard_event.shard(*shards), shard_event);
                     }
                     None => out.push(Prepared::Event { event, filtered }),
                 },
