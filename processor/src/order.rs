@@ -56,6 +56,9 @@ struct Input {
     handed_to: u64,
     /// The last fetch reached the partition's end (during this poll).
     at_end: bool,
+    /// The batch the last fetch stopped inside (at `read_to`): the next
+    /// fetch starts with its rest, without reading and checking it again.
+    split: Option<BatchView>,
 }
 
 /// A batch to process now: its records in `[from, to)`.
@@ -118,6 +121,7 @@ impl InputOrder {
             read_to: position,
             handed_to: position,
             at_end: false,
+            split: None,
         };
         let inputs = table_positions
             .iter()
@@ -239,6 +243,21 @@ impl InputOrder {
 
     fn fetch(&mut self, i: usize, max_records: u64) -> Result<()> {
         let input = &mut self.inputs[i];
+        if let Some(batch) = input.split.take() {
+            // Its records from `read_to` on, at most `max_records` of them:
+            // the batch was checked when it was read (a CRC over every byte
+            // — read again, a batch split over several fetches was checked
+            // once per fetch).
+            let end = batch
+                .next_offset()
+                .min(input.read_to.saturating_add(max_records));
+            if end < batch.next_offset() {
+                input.split = Some(batch.clone());
+            }
+            input.batches.push_back((batch, end));
+            input.read_to = end;
+            return Ok(());
+        }
         let topic = match input.side {
             Side::Table => self.table.as_ref().expect("table inputs have a topic"),
             Side::Stream => &self.stream,
@@ -247,6 +266,11 @@ impl InputOrder {
         let offset = input.read_to.max(partition.start_offset());
         let fetch = partition.read(offset, max_records, 4 << 20)?;
         input.at_end = fetch.next_offset >= fetch.high_watermark;
+        if let Some(last) = fetch.batches.last() {
+            if fetch.next_offset < last.next_offset() {
+                input.split = Some(last.clone());
+            }
+        }
         for batch in fetch.batches {
             if batch.next_offset() > offset {
                 input.batches.push_back((batch, fetch.next_offset));
