@@ -192,6 +192,9 @@ pub struct Partition {
     sender: Mutex<Option<mpsc::Sender<Command>>>,
     queue: Arc<Semaphore>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The earliest stored offset and its batch's append time, as last
+    /// read by [`Partition::earliest_append_time`].
+    earliest_append: Mutex<Option<(u64, i64)>>,
 }
 
 impl Partition {
@@ -258,6 +261,7 @@ impl Partition {
             sender: Mutex::new(Some(tx)),
             queue: Arc::new(Semaphore::new(log_config.append_queue_bytes)),
             thread: Mutex::new(Some(thread)),
+            earliest_append: Mutex::new(None),
         })
     }
 
@@ -392,6 +396,27 @@ impl Partition {
             .lock()
             .expect("idempotency")
             .contains(key, now_ms())
+    }
+
+    /// When the batch holding the earliest stored record was appended (ms);
+    /// `None` for an empty partition. Read once per earliest offset (a
+    /// read checks the whole batch, a CRC over up to megabytes), then
+    /// remembered: status pages ask for it at every refresh.
+    pub fn earliest_append_time(&self) -> Result<Option<i64>> {
+        let start = self.start_offset();
+        let mut known = self.earliest_append.lock().expect("earliest append");
+        if let Some((offset, time)) = *known {
+            if offset == start {
+                return Ok(Some(time));
+            }
+        }
+        let time = self
+            .read(start, 1, 1)?
+            .batches
+            .first()
+            .map(|b| b.append_time());
+        *known = time.map(|t| (start, t));
+        Ok(time)
     }
 
     /// Reads records from `offset`, at most `max_records` and about

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use kappa_log::io::FaultInjector;
 use kappa_log::{
-    AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, ProduceRecord, ResetTo, Topic,
-    TopicConfig,
+    AppendClock, AppendRequest, FsyncPolicy, Log, LogConfig, LogError, ManualTime, NewRecord,
+    ProduceRecord, ResetTo, Topic, TopicConfig,
 };
 
 fn records(n: usize, ts: i64) -> Vec<NewRecord> {
@@ -188,6 +188,40 @@ async fn retention_by_bytes_keeps_the_partition_under_its_limit() {
             .count() as u64,
         d.end_offset - d.start_offset
     );
+}
+
+/// The append time of the earliest stored batch: none while empty, the
+/// first batch's while it is stored, the new earliest batch's once
+/// retention deleted the old one (each batch appended a second apart).
+#[tokio::test]
+async fn the_earliest_append_time_follows_the_earliest_stored_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let time = ManualTime::new(1_700_000_000_000);
+    let mut config = LogConfig::new(dir.path());
+    config.clock = Arc::new(AppendClock::with_source(time.source()));
+    let log = Log::open(config).unwrap();
+    let topic_config = TopicConfig {
+        retention_bytes: Some(10_000),
+        ..small_segments()
+    };
+    let topic = log.create_topic("t", topic_config).unwrap();
+    let p = topic.partition(0).unwrap();
+    assert_eq!(p.earliest_append_time().unwrap(), None, "empty");
+    for i in 0..40 {
+        p.append(append(5, i)).await.unwrap();
+        time.advance(1_000);
+    }
+    assert_eq!(
+        p.earliest_append_time().unwrap(),
+        Some(1_700_000_000_000),
+        "the first batch's"
+    );
+    assert!(log.enforce_retention(time.get()).unwrap() > 0);
+    let start = p.start_offset();
+    assert!(start > 0);
+    let now_first = p.read(start, 1, 1).unwrap().batches[0].append_time();
+    assert!(now_first > 1_700_000_000_000);
+    assert_eq!(p.earliest_append_time().unwrap(), Some(now_first));
 }
 
 #[tokio::test]

@@ -102,10 +102,7 @@ fn topic_horizon(
         .map(|(i, p)| {
             let earliest_offset = p.start_offset();
             let first_seen = first.and_then(|f| f.get(i).copied()).unwrap_or(0);
-            let earliest_append_ms = p
-                .read(earliest_offset, 1, 64 << 10)
-                .ok()
-                .and_then(|f| f.batches.first().map(|b| b.append_time()));
+            let earliest_append_ms = p.earliest_append_time().ok().flatten();
             PartitionHorizon {
                 partition: p.id(),
                 earliest_offset,
