@@ -45,6 +45,19 @@ pub struct WatermarkTracker {
     started: Option<i64>,
     /// The watermark never goes back, even if an idle partition resumes.
     emitted: i64,
+    /// The candidate (the furthest event time the partitions agree on)
+    /// last computed and the log time it was computed at, while it still
+    /// holds: an event that moves no minimum leaves it as it is, so most
+    /// events cost no pass over the partitions. Unused with one partition
+    /// (the candidate is its largest event time).
+    memo: Option<Memo>,
+}
+
+/// See [`WatermarkTracker::memo`].
+#[derive(Debug, Clone, Copy)]
+struct Memo {
+    log_time: i64,
+    candidate: Option<i64>,
 }
 
 impl WatermarkTracker {
@@ -56,16 +69,45 @@ impl WatermarkTracker {
             partitions: vec![PartitionProgress::default(); partitions],
             started: None,
             emitted: i64::MIN,
+            memo: None,
         }
     }
 
     /// Records an event of `partition` with `event_time`, appended at log
     /// time `log_time`.
     pub fn observe(&mut self, partition: usize, event_time: i64, log_time: i64) {
+        let started = self.started;
         self.started.get_or_insert(log_time);
         let p = &mut self.partitions[partition];
-        p.max_event_time = Some(p.max_event_time.map_or(event_time, |m| m.max(event_time)));
+        let before = *p;
+        p.max_event_time = Some(
+            before
+                .max_event_time
+                .map_or(event_time, |m| m.max(event_time)),
+        );
         p.last_event_at = Some(log_time);
+        let after = *p;
+        if let Some(memo) = self.memo {
+            // At the memo's log time, the candidate still holds if this
+            // partition is as active as before and its largest event time
+            // either stayed or rose from above the (active) minimum.
+            let active = |p: &PartitionProgress, started| {
+                is_active(p, started, memo.log_time, self.idle_timeout_ms)
+            };
+            let was_active = active(&before, started);
+            // (Before the first event no partition has a largest event
+            // time: the first always changes one.)
+            let holds = was_active == active(&after, self.started)
+                && (before.max_event_time == after.max_event_time
+                    || (was_active
+                        && matches!(
+                            (before.max_event_time, memo.candidate),
+                            (Some(m), Some(c)) if m > c
+                        )));
+            if !holds {
+                self.memo = None;
+            }
+        }
     }
 
     /// The watermark at log time `log_time`: no event at or before it is
@@ -74,19 +116,38 @@ impl WatermarkTracker {
     /// decreases as `log_time` grows (partitions only turn idle), which is
     /// why evaluating it at more or fewer log times gives the same answer.
     pub fn watermark(&mut self, log_time: i64) -> i64 {
-        let started = self.started;
-        let idle_timeout = self.idle_timeout_ms;
-        let is_active = |p: &PartitionProgress| match p.last_event_at.or(started) {
-            Some(t) => log_time.saturating_sub(t) < idle_timeout,
-            None => true,
+        let candidate = match (self.memo, &self.partitions[..]) {
+            // Active or idle, one partition's largest event time.
+            (_, [only]) => only.max_event_time,
+            (Some(memo), _) if memo.log_time == log_time => memo.candidate,
+            _ => {
+                let candidate = self.candidate(log_time);
+                self.memo = Some(Memo {
+                    log_time,
+                    candidate,
+                });
+                candidate
+            }
         };
+        if let Some(max) = candidate {
+            self.emitted = self
+                .emitted
+                .max(max.saturating_sub(self.out_of_orderness_ms));
+        }
+        self.emitted
+    }
+
+    /// The furthest event time the partitions agree on at `log_time`: the
+    /// smallest largest event time of the active partitions (`None` while
+    /// one has none), or with every partition idle, the largest.
+    fn candidate(&self, log_time: i64) -> Option<i64> {
         let (mut any_active, mut active_min, mut all_max) = (false, Some(i64::MAX), None::<i64>);
         for p in &self.partitions {
             all_max = match (all_max, p.max_event_time) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             };
-            if is_active(p) {
+            if is_active(p, self.started, log_time, self.idle_timeout_ms) {
                 any_active = true;
                 active_min = match (active_min, p.max_event_time) {
                     (Some(m), Some(t)) => Some(m.min(t)),
@@ -95,13 +156,11 @@ impl WatermarkTracker {
             }
         }
         // Everything idle: the watermark follows the furthest partition.
-        let candidate = if any_active { active_min } else { all_max };
-        if let Some(max) = candidate {
-            self.emitted = self
-                .emitted
-                .max(max.saturating_sub(self.out_of_orderness_ms));
+        if any_active {
+            active_min
+        } else {
+            all_max
         }
-        self.emitted
     }
 
     /// The watermark most recently computed (without recomputing).
@@ -126,10 +185,26 @@ impl WatermarkTracker {
     /// Restores the per-partition progress of a commit (ignored if it was
     /// taken with another number of partitions).
     pub fn restore_state(&mut self, state: TrackerState) {
+        self.memo = None;
         if state.partitions.len() == self.partitions.len() {
             self.started = state.started;
             self.partitions = state.partitions;
         }
+    }
+}
+
+/// True if partition `p` holds the watermark back at `log_time`: it had
+/// an event (or, without one, the version its first) within the idle
+/// timeout.
+fn is_active(
+    p: &PartitionProgress,
+    started: Option<i64>,
+    log_time: i64,
+    idle_timeout: i64,
+) -> bool {
+    match p.last_event_at.or(started) {
+        Some(t) => log_time.saturating_sub(t) < idle_timeout,
+        None => true,
     }
 }
 
@@ -192,5 +267,45 @@ mod tests {
         restored.observe(0, 2000, 170);
         assert_eq!(t.watermark(170), 2000, "partition 1 idle since 60");
         assert_eq!(restored.watermark(170), 2000);
+    }
+
+    proptest::proptest! {
+        /// The memo and the one-partition shortcut change nothing: after
+        /// any events and log times, the
+        /// candidate and the watermark are what a full pass over the
+        /// partitions gives (the runtime's calls: an event at its append
+        /// time, then the watermark at the log time; or log time moving on
+        /// alone).
+        #[test]
+        fn the_memo_gives_what_a_full_pass_gives(
+            partitions in 1usize..5,
+            out_of_orderness in 0i64..30,
+            idle_timeout in 0i64..150,
+            steps in proptest::collection::vec(
+                (proptest::bool::weighted(0.85), 0usize..4, 0i64..400, 0i64..40),
+                1..300,
+            ),
+        ) {
+            let mut tracker = WatermarkTracker::new(partitions, out_of_orderness, idle_timeout);
+            // Events only: its candidate is always computed by a full pass.
+            let mut full = tracker.clone();
+            let (mut log_time, mut expected) = (0i64, i64::MIN);
+            for (is_event, partition, event_time, later) in steps {
+                log_time += later;
+                if is_event {
+                    let partition = partition % partitions;
+                    tracker.observe(partition, event_time, log_time);
+                    full.observe(partition, event_time, log_time);
+                }
+                let candidate = full.candidate(log_time);
+                if let Some(max) = candidate {
+                    expected = expected.max(max.saturating_sub(out_of_orderness));
+                }
+                proptest::prop_assert_eq!(tracker.watermark(log_time), expected);
+                if partitions > 1 {
+                    proptest::prop_assert_eq!(tracker.memo.map(|m| m.candidate), Some(candidate));
+                }
+            }
+        }
     }
 }
