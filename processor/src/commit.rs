@@ -182,6 +182,7 @@ impl Runtime {
             j.flush(&mut batch);
         }
         let state_written = !batch.is_empty();
+        let flushed_us = started.elapsed().as_micros() as u64;
         let meta = CommitMeta {
             stream_positions: self.order.stream_positions().to_vec(),
             table_positions: self.order.table_positions().to_vec(),
@@ -223,7 +224,9 @@ impl Runtime {
         }
         let bytes = batch.bytes();
         span.record("bytes", bytes);
+        let write_started = Instant::now();
         self.store.write(batch)?;
+        let write_us = write_started.elapsed().as_micros() as u64;
         self.last_meta = Some(meta);
         self.uncommitted_records = 0;
         self.last_commit = Instant::now();
@@ -257,6 +260,8 @@ impl Runtime {
             outbox = outbox.len(),
             watermark,
             elapsed_us = started.elapsed().as_micros() as u64,
+            flushed_us,
+            write_us,
             "committed"
         );
         self.check_state_limit()
