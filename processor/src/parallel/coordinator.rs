@@ -61,13 +61,14 @@ impl Runtime {
                 } => {
                     self.enter_batch(append_time)?;
                     let records = prepared.records;
-                    let (items, grouped) = prepared.into_parts();
+                    let mut parts = prepared.into_parts();
                     // The marks of each shard's grouped events, in order.
-                    let mut marks: Vec<Vec<Mark>> = grouped
+                    let mut marks: Vec<Vec<Mark>> = parts
+                        .grouped
                         .iter()
                         .map(|events| Vec::with_capacity(events.len()))
                         .collect();
-                    for item in items {
+                    for item in parts.items {
                         match item {
                             Item::FilteredRun {
                                 max_event_time,
@@ -81,16 +82,18 @@ impl Runtime {
                             Item::Grouped { shard, event_time } => {
                                 let mark =
                                     self.process_grouped(partition, event_time, append_time)?;
-                                marks[shard].push(mark);
+                                marks[shard as usize].push(mark);
                             }
-                            Item::Record(record) => {
+                            Item::Kept => {
+                                let record =
+                                    parts.kept.next().expect("one kept record per kept item");
                                 self.process_prepared(partition, record, append_time)?
                             }
                         }
                     }
                     // The events go to their shards as the source filled
                     // them; only the marks are the coordinator's.
-                    self.route_grouped(grouped, marks)?;
+                    self.route_grouped(parts.grouped, marks)?;
                     processed += records;
                     taken += records;
                     self.uncommitted_records += records;

@@ -50,41 +50,41 @@ pub(crate) struct PreparedBatch {
     /// Records in the batch, valid or not.
     pub(crate) records: u64,
     /// The valid records, in order.
-    steps: Vec<Step>,
-    /// The records of [`Step::Kept`], in order.
+    steps: Vec<Item>,
+    /// The records of [`Item::Kept`], in order.
     kept: Vec<Prepared>,
-    /// Per key shard, the events of its [`Step::Grouped`] steps, in order
+    /// Per key shard, the events of its [`Item::Grouped`] steps, in order
     /// (empty without [`SourceWork::grouped`]).
     grouped: Vec<Vec<ShardEvent>>,
 }
 
-/// A step of a [`PreparedBatch`].
+/// What the coordinator processes of a [`PreparedBatch`], in order: a
+/// step of 16 bytes per run of filtered records, grouped event or other
+/// valid record (which it takes from [`Parts::kept`]). The records stay
+/// in their vector: an item holding one (a few hundred bytes) was copied
+/// whole at every move, whatever its kind.
 #[derive(Debug, Clone, Copy)]
-enum Step {
-    /// Consecutive records that failed the early filter.
-    Filtered { max_event_time: i64, records: u32 },
-    /// The next of the batch's kept records.
-    Kept,
-    /// The next of the batch's grouped events of key shard `shard`.
-    Grouped { event_time: i64, shard: u32 },
-}
-
-/// What the coordinator processes of a [`PreparedBatch`], in order.
-#[derive(Debug)]
-// Made one at a time and matched at once: boxing the record would cost an
-// allocation per event for nothing.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Item {
     /// Consecutive records that failed the early filter: how many, and
     /// the largest event time among them
     /// ([`crate::runner::Runtime::process_filtered_run`]).
     FilteredRun { max_event_time: i64, records: u32 },
+    /// The next of the batch's other valid records ([`Parts::kept`]).
+    Kept,
     /// The next grouped event of key shard `shard` (the event itself is
     /// in the batch's vector for the shard), the filter applied
     /// ([`crate::runner::Runtime::process_grouped`]).
-    Grouped { shard: usize, event_time: i64 },
-    /// Any other valid record.
-    Record(Prepared),
+    Grouped { event_time: i64, shard: u32 },
+}
+
+/// A [`PreparedBatch`] taken apart for the coordinator.
+pub(crate) struct Parts {
+    /// The valid records, in order.
+    pub(crate) items: std::vec::IntoIter<Item>,
+    /// The records of the [`Item::Kept`] items, in order.
+    pub(crate) kept: std::vec::IntoIter<Prepared>,
+    /// Per key shard, its grouped events in the order of their items.
+    pub(crate) grouped: Vec<Vec<ShardEvent>>,
 }
 
 impl PreparedBatch {
@@ -110,52 +110,42 @@ impl PreparedBatch {
     fn push(&mut self, prepared: Prepared) {
         match prepared {
             Prepared::Filtered { event_time } => match self.steps.last_mut() {
-                Some(Step::Filtered {
+                Some(Item::FilteredRun {
                     max_event_time,
                     records,
                 }) if *records < u32::MAX => {
                     *max_event_time = (*max_event_time).max(event_time);
                     *records += 1;
                 }
-                _ => self.steps.push(Step::Filtered {
+                _ => self.steps.push(Item::FilteredRun {
                     max_event_time: event_time,
                     records: 1,
                 }),
             },
             kept => {
-                self.steps.push(Step::Kept);
+                self.steps.push(Item::Kept);
                 self.kept.push(kept);
             }
         }
     }
 
     fn push_grouped(&mut self, shard: usize, event: ShardEvent) {
-        self.steps.push(Step::Grouped {
+        self.steps.push(Item::Grouped {
             event_time: event.grouped.event_time,
             shard: shard as u32,
         });
         self.grouped[shard].push(event);
     }
 
-    /// The valid records, in order, runs of filtered ones together; and
-    /// per key shard, its grouped events in the order of their items.
-    pub(crate) fn into_parts(self) -> (impl Iterator<Item = Item>, Vec<Vec<ShardEvent>>) {
-        let mut kept = self.kept.into_iter();
-        let items = self.steps.into_iter().map(move |step| match step {
-            Step::Filtered {
-                max_event_time,
-                records,
-            } => Item::FilteredRun {
-                max_event_time,
-                records,
-            },
-            Step::Kept => Item::Record(kept.next().expect("one kept record per kept step")),
-            Step::Grouped { event_time, shard } => Item::Grouped {
-                shard: shard as usize,
-                event_time,
-            },
-        });
-        (items, self.grouped)
+    /// The valid records, in order, runs of filtered ones together; the
+    /// kept records; and per key shard, its grouped events in the order of
+    /// their items.
+    pub(crate) fn into_parts(self) -> Parts {
+        Parts {
+            items: self.steps.into_iter(),
+            kept: self.kept.into_iter(),
+            grouped: self.grouped,
+        }
     }
 }
 
