@@ -1,7 +1,8 @@
 //! `kappa-bench` against a real server, with tiny sizes: `produce`
 //! (twice, the second with `--compare`), `replay` (consumer group re-read),
 //! `e2e` (produce → visible in a view, read-your-writes probes),
-//! `rebuild` (a view replayed from earliest), and `kafka-produce` and
+//! `rebuild` (a view replayed from earliest), `build` (issue 14's view
+//! built from an NDJSON file, with two workers), and `kafka-produce` and
 //! `kafka-consume` (the same over the Kafka protocol; every counted record
 //! must be in the topic and read back). Each writes `--json`; the test
 //! checks the fields a results file promises, zero failures, and that the
@@ -255,6 +256,54 @@ fn kappa_bench_scenarios_run_against_a_real_server() {
     assert_eq!(details["version"], 2, "{rebuild}");
     assert!(details["progress"].is_array(), "{rebuild}");
     assert_eq!(server.get("/v1/topics/bench_rebuild_events").0, 404);
+
+    // build: 300 user events (every third a purchase) over 35 minutes,
+    // loaded into 2 partitions, the seed's view built with two workers;
+    // its rows and purchase counts are what the events say.
+    let file = dir.path().join("events.ndjson");
+    let mut lines = String::new();
+    let mut groups = std::collections::BTreeSet::new();
+    let mut purchases = 0u64;
+    for i in 0..300u64 {
+        let (user, seconds) = (format!("u{}", i % 7), i * 7);
+        let event_type = ["view", "cart", "purchase"][(i % 3) as usize];
+        if event_type == "purchase" {
+            purchases += 1;
+            groups.insert((user.clone(), seconds / 300));
+        }
+        lines.push_str(&format!(
+            "{{\"user_id\":\"{user}\",\"event_type\":\"{event_type}\",\"amount\":{i}.5,\"event_time\":\"2026-01-01T{:02}:{:02}:{:02}.000Z\"}}\n",
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60
+        ));
+    }
+    std::fs::write(&file, lines).expect("writing the events file");
+    let (_, build) = bench(
+        &server,
+        dir.path(),
+        "build",
+        &[
+            "build",
+            "--file",
+            file.to_str().unwrap(),
+            "--partitions",
+            "2",
+            "--parallelism",
+            "2",
+            "--runs",
+            "1",
+        ],
+    );
+    assert_report_shape(&build, "build");
+    assert!(figure(&build, "build time") > 0.0, "{build}");
+    assert_eq!(
+        figure(&build, "purchases counted"),
+        purchases as f64,
+        "{build}"
+    );
+    assert_eq!(figure(&build, "view rows"), groups.len() as f64, "{build}");
+    assert_eq!(server.get("/v1/views/purchase_stats").0, 404, "dropped");
 
     server.terminate_ok();
 }
