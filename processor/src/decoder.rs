@@ -320,15 +320,17 @@ impl Decoder {
         if !passed {
             return Some(Early::Filtered(event_time));
         }
-        if values.is_empty() {
-            values = smallvec![Value::Null; names.len()];
+        // Built straight into the event's vector (the filter's values, if
+        // it built any, moved over): no inline vector copied out.
+        let mut filter_values = values.into_iter();
+        let mut fields = Vec::with_capacity(names.len());
+        for raw in &raws {
+            fields.push(match filter_values.next() {
+                Some(value) if !value.is_null() => value,
+                _ => raw.build()?,
+            });
         }
-        for (value, raw) in values.iter_mut().zip(&raws) {
-            if value.is_null() {
-                *value = raw.build()?;
-            }
-        }
-        Some(Early::Passed(values.into_vec(), event_time))
+        Some(Early::Passed(fields, event_time))
     }
 
     /// Decodes `record` whole or by its used fields, checks it, and applies
