@@ -37,29 +37,28 @@ pub(crate) enum Prepared {
 }
 
 /// A batch's records as a source worker prepared them: its number of
-/// records, and the valid ones in order — each run of records that failed
-/// the early filter as one step of 16 bytes, the others on the side:
-/// events of an aggregate the coordinator only sequences
-/// ([`SourceWork::grouped`]) as a step with their key shard and event
-/// time, the events themselves ([`ShardEvent`]) in one vector per key
-/// shard that goes to the shard as it is; any other record as a
-/// [`Prepared`] value (an event is a few hundred bytes; most records of a
-/// filtered view are dropped, and a batch of them stays small).
+/// records, and the valid ones in order as [`Item`]s of 16 bytes — a run
+/// of records that failed the early filter as one item; an event of an
+/// aggregate the coordinator only sequences ([`SourceWork::grouped`]) as
+/// an item with its key shard and event time, the event itself
+/// ([`ShardEvent`]) in one vector per key shard that goes to the shard as
+/// it is; any other record as an item, the record ([`Prepared`], a few
+/// hundred bytes for an event) in a vector beside them.
 #[derive(Debug, Default)]
 pub(crate) struct PreparedBatch {
     /// Records in the batch, valid or not.
     pub(crate) records: u64,
     /// The valid records, in order.
-    steps: Vec<Item>,
+    items: Vec<Item>,
     /// The records of [`Item::Kept`], in order.
     kept: Vec<Prepared>,
-    /// Per key shard, the events of its [`Item::Grouped`] steps, in order
+    /// Per key shard, the events of its [`Item::Grouped`] items, in order
     /// (empty without [`SourceWork::grouped`]).
     grouped: Vec<Vec<ShardEvent>>,
 }
 
-/// What the coordinator processes of a [`PreparedBatch`], in order: a
-/// step of 16 bytes per run of filtered records, grouped event or other
+/// What the coordinator processes of a [`PreparedBatch`], in order: one
+/// item of 16 bytes per run of filtered records, grouped event or other
 /// valid record (which it takes from [`Parts::kept`]). The records stay
 /// in their vector: an item holding one (a few hundred bytes) was copied
 /// whole at every move, whatever its kind.
@@ -88,7 +87,7 @@ pub(crate) struct Parts {
 }
 
 impl PreparedBatch {
-    /// An empty batch with room for `records` steps and `expected` kept
+    /// An empty batch with room for `records` items and `expected` kept
     /// records: grouped ones over `shards` key shards (none: not grouped).
     fn with_capacity(records: usize, expected: usize, shards: usize) -> PreparedBatch {
         // A quarter more than an even share: the shares vary from batch to
@@ -99,7 +98,7 @@ impl PreparedBatch {
         let per_shard = (expected + expected / 4) / shards.max(1);
         PreparedBatch {
             records: 0,
-            steps: Vec::with_capacity(records),
+            items: Vec::with_capacity(records),
             kept: Vec::with_capacity(if shards == 0 { expected } else { 0 }),
             grouped: (0..shards).map(|_| Vec::with_capacity(per_shard)).collect(),
         }
@@ -112,7 +111,7 @@ impl PreparedBatch {
 
     fn push(&mut self, prepared: Prepared) {
         match prepared {
-            Prepared::Filtered { event_time } => match self.steps.last_mut() {
+            Prepared::Filtered { event_time } => match self.items.last_mut() {
                 Some(Item::FilteredRun {
                     max_event_time,
                     records,
@@ -120,20 +119,20 @@ impl PreparedBatch {
                     *max_event_time = (*max_event_time).max(event_time);
                     *records += 1;
                 }
-                _ => self.steps.push(Item::FilteredRun {
+                _ => self.items.push(Item::FilteredRun {
                     max_event_time: event_time,
                     records: 1,
                 }),
             },
             kept => {
-                self.steps.push(Item::Kept);
+                self.items.push(Item::Kept);
                 self.kept.push(kept);
             }
         }
     }
 
     fn push_grouped(&mut self, shard: usize, event: ShardEvent) {
-        self.steps.push(Item::Grouped {
+        self.items.push(Item::Grouped {
             event_time: event.grouped.event_time,
             shard: shard as u32,
         });
@@ -145,7 +144,7 @@ impl PreparedBatch {
     /// their items.
     pub(crate) fn into_parts(self) -> Parts {
         Parts {
-            items: self.steps.into_iter(),
+            items: self.items.into_iter(),
             kept: self.kept.into_iter(),
             grouped: self.grouped,
         }
