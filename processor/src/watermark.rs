@@ -271,11 +271,10 @@ mod tests {
 
     proptest::proptest! {
         /// The memo and the one-partition shortcut change nothing: after
-        /// any events and log times, the
-        /// candidate and the watermark are what a full pass over the
-        /// partitions gives (the runtime's calls: an event at its append
-        /// time, then the watermark at the log time; or log time moving on
-        /// alone).
+        /// any events and log times, the candidate and the watermark are
+        /// what a full pass over the partitions gives (the runtime's
+        /// calls: an event at its append time, then the watermark at the
+        /// log time; or log time moving on alone).
         #[test]
         fn the_memo_gives_what_a_full_pass_gives(
             partitions in 1usize..5,
