@@ -124,7 +124,7 @@ fn parse_rest(b: &[u8], minute_ms: i64) -> Option<i64> {
     Some(minute_ms + (second - offset_s) * 1000 + millis)
 }
 
-/// The last minute [`parse_timestamp_ascii_memo`] read: the events of a
+/// The last minute [`parse_timestamp_memo`] read: the events of a
 /// stream mostly come in time order, so most share their minute with the
 /// one before and only their seconds need reading.
 #[derive(Debug, Clone, Copy)]
@@ -135,15 +135,24 @@ pub(crate) struct MinuteMemo {
     ms: i64,
 }
 
-/// [`parse_timestamp_ascii`], reading a minute equal to the last one read
-/// (`memo`) from memory.
-pub(crate) fn parse_timestamp_ascii_memo(
+/// [`parse_timestamp_ascii`] of the text `b`, reading a minute equal to the
+/// last one read (`memo`) from memory, and the common form in that minute
+/// in place ([`canonical_in_minute`]); `None` when `b` is not ASCII (the
+/// text parse decides then), else the answer.
+pub(crate) fn parse_timestamp_memo(
     b: &[u8],
     memo: &std::cell::Cell<Option<MinuteMemo>>,
-) -> Option<i64> {
+) -> Option<Option<i64>> {
+    // The common form needs no ASCII check: it is made of the ASCII bytes
+    // it compares.
     if let Some(ms) = canonical_in_minute(b, memo.get()) {
-        return Some(ms);
+        return Some(Some(ms));
     }
+    b.is_ascii().then(|| parse_ascii_memo(b, memo))
+}
+
+/// [`parse_timestamp_ascii`] of ASCII `b` through the minute memo.
+fn parse_ascii_memo(b: &[u8], memo: &std::cell::Cell<Option<MinuteMemo>>) -> Option<i64> {
     let b = trim_ascii(b)?;
     let minute: &[u8; MINUTE_LEN] = b.first_chunk()?;
     let minute_ms = match memo.get() {
@@ -164,7 +173,7 @@ pub(crate) fn parse_timestamp_ascii_memo(
 /// (the memo's minute does) and ends with `Z`, so trimming keeps it whole,
 /// and the rest is `:SS`, a three-digit fraction and the offset `Z`.
 #[inline]
-pub(crate) fn canonical_in_minute(b: &[u8], memo: Option<MinuteMemo>) -> Option<i64> {
+fn canonical_in_minute(b: &[u8], memo: Option<MinuteMemo>) -> Option<i64> {
     let last = memo?;
     let b: &[u8; 24] = b.try_into().ok()?;
     if b[..MINUTE_LEN] != last.text || b[16] != b':' || b[19] != b'.' || b[23] != b'Z' {
@@ -348,8 +357,8 @@ mod tests {
             let memo = std::cell::Cell::new(None);
             for text in &texts {
                 prop_assert_eq!(
-                    parse_timestamp_ascii_memo(text.as_bytes(), &memo),
-                    parse_timestamp_ascii(text.as_bytes()),
+                    parse_timestamp_memo(text.as_bytes(), &memo),
+                    Some(parse_timestamp_ascii(text.as_bytes())),
                     "{:?}", text
                 );
             }

@@ -18,10 +18,7 @@ use serde_json::Value;
 use smallvec::{smallvec, SmallVec};
 
 use crate::expr::DataType;
-use crate::time::{
-    canonical_in_minute, parse_timestamp_ascii, parse_timestamp_ascii_memo, parse_timestamp_text,
-    MinuteMemo,
-};
+use crate::time::{parse_timestamp_ascii, parse_timestamp_memo, parse_timestamp_text, MinuteMemo};
 
 mod quick;
 
@@ -460,16 +457,11 @@ impl<'a> Raw<'a> {
     }
 
     /// [`Raw::timestamp`], reading a minute equal to the last one read
-    /// through `memo` from memory ([`parse_timestamp_ascii_memo`]).
+    /// through `memo` from memory ([`parse_timestamp_memo`]).
     pub(crate) fn timestamp_memo(self, memo: &Cell<Option<MinuteMemo>>) -> Option<Option<i64>> {
         if let Raw::Text(text) = self {
-            // The common form in the last minute needs no ASCII check: it
-            // is made of the ASCII bytes it compares.
-            if let Some(ms) = canonical_in_minute(text, memo.get()) {
-                return Some(Some(ms));
-            }
-            if text.is_ascii() {
-                return Some(parse_timestamp_ascii_memo(text, memo));
+            if let Some(answer) = parse_timestamp_memo(text, memo) {
+                return Some(answer);
             }
         }
         self.timestamp()
