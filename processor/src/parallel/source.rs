@@ -8,6 +8,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use bytes::Bytes;
+
 use super::shard::ShardEvent;
 use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
@@ -171,7 +173,11 @@ impl SourceWork {
     /// `progress`); `expected` kept records are made room for.
     fn prepare(&self, batch: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
         let append_time = batch.batch.append_time();
-        let buffer = batch.batch.as_bytes();
+        // Events share the batch's bytes through a reference count of this
+        // batch alone: the log's buffer is one mapping of a whole segment,
+        // whose one count every source worker would otherwise take and
+        // release per event, from several cores.
+        let buffer = &Bytes::from_owner(batch.batch.as_bytes().clone());
         let records = (batch.to - batch.from) as usize;
         let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
         let mut out = PreparedBatch::with_capacity(records, expected, shards);
