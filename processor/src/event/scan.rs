@@ -77,9 +77,9 @@ pub(crate) struct NameSet {
     /// Bit `n` (`n` < 63): some name is `n` bytes long; bit 63: some name
     /// is 63 bytes or longer.
     lengths: u64,
-    /// Per name: its length and its first 16 bytes as two words
-    /// ([`words_at`]).
-    keys: Vec<(usize, u64, u64)>,
+    /// Per name, in the order of `names`: its first 16 bytes as two words
+    /// ([`words_at`]) and its length.
+    keys: Vec<(u64, u64, usize)>,
     names: Vec<String>,
 }
 
@@ -92,7 +92,7 @@ impl NameSet {
                 .iter()
                 .map(|n| {
                     let (a, b) = words_at(n.as_bytes(), 0, n.len());
-                    (n.len(), a, b)
+                    (a, b, n.len())
                 })
                 .collect(),
             names: names.to_vec(),
@@ -107,7 +107,11 @@ impl NameSet {
             return None;
         }
         let (a, b) = words_at(bytes, start, len);
-        let i = self.keys.iter().position(|&k| k == (len, a, b))?;
+        // The first word tells most names apart: compared first.
+        let i = self
+            .keys
+            .iter()
+            .position(|&(ka, kb, klen)| ka == a && kb == b && klen == len)?;
         (len <= 16 || self.names[i].as_bytes() == &bytes[start..end]).then_some(i)
     }
 }
