@@ -64,6 +64,10 @@ pub(crate) struct Decoder {
     /// The minute of the last event time read as text (per copy: a
     /// decoder is used by one thread).
     minute: Cell<Option<MinuteMemo>>,
+    /// Valid events hold their record's key and value (sharing the batch
+    /// buffer, a reference count each); false where nothing reads them
+    /// ([`Decoder::without_record`]).
+    share_record: bool,
 }
 
 /// The plan of [`Decoder`]'s filter-first path: locate the used fields
@@ -210,6 +214,21 @@ impl Decoder {
             filter,
             filter_first,
             minute: Cell::new(None),
+            share_record: true,
+        }
+    }
+
+    /// This decoder giving valid events without their record's key and
+    /// value ([`Event::raw_key`] `None`, [`Event::raw_value`] and
+    /// [`Event::lossy_key`] empty), for callers that read neither (no
+    /// expression reading the key, no side output of the record): taking
+    /// and releasing a reference count on the batch buffer per event costs
+    /// more than the rest of handing a filtered-in event on. Future events
+    /// keep theirs (they may go to a side output).
+    pub(crate) fn without_record(self) -> Decoder {
+        Decoder {
+            share_record: false,
+            ..self
         }
     }
 
@@ -245,6 +264,7 @@ impl Decoder {
                 Some(Early::Filtered(event_time)) => return Decoded::Filtered { event_time },
                 Some(Early::Passed(values, event_time)) => {
                     let fields = Some((names.clone(), values));
+                    let buffer = self.share_record.then_some(buffer);
                     let event =
                         new_event(partition, &record, buffer, Value::Null, fields, event_time);
                     return Decoded::Valid {
@@ -351,7 +371,7 @@ impl Decoder {
             return Decoded::Invalid;
         };
         let timestamp = record.timestamp;
-        let mut event = new_event(partition, record, buffer, value, fields, timestamp);
+        let mut event = new_event(partition, record, Some(buffer), value, fields, timestamp);
         for (name, ty) in self.typed_fields.iter() {
             let value = Row::field(&event, std::slice::from_ref(name));
             if value.is_some_and(|v| !crate::expr::conforms(v, *ty)) {
@@ -371,32 +391,47 @@ impl Decoder {
             Some(filter) if !filter.is_true(&event) => Decoded::Filtered {
                 event_time: event.event_time,
             },
-            filter => Decoded::Valid {
-                event,
-                filtered: filter.is_some(),
-            },
+            filter => {
+                if !self.share_record {
+                    (event.raw_key, event.lossy_key) = (None, None);
+                    event.raw_value = Bytes::new();
+                }
+                Decoded::Valid {
+                    event,
+                    filtered: filter.is_some(),
+                }
+            }
         }
     }
 }
 
 /// The event of `record` of input `partition`, decoded to `value` or
 /// `fields`, at `event_time`; its raw key and value share the batch
-/// `buffer` the record was read from.
+/// `buffer` the record was read from (without one, it has neither:
+/// [`Decoder::without_record`]).
 fn new_event(
     partition: u32,
     record: &RecordRef<'_>,
-    buffer: &Bytes,
+    buffer: Option<&Bytes>,
     value: Value,
     fields: Option<(Arc<[String]>, Vec<Value>)>,
     event_time: i64,
 ) -> Event {
+    let (lossy_key, raw_key, raw_value) = match buffer {
+        Some(buffer) => (
+            Event::lossy_key_of(record.key),
+            record.key.map(|key| buffer.slice_ref(key)),
+            buffer.slice_ref(record.value),
+        ),
+        None => (None, None, Bytes::new()),
+    };
     Event {
         partition,
         offset: record.offset,
         record_timestamp: record.timestamp,
-        lossy_key: Event::lossy_key_of(record.key),
-        raw_key: record.key.map(|key| buffer.slice_ref(key)),
-        raw_value: buffer.slice_ref(record.value),
+        lossy_key,
+        raw_key,
+        raw_value,
         value,
         fields,
         event_time,

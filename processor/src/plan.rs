@@ -198,6 +198,19 @@ pub struct AggregateSpec {
     pub having: Option<Expr>,
 }
 
+impl AggregateSpec {
+    /// Whether grouping an event reads its record key: a group key or
+    /// aggregate input reading `ROWKEY`.
+    pub fn reads_key(&self) -> bool {
+        let mut reads = false;
+        let inputs = self.aggregates.iter().filter_map(|a| a.input.as_ref());
+        for expr in self.group_by.iter().chain(inputs) {
+            expr.walk(&mut |e| reads |= matches!(e, Expr::Key));
+        }
+        reads
+    }
+}
+
 /// Where results go.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

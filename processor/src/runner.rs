@@ -373,12 +373,21 @@ impl Runtime {
         let coordinator_reads_events = self.dedup.is_some()
             || self.plan.join.is_some()
             || (self.plan.filter.is_some() && !self.decoder.filters());
+        let grouped = spec
+            .filter(|_| !coordinator_reads_events)
+            .map(|spec| (spec, workers));
+        let late_side_output = self.late_side_output();
+        // A grouped event is all that leaves a source worker: its record is
+        // read only for a late side output or by an aggregate reading the key.
+        let reads_record =
+            late_side_output || grouped.as_ref().is_none_or(|(spec, _)| spec.reads_key());
         let work = SourceWork {
-            decoder: self.decoder.clone(),
-            grouped: spec
-                .filter(|_| !coordinator_reads_events)
-                .map(|spec| (spec, workers)),
-            late_side_output: self.late_side_output(),
+            decoder: match reads_record {
+                true => self.decoder.clone(),
+                false => self.decoder.clone().without_record(),
+            },
+            grouped,
+            late_side_output,
         };
         self.sources = Some(SourcePool::start(
             workers,

@@ -386,3 +386,32 @@ fn deduplication_by_record_key_sees_the_key_with_several_workers() {
         assert_eq!(progress.duplicates, one.duplicates, "{workers} workers");
     }
 }
+
+#[test]
+fn an_aggregate_grouping_by_the_record_key_reads_it_with_several_workers() {
+    // Source workers hand on grouped events without their records when
+    // nothing reads them; an aggregate grouping by the key reads it.
+    let plan = |tag: usize| {
+        Pipeline::from_topic("buys")
+            .event_time_field("ts")
+            .filter(Expr::field("amount").gt(Expr::lit(10)))
+            .key_by([("user", Expr::Key)])
+            .aggregate([dsl::count("n"), dsl::sum("spent", Expr::field("amount"))])
+            .to_topic(&format!("by-key-{tag}"))
+    };
+    let rows = |h: &Harness, tag: usize| {
+        let mut records = h.topic_records(&format!("by-key-{tag}"));
+        for r in &mut records {
+            r.as_object_mut().unwrap().remove("timestamp");
+        }
+        records
+    };
+    let h = loaded();
+    run(&h, &plan(1), 1);
+    let expected = rows(&h, 1);
+    assert_eq!(expected.len(), 40, "one row per key: {expected:?}");
+    for workers in [2, 4] {
+        run(&h, &plan(workers), workers);
+        assert_same(&rows(&h, workers), &expected, &format!("{workers} workers"));
+    }
+}
