@@ -61,6 +61,7 @@
 //! Derived streams (no aggregate) use the source workers only; their
 //! output keeps the input's order.
 
+mod handoff;
 pub(crate) mod shard;
 pub(crate) mod source;
 

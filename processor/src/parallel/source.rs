@@ -4,12 +4,13 @@
 //! results back in the order it handed the batches out.
 
 use std::collections::VecDeque;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
 
+use super::handoff::{EndOnDrop, Results};
 use super::shard::ShardEvent;
 use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
@@ -258,7 +259,8 @@ pub(crate) enum Handed {
 /// workers never wait for a poll to start.
 pub(crate) struct SourcePool {
     jobs: Vec<Sender<Job>>,
-    results: Vec<Receiver<PreparedBatch>>,
+    /// Each worker's prepared batches, in the order it was given them.
+    results: Arc<Results<PreparedBatch>>,
     /// The batches handed in and not yet handed back, oldest first.
     queue: VecDeque<Queued>,
     /// Records of the stream batches in `queue`.
@@ -282,7 +284,7 @@ impl SourcePool {
     ) -> Result<SourcePool> {
         let mut pool = SourcePool {
             jobs: Vec::new(),
-            results: Vec::new(),
+            results: Arc::new(Results::new(workers)),
             queue: VecDeque::new(),
             queued_records: 0,
             partitions,
@@ -298,18 +300,17 @@ impl SourcePool {
                 WorkerRole::Source { partitions: owned },
             );
             let (job_tx, job_rx) = mpsc::channel::<Job>();
-            let (result_tx, result_rx) = mpsc::channel();
             let work = SourceWork {
                 decoder: work.decoder.detached(),
                 ..work.clone()
             };
             let progress = progress.clone();
+            let results = pool.results.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("{thread_name}-source-{index}"))
-                .spawn(move || run(work, &progress, &worker, job_rx, result_tx))
+                .spawn(move || run(work, &progress, &worker, job_rx, (&results, index)))
                 .map_err(|e| ProcessorError::Stopped(format!("cannot start a thread: {e}")))?;
             pool.jobs.push(job_tx);
-            pool.results.push(result_rx);
             pool.threads.push(thread);
         }
         Ok(pool)
@@ -353,6 +354,7 @@ impl SourcePool {
             to: next.to,
             worker,
         });
+        self.results.given_work(worker);
         self.jobs[worker]
             .send(Job { batch: next })
             .map_err(|_| ProcessorError::Stopped(format!("source worker {worker} ended")))
@@ -374,7 +376,7 @@ impl SourcePool {
                 worker,
             } => {
                 self.queued_records -= records;
-                let prepared = self.results[worker].recv().map_err(|_| {
+                let prepared = self.results.take(worker).ok_or_else(|| {
                     ProcessorError::Stopped(format!("source worker {worker} ended"))
                 })?;
                 Ok(Some(Handed::Stream {
@@ -397,25 +399,42 @@ impl Drop for SourcePool {
     }
 }
 
+/// Source worker `index`: prepares the batches of `jobs` in turn into
+/// `results` until the pool drops its end of `jobs`.
 fn run(
     work: SourceWork,
     progress: &Progress,
     worker: &WorkerProgress,
     jobs: Receiver<Job>,
-    results: Sender<PreparedBatch>,
+    (results, index): (&Results<PreparedBatch>, usize),
 ) {
+    let _end = EndOnDrop {
+        results,
+        worker: index,
+    };
     // Kept records per record of the last batch, to size the next one's
     // vector of kept records (growing it by doubling copied each batch's
     // events several times).
     let (mut last_kept, mut last_records) = (0usize, 1usize);
-    while let Ok(job) = jobs.recv() {
+    let mut next = jobs.recv().ok();
+    while let Some(job) = next {
         let records = (job.batch.to - job.batch.from) as usize;
         let expected = (records * last_kept).div_ceil(last_records) + 8;
         let prepared = work.prepare(&job.batch, progress, expected);
         (last_kept, last_records) = (prepared.kept_records(), records.max(1));
         worker.add_events(prepared.records);
-        if results.send(prepared).is_err() {
-            return;
-        }
+        // Whether it is out of work (no job waiting) decides when the
+        // waiting coordinator is woken (`Results`).
+        next = match jobs.try_recv() {
+            Ok(job) => {
+                results.put(index, prepared, false);
+                Some(job)
+            }
+            Err(TryRecvError::Empty) => {
+                results.put(index, prepared, true);
+                jobs.recv().ok()
+            }
+            Err(TryRecvError::Disconnected) => None,
+        };
     }
 }
