@@ -88,6 +88,16 @@ fn assert_same(got: &[Value], expected: &[Value], what: &str) {
     );
 }
 
+/// The records of `topic` without their timestamps: a running aggregate's
+/// records carry the time they were made, compared without it.
+fn records_untimed(h: &Harness, topic: &str) -> Vec<Value> {
+    let mut records = h.topic_records(topic);
+    for r in &mut records {
+        r.as_object_mut().unwrap().remove("timestamp");
+    }
+    records
+}
+
 /// A tumbling aggregate with EMIT CHANGES to topic `changes-{tag}`, late
 /// events to `late-{tag}`.
 fn changes_plan(tag: usize) -> Plan {
@@ -363,15 +373,7 @@ fn deduplication_by_record_key_sees_the_key_with_several_workers() {
             .aggregate([dsl::count("n"), dsl::sum("spent", Expr::field("amount"))])
             .to_topic(&format!("dedup-{tag}"))
     };
-    // A running aggregate's records carry the time they were made: compared
-    // without it.
-    let rows = |h: &Harness, tag: usize| {
-        let mut records = h.topic_records(&format!("dedup-{tag}"));
-        for r in &mut records {
-            r.as_object_mut().unwrap().remove("timestamp");
-        }
-        records
-    };
+    let rows = |h: &Harness, tag: usize| records_untimed(h, &format!("dedup-{tag}"));
     let h = loaded();
     let one = run(&h, &plan(1), 1);
     let expected = rows(&h, 1);
@@ -399,13 +401,7 @@ fn an_aggregate_grouping_by_the_record_key_reads_it_with_several_workers() {
             .aggregate([dsl::count("n"), dsl::sum("spent", Expr::field("amount"))])
             .to_topic(&format!("by-key-{tag}"))
     };
-    let rows = |h: &Harness, tag: usize| {
-        let mut records = h.topic_records(&format!("by-key-{tag}"));
-        for r in &mut records {
-            r.as_object_mut().unwrap().remove("timestamp");
-        }
-        records
-    };
+    let rows = |h: &Harness, tag: usize| records_untimed(h, &format!("by-key-{tag}"));
     let h = loaded();
     run(&h, &plan(1), 1);
     let expected = rows(&h, 1);

@@ -308,7 +308,7 @@ impl SourcePool {
             let results = pool.results.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("{thread_name}-source-{index}"))
-                .spawn(move || run(work, &progress, &worker, job_rx, (&results, index)))
+                .spawn(move || run(work, &progress, &worker, job_rx, &results, index))
                 .map_err(|e| ProcessorError::Stopped(format!("cannot start a thread: {e}")))?;
             pool.jobs.push(job_tx);
             pool.threads.push(thread);
@@ -406,7 +406,8 @@ fn run(
     progress: &Progress,
     worker: &WorkerProgress,
     jobs: Receiver<Job>,
-    (results, index): (&Results<PreparedBatch>, usize),
+    results: &Results<PreparedBatch>,
+    index: usize,
 ) {
     let _end = EndOnDrop {
         results,
@@ -434,6 +435,7 @@ fn run(
                 results.put(index, prepared, true);
                 jobs.recv().ok()
             }
+            // The pool is gone: nobody takes this batch.
             Err(TryRecvError::Disconnected) => None,
         };
     }
