@@ -244,10 +244,10 @@ impl InputOrder {
     fn fetch(&mut self, i: usize, max_records: u64) -> Result<()> {
         let input = &mut self.inputs[i];
         if let Some(batch) = input.split.take() {
-            // Its records from `read_to` on, at most `max_records` of them.
-            // The last fetch checked the batch (a CRC over every byte, the
-            // record framing); reading it again checked it again, once per
-            // fetch it was split over.
+            // Its records from `read_to` on, at most `max_records` of them,
+            // from the batch the last fetch read and checked (a CRC over
+            // every byte, the record framing): not read, and checked, once
+            // more per fetch it is split over.
             let end = batch
                 .next_offset()
                 .min(input.read_to.saturating_add(max_records));
