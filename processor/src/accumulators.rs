@@ -194,9 +194,10 @@ impl DecimalSum {
             // allocation): itoa for a large integer, zmij for a double.
             None => match n.as_u64() {
                 Some(u) => decimal_units(itoa::Buffer::new().format(u), self.scale),
-                None => n
-                    .as_f64()
-                    .and_then(|f| decimal_units(zmij::Buffer::new().format_finite(f), self.scale)),
+                None => n.as_f64().and_then(|f| {
+                    float_units(f, self.scale)
+                        .or_else(|| decimal_units(zmij::Buffer::new().format_finite(f), self.scale))
+                }),
             },
         };
         if let Some(units) = units {
@@ -229,6 +230,33 @@ impl DecimalSum {
         };
         decimal_value(rounded, self.scale + EXTRA)
     }
+}
+
+/// The units of `10^-scale` of the double `f` when it is the double
+/// nearest a decimal of at most `scale` places — what JSON numbers such as
+/// `13.05` read as — without writing its text; `None` when the text must
+/// decide ([`decimal_units`] of its shortest text).
+///
+/// Why it equals [`decimal_units`] of any text that reads back as `f` (so
+/// of its shortest): with `r` an integer of magnitude below 2^51, `r /
+/// 10^scale` in doubles is the double nearest the decimal `d = r ×
+/// 10^-scale` (both operands are exact and IEEE division rounds
+/// correctly). If that is `f`, then `d` and the text both lie among the
+/// reals that round to `f`, a stretch no longer than the spacing of
+/// doubles at `f`, which is below `10^-scale / 2` there. So the text times
+/// `10^scale` is within less than one half of the integer `r`, and rounds
+/// to it.
+fn float_units(f: f64, scale: u32) -> Option<i128> {
+    // The powers of ten a double holds exactly (up to 10^22), as far as
+    // a decimal of 2^51 units still has a whole part.
+    const POWERS: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let power = *POWERS.get(scale as usize)?;
+    let units = (f * power).round();
+    // Also false for NaN and the infinities.
+    let below_2_51 = units.abs() < (1u64 << 51) as f64;
+    (below_2_51 && units / power == f).then_some(units as i128)
 }
 
 /// The value of the decimal text `text` (as JSON writes numbers: `-12.5`,
@@ -711,6 +739,43 @@ mod tests {
                 text = format!("{text}e{e}");
             }
             prop_assert_eq!(decimal_units(&text, scale), units_by_cutting_text(&text, scale), "{}", text);
+        }
+
+        #[test]
+        fn a_decimal_read_as_a_double_takes_its_units_without_its_text(
+            units in -(1i64 << 49)..(1i64 << 49),
+            scale in 0u32..=15,
+            other_scale in 0u32..=MAX_DECIMAL_SCALE,
+        ) {
+            // The double a JSON number of `scale` places reads as.
+            let text = decimal_text(i128::from(units), scale);
+            let f: f64 = text.parse().unwrap();
+            prop_assert_eq!(float_units(f, scale), Some(i128::from(units)), "{}", text);
+            // At any scale, an answer is the one its shortest text gives.
+            let shortest = decimal_units(zmij::Buffer::new().format_finite(f), other_scale);
+            if let Some(fast) = float_units(f, other_scale) {
+                prop_assert_eq!(Some(fast), shortest, "{} at scale {}", text, other_scale);
+            }
+            // Halfway between two decimals of `scale` places (as 1.005 is,
+            // which reads as 1.00499999999999989..., and whose shortest
+            // text rounds up), only the text decides.
+            let halfway = decimal_text(i128::from(units) * 10 + 5, scale + 1);
+            let f: f64 = halfway.parse().unwrap();
+            let shortest = decimal_units(zmij::Buffer::new().format_finite(f), scale);
+            if let Some(fast) = float_units(f, scale) {
+                prop_assert_eq!(Some(fast), shortest, "{} at scale {}", halfway, scale);
+            }
+        }
+
+        #[test]
+        fn a_double_takes_the_units_of_its_shortest_text(
+            x in proptest::num::f64::ANY,
+            scale in 0u32..=MAX_DECIMAL_SCALE,
+        ) {
+            if let Some(fast) = float_units(x, scale) {
+                let shortest = decimal_units(zmij::Buffer::new().format_finite(x), scale);
+                prop_assert_eq!(Some(fast), shortest, "{} at scale {}", x, scale);
+            }
         }
 
         #[test]
