@@ -45,33 +45,36 @@ pub(super) fn locate<'a>(
     if bytes.get(pos) == Some(&b'}') {
         return (spaces(bytes, pos + 1) == bytes.len()).then_some(());
     }
+    // Each token's first byte is matched as it is (records rarely hold
+    // spaces); spaces are skipped only where that fails.
     loop {
         // The name: a string starting here.
-        if bytes.get(pos) != Some(&b'"') {
-            return None;
-        }
-        let end = quotes.end_of_string(pos)?;
-        let name = &bytes[pos + 1..end];
-        let index = position_in(bytes, pos + 1, end);
+        pos = after_spaces(bytes, pos, b'"')?;
+        let end = quotes.end_of_string(pos - 1)?;
+        let name = &bytes[pos..end];
+        let index = position_in(bytes, pos, end);
         // The byte scanner's check: serde_json reads every name as text.
         if index.is_none() && !name.is_ascii() {
             std::str::from_utf8(name).ok()?;
         }
-        pos = spaces(bytes, after(bytes, end + 1, b':')?);
-        let start = pos;
-        let raw = match *bytes.get(pos)? {
-            b'"' => {
-                let close = quotes.end_of_string(pos)?;
-                pos = close + 1;
-                Raw::Text(&bytes[start + 1..close])
+        pos = after_spaces(bytes, end + 1, b':')?;
+        let raw = loop {
+            let start = pos;
+            match *bytes.get(pos)? {
+                b'"' => {
+                    let close = quotes.end_of_string(pos)?;
+                    pos = close + 1;
+                    break Raw::Text(&bytes[start + 1..close]);
+                }
+                b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                    let mut scanner = Scanner { bytes, pos };
+                    scanner.skip_value(0)?;
+                    pos = scanner.pos;
+                    break Raw::Other(&bytes[start..pos]);
+                }
+                b' ' => pos = spaces(bytes, pos),
+                _ => return None,
             }
-            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
-                let mut scanner = Scanner { bytes, pos };
-                scanner.skip_value(0)?;
-                pos = scanner.pos;
-                Raw::Other(&bytes[start..pos])
-            }
-            _ => return None,
         };
         if let Some(index) = index {
             let slot = out.get_mut(index)?;
@@ -80,11 +83,13 @@ pub(super) fn locate<'a>(
             }
             *slot = raw;
         }
-        pos = spaces(bytes, pos);
-        match bytes.get(pos) {
-            Some(b',') => pos = spaces(bytes, pos + 1),
-            Some(b'}') => return (spaces(bytes, pos + 1) == bytes.len()).then_some(()),
-            _ => return None,
+        loop {
+            match bytes.get(pos) {
+                Some(b',') => break pos += 1,
+                Some(b'}') => return (spaces(bytes, pos + 1) == bytes.len()).then_some(()),
+                Some(b' ') => pos = spaces(bytes, pos),
+                _ => return None,
+            }
         }
     }
 }
@@ -92,7 +97,7 @@ pub(super) fn locate<'a>(
 /// The position after the byte `expected`, found at `pos` after any
 /// spaces.
 #[inline(always)]
-fn after(bytes: &[u8], pos: usize, expected: u8) -> Option<usize> {
+fn after_spaces(bytes: &[u8], pos: usize, expected: u8) -> Option<usize> {
     match bytes.get(pos) {
         Some(&b) if b == expected => Some(pos + 1),
         Some(b' ') => {
