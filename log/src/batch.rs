@@ -4,8 +4,9 @@
 //! optional idempotency key and the records. `log/FORMAT.md` describes every
 //! byte; the `*_OFFSET` constants below are that table, shared by the encoder
 //! and the decoder. Invariant: a [`BatchView`] only exists for bytes that
-//! passed [`BatchView::parse`] (length, CRC, magic, version, structure), so
-//! iterating its records cannot fail.
+//! passed [`BatchView::parse`] (length, CRC, magic, version, structure), or
+//! the same checks in two steps ([`FramedBatch::parse`], then
+//! [`FramedBatch::check`]), so iterating its records cannot fail.
 
 use bytes::{BufMut, Bytes};
 
@@ -267,42 +268,61 @@ pub struct BatchView {
     bytes: Bytes,
 }
 
+/// The batch at the start of `buf`, sliced to its declared length (its
+/// length checked only to be plausible and present).
+fn batch_bytes(buf: &Bytes) -> Result<Bytes, DecodeError> {
+    let len = peek_len(buf)?;
+    if buf.len() < len {
+        return Err(DecodeError::Incomplete {
+            needed: len,
+            available: buf.len(),
+        });
+    }
+    Ok(buf.slice(..len))
+}
+
+/// Checks the CRC of a batch's `bytes`.
+fn check_crc(bytes: &[u8]) -> Result<(), DecodeError> {
+    let stored_crc = u32_at(bytes, CRC_OFFSET);
+    let crc = crc32fast::hash(&bytes[CRC_START..]);
+    if crc != stored_crc {
+        return Err(DecodeError::Invalid(format!(
+            "CRC mismatch: stored {stored_crc:#010x}, computed {crc:#010x}"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a batch's frame: magic, version, reserved fields, and that it
+/// holds records.
+fn check_frame(bytes: &[u8]) -> Result<(), DecodeError> {
+    if bytes[MAGIC_OFFSET] != MAGIC {
+        return Err(DecodeError::Invalid(format!(
+            "bad magic byte {:#04x}",
+            bytes[MAGIC_OFFSET]
+        )));
+    }
+    if bytes[VERSION_OFFSET] != VERSION {
+        return Err(DecodeError::UnsupportedVersion(bytes[VERSION_OFFSET]));
+    }
+    if u16_at(bytes, ATTRIBUTES_OFFSET) != 0 || u16_at(bytes, RESERVED_OFFSET) != 0 {
+        return Err(DecodeError::Invalid("reserved fields are not zero".into()));
+    }
+    if u32_at(bytes, RECORD_COUNT_OFFSET) == 0 {
+        return Err(DecodeError::Invalid("batch has no records".into()));
+    }
+    Ok(())
+}
+
 impl BatchView {
     /// Validates the batch at the start of `buf` and returns it (sliced to
     /// its length). Checks length, CRC, magic, version, reserved fields and
     /// that every record is well formed and the records fill the batch.
     pub fn parse(buf: &Bytes) -> Result<BatchView, DecodeError> {
-        let len = peek_len(buf)?;
-        if buf.len() < len {
-            return Err(DecodeError::Incomplete {
-                needed: len,
-                available: buf.len(),
-            });
-        }
-        let bytes = buf.slice(..len);
-        let stored_crc = u32_at(&bytes, CRC_OFFSET);
-        let crc = crc32fast::hash(&bytes[CRC_START..]);
-        if crc != stored_crc {
-            return Err(DecodeError::Invalid(format!(
-                "CRC mismatch: stored {stored_crc:#010x}, computed {crc:#010x}"
-            )));
-        }
-        if bytes[MAGIC_OFFSET] != MAGIC {
-            return Err(DecodeError::Invalid(format!(
-                "bad magic byte {:#04x}",
-                bytes[MAGIC_OFFSET]
-            )));
-        }
-        if bytes[VERSION_OFFSET] != VERSION {
-            return Err(DecodeError::UnsupportedVersion(bytes[VERSION_OFFSET]));
-        }
-        if u16_at(&bytes, ATTRIBUTES_OFFSET) != 0 || u16_at(&bytes, RESERVED_OFFSET) != 0 {
-            return Err(DecodeError::Invalid("reserved fields are not zero".into()));
-        }
+        let bytes = batch_bytes(buf)?;
+        check_crc(&bytes)?;
+        check_frame(&bytes)?;
         let view = BatchView { bytes };
-        if view.record_count() == 0 {
-            return Err(DecodeError::Invalid("batch has no records".into()));
-        }
         view.check_records()?;
         Ok(view)
     }
@@ -420,6 +440,102 @@ impl BatchView {
             next_offset: self.base_offset(),
             remaining: self.record_count(),
         }
+    }
+}
+
+/// A batch whose frame is checked — its length, magic byte, version,
+/// reserved fields and record count — but not yet its CRC and records:
+/// what a reader takes from the log when another thread checks the batch
+/// ([`crate::Partition::read_framed`]). Its header can be read; its
+/// records only once [`FramedBatch::check`] made it a [`BatchView`]. Cheap
+/// to clone (shares the buffer).
+#[derive(Debug, Clone)]
+pub struct FramedBatch {
+    bytes: Bytes,
+}
+
+impl FramedBatch {
+    /// The batch at the start of `buf` with its frame checked, sliced to
+    /// its length.
+    pub fn parse(buf: &Bytes) -> Result<FramedBatch, DecodeError> {
+        let bytes = batch_bytes(buf)?;
+        check_frame(&bytes)?;
+        Ok(FramedBatch { bytes })
+    }
+
+    /// The rest of [`BatchView::parse`]'s checks: the CRC, and that every
+    /// record is well formed and the records fill the batch.
+    pub fn check(&self) -> Result<BatchView, DecodeError> {
+        check_crc(&self.bytes)?;
+        let view = BatchView {
+            bytes: self.bytes.clone(),
+        };
+        view.check_records()?;
+        Ok(view)
+    }
+
+    /// Total bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    /// Never true: a batch holds at least one record.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// Offset of the first record.
+    pub fn base_offset(&self) -> u64 {
+        u64_at(&self.bytes, BASE_OFFSET_OFFSET)
+    }
+    /// Offset after the last record.
+    pub fn next_offset(&self) -> u64 {
+        self.base_offset() + u64::from(u32_at(&self.bytes, RECORD_COUNT_OFFSET))
+    }
+    /// When the writer appended the batch.
+    pub fn append_time(&self) -> i64 {
+        i64_at(&self.bytes, APPEND_TIME_OFFSET)
+    }
+}
+
+/// A batch as a read of the log hands it out: checked whole
+/// ([`BatchView`]) or by its frame ([`FramedBatch`]).
+pub trait ReadBatch: Sized {
+    /// The batch at the start of `buf`, checked as this kind is.
+    fn parse(buf: &Bytes) -> Result<Self, DecodeError>;
+    /// Offset of the first record.
+    fn base_offset(&self) -> u64;
+    /// Offset after the last record.
+    fn next_offset(&self) -> u64;
+    /// Total bytes.
+    fn byte_len(&self) -> usize;
+}
+
+impl ReadBatch for BatchView {
+    fn parse(buf: &Bytes) -> Result<Self, DecodeError> {
+        BatchView::parse(buf)
+    }
+    fn base_offset(&self) -> u64 {
+        BatchView::base_offset(self)
+    }
+    fn next_offset(&self) -> u64 {
+        BatchView::next_offset(self)
+    }
+    fn byte_len(&self) -> usize {
+        BatchView::len(self)
+    }
+}
+
+impl ReadBatch for FramedBatch {
+    fn parse(buf: &Bytes) -> Result<Self, DecodeError> {
+        FramedBatch::parse(buf)
+    }
+    fn base_offset(&self) -> u64 {
+        FramedBatch::base_offset(self)
+    }
+    fn next_offset(&self) -> u64 {
+        FramedBatch::next_offset(self)
+    }
+    fn byte_len(&self) -> usize {
+        FramedBatch::len(self)
     }
 }
 

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch, Semaphore};
 
-use crate::batch::{self, BatchView, NewRecord, Record, MAX_IDEMPOTENCY_KEY_LEN};
+use crate::batch::{
+    self, BatchView, FramedBatch, NewRecord, ReadBatch, Record, MAX_IDEMPOTENCY_KEY_LEN,
+};
 use crate::cache::SegmentCache;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
@@ -49,11 +51,13 @@ pub struct AppendOutcome {
     pub duplicate: bool,
 }
 
-/// Records read from a partition.
+/// Records read from a partition: whole batches checked ([`BatchView`]),
+/// or, from [`Partition::read_framed`], checked by their frame only
+/// ([`FramedBatch`]).
 #[derive(Debug, Clone)]
-pub struct Fetch {
-    /// Validated batches; the first may start before `offset`.
-    pub batches: Vec<BatchView>,
+pub struct Fetch<B = BatchView> {
+    /// The batches read; the first may start before `offset`.
+    pub batches: Vec<B>,
     /// The requested offset.
     pub offset: u64,
     /// Offset after the last record returned (where to read next).
@@ -64,7 +68,7 @@ pub struct Fetch {
     pub start_offset: u64,
 }
 
-impl Fetch {
+impl Fetch<BatchView> {
     /// The records in `[offset, next_offset)`.
     pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
         let (from, to) = (self.offset, self.next_offset);
@@ -74,7 +78,9 @@ impl Fetch {
             .skip_while(move |r| r.offset < from)
             .take_while(move |r| r.offset < to)
     }
+}
 
+impl<B> Fetch<B> {
     /// Number of records in `[offset, next_offset)`.
     pub fn record_count(&self) -> u64 {
         self.next_offset - self.offset
@@ -422,6 +428,31 @@ impl Partition {
     /// Reads records from `offset`, at most `max_records` and about
     /// `max_bytes` (whole batches; at least one record if any is there).
     pub fn read(&self, offset: u64, max_records: u64, max_bytes: u64) -> Result<Fetch> {
+        self.read_as(offset, max_records, max_bytes)
+    }
+
+    /// [`Partition::read`], each batch checked by its frame only: its
+    /// length, offsets, magic byte, version and reserved fields, not its
+    /// CRC and records. For a reader that checks the batches on other
+    /// threads ([`FramedBatch::check`]): damage only those checks find is
+    /// not reported here, and the batches after it may be handed out. The
+    /// reader must not use a batch past one that fails its check; a
+    /// [`Partition::read`] at that batch's first offset reports the damage.
+    pub fn read_framed(
+        &self,
+        offset: u64,
+        max_records: u64,
+        max_bytes: u64,
+    ) -> Result<Fetch<FramedBatch>> {
+        self.read_as(offset, max_records, max_bytes)
+    }
+
+    fn read_as<B: ReadBatch>(
+        &self,
+        offset: u64,
+        max_records: u64,
+        max_bytes: u64,
+    ) -> Result<Fetch<B>> {
         let end = self.end_offset();
         let start = self.start_offset();
         if offset < start || offset > end {
@@ -456,13 +487,18 @@ impl Partition {
                 .source(segment)
                 .map_err(|e| self.deleted_or(e, offset))?;
             let until = offset.saturating_add(max_records);
-            let read =
-                match segment::read_batches(segment, &source, cursor, until, max_bytes - bytes) {
-                    Ok(read) => read,
-                    // Damage in a later segment: hand out what came before it.
-                    Err(LogError::Damaged { .. }) if !fetch.batches.is_empty() => break,
-                    Err(e) => return Err(e.in_partition(&self.shared.topic, self.shared.partition)),
-                };
+            let read = match segment::read_batches::<B>(
+                segment,
+                &source,
+                cursor,
+                until,
+                max_bytes - bytes,
+            ) {
+                Ok(read) => read,
+                // Damage in a later segment: hand out what came before it.
+                Err(LogError::Damaged { .. }) if !fetch.batches.is_empty() => break,
+                Err(e) => return Err(e.in_partition(&self.shared.topic, self.shared.partition)),
+            };
             bytes += read.bytes;
             if let Some(last) = read.batches.last() {
                 cursor = last.next_offset();
@@ -526,8 +562,13 @@ impl Partition {
                 .unwrap_or(segment.base_offset);
             let mut cursor = from;
             while cursor < segment.end_offset().min(end) {
-                let read = match segment::read_batches(&segment, &source, cursor, u64::MAX, 1 << 20)
-                {
+                let read = match segment::read_batches::<BatchView>(
+                    &segment,
+                    &source,
+                    cursor,
+                    u64::MAX,
+                    1 << 20,
+                ) {
                     Ok(read) => read,
                     // Damaged records have no timestamp to match: look after them.
                     Err(LogError::Damaged { next_offset, .. }) if next_offset > cursor => {
@@ -647,7 +688,7 @@ impl Partition {
     fn learn_append_time(&self, segment: &Arc<Segment>) -> Result<i64> {
         let source = self.shared.cache.source(segment)?;
         let last = segment.end_offset() - 1;
-        let read = segment::read_batches(segment, &source, last, u64::MAX, u64::MAX)?;
+        let read = segment::read_batches::<BatchView>(segment, &source, last, u64::MAX, u64::MAX)?;
         let t = read
             .batches
             .iter()

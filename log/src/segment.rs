@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use memmap2::Mmap;
 
-use crate::batch::{self, BatchView, DecodeError};
+use crate::batch::{self, BatchView, DecodeError, ReadBatch};
 use crate::error::{LogError, Result};
 use crate::idempotency::StoredKey;
 use crate::index::{OffsetIndex, TimeIndex};
@@ -705,12 +705,22 @@ impl Source {
 }
 
 /// Batches read from one segment.
-#[derive(Debug, Default)]
-pub struct SegmentRead {
-    /// Validated batches, in order; the first contains the requested offset.
-    pub batches: Vec<BatchView>,
+#[derive(Debug)]
+pub struct SegmentRead<B = BatchView> {
+    /// Checked batches (whole or by their frame, as `B` is), in order; the
+    /// first contains the requested offset.
+    pub batches: Vec<B>,
     /// Bytes in `batches`.
     pub bytes: u64,
+}
+
+impl<B> Default for SegmentRead<B> {
+    fn default() -> Self {
+        SegmentRead {
+            batches: Vec::new(),
+            bytes: 0,
+        }
+    }
 }
 
 /// Logs and counts a damaged stretch found by a scan (`context` says
@@ -768,17 +778,19 @@ const MIN_ACTIVE_READ: u64 = 64 * 1024;
 
 /// Reads the batches of `segment` from the one containing `offset`, until
 /// `max_bytes` are collected (at least one batch), a batch reaches
-/// `until_offset`, or the readable end. Every batch is validated. A damaged
-/// batch ends the read after what came before it; a read that starts at
-/// damage fails with `Damaged` naming the first readable offset after it,
-/// and one that asks for an offset past the damage skips to it.
-pub fn read_batches(
+/// `until_offset`, or the readable end. Every batch is checked as `B` is
+/// (whole, or by its frame: damage only its CRC or records show is then
+/// the caller's to find). A damaged batch ends the read after what came
+/// before it; a read that starts at damage fails with `Damaged` naming the
+/// first readable offset after it, and one that asks for an offset past
+/// the damage skips to it.
+pub fn read_batches<B: ReadBatch>(
     segment: &Segment,
     source: &Source,
     offset: u64,
     until_offset: u64,
     max_bytes: u64,
-) -> Result<SegmentRead> {
+) -> Result<SegmentRead<B>> {
     let readable = segment.readable_bytes();
     let end_offset = segment.end_offset();
     let (mut expected, mut position) = source.floor(segment.base_offset, offset);
@@ -788,7 +800,7 @@ pub fn read_batches(
     while position < readable && expected < end_offset {
         let at = (position - window_start) as usize;
         let parsed = if at < window.len() {
-            BatchView::parse(&window.slice(at..))
+            B::parse(&window.slice(at..))
         } else {
             Err(DecodeError::Incomplete {
                 needed: batch::HEADER_LEN,
@@ -797,12 +809,12 @@ pub fn read_batches(
         };
         let problem = match parsed {
             Ok(view) if view.base_offset() == expected => {
-                position += view.len() as u64;
+                position += view.byte_len() as u64;
                 expected = view.next_offset();
                 if view.next_offset() <= offset {
                     continue;
                 }
-                out.bytes += view.len() as u64;
+                out.bytes += view.byte_len() as u64;
                 out.batches.push(view);
                 if out.bytes >= max_bytes || expected >= until_offset {
                     break;

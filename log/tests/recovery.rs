@@ -205,6 +205,50 @@ async fn every_flipped_byte_of_a_sealed_batch_is_reported_and_never_returned() {
     std::fs::write(&path, &bytes).unwrap();
 }
 
+/// A read by frames (`read_framed`) leaves a batch's CRC and records to
+/// its reader: for every flipped byte of a sealed batch, the read either
+/// stops before the batch (its frame showed the damage) or hands it out,
+/// and then its check fails — never a damaged batch that checks — and a
+/// checked read at its first offset reports the damage.
+#[tokio::test]
+async fn every_flipped_byte_a_framed_read_hands_out_fails_its_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, start, end) = sealed_segment(dir.path()).await;
+    let path = segment_log(dir.path(), 0);
+    let (mut stopped, mut handed_out) = (0, 0);
+    for i in start..end {
+        let mut copy = bytes.clone();
+        copy[i as usize] ^= 0xFF;
+        std::fs::write(&path, &copy).unwrap();
+        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        let topic = log.topic("t").unwrap();
+        let p = topic.partition(0).unwrap();
+        let fetch = p.read_framed(0, u64::MAX, u64::MAX).unwrap();
+        let first = fetch.batches[0]
+            .check()
+            .expect("the batch before the damage");
+        assert_eq!((first.base_offset(), first.next_offset()), (0, 4));
+        match fetch.batches.get(1) {
+            Some(damaged) if damaged.base_offset() == 4 => {
+                handed_out += 1;
+                assert!(damaged.check().is_err(), "flip at {i} passed the check");
+                assert_damaged(p, 4, &path, (4, 8), start);
+            }
+            other => {
+                stopped += 1;
+                assert!(other.is_none(), "flip at {i}: {other:?}");
+                assert_eq!(fetch.next_offset, 4, "flip at {i}");
+            }
+        }
+    }
+    // Most flips are inside records, which only the check sees.
+    assert!(
+        handed_out > stopped,
+        "{handed_out} handed out, {stopped} stopped"
+    );
+    std::fs::write(&path, &bytes).unwrap();
+}
+
 #[tokio::test]
 async fn a_flipped_byte_in_the_active_segment_keeps_the_batches_after_it_and_reuses_no_offset() {
     let dir = tempfile::tempdir().unwrap();

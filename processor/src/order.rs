@@ -25,7 +25,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use kappa_log::batch::BatchView;
+use bytes::Bytes;
+use kappa_log::batch::{BatchView, DecodeError, FramedBatch};
 use kappa_log::{RecordRef, Topic};
 
 use crate::error::{ProcessorError, Result};
@@ -44,9 +45,11 @@ pub enum Side {
 struct Input {
     side: Side,
     partition: u32,
-    /// Fetched batches, each with the end (exclusive) of the fetch that
-    /// returned it: a fetch may stop inside its last batch.
-    batches: VecDeque<(BatchView, u64)>,
+    /// Fetched batches (their frames checked: the CRC and records are
+    /// checked where they are processed, [`NextBatch::check`]), each with
+    /// the end (exclusive) of the fetch that returned it: a fetch may stop
+    /// inside its last batch.
+    batches: VecDeque<(FramedBatch, u64)>,
     /// The offset to fetch from next.
     read_to: u64,
     /// The end of the records handed out by [`InputOrder::next`]: a batch
@@ -57,19 +60,28 @@ struct Input {
     /// The last fetch reached the partition's end (during this poll).
     at_end: bool,
     /// The batch the last fetch stopped inside (at `read_to`): the next
-    /// fetch starts with its rest, without reading and checking it again.
-    split: Option<BatchView>,
+    /// fetch starts with its rest, without reading it again.
+    split: Option<FramedBatch>,
 }
 
 /// A batch to process now: its records in `[from, to)`.
+///
+/// The log's read checked only its frame (offsets, length, format): its
+/// CRC and records are checked by whoever processes it
+/// ([`NextBatch::check`]) — with several workers, a source worker, on the
+/// core that then decodes the bytes, rather than the coordinator that
+/// reads them. A batch that fails its check stops the version there
+/// ([`InputOrder::damaged`]): nothing after it in the processing order is
+/// processed, as when the log's read reports the damage.
 #[derive(Debug)]
 pub struct NextBatch {
     /// Table or stream.
     pub side: Side,
     /// The partition within its topic.
     pub partition: u32,
-    /// The batch (its append time is `batch.append_time()`).
-    pub batch: BatchView,
+    /// The batch, its frame checked (its append time is
+    /// `batch.append_time()`).
+    pub batch: FramedBatch,
     /// First offset to process (the batch may start before it).
     pub from: u64,
     /// End (exclusive) of the records to process.
@@ -77,14 +89,39 @@ pub struct NextBatch {
 }
 
 impl NextBatch {
+    /// The batch checked whole (CRC, records), to read its records; `Err`
+    /// says what is damaged.
+    pub fn check(&self) -> std::result::Result<CheckedBatch, DecodeError> {
+        Ok(CheckedBatch {
+            view: self.batch.check()?,
+            from: self.from,
+            to: self.to,
+        })
+    }
+}
+
+/// A [`NextBatch`] checked whole: its records to process can be read.
+#[derive(Debug)]
+pub struct CheckedBatch {
+    view: BatchView,
+    from: u64,
+    to: u64,
+}
+
+impl CheckedBatch {
     /// The records of the batch to process, in offset order, borrowed from
     /// the batch (a part that must outlive it is taken with
-    /// `batch.as_bytes().slice_ref(part)`).
+    /// `as_bytes().slice_ref(part)`).
     pub fn record_refs(&self) -> impl Iterator<Item = RecordRef<'_>> + '_ {
         let (from, to) = (self.from, self.to);
-        self.batch
+        self.view
             .record_refs()
             .filter(move |r| from <= r.offset && r.offset < to)
+    }
+
+    /// The whole batch as stored.
+    pub fn as_bytes(&self) -> &Bytes {
+        self.view.as_bytes()
     }
 }
 
@@ -231,6 +268,41 @@ impl InputOrder {
         self.held_back
     }
 
+    /// `next` checked whole ([`NextBatch::check`]), or the error its
+    /// damage stops the version with ([`InputOrder::damaged`]).
+    pub fn check(&self, next: &NextBatch) -> Result<CheckedBatch> {
+        next.check().map_err(|reason| {
+            self.damaged(next.side, next.partition, next.batch.base_offset(), &reason)
+        })
+    }
+
+    /// The error a batch of `side`'s `partition` starting at `first_offset`
+    /// that failed its check (`reason`) stops the version with: what the
+    /// log's read at that offset reports (the damaged offsets and the next
+    /// readable one, logged and counted as every damage the log finds).
+    pub fn damaged(
+        &self,
+        side: Side,
+        partition: u32,
+        first_offset: u64,
+        reason: &DecodeError,
+    ) -> ProcessorError {
+        let topic = match side {
+            Side::Table => self.table.as_ref().expect("table inputs have a topic"),
+            Side::Stream => &self.stream,
+        };
+        match topic
+            .partition(partition)
+            .and_then(|p| p.read(first_offset, 1, 1))
+        {
+            Err(e) => e.into(),
+            Ok(_) => ProcessorError::Stopped(format!(
+                "the batch at offset {first_offset} of {}/{partition} failed its check ({reason}) but read back whole",
+                topic.name()
+            )),
+        }
+    }
+
     /// Records that every offset of `side`'s `partition` before `offset`
     /// was processed.
     pub fn processed_to(&mut self, side: Side, partition: u32, offset: u64) {
@@ -245,9 +317,8 @@ impl InputOrder {
         let input = &mut self.inputs[i];
         if let Some(batch) = input.split.take() {
             // Its records from `read_to` on, at most `max_records` of them,
-            // from the batch the last fetch read and checked (a CRC over
-            // every byte, the record framing): not read, and checked, once
-            // more per fetch it is split over.
+            // from the batch the last fetch read: not read once more per
+            // fetch it is split over.
             let end = batch
                 .next_offset()
                 .min(input.read_to.saturating_add(max_records));
@@ -264,7 +335,7 @@ impl InputOrder {
         };
         let partition = topic.partition(input.partition)?;
         let offset = input.read_to.max(partition.start_offset());
-        let fetch = partition.read(offset, max_records, 4 << 20)?;
+        let fetch = partition.read_framed(offset, max_records, 4 << 20)?;
         input.at_end = fetch.next_offset >= fetch.high_watermark;
         if let Some(last) = fetch.batches.last() {
             if fetch.next_offset < last.next_offset() {

@@ -481,7 +481,7 @@ impl Runtime {
         while let Some(next) = self.order.next(complete, max_records)? {
             self.enter_batch(next.batch.append_time())?;
             read += match next.side {
-                Side::Table => self.apply_table_batch(&next),
+                Side::Table => self.apply_table_batch(&next)?,
                 Side::Stream => {
                     let n = self.process_batch(&next)?;
                     processed += n;
@@ -544,9 +544,10 @@ impl Runtime {
     /// Processes a stream batch's records; returns how many.
     fn process_batch(&mut self, next: &NextBatch) -> Result<u64> {
         let append_time = next.batch.append_time();
-        let buffer = next.batch.as_bytes();
+        let batch = self.order.check(next)?;
+        let buffer = batch.as_bytes();
         let mut processed = 0;
-        for record in next.record_refs() {
+        for record in batch.record_refs() {
             let offset = record.offset;
             self.process(next.partition, record, buffer, append_time)?;
             processed += 1;
@@ -562,12 +563,13 @@ impl Runtime {
     }
 
     /// Applies a table batch's records to the join's table; returns how many.
-    pub(crate) fn apply_table_batch(&mut self, next: &NextBatch) -> u64 {
+    pub(crate) fn apply_table_batch(&mut self, next: &NextBatch) -> Result<u64> {
+        let batch = self.order.check(next)?;
         let Some(join) = &mut self.join else {
-            return 0;
+            return Ok(0);
         };
         let mut applied = 0;
-        for r in next.record_refs() {
+        for r in batch.record_refs() {
             let key = r
                 .key
                 .map(|k| String::from_utf8_lossy(k).into_owned())
@@ -584,7 +586,7 @@ impl Runtime {
             applied += 1;
             self.uncommitted_records += 1;
         }
-        applied
+        Ok(applied)
     }
 
     /// Processes one record, read from the batch `buffer` and appended at

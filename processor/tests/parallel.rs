@@ -9,7 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::{Harness, Lcg, Step};
+use kappa_log::LogError;
 use kappa_processor::dsl::{self, Pipeline, Tumbling};
+use kappa_processor::error::ProcessorError;
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
 use kappa_processor::progress::{ProgressSnapshot, WorkerRole};
@@ -255,6 +257,65 @@ fn a_batch_split_between_fetches_is_processed_once_with_several_workers() {
             .map(|r| r["row"]["n"].as_u64().unwrap())
             .sum();
         assert_eq!(total, 420, "{workers} workers");
+    }
+}
+
+/// A batch damaged in the log — a digit of one record changed, valid JSON
+/// still, which only the batch's CRC shows — stops a version at that
+/// batch with the log's damage error, however many workers check and
+/// decode the batches, and wherever a poll's fetch splits them: the
+/// batches before it are processed, nothing of it or after it.
+#[test]
+fn a_damaged_batch_stops_the_version_there_with_any_number_of_workers() {
+    let h = Harness::new();
+    h.create_topic("buys", 1);
+    for b in 0..5u32 {
+        h.produce_batch(
+            "buys",
+            0,
+            (0..10u32).map(|i| json!({"user": format!("u{i}"), "amount": 1, "ts": b * 100 + i})),
+        );
+    }
+    let path = h
+        .dir
+        .path()
+        .join("log/topics/buys/0/00000000000000000000.log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(9)
+        .position(|w| w == b"\"ts\":205,")
+        .expect("record 5 of batch 2");
+    bytes[at + 7] = b'6';
+    std::fs::write(&path, &bytes).unwrap();
+    let plan = |name: &str| {
+        Pipeline::from_topic("buys")
+            .event_time_field("ts")
+            .key_by([("user", Expr::field("user"))])
+            .aggregate([dsl::count("n")])
+            .to_view(name)
+    };
+    for (workers, max_poll_records) in [(1, 50), (1, 5), (2, 50), (2, 5), (3, 7)] {
+        let what = format!("{workers} workers, polls of {max_poll_records}");
+        let name = format!("per_user_{workers}_{max_poll_records}");
+        let options = RunOptions {
+            max_poll_records,
+            workers,
+            ..RunOptions::default()
+        };
+        let mut rt =
+            Runtime::open(plan(&name), 1, h.log.clone(), h.store.clone(), options).unwrap();
+        let error = (0..1_000)
+            .find_map(|_| rt.poll_once().err())
+            .unwrap_or_else(|| panic!("{what}: no error"));
+        match error {
+            ProcessorError::Log(LogError::Damaged {
+                first_offset,
+                next_offset,
+                ..
+            }) => assert_eq!((first_offset, next_offset), (20, 30), "{what}"),
+            other => panic!("{what}: {other}"),
+        }
+        assert_eq!(rt.positions(), [20], "{what}");
     }
 }
 

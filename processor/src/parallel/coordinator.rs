@@ -49,16 +49,21 @@ impl Runtime {
             match handed {
                 Handed::Table(next) => {
                     self.enter_batch(next.batch.append_time())?;
-                    taken += self.apply_table_batch(&next);
+                    taken += self.apply_table_batch(&next)?;
                     self.order
                         .processed_to(Side::Table, next.partition, next.to);
                 }
                 Handed::Stream {
                     partition,
                     append_time,
+                    first_offset,
                     to,
                     prepared,
                 } => {
+                    if let Some(reason) = &prepared.damage {
+                        let order = &self.order;
+                        return Err(order.damaged(Side::Stream, partition, first_offset, reason));
+                    }
                     self.enter_batch(append_time)?;
                     let records = prepared.records;
                     let mut parts = prepared.into_parts();

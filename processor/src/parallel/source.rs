@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
+use kappa_log::batch::DecodeError;
 
 use super::handoff::{EndOnDrop, Results};
 use super::shard::ShardEvent;
@@ -49,6 +50,9 @@ pub(crate) enum Prepared {
 /// hundred bytes for an event) in a vector beside them.
 #[derive(Debug, Default)]
 pub(crate) struct PreparedBatch {
+    /// The batch failed its check (CRC, records): what is damaged (and
+    /// nothing else is prepared).
+    pub(crate) damage: Option<DecodeError>,
     /// Records in the batch, valid or not.
     pub(crate) records: u64,
     /// The valid records, in order.
@@ -100,6 +104,7 @@ impl PreparedBatch {
         // unallocated until an event comes.
         let per_shard = (expected + expected / 4) / shards.max(1);
         PreparedBatch {
+            damage: None,
             records: 0,
             items: Vec::with_capacity(records),
             kept: Vec::with_capacity(if shards == 0 { expected } else { 0 }),
@@ -170,23 +175,33 @@ pub(crate) struct SourceWork {
 }
 
 impl SourceWork {
-    /// The records of `batch`, prepared (invalid ones are counted in
-    /// `progress`); `expected` kept records are made room for.
-    fn prepare(&self, batch: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
-        let append_time = batch.batch.append_time();
+    /// The records of `next`, checked and prepared (invalid ones are
+    /// counted in `progress`); `expected` kept records are made room for.
+    fn prepare(&self, next: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
+        // Checked here, on the core that decodes the bytes next.
+        let batch = match next.check() {
+            Ok(batch) => batch,
+            Err(damage) => {
+                return PreparedBatch {
+                    damage: Some(damage),
+                    ..PreparedBatch::default()
+                }
+            }
+        };
+        let append_time = next.batch.append_time();
         // Events share the batch's bytes through a reference count of this
         // batch alone: the log's buffer is one mapping of a whole segment,
         // whose one count every source worker would otherwise take and
         // release per event, from several cores.
-        let buffer = &Bytes::from_owner(batch.batch.as_bytes().clone());
-        let records = (batch.to - batch.from) as usize;
+        let buffer = &Bytes::from_owner(batch.as_bytes().clone());
+        let records = (next.to - next.from) as usize;
         let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
         let mut out = PreparedBatch::with_capacity(records, expected, shards);
         for record in batch.record_refs() {
             out.records += 1;
             match self
                 .decoder
-                .decode(batch.partition, record, buffer, append_time)
+                .decode(next.partition, record, buffer, append_time)
             {
                 Decoded::Invalid => progress.count_invalid(),
                 Decoded::Future(event) => out.push(Prepared::Future(event)),
@@ -224,12 +239,13 @@ enum Queued {
     /// A table batch: passes through (the coordinator applies it).
     Table(NextBatch),
     /// A stream batch a worker prepares: its number of records (those
-    /// read, `to` minus the first), partition, log time and end
-    /// (exclusive) of its records.
+    /// read, `to` minus the first), partition, log time, the batch's first
+    /// offset and the end (exclusive) of its records.
     Stream {
         records: u64,
         partition: u32,
         append_time: i64,
+        first_offset: u64,
         to: u64,
         /// The worker preparing it.
         worker: usize,
@@ -246,6 +262,9 @@ pub(crate) enum Handed {
         partition: u32,
         /// Its log (append) time.
         append_time: i64,
+        /// The batch's first offset (it may hold records before those
+        /// read).
+        first_offset: u64,
         /// End (exclusive) of its records.
         to: u64,
         /// Its records, prepared.
@@ -351,6 +370,7 @@ impl SourcePool {
             records,
             partition: next.partition,
             append_time: next.batch.append_time(),
+            first_offset: next.batch.base_offset(),
             to: next.to,
             worker,
         });
@@ -372,6 +392,7 @@ impl SourcePool {
                 records,
                 partition,
                 append_time,
+                first_offset,
                 to,
                 worker,
             } => {
@@ -382,6 +403,7 @@ impl SourcePool {
                 Ok(Some(Handed::Stream {
                     partition,
                     append_time,
+                    first_offset,
                     to,
                     prepared,
                 }))
