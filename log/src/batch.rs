@@ -329,51 +329,11 @@ impl BatchView {
 
     fn check_records(&self) -> Result<(), DecodeError> {
         let b = &self.bytes[..];
-        let key_len = u16_at(b, KEY_LEN_OFFSET) as usize;
-        if key_len > MAX_IDEMPOTENCY_KEY_LEN {
-            return Err(DecodeError::Invalid(format!(
-                "idempotency key length {key_len} is over {MAX_IDEMPOTENCY_KEY_LEN}"
-            )));
-        }
-        let mut at = HEADER_LEN + key_len;
-        let short = |what: &str| DecodeError::Invalid(format!("record {what} runs past the batch"));
+        let mut at = records_start(b)?;
         for _ in 0..self.record_count() {
-            let need = |at: usize, n: usize, what: &str| {
-                if at + n > b.len() {
-                    Err(short(what))
-                } else {
-                    Ok(at + n)
-                }
-            };
-            at = need(at, 12, "fixed fields")?;
-            let klen = i32::from_le_bytes(b[at - 4..at].try_into().expect("4"));
-            if klen < -1 {
-                return Err(DecodeError::Invalid(format!("negative key length {klen}")));
-            }
-            at = need(at, klen.max(0) as usize, "key")?;
-            at = need(at, 4, "value length")?;
-            let vlen = u32_at(b, at - 4) as usize;
-            at = need(at, vlen, "value")?;
-            at = need(at, 2, "header count")?;
-            for _ in 0..u16_at(b, at - 2) {
-                at = need(at, 2, "header name length")?;
-                let nlen = u16_at(b, at - 2) as usize;
-                at = need(at, nlen, "header name")?;
-                if std::str::from_utf8(&b[at - nlen..at]).is_err() {
-                    return Err(DecodeError::Invalid("header name is not UTF-8".into()));
-                }
-                at = need(at, 4, "header value length")?;
-                let hvlen = u32_at(b, at - 4) as usize;
-                at = need(at, hvlen, "header value")?;
-            }
+            at = read_record(b, at, 0)?.1;
         }
-        if at != b.len() {
-            return Err(DecodeError::Invalid(format!(
-                "records end at byte {at} but the batch is {} bytes",
-                b.len()
-            )));
-        }
-        Ok(())
+        records_fill(b, at)
     }
 
     /// The whole batch as stored.
@@ -474,6 +434,27 @@ impl FramedBatch {
         Ok(view)
     }
 
+    /// The records, in offset order, borrowed from the buffer, each
+    /// checked as it is read, once the CRC is: [`FramedBatch::check`] in
+    /// one pass with the reading. An `Err` item ends the iteration and says
+    /// what is damaged; whoever reads the records must then drop what it
+    /// read of the batch (the records before the damage are not to be
+    /// used either, as a failed [`FramedBatch::check`] gives none).
+    pub fn checked_record_refs(&self) -> Result<CheckedRecordRefs<'_>, DecodeError> {
+        check_crc(&self.bytes)?;
+        Ok(CheckedRecordRefs {
+            bytes: &self.bytes,
+            at: records_start(&self.bytes)?,
+            next_offset: self.base_offset(),
+            remaining: u32_at(&self.bytes, RECORD_COUNT_OFFSET),
+            ended: false,
+        })
+    }
+
+    /// The whole batch as stored.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.bytes
+    }
     /// Total bytes.
     pub fn len(&self) -> usize {
         self.bytes.len()
@@ -493,6 +474,44 @@ impl FramedBatch {
     /// When the writer appended the batch.
     pub fn append_time(&self) -> i64 {
         i64_at(&self.bytes, APPEND_TIME_OFFSET)
+    }
+}
+
+/// Iterator over a [`FramedBatch`]'s records, each checked as it is read
+/// ([`FramedBatch::checked_record_refs`]).
+#[derive(Debug, Clone)]
+pub struct CheckedRecordRefs<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    next_offset: u64,
+    remaining: u32,
+    /// An error was handed out, or the records were found to fill the batch.
+    ended: bool,
+}
+
+impl<'a> Iterator for CheckedRecordRefs<'a> {
+    type Item = Result<RecordRef<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
+        if self.remaining == 0 {
+            self.ended = true;
+            return records_fill(self.bytes, self.at).err().map(Err);
+        }
+        match read_record(self.bytes, self.at, self.next_offset) {
+            Ok((record, end)) => {
+                self.remaining -= 1;
+                self.at = end;
+                self.next_offset += 1;
+                Some(Ok(record))
+            }
+            Err(e) => {
+                self.ended = true;
+                Some(Err(e))
+            }
+        }
     }
 }
 
@@ -557,7 +576,8 @@ impl Iterator for Records {
             return None;
         }
         self.remaining -= 1;
-        let (record, end) = read_record(&self.bytes, self.at, self.next_offset);
+        let (record, end) = read_record(&self.bytes, self.at, self.next_offset)
+            .expect("the records of a checked batch read");
         let record = record.to_record(&self.bytes);
         self.at = end;
         self.next_offset += 1;
@@ -702,7 +722,8 @@ impl<'a> Iterator for RecordRefs<'a> {
             return None;
         }
         self.remaining -= 1;
-        let (record, end) = read_record(self.bytes, self.at, self.next_offset);
+        let (record, end) = read_record(self.bytes, self.at, self.next_offset)
+            .expect("the records of a checked batch read");
         self.at = end;
         self.next_offset += 1;
         Some(record)
@@ -713,38 +734,75 @@ impl<'a> Iterator for RecordRefs<'a> {
     }
 }
 
-/// The record at byte `at` of a validated batch `b`, at `offset`, and the
-/// byte after it. Only called within the record count, so the structure
-/// was checked by [`BatchView::parse`].
-fn read_record(b: &[u8], at: usize, offset: u64) -> (RecordRef<'_>, usize) {
+/// Where the records of batch `b` start (after its idempotency key); `Err`
+/// if the key's length is over the limit.
+fn records_start(b: &[u8]) -> Result<usize, DecodeError> {
+    let key_len = u16_at(b, KEY_LEN_OFFSET) as usize;
+    if key_len > MAX_IDEMPOTENCY_KEY_LEN {
+        return Err(DecodeError::Invalid(format!(
+            "idempotency key length {key_len} is over {MAX_IDEMPOTENCY_KEY_LEN}"
+        )));
+    }
+    Ok(HEADER_LEN + key_len)
+}
+
+/// Checks that the records of batch `b`, ending at byte `at`, fill it.
+fn records_fill(b: &[u8], at: usize) -> Result<(), DecodeError> {
+    if at != b.len() {
+        return Err(DecodeError::Invalid(format!(
+            "records end at byte {at} but the batch is {} bytes",
+            b.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The record at byte `at` of batch `b`, at `offset`, and the byte after
+/// it; `Err` if it runs past the batch, has a key length below -1, or a
+/// header name that is not UTF-8. Every read of a record goes through
+/// here: the checks of [`BatchView::parse`], and the records of a checked
+/// batch (which cannot fail).
+fn read_record(b: &[u8], at: usize, offset: u64) -> Result<(RecordRef<'_>, usize), DecodeError> {
+    let short = |what: &str| DecodeError::Invalid(format!("record {what} runs past the batch"));
+    let need = |at: usize, n: usize, what: &str| match at.checked_add(n) {
+        Some(end) if end <= b.len() => Ok(end),
+        _ => Err(short(what)),
+    };
+    let fixed = need(at, 12, "fixed fields")?;
     let timestamp = i64_at(b, at);
     let key_len = u32_at(b, at + 8) as i32;
-    let mut at = at + 12;
-    let key = (key_len >= 0).then(|| {
-        at += key_len as usize;
-        &b[at - key_len as usize..at]
-    });
-    let value_len = u32_at(b, at) as usize;
-    let value = &b[at + 4..at + 4 + value_len];
-    at += 4 + value_len;
-    let count = u16_at(b, at);
-    at += 2;
-    let headers_start = at;
+    if key_len < -1 {
+        return Err(DecodeError::Invalid(format!(
+            "negative key length {key_len}"
+        )));
+    }
+    let key_end = need(fixed, key_len.max(0) as usize, "key")?;
+    let key = (key_len >= 0).then(|| &b[fixed..key_end]);
+    let value_start = need(key_end, 4, "value length")?;
+    let value_end = need(value_start, u32_at(b, key_end) as usize, "value")?;
+    let headers_start = need(value_end, 2, "header count")?;
+    let count = u16_at(b, value_end);
+    let mut at = headers_start;
     for _ in 0..count {
-        at += 2 + u16_at(b, at) as usize;
-        at += 4 + u32_at(b, at) as usize;
+        let name_start = need(at, 2, "header name length")?;
+        let name_end = need(name_start, u16_at(b, at) as usize, "header name")?;
+        if std::str::from_utf8(&b[name_start..name_end]).is_err() {
+            return Err(DecodeError::Invalid("header name is not UTF-8".into()));
+        }
+        let value_start = need(name_end, 4, "header value length")?;
+        at = need(value_start, u32_at(b, name_end) as usize, "header value")?;
     }
     let record = RecordRef {
         offset,
         timestamp,
         key,
-        value,
+        value: &b[value_start..value_end],
         headers: HeadersRef {
             bytes: &b[headers_start..at],
             count,
         },
     };
-    (record, at)
+    Ok((record, at))
 }
 
 #[cfg(test)]

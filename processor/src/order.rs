@@ -89,6 +89,25 @@ pub struct NextBatch {
 }
 
 impl NextBatch {
+    /// The records to process, each checked as it is read, once the CRC is
+    /// ([`FramedBatch::checked_record_refs`]: the batch is read once, not
+    /// checked and then read). For a reader that drops what it read of the
+    /// batch when an item is `Err` (a source worker), as the records after
+    /// `to` are checked too.
+    pub fn checked_records(
+        &self,
+    ) -> std::result::Result<
+        impl Iterator<Item = std::result::Result<RecordRef<'_>, DecodeError>> + '_,
+        DecodeError,
+    > {
+        let (from, to) = (self.from, self.to);
+        let records = self.batch.checked_record_refs()?;
+        Ok(records.filter(move |r| {
+            r.as_ref()
+                .map_or(true, |r| from <= r.offset && r.offset < to)
+        }))
+    }
+
     /// The batch checked whole (CRC, records), to read its records; `Err`
     /// says what is damaged.
     pub fn check(&self) -> std::result::Result<CheckedBatch, DecodeError> {

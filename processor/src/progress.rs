@@ -177,8 +177,12 @@ impl Progress {
     }
     /// Counts an undecodable record.
     pub fn count_invalid(&self) {
-        self.invalid.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!(crate::metrics::INVALID, &self.labels).increment(1);
+        self.count_invalid_records(1);
+    }
+    /// Counts `n` undecodable records.
+    pub fn count_invalid_records(&self, n: u64) {
+        self.invalid.fetch_add(n, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::INVALID, &self.labels).increment(n);
     }
 
     /// Adds a worker named `name` doing `role`; its events are counted in

@@ -177,33 +177,39 @@ pub(crate) struct SourceWork {
 impl SourceWork {
     /// The records of `next`, checked and prepared (invalid ones are
     /// counted in `progress`); `expected` kept records are made room for.
+    /// A damaged batch gives its damage and nothing else.
     fn prepare(&self, next: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
-        // Checked here, on the core that decodes the bytes next.
-        let batch = match next.check() {
-            Ok(batch) => batch,
-            Err(damage) => {
-                return PreparedBatch {
-                    damage: Some(damage),
-                    ..PreparedBatch::default()
-                }
-            }
+        let damaged = |damage| PreparedBatch {
+            damage: Some(damage),
+            ..PreparedBatch::default()
+        };
+        // Checked here, as its records are read, on the core that decodes
+        // them; a damaged batch gives nothing but its damage.
+        let records = match next.checked_records() {
+            Ok(records) => records,
+            Err(damage) => return damaged(damage),
         };
         let append_time = next.batch.append_time();
         // Events share the batch's bytes through a reference count of this
         // batch alone: the log's buffer is one mapping of a whole segment,
         // whose one count every source worker would otherwise take and
         // release per event, from several cores.
-        let buffer = &Bytes::from_owner(batch.as_bytes().clone());
-        let records = (next.to - next.from) as usize;
+        let buffer = &Bytes::from_owner(next.batch.as_bytes().clone());
+        let count = (next.to - next.from) as usize;
         let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
-        let mut out = PreparedBatch::with_capacity(records, expected, shards);
-        for record in batch.record_refs() {
+        let mut out = PreparedBatch::with_capacity(count, expected, shards);
+        let mut invalid = 0;
+        for record in records {
+            let record = match record {
+                Ok(record) => record,
+                Err(damage) => return damaged(damage),
+            };
             out.records += 1;
             match self
                 .decoder
                 .decode(next.partition, record, buffer, append_time)
             {
-                Decoded::Invalid => progress.count_invalid(),
+                Decoded::Invalid => invalid += 1,
                 Decoded::Future(event) => out.push(Prepared::Future(event)),
                 Decoded::Filtered { event_time } => out.push(Prepared::Filtered { event_time }),
                 Decoded::Valid { event, filtered } => match &self.grouped {
@@ -218,6 +224,10 @@ impl SourceWork {
                     None => out.push(Prepared::Event { event, filtered }),
                 },
             }
+        }
+        // Counted once the whole batch is known to be undamaged.
+        if invalid > 0 {
+            progress.count_invalid_records(invalid);
         }
         out
     }
