@@ -231,15 +231,21 @@ impl std::fmt::Display for DecodeError {
 }
 
 /// The little-endian header fields at byte `at` (callers check the length).
+/// Inlined across crates: [`FramedBatch::read_checked`] is built where it
+/// is called.
+#[inline]
 pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes(b[at..at + 2].try_into().expect("2 bytes"))
 }
+#[inline]
 pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
+#[inline]
 pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
+#[inline]
 fn i64_at(b: &[u8], at: usize) -> i64 {
     u64_at(b, at) as i64
 }
@@ -434,21 +440,24 @@ impl FramedBatch {
         Ok(view)
     }
 
-    /// The records, in offset order, borrowed from the buffer, each
-    /// checked as it is read, once the CRC is: [`FramedBatch::check`] in
-    /// one pass with the reading. An `Err` item ends the iteration and says
-    /// what is damaged; whoever reads the records must then drop what it
-    /// read of the batch (the records before the damage are not to be
-    /// used either, as a failed [`FramedBatch::check`] gives none).
-    pub fn checked_record_refs(&self) -> Result<CheckedRecordRefs<'_>, DecodeError> {
+    /// Calls `f` with each record, in offset order, borrowed from the
+    /// buffer, each checked as it is read once the CRC is:
+    /// [`FramedBatch::check`] in one pass with the reading. `Err` says
+    /// what is damaged; `f` may have been called for records before the
+    /// damage, and whoever it gave them to must drop them (a failed
+    /// [`FramedBatch::check`] gives none).
+    #[inline]
+    pub fn read_checked<'a>(&'a self, mut f: impl FnMut(RecordRef<'a>)) -> Result<(), DecodeError> {
         check_crc(&self.bytes)?;
-        Ok(CheckedRecordRefs {
-            bytes: &self.bytes,
-            at: records_start(&self.bytes)?,
-            next_offset: self.base_offset(),
-            remaining: u32_at(&self.bytes, RECORD_COUNT_OFFSET),
-            ended: false,
-        })
+        let b = &self.bytes[..];
+        let mut at = records_start(b)?;
+        let base_offset = self.base_offset();
+        for i in 0..u32_at(b, RECORD_COUNT_OFFSET) {
+            let (record, end) = read_record(b, at, base_offset + u64::from(i))?;
+            f(record);
+            at = end;
+        }
+        records_fill(b, at)
     }
 
     /// The whole batch as stored.
@@ -474,44 +483,6 @@ impl FramedBatch {
     /// When the writer appended the batch.
     pub fn append_time(&self) -> i64 {
         i64_at(&self.bytes, APPEND_TIME_OFFSET)
-    }
-}
-
-/// Iterator over a [`FramedBatch`]'s records, each checked as it is read
-/// ([`FramedBatch::checked_record_refs`]).
-#[derive(Debug, Clone)]
-pub struct CheckedRecordRefs<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    next_offset: u64,
-    remaining: u32,
-    /// An error was handed out, or the records were found to fill the batch.
-    ended: bool,
-}
-
-impl<'a> Iterator for CheckedRecordRefs<'a> {
-    type Item = Result<RecordRef<'a>, DecodeError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.ended {
-            return None;
-        }
-        if self.remaining == 0 {
-            self.ended = true;
-            return records_fill(self.bytes, self.at).err().map(Err);
-        }
-        match read_record(self.bytes, self.at, self.next_offset) {
-            Ok((record, end)) => {
-                self.remaining -= 1;
-                self.at = end;
-                self.next_offset += 1;
-                Some(Ok(record))
-            }
-            Err(e) => {
-                self.ended = true;
-                Some(Err(e))
-            }
-        }
     }
 }
 
@@ -760,49 +731,79 @@ fn records_fill(b: &[u8], at: usize) -> Result<(), DecodeError> {
 /// The record at byte `at` of batch `b`, at `offset`, and the byte after
 /// it; `Err` if it runs past the batch, has a key length below -1, or a
 /// header name that is not UTF-8. Every read of a record goes through
-/// here: the checks of [`BatchView::parse`], and the records of a checked
-/// batch (which cannot fail).
+/// here: the checks of [`BatchView::parse`], the records of a batch read
+/// as they are checked ([`FramedBatch::read_checked`]), and those of a
+/// checked batch (which cannot fail).
+#[inline(always)]
 fn read_record(b: &[u8], at: usize, offset: u64) -> Result<(RecordRef<'_>, usize), DecodeError> {
-    let short = |what: &str| DecodeError::Invalid(format!("record {what} runs past the batch"));
-    let need = |at: usize, n: usize, what: &str| match at.checked_add(n) {
-        Some(end) if end <= b.len() => Ok(end),
-        _ => Err(short(what)),
+    // The record is taken off the front of `rest` field by field: each
+    // length is checked once, by the split that takes the field.
+    let rest = b.get(at..).unwrap_or_default();
+    let Some((fixed, rest)) = rest.split_first_chunk::<12>() else {
+        return Err(runs_past("fixed fields"));
     };
-    let fixed = need(at, 12, "fixed fields")?;
-    let timestamp = i64_at(b, at);
-    let key_len = u32_at(b, at + 8) as i32;
+    let timestamp = i64::from_le_bytes(*fixed.first_chunk::<8>().expect("8 of 12 bytes"));
+    let key_len = i32::from_le_bytes(*fixed.last_chunk::<4>().expect("4 of 12 bytes"));
     if key_len < -1 {
-        return Err(DecodeError::Invalid(format!(
-            "negative key length {key_len}"
-        )));
+        return Err(negative_key_length(key_len));
     }
-    let key_end = need(fixed, key_len.max(0) as usize, "key")?;
-    let key = (key_len >= 0).then(|| &b[fixed..key_end]);
-    let value_start = need(key_end, 4, "value length")?;
-    let value_end = need(value_start, u32_at(b, key_end) as usize, "value")?;
-    let headers_start = need(value_end, 2, "header count")?;
-    let count = u16_at(b, value_end);
-    let mut at = headers_start;
+    let Some((key, rest)) = rest.split_at_checked(key_len.max(0) as usize) else {
+        return Err(runs_past("key"));
+    };
+    let Some((value_len, rest)) = rest.split_first_chunk::<4>() else {
+        return Err(runs_past("value length"));
+    };
+    let Some((value, rest)) = rest.split_at_checked(u32::from_le_bytes(*value_len) as usize) else {
+        return Err(runs_past("value"));
+    };
+    let Some((count, headers)) = rest.split_first_chunk::<2>() else {
+        return Err(runs_past("header count"));
+    };
+    let count = u16::from_le_bytes(*count);
+    let mut rest = headers;
     for _ in 0..count {
-        let name_start = need(at, 2, "header name length")?;
-        let name_end = need(name_start, u16_at(b, at) as usize, "header name")?;
-        if std::str::from_utf8(&b[name_start..name_end]).is_err() {
+        let Some((name_len, after)) = rest.split_first_chunk::<2>() else {
+            return Err(runs_past("header name length"));
+        };
+        let Some((name, after)) = after.split_at_checked(u16::from_le_bytes(*name_len) as usize)
+        else {
+            return Err(runs_past("header name"));
+        };
+        if std::str::from_utf8(name).is_err() {
             return Err(DecodeError::Invalid("header name is not UTF-8".into()));
         }
-        let value_start = need(name_end, 4, "header value length")?;
-        at = need(value_start, u32_at(b, name_end) as usize, "header value")?;
+        let Some((value_len, after)) = after.split_first_chunk::<4>() else {
+            return Err(runs_past("header value length"));
+        };
+        let Some((_, after)) = after.split_at_checked(u32::from_le_bytes(*value_len) as usize)
+        else {
+            return Err(runs_past("header value"));
+        };
+        rest = after;
     }
     let record = RecordRef {
         offset,
         timestamp,
-        key,
-        value: &b[value_start..value_end],
+        key: (key_len >= 0).then_some(key),
+        value,
         headers: HeadersRef {
-            bytes: &b[headers_start..at],
+            bytes: &headers[..headers.len() - rest.len()],
             count,
         },
     };
-    Ok((record, at))
+    Ok((record, b.len() - rest.len()))
+}
+
+/// The error of a record part (`what`) that runs past its batch.
+#[cold]
+fn runs_past(what: &str) -> DecodeError {
+    DecodeError::Invalid(format!("record {what} runs past the batch"))
+}
+
+/// The error of a record key length below -1.
+#[cold]
+fn negative_key_length(key_len: i32) -> DecodeError {
+    DecodeError::Invalid(format!("negative key length {key_len}"))
 }
 
 #[cfg(test)]

@@ -89,23 +89,22 @@ pub struct NextBatch {
 }
 
 impl NextBatch {
-    /// The records to process, each checked as it is read, once the CRC is
-    /// ([`FramedBatch::checked_record_refs`]: the batch is read once, not
-    /// checked and then read). For a reader that drops what it read of the
-    /// batch when an item is `Err` (a source worker), as the records after
-    /// `to` are checked too.
-    pub fn checked_records(
-        &self,
-    ) -> std::result::Result<
-        impl Iterator<Item = std::result::Result<RecordRef<'_>, DecodeError>> + '_,
-        DecodeError,
-    > {
+    /// Calls `f` with each record to process, each checked as it is read
+    /// once the CRC is ([`FramedBatch::read_checked`]: the batch is read
+    /// once, not checked and then read; the records outside `[from, to)`
+    /// are checked too). `Err` says what is damaged: whoever `f` gave the
+    /// records before it to must drop them (a source worker drops the
+    /// batch).
+    pub fn read_checked<'a>(
+        &'a self,
+        mut f: impl FnMut(RecordRef<'a>),
+    ) -> std::result::Result<(), DecodeError> {
         let (from, to) = (self.from, self.to);
-        let records = self.batch.checked_record_refs()?;
-        Ok(records.filter(move |r| {
-            r.as_ref()
-                .map_or(true, |r| from <= r.offset && r.offset < to)
-        }))
+        self.batch.read_checked(|record| {
+            if from <= record.offset && record.offset < to {
+                f(record);
+            }
+        })
     }
 
     /// The batch checked whole (CRC, records), to read its records; `Err`

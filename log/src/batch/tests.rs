@@ -251,9 +251,7 @@ proptest! {
         let _ = BatchView::parse(&data);
         if let Ok(framed) = FramedBatch::parse(&data) {
             let _ = framed.check();
-            if let Ok(records) = framed.checked_record_refs() {
-                let _ = records.count();
-            }
+            let _ = framed.read_checked(|_| {});
         }
     }
 
@@ -282,8 +280,8 @@ proptest! {
         let Ok(framed) = FramedBatch::parse(&bytes) else {
             return Ok(());
         };
-        let read: Result<Vec<RecordRef<'_>>, DecodeError> =
-            framed.checked_record_refs().and_then(|records| records.collect());
+        let mut records = Vec::new();
+        let read = framed.read_checked(|r| records.push(r)).map(|()| records);
         match framed.check() {
             Ok(view) => {
                 let read = read.expect("a batch that checks reads");

@@ -179,16 +179,6 @@ impl SourceWork {
     /// counted in `progress`); `expected` kept records are made room for.
     /// A damaged batch gives its damage and nothing else.
     fn prepare(&self, next: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
-        let damaged = |damage| PreparedBatch {
-            damage: Some(damage),
-            ..PreparedBatch::default()
-        };
-        // Checked here, as its records are read, on the core that decodes
-        // them; a damaged batch gives nothing but its damage.
-        let records = match next.checked_records() {
-            Ok(records) => records,
-            Err(damage) => return damaged(damage),
-        };
         let append_time = next.batch.append_time();
         // Events share the batch's bytes through a reference count of this
         // batch alone: the log's buffer is one mapping of a whole segment,
@@ -199,11 +189,9 @@ impl SourceWork {
         let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
         let mut out = PreparedBatch::with_capacity(count, expected, shards);
         let mut invalid = 0;
-        for record in records {
-            let record = match record {
-                Ok(record) => record,
-                Err(damage) => return damaged(damage),
-            };
+        // Checked here, as its records are read, on the core that decodes
+        // them; a damaged batch gives nothing but its damage.
+        let checked = next.read_checked(|record| {
             out.records += 1;
             match self
                 .decoder
@@ -224,6 +212,12 @@ impl SourceWork {
                     None => out.push(Prepared::Event { event, filtered }),
                 },
             }
+        });
+        if let Err(damage) = checked {
+            return PreparedBatch {
+                damage: Some(damage),
+                ..PreparedBatch::default()
+            };
         }
         // Counted once the whole batch is known to be undamaged.
         if invalid > 0 {
