@@ -5,8 +5,8 @@
 //! ```text
 //!              batches in log order               events with their watermark
 //!  InputOrder ──────────────► source workers ──► coordinator ──────────────► shard 0
-//!  (coordinator)  (dealt out)  decode, filter,    watermark,    by key group  shard 1
-//!                              key shard          dedup, join,                 ...
+//!  (coordinator)  (dealt out)  check, decode,     watermark,    by key group  shard 1
+//!                              filter, key shard  dedup, join,                 ...
 //!                                                 sequence, commit
 //! ```
 //!
@@ -19,6 +19,12 @@
 //!   Batches in flight stay with the workers from one poll to the next
 //!   (a poll's budget counts records processed), so the workers do not
 //!   run dry at every poll's end.
+//! * **Checks.** The coordinator reads batches by their frame (offsets,
+//!   length, format: [`kappa_log::Partition::read_framed`]), which is all
+//!   the order needs; the source worker that decodes a batch checks its
+//!   CRC and records as it reads them, on the core that then decodes the
+//!   bytes. A damaged batch comes back as its damage, and the coordinator
+//!   stops the version there, as a checked read would have.
 //! * **Source workers** decode ([`crate::decoder`]), and when no dedup or
 //!   join comes first, apply the filter, group each event for the
 //!   aggregate — its view key, event time and aggregate inputs
