@@ -320,6 +320,50 @@ fn check_frame(bytes: &[u8]) -> Result<(), DecodeError> {
     Ok(())
 }
 
+/// The accessors of a batch's header, the same for a [`BatchView`] and a
+/// [`FramedBatch`]: both hold the batch's bytes, its header at least (the
+/// frame check made sure of that).
+macro_rules! header_accessors {
+    () => {
+        /// The whole batch as stored.
+        pub fn as_bytes(&self) -> &Bytes {
+            &self.bytes
+        }
+        /// Total bytes.
+        pub fn len(&self) -> usize {
+            self.bytes.len()
+        }
+        /// Never true: a batch holds at least one record.
+        pub fn is_empty(&self) -> bool {
+            false
+        }
+        /// Offset of the first record.
+        pub fn base_offset(&self) -> u64 {
+            u64_at(&self.bytes, BASE_OFFSET_OFFSET)
+        }
+        /// Number of records.
+        pub fn record_count(&self) -> u32 {
+            u32_at(&self.bytes, RECORD_COUNT_OFFSET)
+        }
+        /// Offset after the last record.
+        pub fn next_offset(&self) -> u64 {
+            self.base_offset() + u64::from(self.record_count())
+        }
+        /// Timestamp of the first record.
+        pub fn first_timestamp(&self) -> i64 {
+            i64_at(&self.bytes, FIRST_TIMESTAMP_OFFSET)
+        }
+        /// Largest record timestamp.
+        pub fn max_timestamp(&self) -> i64 {
+            i64_at(&self.bytes, MAX_TIMESTAMP_OFFSET)
+        }
+        /// When the writer appended the batch.
+        pub fn append_time(&self) -> i64 {
+            i64_at(&self.bytes, APPEND_TIME_OFFSET)
+        }
+    };
+}
+
 impl BatchView {
     /// Validates the batch at the start of `buf` and returns it (sliced to
     /// its length). Checks length, CRC, magic, version, reserved fields and
@@ -334,50 +378,11 @@ impl BatchView {
     }
 
     fn check_records(&self) -> Result<(), DecodeError> {
-        let b = &self.bytes[..];
-        let mut at = records_start(b)?;
-        for _ in 0..self.record_count() {
-            at = read_record(b, at, 0)?.1;
-        }
-        records_fill(b, at)
+        read_records(&self.bytes, |_| {})
     }
 
-    /// The whole batch as stored.
-    pub fn as_bytes(&self) -> &Bytes {
-        &self.bytes
-    }
-    /// Total bytes.
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-    /// Never true: a batch holds at least one record.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-    /// Offset of the first record.
-    pub fn base_offset(&self) -> u64 {
-        u64_at(&self.bytes, BASE_OFFSET_OFFSET)
-    }
-    /// Number of records.
-    pub fn record_count(&self) -> u32 {
-        u32_at(&self.bytes, RECORD_COUNT_OFFSET)
-    }
-    /// Offset after the last record.
-    pub fn next_offset(&self) -> u64 {
-        self.base_offset() + u64::from(self.record_count())
-    }
-    /// Timestamp of the first record.
-    pub fn first_timestamp(&self) -> i64 {
-        i64_at(&self.bytes, FIRST_TIMESTAMP_OFFSET)
-    }
-    /// Largest record timestamp.
-    pub fn max_timestamp(&self) -> i64 {
-        i64_at(&self.bytes, MAX_TIMESTAMP_OFFSET)
-    }
-    /// When the writer appended the batch.
-    pub fn append_time(&self) -> i64 {
-        i64_at(&self.bytes, APPEND_TIME_OFFSET)
-    }
+    header_accessors!();
+
     /// The idempotency key, if the append carried one.
     pub fn idempotency_key(&self) -> Option<&[u8]> {
         let len = u16_at(&self.bytes, KEY_LEN_OFFSET) as usize;
@@ -447,43 +452,12 @@ impl FramedBatch {
     /// damage, and whoever it gave them to must drop them (a failed
     /// [`FramedBatch::check`] gives none).
     #[inline]
-    pub fn read_checked<'a>(&'a self, mut f: impl FnMut(RecordRef<'a>)) -> Result<(), DecodeError> {
+    pub fn read_checked<'a>(&'a self, f: impl FnMut(RecordRef<'a>)) -> Result<(), DecodeError> {
         check_crc(&self.bytes)?;
-        let b = &self.bytes[..];
-        let mut at = records_start(b)?;
-        let base_offset = self.base_offset();
-        for i in 0..u32_at(b, RECORD_COUNT_OFFSET) {
-            let (record, end) = read_record(b, at, base_offset + u64::from(i))?;
-            f(record);
-            at = end;
-        }
-        records_fill(b, at)
+        read_records(&self.bytes, f)
     }
 
-    /// The whole batch as stored.
-    pub fn as_bytes(&self) -> &Bytes {
-        &self.bytes
-    }
-    /// Total bytes.
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-    /// Never true: a batch holds at least one record.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-    /// Offset of the first record.
-    pub fn base_offset(&self) -> u64 {
-        u64_at(&self.bytes, BASE_OFFSET_OFFSET)
-    }
-    /// Offset after the last record.
-    pub fn next_offset(&self) -> u64 {
-        self.base_offset() + u64::from(u32_at(&self.bytes, RECORD_COUNT_OFFSET))
-    }
-    /// When the writer appended the batch.
-    pub fn append_time(&self) -> i64 {
-        i64_at(&self.bytes, APPEND_TIME_OFFSET)
-    }
+    header_accessors!();
 }
 
 /// A batch as a read of the log hands it out: checked whole
@@ -703,6 +677,20 @@ impl<'a> Iterator for RecordRefs<'a> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.remaining as usize, Some(self.remaining as usize))
     }
+}
+
+/// Calls `f` with each record of batch `b` (its frame checked), each
+/// checked as it is read, and checks that they fill the batch.
+#[inline(always)]
+fn read_records<'a>(b: &'a [u8], mut f: impl FnMut(RecordRef<'a>)) -> Result<(), DecodeError> {
+    let mut at = records_start(b)?;
+    let base_offset = u64_at(b, BASE_OFFSET_OFFSET);
+    for i in 0..u32_at(b, RECORD_COUNT_OFFSET) {
+        let (record, end) = read_record(b, at, base_offset + u64::from(i))?;
+        f(record);
+        at = end;
+    }
+    records_fill(b, at)
 }
 
 /// Where the records of batch `b` start (after its idempotency key); `Err`

@@ -136,6 +136,15 @@ async fn sealed_segment(dir: &Path) -> (Vec<u8>, u64, u64) {
     )
 }
 
+/// Writes `bytes` as the first segment of topic `t` with byte `i` flipped,
+/// and opens the log.
+fn open_with_flip(dir: &Path, bytes: &[u8], i: u64) -> Log {
+    let mut copy = bytes.to_vec();
+    copy[i as usize] ^= 0xFF;
+    std::fs::write(segment_log(dir, 0), &copy).unwrap();
+    Log::open(LogConfig::new(dir)).unwrap()
+}
+
 /// Asserts that reading `from` fails as damage of offsets
 /// `[first, next)` found at byte `position` of `path`.
 fn assert_damaged(
@@ -175,10 +184,7 @@ async fn every_flipped_byte_of_a_sealed_batch_is_reported_and_never_returned() {
     let path = segment_log(dir.path(), 0);
     let stats = kappa_log::stats::global();
     for i in start..end {
-        let mut copy = bytes.clone();
-        copy[i as usize] ^= 0xFF;
-        std::fs::write(&path, &copy).unwrap();
-        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        let log = open_with_flip(dir.path(), &bytes, i);
         let topic = log.topic("t").unwrap();
         let p = topic.partition(0).unwrap();
         // A read from before the damage gets the batch before it, not an error.
@@ -217,10 +223,7 @@ async fn every_flipped_byte_a_framed_read_hands_out_fails_its_check() {
     let path = segment_log(dir.path(), 0);
     let (mut stopped, mut handed_out) = (0, 0);
     for i in start..end {
-        let mut copy = bytes.clone();
-        copy[i as usize] ^= 0xFF;
-        std::fs::write(&path, &copy).unwrap();
-        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        let log = open_with_flip(dir.path(), &bytes, i);
         let topic = log.topic("t").unwrap();
         let p = topic.partition(0).unwrap();
         let fetch = p.read_framed(0, u64::MAX, u64::MAX).unwrap();

@@ -215,6 +215,15 @@ fn a_parallel_version_reports_what_each_worker_owns_and_handled() {
     assert!(shard_events > 0 && shard_events < progress.processed);
 }
 
+/// A view `name` counting the events of `buys` per user.
+fn count_per_user(name: &str) -> Plan {
+    Pipeline::from_topic("buys")
+        .event_time_field("ts")
+        .key_by([("user", Expr::field("user"))])
+        .aggregate([dsl::count("n")])
+        .to_view(name)
+}
+
 /// Batches of 7 records read 5 at a time: a fetch ends inside a batch and
 /// the next fetch returns that batch again. Every record is processed once
 /// with any number of workers (the parallel poll hands out batches ahead of
@@ -233,13 +242,7 @@ fn a_batch_split_between_fetches_is_processed_once_with_several_workers() {
             ),
         );
     }
-    let plan = |name: &str| {
-        Pipeline::from_topic("buys")
-            .event_time_field("ts")
-            .key_by([("user", Expr::field("user"))])
-            .aggregate([dsl::count("n")])
-            .to_view(name)
-    };
+    let plan = count_per_user;
     for workers in [1, 2, 3] {
         let name = format!("per_user_{workers}");
         let options = RunOptions {
@@ -287,13 +290,7 @@ fn a_damaged_batch_stops_the_version_there_with_any_number_of_workers() {
         .expect("record 5 of batch 2");
     bytes[at + 7] = b'6';
     std::fs::write(&path, &bytes).unwrap();
-    let plan = |name: &str| {
-        Pipeline::from_topic("buys")
-            .event_time_field("ts")
-            .key_by([("user", Expr::field("user"))])
-            .aggregate([dsl::count("n")])
-            .to_view(name)
-    };
+    let plan = count_per_user;
     for (workers, max_poll_records) in [(1, 50), (1, 5), (2, 50), (2, 5), (3, 7)] {
         let what = format!("{workers} workers, polls of {max_poll_records}");
         let name = format!("per_user_{workers}_{max_poll_records}");
