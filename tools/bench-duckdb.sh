@@ -12,8 +12,9 @@
 #      PID, its data dir deleted afterwards) and `kappa-bench build --file FILE
 #      --partitions P [--parallelism N] --runs RUNS`: the file is loaded once
 #      into topic user_events (records keyed by user_id), then the view is
-#      created RUNS times; build time = CREATE TABLE sent → committed offsets
-#      at the end of every partition (polled every 10 ms);
+#      created RUNS times; build time = CREATE TABLE sent → the answer of a
+#      read-your-writes read after the end of every partition (answered when
+#      the view's committed offsets reach them);
 #   2. DuckDB (`SET threads = DUCKDB_THREADS`, default 2) RUNS times:
 #      CREATE OR REPLACE TABLE .. AS the same aggregate over
 #      read_ndjson(FILE, columns = the stream's declared columns), timed
