@@ -541,7 +541,9 @@ impl Runtime {
         Ok(())
     }
 
-    /// Processes a stream batch's records; returns how many.
+    /// Processes a stream batch's records, the batch checked whole first
+    /// (a damaged one fails with the log's damage error: [`InputOrder::check`]);
+    /// returns how many.
     fn process_batch(&mut self, next: &NextBatch) -> Result<u64> {
         let append_time = next.batch.append_time();
         let batch = self.order.check(next)?;
@@ -562,7 +564,8 @@ impl Runtime {
         Ok(processed)
     }
 
-    /// Applies a table batch's records to the join's table; returns how many.
+    /// Applies a table batch's records to the join's table, the batch
+    /// checked whole first (as [`Runtime::process_batch`]); returns how many.
     pub(crate) fn apply_table_batch(&mut self, next: &NextBatch) -> Result<u64> {
         let batch = self.order.check(next)?;
         let Some(join) = &mut self.join else {

@@ -60,9 +60,14 @@ impl Runtime {
                     to,
                     prepared,
                 } => {
+                    // A damaged batch stops the version before it.
                     if let Some(reason) = &prepared.damage {
-                        let order = &self.order;
-                        return Err(order.damaged(Side::Stream, partition, first_offset, reason));
+                        return Err(self.order.damaged(
+                            Side::Stream,
+                            partition,
+                            first_offset,
+                            reason,
+                        ));
                     }
                     self.enter_batch(append_time)?;
                     let records = prepared.records;
