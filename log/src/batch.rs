@@ -434,10 +434,10 @@ impl FramedBatch {
         Ok(FramedBatch { bytes })
     }
 
-    /// The rest of [`BatchView::parse`]'s checks: the CRC, and that every
-    /// record is well formed and the records fill the batch.
-    pub fn check(&self) -> Result<BatchView, DecodeError> {
-        check_crc(&self.bytes)?;
+    /// The rest of [`BatchView::parse`]'s checks: the CRC (as `crc` says),
+    /// and that every record is well formed and the records fill the batch.
+    pub fn check(&self, crc: Crc) -> Result<BatchView, DecodeError> {
+        crc.check(&self.bytes)?;
         let view = BatchView {
             bytes: self.bytes.clone(),
         };
@@ -446,18 +446,44 @@ impl FramedBatch {
     }
 
     /// Calls `f` with each record, in offset order, borrowed from the
-    /// buffer, each checked as it is read once the CRC is:
+    /// buffer, each checked as it is read once the CRC is (as `crc` says):
     /// [`FramedBatch::check`] in one pass with the reading. `Err` says
     /// what is damaged; `f` may have been called for records before the
     /// damage, and whoever it gave them to must drop them (a failed
     /// [`FramedBatch::check`] gives none).
     #[inline]
-    pub fn read_checked<'a>(&'a self, f: impl FnMut(RecordRef<'a>)) -> Result<(), DecodeError> {
-        check_crc(&self.bytes)?;
+    pub fn read_checked<'a>(
+        &'a self,
+        crc: Crc,
+        f: impl FnMut(RecordRef<'a>),
+    ) -> Result<(), DecodeError> {
+        crc.check(&self.bytes)?;
         read_records(&self.bytes, f)
     }
 
     header_accessors!();
+}
+
+/// Whether [`FramedBatch::check`] and [`FramedBatch::read_checked`]
+/// check the CRC. The records' structure is checked either way: reading
+/// them cannot go wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crc {
+    /// Check it.
+    Check,
+    /// The same bytes' CRC was checked by a reader that is sure to use
+    /// nothing of the batch if it failed — the part of a batch read
+    /// before a fetch stopped inside it, when the rest is read later.
+    CheckedBefore,
+}
+
+impl Crc {
+    fn check(self, bytes: &[u8]) -> Result<(), DecodeError> {
+        match self {
+            Crc::Check => check_crc(bytes),
+            Crc::CheckedBefore => Ok(()),
+        }
+    }
 }
 
 /// A batch as a read of the log hands it out: checked whole

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use kappa_log::batch::Crc;
 use kappa_log::{
     AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, Record, TopicConfig,
 };
@@ -228,13 +229,16 @@ async fn every_flipped_byte_a_framed_read_hands_out_fails_its_check() {
         let p = topic.partition(0).unwrap();
         let fetch = p.read_framed(0, u64::MAX, u64::MAX).unwrap();
         let first = fetch.batches[0]
-            .check()
+            .check(Crc::Check)
             .expect("the batch before the damage");
         assert_eq!((first.base_offset(), first.next_offset()), (0, 4));
         match fetch.batches.get(1) {
             Some(damaged) if damaged.base_offset() == 4 => {
                 handed_out += 1;
-                assert!(damaged.check().is_err(), "flip at {i} passed the check");
+                assert!(
+                    damaged.check(Crc::Check).is_err(),
+                    "flip at {i} passed the check"
+                );
                 assert_damaged(p, 4, &path, (4, 8), start);
             }
             other => {

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kappa_log::batch::{BatchView, DecodeError, FramedBatch};
+use kappa_log::batch::{BatchView, Crc, DecodeError, FramedBatch};
 use kappa_log::{RecordRef, Topic};
 
 use crate::error::{ProcessorError, Result};
@@ -47,9 +47,10 @@ struct Input {
     partition: u32,
     /// Fetched batches (their frames checked: the CRC and records are
     /// checked where they are processed, [`NextBatch::check`]), each with
-    /// the end (exclusive) of the fetch that returned it: a fetch may stop
-    /// inside its last batch.
-    batches: VecDeque<(FramedBatch, u64)>,
+    /// the end (exclusive) of the fetch that returned it — a fetch may stop
+    /// inside its last batch — and whether its CRC is still to check (not
+    /// for the rest of a batch split between fetches).
+    batches: VecDeque<(FramedBatch, u64, Crc)>,
     /// The offset to fetch from next.
     read_to: u64,
     /// The end of the records handed out by [`InputOrder::next`]: a batch
@@ -86,6 +87,10 @@ pub struct NextBatch {
     pub from: u64,
     /// End (exclusive) of the records to process.
     pub to: u64,
+    /// Whether the batch's CRC is to check: not for the rest of a batch
+    /// whose first part was handed out before (processed first, it stops
+    /// the version if its check fails).
+    pub crc: Crc,
 }
 
 impl NextBatch {
@@ -100,7 +105,7 @@ impl NextBatch {
         mut f: impl FnMut(RecordRef<'a>),
     ) -> std::result::Result<(), DecodeError> {
         let (from, to) = (self.from, self.to);
-        self.batch.read_checked(|record| {
+        self.batch.read_checked(self.crc, |record| {
             if from <= record.offset && record.offset < to {
                 f(record);
             }
@@ -111,7 +116,7 @@ impl NextBatch {
     /// says what is damaged.
     pub fn check(&self) -> std::result::Result<CheckedBatch, DecodeError> {
         Ok(CheckedBatch {
-            view: self.batch.check()?,
+            view: self.batch.check(self.crc)?,
             from: self.from,
             to: self.to,
         })
@@ -251,7 +256,7 @@ impl InputOrder {
         }
         let Some(best) = (0..self.inputs.len())
             .filter_map(|i| {
-                let (batch, _) = self.inputs[i].batches.front()?;
+                let (batch, _, _) = self.inputs[i].batches.front()?;
                 Some((batch.append_time(), i))
             })
             .min()
@@ -264,7 +269,7 @@ impl InputOrder {
             return Ok(None);
         }
         let input = &mut self.inputs[i];
-        let (batch, fetch_end) = input.batches.pop_front().expect("non-empty");
+        let (batch, fetch_end, crc) = input.batches.pop_front().expect("non-empty");
         let (from, to) = (
             input.handed_to.max(batch.base_offset()),
             batch.next_offset().min(fetch_end),
@@ -276,6 +281,7 @@ impl InputOrder {
             from,
             to,
             batch,
+            crc,
         }))
     }
 
@@ -336,14 +342,15 @@ impl InputOrder {
         if let Some(batch) = input.split.take() {
             // Its records from `read_to` on, at most `max_records` of them,
             // from the batch the last fetch read: not read once more per
-            // fetch it is split over.
+            // fetch it is split over, nor its CRC checked once more (the
+            // part handed out first checks it, and is processed first).
             let end = batch
                 .next_offset()
                 .min(input.read_to.saturating_add(max_records));
             if end < batch.next_offset() {
                 input.split = Some(batch.clone());
             }
-            input.batches.push_back((batch, end));
+            input.batches.push_back((batch, end, Crc::CheckedBefore));
             input.read_to = end;
             return Ok(());
         }
@@ -362,7 +369,9 @@ impl InputOrder {
         }
         for batch in fetch.batches {
             if batch.next_offset() > offset {
-                input.batches.push_back((batch, fetch.next_offset));
+                input
+                    .batches
+                    .push_back((batch, fetch.next_offset, Crc::Check));
             }
         }
         input.read_to = fetch.next_offset;

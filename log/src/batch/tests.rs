@@ -250,8 +250,8 @@ proptest! {
         let data = Bytes::from(data);
         let _ = BatchView::parse(&data);
         if let Ok(framed) = FramedBatch::parse(&data) {
-            let _ = framed.check();
-            let _ = framed.read_checked(|_| {});
+            let _ = framed.check(Crc::Check);
+            let _ = framed.read_checked(Crc::Check, |_| {});
         }
     }
 
@@ -281,8 +281,8 @@ proptest! {
             return Ok(());
         };
         let mut records = Vec::new();
-        let read = framed.read_checked(|r| records.push(r)).map(|()| records);
-        match framed.check() {
+        let read = framed.read_checked(Crc::Check, |r| records.push(r)).map(|()| records);
+        match framed.check(Crc::Check) {
             Ok(view) => {
                 let read = read.expect("a batch that checks reads");
                 prop_assert_eq!(read, view.record_refs().collect::<Vec<_>>());

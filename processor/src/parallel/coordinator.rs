@@ -56,16 +56,15 @@ impl Runtime {
                 Handed::Stream {
                     partition,
                     append_time,
-                    first_offset,
                     to,
                     prepared,
                 } => {
                     // A damaged batch stops the version before it.
-                    if let Some(reason) = &prepared.damage {
+                    if let Some((first_offset, reason)) = &prepared.damage {
                         return Err(self.order.damaged(
                             Side::Stream,
                             partition,
-                            first_offset,
+                            *first_offset,
                             reason,
                         ));
                     }

@@ -50,9 +50,9 @@ pub(crate) enum Prepared {
 /// hundred bytes for an event) in a vector beside them.
 #[derive(Debug, Default)]
 pub(crate) struct PreparedBatch {
-    /// The batch failed its check (CRC, records): what is damaged (and
-    /// nothing else is prepared).
-    pub(crate) damage: Option<DecodeError>,
+    /// The batch failed its check (CRC, records): its first offset and
+    /// what is damaged (and nothing else is prepared).
+    pub(crate) damage: Option<(u64, DecodeError)>,
     /// Records in the batch, valid or not.
     pub(crate) records: u64,
     /// The valid records, in order.
@@ -215,7 +215,7 @@ impl SourceWork {
         });
         if let Err(damage) = checked {
             return PreparedBatch {
-                damage: Some(damage),
+                damage: Some((next.batch.base_offset(), damage)),
                 ..PreparedBatch::default()
             };
         }
@@ -243,13 +243,12 @@ enum Queued {
     /// A table batch: passes through (the coordinator applies it).
     Table(NextBatch),
     /// A stream batch a worker prepares: its number of records (those
-    /// read, `to` minus the first), partition, log time, the batch's first
-    /// offset and the end (exclusive) of its records.
+    /// read, `to` minus the first), partition, log time and end
+    /// (exclusive) of its records.
     Stream {
         records: u64,
         partition: u32,
         append_time: i64,
-        first_offset: u64,
         to: u64,
         /// The worker preparing it.
         worker: usize,
@@ -266,9 +265,6 @@ pub(crate) enum Handed {
         partition: u32,
         /// Its log (append) time.
         append_time: i64,
-        /// The batch's first offset (it may hold records before those
-        /// read).
-        first_offset: u64,
         /// End (exclusive) of its records.
         to: u64,
         /// Its records, prepared.
@@ -374,7 +370,6 @@ impl SourcePool {
             records,
             partition: next.partition,
             append_time: next.batch.append_time(),
-            first_offset: next.batch.base_offset(),
             to: next.to,
             worker,
         });
@@ -396,7 +391,6 @@ impl SourcePool {
                 records,
                 partition,
                 append_time,
-                first_offset,
                 to,
                 worker,
             } => {
@@ -407,7 +401,6 @@ impl SourcePool {
                 Ok(Some(Handed::Stream {
                     partition,
                     append_time,
-                    first_offset,
                     to,
                     prepared,
                 }))
