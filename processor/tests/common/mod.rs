@@ -8,7 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kappa_log::{FsyncPolicy, Log, LogConfig, NewRecord, ProduceRecord, TopicConfig};
+use kappa_log::{
+    AppendClock, FsyncPolicy, Log, LogConfig, ManualTime, NewRecord, ProduceRecord, TopicConfig,
+};
 use kappa_processor::plan::Plan;
 use kappa_processor::runner::{CrashPoint, RunOptions, Runtime};
 use kappa_processor::state::store::{Scope, Store};
@@ -23,7 +25,11 @@ pub struct Harness {
 }
 
 fn open(dir: &Path) -> (Arc<Log>, Arc<Store>) {
-    let log = Log::open(LogConfig::new(dir.join("log"))).unwrap();
+    open_with(LogConfig::new(dir.join("log")), dir)
+}
+
+fn open_with(config: LogConfig, dir: &Path) -> (Arc<Log>, Arc<Store>) {
+    let log = Log::open(config).unwrap();
     let store = Store::open(&dir.join("state")).unwrap();
     (Arc::new(log), Arc::new(store))
 }
@@ -66,6 +72,17 @@ impl Harness {
     pub fn new() -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let (log, store) = open(dir.path());
+        Harness { dir, log, store }
+    }
+
+    /// A harness whose log takes its append times from `time`: a record
+    /// produced at the current time stays held back (the log is complete
+    /// only up to the millisecond before) until `time` moves on.
+    pub fn with_time(time: &ManualTime) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = LogConfig::new(dir.path().join("log"));
+        config.clock = Arc::new(AppendClock::with_source(time.source()));
+        let (log, store) = open_with(config, dir.path());
         Harness { dir, log, store }
     }
 
