@@ -8,10 +8,10 @@ mod common;
 use std::time::Duration;
 
 use common::{Harness, Step};
+use kappa_log::ManualTime;
 use kappa_processor::dsl::{self, Pipeline};
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
-use kappa_log::ManualTime;
 use kappa_processor::runner::RunOptions;
 use serde_json::json;
 
@@ -132,7 +132,11 @@ fn a_version_whose_newest_input_is_held_back_is_caught_up() {
     );
     rt.commit().unwrap();
     time.advance(1);
-    assert_eq!(rt.poll_once().unwrap(), 1, "readable once its millisecond ended");
+    assert_eq!(
+        rt.poll_once().unwrap(),
+        1,
+        "readable once its millisecond ended"
+    );
     assert!(rt.caught_up_with_work());
 }
 
