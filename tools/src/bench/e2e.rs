@@ -95,9 +95,15 @@ pub struct E2eArgs {
     /// Seed of the key sequence.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Sample every k-th produce request.
-    #[arg(long, default_value_t = 10)]
-    pub sample_every: u64,
+    /// Sample every k-th produce request. Default: about
+    /// [`SAMPLES_PER_SEC`] samples a second at the paced rate (every
+    /// request at up to that many requests a second), every
+    /// [`FLAT_OUT_SAMPLE_EVERY`]th flat out. A fixed k at a low rate left
+    /// a p99 of a handful of samples: at 1,000 events/s in batches of 100,
+    /// every 10th request was one sample a second, and a 10 s run's "p99"
+    /// its largest sample.
+    #[arg(long)]
+    pub sample_every: Option<u64>,
     /// Connections reserved for the read-your-writes probes.
     #[arg(long, default_value_t = 32)]
     pub probe_connections: usize,
@@ -118,7 +124,26 @@ pub struct E2eArgs {
     pub runs: usize,
 }
 
+/// Samples a second the default `--sample-every` aims for at a paced rate.
+pub const SAMPLES_PER_SEC: f64 = 100.0;
+/// Default `--sample-every` flat out (no rate to aim by).
+pub const FLAT_OUT_SAMPLE_EVERY: u64 = 10;
+
 impl E2eArgs {
+    /// Every how many produce requests one is sampled: `--sample-every`,
+    /// else about [`SAMPLES_PER_SEC`] a second at the paced rate, else
+    /// [`FLAT_OUT_SAMPLE_EVERY`].
+    pub fn sample_every(&self) -> u64 {
+        self.sample_every.unwrap_or_else(|| {
+            if self.rate > 0.0 {
+                let requests_per_sec = self.rate / self.batch as f64;
+                ((requests_per_sec / SAMPLES_PER_SEC).floor() as u64).max(1)
+            } else {
+                FLAT_OUT_SAMPLE_EVERY
+            }
+        })
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         if !(1..=10_000).contains(&self.batch) {
             bail!("--batch must be in 1..=10000, got {}", self.batch);
@@ -126,7 +151,7 @@ impl E2eArgs {
         if self.connections == 0 || self.probe_connections == 0 || self.runs == 0 {
             bail!("--connections, --probe-connections and --runs must be at least 1");
         }
-        if self.partitions == 0 || self.keys == 0 || self.sample_every == 0 {
+        if self.partitions == 0 || self.keys == 0 || self.sample_every == Some(0) {
             bail!("--partitions, --keys and --sample-every must be at least 1");
         }
         if !(self.rate.is_finite() && self.rate >= 0.0) {
@@ -160,7 +185,7 @@ impl E2eArgs {
             .map_or(String::new(), |s| format!(" per {s} s tumbling window"));
         format!(
             "topic `{}` ({layout}) → view `{}` = COUNT(*) by key{window} over {} keys {}; \
-             {} connections, batch {} × ~{} B values, {rate}; every {}th request sampled",
+             {} connections, batch {} × ~{} B values, {rate}; 1 in {} requests sampled",
             self.topic,
             self.view,
             self.keys,
@@ -168,7 +193,7 @@ impl E2eArgs {
             self.connections,
             self.batch,
             self.record_bytes,
-            self.sample_every
+            self.sample_every()
         )
     }
 }
@@ -539,7 +564,7 @@ async fn run_once(
         view: args.view.clone(),
         max_wait_ms: args.max_wait_ms,
         batch: args.batch as u64,
-        sample_every: args.sample_every,
+        sample_every: args.sample_every(),
         pacer: (args.rate > 0.0).then(|| Pacer::new(t0, args.rate)),
         window_start,
         deadline,
@@ -705,9 +730,9 @@ mod tests {
         assert!(after_param(b"nonsense").is_err());
     }
 
-    #[test]
-    fn bodies_carry_the_key_of_their_last_record() {
-        let args = E2eArgs {
+    /// Arguments of a small flat-out run.
+    fn small_args() -> E2eArgs {
+        E2eArgs {
             topic: "t".into(),
             stream: "s".into(),
             view: "v".into(),
@@ -723,14 +748,47 @@ mod tests {
             keys: 10,
             skew: Skew::Uniform,
             seed: 1,
-            sample_every: 1,
+            sample_every: Some(1),
             probe_connections: 1,
             max_wait_ms: 100,
             duration: Some(1.0),
             events: None,
             warmup: 0.0,
             runs: 1,
+        }
+    }
+
+    #[test]
+    fn the_default_sampling_takes_about_a_hundred_samples_a_second() {
+        let paced = |rate: f64, batch: usize| E2eArgs {
+            rate,
+            batch,
+            sample_every: None,
+            ..small_args()
         };
+        // 10 requests a second: every one.
+        assert_eq!(paced(1_000.0, 100).sample_every(), 1);
+        // 100 requests a second: every one.
+        assert_eq!(paced(10_000.0, 100).sample_every(), 1);
+        // 1,000 requests a second: every 10th.
+        assert_eq!(paced(100_000.0, 100).sample_every(), 10);
+        assert_eq!(paced(100_000.0, 10).sample_every(), 100);
+        assert_eq!(paced(0.0, 100).sample_every(), FLAT_OUT_SAMPLE_EVERY);
+        let fixed = E2eArgs {
+            sample_every: Some(7),
+            ..paced(100_000.0, 100)
+        };
+        assert_eq!(fixed.sample_every(), 7);
+        let zero = E2eArgs {
+            sample_every: Some(0),
+            ..small_args()
+        };
+        assert!(zero.validate().is_err());
+    }
+
+    #[test]
+    fn bodies_carry_the_key_of_their_last_record() {
+        let args = small_args();
         let bodies = build_bodies(&args);
         assert_eq!(bodies.len(), POOL_BODIES);
         for b in bodies.iter().take(5) {
