@@ -155,10 +155,10 @@ pub struct Runtime {
     pub(crate) uncommitted_records: u64,
     /// The last poll processed everything readable (it was not stopped by
     /// its budget). Input the log is not yet complete up to (appended in
-    /// the current millisecond, or beside an append in flight) is not a
-    /// backlog: under a steady load of small appends some nearly always
-    /// is, and counting it as one held commits back to the catch-up
-    /// interval.
+    /// the current millisecond, or after an append still in flight) is
+    /// not a backlog: under a steady load of small appends there nearly
+    /// always is some, and counting it as one held commits back to the
+    /// catch-up interval.
     pub(crate) caught_up: bool,
     /// Largest append time among records processed since the last commit.
     pub(crate) newest_input_ms: Option<i64>,
