@@ -62,6 +62,19 @@ fn a_caught_up_version_commits_at_once_not_at_the_interval() {
     assert_eq!(rows[0]["row"]["n"], 2);
 }
 
+/// Options under which [`Runtime::commit_due`] tells the two intervals
+/// apart: due at once when caught up (a commit interval of 0 ms), after an
+/// hour while working through a backlog.
+///
+/// [`Runtime::commit_due`]: kappa_processor::runner::Runtime::commit_due
+fn intervals_told_apart() -> RunOptions {
+    RunOptions {
+        commit_interval_ms: 0,
+        catch_up_commit_interval_ms: 3_600_000,
+        ..RunOptions::default()
+    }
+}
+
 /// While a version works through a backlog (a poll stopped before the end
 /// of its input) it commits at the longer catch-up interval; once caught
 /// up, at its own.
@@ -74,10 +87,8 @@ fn a_version_with_a_backlog_commits_at_the_catch_up_interval() {
     }
     let plan = per_page();
     let options = RunOptions {
-        commit_interval_ms: 0,
-        catch_up_commit_interval_ms: 3_600_000,
         max_poll_records: 1,
-        ..RunOptions::default()
+        ..intervals_told_apart()
     };
     let mut rt = h.open_runtime(&plan, options);
     rt.poll_once().unwrap();
@@ -114,12 +125,7 @@ fn a_version_whose_newest_input_is_held_back_is_caught_up() {
     // Appended in the current millisecond: not readable yet.
     h.produce(&click("b"));
     let plan = per_page();
-    let options = RunOptions {
-        commit_interval_ms: 0,
-        catch_up_commit_interval_ms: 3_600_000,
-        ..RunOptions::default()
-    };
-    let mut rt = h.open_runtime(&plan, options);
+    let mut rt = h.open_runtime(&plan, intervals_told_apart());
     assert_eq!(rt.poll_once().unwrap(), 1, "the readable record");
     assert_eq!(rt.positions(), [1], "the newest record is held back");
     assert!(
