@@ -7,21 +7,28 @@
 #
 # For each EVENTS count: `kappa-datagen purchases --count N --out FILE` (the
 # seed's user_events: user_id, event_type, amount, event_time; a temp dir
-# outside the repo, deleted at the end). Then for each PARTITIONS × PARALLELISM:
+# outside the repo, deleted at the end). Then for each PARTITIONS count:
 #   1. a fresh `kappa serve --data-dir TMP --listen 127.0.0.1:0` (stopped by
-#      PID, its data dir deleted afterwards) and `kappa-bench build --file FILE
-#      --partitions P [--parallelism N] --runs RUNS`: the file is loaded once
-#      into topic user_events (records keyed by user_id), then the view is
-#      created RUNS times; build time = CREATE TABLE sent → the answer of a
-#      read-your-writes read after the end of every partition (answered when
-#      the view's committed offsets reach them);
-#   2. DuckDB (`SET threads = DUCKDB_THREADS`, default 2) RUNS times:
-#      CREATE OR REPLACE TABLE .. AS the same aggregate over
-#      read_ndjson(FILE, columns = the stream's declared columns), timed
-#      around the whole statement (reading and parsing the file included).
-# So Kappa and DuckDB runs alternate, configuration by configuration. The
-# table at the end puts medians side by side with both engines' row counts
-# and purchase totals (they must agree).
+#      PID, its data dir deleted afterwards); `kappa-bench build --file FILE
+#      --partitions P --runs 1 --keep` loads the file once into topic
+#      user_events (records keyed by user_id) and builds the view once, a
+#      warm-up that is not counted;
+#   2. RUNS rounds. A round is one build per PARALLELISM (`kappa-bench build
+#      --reuse-topic [--parallelism N] --runs 1`; build time = CREATE TABLE
+#      sent → the answer of a read-your-writes read after the end of every
+#      partition, answered when the view's committed offsets reach them)
+#      and one DuckDB run (`SET threads = DUCKDB_THREADS`, default 2; a
+#      fresh process timing CREATE OR REPLACE TABLE .. AS the same
+#      aggregate over read_ndjson(FILE, columns = the stream's declared
+#      columns), reading and parsing the file included), in an order that
+#      turns by one place each round.
+# So every engine and worker count runs once in each round, next to the
+# others: a machine whose speed drifts over minutes (a VM's neighbours)
+# slows all of them alike, and each ratio is taken within a round. The
+# tables at the end give medians over the rounds side by side, the median
+# of the rounds' ratios (Kappa / DuckDB time, and each worker count's
+# speed-up over the first), and both engines' row counts and purchase
+# totals (they must agree).
 #
 # DuckDB comes from a scratch venv outside the repo (VENV, default
 # ~/.cache/kappa-duckdb-venv: `python3 -m venv` + `pip install duckdb`, made
@@ -108,41 +115,88 @@ print(json.dumps({"times_s": times, "median_s": statistics.median(times),
                   "query": " ".join(query.split())}))
 PY
 
-# The side-by-side table from the saved results.
+# The side-by-side tables from the saved results (runs.tsv: one line per
+# events × partitions with its parallelism list; per round and engine one
+# JSON file).
 cat >"$SCRATCH/table.py" <<'PY'
-import json, re, sys
-out = sys.argv[1]
-def median(report, name):
+import json, re, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+def metric(report, name):
     return next((r["spread"]["median"] for r in report["summary"] if r["name"] == name), None)
+def load(path):
+    try:
+        return json.load(open(path))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+def med(values):
+    return statistics.median(values) if values else None
+def failure(group, par, rounds):
+    """Why the first of `rounds` (numbers without a result) failed."""
+    for r in rounds:
+        try:
+            text = open(f"{out}/{group}-par{par}.r{r}.stderr.log").read().strip()
+        except FileNotFoundError:
+            continue
+        if text:
+            m = re.search(r'"message":"([^"]{0,100})', text)
+            return m.group(1) if m else text.splitlines()[-1][:100]
+    return "no result"
+def agree(values):
+    distinct = sorted(set(values))
+    return f"{distinct[0]:,.0f}" if len(distinct) == 1 else "differ: " + ", ".join(f"{v:,.0f}" for v in distinct)
+groups = [line.split() for line in open(f"{out}/runs.tsv")]
 print("| events | partitions | parallelism | Kappa build | Kappa events/s | Kappa server cores busy "
       "| DuckDB | DuckDB events/s | DuckDB cores busy | Kappa / DuckDB time "
       "| rows Kappa / DuckDB | purchases Kappa / DuckDB |")
 print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-for line in open(f"{out}/runs.tsv"):
-    name, events, partitions, parallelism = line.split()
+speedups = []
+for group, events, partitions, pars in groups:
     n = int(events)
-    if name == "skipped":
+    if group == "skipped":
         print(f"| {n:,} | – | – | skipped: not enough free disk | | | | | | | | |")
         continue
-    d = json.load(open(f"{out}/{name}.duckdb.json"))
-    ds = d["median_s"]
-    duck = f"{ds:.2f} s | {n / ds:,.0f} | {d['median_cores']:.2f}"
-    try:
-        k = json.load(open(f"{out}/{name}.json"))
-    except FileNotFoundError:
-        text = open(f"{out}/{name}.stderr.log").read()
-        m = re.search(r'"message":"([^"]{0,100})', text)
-        reason = m.group(1) if m else text.strip().splitlines()[-1][:100]
-        print(f"| {n:,} | {partitions} | {parallelism} | failed: {reason} | | | {duck} | "
-              f"| – / {d['rows']:,} | – / {d['purchases']:,} |")
-        continue
-    ks = median(k, "build time")
-    cores = median(k, "server cores busy")
-    cores = "–" if cores is None else f"{cores:.2f}"
-    print(f"| {n:,} | {partitions} | {parallelism} | {ks:.2f} s | {n / ks:,.0f} | {cores} "
-          f"| {duck} | {ks / ds:.2f}× "
-          f"| {median(k, 'view rows'):,.0f} / {d['rows']:,} "
-          f"| {median(k, 'purchases counted'):,.0f} / {d['purchases']:,} |")
+    pars = pars.split(",")
+    duck = [load(f"{out}/{group}.r{r}.duckdb.json") for r in range(1, runs + 1)]
+    duck_s = [d["median_s"] if d else None for d in duck]
+    duck_ok = [d for d in duck if d]
+    ds = med([t for t in duck_s if t is not None])
+    duck_cell = (f"{ds:.2f} s | {n / ds:,.0f} | {med([d['median_cores'] for d in duck_ok]):.2f}"
+                 if ds else "failed | | ")
+    duck_rows = agree([d["rows"] for d in duck_ok]) if duck_ok else "–"
+    duck_purchases = agree([d["purchases"] for d in duck_ok]) if duck_ok else "–"
+    times = {}
+    for par in pars:
+        kappa = [load(f"{out}/{group}-par{par}.r{r}.json") for r in range(1, runs + 1)]
+        ks = [metric(k, "build time") if k else None for k in kappa]
+        times[par] = ks
+        done = [k for k in kappa if k]
+        failed = [r for r, k in enumerate(kappa, 1) if not k]
+        if not done:
+            print(f"| {n:,} | {partitions} | {par} | failed: {failure(group, par, failed)} | | | {duck_cell} | "
+                  f"| – / {duck_rows} | – / {duck_purchases} |")
+            continue
+        kmed = med([t for t in ks if t is not None])
+        cores = [metric(k, "server cores busy") for k in done]
+        cores = "–" if None in cores else f"{med(cores):.2f}"
+        ratio = med([k / d for k, d in zip(ks, duck_s) if k is not None and d is not None])
+        ratio = "–" if ratio is None else f"{ratio:.2f}×"
+        note = f" ({len(failed)} failed: {failure(group, par, failed)})" if failed else ""
+        print(f"| {n:,} | {partitions} | {par} | {kmed:.2f} s{note} | {n / kmed:,.0f} | {cores} "
+              f"| {duck_cell} | {ratio} "
+              f"| {agree([metric(k, 'view rows') for k in done])} / {duck_rows} "
+              f"| {agree([metric(k, 'purchases counted') for k in done])} / {duck_purchases} |")
+    base = pars[0]
+    for par in pars[1:]:
+        rounds = [b / t for b, t in zip(times[base], times[par]) if b is not None and t is not None]
+        speedups.append((n, partitions, base, par, rounds))
+if speedups:
+    print()
+    print("| events | partitions | workers | build time of the first / this, per round | median |")
+    print("|--:|--:|--|--|--:|")
+    for n, partitions, base, par, rounds in speedups:
+        per_round = ", ".join(f"{r:.2f}×" for r in rounds) or "–"
+        median = f"**{med(rounds):.2f}×**" if rounds else "–"
+        print(f"| {n:,} | {partitions} | {par} against {base} | {per_round} | {median} |")
 PY
 
 machine_line() {
@@ -152,27 +206,52 @@ machine_line() {
     echo "Machine: $(nproc) CPUs ($cpu), $mem, $(uname -sr); data on $(df --output=source,fstype "$SCRATCH" | tail -1 | tr -s ' ')."
 }
 
-# One configuration: Kappa (a fresh server), then DuckDB on the same file.
-run_config() {
-    local file=$1 events=$2 partitions=$3 parallelism=$4
-    local name=build-$events-p$partitions-par$parallelism extra=()
-    [[ $parallelism == none ]] || extra=(--parallelism "$parallelism")
-    say "== $name: load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    start_server "$name"
-    # A refused configuration (e.g. PARALLELISM before the server knows it)
-    # is reported in the table; the other configurations still run.
-    if ! "$BIN_DIR/kappa-bench" --server "$URL" --json "$OUT/$name.json" build --file "$file" \
-        --partitions "$partitions" "${extra[@]}" --runs "$RUNS" --server-pid "$SERVER_PID" 2>"$OUT/$name.stderr.log" \
-        | tee "$OUT/$name.md"; then
-        say "$name failed: $(tail -1 "$OUT/$name.stderr.log")"
-        rm -f "$OUT/$name.json"
+# parallelism_args PARALLELISM: the `kappa-bench build` option for it.
+parallelism_args() {
+    [[ $1 == none ]] || echo "--parallelism $1"
+}
+
+# One events × partitions group: a fresh server, the file loaded once, then
+# RUNS rounds of one build per PARALLELISM and one DuckDB run, the order
+# turned by one place each round.
+run_group() {
+    local file=$1 events=$2 partitions=$3
+    local group=build-$events-p$partitions
+    local -a pars steps
+    read -r -a pars <<<"$PARALLELISM"
+    say "== $group: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    start_server "$group"
+    # shellcheck disable=SC2046 # one option and its value, or nothing
+    if ! "$BIN_DIR/kappa-bench" --server "$URL" build --file "$file" --partitions "$partitions" \
+        $(parallelism_args "${pars[0]}") --runs 1 --keep >"$OUT/$group.load.md" 2>"$OUT/$group.load.stderr.log"; then
+        say "$group: loading failed: $(tail -1 "$OUT/$group.load.stderr.log")"
     fi
+    steps=("${pars[@]}" duckdb)
+    for round in $(seq "$RUNS"); do
+        local turn=$(((round - 1) % ${#steps[@]}))
+        for step in "${steps[@]:turn}" "${steps[@]:0:turn}"; do
+            if [[ $step == duckdb ]]; then
+                say "== $group round $round: duckdb, threads = $DUCKDB_THREADS"
+                "$VENV/bin/python" "$SCRATCH/duckdb_build.py" "$file" 1 "$DUCKDB_THREADS" \
+                    >"$OUT/$group.r$round.duckdb.json"
+                continue
+            fi
+            local name=$group-par$step.r$round
+            say "== $group round $round: kappa, parallelism $step"
+            # A refused build (e.g. PARALLELISM before the server knows it)
+            # is reported in the table; the other builds still run.
+            # shellcheck disable=SC2046 # one option and its value, or nothing
+            if ! "$BIN_DIR/kappa-bench" --server "$URL" --json "$OUT/$name.json" build --reuse-topic \
+                $(parallelism_args "$step") --runs 1 --pause-ms 300 --server-pid "$SERVER_PID" \
+                >"$OUT/$name.md" 2>"$OUT/$name.stderr.log"; then
+                say "$name failed: $(tail -1 "$OUT/$name.stderr.log")"
+                rm -f "$OUT/$name.json"
+            fi
+        done
+    done
     stop_server
-    rm -rf "$SCRATCH/$name-data"
-    say "== $name: duckdb, $RUNS runs, threads = $DUCKDB_THREADS"
-    "$VENV/bin/python" "$SCRATCH/duckdb_build.py" "$file" "$RUNS" "$DUCKDB_THREADS" \
-        | tee "$OUT/$name.duckdb.json"
-    printf '%s\t%s\t%s\t%s\n' "$name" "$events" "$partitions" "$parallelism" >>"$OUT/runs.tsv"
+    rm -rf "$SCRATCH/$group-data"
+    printf '%s\t%s\t%s\t%s\n' "$group" "$events" "$partitions" "${PARALLELISM// /,}" >>"$OUT/runs.tsv"
 }
 
 for bin in kappa kappa-bench kappa-datagen; do
@@ -195,9 +274,7 @@ for events in $EVENTS; do
     "$BIN_DIR/kappa-datagen" purchases --count "$events" $DATAGEN_ARGS --out "$file"
     say "$file: $(du -m "$file" | cut -f1) MiB"
     for partitions in $PARTITIONS; do
-        for parallelism in $PARALLELISM; do
-            run_config "$file" "$events" "$partitions" "$parallelism"
-        done
+        run_group "$file" "$events" "$partitions"
     done
     rm -f "$file"
 done
@@ -207,8 +284,8 @@ done
     echo
     machine_line
     echo "Load average at the start $LOAD_START, at the end $(cut -d' ' -f1-3 /proc/loadavg)."
-    echo "DuckDB $DUCKDB_VERSION (Python), threads = $DUCKDB_THREADS; medians of $RUNS runs each."
+    echo "DuckDB $DUCKDB_VERSION (Python), threads = $DUCKDB_THREADS; medians over $RUNS rounds, ratios taken within a round."
     echo
-    "$VENV/bin/python" "$SCRATCH/table.py" "$OUT"
+    "$VENV/bin/python" "$SCRATCH/table.py" "$OUT" "$RUNS"
 } | tee "$OUT/summary.md"
 say "done; results in $OUT"
