@@ -20,15 +20,19 @@
 #      and one DuckDB run (`SET threads = DUCKDB_THREADS`, default 2; a
 #      fresh process timing CREATE OR REPLACE TABLE .. AS the same
 #      aggregate over read_ndjson(FILE, columns = the stream's declared
-#      columns), reading and parsing the file included), in an order that
-#      turns by one place each round.
+#      columns), reading and parsing the file included), and the machine's
+#      own speed-up of two busy processes over one (a fixed CPU loop in
+#      Python, timed alone and then in two processes at once: on a VM two
+#      busy vCPUs need not give twice one's work), in an order that turns by
+#      one place each round.
 # So every engine and worker count runs once in each round, next to the
 # others: a machine whose speed drifts over minutes (a VM's neighbours)
 # slows all of them alike, and each ratio is taken within a round. The
 # tables at the end give medians over the rounds side by side, the median
 # of the rounds' ratios (Kappa / DuckDB time, and each worker count's
-# speed-up over the first), and both engines' row counts and purchase
-# totals (they must agree).
+# speed-up over the first, next to the machine's two-process speed-up in
+# the same rounds: the ceiling for two workers), and both engines' row
+# counts and purchase totals (they must agree).
 #
 # DuckDB comes from a scratch venv outside the repo (VENV, default
 # ~/.cache/kappa-duckdb-venv: `python3 -m venv` + `pip install duckdb`, made
@@ -115,6 +119,30 @@ print(json.dumps({"times_s": times, "median_s": statistics.median(times),
                   "query": " ".join(query.split())}))
 PY
 
+# The machine's own parallel speed-up: a fixed CPU loop (no memory shared)
+# timed in one process, then in two started together; prints one JSON
+# line. Two workers cannot beat this ratio in the same round.
+cat >"$SCRATCH/machine_speedup.py" <<'PY'
+import json, multiprocessing as mp, sys, time
+LOOP = 3_000_000
+def loop(barrier, times):
+    barrier.wait()
+    t0, x = time.perf_counter(), 0
+    for i in range(LOOP):
+        x += i * i
+    times.put(time.perf_counter() - t0)
+def timed(n):
+    barrier, times = mp.Barrier(n), mp.Queue()
+    procs = [mp.Process(target=loop, args=(barrier, times)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return max(times.get() for _ in procs)
+one, two = timed(1), timed(2)
+print(json.dumps({"one_s": one, "two_s": two, "speedup": 2 * one / two}))
+PY
+
 # The side-by-side tables from the saved results (runs.tsv: one line per
 # events × partitions with its parallelism list; per round and engine one
 # JSON file).
@@ -188,15 +216,22 @@ for group, events, partitions, pars in groups:
     base = pars[0]
     for par in pars[1:]:
         rounds = [b / t for b, t in zip(times[base], times[par]) if b is not None and t is not None]
-        speedups.append((n, partitions, base, par, rounds))
+        speedups.append((n, partitions, base, par, rounds, group))
+def ratios(values):
+    """Per-round ratios and their median, as table cells."""
+    shown = ", ".join("–" if v is None else f"{v:.2f}×" for v in values) or "–"
+    present = [v for v in values if v is not None]
+    return shown, f"**{med(present):.2f}×**" if present else "–"
 if speedups:
     print()
-    print("| events | partitions | workers | build time of the first / this, per round | median |")
-    print("|--:|--:|--|--|--:|")
-    for n, partitions, base, par, rounds in speedups:
-        per_round = ", ".join(f"{r:.2f}×" for r in rounds) or "–"
-        median = f"**{med(rounds):.2f}×**" if rounds else "–"
-        print(f"| {n:,} | {partitions} | {par} against {base} | {per_round} | {median} |")
+    print("| events | partitions | workers | build time of the first / this, per round | median "
+          "| the machine: two processes' speed-up over one (a CPU loop), same rounds | median |")
+    print("|--:|--:|--|--|--:|--|--:|")
+    for n, partitions, base, par, rounds, group in speedups:
+        machine = [load(f"{out}/{group}.r{r}.machine.json") for r in range(1, runs + 1)]
+        kappa_cells = " | ".join(ratios(rounds))
+        machine_cells = " | ".join(ratios([m["speedup"] if m else None for m in machine]))
+        print(f"| {n:,} | {partitions} | {par} against {base} | {kappa_cells} | {machine_cells} |")
 PY
 
 machine_line() {
@@ -226,10 +261,14 @@ run_group() {
         $(parallelism_args "${pars[0]}") --runs 1 --keep >"$OUT/$group.load.md" 2>"$OUT/$group.load.stderr.log"; then
         say "$group: loading failed: $(tail -1 "$OUT/$group.load.stderr.log")"
     fi
-    steps=("${pars[@]}" duckdb)
+    steps=("${pars[@]}" duckdb machine)
     for round in $(seq "$RUNS"); do
         local turn=$(((round - 1) % ${#steps[@]}))
         for step in "${steps[@]:turn}" "${steps[@]:0:turn}"; do
+            if [[ $step == machine ]]; then
+                "$VENV/bin/python" "$SCRATCH/machine_speedup.py" >"$OUT/$group.r$round.machine.json"
+                continue
+            fi
             if [[ $step == duckdb ]]; then
                 say "== $group round $round: duckdb, threads = $DUCKDB_THREADS"
                 "$VENV/bin/python" "$SCRATCH/duckdb_build.py" "$file" 1 "$DUCKDB_THREADS" \
