@@ -22,7 +22,7 @@
 #      aggregate over read_ndjson(FILE, columns = the stream's declared
 #      columns), reading and parsing the file included), and the machine's
 #      own speed-up of two busy processes over one (a fixed CPU loop in
-#      Python, timed alone and then in two processes at once: on a VM two
+#      Python, timed alone, in two processes at once, alone again: on a VM two
 #      busy vCPUs need not give twice one's work), in an order that turns by
 #      one place each round.
 # So every engine and worker count runs once in each round, next to the
@@ -120,8 +120,8 @@ print(json.dumps({"times_s": times, "median_s": statistics.median(times),
 PY
 
 # The machine's own parallel speed-up: a fixed CPU loop (no memory shared)
-# timed in one process, then in two started together; prints one JSON
-# line. Two workers cannot beat this ratio in the same round.
+# timed in one process, in two started together, and in one again; prints
+# one JSON line. Two workers cannot beat this ratio in the same round.
 cat >"$SCRATCH/machine_speedup.py" <<'PY'
 import json, multiprocessing as mp, sys, time
 LOOP = 3_000_000
@@ -139,8 +139,11 @@ def timed(n):
     for p in procs:
         p.join()
     return max(times.get() for _ in procs)
-one, two = timed(1), timed(2)
-print(json.dumps({"one_s": one, "two_s": two, "speedup": 2 * one / two}))
+# One process before and after the two (their mean), so a drift in the
+# machine's speed over the second this takes does not tilt the ratio.
+before, two, after = timed(1), timed(2), timed(1)
+one = (before + after) / 2
+print(json.dumps({"one_s": [before, after], "two_s": two, "speedup": 2 * one / two}))
 PY
 
 # The side-by-side tables from the saved results (runs.tsv: one line per
