@@ -33,6 +33,13 @@ pub struct FaultInjector {
     pub sync_gate: Mutex<()>,
     /// fdatasyncs started through [`sync_data`] (counted before `sync_gate`).
     pub syncs_started: AtomicUsize,
+    /// Every read of a partition takes this lock after it has read the
+    /// partition's end offset and before it reads the segments ([`read_gate`]):
+    /// a test that holds it can append while a read is between the two.
+    pub read_gate: Mutex<()>,
+    /// Reads that have read their end offset and come to `read_gate`
+    /// (counted before it).
+    pub reads_gated: AtomicUsize,
 }
 
 impl Default for FaultInjector {
@@ -50,6 +57,8 @@ impl FaultInjector {
             write_gate: Mutex::new(()),
             sync_gate: Mutex::new(()),
             syncs_started: AtomicUsize::new(0),
+            read_gate: Mutex::new(()),
+            reads_gated: AtomicUsize::new(0),
         }
     }
 }
@@ -146,6 +155,15 @@ pub fn sync_data(file: &File, path: &Path, faults: Option<&FaultInjector>) -> Re
         }
     }
     file.sync_data().map_err(|e| LogError::io(path, e))
+}
+
+/// The point between a partition read's end offset and its segments: with
+/// `faults`, counts the read and waits for [`FaultInjector::read_gate`].
+pub fn read_gate(faults: Option<&FaultInjector>) {
+    if let Some(f) = faults {
+        f.reads_gated.fetch_add(1, Ordering::SeqCst);
+        drop(f.read_gate.lock().unwrap_or_else(|e| e.into_inner()));
+    }
 }
 
 /// fsyncs a directory so that created, renamed or deleted entries in it are

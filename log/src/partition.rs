@@ -54,6 +54,12 @@ pub struct AppendOutcome {
 /// Records read from a partition: whole batches checked ([`BatchView`]),
 /// or, from [`Partition::read_framed`], checked by their frame only
 /// ([`FramedBatch`]).
+///
+/// Every batch holds records of `[offset, next_offset)`: the first may
+/// start before `offset` and the last end after `next_offset` (a fetch
+/// that stopped inside it), but none starts at or after `next_offset`, and
+/// none ends after `high_watermark` — whatever is appended while the read
+/// runs.
 #[derive(Debug, Clone)]
 pub struct Fetch<B = BatchView> {
     /// The batches read; the first may start before `offset`.
@@ -468,6 +474,7 @@ impl Partition {
         if offset == end || max_records == 0 {
             return Ok(fetch);
         }
+        crate::io::read_gate(self.shared.log_config.faults.as_deref());
         let segments = self.shared.snapshot();
         let first = segments
             .partition_point(|s| s.base_offset <= offset)
@@ -486,7 +493,10 @@ impl Partition {
                 .cache
                 .source(segment)
                 .map_err(|e| self.deleted_or(e, offset))?;
-            let until = offset.saturating_add(max_records);
+            // Not past `end`: appends published since it was read are in
+            // the segments already, but not in this fetch (its
+            // `next_offset` and `high_watermark` stop at `end`).
+            let until = offset.saturating_add(max_records).min(end);
             let read = match segment::read_batches::<B>(
                 segment,
                 &source,

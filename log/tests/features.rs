@@ -620,6 +620,72 @@ async fn interval_fsync_never_holds_up_appends() {
     assert_eq!(p.end_offset(), 41);
 }
 
+/// A read reads the partition's end offset, then its segments; appends
+/// published in between must not reach the fetch. They did: the segments
+/// showed the new batches, the fetch handed them out with its
+/// `next_offset` and `high_watermark` still at the old end, and a reader
+/// that trusts each batch to overlap `[offset, next_offset)` (a view's
+/// input order) computed an empty or inverted range from them — a source
+/// worker panicked allocating for it, one worker skipped the first new
+/// batch's records for good.
+// Holding the gate across awaits is the point: it stalls the read.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn a_read_racing_appends_hands_out_nothing_past_its_end() {
+    for framed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (faults, config) = with_faults(dir.path());
+        let log = Log::open(config).unwrap();
+        let topic = log.create_topic("t", TopicConfig::default()).unwrap();
+        topic
+            .partition(0)
+            .unwrap()
+            .append(append(3, 0))
+            .await
+            .unwrap();
+        let gate = faults.read_gate.lock().unwrap();
+        let gated = faults.reads_gated.load(Ordering::SeqCst);
+        let reader = {
+            let topic = topic.clone();
+            std::thread::spawn(move || {
+                let p = topic.partition(0).unwrap();
+                let fetch = match framed {
+                    false => p.read(0, 1000, u64::MAX).map(|f| {
+                        let ranges = f.batches.iter().map(|b| (b.base_offset(), b.next_offset()));
+                        (ranges.collect::<Vec<_>>(), f.next_offset, f.high_watermark)
+                    }),
+                    true => p.read_framed(0, 1000, u64::MAX).map(|f| {
+                        let ranges = f.batches.iter().map(|b| (b.base_offset(), b.next_offset()));
+                        (ranges.collect::<Vec<_>>(), f.next_offset, f.high_watermark)
+                    }),
+                };
+                fetch.unwrap()
+            })
+        };
+        // Wait until the read has its end offset (3) and waits at the gate...
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while faults.reads_gated.load(Ordering::SeqCst) == gated {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the read never came to the gate"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // ...then publish two more batches before it reads the segments.
+        let p = topic.partition(0).unwrap();
+        p.append(append(2, 0)).await.unwrap();
+        p.append(append(2, 0)).await.unwrap();
+        drop(gate);
+        let (batches, next_offset, high_watermark) = reader.join().unwrap();
+        assert_eq!((next_offset, high_watermark), (3, 3), "framed: {framed}");
+        assert_eq!(
+            batches,
+            vec![(0, 3)],
+            "framed: {framed}: batches past the fetch's end"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_failed_interval_fsync_stops_the_partition() {
     let dir = tempfile::tempdir().unwrap();

@@ -274,6 +274,16 @@ impl InputOrder {
             input.handed_to.max(batch.base_offset()),
             batch.next_offset().min(fetch_end),
         );
+        if from >= to {
+            // The log's fetch contract broken (`kappa_log::Fetch`): handing
+            // out nothing here would skip the batch's records for good.
+            return Err(ProcessorError::Stopped(format!(
+                "{}/{}: the batch at offset {} came back outside its read (records {from}..{to}); stopped rather than skip its records",
+                topic_of(&self.stream, &self.table, input.side).name(),
+                input.partition,
+                batch.base_offset()
+            )));
+        }
         input.handed_to = input.handed_to.max(to);
         Ok(Some(NextBatch {
             side: input.side,
@@ -311,10 +321,7 @@ impl InputOrder {
         first_offset: u64,
         reason: &DecodeError,
     ) -> ProcessorError {
-        let topic = match side {
-            Side::Table => self.table.as_ref().expect("table inputs have a topic"),
-            Side::Stream => &self.stream,
-        };
+        let topic = topic_of(&self.stream, &self.table, side);
         match topic
             .partition(partition)
             .and_then(|p| p.read(first_offset, 1, 1))
@@ -354,10 +361,7 @@ impl InputOrder {
             input.read_to = end;
             return Ok(());
         }
-        let topic = match input.side {
-            Side::Table => self.table.as_ref().expect("table inputs have a topic"),
-            Side::Stream => &self.stream,
-        };
+        let topic = topic_of(&self.stream, &self.table, input.side);
         let partition = topic.partition(input.partition)?;
         let offset = input.read_to.max(partition.start_offset());
         let fetch = partition.read_framed(offset, max_records, 4 << 20)?;
@@ -376,5 +380,17 @@ impl InputOrder {
         }
         input.read_to = fetch.next_offset;
         Ok(())
+    }
+}
+
+/// The topic of `side`: the stream's, or the joined table's.
+fn topic_of<'a>(
+    stream: &'a Arc<Topic>,
+    table: &'a Option<Arc<Topic>>,
+    side: Side,
+) -> &'a Arc<Topic> {
+    match side {
+        Side::Table => table.as_ref().expect("table inputs have a topic"),
+        Side::Stream => stream,
     }
 }

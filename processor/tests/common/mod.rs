@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kappa_log::io::FaultInjector;
 use kappa_log::{
     AppendClock, FsyncPolicy, Log, LogConfig, ManualTime, NewRecord, ProduceRecord, TopicConfig,
 };
@@ -82,6 +83,18 @@ impl Harness {
         let dir = tempfile::tempdir().unwrap();
         let mut config = LogConfig::new(dir.path().join("log"));
         config.clock = Arc::new(AppendClock::with_source(time.source()));
+        let (log, store) = open_with(config, dir.path());
+        Harness { dir, log, store }
+    }
+
+    /// A harness whose log's I/O goes through `faults` (a test can stall
+    /// reads, writes and syncs at its gates).
+    pub fn with_faults(faults: &Arc<FaultInjector>) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            faults: Some(faults.clone()),
+            ..LogConfig::new(dir.path().join("log"))
+        };
         let (log, store) = open_with(config, dir.path());
         Harness { dir, log, store }
     }
