@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kappa_log::batch::ReadBatch;
 use kappa_log::io::FaultInjector;
 use kappa_log::{
-    AppendClock, AppendRequest, FsyncPolicy, Log, LogConfig, LogError, ManualTime, NewRecord,
-    ProduceRecord, ResetTo, Topic, TopicConfig,
+    AppendClock, AppendRequest, Fetch, FsyncPolicy, Log, LogConfig, LogError, ManualTime,
+    NewRecord, ProduceRecord, ResetTo, Topic, TopicConfig,
 };
 
 fn records(n: usize, ts: i64) -> Vec<NewRecord> {
@@ -620,6 +621,15 @@ async fn interval_fsync_never_holds_up_appends() {
     assert_eq!(p.end_offset(), 41);
 }
 
+/// Each batch's offsets, the fetch's `next_offset` and its `high_watermark`.
+fn offsets_of<B: ReadBatch>(fetch: Fetch<B>) -> (Vec<(u64, u64)>, u64, u64) {
+    let batches = fetch.batches.iter();
+    let ranges = batches
+        .map(|b| (b.base_offset(), b.next_offset()))
+        .collect();
+    (ranges, fetch.next_offset, fetch.high_watermark)
+}
+
 /// A read reads the partition's end offset, then its segments; appends
 /// published in between must not reach the fetch. They did: the segments
 /// showed the new batches, the fetch handed them out with its
@@ -649,17 +659,10 @@ async fn a_read_racing_appends_hands_out_nothing_past_its_end() {
             let topic = topic.clone();
             std::thread::spawn(move || {
                 let p = topic.partition(0).unwrap();
-                let fetch = match framed {
-                    false => p.read(0, 1000, u64::MAX).map(|f| {
-                        let ranges = f.batches.iter().map(|b| (b.base_offset(), b.next_offset()));
-                        (ranges.collect::<Vec<_>>(), f.next_offset, f.high_watermark)
-                    }),
-                    true => p.read_framed(0, 1000, u64::MAX).map(|f| {
-                        let ranges = f.batches.iter().map(|b| (b.base_offset(), b.next_offset()));
-                        (ranges.collect::<Vec<_>>(), f.next_offset, f.high_watermark)
-                    }),
-                };
-                fetch.unwrap()
+                match framed {
+                    false => offsets_of(p.read(0, 1000, u64::MAX).unwrap()),
+                    true => offsets_of(p.read_framed(0, 1000, u64::MAX).unwrap()),
+                }
             })
         };
         // Wait until the read has its end offset (3) and waits at the gate...
