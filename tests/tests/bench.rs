@@ -1,6 +1,7 @@
 //! `kappa-bench` against a real server, with tiny sizes: `produce`
 //! (twice, the second with `--compare`), `replay` (consumer group re-read),
-//! `e2e` (produce → visible in a view, read-your-writes probes),
+//! `e2e` (produce → visible in a view, read-your-writes probes, the view's
+//! counts checked against the topic afterwards),
 //! `rebuild` (a view replayed from earliest), `build` (issue 14's view
 //! built from an NDJSON file, with two workers), and `kafka-produce` and
 //! `kafka-consume` (the same over the Kafka protocol; every counted record
@@ -228,6 +229,13 @@ fn kappa_bench_scenarios_run_against_a_real_server() {
     assert_eq!(e2e["runs"][0]["latency"]["count"].as_f64(), Some(samples));
     assert!(figure(&e2e, "e2e p50") > 0.0, "{e2e}");
     assert!(figure(&e2e, "e2e max") >= figure(&e2e, "e2e p50"), "{e2e}");
+    // Afterwards the view's counts were checked against the topic.
+    assert!(
+        e2e["notes"]
+            .to_string()
+            .contains("added up to the 200 records in the topic"),
+        "{e2e}"
+    );
     // Cleaned up: no view, no stream, no topic.
     let (status, views) = server.get("/v1/views");
     assert_eq!((status, &views["views"]), (200, &serde_json::json!([])));

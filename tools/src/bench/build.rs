@@ -46,8 +46,6 @@ use super::views;
 
 /// Most times one produce request is retried after a 503.
 const MAX_RETRIES: u32 = 100;
-/// Rows per page when counting the view's rows (the API's largest page).
-const ROWS_PAGE: usize = 10_000;
 
 /// Options of `kappa-bench build`.
 #[derive(Debug, Clone, clap::Args, Serialize)]
@@ -385,7 +383,7 @@ async fn wait_built(
         "/v1/views/{}/rows?limit=1&max_wait_ms={}&after={}",
         args.view,
         args.poll_ms.max(1),
-        percent_encode(&after.join(","))
+        views::percent_encode(&after.join(","))
     );
     let describe = format!("/v1/views/{}", args.view);
     loop {
@@ -434,55 +432,10 @@ async fn wait_built(
     }
 }
 
-/// Rows of the served version and the sum of their `purchase_count`.
-async fn count_rows(conn: &mut Conn, view: &str) -> anyhow::Result<(u64, u64)> {
-    #[derive(Deserialize)]
-    struct Page {
-        rows: Vec<serde_json::Value>,
-        next_cursor: Option<String>,
-    }
-    let (mut rows, mut purchases) = (0u64, 0u64);
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut path = format!("/v1/views/{view}/rows?limit={ROWS_PAGE}");
-        if let Some(c) = &cursor {
-            path.push_str("&cursor=");
-            path.push_str(&percent_encode(c));
-        }
-        let answer = conn.get(&path).await?;
-        if !answer.is_success() {
-            return Err(answer.error(&format!("reading the rows of {view}")));
-        }
-        let page: Page = serde_json::from_slice(&answer.body).context("parsing rows")?;
-        rows += page.rows.len() as u64;
-        purchases += page
-            .rows
-            .iter()
-            .filter_map(|r| r["row"]["purchase_count"].as_u64())
-            .sum::<u64>();
-        match page.next_cursor {
-            Some(c) if !page.rows.is_empty() => cursor = Some(c),
-            _ => return Ok((rows, purchases)),
-        }
-    }
-}
-
 /// User + system CPU seconds of process `pid` (all its threads), from
 /// /proc/PID/stat; `None` when it cannot be read.
 fn process_cpu_secs(pid: u32) -> Option<f64> {
     crate::machine::stat_cpu_secs(&format!("/proc/{pid}/stat"))
-}
-
-/// Percent-encodes everything but RFC 3986's unreserved characters.
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// One build, measured, then its rows counted and the view dropped.
@@ -505,7 +458,7 @@ async fn run_once(
     bar.finish_and_clear();
     let elapsed = built? - t0;
     let cpu1 = args.server_pid.and_then(process_cpu_secs);
-    let (rows, purchases) = count_rows(conn, &args.view).await?;
+    let (rows, purchases) = views::rows_and_sum(conn, &args.view, "purchase_count").await?;
     let secs = elapsed.as_secs_f64().max(1e-9);
     let counts = Counts {
         records,
@@ -666,7 +619,7 @@ mod tests {
         assert!(!state(&[5, 6], false).caught_up(&[5, 7]));
         assert!(!state(&[5], false).caught_up(&[5, 7]));
         assert!(!state(&[5, 7], true).caught_up(&[5, 7]));
-        assert_eq!(percent_encode("a+b/c"), "a%2Bb%2Fc");
+        assert_eq!(views::percent_encode("a+b/c"), "a%2Bb%2Fc");
         let own = process_cpu_secs(std::process::id()).unwrap();
         assert!(own >= 0.0);
     }

@@ -18,7 +18,12 @@
 //! every probe connection busy is skipped and counted, never queued (a
 //! queued probe would add its queueing time to the latency). A probe
 //! answered `504 view_behind` counts as a failure of its own kind.
-//! Afterwards the view, the stream and the topic are dropped unless `--keep`.
+//! Afterwards the view's counts are checked against the topic: once the
+//! view has committed past the end of every partition, its `n` summed over
+//! all rows must equal the records in the topic (every record counted
+//! once; a record lost or counted twice fails the run). With
+//! `--tumbling-secs` this is not checked: a late record may be dropped.
+//! Then the view, the stream and the topic are dropped unless `--keep`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -681,12 +686,54 @@ async fn measure(args: &E2eArgs, target: &Target) -> anyhow::Result<Vec<RunResul
     Ok(runs)
 }
 
+/// Waits until the view has committed every record of the topic, then
+/// checks that its counts add up to them: each record counted once.
+/// Returns the records checked.
+async fn check_counts(args: &E2eArgs, conn: &mut Conn) -> anyhow::Result<u64> {
+    let topic = http::describe_topic(conn, &args.topic)
+        .await?
+        .with_context(|| format!("topic {:?} is gone", args.topic))?;
+    let after: Vec<String> = topic
+        .non_empty_partitions()
+        .iter()
+        .map(|p| format!("{}:{}", p.partition, p.end_offset - 1))
+        .collect();
+    if !after.is_empty() {
+        let wait = format!(
+            "/v1/views/{}/rows?limit=1&max_wait_ms={}&after={}",
+            args.view,
+            args.max_wait_ms.max(PROBE_DRAIN_SLACK.as_millis() as u64),
+            views::percent_encode(&after.join(","))
+        );
+        let answer = conn.get(&wait).await?;
+        if !answer.is_success() {
+            return Err(answer.error(&format!("waiting for view {} to reach the end", args.view)));
+        }
+    }
+    let (_, counted) = views::rows_and_sum(conn, &args.view, "n").await?;
+    let records = topic.records();
+    if counted != records {
+        bail!(
+            "view {} counted {counted} records, the topic holds {records}: records were lost or counted twice",
+            args.view
+        );
+    }
+    Ok(records)
+}
+
 /// Runs the e2e scenario `--runs` times (on one view) and reports.
 pub async fn run(args: &E2eArgs, target: &Target, command: String) -> anyhow::Result<Report> {
     args.validate()?;
     let mut conn = Conn::connect(target).await?;
     let layout = setup(args, &mut conn).await?;
-    let measured = measure(args, target).await;
+    let mut measured = measure(args, target).await;
+    let mut checked = None;
+    if measured.is_ok() && args.tumbling_secs.is_none() {
+        match check_counts(args, &mut conn).await {
+            Ok(records) => checked = Some(records),
+            Err(e) => measured = Err(e),
+        }
+    }
     if !args.keep {
         let cleaned = cleanup(args, target).await;
         if measured.is_ok() {
@@ -694,7 +741,7 @@ pub async fn run(args: &E2eArgs, target: &Target, command: String) -> anyhow::Re
         }
     }
     let runs = measured?;
-    let notes = vec![
+    let mut notes = vec![
         format!(
             "latency = start of a sampled produce request → 200 from `GET /v1/views/{}/rows?key=..&after=<its offsets>&max_wait_ms={}` \
              (includes the produce, the topic's fsync, processing and the view's commit interval)",
@@ -705,6 +752,12 @@ pub async fn run(args: &E2eArgs, target: &Target, command: String) -> anyhow::Re
             args.probe_connections
         ),
     ];
+    notes.push(match checked {
+        Some(records) => format!(
+            "afterwards the view's counts added up to the {records} records in the topic (each counted once)"
+        ),
+        None => "the view's counts were not checked (windows may drop late records)".into(),
+    });
     Ok(Report {
         scenario: "e2e".into(),
         title: args.title(&layout),

@@ -143,6 +143,55 @@ pub async fn drop_view_and_stream(conn: &mut Conn, stream: &str, view: &str) -> 
     Ok(())
 }
 
+/// Rows per page when counting a view's rows (the API's largest page).
+const ROWS_PAGE: usize = 10_000;
+
+/// Rows of the served version of `view` and the sum of their `column`
+/// (an integer column; rows without it add nothing), paging through them.
+pub async fn rows_and_sum(conn: &mut Conn, view: &str, column: &str) -> anyhow::Result<(u64, u64)> {
+    #[derive(Deserialize)]
+    struct Page {
+        rows: Vec<serde_json::Value>,
+        next_cursor: Option<String>,
+    }
+    let (mut rows, mut sum) = (0u64, 0u64);
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!("/v1/views/{view}/rows?limit={ROWS_PAGE}");
+        if let Some(c) = &cursor {
+            path.push_str("&cursor=");
+            path.push_str(&percent_encode(c));
+        }
+        let answer = conn.get(&path).await?;
+        if !answer.is_success() {
+            return Err(answer.error(&format!("reading the rows of {view}")));
+        }
+        let page: Page = serde_json::from_slice(&answer.body).context("parsing rows")?;
+        rows += page.rows.len() as u64;
+        sum += page
+            .rows
+            .iter()
+            .filter_map(|r| r["row"][column].as_u64())
+            .sum::<u64>();
+        match page.next_cursor {
+            Some(c) if !page.rows.is_empty() => cursor = Some(c),
+            _ => return Ok((rows, sum)),
+        }
+    }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+pub fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
