@@ -123,7 +123,7 @@ PY
 # timed in one process, in two started together, and in one again; prints
 # one JSON line. Two workers cannot beat this ratio in the same round.
 cat >"$SCRATCH/machine_speedup.py" <<'PY'
-import json, multiprocessing as mp, sys, time
+import json, multiprocessing as mp, time
 LOOP = 3_000_000
 def loop(barrier, times):
     barrier.wait()

@@ -693,18 +693,9 @@ async fn check_counts(args: &E2eArgs, conn: &mut Conn) -> anyhow::Result<u64> {
     let topic = http::describe_topic(conn, &args.topic)
         .await?
         .with_context(|| format!("topic {:?} is gone", args.topic))?;
-    let after: Vec<String> = topic
-        .non_empty_partitions()
-        .iter()
-        .map(|p| format!("{}:{}", p.partition, p.end_offset - 1))
-        .collect();
-    if !after.is_empty() {
-        let wait = format!(
-            "/v1/views/{}/rows?limit=1&max_wait_ms={}&after={}",
-            args.view,
-            args.max_wait_ms.max(PROBE_DRAIN_SLACK.as_millis() as u64),
-            views::percent_encode(&after.join(","))
-        );
+    let ends = topic.partitions.iter().map(|p| (p.partition, p.end_offset));
+    let max_wait_ms = args.max_wait_ms.max(PROBE_DRAIN_SLACK.as_millis() as u64);
+    if let Some(wait) = views::read_after_ends_path(&args.view, ends, max_wait_ms) {
         let answer = conn.get(&wait).await?;
         if !answer.is_success() {
             return Err(answer.error(&format!("waiting for view {} to reach the end", args.view)));

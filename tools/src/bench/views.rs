@@ -180,8 +180,30 @@ pub async fn rows_and_sum(conn: &mut Conn, view: &str, column: &str) -> anyhow::
     }
 }
 
+/// The read-your-writes read of `view` after the last record of every
+/// non-empty partition (`ends`: (partition, end offset)), answered once
+/// the view has committed them or after `max_wait_ms` (504); `None` when
+/// every partition is empty.
+pub fn read_after_ends_path(
+    view: &str,
+    ends: impl IntoIterator<Item = (u32, u64)>,
+    max_wait_ms: u64,
+) -> Option<String> {
+    let after: Vec<String> = ends
+        .into_iter()
+        .filter(|&(_, end)| end > 0)
+        .map(|(p, end)| format!("{p}:{}", end - 1))
+        .collect();
+    (!after.is_empty()).then(|| {
+        format!(
+            "/v1/views/{view}/rows?limit=1&max_wait_ms={max_wait_ms}&after={}",
+            percent_encode(&after.join(","))
+        )
+    })
+}
+
 /// Percent-encodes everything but RFC 3986's unreserved characters.
-pub fn percent_encode(s: &str) -> String {
+fn percent_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
@@ -195,6 +217,16 @@ pub fn percent_encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_read_after_the_ends_skips_empty_partitions() {
+        assert_eq!(
+            read_after_ends_path("v", [(0, 5), (1, 0), (2, 1)], 100).as_deref(),
+            Some("/v1/views/v/rows?limit=1&max_wait_ms=100&after=0%3A4%2C2%3A0")
+        );
+        assert_eq!(read_after_ends_path("v", [(0, 0)], 100), None);
+        assert_eq!(percent_encode("a+b/c"), "a%2Bb%2Fc");
+    }
 
     #[test]
     fn definition_sql_names_topic_stream_and_view() {
