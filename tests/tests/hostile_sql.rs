@@ -2,7 +2,8 @@
 //! of 4), against the real binary:
 //! - a small request with a long chain of binary operators (`1+1+..`,
 //!   `AND`s in a pull query, `OR`s in `CREATE TABLE .. AS`) is answered 400
-//!   naming the limit, and the server keeps serving;
+//!   naming the limit, and the server keeps serving; so is nesting (a
+//!   chain of `NOT`s, parentheses) past the nesting limit;
 //! - every accepted statement survives a restart in the same data dir (the
 //!   61-term statement of the issue, and one at the depth limit);
 //! - a missing or damaged `catalog.json` makes the start refuse, naming the
@@ -134,6 +135,62 @@ fn accepted_statements_survive_a_restart_and_one_over_the_limit_is_refused() {
     // The restarted processors still evaluate their filters.
     let query = format!("key=g&after={}", after_param(&produced));
     let rows = client.view_rows("at_limit", &query);
+    assert_eq!(rows["rows"][0]["row"]["c"], json!(1), "{rows}");
+}
+
+/// `CREATE TABLE .. WHERE NOT NOT .. amount > 1` with `nots` NOTs.
+fn create_not(name: &str, nots: usize) -> String {
+    format!(
+        "CREATE TABLE {name} AS SELECT grp, COUNT(*) AS c FROM s WHERE {}amount > 1 GROUP BY grp;",
+        "NOT ".repeat(nots)
+    )
+}
+
+#[test]
+fn a_chain_of_nots_past_the_nesting_limit_is_refused_naming_it() {
+    // Outside probe, finding 8b: past about 60 NOTs the answer was
+    // "expected end of statement, found NOT".
+    let server = Server::start(&[]);
+    let client = server.client();
+    sql_ok(&client, STREAM_S);
+    sql_ok(&client, &create_not("n30", 30));
+    for nots in [61, 200] {
+        let what = format!("{nots} NOTs");
+        let (status, body) = sql(&client, &create_not("over", nots));
+        assert_limit(&what, (status, body.clone()), "max_nesting_depth");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("nested too deeply"), "{what}: {message}");
+    }
+    // 100,000 NOTs are refused by their token count first.
+    assert_limit(
+        "100,000 NOTs",
+        sql(&client, &create_not("over", 100_000)),
+        "max_statement_tokens",
+    );
+    // Deep parentheses answer the same.
+    let parens = format!(
+        "SELECT * FROM n30 WHERE grp = {}'a'{};",
+        "(".repeat(200),
+        ")".repeat(200)
+    );
+    assert_limit(
+        "200 parentheses",
+        sql(&client, &parens),
+        "max_nesting_depth",
+    );
+    assert_healthy(&client);
+    let (status, body) = client.get("/v1/views/over");
+    assert_eq!(status, 404, "nothing was created: {body}");
+    // 30 NOTs (an even number) filter as `amount > 1`.
+    let produced = client.produce(
+        "s",
+        &json!([
+            {"key": "k", "value": {"grp": "g", "amount": 5}},
+            {"key": "k", "value": {"grp": "g", "amount": 1}}
+        ]),
+    );
+    let query = format!("key=g&after={}", after_param(&produced));
+    let rows = client.view_rows("n30", &query);
     assert_eq!(rows["rows"][0]["row"]["c"], json!(1), "{rows}");
 }
 

@@ -56,7 +56,9 @@ mod tests_errors;
 mod tests_limits;
 
 pub use error::SqlError;
-pub use limits::{MAX_KEEP_VERSIONS, MAX_PARALLELISM, MAX_STATEMENT_TOKENS, SQL_STACK_BYTES};
+pub use limits::{
+    MAX_KEEP_VERSIONS, MAX_NESTING_DEPTH, MAX_PARALLELISM, MAX_STATEMENT_TOKENS, SQL_STACK_BYTES,
+};
 pub use pull::{PullQuery, TimeRange};
 pub use types::{
     ColumnDecl, CreateAs, DedupDecl, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,

@@ -17,9 +17,6 @@ use super::types::{
 };
 use super::{limits, pull, types};
 
-/// Deepest expression nesting `sqlparser` accepts (bounds recursion).
-const RECURSION_LIMIT: usize = 64;
-
 /// Properties of `CREATE STREAM|TABLE name (..) WITH (..)`.
 const SOURCE_PROPERTIES: &[&str] = &[
     "KAFKA_TOPIC",
@@ -574,8 +571,9 @@ fn create_as_decl(
 /// Parses a query with `sqlparser` from tokens; the tokens must all be
 /// consumed.
 pub(crate) fn parse_sql_query(tokens: Vec<TokenWithSpan>, end: Location) -> Result<Box<Query>> {
+    limits::check_nesting(&tokens)?;
     let mut p = Parser::new(&DIALECT)
-        .with_recursion_limit(RECURSION_LIMIT)
+        .with_recursion_limit(limits::PARSER_RECURSION_LIMIT)
         .with_tokens_with_locations(tokens);
     let query = p.parse_query().map_err(|e| parser_error(e, &p, end))?;
     let next = p.peek_token();
@@ -599,8 +597,9 @@ pub(crate) fn parse_sql_expr(text: &str) -> Result<sqlparser::ast::Expr> {
     let [st] = st.as_slice() else {
         return Err(SqlError::new("expected one expression", 1, 1));
     };
+    limits::check_nesting(&st.tokens)?;
     let mut p = Parser::new(&DIALECT)
-        .with_recursion_limit(RECURSION_LIMIT)
+        .with_recursion_limit(limits::PARSER_RECURSION_LIMIT)
         .with_tokens_with_locations(st.tokens.clone());
     let expr = p.parse_expr().map_err(|e| parser_error(e, &p, st.end))?;
     limits::check_exprs([&expr], st.start)?;
@@ -629,9 +628,7 @@ fn parser_error(e: ParserError, p: &Parser<'_>, end: Location) -> SqlError {
         }
     };
     let text = match e {
-        ParserError::RecursionLimitExceeded => {
-            return SqlError::at(here, "expression nested too deeply");
-        }
+        ParserError::RecursionLimitExceeded => return limits::nested_too_deeply(here),
         ParserError::TokenizerError(s) | ParserError::ParserError(s) => s,
     };
     let (message, at) = match text.rsplit_once(" at Line: ") {

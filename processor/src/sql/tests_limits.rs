@@ -158,3 +158,186 @@ fn hundreds_of_terms_spread_over_columns_are_fine() {
     );
     plan_of(&sql).unwrap().validate().unwrap();
 }
+
+/// `CREATE TABLE .. WHERE NOT NOT .. amount > 1` with `nots` NOTs.
+fn create_not(nots: usize) -> String {
+    format!(
+        "CREATE TABLE n AS SELECT grp, COUNT(*) AS c FROM s WHERE {}amount > 1 GROUP BY grp;",
+        "NOT ".repeat(nots)
+    )
+}
+
+#[test]
+fn a_chain_of_nots_past_the_nesting_limit_is_refused_naming_the_limit() {
+    // Outside probe, finding 8b: past about 60 NOTs sqlparser's recursion
+    // limit was reached inside a NOT, which sqlparser then read as a column
+    // named NOT: "expected end of statement, found NOT".
+    for nots in [MAX_NESTING_DEPTH + 1, 200] {
+        let err = plan_of(&create_not(nots)).unwrap_err();
+        assert_limit(&err, "max_nesting_depth");
+        assert!(err.message.contains("nested too deeply"), "{err}");
+        // At the NOT one past the limit: `CREATE TABLE n AS SELECT grp,
+        // COUNT(*) AS c FROM s WHERE ` is 57 characters.
+        assert_eq!(
+            (err.line, err.column),
+            (1, 58 + 4 * MAX_NESTING_DEPTH as u64)
+        );
+        let pull = format!("SELECT * FROM v WHERE {}grp = 'a';", "NOT ".repeat(nots));
+        assert_limit(&parse(&pull).unwrap_err(), "max_nesting_depth");
+        let dedup = format!(
+            "CREATE STREAM d WITH (DEDUP_BY = '{}amount') AS SELECT * FROM s;",
+            "NOT ".repeat(nots)
+        );
+        assert_limit(&plan_of(&dedup).unwrap_err(), "max_nesting_depth");
+    }
+    // 100,000 NOTs are refused by their token count first.
+    assert_limit(
+        &parse(&create_not(100_000)).unwrap_err(),
+        "max_statement_tokens",
+    );
+}
+
+#[test]
+fn a_chain_of_nots_within_the_nesting_limit_plans_and_evaluates() {
+    struct Amount(serde_json::Value);
+    impl Row for Amount {
+        fn field(&self, path: &[String]) -> Option<&serde_json::Value> {
+            crate::expr::get_path(&self.0, path)
+        }
+        fn key(&self) -> Option<&str> {
+            None
+        }
+        fn record_timestamp(&self) -> i64 {
+            0
+        }
+    }
+    for nots in [30, 31, MAX_NESTING_DEPTH] {
+        let plan = plan_of(&create_not(nots)).unwrap();
+        plan.validate().unwrap();
+        let filter = plan.filter.as_ref().unwrap();
+        // An even number of NOTs keeps `amount > 1`, an odd one negates it.
+        let two = filter.is_true(&Amount(json!({"amount": 2})));
+        assert_eq!(two, nots % 2 == 0, "{nots} NOTs");
+    }
+}
+
+/// `sql`'s query through `sqlparser` alone (without the checks of its
+/// shape that pull queries add).
+fn parse_query(sql: &str) -> Result<(), SqlError> {
+    let st = super::lex::split(sql)?.remove(0);
+    super::statement::parse_sql_query(st.tokens, st.end).map(|_| ())
+}
+
+#[test]
+fn other_nesting_past_the_limit_gets_the_same_error() {
+    let n = MAX_NESTING_DEPTH + 1;
+    let shapes = [
+        // Parentheses, NOT with parentheses, CASE, signs, NOTs between
+        // comparisons (each nests the rest: NOT (a = NOT (a = ..))).
+        format!(
+            "SELECT * FROM v WHERE grp = {}'a'{};",
+            "(".repeat(n),
+            ")".repeat(n)
+        ),
+        format!(
+            "SELECT * FROM v WHERE {}grp = 'a'{};",
+            "NOT (".repeat(n),
+            ")".repeat(n)
+        ),
+        format!(
+            "SELECT * FROM v WHERE grp = {}'a'{};",
+            "CASE WHEN true THEN ".repeat(n),
+            " END".repeat(n)
+        ),
+        format!("SELECT * FROM v WHERE amount = {}1;", "- ".repeat(n)),
+        format!("SELECT * FROM v WHERE {}1;", "NOT amount = ".repeat(n)),
+        format!(
+            "SELECT * FROM v WHERE amount = {}1;",
+            "NOT - ".repeat(n / 2 + 1)
+        ),
+        format!(
+            "SELECT * FROM v WHERE {}1 = 1;",
+            "NOT amount XOR ".repeat(n)
+        ),
+    ];
+    for sql in shapes {
+        let err = parse_query(&sql).unwrap_err();
+        assert_limit(&err, "max_nesting_depth");
+    }
+}
+
+#[test]
+fn flat_chains_of_not_and_signs_are_not_nesting() {
+    // Each NOT ends at AND, OR or a comma, a sign also at the next binary
+    // operator; NOT IN and IS NOT are infix.
+    let sqls = [
+        format!(
+            "SELECT * FROM v WHERE {};",
+            chain("NOT grp = 'a'", " AND ", 200)
+        ),
+        format!(
+            "SELECT * FROM v WHERE {};",
+            chain("NOT NOT grp IS NOT NULL", " OR ", 100)
+        ),
+        format!(
+            "SELECT {} FROM v;",
+            (0..100)
+                .map(|i| format!("NOT amount > {i} AS c{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        format!("SELECT {} AS total FROM v;", chain("-amount", " - ", 200)),
+        format!(
+            "SELECT {} AS total FROM v;",
+            chain("amount * -1", " + ", 200)
+        ),
+        format!(
+            "SELECT * FROM v WHERE grp = CASE {} ELSE 'c' END;",
+            chain("WHEN NOT NOT amount > 1 THEN 'a'", " ", 100)
+        ),
+        format!(
+            "SELECT * FROM v WHERE {};",
+            chain("amount NOT BETWEEN 1 AND 2", " AND ", 100)
+        ),
+        format!(
+            "SELECT * FROM v WHERE {};",
+            chain("amount NOT IN (1, 2)", " OR ", 100)
+        ),
+    ];
+    for sql in sqls {
+        parse_query(&sql).unwrap();
+    }
+    // And they plan.
+    let sum = format!(
+        "CREATE STREAM y AS SELECT {} AS total FROM s WHERE {};",
+        chain("-amount", " - ", 200),
+        chain("NOT amount > 1", " OR ", 200)
+    );
+    plan_of(&sum).unwrap();
+}
+
+#[test]
+fn statements_within_the_nesting_limit_that_sqlparser_recurses_deeper_over_parse() {
+    // NOT between comparisons costs sqlparser two levels per NOT, a
+    // parenthesized subquery three: within its own recursion limit.
+    let within = MAX_NESTING_DEPTH;
+    let pairs = format!("SELECT * FROM v WHERE {}1;", "NOT amount = ".repeat(within));
+    parse_query(&pairs).unwrap();
+    let subqueries = format!(
+        "SELECT * FROM v WHERE grp = {}'a'{};",
+        "(SELECT ".repeat(within),
+        ")".repeat(within)
+    );
+    parse_query(&subqueries).unwrap();
+    let mixed = format!(
+        "SELECT * FROM v WHERE grp = {}'a'{};",
+        "(SELECT - NOT amount = ".repeat(within / 3),
+        ")".repeat(within / 3)
+    );
+    parse_query(&mixed).unwrap();
+    // What the token check does not count (INTERVAL) still ends at
+    // sqlparser's limit, with the same error.
+    let intervals = format!("SELECT {}1 FROM v;", "INTERVAL ".repeat(1000));
+    let err = parse_query(&intervals).unwrap_err();
+    assert_limit(&err, "max_nesting_depth");
+}

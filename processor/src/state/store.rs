@@ -247,6 +247,17 @@ impl Store {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
     }
 
+    /// The write fault injected with [`Store::fail_writes`], if any: a new
+    /// handle on the same directory takes it over, since the fault stands
+    /// for the disk, which reopening the database does not change.
+    #[doc(hidden)]
+    pub fn injected_failure(&self) -> Option<String> {
+        self.failing_writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Fault injection (tests): while `hold` is true, every
     /// [`Store::write`] waits, as on a stalled disk; false lets them go.
     #[doc(hidden)]

@@ -11,7 +11,9 @@
 //! checksum, a lost manifest or a background error (which RocksDB makes
 //! database-wide, stopping every write) takes down that version only; the
 //! log and every other view keep serving. A version's store is opened on
-//! first use and stays open until the version is dropped.
+//! first use and stays open until the version is dropped, or until a retry
+//! of the failed version reopens it ([`Stores::reopen`]): only a new handle
+//! clears such a background error.
 //!
 //! Damage found at open moves the version's directory aside and answers
 //! [`ProcessorError::StateDamaged`], naming where it is kept: the caller
@@ -49,6 +51,17 @@ fn rename(from: &Path, to: &Path) -> Result<()> {
             to.display()
         ))
     })
+}
+
+/// Waits at most `patience` until `store` has no other holder; answers
+/// whether it has none.
+fn sole_owner_within(store: &Arc<Store>, patience: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + patience;
+    while Arc::strong_count(store) > 1 && std::time::Instant::now() < deadline {
+        // Readers hold a store for one read; nothing signals its end.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Arc::strong_count(store) == 1
 }
 
 /// Every version's store under one directory.
@@ -178,12 +191,7 @@ impl Stores {
     pub fn remove_when_closed(&self, scope: &Scope, patience: std::time::Duration) -> Result<()> {
         let held = self.lock().remove(scope);
         if let Some(store) = held {
-            let deadline = std::time::Instant::now() + patience;
-            while Arc::strong_count(&store) > 1 && std::time::Instant::now() < deadline {
-                // Readers hold a store for one read; nothing signals its end.
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            if Arc::strong_count(&store) > 1 {
+            if !sole_owner_within(&store, patience) {
                 tracing::warn!(
                     view = %scope.name,
                     version = scope.version,
@@ -192,6 +200,42 @@ impl Stores {
             }
         }
         self.remove(scope)
+    }
+
+    /// Closes the store of `scope` and opens it again from disk, for a
+    /// version started again after a failure. RocksDB makes a failed write
+    /// (a full disk) a background error of the whole database that every
+    /// later write answers until the database is reopened — freeing space
+    /// does not clear it — so a retry on the same handle fails forever. The
+    /// new handle holds the last commit (a failed write applies nothing).
+    ///
+    /// RocksDB refuses a second handle on one directory, so this waits at
+    /// most `patience` for whoever else holds the store (a read in
+    /// progress; the failed processor has let go of it) and fails,
+    /// keeping the store open as it was, if they still do. Damage found by
+    /// the new open moves the store aside, as [`Stores::existing`] does.
+    pub fn reopen(&self, scope: &Scope, patience: std::time::Duration) -> Result<Arc<Store>> {
+        // Out of the map while it closes: readers see the version as
+        // unavailable for that moment instead of blocking on the lock.
+        let Some(old) = self.lock().remove(scope) else {
+            return self.existing(scope);
+        };
+        if !sole_owner_within(&old, patience) {
+            self.lock().insert(scope.clone(), old);
+            return Err(ProcessorError::Stopped(format!(
+                "the store of {}@{} is still in use, so it cannot be reopened; \
+                 the next retry tries again",
+                scope.name, scope.version
+            )));
+        }
+        let failing = old.injected_failure();
+        // The last handle: dropping it closes the database.
+        drop(old);
+        let mut open = self.lock();
+        let store = self.open_at(scope, &self.path(scope))?;
+        store.fail_writes(failing);
+        open.insert(scope.clone(), store.clone());
+        Ok(store)
     }
 
     /// Moves every version out of a store shared by all versions (the

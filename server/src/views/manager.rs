@@ -120,6 +120,10 @@ pub struct ViewManager {
 /// it is deleted anyway.
 const READER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How long a retry waits for a read in progress to let go of the failed
+/// version's store before it gives up until the next retry.
+const REOPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Directory of the per-version state stores, in the data directory.
 pub const STORES_DIR: &str = "views";
 /// The store shared by every version in the earlier layout, moved apart at start.
@@ -283,6 +287,29 @@ impl ViewManager {
     /// Resumes a version that ran before on its own thread, from its store.
     pub(super) fn start(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
         let store = self.stores.existing(&scope(name, entry.version))?;
+        self.run(name, entry, store)
+    }
+
+    /// The open store of `name`@`version`, if it is open (tests: to inject
+    /// faults through its seams).
+    #[doc(hidden)]
+    pub fn open_store_of(
+        &self,
+        name: &str,
+        version: u64,
+    ) -> Option<Arc<kappa_processor::state::store::Store>> {
+        self.stores.get_open(&scope(name, version))
+    }
+
+    /// Starts a served version again after it failed, on a new handle of
+    /// its store ([`Stores::reopen`]): RocksDB answers every write of a
+    /// handle whose write failed (a full disk) with that error until the
+    /// database is reopened, so a retry on the old handle would fail
+    /// however much space had been freed. It resumes from the last commit.
+    pub(super) fn restart(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
+        let store = self
+            .stores
+            .reopen(&scope(name, entry.version), REOPEN_PATIENCE)?;
         self.run(name, entry, store)
     }
 

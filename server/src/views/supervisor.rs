@@ -178,7 +178,9 @@ impl ViewManager {
                 continue;
             }
             let view = catalog.views.get_mut(&name).expect("checked above");
-            match self.start(&name, &view.served) {
+            // A new handle of its store: the old one may hold RocksDB's
+            // background error of the failed write.
+            match self.restart(&name, &view.served) {
                 Ok(p) => {
                     tracing::info!(view = %name, version = retry.version, attempts = retry.attempts + 1, "view recovered: its processor runs again");
                     let mut st = lock(&self.state);
@@ -186,6 +188,17 @@ impl ViewManager {
                     st.retries.remove(&name);
                     if view.failure.as_ref().is_some_and(|f| !f.during_build) {
                         view.failure = None;
+                        changed = true;
+                    }
+                }
+                Err(e) if matches!(&e, super::ViewError::Processor(p) if p.is_corruption()) => {
+                    // Reopening found damage (the store is kept aside): not
+                    // retried, it would read the same damage.
+                    let why = super::damaged_reason(&name, &e);
+                    tracing::error!(view = %name, version = retry.version, error = %why, "view state damaged: no more retries");
+                    lock(&self.state).retries.remove(&name);
+                    if let Some(f) = view.failure.as_mut() {
+                        f.reason = why;
                         changed = true;
                     }
                 }

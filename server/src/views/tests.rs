@@ -297,9 +297,11 @@ fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
             .unwrap(),
         1
     );
-    // The disk fills: the processor's next commit fails.
-    let store = f.store(&super::manager::scope("v", 1));
-    store.fail_writes(Some("No space left on device (injected)".into()));
+    // The disk fills: the processor's next commit fails. (The test lets go
+    // of the store before every retry: a retry reopens it.)
+    let s = super::manager::scope("v", 1);
+    f.store(&s)
+        .fail_writes(Some("No space left on device (injected)".into()));
     f.produce("a", &["y"]);
     f.eventually("the served processor ended", || {
         !f.manager.describe("v").unwrap().served_version.running
@@ -337,7 +339,7 @@ fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
 
     // Space is freed: the next attempt brings the view back, and it
     // resumes from its last commit (each record counted once).
-    store.fail_writes(None);
+    f.store(&s).fail_writes(None);
     f.advance(2_000);
     f.manager.tick();
     let d = f.manager.describe("v").unwrap();
