@@ -13,7 +13,11 @@
 //! partitions hold records, or whose `topic.json` is damaged, makes `open`
 //! fail with [`LogError::Metadata`], naming the file and the
 //! `kappa-inspect repair-topic` command that rebuilds it ([`repair`]); a
-//! start never deletes records.
+//! start never deletes records. So does a partition directory that
+//! `topic.json` names but that is missing or holds no segment (lost
+//! records, not an empty partition), naming `kappa-inspect
+//! repair-partition`. A damaged or lost offsets file is the offset
+//! store's to refuse ([`crate::offsets`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -137,6 +141,7 @@ impl Log {
                 problem: format!("not a valid topic.json: {e}"),
                 recovery: repair::rebuild_hint(data, &name),
             })?;
+            repair::check_partition_dirs(data, &dir, &meta)?;
             let topic = Topic::open(&dir, meta, config.clone(), cache.clone())?;
             topics.insert(name, Arc::new(topic));
         }

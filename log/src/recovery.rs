@@ -57,8 +57,8 @@ pub struct Recovered {
     pub keys: Vec<StoredKey>,
 }
 
-/// Parses `<20 digits>.log`.
-fn base_offset_of(name: &str) -> Option<u64> {
+/// Parses `<20 digits>.log`: the base offset of a segment file's name.
+pub(crate) fn base_offset_of(name: &str) -> Option<u64> {
     let stem = name.strip_suffix(".log")?;
     (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok())?
 }

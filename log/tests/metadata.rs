@@ -148,3 +148,89 @@ async fn the_repair_rebuilds_topic_json_and_every_record_reads_again() {
         assert_eq!(values, expect);
     }
 }
+
+/// Asserts that opening `dir` is refused for the lost partition directory
+/// `partition` of topic `orders`, naming it and the repair.
+fn assert_partition_refused(dir: &Path, partition: u32) {
+    let expected = dir.join("topics/orders").join(partition.to_string());
+    match Log::open(LogConfig::new(dir)) {
+        Err(e @ LogError::Metadata { .. }) => {
+            let LogError::Metadata { path, recovery, .. } = &e else {
+                unreachable!()
+            };
+            assert_eq!(path, &expected);
+            let repair = format!(
+                "kappa-inspect repair-partition {} --topic orders --partition {partition} --start-offset",
+                dir.display()
+            );
+            assert!(recovery.contains(&repair), "{recovery}");
+            assert!(e.to_string().contains("Nothing was changed"), "{e}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_missing_partition_directory_refuses_the_start_and_recreates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    topic_with_records(dir.path(), 2).await;
+    let partition = dir.path().join("topics/orders/1");
+    std::fs::remove_dir_all(&partition).unwrap();
+    let before = files(&dir.path().join("topics"));
+    assert_partition_refused(dir.path(), 1);
+    assert_partition_refused(dir.path(), 1);
+    assert!(!partition.exists(), "nothing was recreated");
+    assert_eq!(files(&dir.path().join("topics")), before, "nothing changed");
+}
+
+#[tokio::test]
+async fn a_partition_directory_without_segments_refuses_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    topic_with_records(dir.path(), 2).await;
+    let partition = dir.path().join("topics/orders/0");
+    for entry in std::fs::read_dir(&partition).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    assert_partition_refused(dir.path(), 0);
+    assert_eq!(std::fs::read_dir(&partition).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn the_partition_repair_starts_past_every_offset_handed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    topic_with_records(dir.path(), 2).await;
+    let partition = dir.path().join("topics/orders/1");
+    // Not lost: nothing to recreate, nothing touched.
+    let refused = kappa_log::repair::recreate_partition(dir.path(), "orders", 1, 5);
+    assert!(
+        matches!(&refused, Err(LogError::InvalidArgument(m)) if m.contains("not lost")),
+        "{refused:?}"
+    );
+    let refused = kappa_log::repair::recreate_partition(dir.path(), "orders", 2, 5);
+    assert!(
+        matches!(
+            refused,
+            Err(LogError::UnknownPartition { partition: 2, .. })
+        ),
+        "{refused:?}"
+    );
+    std::fs::remove_dir_all(&partition).unwrap();
+    let segment = kappa_log::repair::recreate_partition(dir.path(), "orders", 1, 5).unwrap();
+    assert_eq!(segment, partition.join("00000000000000000005.log"));
+
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let topic = log.topic("orders").unwrap();
+    let p1 = topic.partition(1).unwrap();
+    assert_eq!((p1.start_offset(), p1.end_offset()), (5, 5));
+    let request = AppendRequest {
+        records: vec![NewRecord {
+            value: Bytes::from_static(b"{\"new\":1}"),
+            ..Default::default()
+        }],
+        idempotency_key: None,
+    };
+    assert_eq!(p1.append(request).await.unwrap().base_offset, 5);
+    // Partition 0 is as it was.
+    let p0 = topic.partition(0).unwrap();
+    assert_eq!((p0.start_offset(), p0.end_offset()), (0, 5));
+}

@@ -36,6 +36,19 @@ pub fn kappa_bin() -> &'static Path {
     })
 }
 
+/// Path of the `kappa-inspect` binary (the offline inspector and repair
+/// tool of `tools/`), built when missing or older than its sources.
+pub fn inspect_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        workspace_bin(
+            "kappa-tools",
+            "kappa-inspect",
+            &["tools/src", "tools/Cargo.toml", "log/src", "log/Cargo.toml"],
+        )
+    })
+}
+
 /// What `kappa` is built from (workspace-relative directories and files).
 const KAPPA_SOURCES: &[&str] = &[
     "server/src",

@@ -5,12 +5,14 @@
 //! - `build.rs`: [`kappa_bin`] finds `target/<profile>/kappa` next to the running test
 //!   executable, and builds it (once per test process) when it is missing or
 //!   older than the sources of `server/`, `log/` and `processor/`;
-//!   [`workspace_bin`] does the same for any binary of the workspace.
+//!   [`workspace_bin`] does the same for any binary of the workspace
+//!   ([`inspect_bin`]: `kappa-inspect`).
 //! - `server.rs`: [`Server`] runs one `kappa serve` on a fresh (or given) data directory
 //!   and a port chosen by the OS, learns the address from the one line the
 //!   server prints on stdout, and stops it with SIGTERM, SIGINT or SIGKILL
 //!   (always by the child's own PID). Dropping it kills a child that is
 //!   still running; if the test is panicking, the server's stderr is printed.
+//!   [`refused_start`] runs one that must refuse its data directory.
 //! - `client.rs`: [`Client`] is a small blocking HTTP client (ureq) whose helpers answer
 //!   `(status, json)` and never panic on 4xx/5xx, plus asserting helpers
 //!   for topics, SQL statements and view reads ([`after_param`] builds a
@@ -47,7 +49,7 @@ use std::time::Duration;
 
 pub use serde_json::{json, Value};
 
-pub use build::{kappa_bin, run_cli, workspace_bin, workspace_root};
+pub use build::{inspect_bin, kappa_bin, run_cli, workspace_bin, workspace_root};
 pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,
@@ -56,7 +58,7 @@ pub use kcat::{kcat, kcat_output, sasl_args};
 pub use node::kafkajs_modules;
 pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};
-pub use server::Server;
+pub use server::{refused_start, Server};
 pub use util::{now_ms, run_for_json, temp_file, Rng};
 
 /// Longest wait for a started server to print its address.

@@ -319,6 +319,76 @@ impl Drop for Server {
     }
 }
 
+/// Runs `kappa serve` on `data_dir` expecting it to refuse to start (it
+/// binds its port and prints the address first, then opens the data
+/// directory and exits); returns its stderr. Panics, after stopping it by
+/// its PID, if it serves instead: `GET /health` waits on the bound port
+/// until the server either answers (it opened the data directory) or exits
+/// (the connection drops), so no timer decides.
+pub fn refused_start(data_dir: &Path) -> String {
+    let logs = tempfile::Builder::new()
+        .prefix("kappa-e2e-logs-")
+        .tempdir()
+        .expect("creating a log dir");
+    let stderr_path = logs.path().join("stderr.log");
+    let stderr = File::create(&stderr_path).expect("creating the stderr log");
+    let mut cmd = Command::new(kappa_bin());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr));
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("KAPPA_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut child = cmd
+        .env("NO_COLOR", "1")
+        .spawn()
+        .expect("spawning kappa serve");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (line_tx, line_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let _ = line_tx.send(line);
+        // Drained until the process exits.
+        let _ = reader.read_to_string(&mut String::new());
+    });
+    let line = line_rx.recv_timeout(STARTUP_TIMEOUT).unwrap_or_default();
+    let addr = line
+        .trim_end()
+        .strip_prefix("listening on ")
+        .and_then(|a| a.parse::<SocketAddr>().ok());
+    if let Some(addr) = addr {
+        let answer =
+            Client::new(format!("http://{addr}")).try_send("GET", "/health", None, &[], None);
+        if let Ok(reply) = answer {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "kappa serve started on {} (GET /health answered {}) instead of refusing; stderr:\n{}",
+                data_dir.display(),
+                reply.status,
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
+    }
+    let Some(status) = wait_for_exit(&mut child, EXIT_TIMEOUT) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "kappa serve on {} neither served nor exited",
+            data_dir.display()
+        );
+    };
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    assert!(!status.success(), "kappa serve exited 0; stderr:\n{stderr}");
+    stderr
+}
+
 /// Waits up to `timeout` for `child` to exit, without polling on a timer
 /// where a pidfd is available (Linux >= 5.3).
 fn wait_for_exit(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {

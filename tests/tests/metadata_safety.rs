@@ -9,61 +9,10 @@
 //!   repair, deletes nothing; `kappa-inspect repair-topic` brings every
 //!   record back.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{mpsc, OnceLock};
-use std::time::Duration;
+use std::process::Command;
 
-use kappa_tests::{assert_error, Server};
+use kappa_tests::{assert_error, inspect_bin, refused_start, Server};
 use serde_json::json;
-
-fn inspect_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        kappa_tests::workspace_bin(
-            "kappa-tools",
-            "kappa-inspect",
-            &["tools/src", "tools/Cargo.toml", "log/src", "log/Cargo.toml"],
-        )
-    })
-}
-
-/// Runs `kappa serve` on `data_dir` expecting it to refuse to start
-/// (it binds its port first, then opens the data directory and exits);
-/// returns its stderr. Fails, after stopping it, if it is still running a
-/// minute later.
-fn refused_start(data_dir: &Path) -> String {
-    let child = Command::new(kappa_tests::kappa_bin())
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawning kappa serve");
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(output) => {
-            let output = output.unwrap();
-            assert!(!output.status.success(), "kappa serve exited 0");
-            String::from_utf8_lossy(&output.stderr).into_owned()
-        }
-        Err(_) => {
-            // SIGKILL by the PID of the child this test started.
-            kill9(pid);
-            panic!("kappa serve kept running although its metadata is gone");
-        }
-    }
-}
-
-fn kill9(pid: u32) {
-    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-}
 
 fn values(records: &[serde_json::Value]) -> Vec<serde_json::Value> {
     records.iter().map(|r| r["value"].clone()).collect()

@@ -1,6 +1,7 @@
-//! The frame codec of `offsets.log`: one frame per store call, each a
-//! length, a CRC and a body opening with the magic/version byte and the
-//! kind (FORMAT.md §5.1). Pure functions over bytes; no I/O.
+//! The frame codec of `offsets.log`: one frame per store call (and the
+//! start frame opening the file), each a length, a CRC and a body opening
+//! with the magic/version byte and the kind (FORMAT.md §5.1). Pure
+//! functions over bytes; no I/O.
 
 use super::{validate_group, validate_topic};
 
@@ -12,6 +13,10 @@ pub(super) const KIND_COMMIT: u8 = 1;
 pub(super) const KIND_DELETE_TOPIC: u8 = 2;
 /// Frame kind: all offsets of one group forgotten.
 pub(super) const KIND_DELETE_GROUP: u8 = 3;
+/// Frame kind: the start frame, the first of every file (no fields; it
+/// changes nothing). A file without one was cut or replaced, or written
+/// before the kind existed.
+pub(super) const KIND_START: u8 = 4;
 
 /// Bytes before the body: length u32 and CRC u32.
 pub(super) const HEADER_LEN: usize = 8;
@@ -47,6 +52,8 @@ pub(super) enum Record {
     DeleteTopic(String),
     /// All offsets of one group forgotten.
     DeleteGroup(String),
+    /// The start frame opening the file.
+    Start,
 }
 
 /// Why a frame cannot be read as a whole, CRC-valid frame.
@@ -171,6 +178,7 @@ pub(super) fn decode_body(body: &[u8]) -> Result<Record, String> {
         }
         KIND_DELETE_TOPIC => Record::DeleteTopic(r.topic()?),
         KIND_DELETE_GROUP => Record::DeleteGroup(r.group()?),
+        KIND_START => Record::Start,
         kind => return Err(format!("unknown frame kind {kind}")),
     };
     if !r.data.is_empty() {
@@ -212,6 +220,7 @@ pub(super) fn encode_frame(record: &Record) -> Vec<u8> {
             buf.push(KIND_DELETE_GROUP);
             put_str(&mut buf, group);
         }
+        Record::Start => buf.push(KIND_START),
     }
     let body_len = (buf.len() - HEADER_LEN) as u32;
     let crc = crc32fast::hash(&buf[HEADER_LEN..]);

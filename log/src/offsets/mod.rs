@@ -11,25 +11,37 @@
 //! - [`store`]: [`OffsetStore`], the file, its backup and compaction; every
 //!   write and fdatasync goes through [`crate::io`], the fault-injection
 //!   seam.
+//! - [`damage`]: what a start does with a file it finds missing, empty or
+//!   damaged — refuse, naming the file and the recovery, or keep a copy
+//!   aside and go on.
 //!
 //! Invariants:
-//! - The file is a sequence of CRC'd frames; replaying it in order yields
-//!   exactly the in-memory state. A mutation is applied in memory only after
-//!   its frame was written and fdatasync'ed, so every acknowledged call
-//!   survives a crash and an unacknowledged one never half-applies (one call
-//!   is one frame).
-//! - Replay skips a frame that fails its CRC when a valid frame follows
-//!   (damage inside written data: only that one call's commits are lost, and
-//!   the error log names them); the damaged file is kept as
-//!   `offsets.log.damaged-<ms>` and the live file rewritten from the
-//!   replayed state. A torn or corrupt stretch at the very end (the write a
-//!   crash interrupted) is truncated. A frame that passes its CRC but cannot
-//!   be decoded makes `open` fail with `Corrupt` and leaves the file
-//!   untouched.
+//! - The file is a sequence of CRC'd frames opening with a start frame
+//!   (written with the file, through a temporary file and a rename, so a
+//!   file of this version is never empty); replaying it in order yields
+//!   exactly the in-memory state. A mutation is applied in memory only
+//!   after its frame was written and fdatasync'ed, so every acknowledged
+//!   call survives a crash and an unacknowledged one never half-applies
+//!   (one call is one frame).
+//! - A start never deletes offsets data and never goes on silently over
+//!   lost commits. Before it changes the file (skipping damage, cutting a
+//!   tail) it keeps the file as it was as `offsets.log.damaged-<ms>`.
+//!   Replay skips a frame that fails its CRC when a valid frame follows
+//!   (damage inside written data: only that one call's commits are lost,
+//!   and the error log names them); the live file is then rewritten from
+//!   the replayed state. A torn or corrupt stretch at the very end (the
+//!   write a crash interrupted) is cut off, with a warning. A frame that
+//!   passes its CRC but cannot be decoded makes `open` fail with `Corrupt`
+//!   and leaves the file untouched.
 //! - `offsets.log.bak` holds the last good copy (written at every open and
-//!   after every compaction). A missing `offsets.log` beside it makes `open`
-//!   fail with `Metadata` (restore it, or move the backup away to start
-//!   with no committed offsets), never silently start empty.
+//!   after every compaction). `open` fails with `Metadata`, changing
+//!   nothing, when the file is missing beside its backup, empty (0 bytes),
+//!   or holds not one valid frame; the error names the file and the
+//!   recovery (restore the backup when it holds a valid copy, or move the
+//!   files away to start with no committed offsets) — a lost file never
+//!   silently becomes "no group has committed anything".
+//! - A file without a start frame (written before the kind existed) is
+//!   read as before and rewritten with one at open.
 //! - When the file holds more than `max(1024, 4 × live entries)` frames it
 //!   is rewritten from the live state through `offsets.log.tmp`, fdatasync,
 //!   rename and directory fsync, so a crash leaves either the old or the new
@@ -38,6 +50,7 @@
 //!   store refuses further mutations until it is reopened, because what is on
 //!   disk is no longer known.
 
+mod damage;
 mod frame;
 mod state;
 mod store;

@@ -1,7 +1,8 @@
 //! The store's live state, and the two directions between it and a file
-//! image: replaying frames into it (at open, skipping or cutting damage as
-//! the module invariants say) and encoding it as frames (compaction,
-//! backup).
+//! image: replaying frames into it (at open, skipping damage in the middle
+//! and reporting a bad tail, as the module invariants say; the store
+//! decides what to do with the tail) and encoding it as frames, after the
+//! start frame (compaction, backup, a new file).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -53,6 +54,7 @@ impl State {
             Record::DeleteGroup(group) => {
                 self.groups.remove(&group);
             }
+            Record::Start => {}
         }
     }
 }
@@ -63,27 +65,36 @@ pub(super) struct Replayed {
     pub(super) state: State,
     /// Good frames.
     pub(super) frames: u64,
+    /// Whether the image opens with a good start frame.
+    pub(super) has_start: bool,
     /// Bytes up to the end of the last good frame.
     pub(super) valid_len: u64,
     /// Damaged frames skipped because valid ones followed them.
     pub(super) skipped_frames: u64,
+    /// The bad stretch after the last good frame, if any: where it starts
+    /// and what is wrong there (it runs to the end of the image).
+    pub(super) bad_tail: Option<(u64, String)>,
 }
 
 /// Replays the frames of `data`. A torn or CRC-failed frame followed by a
-/// valid one is skipped (counted in `skipped_frames`); one with nothing
-/// valid after it ends the replay (`valid_len` stops there). A CRC-valid
-/// frame that does not decode is an error.
+/// valid one is skipped (counted in `skipped_frames`, logged); one with
+/// nothing valid after it ends the replay (`valid_len` stops there,
+/// `bad_tail` says why). A CRC-valid frame that does not decode is an
+/// error.
 pub(super) fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
     let mut state = State::default();
     let mut frames = 0u64;
+    let mut has_start = false;
     let mut skipped_frames = 0u64;
     let mut pos = 0usize;
     let mut valid_len = 0usize;
+    let mut bad_tail = None;
     while pos < data.len() {
         match check_frame(data, pos) {
             Ok(body) => {
                 let record = decode_body(body)
                     .map_err(|reason| LogError::corrupt(path, pos as u64, reason))?;
+                has_start |= pos == 0 && record == Record::Start;
                 state.apply(record);
                 frames += 1;
                 pos += HEADER_LEN + body.len();
@@ -96,12 +107,7 @@ pub(super) fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
                 };
                 match find_valid_frame(data, pos + 1) {
                     None => {
-                        tracing::warn!(
-                            path = %path.display(),
-                            position = pos,
-                            dropped_bytes = data.len() - pos,
-                            "truncating {what} final frame of offsets file: {reason}"
-                        );
+                        bad_tail = Some((pos as u64, format!("{what} frame: {reason}")));
                         break;
                     }
                     Some(next) => {
@@ -122,16 +128,19 @@ pub(super) fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
     Ok(Replayed {
         state,
         frames,
+        has_start,
         valid_len: valid_len as u64,
         skipped_frames,
+        bad_tail,
     })
 }
 
-/// Encodes the live state as commit frames (one per group, split where a
-/// frame would pass the size limit); returns the bytes and frame count.
+/// Encodes the live state as the start frame followed by commit frames
+/// (one per group, split where a frame would pass the size limit); returns
+/// the bytes and frame count.
 pub(super) fn encode_state(state: &State) -> (Vec<u8>, u64) {
-    let mut data = Vec::new();
-    let mut frames = 0u64;
+    let mut data = encode_frame(&Record::Start);
+    let mut frames = 1u64;
     for (group, offsets) in &state.groups {
         let mut entries = Vec::new();
         let mut body_len = COMMIT_FIXED_LEN + group.len();

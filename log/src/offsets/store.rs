@@ -1,5 +1,7 @@
-//! [`OffsetStore`]: the file `offsets.log`, its backup `offsets.log.bak`
-//! and compaction. Every write and fdatasync goes through [`crate::io`]
+//! [`OffsetStore`]: the file `offsets.log` (created with its start frame),
+//! its backup `offsets.log.bak` and compaction; at open, a file found
+//! missing, empty or damaged is refused or kept aside through
+//! [`super::damage`]. Every write and fdatasync goes through [`crate::io`]
 //! (so tests inject failed writes and fsyncs, and simulate crashes) and
 //! every other step that changes the disk passes [`crash::step`].
 
@@ -9,6 +11,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::damage::{empty_file, keep_aside, missing_beside_backup, no_valid_frame, report_kept};
 use super::frame::{encode_frame, Entry, Record, HEADER_LEN, MAX_BODY_LEN};
 use super::state::{encode_state, replay, State};
 use super::{validate_group, validate_topic, CommittedOffset};
@@ -57,7 +60,9 @@ pub(super) struct Inner {
 }
 
 impl OffsetStore {
-    /// Opens or creates the store in `dir` (creating the dir), replaying its file.
+    /// Opens or creates the store in `dir` (creating the dir), replaying its
+    /// file. Fails with [`LogError::Metadata`], changing nothing, when the
+    /// file is missing beside its backup, empty, or holds no valid frame.
     pub fn open(dir: &Path) -> Result<OffsetStore> {
         Self::open_with(dir, COMPACT_MIN_FRAMES, None)
     }
@@ -79,33 +84,40 @@ impl OffsetStore {
             remove_leftover(&dir.join(leftover))?;
         }
         let path = dir.join(FILE_NAME);
-        let existed = path.exists();
         let backup = dir.join(BACKUP_FILE_NAME);
-        if !existed && backup.exists() {
-            return Err(missing_beside_backup(path, &backup));
+        if !path.exists() {
+            if backup.exists() {
+                return Err(missing_beside_backup(path, &backup));
+            }
+            create_file(dir, &path, faults.as_deref())?;
         }
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(false)
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
-        if !existed {
-            sync_dir(dir)?;
-        }
-
         let mut data = Vec::new();
         file.read_to_end(&mut data)
             .map_err(|e| LogError::io(&path, e))?;
+        if data.is_empty() {
+            return Err(empty_file(path, &backup));
+        }
         let replayed = replay(&path, &data)?;
+        if replayed.frames == 0 {
+            return Err(no_valid_frame(path, &backup, &data, &replayed));
+        }
         let damaged = replayed.skipped_frames > 0;
-        if damaged {
-            keep_damaged_aside(dir, &path, &data, replayed.skipped_frames)?;
-        } else if replayed.valid_len < data.len() as u64 {
+        // Before the start changes the file, it keeps it as it was.
+        if damaged || replayed.bad_tail.is_some() {
+            let aside = keep_aside(dir, &data, faults.as_deref())?;
+            report_kept(&path, &aside, &replayed, data.len() as u64);
+        }
+        let rewrite = damaged || !replayed.has_start;
+        if !rewrite && replayed.bad_tail.is_some() {
+            crash::step(&path, "truncate")?;
             file.set_len(replayed.valid_len)
-                .and_then(|()| file.sync_all())
                 .map_err(|e| LogError::io(&path, e))?;
+            file_io::sync_data(&file, &path, faults.as_deref())?;
         }
 
         let mut inner = Inner {
@@ -120,7 +132,13 @@ impl OffsetStore {
             compact_retry_at: 0,
             faults,
         };
-        if damaged {
+        if rewrite {
+            if !replayed.has_start && !damaged {
+                tracing::info!(
+                    path = %path.display(),
+                    "rewriting the offsets file with the start frame it lacks (written by an earlier version)"
+                );
+            }
             inner.compact()?;
         } else {
             inner.maybe_compact();
@@ -271,40 +289,41 @@ fn remove_leftover(tmp_path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The refusal to start empty when `offsets.log` is gone but its backup is not.
-fn missing_beside_backup(path: PathBuf, backup: &Path) -> LogError {
-    LogError::Metadata {
-        problem: "missing, but its last good copy offsets.log.bak is here: \
-                  starting would forget every consumer group's committed offsets"
-            .into(),
-        recovery: format!(
-            "stop the server and restore the copy (`cp {} {}`); or, to start \
-             with no committed offsets, move {} elsewhere",
-            backup.display(),
-            path.display(),
-            backup.display()
-        ),
-        path,
-    }
+/// Writes a new `offsets.log` holding only the start frame (temporary
+/// file, fdatasync, rename, directory fsync): the file never exists
+/// without it.
+fn create_file(dir: &Path, path: &Path, faults: Option<&FaultInjector>) -> Result<()> {
+    let tmp = dir.join(TMP_FILE_NAME);
+    write_new_file(&tmp, &encode_frame(&Record::Start), faults)?;
+    crash::step(path, "rename")?;
+    fs::rename(&tmp, path).map_err(|e| LogError::io(path, e))?;
+    sync_dir(dir)
 }
 
-/// Keeps a file with damaged frames as `offsets.log.damaged-<ms>` (the
-/// caller then rewrites the live file from the replayed state).
-fn keep_damaged_aside(dir: &Path, path: &Path, data: &[u8], skipped_frames: u64) -> Result<()> {
-    let aside = dir.join(format!("{FILE_NAME}.damaged-{}", crate::now_ms()));
-    fs::write(&aside, data)
-        .and_then(|()| File::open(&aside)?.sync_all())
-        .map_err(|e| LogError::io(&aside, e))?;
-    tracing::error!(
-        path = %path.display(),
-        kept_in = %aside.display(),
-        skipped_frames,
-        "the offsets file had damaged frames in the middle: skipped them (their commits are lost; the groups re-read from their earlier offsets), kept the damaged file aside and rewrote it"
-    );
-    crate::stats::global()
-        .corruptions_detected
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(())
+/// Creates (truncating) `path` and writes and fdatasyncs `data` into it;
+/// on failure the partial file is removed.
+pub(super) fn write_new_file(
+    path: &Path,
+    data: &[u8],
+    faults: Option<&FaultInjector>,
+) -> Result<File> {
+    crash::step(path, "create")?;
+    let written = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| LogError::io(path, e))
+        .and_then(|mut file| {
+            file_io::write_all(&mut file, path, data, faults)?;
+            file_io::sync_data(&file, path, faults)?;
+            Ok(file)
+        });
+    if written.is_err() && !crash::crashed() {
+        let _ = fs::remove_file(path);
+    }
+    written
 }
 
 impl Inner {
@@ -387,35 +406,12 @@ impl Inner {
         }
     }
 
-    /// Creates (truncating) `path` and writes and fdatasyncs `data` into
-    /// it; on failure the partial file is removed.
-    fn write_new_file(&self, path: &Path, data: &[u8]) -> Result<File> {
-        crash::step(path, "create")?;
-        let written = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| LogError::io(path, e))
-            .and_then(|mut file| {
-                let faults = self.faults.as_deref();
-                file_io::write_all(&mut file, path, data, faults)?;
-                file_io::sync_data(&file, path, faults)?;
-                Ok(file)
-            });
-        if written.is_err() && !crash::crashed() {
-            let _ = fs::remove_file(path);
-        }
-        written
-    }
-
     /// Writes the live state to `offsets.log.bak` (temporary file,
     /// fdatasync, rename, directory fsync): the last good copy.
     fn write_backup(&self) -> Result<()> {
         let tmp = self.dir.join(BACKUP_TMP_FILE_NAME);
         let (data, _) = encode_state(&self.state);
-        self.write_new_file(&tmp, &data)?;
+        write_new_file(&tmp, &data, self.faults.as_deref())?;
         let backup = self.dir.join(BACKUP_FILE_NAME);
         crash::step(&backup, "rename")?;
         fs::rename(&tmp, &backup).map_err(|e| LogError::io(&backup, e))?;
@@ -427,7 +423,7 @@ impl Inner {
     pub(super) fn compact(&mut self) -> Result<()> {
         let tmp_path = self.dir.join(TMP_FILE_NAME);
         let (data, frames) = encode_state(&self.state);
-        let tmp = self.write_new_file(&tmp_path, &data)?;
+        let tmp = write_new_file(&tmp_path, &data, self.faults.as_deref())?;
         crash::step(&self.path, "rename")?;
         if let Err(e) = fs::rename(&tmp_path, &self.path) {
             let _ = fs::remove_file(&tmp_path);

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::damage::aside_path;
 use super::frame::{
     encode_frame, find_valid_frame, Entry, Record, ENTRY_FIXED_LEN, HEADER_LEN, KIND_DELETE_GROUP,
     MAGIC_V1, MAX_BODY_LEN,
@@ -18,6 +19,9 @@ use super::store::{BACKUP_FILE_NAME, COMPACT_MIN_FRAMES, FILE_NAME, TMP_FILE_NAM
 use super::*;
 use crate::io::FaultInjector;
 use crate::topic::MAX_TOPIC_NAME_LEN;
+
+/// Bytes of the start frame, the whole file of a new store.
+const START_LEN: u64 = (HEADER_LEN + 2) as u64;
 
 fn log_path(dir: &Path) -> PathBuf {
     dir.join(FILE_NAME)
@@ -46,18 +50,75 @@ fn dir_with_file(bytes: &[u8]) -> tempfile::TempDir {
     dir
 }
 
+/// The bytes of every `offsets.log.damaged-*` file of `dir`, by name.
+fn kept_aside(dir: &Path) -> Vec<Vec<u8>> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("offsets.log.damaged-"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|n| fs::read(dir.join(n)).unwrap())
+        .collect()
+}
+
+/// Every file of `dir` with its bytes, sorted by name.
+fn dir_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, fs::read(e.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A store directory whose file and backup hold one commit (g, t, 0) = 4.
+fn dir_with_a_commit_and_its_backup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = OffsetStore::open(dir.path()).unwrap();
+    store.commit("g", &[("t", 0, 4)], 0).unwrap();
+    drop(store);
+    // Every open writes the last good copy.
+    drop(OffsetStore::open(dir.path()).unwrap());
+    dir
+}
+
+/// 100 bytes of a fixed pseudo-random sequence (xorshift).
+fn garbage() -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..100)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 #[test]
 fn frame_bytes_match_the_documented_example() {
     // The worked example of FORMAT.md, "Consumer offsets file".
     let dir = tempfile::tempdir().unwrap();
     let store = OffsetStore::open(dir.path()).unwrap();
     store.commit("g", &[("t", 0, 5)], 1000).unwrap();
-    let expected: [u8; 40] = [
+    let start: [u8; 10] = [0x02, 0x00, 0x00, 0x00, 0xe9, 0x30, 0x55, 0x94, 0xc1, 0x04];
+    assert_eq!(encode_frame(&Record::Start), start);
+    let commit: [u8; 40] = [
         0x20, 0x00, 0x00, 0x00, 0x35, 0xf6, 0x7f, 0xce, 0xc1, 0x01, 0x01, 0x00, 0x67, 0x01, 0x00,
         0x00, 0x00, 0x01, 0x00, 0x74, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00,
         0x00, 0x00, 0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     ];
-    assert_eq!(fs::read(log_path(dir.path())).unwrap(), expected);
+    assert_eq!(
+        fs::read(log_path(dir.path())).unwrap(),
+        [&start[..], &commit[..]].concat()
+    );
     assert_eq!(
         encode_frame(&Record::DeleteTopic("t".into()))[8..],
         [0xc1, 0x02, 0x01, 0x00, 0x74]
@@ -165,8 +226,9 @@ fn group_offsets_are_sorted_by_topic_then_partition() {
 fn empty_commit_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = OffsetStore::open(dir.path()).unwrap();
+    let start = file_len(dir.path());
     store.commit("g", &[], 0).unwrap();
-    assert_eq!(file_len(dir.path()), 0);
+    assert_eq!(file_len(dir.path()), start);
     assert!(store.groups().is_empty());
     assert!(store.commit("bad\n", &[], 0).is_err());
 }
@@ -242,11 +304,19 @@ fn torn_last_frame_at_every_byte_keeps_earlier_state() {
         let store = OffsetStore::open(d.path()).unwrap();
         assert_eq!(snapshot(&store), earlier, "cut at byte {cut}");
         assert_eq!(file_len(d.path()), start as u64, "cut at byte {cut}");
+        // The bytes cut off are kept beside, in the file as it was.
+        let kept = if cut == start {
+            vec![]
+        } else {
+            vec![full[..cut].to_vec()]
+        };
+        assert_eq!(kept_aside(d.path()), kept, "cut at byte {cut}");
         store.commit("g", &[("t", 0, 42)], 13).unwrap();
         drop(store);
         let store = OffsetStore::open(d.path()).unwrap();
         assert_eq!(store.committed("g", "t", 0), Some(42), "cut at byte {cut}");
         assert_eq!(store.committed("h", "t", 1), Some(4), "cut at byte {cut}");
+        assert_eq!(kept_aside(d.path()).len(), kept.len(), "cut at byte {cut}");
     }
 }
 
@@ -322,15 +392,16 @@ fn corrupt_frame_in_the_middle_is_skipped_and_the_frames_after_it_kept() {
 }
 
 #[test]
-fn a_bad_first_frame_loses_only_that_frame() {
+fn a_bad_first_commit_frame_loses_only_that_frame() {
     let dir = tempfile::tempdir().unwrap();
     let store = OffsetStore::open(dir.path()).unwrap();
+    let first = file_len(dir.path()) as usize;
     store.commit("g", &[("t", 0, 1)], 0).unwrap();
     store.commit("h", &[("t", 0, 5)], 0).unwrap();
     store.commit("g", &[("u", 3, 9)], 0).unwrap();
     drop(store);
     let mut bytes = fs::read(log_path(dir.path())).unwrap();
-    bytes[0] ^= 0xFF; // the first frame's length
+    bytes[first] ^= 0xFF; // the first commit frame's length
     let d = dir_with_file(&bytes);
     let store = OffsetStore::open(d.path()).unwrap();
     assert_eq!(store.committed("g", "t", 0), None);
@@ -365,7 +436,171 @@ fn a_missing_file_beside_its_backup_refuses_to_open() {
 }
 
 #[test]
-fn zero_filled_tail_is_dropped() {
+fn an_empty_file_refuses_to_open_and_changes_nothing() {
+    let dir = dir_with_a_commit_and_its_backup();
+    let backup = dir.path().join(BACKUP_FILE_NAME);
+    fs::write(log_path(dir.path()), b"").unwrap();
+    // Beside a good backup, an empty one (the probe's case) and none.
+    for beside in ["a good backup", "an empty backup", "no backup"] {
+        match beside {
+            "an empty backup" => fs::write(&backup, b"").unwrap(),
+            "no backup" => fs::remove_file(&backup).unwrap(),
+            _ => {}
+        }
+        let before = dir_files(dir.path());
+        match OffsetStore::open(dir.path()) {
+            Err(LogError::Metadata {
+                path,
+                problem,
+                recovery,
+            }) => {
+                assert_eq!(path, log_path(dir.path()), "{beside}");
+                assert!(problem.contains("empty (0 bytes)"), "{beside}: {problem}");
+                let restore = format!("cp {} {}", backup.display(), path.display());
+                assert_eq!(
+                    recovery.contains(&restore),
+                    beside == "a good backup",
+                    "{beside}: {recovery}"
+                );
+                assert!(recovery.contains("no committed offsets"), "{recovery}");
+            }
+            other => panic!("{beside}: expected a refusal, got {other:?}"),
+        }
+        assert_eq!(dir_files(dir.path()), before, "{beside}: nothing changed");
+    }
+}
+
+#[test]
+fn a_file_without_one_valid_frame_refuses_to_open_and_keeps_its_bytes() {
+    let commit = Record::Commit {
+        group: "g".into(),
+        entries: vec![(
+            "t".into(),
+            0,
+            Entry {
+                offset: 9,
+                commit_time_ms: 0,
+            },
+        )],
+    };
+    let first_frame_torn = encode_frame(&commit)[..19].to_vec();
+    for bytes in [garbage(), vec![0u8; 4096], first_frame_torn] {
+        let dir = dir_with_a_commit_and_its_backup();
+        let path = log_path(dir.path());
+        fs::write(&path, &bytes).unwrap();
+        let before = dir_files(dir.path());
+        match OffsetStore::open(dir.path()) {
+            Err(LogError::Metadata {
+                path: named,
+                problem,
+                recovery,
+            }) => {
+                assert_eq!(named, path);
+                assert!(problem.contains("not one valid frame"), "{problem}");
+                let keep = format!("mv {} {}.damaged-", path.display(), path.display());
+                assert!(recovery.contains(&keep), "{recovery}");
+                let backup = dir.path().join(BACKUP_FILE_NAME);
+                let restore = format!("cp {} {}", backup.display(), path.display());
+                assert!(recovery.contains(&restore), "{recovery}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(dir_files(dir.path()), before, "nothing changed");
+        // The recovery it names works.
+        fs::rename(&path, dir.path().join("offsets.log.damaged-1")).unwrap();
+        fs::copy(dir.path().join(BACKUP_FILE_NAME), &path).unwrap();
+        let store = OffsetStore::open(dir.path()).unwrap();
+        assert_eq!(store.committed("g", "t", 0), Some(4));
+    }
+}
+
+#[test]
+fn a_new_file_opens_with_the_start_frame_and_its_backup_too() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(OffsetStore::open(dir.path()).unwrap());
+    let start = encode_frame(&Record::Start);
+    assert_eq!(fs::read(log_path(dir.path())).unwrap(), start);
+    assert_eq!(fs::read(dir.path().join(BACKUP_FILE_NAME)).unwrap(), start);
+    assert!(!dir.path().join(TMP_FILE_NAME).exists());
+    // A store of no commits reopens as one.
+    let store = OffsetStore::open(dir.path()).unwrap();
+    assert!(store.groups().is_empty());
+    assert_eq!(file_len(dir.path()), START_LEN);
+}
+
+#[test]
+fn a_file_without_a_start_frame_from_before_is_read_and_given_one() {
+    let commit = |offset| {
+        encode_frame(&Record::Commit {
+            group: "g".into(),
+            entries: vec![(
+                "t".into(),
+                0,
+                Entry {
+                    offset,
+                    commit_time_ms: 0,
+                },
+            )],
+        })
+    };
+    let old = [commit(4), commit(5)].concat();
+    // As written before the start frame existed, and the same with a torn
+    // last frame.
+    for (bytes, kept) in [(old.clone(), 0), ([&old[..], &commit(6)[..9]].concat(), 1)] {
+        let d = dir_with_file(&bytes);
+        let store = OffsetStore::open(d.path()).unwrap();
+        assert_eq!(store.committed("g", "t", 0), Some(5));
+        drop(store);
+        let rewritten = fs::read(log_path(d.path())).unwrap();
+        assert_eq!(
+            rewritten[..START_LEN as usize],
+            encode_frame(&Record::Start)
+        );
+        assert_eq!(kept_aside(d.path()).len(), kept);
+        let store = OffsetStore::open(d.path()).unwrap();
+        assert_eq!(store.committed("g", "t", 0), Some(5));
+        assert_eq!(fs::read(log_path(d.path())).unwrap(), rewritten);
+    }
+}
+
+#[test]
+fn a_damaged_start_frame_loses_nothing_and_is_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = OffsetStore::open(dir.path()).unwrap();
+    store.commit("g", &[("t", 0, 1)], 0).unwrap();
+    store.commit("h", &[("t", 0, 5)], 0).unwrap();
+    let before = snapshot(&store);
+    drop(store);
+    let mut bytes = fs::read(log_path(dir.path())).unwrap();
+    bytes[9] ^= 0x10; // the start frame's kind
+    let d = dir_with_file(&bytes);
+    let store = OffsetStore::open(d.path()).unwrap();
+    assert_eq!(snapshot(&store), before);
+    assert_eq!(kept_aside(d.path()), vec![bytes]);
+    let rewritten = fs::read(log_path(d.path())).unwrap();
+    assert_eq!(
+        rewritten[..START_LEN as usize],
+        encode_frame(&Record::Start)
+    );
+}
+
+#[test]
+fn a_copy_kept_aside_never_takes_the_name_of_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = aside_path(dir.path(), 5);
+    assert_eq!(first, dir.path().join("offsets.log.damaged-5"));
+    fs::write(&first, b"one").unwrap();
+    let second = aside_path(dir.path(), 5);
+    assert_eq!(second, dir.path().join("offsets.log.damaged-5.1"));
+    fs::write(&second, b"two").unwrap();
+    assert_eq!(
+        aside_path(dir.path(), 5),
+        dir.path().join("offsets.log.damaged-5.2")
+    );
+}
+
+#[test]
+fn zero_filled_tail_is_cut_and_kept_aside() {
     let dir = tempfile::tempdir().unwrap();
     let store = OffsetStore::open(dir.path()).unwrap();
     store.commit("g", &[("t", 0, 1)], 0).unwrap();
@@ -377,6 +612,10 @@ fn zero_filled_tail_is_dropped() {
     let store = OffsetStore::open(d.path()).unwrap();
     assert_eq!(store.committed("g", "t", 0), Some(1));
     assert_eq!(file_len(d.path()), len as u64);
+    assert!(
+        kept_aside(d.path()) == vec![bytes],
+        "the file as it was is kept"
+    );
 }
 
 #[test]
@@ -450,18 +689,20 @@ fn compaction_triggers_at_the_default_threshold() {
     let store = OffsetStore::open(dir.path()).unwrap();
     let entries: Vec<(String, u32)> = (0..4).map(|p| ("topic".to_owned(), p)).collect();
     let mut lens = Vec::new();
-    for i in 0..(COMPACT_MIN_FRAMES + 1) {
+    for i in 0..COMPACT_MIN_FRAMES {
         let (topic, partition) = &entries[(i % 4) as usize];
         store.commit("group", &[(topic, *partition, i)], 7).unwrap();
         lens.push(file_len(dir.path()));
     }
     let before = snapshot(&store);
     drop(store);
-    // The 1025th frame passed max(1024, 4 × 4) and compacted to one frame.
+    // The 1024th commit made the 1025th frame (after the start frame),
+    // past max(1024, 4 × 4): the file compacted to the start frame and
+    // one commit.
     assert!(lens[lens.len() - 1] < lens[lens.len() - 2] / 100);
     let store = OffsetStore::open(dir.path()).unwrap();
     assert_eq!(snapshot(&store), before);
-    assert_eq!(store.lock().frames, 1);
+    assert_eq!(store.lock().frames, 2, "the start frame and one commit");
 }
 
 #[test]
@@ -481,9 +722,9 @@ fn compaction_splits_huge_groups_into_several_frames() {
         );
     }
     let (data, frames) = encode_state(&state);
-    assert_eq!(frames, 2);
+    assert_eq!(frames, 3, "the start frame and two commits");
     let replayed = replay(Path::new("mem"), &data).unwrap();
-    assert_eq!(replayed.frames, 2);
+    assert_eq!(replayed.frames, 3);
     assert_eq!(replayed.valid_len, data.len() as u64);
     assert_eq!(replayed.state, state);
 }
@@ -539,7 +780,7 @@ fn invalid_topic_names_are_rejected() {
     }
     // A rejected call applies nothing, not even its valid entries.
     assert!(store.groups().is_empty());
-    assert_eq!(file_len(dir.path()), 0);
+    assert_eq!(file_len(dir.path()), START_LEN);
     store.commit("g", &[(&"t".repeat(249), 0, 1)], 0).unwrap();
 }
 
@@ -554,7 +795,7 @@ fn oversized_commit_is_rejected() {
         store.commit("g", &commits, 0),
         Err(LogError::InvalidArgument(_))
     ));
-    assert_eq!(file_len(dir.path()), 0);
+    assert_eq!(file_len(dir.path()), START_LEN);
 }
 
 #[test]

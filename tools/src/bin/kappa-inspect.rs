@@ -1,7 +1,7 @@
 //! `kappa-inspect`: an offline inspector of a kappa data directory (no
-//! running server needed; nothing is modified, except by `repair-topic`,
-//! which an operator runs knowingly with the server stopped). See
-//! tools/README.md and `kappa_tools::inspect`.
+//! running server needed; nothing is modified, except by `repair-topic`
+//! and `repair-partition`, which an operator runs knowingly with the
+//! server stopped). See tools/README.md and `kappa_tools::inspect`.
 //!
 //! ```text
 //! kappa-inspect segments <data-dir> [--topic T] [--partition P] [--json]
@@ -9,6 +9,7 @@
 //! kappa-inspect verify <data-dir> [--topic T] [--json]     exit 0 = clean, 1 = a problem
 //! kappa-inspect groups <data-dir> [--json]
 //! kappa-inspect repair-topic <data-dir> --topic T [--retention-ms MS] [--fsync always|interval|never]
+//! kappa-inspect repair-partition <data-dir> --topic T --partition P --start-offset N
 //! ```
 
 use std::path::PathBuf;
@@ -90,6 +91,24 @@ enum Command {
         /// Durability policy.
         #[arg(long, value_enum, default_value_t = Fsync::Always)]
         fsync: Fsync,
+    },
+    /// Recreate a lost partition directory (missing, or holding no segment)
+    /// empty, starting at --start-offset, so that no offset it handed out
+    /// is handed out again (the server must be stopped). Its records are
+    /// not brought back: restore them from a backup if there is one.
+    RepairPartition {
+        /// The data directory.
+        data_dir: PathBuf,
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// The lost partition.
+        #[arg(long)]
+        partition: u32,
+        /// The offset the next record gets: past every offset the lost
+        /// partition handed out (see `groups` for the committed ones).
+        #[arg(long)]
+        start_offset: u64,
     },
 }
 
@@ -176,6 +195,32 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 format!(
                     "rebuilt topics/{}/topic.json: {} partitions, retention_ms {:?}, fsync {:?}\n",
                     m.name, m.config.partitions, m.config.retention_ms, m.config.fsync
+                )
+            })?;
+            Ok(true)
+        }
+        Command::RepairPartition {
+            data_dir,
+            topic,
+            partition,
+            start_offset,
+        } => {
+            let segment =
+                kappa_log::repair::recreate_partition(&data_dir, &topic, partition, start_offset)?;
+            #[derive(Serialize)]
+            struct Recreated {
+                segment: PathBuf,
+                start_offset: u64,
+            }
+            let report = Recreated {
+                segment,
+                start_offset,
+            };
+            print(json, &report, |r| {
+                format!(
+                    "recreated topics/{topic}/{partition} empty ({}): the next record gets offset {}\n",
+                    r.segment.display(),
+                    r.start_offset
                 )
             })?;
             Ok(true)
