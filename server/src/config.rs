@@ -94,8 +94,13 @@ pub struct ServerConfig {
     /// `Host` is refused (DNS rebinding); otherwise, when this list is not
     /// empty, only these and the loopback names are accepted.
     pub allowed_hosts: Vec<String>,
-    /// Time a client has to send a request's body (default 30 s).
+    /// Time a client has to send a request's whole body, from its request
+    /// head (default 30 s; a deadline for the body, not for each read).
     pub request_body_timeout_ms: u64,
+    /// The least average rate a request body must arrive at once it has
+    /// taken 2 s, bytes per second (default 1024; 0 = only the deadline):
+    /// a client dripping a body is cut off long before the deadline.
+    pub request_body_min_bytes_per_s: u64,
     /// How long a produce waits for space in a full append queue before
     /// answering 503 (default 500 ms).
     pub append_queue_wait_ms: u64,
@@ -190,6 +195,7 @@ impl Default for ServerConfig {
             max_new_connections_per_ip: 128,
             allowed_hosts: Vec::new(),
             request_body_timeout_ms: 30_000,
+            request_body_min_bytes_per_s: 1024,
             append_queue_wait_ms: 500,
             append_queue_bytes: 64 << 20,
             shutdown_grace_ms: 10_000,

@@ -3,43 +3,67 @@
 //! with a header-read deadline, caps open connections, and on shutdown
 //! stops accepting and lets in-flight requests finish within a grace period.
 //!
-//! Slow clients (slowloris): a new connection must send its first request
-//! head within `first_request_timeout_ms` (shorter than the
-//! `header_read_timeout_ms` later requests get). Until it does it is a
-//! *newcomer* ([`newcomers`]): one address keeps at most
-//! `max_new_connections_per_ip` of them (a further one closes its oldest),
-//! and at `max_connections` the oldest newcomer of any address is closed to
-//! make room. Connections that sent a request are never closed for this.
+//! Slow and unauthenticated clients ([`standing`]): a new connection must
+//! send its first request head within `first_request_timeout_ms` (shorter
+//! than the `header_read_timeout_ms` later requests get); one address keeps
+//! at most `max_new_connections_per_ip` connections that have not sent a
+//! head; a body must arrive whole within `request_body_timeout_ms` and at
+//! `request_body_min_bytes_per_s` ([`body_deadline`]). At
+//! `max_connections` the oldest *evictable* connection — no head yet, a
+//! body still arriving, or no authenticated request made — is closed to
+//! make room.
+//!
+//! Probes stay answerable: beyond `max_connections`,
+//! [`RESERVED_CONNECTIONS`] more connections are accepted. A reserved
+//! connection's `/health`, `/ready` and `/metrics` requests are answered
+//! at once; any other request is authenticated (a refusal answered at
+//! once), then waits for a regular slot (as a client in the listen backlog
+//! did before), so long-polls or slow clients holding every regular slot
+//! never make the health check wait.
 //!
 //! HTTPS ([`tls`]): with `tls_cert` and `tls_key` configured the port
 //! serves TLS only. The handshake runs in the connection's task, inside the
-//! same first-request deadline and newcomer accounting, so a client that
-//! connects and never handshakes is closed like one that never sends a
-//! request. Without them, connections are served exactly as plain HTTP.
+//! same first-request deadline and eviction, so a client that connects and
+//! never handshakes is closed like one that never sends a request. Without
+//! them, connections are served exactly as plain HTTP.
 
-mod newcomers;
+mod body_deadline;
+mod standing;
 pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::Service;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
+use tower::ServiceExt;
 
 use crate::config::ServerConfig;
-pub use newcomers::Newcomers;
+pub use body_deadline::{BodyLimits, BodyTooSlow};
+pub use standing::{Standing, Standings};
 pub use tls::{Plaintext, Tls};
+
+/// Connections accepted beyond `max_connections` so that `/health`,
+/// `/ready` and `/metrics` are answered while every regular slot is held.
+pub const RESERVED_CONNECTIONS: usize = 32;
+
+/// The routes a reserved connection serves without a regular slot.
+const PROBES: [&str; 3] = ["/health", "/ready", "/metrics"];
 
 /// Serves `router` on `listener` until `shutdown` completes: over HTTPS
 /// with `tls` (see [`start_tls`]), plain HTTP without.
@@ -50,7 +74,8 @@ pub async fn serve(
     tls: Option<Arc<Tls>>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let connections = Arc::new(Semaphore::new(config.max_connections));
+    let regular = Arc::new(Semaphore::new(config.max_connections));
+    let reserved = Arc::new(Semaphore::new(RESERVED_CONNECTIONS));
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -58,9 +83,14 @@ pub async fn serve(
         .keep_alive(true);
     let kit = ConnectionKit {
         router,
-        newcomers: Arc::new(Newcomers::new(config.max_new_connections_per_ip)),
+        standings: Arc::new(Standings::new(config.max_new_connections_per_ip)),
         builder,
         first_request: Duration::from_millis(config.first_request_timeout_ms),
+        body_limits: BodyLimits {
+            total: Duration::from_millis(config.request_body_timeout_ms),
+            min_bytes_per_s: config.request_body_min_bytes_per_s,
+        },
+        regular: regular.clone(),
         tls,
     };
     let graceful = GracefulShutdown::new();
@@ -78,20 +108,29 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        // At the limit, close the oldest connection that never sent a
-        // request; if every connection is busy, this client waits (and
-        // further ones wait in the kernel's backlog) until a slot frees.
-        let permit = match connections.clone().try_acquire_owned() {
-            Ok(permit) => permit,
+        // At the limit, close the oldest evictable connection on a regular
+        // slot (its slot goes to the first one waiting for it) and serve
+        // this one on a reserved slot; with none free either, close the
+        // oldest evictable one there, and this client waits (and further
+        // ones wait in the kernel's backlog).
+        let slot = match regular.clone().try_acquire_owned() {
+            Ok(permit) => Slot::regular(permit),
             Err(_) => {
-                kit.newcomers.evict_oldest();
-                tokio::select! {
-                    permit = connections.clone().acquire_owned() => permit.expect("never closed"),
-                    () = &mut shutdown => break,
+                kit.standings.evict_oldest(true);
+                match reserved.clone().try_acquire_owned() {
+                    Ok(permit) => Slot::reserved(permit),
+                    Err(_) => {
+                        kit.standings.evict_oldest(false);
+                        tokio::select! {
+                            permit = regular.clone().acquire_owned() => Slot::regular(permit.expect("never closed")),
+                            permit = reserved.clone().acquire_owned() => Slot::reserved(permit.expect("never closed")),
+                            () = &mut shutdown => break,
+                        }
+                    }
                 }
             }
         };
-        kit.spawn(stream, peer, permit, &graceful);
+        kit.spawn(stream, peer, slot, &graceful);
     }
     tracing::info!("shutting down: no new connections; finishing in-flight requests");
     drop(listener);
@@ -122,45 +161,106 @@ pub fn start_tls(config: &ServerConfig) -> anyhow::Result<Option<(Arc<Tls>, Join
     Ok(Some((tls, reloads)))
 }
 
+/// Route middleware (inside authentication, so a refused request is
+/// answered without waiting): on a reserved slot, a request other than a
+/// probe waits for a regular slot first.
+pub async fn take_regular_slot(request: Request, next: Next) -> Response {
+    if !PROBES.contains(&request.uri().path()) {
+        if let Some(slot) = request.extensions().get::<Arc<SlotCell>>().cloned() {
+            slot.make_regular().await;
+        }
+        if let Some(conn) = request.extensions().get::<ConnectionHandle>() {
+            conn.standings.now_regular(&conn.standing);
+        }
+    }
+    next.run(request).await
+}
+
+/// Route middleware (inside authentication): a request that carries an
+/// authenticated principal makes its connection one that is not closed to
+/// make room (while no body of it is arriving).
+pub async fn mark_authenticated(request: Request, next: Next) -> Response {
+    if request
+        .extensions()
+        .get::<crate::auth::Principal>()
+        .is_some()
+    {
+        if let Some(conn) = request.extensions().get::<ConnectionHandle>() {
+            conn.standings.authenticated(&conn.standing);
+        }
+    }
+    next.run(request).await
+}
+
+/// The connection a request came on, in the request's extensions.
+#[derive(Clone)]
+pub struct ConnectionHandle {
+    standings: Arc<Standings>,
+    standing: Arc<Standing>,
+}
+
+/// A connection's permit: a regular slot, or a reserved one (probes at
+/// once, other requests after taking a regular slot).
+struct Slot {
+    regular: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Slot {
+    fn regular(permit: OwnedSemaphorePermit) -> Slot {
+        Slot {
+            regular: true,
+            _permit: permit,
+        }
+    }
+
+    fn reserved(permit: OwnedSemaphorePermit) -> Slot {
+        Slot {
+            regular: false,
+            _permit: permit,
+        }
+    }
+}
+
 /// What the accept loop gives each connection's task.
 struct ConnectionKit {
     router: Router,
-    newcomers: Arc<Newcomers>,
+    standings: Arc<Standings>,
     builder: http1::Builder,
     first_request: Duration,
+    body_limits: BodyLimits,
+    regular: Arc<Semaphore>,
     tls: Option<Arc<Tls>>,
 }
 
 impl ConnectionKit {
-    /// Registers the connection as a newcomer and serves it on its own task
-    /// (TLS handshake first, if configured), holding `permit` until it ends.
-    fn spawn(
-        &self,
-        stream: TcpStream,
-        peer: SocketAddr,
-        permit: OwnedSemaphorePermit,
-        graceful: &GracefulShutdown,
-    ) {
+    /// Registers the connection and serves it on its own task (TLS
+    /// handshake first, if configured), holding `slot` until it ends.
+    fn spawn(&self, stream: TcpStream, peer: SocketAddr, slot: Slot, graceful: &GracefulShutdown) {
         let _ = stream.set_nodelay(true);
-        let (id, eviction) = self.newcomers.add(peer.ip());
-        let proven = Arc::new(AtomicBool::new(false));
-        let service = FirstRequest {
-            inner: TowerToHyperService::new(self.router.clone()),
-            newcomers: self.newcomers.clone(),
-            id,
-            proven: proven.clone(),
+        let standing = self.standings.open(peer.ip(), slot.regular);
+        let service = Requests {
+            router: self.router.clone(),
+            conn: ConnectionHandle {
+                standings: self.standings.clone(),
+                standing: standing.clone(),
+            },
+            body_limits: self.body_limits,
+            slot: Arc::new(SlotCell {
+                slot: Mutex::new(slot),
+                regular: self.regular.clone(),
+            }),
         };
-        let guard = Slot {
-            newcomers: self.newcomers.clone(),
-            id,
-            _permit: permit,
+        let guard = Registered {
+            standings: self.standings.clone(),
+            standing: standing.clone(),
         };
         let first_request = self.first_request;
         let Some(tls) = &self.tls else {
             let connection =
                 graceful.watch(self.builder.serve_connection(TokioIo::new(stream), service));
             tokio::spawn(async move {
-                drive(connection, eviction, proven, first_request, peer).await;
+                drive(connection, &standing, first_request, peer).await;
                 drop(guard);
             });
             return;
@@ -181,7 +281,7 @@ impl ConnectionKit {
                 .await
         };
         tokio::spawn(async move {
-            let ended = drive(connection, eviction, proven, first_request, peer).await;
+            let ended = drive(connection, &standing, first_request, peer).await;
             if ended == Ended::TimedOut && !handshaken.load(Ordering::SeqCst) {
                 tls::count_handshake_timeout();
             }
@@ -205,15 +305,14 @@ enum Ended {
 /// or for sending no request head within `first_request`.
 async fn drive<E: std::fmt::Display>(
     connection: impl Future<Output = Result<(), E>>,
-    mut eviction: newcomers::Eviction,
-    proven: Arc<AtomicBool>,
+    standing: &Standing,
     first_request: Duration,
     peer: SocketAddr,
 ) -> Ended {
     tokio::pin!(connection);
     let deadline = tokio::time::sleep(first_request);
     tokio::pin!(deadline);
-    let (mut may_evict, mut deadline_armed) = (true, true);
+    let mut deadline_armed = true;
     loop {
         tokio::select! {
             ended = &mut connection => {
@@ -222,16 +321,12 @@ async fn drive<E: std::fmt::Display>(
                 }
                 return Ended::Finished;
             }
-            evicted = &mut eviction, if may_evict => match evicted {
-                Ok(()) => {
-                    tracing::debug!(%peer, "closed a connection that sent no request, to make room");
-                    return Ended::Evicted;
-                }
-                // Proven or ended: nobody will close it for making room.
-                Err(_) => may_evict = false,
-            },
+            () = standing.evicted() => {
+                tracing::debug!(%peer, "closed a connection that may be closed for room, to make room");
+                return Ended::Evicted;
+            }
             () = &mut deadline, if deadline_armed => {
-                if !proven.load(Ordering::SeqCst) {
+                if !standing.head_seen() {
                     crate::metrics::count_connection_closed("first_request_timeout");
                     tracing::debug!(%peer, "closed a connection that sent no request in time");
                     return Ended::TimedOut;
@@ -242,39 +337,133 @@ async fn drive<E: std::fmt::Display>(
     }
 }
 
-/// A connection's slot: its permit, and its newcomer entry (removed when the
-/// connection ends, whatever the reason).
-struct Slot {
-    newcomers: Arc<Newcomers>,
-    id: u64,
-    _permit: OwnedSemaphorePermit,
+/// A connection's registration, removed when the connection ends,
+/// whatever the reason; its slot goes with the service.
+struct Registered {
+    standings: Arc<Standings>,
+    standing: Arc<Standing>,
 }
 
-impl Drop for Slot {
+impl Drop for Registered {
     fn drop(&mut self) {
-        self.newcomers.remove(self.id);
+        self.standings.close(&self.standing);
     }
 }
 
-/// The router as a hyper service that marks its connection proven when the
-/// first request head arrives.
-#[derive(Clone)]
-struct FirstRequest {
-    inner: TowerToHyperService<Router>,
-    newcomers: Arc<Newcomers>,
-    id: u64,
-    proven: Arc<AtomicBool>,
+/// A connection's slot; a reserved one is swapped for a regular one
+/// before a request other than a probe is served ([`take_regular_slot`]).
+pub struct SlotCell {
+    slot: Mutex<Slot>,
+    regular: Arc<Semaphore>,
 }
 
-impl Service<hyper::Request<Incoming>> for FirstRequest {
-    type Response = <TowerToHyperService<Router> as Service<hyper::Request<Incoming>>>::Response;
-    type Error = <TowerToHyperService<Router> as Service<hyper::Request<Incoming>>>::Error;
-    type Future = <TowerToHyperService<Router> as Service<hyper::Request<Incoming>>>::Future;
+impl SlotCell {
+    /// Waits, if the connection holds a reserved slot, for a regular one.
+    async fn make_regular(&self) {
+        if self.slot.lock().expect("slot").regular {
+            return;
+        }
+        let permit = self
+            .regular
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        // The reserved permit is dropped here: another probe may use it.
+        *self.slot.lock().expect("slot") = Slot::regular(permit);
+    }
+}
+
+/// The router as a hyper service: marks the connection's request head,
+/// puts each body under its deadline, counts the request under way until
+/// its answer is sent, and hands the routes the connection and its slot.
+#[derive(Clone)]
+struct Requests {
+    router: Router,
+    conn: ConnectionHandle,
+    body_limits: BodyLimits,
+    slot: Arc<SlotCell>,
+}
+
+impl Service<hyper::Request<Incoming>> for Requests {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Self::Error>> + Send>>;
 
     fn call(&self, request: hyper::Request<Incoming>) -> Self::Future {
-        if !self.proven.swap(true, Ordering::SeqCst) {
-            self.newcomers.remove(self.id);
-        }
-        self.inner.call(request)
+        let conn = self.conn.clone();
+        conn.standings.head_arrived(&conn.standing);
+        let limits = self.body_limits;
+        let mut request = request.map(|incoming| {
+            Body::new(body_deadline::TimedBody::new(
+                incoming,
+                limits,
+                conn.standings.clone(),
+                conn.standing.clone(),
+            ))
+        });
+        request.extensions_mut().insert(conn);
+        request.extensions_mut().insert(self.slot.clone());
+        let router = self.router.clone();
+        let guard = Answering::new(&self.conn);
+        Box::pin(async move {
+            let response = router.oneshot(request).await?;
+            // The request is under way until its answer's body is sent
+            // whole (or dropped): a change feed is not an idle connection.
+            Ok(response.map(|body| {
+                Body::new(AnswerBody {
+                    inner: body,
+                    _guard: guard,
+                })
+            }))
+        })
+    }
+}
+
+/// Counts a request as under way on its connection until dropped.
+struct Answering {
+    conn: ConnectionHandle,
+}
+
+impl Answering {
+    fn new(conn: &ConnectionHandle) -> Answering {
+        conn.standings.request(&conn.standing, true);
+        Answering { conn: conn.clone() }
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.conn.standings.request(&self.conn.standing, false);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An answer's body, holding its request's [`Answering`] until the body
+    /// is dropped.
+    struct AnswerBody {
+        #[pin]
+        inner: Body,
+        _guard: Answering,
+    }
+}
+
+impl http_body::Body for AnswerBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        self.project().inner.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -65,7 +65,9 @@ pub fn count_connection_closed(reason: &'static str) {
 }
 
 /// Requests refused by authentication or authorization, by reason
-/// (`missing_token`, `not_bearer`, `invalid_token`, `forbidden`).
+/// (`missing_token`, `not_bearer`, `invalid_token`, `forbidden`, and
+/// `revoked`: a long-poll answered 401 or a change feed ended because its
+/// token was revoked while it ran).
 pub const AUTH_DENIED: &str = "kappa_auth_denied_total";
 /// Admin actions (requests and SQL statements that need `admin`), by action.
 pub const ADMIN_ACTIONS: &str = "kappa_admin_actions_total";
@@ -105,6 +107,16 @@ pub fn count_kafka_closed(reason: &'static str) {
 /// Moves the open Kafka connections gauge by `delta`.
 pub fn kafka_connections(delta: f64) {
     gauge!(KAFKA_CONNECTIONS).increment(delta);
+}
+
+/// Change-feed streams ended because their client fell behind by more
+/// than its buffer (`routes/changes.rs`), by view.
+pub const CHANGE_FEED_BEHIND: &str = "kappa_change_feed_clients_behind_total";
+
+/// Counts a change-feed stream of `view` ended because its client fell
+/// behind.
+pub fn count_change_feed_behind(view: &str) {
+    counter!(CHANGE_FEED_BEHIND, "view" => view.to_string()).increment(1);
 }
 
 /// Long-polling reads waiting for records right now.

@@ -63,6 +63,22 @@ impl RawConnection {
         self.send_bytes(&request_bytes(method, target, headers, body));
     }
 
+    /// True if nothing has arrived from the server yet (no answer, and the
+    /// connection is not closed); does not wait.
+    pub fn nothing_received(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        self.stream.set_nonblocking(true).expect("nonblocking");
+        let mut byte = [0u8; 1];
+        let waiting = matches!(
+            self.stream.peek(&mut byte),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+        );
+        self.stream.set_nonblocking(false).expect("blocking");
+        waiting
+    }
+
     /// Reads one response; panics if the connection ends before one.
     pub fn receive(&mut self) -> RawResponse {
         self.try_receive().unwrap_or_else(|e| panic!("{e}"))

@@ -165,7 +165,7 @@ fn route_matrix(anonymous: &Client) {
             "POST",
             "/v1/groups/billing/offsets",
             Some(json!({"topic": "orders.eu", "offsets": [{"partition": 0, "offset": 1}]})),
-            Some("group:bill*"),
+            Some("group:bill*+read:orders.*"),
             200,
         ),
         case(
@@ -179,7 +179,7 @@ fn route_matrix(anonymous: &Client) {
             "POST",
             "/v1/groups/billing/reset",
             Some(json!({"topic": "orders.eu", "to": "earliest"})),
-            Some("group:billing"),
+            Some("group:billing+read:orders.eu"),
             200,
         ),
         case(

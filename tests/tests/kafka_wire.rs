@@ -106,7 +106,8 @@ impl Connection {
     /// batch of `producer` with sequences starting at `first`; answers the
     /// partition's error code and base offset.
     fn produce(&mut self, topic: &str, producer: (i64, i16), first: i32, count: i32) -> (i16, i64) {
-        let records: Vec<Record> = (first..first + count)
+        let records: Vec<Record> = (0..count)
+            .map(|i| first.wrapping_add(i))
             .map(|n| Record {
                 transactional: false,
                 control: false,
@@ -115,7 +116,7 @@ impl Connection {
                 producer_id: producer.0,
                 producer_epoch: producer.1,
                 timestamp_type: TimestampType::Creation,
-                offset: (n - first) as i64,
+                offset: n.wrapping_sub(first) as i64,
                 sequence: n,
                 timestamp: 1_700_000_000_000,
                 key: None,
@@ -257,4 +258,37 @@ fn a_batch_that_skips_its_producers_sequence_is_refused_and_a_repeat_is_stored_o
     let mut want: Vec<i64> = (0..9).collect();
     want.extend([100, 9, 10, 11]);
     assert_eq!(stored(&server, "seq"), want);
+}
+
+/// The outside probe's finding: after sequences 0-3 (4 expected next), a
+/// batch at `i32::MAX` and one at -5 were both appended (offsets 10 and
+/// 11). Only the next sequence or a repeat of a batch accepted is taken.
+#[test]
+fn a_wrapped_or_negative_sequence_is_refused_and_nothing_is_appended() {
+    let server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    server
+        .client()
+        .create_topic(&json!({"name": "wrap", "partitions": 1}));
+    let mut kafka = Connection::open(server.kafka_addr());
+    let producer = kafka.init_producer_id();
+    for first in 0..4 {
+        assert_eq!(kafka.produce("wrap", producer, first, 1), (0, first as i64));
+    }
+    let (code, _) = kafka.produce("wrap", producer, i32::MAX, 1);
+    assert_eq!(
+        code, OUT_OF_ORDER_SEQUENCE_NUMBER,
+        "i32::MAX is no retry of 3"
+    );
+    let (code, _) = kafka.produce("wrap", producer, -5, 1);
+    assert_eq!(code, OUT_OF_ORDER_SEQUENCE_NUMBER, "a negative sequence");
+    let (code, _) = kafka.produce("wrap", producer, 1, 2);
+    assert_eq!(
+        code, OUT_OF_ORDER_SEQUENCE_NUMBER,
+        "1..3 is no batch accepted"
+    );
+    assert_eq!(stored(&server, "wrap"), vec![0, 1, 2, 3]);
+    // A real retry is still answered with its offset; the sequence goes on.
+    assert_eq!(kafka.produce("wrap", producer, 2, 1), (0, 2));
+    assert_eq!(kafka.produce("wrap", producer, 4, 1), (0, 4));
+    assert_eq!(stored(&server, "wrap"), vec![0, 1, 2, 3, 4]);
 }

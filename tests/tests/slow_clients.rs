@@ -1,21 +1,31 @@
 //! Slow clients cannot hold connections forever: a client that never
 //! finishes its request headers is disconnected after the header-read
-//! deadline, one that never finishes its body after the body deadline, and
-//! the connection limit holds further clients in the backlog until a slot
-//! held by a busy connection frees (connections that sent nothing are
-//! closed to make room: `hostile_clients.rs`). Deadlines come from a config file; the server stays healthy.
+//! deadline, one that never finishes its body after the whole-body
+//! deadline, one that drips its body after the minimum rate; the
+//! connection limit holds data requests until a slot held by a busy
+//! connection frees while probes answer at once on a reserved slot
+//! (connections that may be closed to make room: `hostile_clients.rs`).
+//! Deadlines come from a config file; the server stays healthy.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use kappa_tests::{RawConnection, Server};
+use kappa_tests::{eventually, raw_request, RawConnection, Server};
 
 fn config(dir: &std::path::Path, extra: &str) -> String {
+    config_body(dir, 300, extra)
+}
+
+/// A config file with a 300 ms header deadline, `body_timeout_ms` for
+/// bodies, and `extra`.
+fn config_body(dir: &std::path::Path, body_timeout_ms: u64, extra: &str) -> String {
     let path = dir.join("kappa.toml");
     std::fs::write(
         &path,
-        format!("header_read_timeout_ms = 300\nrequest_body_timeout_ms = 300\n{extra}"),
+        format!(
+            "header_read_timeout_ms = 300\nrequest_body_timeout_ms = {body_timeout_ms}\n{extra}"
+        ),
     )
     .unwrap();
     path.to_string_lossy().into_owned()
@@ -68,29 +78,192 @@ fn a_client_that_never_finishes_its_body_gets_an_error_and_is_disconnected() {
 }
 
 #[test]
-fn the_connection_limit_queues_clients_until_a_slot_frees() {
+fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answer_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "max_connections = 1\n");
+    let cfg = config_body(dir.path(), 60_000, "max_connections = 1\n");
     let server = Server::start(&["--config", &cfg]);
-    // The only slot is taken by a client that was served once (so it is
-    // not a newcomer that may be closed to make room; waiting for that
-    // answer is what makes it so, with no race) and now sends a request
-    // head but not its body...
-    let mut idle = RawConnection::connect(server.addr());
-    idle.send("GET", "/health", &[("Connection", "keep-alive")], b"");
-    assert_eq!(idle.receive().status, 200);
-    // (A statement is only parsed once its whole body is in, so nothing
-    // answers this request before the body deadline.)
-    idle.send_bytes(b"POST /v1/statements HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/sql\r\nContent-Length: 1000\r\n\r\nSHOW");
-    // ...so this request is answered only once the body deadline frees it.
-    let started = Instant::now();
+    server
+        .client()
+        .create_topic(&serde_json::json!({"name": "t", "partitions": 1}));
+    // The only regular slot is taken by a long-poll (an authenticated
+    // request — under auth = none every routed request is — with no body
+    // arriving: a connection that is never closed to make room).
+    let mut poll = RawConnection::connect(server.addr());
+    poll.send(
+        "GET",
+        "/v1/topics/t/partitions/0/records?max_wait_ms=3000",
+        &[],
+        b"",
+    );
+    // A data request waits for the regular slot...
+    let mut data = RawConnection::connect(server.addr());
+    data.send("GET", "/v1/topics", &[], b"");
+    // ...while a probe is answered at once on a reserved slot.
     let (status, body) = server.client().get("/health");
     assert_eq!(status, 200, "{body}");
-    let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_millis(250),
-        "served after {waited:?}: the limit did not hold it"
+    assert!(poll.nothing_received(), "the long-poll is still waiting");
+    if !data.nothing_received() {
+        panic!(
+            "queued behind the long-poll, yet answered: {:?}",
+            data.receive()
+        );
+    }
+    // The long-poll's wait ends; the data request gets the slot.
+    assert_eq!(poll.receive().status, 200);
+    drop(poll);
+    assert_eq!(data.receive().status, 200, "served once the slot freed");
+}
+
+/// Sends the head of a POST announcing a 100,000-byte body, and the body's
+/// first byte.
+fn start_dripping(addr: std::net::SocketAddr, token: Option<&str>) -> RawConnection {
+    let mut conn = RawConnection::connect(addr);
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    conn.send_bytes(
+        format!(
+            "POST /v1/statements HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/sql\r\n{auth}Content-Length: 100000\r\n\r\nS"
+        )
+        .as_bytes(),
     );
-    // The body deadline answered it (or closed it).
-    let _ = idle.try_receive();
+    conn
+}
+
+/// Drips one byte every 100 ms until the server answers; the answer, and
+/// how many bytes were dripped.
+fn drip_until_answered(mut conn: RawConnection) -> (kappa_tests::RawResponse, usize) {
+    for dripped in 1..600 {
+        if !conn.nothing_received() {
+            return (conn.receive(), dripped);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        conn.send_bytes(b" ");
+    }
+    panic!("a body dripped for 60 s was never cut off");
+}
+
+#[test]
+fn a_body_dripped_a_byte_at_a_time_is_cut_off_by_its_whole_body_deadline() {
+    // The deadline is for the whole body (a byte every 100 ms used to reset
+    // a per-read timeout forever); the minimum rate is off here.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config_body(dir.path(), 1500, "request_body_min_bytes_per_s = 0\n");
+    let server = Server::start(&["--config", &cfg]);
+    let (answer, dripped) = drip_until_answered(start_dripping(server.addr(), None));
+    assert_eq!(answer.status, 408, "{:?}", answer.json());
+    assert_eq!(answer.json()["error"]["code"], "timeout");
+    assert!(dripped < 100, "cut off after {dripped} bytes");
+    // And with the minimum rate (1,024 bytes/s after 2 s) instead of a
+    // short deadline.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config_body(dir.path(), 600_000, "request_body_min_bytes_per_s = 1024\n");
+    let server = Server::start(&["--config", &cfg]);
+    let (answer, dripped) = drip_until_answered(start_dripping(server.addr(), None));
+    assert_eq!(answer.status, 408, "{:?}", answer.json());
+    assert!(
+        String::from_utf8_lossy(&answer.body).contains("request_body_min_bytes_per_s"),
+        "{:?}",
+        answer.json()
+    );
+    assert!(dripped < 100, "cut off after {dripped} bytes");
+}
+
+const BOOTSTRAP: &str = "bootstrap-secret-for-the-slow-client-tests";
+
+#[test]
+fn a_tokenless_post_is_refused_at_once_without_reading_its_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config_body(dir.path(), 60_000, "request_body_min_bytes_per_s = 0\n");
+    let server = Server::start_env(
+        &["--config", &cfg, "--auth", "tokens"],
+        &[("KAPPA_BOOTSTRAP_TOKEN", BOOTSTRAP)],
+    );
+    for token in [None, Some("kp_wrong-token")] {
+        // The body is announced and never sent: the answer cannot wait for it.
+        let mut conn = start_dripping(server.addr(), token);
+        let answer = conn.receive();
+        assert_eq!(answer.status, 401, "{:?}", answer.json());
+        assert_eq!(
+            answer.headers.get("connection").map(String::as_str),
+            Some("close")
+        );
+        assert!(conn.try_receive().is_err(), "the connection is closed");
+    }
+}
+
+#[test]
+fn probes_answer_while_slow_bodies_tokenless_posts_and_long_polls_hold_every_slot() {
+    // The outside probe's numbers scaled down with the limits: 1,100
+    // dripped bodies, 1,100 tokenless POSTs and 1,024 long-polls against
+    // max_connections = 1024 become 40 bodies, 40 POSTs and 4 long-polls
+    // against 8 (and the 32 reserved).
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config_body(
+        dir.path(),
+        600_000,
+        "request_body_min_bytes_per_s = 0\nmax_connections = 8\nmax_new_connections_per_ip = 1000\n",
+    );
+    let server = Server::start_env(
+        &["--config", &cfg, "--auth", "tokens"],
+        &[("KAPPA_BOOTSTRAP_TOKEN", BOOTSTRAP)],
+    );
+    let admin = server.client().with_token(BOOTSTRAP);
+    admin.create_topic(&serde_json::json!({"name": "t", "partitions": 1}));
+    drop(admin);
+    let poll_target = "/v1/topics/t/partitions/0/records?max_wait_ms=30000";
+    let auth = format!("Bearer {BOOTSTRAP}");
+    // Four long-polls hold regular slots, each waiting before the next
+    // arrives; dripped bodies take the other four (and the reserved ones).
+    let waiting = |n: usize| {
+        let metrics = raw_request(
+            server.addr(),
+            "GET",
+            "/metrics",
+            &[("Authorization", &auth)],
+            b"",
+        );
+        String::from_utf8_lossy(&metrics.body)
+            .lines()
+            .any(|l| l == format!("kappa_http_long_polls_waiting {n}"))
+    };
+    let mut polls = Vec::new();
+    for n in 1..=4 {
+        let mut poll = RawConnection::connect(server.addr());
+        poll.send("GET", poll_target, &[("Authorization", &auth)], b"");
+        polls.push(poll);
+        eventually("the long-poll waiting", Duration::from_secs(20), || {
+            waiting(n).then_some(())
+        });
+    }
+    let drips: Vec<RawConnection> = (0..40)
+        .map(|_| start_dripping(server.addr(), Some(BOOTSTRAP)))
+        .collect();
+    for _ in 0..40 {
+        let mut tokenless = start_dripping(server.addr(), None);
+        assert_eq!(tokenless.receive().status, 401);
+    }
+    for _ in 0..3 {
+        let (status, body) = server.client().get("/health");
+        assert_eq!(status, 200, "{body}");
+        let (status, _) = server.client().get("/ready");
+        assert_eq!(status, 200);
+    }
+    for poll in &mut polls {
+        assert!(poll.nothing_received(), "the long-polls still wait");
+    }
+    assert!(waiting(4));
+    // The dripped bodies were closed to make room, oldest first.
+    let metrics = raw_request(
+        server.addr(),
+        "GET",
+        "/metrics",
+        &[("Authorization", &auth)],
+        b"",
+    );
+    assert_eq!(metrics.status, 200);
+    let text = String::from_utf8(metrics.body).unwrap();
+    assert!(
+        text.contains("kappa_http_connections_closed_total{reason=\"connection_limit_slow_body\"}"),
+        "{text}"
+    );
+    drop(drips);
 }

@@ -7,7 +7,7 @@
 //! | `produce:PATTERN` | produce to topics matching PATTERN (auto-create included) |
 //! | `read:PATTERN` | read records of topics matching PATTERN |
 //! | `read-view:PATTERN` | read views matching PATTERN (rows, changes, diff, `SELECT`, `DESCRIBE`) |
-//! | `group:PATTERN` | use consumer groups matching PATTERN (read through them, commit, reset) |
+//! | `group:PATTERN` | use consumer groups matching PATTERN; reading through a group, committing, resetting and fetching its offsets of a topic also need `read` on that topic (`Principal::may_commit`) |
 //! | `metrics` | `GET /metrics` |
 //!
 //! A PATTERN is a name in which `*` stands for any run of characters

@@ -18,6 +18,18 @@
 //!
 //! With `auth = "none"` the principal is `anonymous` with every grant.
 //!
+//! **Revocation** ends what a token opened ([`TokenStore::is_current`],
+//! [`TokenStore::revoked`]): a `GET` whose token is revoked before its
+//! answer is ready answers `401` as a new request would (checked here,
+//! after the handler; a long-poll stops waiting at the revocation), and a
+//! change feed ends with a `revoked` event (`routes/changes.rs`). A request
+//! that changes something and passed its check before the revocation
+//! completes.
+//!
+//! **Consumer-group offsets** of a topic — committing, resetting, fetching
+//! — need `group` on the group and `read` on the topic
+//! ([`Principal::may_commit`]), over HTTP as over Kafka.
+//!
 //! **Audit** ([`audit`]): every request that needs `admin` (and every SQL
 //! statement that changes something) is logged at info on the
 //! `kappa::audit` target with the token's name, the action and its status;
@@ -181,6 +193,48 @@ impl Principal {
         self.may(&Need::Group(group.to_string()))
     }
 
+    /// Whether this principal may commit, reset or fetch `group`'s offsets
+    /// of `topic`: it needs `group` on the group and `read` on the topic —
+    /// the one rule for HTTP (`/v1/groups/{group}/offsets`, `…/reset`) and
+    /// Kafka (`OffsetCommit`, `OffsetFetch`).
+    pub fn may_commit(&self, group: &str, topic: &str) -> bool {
+        self.may(&Need::GroupRead {
+            group: group.to_string(),
+            topic: topic.to_string(),
+        })
+    }
+
+    /// `Ok` if [`Principal::may_commit`], else `403 forbidden` naming the
+    /// grant it lacks (the group's, else the topic's `read`).
+    pub fn check_commit(&self, group: &str, topic: &str, action: &str) -> Result<(), ApiError> {
+        if self.may_commit(group, topic) {
+            return Ok(());
+        }
+        let group_need = Need::Group(group.to_string());
+        let missing = if self.may(&group_need) {
+            Need::Read(topic.to_string())
+        } else {
+            group_need
+        };
+        Err(self.forbidden(&missing, action))
+    }
+
+    /// `401 unauthorized` for a request whose token was revoked after its
+    /// check (a long-poll that was waiting): the answer a new request with
+    /// the token gets ([`check`] adds the `WWW-Authenticate` challenge);
+    /// logged and counted as `revoked`.
+    pub fn revoked(&self, action: &str) -> ApiError {
+        audit::denied("revoked", Some(&self.name), action);
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            format!(
+                "the token {:?} is not valid: it was revoked while the request ran",
+                self.name
+            ),
+        )
+    }
+
     /// `403 forbidden` for `need`, logged and counted.
     pub fn forbidden(&self, need: &Need, action: &str) -> ApiError {
         audit::denied("forbidden", Some(&self.name), action);
@@ -200,15 +254,24 @@ impl Principal {
 /// its connection stays usable; a larger body closes the connection.
 const DRAIN_LIMIT: usize = 64 * 1024;
 
-/// A refusal. The request's body (if any) is read and dropped first, up to
-/// [`DRAIN_LIMIT`] and within the body timeout: closing a connection with
-/// unread bytes makes the kernel reset it, and the client could lose the
-/// answer. A body that is larger (or slow) closes the connection, and the
-/// answer says so.
+/// The challenge of a `401` for a token that is not valid.
+const INVALID_TOKEN_CHALLENGE: &str = r#"Bearer realm="kappa", error="invalid_token""#;
+
+/// A refusal, answered at once. A body that has already arrived whole (up
+/// to [`DRAIN_LIMIT`]) is read and dropped first, so the connection can be
+/// kept alive; any other body — larger, or still arriving — is not waited
+/// for: the answer says `Connection: close` and the connection is closed
+/// after it (a tokenless client cannot hold a connection by dripping a
+/// body).
 async fn refuse(request: Request, error: ApiError, challenge: Option<&'static str>) -> Response {
+    // Only a body already received whole is drained (the connection can
+    // then be kept alive); a refusal never waits for a body still arriving
+    // — that let tokenless clients hold connections as long as they liked —
+    // and closes the connection instead.
+    use futures_util::FutureExt;
     let drained = axum::body::to_bytes(request.into_body(), DRAIN_LIMIT)
-        .await
-        .is_ok();
+        .now_or_never()
+        .is_some_and(|read| read.is_ok());
     let mut response = error.into_response();
     if let Some(challenge) = challenge {
         response.headers_mut().insert(
@@ -232,7 +295,7 @@ async fn unauthorized(
 ) -> Response {
     audit::denied(reason, None, action);
     let challenge = if reason == "invalid_token" {
-        r#"Bearer realm="kappa", error="invalid_token""#
+        INVALID_TOKEN_CHALLENGE
     } else {
         r#"Bearer realm="kappa""#
     };
@@ -317,10 +380,29 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
     }
     let audited =
         (need == Need::Admin).then(|| (principal.clone(), request.uri().path().to_string()));
+    // A read answers nothing to a token revoked while it ran.
+    let reader = (state.auth.mode == AuthMode::Tokens
+        && (method == Method::GET || method == Method::HEAD))
+        .then(|| principal.clone());
     request.extensions_mut().insert(principal);
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     if let Some((principal, path)) = audited {
         audit::admin_action(&principal, &action(), &path, response.status());
+    }
+    if let Some(principal) = reader {
+        if response.status() != StatusCode::UNAUTHORIZED && !state.auth.store.is_current(&principal)
+        {
+            response = principal.revoked(&action()).into_response();
+        }
+    }
+    if response.status() == StatusCode::UNAUTHORIZED
+        && !response.headers().contains_key(header::WWW_AUTHENTICATE)
+    {
+        // A handler's 401 (a revoked long-poll) says what a new request would.
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(INVALID_TOKEN_CHALLENGE),
+        );
     }
     response
 }
@@ -419,6 +501,36 @@ mod tests {
         assert_eq!(need(Method::POST, "/v1/tokens"), Need::Admin);
         assert_eq!(need(Method::GET, "/v1/tokens"), Need::Admin);
         assert_eq!(need(Method::GET, "/v1/some/new/route"), Need::Admin);
+    }
+
+    #[test]
+    fn committing_a_groups_offsets_needs_the_group_and_read_on_the_topic() {
+        let principal = |grants: &[&str]| {
+            let mut p = Principal::anonymous();
+            p.name = "t".into();
+            p.grants = grants.iter().map(|g| Grant::parse(g).unwrap()).collect();
+            p
+        };
+        let consumer = principal(&["group:g1", "read:orders.*"]);
+        assert!(consumer.may_commit("g1", "orders.a"));
+        assert!(!consumer.may_commit("g1", "secret"));
+        assert!(!consumer.may_commit("g2", "orders.a"));
+        let refused = consumer.check_commit("g1", "secret", "commit").unwrap_err();
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        assert!(
+            refused.message.contains(r#"read on topic "secret""#),
+            "{}",
+            refused.message
+        );
+        let refused = principal(&["read:*"])
+            .check_commit("g1", "secret", "commit")
+            .unwrap_err();
+        assert!(
+            refused.message.contains(r#"group on consumer group "g1""#),
+            "{}",
+            refused.message
+        );
+        assert!(principal(&["admin"]).may_commit("g", "t"));
     }
 
     #[test]

@@ -32,7 +32,19 @@
 //!
 //! Comparison is constant-time: the presented secret's digest is compared
 //! with every stored digest ([`subtle`]), without an early exit.
+//!
+//! **Revocation ends what a token opened.** A [`Principal`] remembers the
+//! credential it was authenticated with; [`TokenStore::is_current`] says
+//! whether that credential still stands (not revoked, not replaced by a
+//! token of the same name with another secret, grants unchanged). Every
+//! time a loaded token goes away or changes — a revoke through this store,
+//! or a change of the file seen by a reload — the generation of
+//! [`TokenStore::revocations`] goes up, so long-lived work (change feeds,
+//! long-polls, Kafka connections) waits on it instead of polling and
+//! re-checks its principal when it moves ([`TokenStore::revoked`]).
 
+use std::collections::HashMap;
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -44,6 +56,7 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tokio::sync::watch;
 
 use super::grants::Grant;
 
@@ -93,6 +106,30 @@ pub struct Principal {
     pub grants: Vec<Grant>,
     /// Most records per second it may produce (absent: no limit).
     pub produce_records_per_second: Option<u64>,
+    /// What it was authenticated with, for [`TokenStore::is_current`].
+    credential: Credential,
+}
+
+/// What a [`Principal`] was authenticated with.
+#[derive(Clone, PartialEq, Eq)]
+enum Credential {
+    /// Nothing: the server runs with `auth = "none"`.
+    Anonymous,
+    /// `KAPPA_BOOTSTRAP_TOKEN`, which stands while the process runs.
+    Bootstrap,
+    /// A stored token, by the digest of its secret.
+    Stored([u8; 32]),
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not even the digest goes to logs.
+        f.write_str(match self {
+            Credential::Anonymous => "anonymous",
+            Credential::Bootstrap => "bootstrap",
+            Credential::Stored(_) => "stored",
+        })
+    }
 }
 
 impl Principal {
@@ -102,6 +139,7 @@ impl Principal {
             name: "anonymous".into(),
             grants: vec![Grant::Admin],
             produce_records_per_second: None,
+            credential: Credential::Anonymous,
         }
     }
 }
@@ -169,9 +207,30 @@ struct LoadedToken {
     digest: [u8; 32],
 }
 
+impl LoadedToken {
+    /// Whether `principal` is this token as it was when authenticated
+    /// (same name, grants and rate limit).
+    fn is(&self, principal: &Principal) -> bool {
+        self.stored.name == principal.name
+            && self.grants == principal.grants
+            && self.stored.produce_records_per_second == principal.produce_records_per_second
+    }
+
+    /// Whether `other` (a token of a newer load) is this one unchanged.
+    fn same_as(&self, other: &LoadedToken) -> bool {
+        self.digest == other.digest
+            && self.stored.name == other.stored.name
+            && self.grants == other.grants
+            && self.stored.produce_records_per_second == other.stored.produce_records_per_second
+    }
+}
+
 /// What the server holds in memory.
 struct Loaded {
     tokens: Vec<LoadedToken>,
+    /// Index into `tokens` by digest, for [`TokenStore::is_current`] (not
+    /// for authentication, which compares every digest in constant time).
+    by_digest: HashMap<[u8; 32], usize>,
     /// The file's (inode, size, mtime ns) when loaded; `None` = no file.
     stamp: Option<Stamp>,
 }
@@ -182,6 +241,9 @@ pub struct TokenStore {
     loaded: RwLock<Loaded>,
     /// Digest of the bootstrap secret, if `KAPPA_BOOTSTRAP_TOKEN` was set.
     bootstrap: Option<[u8; 32]>,
+    /// The revocation generation: +1 whenever a loaded token goes away or
+    /// changes ([`TokenStore::revocations`]).
+    revocations: watch::Sender<u64>,
 }
 
 /// SHA-256 of a secret.
@@ -269,9 +331,11 @@ impl TokenStore {
             dir,
             loaded: RwLock::new(Loaded {
                 tokens: Vec::new(),
+                by_digest: HashMap::new(),
                 stamp: None,
             }),
             bootstrap,
+            revocations: watch::channel(0).0,
         };
         let _lock = store.lock()?;
         match store.read_file() {
@@ -357,8 +421,10 @@ impl TokenStore {
         Ok((file, stamp))
     }
 
+    /// Makes `file` the tokens in memory; bumps the revocation generation
+    /// if a token loaded before is gone or changed.
     fn install(&self, file: TokenFile, stamp: Option<Stamp>) {
-        let tokens = file
+        let tokens: Vec<LoadedToken> = file
             .tokens
             .into_iter()
             .filter_map(|t| {
@@ -371,7 +437,27 @@ impl TokenStore {
                 })
             })
             .collect();
-        *self.loaded.write().expect("token store lock") = Loaded { tokens, stamp };
+        let by_digest: HashMap<[u8; 32], usize> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.digest, i))
+            .collect();
+        let mut loaded = self.loaded.write().expect("token store lock");
+        let revoked = loaded.tokens.iter().any(|old| {
+            !by_digest
+                .get(&old.digest)
+                .is_some_and(|&i| old.same_as(&tokens[i]))
+        });
+        *loaded = Loaded {
+            tokens,
+            by_digest,
+            stamp,
+        };
+        drop(loaded);
+        // After the new tokens are in place: whoever wakes sees them.
+        if revoked {
+            self.revocations.send_modify(|generation| *generation += 1);
+        }
     }
 
     /// Writes `file` atomically and installs it.
@@ -425,6 +511,7 @@ impl TokenStore {
                     name: BOOTSTRAP_NAME.into(),
                     grants: vec![Grant::Admin],
                     produce_records_per_second: None,
+                    credential: Credential::Bootstrap,
                 });
             }
         }
@@ -442,8 +529,60 @@ impl TokenStore {
                 name: token.stored.name.clone(),
                 grants: token.grants.clone(),
                 produce_records_per_second: token.stored.produce_records_per_second,
+                credential: Credential::Stored(token.digest),
             }
         })
+    }
+
+    /// Whether `principal` still stands: true for the anonymous principal
+    /// (`auth = "none"`) and the bootstrap token; for a stored token, true
+    /// while the token it was authenticated with is stored unchanged —
+    /// false once it is revoked, re-created under its name with a new
+    /// secret, or its grants or rate limit changed in the file.
+    ///
+    /// Cheap enough to call before every answer of a long-lived
+    /// connection (HTTP long-polls and change feeds, each request of a
+    /// Kafka connection that logged in over SASL): one `stat` of the token
+    /// file, to see changes another process made (the file is re-read only
+    /// when it changed), and a hash lookup under a read lock.
+    pub fn is_current(&self, principal: &Principal) -> bool {
+        let digest = match &principal.credential {
+            Credential::Anonymous => return true,
+            Credential::Bootstrap => return self.bootstrap.is_some(),
+            Credential::Stored(digest) => digest,
+        };
+        self.refresh();
+        let loaded = self.loaded.read().expect("token store lock");
+        loaded
+            .by_digest
+            .get(digest)
+            .is_some_and(|&i| loaded.tokens[i].is(principal))
+    }
+
+    /// The revocation generation, which goes up whenever a loaded token
+    /// goes away or changes (revoked here, or a change of the token file
+    /// seen by a reload — a reload happens at the next authentication or
+    /// [`TokenStore::is_current`] of any token). Wait on it with
+    /// `changed()`, then ask [`TokenStore::is_current`]: most changes
+    /// concern other tokens.
+    pub fn revocations(&self) -> watch::Receiver<u64> {
+        self.revocations.subscribe()
+    }
+
+    /// Completes once `principal` is no longer current (at once if it is
+    /// not now); never for principals that cannot be revoked (anonymous,
+    /// bootstrap). For `select!` beside a long wait.
+    pub async fn revoked(&self, principal: &Principal) {
+        if !matches!(principal.credential, Credential::Stored(_)) {
+            return std::future::pending().await;
+        }
+        // Subscribed before the check: a revocation after it wakes us.
+        let mut revocations = self.revocations();
+        while self.is_current(principal) {
+            if revocations.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
     }
 
     /// Every token, without secrets; the bootstrap token first if set.
@@ -623,6 +762,88 @@ mod tests {
         assert_eq!(store.list()[0].source, "environment");
         let text = fs::read_to_string(dir.path().join("auth/tokens.json")).unwrap_or_default();
         assert!(!text.contains(secret));
+    }
+
+    #[test]
+    fn a_principal_is_current_until_its_token_is_revoked_or_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::open(dir.path(), None).unwrap();
+        let mut revocations = store.revocations();
+        let old = store.create("reader", &["read:*".into()], None).unwrap();
+        let other = store.create("other", &["read:*".into()], None).unwrap();
+        let who = store.authenticate(&old.token).unwrap();
+        let bystander = store.authenticate(&other.token).unwrap();
+        assert!(store.is_current(&who));
+        // Creating tokens revokes nothing.
+        assert!(!revocations.has_changed().unwrap());
+        store.revoke("reader").unwrap();
+        assert!(revocations.has_changed().unwrap());
+        assert_eq!(*revocations.borrow_and_update(), 1);
+        assert!(!store.is_current(&who));
+        assert!(store.is_current(&bystander));
+        // A new token under the old name does not bring the old one back.
+        let new = store.create("reader", &["read:*".into()], None).unwrap();
+        assert!(!store.is_current(&who));
+        assert!(store.is_current(&store.authenticate(&new.token).unwrap()));
+        assert!(store.is_current(&Principal::anonymous()));
+    }
+
+    #[test]
+    fn a_revocation_by_another_process_is_seen_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TokenStore::open(dir.path(), None).unwrap();
+        let offline = TokenStore::open(dir.path(), None).unwrap();
+        let new = server.create("ops", &["admin".into()], None).unwrap();
+        let who = server.authenticate(&new.token).unwrap();
+        let mut revocations = server.revocations();
+        offline.revoke("ops").unwrap();
+        // The server sees it at its next look at the file.
+        assert!(!server.is_current(&who));
+        assert!(revocations.has_changed().unwrap());
+        revocations.borrow_and_update();
+        // A grant changed in the file also ends the old principal.
+        let kept = server.create("kept", &["read:a".into()], None).unwrap();
+        let kept_who = server.authenticate(&kept.token).unwrap();
+        let path = dir.path().join("auth/tokens.json");
+        let text = fs::read_to_string(&path)
+            .unwrap()
+            .replace("read:a", "read:*");
+        fs::write(&path, text).unwrap();
+        assert!(!server.is_current(&kept_who));
+        assert!(revocations.has_changed().unwrap());
+    }
+
+    #[test]
+    fn the_revoked_future_completes_only_for_the_revoked_principal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::open(dir.path(), Some("a-bootstrap-secret-long-enough")).unwrap();
+        let a = store.create("a", &["read:*".into()], None).unwrap();
+        let b = store.create("b", &["read:*".into()], None).unwrap();
+        let (a, b) = (
+            store.authenticate(&a.token).unwrap(),
+            store.authenticate(&b.token).unwrap(),
+        );
+        let bootstrap = store
+            .authenticate("a-bootstrap-secret-long-enough")
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            use futures_util::FutureExt;
+            let mut a_revoked = Box::pin(store.revoked(&a));
+            let mut b_revoked = Box::pin(store.revoked(&b));
+            let mut boot_revoked = Box::pin(store.revoked(&bootstrap));
+            assert!((&mut a_revoked).now_or_never().is_none());
+            store.revoke("b").unwrap();
+            assert!((&mut a_revoked).now_or_never().is_none());
+            assert!((&mut b_revoked).now_or_never().is_some());
+            store.revoke("a").unwrap();
+            assert!((&mut a_revoked).now_or_never().is_some());
+            assert!((&mut boot_revoked).now_or_never().is_none());
+            assert!(store.is_current(&bootstrap));
+        });
     }
 
     #[test]

@@ -7,18 +7,23 @@
 //! first completes a TLS handshake within `first_request_timeout_ms` (the
 //! certificate of the HTTPS API; a plaintext client is closed).
 //!
-//! Limits: a frame over `kafka_max_request_bytes` closes the connection
-//! before its body is read; a body must arrive within
-//! `request_body_timeout_ms`; with `auth = "tokens"` every request but
+//! Limits: a frame over `kafka_max_request_bytes` (before a login: over
+//! [`UNAUTHENTICATED_REQUEST_BYTES`]) closes the connection before its body
+//! is read; a whole body must arrive within `request_body_timeout_ms`; a
+//! frame is decoded by `kappa-kafka-codec`, which never sizes an
+//! allocation by a count the frame cannot hold, and a frame that does not
+//! decode closes the connection. With `auth = "tokens"` every request but
 //! `ApiVersions`, `SaslHandshake` and `SaslAuthenticate` needs a SASL login
-//! first.
+//! first; a failed login closes the connection after its answer, and a
+//! connection whose token has been revoked is closed at its next request.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::Encodable;
+use kappa_kafka_codec::{DecodeError, HEADER_PREFIX_LEN};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 
@@ -27,12 +32,19 @@ use crate::auth::Principal;
 use crate::config::AuthMode;
 use crate::http::Plaintext;
 
+/// The largest frame a connection may send before it has logged in (under
+/// `auth = "tokens"`): what a SASL exchange needs, as Kafka's
+/// `sasl.server.max.receive.size` (512 KiB).
+pub const UNAUTHENTICATED_REQUEST_BYTES: usize = 512 << 10;
+
 /// What a connection knows about its client.
 pub struct Session {
     /// Who is logged in (`None` until SASL succeeds under `auth = "tokens"`).
     pub principal: Option<Principal>,
     /// A PLAIN handshake was accepted; `SaslAuthenticate` may follow.
     pub sasl_started: bool,
+    /// A login failed: the connection closes after its answer.
+    pub login_failed: bool,
     /// The client's address.
     pub peer: SocketAddr,
     /// The address the client reached (advertised back in `Metadata`).
@@ -94,6 +106,7 @@ where
             AuthMode::Tokens => None,
         },
         sasl_started: false,
+        login_failed: false,
         peer,
         local,
         client_id: String::new(),
@@ -110,10 +123,15 @@ where
             return;
         }
         let size = i32::from_be_bytes(size);
-        let max = broker.app.config.kafka_max_request_bytes;
-        if size < 8 || size as usize > max {
+        // Before a login a frame may be at most UNAUTHENTICATED_REQUEST_BYTES
+        // (a SASL exchange is small), whatever kafka_max_request_bytes says.
+        let max = match session.principal {
+            Some(_) => broker.app.config.kafka_max_request_bytes,
+            None => UNAUTHENTICATED_REQUEST_BYTES.min(broker.app.config.kafka_max_request_bytes),
+        };
+        if size < HEADER_PREFIX_LEN as i32 || size as usize > max {
             crate::metrics::count_kafka_closed("request_size");
-            tracing::warn!(%peer, size, max, "closing Kafka connection: request size out of range (kafka_max_request_bytes)");
+            tracing::warn!(%peer, size, max, logged_in = session.principal.is_some(), "closing Kafka connection: request size out of range (kafka_max_request_bytes; before a login 512 KiB)");
             return;
         }
         let mut body = vec![0u8; size as usize];
@@ -130,6 +148,10 @@ where
             }
         }
         match handle(broker, &mut session, Bytes::from(body)).await {
+            Ok(Some(frame)) if session.login_failed => {
+                close_after_failed_login(broker, &session, &mut writer, frame).await;
+                return;
+            }
             Ok(Some(frame)) => {
                 if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
                     return;
@@ -146,52 +168,77 @@ where
     }
 }
 
+/// Answers a failed SASL login after [`sasl::FAILED_LOGIN_DELAY`], then
+/// closes the connection; logs the failure with the address's count.
+async fn close_after_failed_login<W: AsyncWrite + Unpin>(
+    broker: &Broker,
+    session: &Session,
+    writer: &mut W,
+    answer: BytesMut,
+) {
+    let failures = broker.failed_logins.count(session.peer.ip());
+    crate::metrics::count_kafka_closed("login_failed");
+    tracing::warn!(
+        peer = %session.peer,
+        client_id = %session.client_id,
+        failures_from_address = failures,
+        "Kafka SASL login failed; closing the connection"
+    );
+    tokio::select! {
+        _ = tokio::time::sleep(sasl::FAILED_LOGIN_DELAY) => {}
+        _ = broker.app.shutdown_started() => return,
+    }
+    if writer.write_all(&answer).await.is_ok() {
+        let _ = writer.flush().await;
+    }
+}
+
 /// Decodes, checks and serves one request; the answer frame, none (a
 /// produce with `acks = 0`), or why the connection must close.
 async fn handle(
     broker: &Broker,
     session: &mut Session,
-    mut body: Bytes,
+    body: Bytes,
 ) -> Result<Option<BytesMut>, Close> {
-    let key = i16::from_be_bytes([body[0], body[1]]);
-    let version = i16::from_be_bytes([body[2], body[3]]);
-    let correlation = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-    let api =
-        ApiKey::try_from(key).map_err(|_| ("unsupported", format!("unknown API key {key}")))?;
-    if !versions::supports(api, version) {
-        if api == ApiKey::ApiVersions {
+    let request = match kappa_kafka_codec::decode_request(body) {
+        Ok(request) => request,
+        Err(DecodeError::UnsupportedVersion {
+            api: ApiKey::ApiVersions,
+            correlation_id,
+            ..
+        }) => {
             // Kafka answers at v0 with the list, so the client can pick.
             let answer = ResponseKind::ApiVersions(versions::api_versions(false));
-            return frame(correlation, api, 0, answer).map(Some);
+            return frame(correlation_id, ApiKey::ApiVersions, 0, answer).map(Some);
         }
-        return Err((
-            "unsupported",
-            format!("{api:?} v{version} is not supported (ApiVersions lists what is)"),
-        ));
-    }
-    let header =
-        RequestHeader::decode(&mut body, api.request_header_version(version)).map_err(|e| {
-            (
-                "malformed",
-                format!("malformed {api:?} v{version} request header: {e}"),
-            )
-        })?;
-    if let Some(id) = &header.client_id {
+        Err(e) => return Err((e.label(), e.to_string())),
+    };
+    let (api, version) = (request.api, request.version);
+    if let Some(id) = &request.header.client_id {
         if session.client_id.as_str() != id.as_str() {
             session.client_id = id.to_string();
         }
     }
-    let request = RequestKind::decode(api, &mut body, version).map_err(|e| {
-        (
-            "malformed",
-            format!("malformed {api:?} v{version} request: {e}"),
-        )
-    })?;
     let open = matches!(
         api,
         ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
     );
-    if session.principal.is_none() && !open {
+    if !open {
+        check_login(broker, session, api)?;
+    }
+    crate::metrics::count_kafka_request(format!("{api:?}"));
+    let answer = serve(broker, session, request.body, version).await?;
+    match answer {
+        Some(answer) => frame(request.correlation_id, api, version, answer).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A request other than `ApiVersions` and the SASL login needs a login
+/// (under `auth = "tokens"`) whose token is still current: a revoked
+/// token's connection is closed at its next request.
+fn check_login(broker: &Broker, session: &Session, api: ApiKey) -> Result<(), Close> {
+    let Some(principal) = &session.principal else {
         crate::auth::audit::denied("unauthorized", None, "kafka request");
         return Err((
             "unauthenticated",
@@ -199,13 +246,18 @@ async fn handle(
                 "{api:?} before a SASL login (auth = \"tokens\": log in with SASL/PLAIN, a token as the password)"
             ),
         ));
+    };
+    if !broker.app.auth.store.is_current(principal) {
+        crate::auth::audit::denied("revoked", Some(&principal.name), "kafka request");
+        return Err((
+            "revoked",
+            format!(
+                "token {:?} was revoked after this connection logged in",
+                principal.name
+            ),
+        ));
     }
-    crate::metrics::count_kafka_request(format!("{api:?}"));
-    let answer = serve(broker, session, request, version).await?;
-    match answer {
-        Some(answer) => frame(correlation, api, version, answer).map(Some),
-        None => Ok(None),
-    }
+    Ok(())
 }
 
 /// Runs one decoded request.

@@ -3,14 +3,16 @@
 //! KafkaJS — produce to and consume from Kappa's log, and their
 //! consumer groups commit to the same offsets store the HTTP API reads.
 //!
-//! Messages are decoded and encoded by the `kafka-protocol` crate; this
-//! module maps them onto the log. One node (id 0) leads every partition.
+//! Requests and produced record batches are decoded, bounded, by
+//! `kappa-kafka-codec` (no claimed count or length sizes an allocation
+//! beyond its frame; compressed batches expand to at most
+//! `max_batch_bytes`); answers are encoded by `kafka-protocol`. This module
+//! maps them onto the log. One node (id 0) leads every partition.
 //!
 //! Module map: `conn` (one connection: TLS handshake when a certificate
 //! is configured, framing, limits, dispatch, SASL state) · `versions` (the APIs and versions served) · `metadata` ·
-//! `produce` (Produce, InitProducerId, Kafka records in; `decompress` bounds
-//! what a compressed batch may expand to; `sequences` checks idempotent
-//! producers' sequence numbers) · `fetch` (Fetch,
+//! `produce` (Produce, InitProducerId, Kafka records in; `sequences` checks
+//! idempotent producers' sequence numbers) · `fetch` (Fetch,
 //! ListOffsets, Kafka record batches out) · `admin` (CreateTopics,
 //! DeleteTopics, DescribeConfigs) · `groups` (FindCoordinator, the group
 //! membership APIs over [`group::Coordinator`], OffsetCommit/OffsetFetch) ·
@@ -24,7 +26,6 @@
 
 mod admin;
 mod conn;
-mod decompress;
 mod errors;
 mod fetch;
 pub mod group;
@@ -56,6 +57,8 @@ pub struct Broker {
     pub sequences: sequences::ProducerSequences,
     /// The certificate of a TLS-only listener (that of the HTTPS API).
     pub tls: Option<Arc<Tls>>,
+    /// Failed SASL logins per client address.
+    pub failed_logins: sasl::FailedLogins,
     /// Connections open now (bounded by `max_connections`).
     open: AtomicUsize,
 }
@@ -87,6 +90,7 @@ pub async fn serve(listener: TcpListener, app: AppState, tls: Option<Arc<Tls>>) 
         producer_ids: produce::ProducerIds::new(),
         sequences: sequences::ProducerSequences::new(sequences::MAX_PRODUCERS),
         tls,
+        failed_logins: sasl::FailedLogins::default(),
         open: AtomicUsize::new(0),
     });
     if let Ok(addr) = listener.local_addr() {

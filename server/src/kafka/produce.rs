@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId,
 };
-use kafka_protocol::records::{RecordBatchDecoder, TimestampType};
+use kafka_protocol::records::TimestampType;
 use kappa_log::partition::{AppendRequest, PendingAppend};
 use kappa_log::{Header, NewRecord, Topic};
 
@@ -267,23 +267,15 @@ async fn wait_for_rate(broker: &Broker, principal: &crate::auth::Principal, reco
 /// Decodes one partition's record batches into one append, checking the
 /// server's record limits.
 fn decode(broker: &Broker, records: Option<Bytes>) -> Result<Append, i16> {
-    let Some(mut bytes) = records else {
+    let Some(bytes) = records else {
         return Err(errors::INVALID_REQUEST);
     };
     let size = bytes.len();
     let limit = broker.app.log.config().max_batch_bytes;
-    let mut sets = Vec::new();
-    while bytes.has_remaining() {
-        let set = RecordBatchDecoder::decode_with_custom_compression(
-            &mut bytes,
-            Some(|b: &mut Bytes, codec| super::decompress::bounded(b, codec, limit)),
-        )
-        .map_err(|e| {
-            tracing::warn!(error = %e, "a Kafka record batch could not be decoded");
-            errors::CORRUPT_MESSAGE
-        })?;
-        sets.push(set);
-    }
+    let sets = kappa_kafka_codec::decode_record_batches(bytes, limit).map_err(|e| {
+        tracing::warn!(error = %e, "a Kafka record batch could not be decoded");
+        errors::CORRUPT_MESSAGE
+    })?;
     let config = &broker.app.config;
     let mut out = Vec::new();
     let mut key = None;
@@ -293,7 +285,9 @@ fn decode(broker: &Broker, records: Option<Bytes>) -> Result<Append, i16> {
             if record.control {
                 continue;
             }
-            if record.producer_id >= 0 && record.sequence >= 0 {
+            // A producer id makes the batch idempotent: its sequence is
+            // checked, a negative one included (refused).
+            if record.producer_id >= 0 {
                 match &mut sequence {
                     None => {
                         key = Some(

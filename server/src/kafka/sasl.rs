@@ -5,6 +5,17 @@
 //! `SaslAuthenticate` (what librdkafka and the Java client do); raw SASL
 //! frames after a v0 handshake are not understood, but v0 is listed
 //! because librdkafka requires it before it logs in.
+//!
+//! A failed login closes the connection (as a Kafka broker does) after its
+//! answer, which is held back by [`FAILED_LOGIN_DELAY`] so one connection
+//! cannot try passwords at network speed; every failure is logged at warn
+//! with the peer and how many logins its address has failed
+//! ([`FailedLogins`]), and counted in `kappa_auth_denied_total`.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
@@ -20,6 +31,35 @@ use crate::config::AuthMode;
 
 /// The one mechanism served.
 const PLAIN: &str = "PLAIN";
+
+/// How long the answer to a failed login is held back before the
+/// connection is closed (Kafka's `connection.failed.authentication.delay.ms`
+/// defaults to 100 ms too).
+pub const FAILED_LOGIN_DELAY: Duration = Duration::from_millis(100);
+
+/// Addresses whose failed logins are counted; past this the counts start
+/// over (the log lines keep what was counted).
+const FAILED_LOGIN_ADDRESSES_MAX: usize = 4096;
+
+/// Failed SASL logins per client address, for the warn line of each
+/// failure (a brute-force attempt shows as a growing count).
+#[derive(Debug, Default)]
+pub struct FailedLogins {
+    by_address: Mutex<HashMap<IpAddr, u64>>,
+}
+
+impl FailedLogins {
+    /// Counts a failure from `address`; returns its failures so far.
+    pub fn count(&self, address: IpAddr) -> u64 {
+        let mut by_address = self.by_address.lock().expect("failed logins");
+        if by_address.len() >= FAILED_LOGIN_ADDRESSES_MAX && !by_address.contains_key(&address) {
+            by_address.clear();
+        }
+        let failures = by_address.entry(address).or_insert(0);
+        *failures += 1;
+        *failures
+    }
+}
 
 /// Answers `SaslHandshake`: PLAIN is accepted, anything else refused with
 /// the list.
@@ -47,6 +87,7 @@ pub fn authenticate(
         response.error_message = Some(StrBytes::from_static_str(
             "SaslHandshake with mechanism PLAIN comes first",
         ));
+        session.login_failed = true;
         return response;
     }
     let password = plain_password(&request.auth_bytes);
@@ -61,6 +102,7 @@ pub fn authenticate(
         }
         None => {
             audit::denied("unauthorized", None, "kafka sasl login");
+            session.login_failed = true;
             response.error_code = errors::SASL_AUTHENTICATION_FAILED;
             response.error_message = Some(StrBytes::from_static_str(
                 "authentication failed: the password must be a valid Kappa token",

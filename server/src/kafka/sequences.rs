@@ -8,13 +8,20 @@
 //! For each (topic, partition, producer id) this table keeps the epoch and
 //! the sequence the next batch must start with:
 //!
+//! - a negative base sequence: refused with `OUT_OF_ORDER_SEQUENCE_NUMBER`
+//!   (an idempotent producer numbers from 0; -1 means "no sequence" only
+//!   without a producer id) — nothing is appended;
+//! - a repeat of one of the producer's last [`RETAINED_BATCHES`] accepted
+//!   batches (same epoch, first and last sequence: a retry): passed on to
+//!   the log, whose idempotency window answers it with the first append's
+//!   offset (Kafka's brokers retain as many, the most a producer keeps in
+//!   flight);
 //! - the expected sequence: accepted; the next one is expected after it;
-//! - an earlier sequence (a retry of a batch already accepted): passed on
-//!   to the log, whose idempotency window answers it with the first
-//!   append's offset;
-//! - a later sequence (a gap: a batch before it failed and will be retried):
-//!   refused with `OUT_OF_ORDER_SEQUENCE_NUMBER`, which a client answers by
-//!   retrying in order (librdkafka) — nothing is appended;
+//! - any other sequence — a gap (a batch before it failed and will be
+//!   retried), an earlier sequence that is no retained batch, a sequence
+//!   far ahead or wrapped around: refused with
+//!   `OUT_OF_ORDER_SEQUENCE_NUMBER`, which a client answers by retrying in
+//!   order (librdkafka) — nothing is appended;
 //! - an older epoch: refused with `INVALID_PRODUCER_EPOCH`;
 //! - a producer the table does not know (new, evicted, or from before a
 //!   restart: the table is in memory only) or a newer epoch: accepted, and
@@ -25,7 +32,7 @@
 //! successors wait for it. A connection handles one request at a time, so
 //! one producer's batches on one connection are checked in order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use super::errors::{INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER};
@@ -33,6 +40,11 @@ use super::errors::{INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER};
 /// Producers remembered per partition before the least recently used are
 /// forgotten (a forgotten producer is treated as new: accepted).
 pub const MAX_PRODUCERS: usize = 100_000;
+
+/// Accepted batches remembered per producer and partition, so a retry of
+/// any of them is recognized (Kafka's brokers retain five: the most
+/// in-flight requests an idempotent producer may have).
+pub const RETAINED_BATCHES: usize = 5;
 
 /// Which producer writes where.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -68,10 +80,13 @@ pub enum Verdict {
     Refuse(i16),
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Expected {
     epoch: i16,
     next: i32,
+    /// The last accepted batches of this epoch, oldest first (at most
+    /// [`RETAINED_BATCHES`]).
+    recent: VecDeque<BatchSequence>,
     /// A counter value: higher means used more recently.
     used: u64,
 }
@@ -122,29 +137,41 @@ impl ProducerSequences {
         table.clock += 1;
         let used = table.clock;
         let verdict = match table.expected.get(key) {
+            _ if batch.first < 0 => Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER),
             None => Verdict::Append,
             Some(e) if batch.epoch > e.epoch => Verdict::Append,
             Some(e) if batch.epoch < e.epoch => Verdict::Refuse(INVALID_PRODUCER_EPOCH),
+            Some(e) if e.recent.contains(&batch) => Verdict::Retry,
             Some(e) if batch.first == e.next => Verdict::Append,
-            Some(e) if is_behind(batch.first, e.next) => Verdict::Retry,
             Some(_) => Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER),
         };
         match verdict {
-            Verdict::Append => {
-                let expected = Expected {
-                    epoch: batch.epoch,
-                    next: after(batch.last),
-                    used,
-                };
-                if let Some(e) = table.expected.get_mut(key) {
-                    *e = expected;
-                } else {
+            Verdict::Append => match table.expected.get_mut(key) {
+                Some(e) => {
+                    if e.epoch != batch.epoch {
+                        e.recent.clear();
+                    }
+                    e.epoch = batch.epoch;
+                    e.next = after(batch.last);
+                    e.used = used;
+                    if e.recent.len() == RETAINED_BATCHES {
+                        e.recent.pop_front();
+                    }
+                    e.recent.push_back(batch);
+                }
+                None => {
+                    let expected = Expected {
+                        epoch: batch.epoch,
+                        next: after(batch.last),
+                        recent: VecDeque::from([batch]),
+                        used,
+                    };
                     table.expected.insert(key.clone(), expected);
                     if table.expected.len() > self.max {
                         table.forget_least_recently_used(self.max);
                     }
                 }
-            }
+            },
             Verdict::Retry | Verdict::Refuse(_) => {
                 if let Some(e) = table.expected.get_mut(key) {
                     e.used = used;
@@ -161,6 +188,11 @@ impl ProducerSequences {
         if let Some(e) = table.expected.get_mut(key) {
             if e.epoch == batch.epoch && is_behind(batch.first, e.next) {
                 e.next = batch.first;
+                // It was not appended: its repeat is no retry, and neither
+                // is any batch accepted after it.
+                if let Some(at) = e.recent.iter().position(|b| *b == batch) {
+                    e.recent.truncate(at);
+                }
             }
         }
     }
@@ -268,6 +300,60 @@ mod tests {
         assert_eq!(
             s.check(&key(1), batch(0, 6, 5)),
             Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
+    }
+
+    /// The outside probe's finding: after sequences 0-3 (4 expected next),
+    /// a batch at `i32::MAX` and one at -5 were both appended.
+    #[test]
+    fn a_wrapped_or_negative_sequence_is_refused_not_taken_for_a_retry() {
+        let s = ProducerSequences::new(10);
+        for first in 0..4 {
+            assert_eq!(s.check(&key(1), batch(0, first, 1)), Verdict::Append);
+        }
+        let at_max = BatchSequence {
+            epoch: 0,
+            first: i32::MAX,
+            last: i32::MAX,
+        };
+        assert_eq!(
+            s.check(&key(1), at_max),
+            Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
+        assert_eq!(
+            s.check(&key(1), batch(0, -5, 1)),
+            Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
+        // A producer the table does not know may not start below zero.
+        assert_eq!(
+            s.check(&key(2), batch(0, -5, 1)),
+            Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
+        // An earlier sequence that is not a batch accepted is no retry.
+        assert_eq!(
+            s.check(&key(1), batch(0, 1, 2)),
+            Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
+        assert_eq!(s.check(&key(1), batch(0, 2, 1)), Verdict::Retry);
+        assert_eq!(s.check(&key(1), batch(0, 4, 1)), Verdict::Append);
+    }
+
+    #[test]
+    fn only_the_last_retained_batches_are_recognized_as_retries() {
+        let s = ProducerSequences::new(10);
+        for first in 0..(RETAINED_BATCHES as i32 + 2) {
+            assert_eq!(s.check(&key(1), batch(0, first, 1)), Verdict::Append);
+        }
+        assert_eq!(
+            s.check(&key(1), batch(0, 0, 1)),
+            Verdict::Refuse(OUT_OF_ORDER_SEQUENCE_NUMBER),
+            "older than the retained batches"
+        );
+        assert_eq!(s.check(&key(1), batch(0, 2, 1)), Verdict::Retry);
+        assert_eq!(
+            s.check(&key(1), batch(0, 6, 1)),
+            Verdict::Retry,
+            "the newest"
         );
     }
 

@@ -1,5 +1,11 @@
 //! `/v1/groups`: consumer groups — read from committed positions, commit,
 //! list offsets with lag, reset.
+//!
+//! Grants: the route needs `group` on the group (checked by `auth::check`);
+//! reading, committing, resetting and fetching the offsets of a topic also
+//! need `read` on the topic (`Principal::may_commit`, the rule Kafka's
+//! `OffsetCommit`/`OffsetFetch` follow). A waiting read stops at its
+//! token's revocation and answers `401` without committing.
 
 use std::sync::Arc;
 
@@ -80,9 +86,13 @@ fn read_all(topic: &Topic, positions: &[u64], limits: &ReadLimits) -> ApiResult<
     Ok((records, next))
 }
 
+/// The group read's route, as refusals name it.
+const GROUP_READ: &str = "GET /v1/groups/{group}/topics/{topic}/records";
+
 /// `GET /v1/groups/{group}/topics/{topic}/records`.
 pub async fn read(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path((group, topic_name)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -108,11 +118,19 @@ pub async fn read(
             .iter()
             .zip(positions.iter())
             .map(|(p, &pos)| Box::pin(p.wait_for(pos, limits.max_wait)));
+        let waiting = crate::metrics::long_poll_waiting();
         tokio::select! {
             _ = select_all(waits) => {}
             () = state.shutdown_started() => {}
+            () = state.auth.store.revoked(&principal) => {}
         }
+        drop(waiting);
         (records, next) = run(topic.clone(), positions.clone(), copy(&limits)).await?;
+    }
+    // Revoked since its check (while it waited, here or by another
+    // process): no records, no commit.
+    if !state.auth.store.is_current(&principal) {
+        return Err(principal.revoked(GROUP_READ));
     }
     if commit {
         let offsets: Vec<(u32, u64)> = next.iter().map(|o| (o.partition, o.offset)).collect();
@@ -135,11 +153,13 @@ pub async fn read(
 /// `POST /v1/groups/{group}/offsets`.
 pub async fn commit(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(group): Path<String>,
     raw: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<OffsetsResponse>> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: CommitRequest = json(&bytes)?;
+    principal.check_commit(&group, &request.topic, "POST /v1/groups/{group}/offsets")?;
     if request.offsets.is_empty() {
         return Err(ApiError::bad_request("offsets is empty"));
     }
@@ -157,9 +177,11 @@ pub async fn commit(
     }))
 }
 
-/// `GET /v1/groups/{group}/offsets[?topic=]`.
+/// `GET /v1/groups/{group}/offsets[?topic=]`: without `topic`, the
+/// topics the group committed on that the token may read.
 pub async fn offsets(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(group): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -168,13 +190,17 @@ pub async fn offsets(
     params.finish()?;
     kappa_log::offsets::validate_group(&group)?;
     let topics = match topic {
-        Some(t) => vec![t],
+        Some(t) => {
+            principal.check_commit(&group, &t, "GET /v1/groups/{group}/offsets")?;
+            vec![t]
+        }
         None => {
             let mut names: Vec<String> = state
                 .log
                 .committed(&group)
                 .into_iter()
                 .map(|c| c.topic)
+                .filter(|t| principal.may_commit(&group, t))
                 .collect();
             names.dedup();
             names
@@ -212,11 +238,13 @@ fn reset_target(to: &serde_json::Value) -> ApiResult<ResetTo> {
 /// `POST /v1/groups/{group}/reset`.
 pub async fn reset(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(group): Path<String>,
     raw: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<OffsetsResponse>> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: ResetRequest = json(&bytes)?;
+    principal.check_commit(&group, &request.topic, "POST /v1/groups/{group}/reset")?;
     let to = reset_target(&request.to)?;
     let (log, g, t) = (state.log.clone(), group.clone(), request.topic.clone());
     let offsets = blocking(move || Ok(log.reset_offsets(&g, &t, to)?)).await?;

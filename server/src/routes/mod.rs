@@ -28,7 +28,6 @@ use axum::response::Response;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use bytes::Bytes;
-use tower_http::timeout::RequestBodyTimeoutLayer;
 use tracing::Instrument;
 
 use crate::error::{ApiError, ApiResult};
@@ -117,12 +116,13 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
 /// Builds the router over `state`.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
-    let body_timeout = Duration::from_millis(state.config.request_body_timeout_ms);
     table()
         .into_iter()
         // Routes of one path merge into one method router.
         .fold(Router::new(), |router, r| router.route(r.path, r.service))
         .route_layer(axum::middleware::from_fn(browser::check_type))
+        .route_layer(axum::middleware::from_fn(crate::http::mark_authenticated))
+        .route_layer(axum::middleware::from_fn(crate::http::take_regular_slot))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::auth::check,
@@ -138,7 +138,7 @@ pub fn router(state: AppState) -> Router {
         })
         .layer(axum::middleware::map_response(json_errors))
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .layer(axum::middleware::map_response(close_after_refusal))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             browser::check_host,
@@ -206,6 +206,22 @@ async fn json_errors(response: axum::response::Response) -> axum::response::Resp
     ApiError::new(status, code, message).into_response()
 }
 
+/// A request refused for who sent it (401), for its body's size (413) or
+/// pace (408) closes its connection: its body, perhaps still arriving, is
+/// not read, and the peer gets no second try on the same connection.
+async fn close_after_refusal(mut response: Response) -> Response {
+    use axum::http::header::{HeaderValue, CONNECTION};
+    if matches!(
+        response.status(),
+        StatusCode::UNAUTHORIZED | StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
+    ) {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
 /// Runs blocking work (file I/O, fsync, page faults on mapped segments) on
 /// the blocking pool, never on the async workers.
 pub async fn blocking<T: Send + 'static>(
@@ -223,6 +239,8 @@ pub fn body(body: Result<Bytes, BytesRejection>, limit: usize) -> ApiResult<Byte
             ApiError::too_large(format!(
                 "request body is larger than the limit of {limit} bytes (max_body_bytes)"
             ))
+        } else if let Some(slow) = too_slow(&rejection) {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", slow.to_string())
         } else {
             ApiError::bad_request(format!(
                 "could not read the request body: {}",
@@ -230,6 +248,18 @@ pub fn body(body: Result<Bytes, BytesRejection>, limit: usize) -> ApiResult<Byte
             ))
         }
     })
+}
+
+/// The body deadline's error behind a rejection, if that is its cause.
+fn too_slow(rejection: &BytesRejection) -> Option<&crate::http::BodyTooSlow> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = source {
+        if let Some(slow) = error.downcast_ref::<crate::http::BodyTooSlow>() {
+            return Some(slow);
+        }
+        source = error.source();
+    }
+    None
 }
 
 /// Parses a JSON body into `T`, naming the problem and its position.

@@ -319,9 +319,13 @@ pub fn partition_number(topic: &Topic, raw: &str) -> ApiResult<u32> {
     Ok(p)
 }
 
+/// The partition read's route, as refusals name it.
+const PARTITION_READ: &str = "GET /v1/topics/{topic}/partitions/{partition}/records";
+
 /// `GET /v1/topics/{topic}/partitions/{partition}/records`.
 pub async fn read(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path((topic_name, partition)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -359,7 +363,7 @@ pub async fn read(
             )
         })?,
     };
-    let fetch = fetch(&state, &topic, p, offset, &limits).await?;
+    let fetch = fetch(&state, &principal, &topic, p, offset, &limits).await?;
     let records: Vec<Record> = fetch.records().collect();
     crate::metrics::record_read(&topic_name, records.len());
     let response = ReadResponse {
@@ -378,9 +382,11 @@ pub async fn read(
 
 /// Reads, and if nothing is there yet waits up to `max_wait` for a record
 /// (woken by the writer, no polling; cut short by shutdown), then reads
-/// again.
+/// again. A wait ended by the revocation of `principal`'s token — or one
+/// after which the token is no longer current — answers `401`.
 pub async fn fetch(
     state: &AppState,
+    principal: &Principal,
     topic: &Arc<Topic>,
     p: u32,
     offset: u64,
@@ -396,10 +402,16 @@ pub async fn fetch(
     let partition = topic.partition(p)?;
     let waiting = crate::metrics::long_poll_waiting();
     let end = tokio::select! {
-        end = partition.wait_for(offset, limits.max_wait) => end?,
+        end = partition.wait_for(offset, limits.max_wait) => Some(end?),
         () = state.shutdown_started() => return Ok(fetch),
+        () = state.auth.store.revoked(principal) => None,
     };
     drop(waiting);
+    // Re-checked before answering: a revocation by another process is
+    // seen here even if nothing woke the wait for it.
+    let Some(end) = end.filter(|_| state.auth.store.is_current(principal)) else {
+        return Err(principal.revoked(PARTITION_READ));
+    };
     if end == offset {
         return Ok(fetch);
     }

@@ -1,0 +1,40 @@
+//! Kafka request decoding (every API and version served, and Produce's
+//! record batches) on arbitrary bytes; the body lives in
+//! `kappa_kafka_codec::fuzzing::kafka_request`. The allocator aborts on any
+//! single allocation over 64 MiB, far above what decoding an input of the
+//! fuzzer's size may reserve, so a decoder trusting a claimed count is a
+//! crash even where the kernel would have let the reservation succeed.
+#![no_main]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+
+struct Bounded;
+
+const ALLOCATION_MAX: usize = 64 << 20;
+
+unsafe impl GlobalAlloc for Bounded {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > ALLOCATION_MAX {
+            std::process::abort();
+        }
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > ALLOCATION_MAX {
+            std::process::abort();
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Bounded = Bounded;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    kappa_kafka_codec::fuzzing::kafka_request(data);
+});
