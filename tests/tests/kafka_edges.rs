@@ -191,6 +191,22 @@ fn metadata_claiming_2_pow_31_topics() -> Vec<u8> {
     frame
 }
 
+/// The bytes of `request` as `api` at `version` after a request header
+/// (correlation id 1, client id "raw"), without the size prefix.
+fn payload(api: ApiKey, version: i16, request: &impl Encodable) -> BytesMut {
+    let header = RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(1)
+        .with_client_id(Some(StrBytes::from_static_str("raw")));
+    let mut payload = BytesMut::new();
+    header
+        .encode(&mut payload, api.request_header_version(version))
+        .unwrap();
+    request.encode(&mut payload, version).unwrap();
+    payload
+}
+
 /// A well-formed `request` of `api` at `version` whose first array count
 /// (as the server's decoder finds it) claims `0x7fffffff` elements; the
 /// frame with its size prefix.
@@ -198,16 +214,7 @@ fn claiming_a_huge_array<Rq>(api: ApiKey, version: i16, request: &Rq) -> Vec<u8>
 where
     Rq: kafka_protocol::protocol::Encodable,
 {
-    let header = RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("probe")));
-    let mut payload = BytesMut::new();
-    header
-        .encode(&mut payload, api.request_header_version(version))
-        .unwrap();
-    request.encode(&mut payload, version).unwrap();
+    let payload = payload(api, version, request);
     for at in 8..payload.len() - 3 {
         let mut mutated = payload.to_vec();
         mutated[at..at + 4].copy_from_slice(&0x7fff_ffffi32.to_be_bytes());
@@ -382,16 +389,7 @@ impl RawKafka {
     /// Sends `request` as `api` at `version`; the answer's body, or `None`
     /// when the server closed the connection instead.
     fn call(&mut self, api: ApiKey, version: i16, request: &impl Encodable) -> Option<Bytes> {
-        let header = RequestHeader::default()
-            .with_request_api_key(api as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(1)
-            .with_client_id(Some(StrBytes::from_static_str("raw")));
-        let mut payload = BytesMut::new();
-        header
-            .encode(&mut payload, api.request_header_version(version))
-            .unwrap();
-        request.encode(&mut payload, version).unwrap();
+        let payload = payload(api, version, request);
         let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
         frame.extend_from_slice(&payload);
         self.stream.write_all(&frame).ok()?;

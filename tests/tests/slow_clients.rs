@@ -213,15 +213,19 @@ fn probes_answer_while_slow_bodies_tokenless_posts_and_long_polls_hold_every_slo
     let auth = format!("Bearer {BOOTSTRAP}");
     // Four long-polls hold regular slots, each waiting before the next
     // arrives; dripped bodies take the other four (and the reserved ones).
-    let waiting = |n: usize| {
-        let metrics = raw_request(
+    let metrics = || {
+        let answer = raw_request(
             server.addr(),
             "GET",
             "/metrics",
             &[("Authorization", &auth)],
             b"",
         );
-        String::from_utf8_lossy(&metrics.body)
+        assert_eq!(answer.status, 200);
+        String::from_utf8(answer.body).unwrap()
+    };
+    let waiting = |n: usize| {
+        metrics()
             .lines()
             .any(|l| l == format!("kappa_http_long_polls_waiting {n}"))
     };
@@ -252,15 +256,7 @@ fn probes_answer_while_slow_bodies_tokenless_posts_and_long_polls_hold_every_slo
     }
     assert!(waiting(4));
     // The dripped bodies were closed to make room, oldest first.
-    let metrics = raw_request(
-        server.addr(),
-        "GET",
-        "/metrics",
-        &[("Authorization", &auth)],
-        b"",
-    );
-    assert_eq!(metrics.status, 200);
-    let text = String::from_utf8(metrics.body).unwrap();
+    let text = metrics();
     assert!(
         text.contains("kappa_http_connections_closed_total{reason=\"connection_limit_slow_body\"}"),
         "{text}"
