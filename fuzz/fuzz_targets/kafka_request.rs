@@ -35,6 +35,29 @@ unsafe impl GlobalAlloc for Bounded {
 #[global_allocator]
 static ALLOCATOR: Bounded = Bounded;
 
+/// `KAPPA_FUZZ_API=Fetch` (an API's name as `ApiKey` spells it) pins the
+/// target to that API: the input's first byte is replaced by its index, so
+/// a run spends all its time on one API.
+fn pinned_api() -> Option<u8> {
+    static PINNED: std::sync::OnceLock<Option<u8>> = std::sync::OnceLock::new();
+    *PINNED.get_or_init(|| {
+        let name = std::env::var("KAPPA_FUZZ_API").ok()?;
+        let at = kappa_kafka_codec::versions::SUPPORTED
+            .iter()
+            .position(|(api, _, _)| format!("{api:?}") == name)
+            .unwrap_or_else(|| panic!("KAPPA_FUZZ_API={name} is not an API served"));
+        Some(at as u8)
+    })
+}
+
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    kappa_kafka_codec::fuzzing::kafka_request(data);
+    match (pinned_api(), data.split_first()) {
+        (Some(api), Some((_, rest))) => {
+            let mut pinned = Vec::with_capacity(data.len());
+            pinned.push(api);
+            pinned.extend_from_slice(rest);
+            kappa_kafka_codec::fuzzing::kafka_request(&pinned);
+        }
+        _ => kappa_kafka_codec::fuzzing::kafka_request(data),
+    }
 });
