@@ -394,7 +394,11 @@ impl Service<hyper::Request<Incoming>> for Requests {
         let conn = self.conn.clone();
         conn.standings.head_arrived(&conn.standing);
         let limits = self.body_limits;
+        // A request without a body (most GETs) needs no deadline or timer.
         let mut request = request.map(|incoming| {
+            if http_body::Body::is_end_stream(&incoming) {
+                return Body::new(incoming);
+            }
             Body::new(body_deadline::TimedBody::new(
                 incoming,
                 limits,

@@ -136,36 +136,6 @@ pub fn decode_request(mut frame: Bytes) -> Result<Request, DecodeError> {
 mod tests {
     use super::*;
 
-    /// The outside probe's 19-byte Metadata v1 request: a 1-byte client id,
-    /// then a topic array claiming `0x7fffffff` entries.
-    pub(crate) fn metadata_claiming_2_pow_31_topics() -> Bytes {
-        let mut b = Vec::new();
-        b.extend_from_slice(&3i16.to_be_bytes());
-        b.extend_from_slice(&1i16.to_be_bytes());
-        b.extend_from_slice(&1i32.to_be_bytes());
-        b.extend_from_slice(&1i16.to_be_bytes());
-        b.push(b'x');
-        b.extend_from_slice(&0x7fff_ffffi32.to_be_bytes());
-        Bytes::from(b)
-    }
-
-    #[test]
-    fn a_count_beyond_the_frame_is_malformed_not_an_allocation() {
-        let error = decode_request(metadata_claiming_2_pow_31_topics()).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                DecodeError::Malformed {
-                    api: ApiKey::Metadata,
-                    version: 1,
-                    ..
-                }
-            ),
-            "{error}"
-        );
-        assert!(error.to_string().contains("exceeds"), "{error}");
-    }
-
     #[test]
     fn the_prefix_is_checked_before_anything_is_decoded() {
         assert!(matches!(
