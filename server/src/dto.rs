@@ -1,78 +1,217 @@
-//! Wire types of the HTTP API (docs/http-api.md), kept apart from the log's
-//! domain types so the API can stay stable while the engine changes.
+//! Wire types of the HTTP API (docs/http-api.md): they live in the
+//! `kappa-wire` crate, shared with the CLI, the tools and the served
+//! OpenAPI document; this module re-exports them and converts the log's
+//! and the processor's own types into them, so those stay free to change
+//! while the API stays stable.
+//!
+//! (The view catalog's types convert where the views are read:
+//! `crate::views::reads`. This module knows nothing of `crate::views`.)
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
-use kappa_log::{FsyncPolicy, Record, TopicConfig};
-use serde::{Deserialize, Deserializer, Serialize};
+use kappa_log::{Record, TopicConfig};
+use kappa_processor::{plan, progress, runner, sql, window};
 use serde_json::value::RawValue;
+
+pub use kappa_wire::*;
 
 pub mod statements;
 
-/// Distinguishes a missing field (`None`) from an explicit null (`Some(None)`).
-fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
+/// A server type's wire form, for the log's and the processor's types
+/// (neither those nor the wire types are this crate's, so `From` cannot
+/// be implemented between them).
+pub trait IntoWire {
+    /// The wire type.
+    type Wire;
+    /// The wire form.
+    fn into_wire(self) -> Self::Wire;
 }
 
-/// `POST /v1/topics` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTopic {
-    /// Topic name.
-    pub name: String,
-    /// Partitions.
-    pub partitions: Option<u32>,
-    /// Segment size before roll.
-    pub segment_bytes: Option<u64>,
-    /// Segment age before roll.
-    pub segment_ms: Option<u64>,
-    /// Retention by age; null = forever.
-    #[serde(default, deserialize_with = "double_option")]
-    pub retention_ms: Option<Option<u64>>,
-    /// Retention by size; null = no limit.
-    #[serde(default, deserialize_with = "double_option")]
-    pub retention_bytes: Option<Option<u64>>,
-    /// fsync policy.
-    pub fsync: Option<FsyncPolicy>,
-    /// Interval of the `interval` policy.
-    pub fsync_interval_ms: Option<u64>,
+impl IntoWire for kappa_log::FsyncPolicy {
+    type Wire = FsyncPolicy;
+    fn into_wire(self) -> FsyncPolicy {
+        match self {
+            kappa_log::FsyncPolicy::Always => FsyncPolicy::Always,
+            kappa_log::FsyncPolicy::Interval => FsyncPolicy::Interval,
+            kappa_log::FsyncPolicy::Never => FsyncPolicy::Never,
+        }
+    }
 }
 
-impl CreateTopic {
-    /// The topic config: defaults overlaid with what the request gives.
-    pub fn config(&self, defaults: TopicConfig) -> TopicConfig {
+/// The log's fsync policy of a wire one.
+pub fn fsync_policy(f: FsyncPolicy) -> kappa_log::FsyncPolicy {
+    match f {
+        FsyncPolicy::Always => kappa_log::FsyncPolicy::Always,
+        FsyncPolicy::Interval => kappa_log::FsyncPolicy::Interval,
+        FsyncPolicy::Never => kappa_log::FsyncPolicy::Never,
+    }
+}
+
+impl IntoWire for runner::StartFrom {
+    type Wire = StartFrom;
+    fn into_wire(self) -> StartFrom {
+        match self {
+            runner::StartFrom::Earliest => StartFrom::Earliest,
+            runner::StartFrom::Latest => StartFrom::Latest,
+            runner::StartFrom::Timestamp(t) => StartFrom::Timestamp(t),
+            runner::StartFrom::Offsets(o) => StartFrom::Offsets(o),
+        }
+    }
+}
+
+/// The processor's start of a wire one.
+pub fn start_from(s: StartFrom) -> runner::StartFrom {
+    match s {
+        StartFrom::Earliest => runner::StartFrom::Earliest,
+        StartFrom::Latest => runner::StartFrom::Latest,
+        StartFrom::Timestamp(t) => runner::StartFrom::Timestamp(t),
+        StartFrom::Offsets(o) => runner::StartFrom::Offsets(o),
+    }
+}
+
+impl IntoWire for progress::WorkerRole {
+    type Wire = WorkerRole;
+    fn into_wire(self) -> WorkerRole {
+        match self {
+            progress::WorkerRole::Source { partitions } => WorkerRole::Source { partitions },
+            progress::WorkerRole::Shard {
+                first_key_group,
+                end_key_group,
+            } => WorkerRole::Shard {
+                first_key_group,
+                end_key_group,
+            },
+        }
+    }
+}
+
+impl IntoWire for sql::ObjectKind {
+    type Wire = statements::ObjectKind;
+    fn into_wire(self) -> statements::ObjectKind {
+        match self {
+            sql::ObjectKind::Stream => statements::ObjectKind::Stream,
+            sql::ObjectKind::Table => statements::ObjectKind::Table,
+        }
+    }
+}
+
+impl IntoWire for sql::SqlType {
+    type Wire = statements::SqlType;
+    fn into_wire(self) -> statements::SqlType {
+        use statements::SqlType as W;
+        match self {
+            sql::SqlType::Boolean => W::Boolean,
+            sql::SqlType::Integer => W::Integer,
+            sql::SqlType::BigInt => W::BigInt,
+            sql::SqlType::Double => W::Double,
+            sql::SqlType::Decimal { precision, scale } => W::Decimal { precision, scale },
+            sql::SqlType::Varchar => W::Varchar,
+            sql::SqlType::Timestamp => W::Timestamp,
+            sql::SqlType::Json => W::Json,
+        }
+    }
+}
+
+impl IntoWire for sql::SourceDecl {
+    type Wire = statements::SourceDecl;
+    fn into_wire(self) -> statements::SourceDecl {
+        statements::SourceDecl {
+            name: self.name,
+            kind: self.kind.into_wire(),
+            columns: self
+                .columns
+                .into_iter()
+                .map(|c| statements::ColumnDecl {
+                    name: c.name,
+                    sql_type: c.sql_type.into_wire(),
+                    key: c.key,
+                })
+                .collect(),
+            topic: self.topic,
+            value_format: self.value_format,
+            timestamp: self.timestamp,
+            watermark_delay_ms: self.watermark_delay_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            partitions: self.partitions,
+            sql: self.sql,
+        }
+    }
+}
+
+impl IntoWire for window::WindowSpec {
+    type Wire = statements::WindowSpec;
+    fn into_wire(self) -> statements::WindowSpec {
+        use statements::WindowSpec as W;
+        match self {
+            window::WindowSpec::Tumbling { size_ms } => W::Tumbling { size_ms },
+            window::WindowSpec::Hopping {
+                size_ms,
+                advance_ms,
+            } => W::Hopping {
+                size_ms,
+                advance_ms,
+            },
+            window::WindowSpec::Session { gap_ms } => W::Session { gap_ms },
+        }
+    }
+}
+
+impl IntoWire for plan::Emit {
+    type Wire = statements::Emit;
+    fn into_wire(self) -> statements::Emit {
+        match self {
+            plan::Emit::Changes => statements::Emit::Changes,
+            plan::Emit::Final => statements::Emit::Final,
+        }
+    }
+}
+
+impl IntoWire for plan::LateHandling {
+    type Wire = statements::LateHandling;
+    fn into_wire(self) -> statements::LateHandling {
+        match self {
+            plan::LateHandling::Drop => statements::LateHandling::Drop,
+            plan::LateHandling::SideOutput(t) => statements::LateHandling::SideOutput(t),
+        }
+    }
+}
+
+impl<T: IntoWire> IntoWire for Option<T> {
+    type Wire = Option<T::Wire>;
+    fn into_wire(self) -> Option<T::Wire> {
+        self.map(IntoWire::into_wire)
+    }
+}
+
+/// The topic config of a create request: the defaults overlaid with what
+/// the request gives.
+pub trait CreateTopicExt {
+    /// The topic config.
+    fn config(&self, defaults: TopicConfig) -> TopicConfig;
+}
+
+impl CreateTopicExt for CreateTopic {
+    fn config(&self, defaults: TopicConfig) -> TopicConfig {
         TopicConfig {
             partitions: self.partitions.unwrap_or(defaults.partitions),
             segment_bytes: self.segment_bytes.unwrap_or(defaults.segment_bytes),
             segment_ms: self.segment_ms.unwrap_or(defaults.segment_ms),
             retention_ms: self.retention_ms.unwrap_or(defaults.retention_ms),
             retention_bytes: self.retention_bytes.unwrap_or(defaults.retention_bytes),
-            fsync: self.fsync.unwrap_or(defaults.fsync),
+            fsync: self.fsync.map(fsync_policy).unwrap_or(defaults.fsync),
             fsync_interval_ms: self.fsync_interval_ms.unwrap_or(defaults.fsync_interval_ms),
         }
     }
 }
 
-/// `PATCH /v1/topics/{topic}`: the settings to change (retention only:
-/// partitions cannot change, segment and fsync settings are fixed at
-/// creation).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AlterTopic {
-    /// New retention by age; null = forever.
-    #[serde(default, deserialize_with = "double_option")]
-    pub retention_ms: Option<Option<u64>>,
-    /// New retention by size; null = no limit.
-    #[serde(default, deserialize_with = "double_option")]
-    pub retention_bytes: Option<Option<u64>>,
+/// The log's change set of an alter request.
+pub trait AlterTopicExt {
+    /// The changes; `None` when the request changes nothing.
+    fn changes(&self) -> Option<kappa_log::TopicChanges>;
 }
 
-impl AlterTopic {
-    /// The log's change set; `None` when the request changes nothing.
-    pub fn changes(&self) -> Option<kappa_log::TopicChanges> {
+impl AlterTopicExt for AlterTopic {
+    fn changes(&self) -> Option<kappa_log::TopicChanges> {
         if self.retention_ms.is_none() && self.retention_bytes.is_none() {
             return None;
         }
@@ -83,189 +222,32 @@ impl AlterTopic {
     }
 }
 
-/// A topic's settings as answered (the log's `TopicConfig`, which is
-/// also its on-disk form, stays free to change).
-#[derive(Debug, Clone, Serialize)]
-pub struct TopicConfigOut {
-    /// Partitions.
-    pub partitions: u32,
-    /// Segment size before roll.
-    pub segment_bytes: u64,
-    /// Segment age before roll (ms).
-    pub segment_ms: u64,
-    /// Retention by age (ms); null = forever.
-    pub retention_ms: Option<u64>,
-    /// Retention by size; null = no limit.
-    pub retention_bytes: Option<u64>,
-    /// fsync policy.
-    pub fsync: FsyncPolicy,
-    /// Interval of the `interval` policy (ms).
-    pub fsync_interval_ms: u64,
-}
-
-/// Offsets and size of one partition.
-#[derive(Debug, Clone, Serialize)]
-pub struct PartitionOut {
-    /// Partition.
-    pub partition: u32,
-    /// First stored offset.
-    pub start_offset: u64,
-    /// Offset the next record gets.
-    pub end_offset: u64,
-    /// Bytes of all segments.
-    pub bytes: u64,
-    /// Segments.
-    pub segment_count: usize,
-}
-
-/// `GET /v1/topics/{topic}` (and the answer of create and alter).
-#[derive(Debug, Clone, Serialize)]
-pub struct TopicOut {
-    /// Name.
-    pub name: String,
-    /// Settings.
-    pub config: TopicConfigOut,
-    /// Per partition.
-    pub partitions: Vec<PartitionOut>,
-}
-
-impl From<kappa_log::topic::TopicDescription> for TopicOut {
-    fn from(d: kappa_log::topic::TopicDescription) -> Self {
-        let c = d.config;
-        TopicOut {
-            name: d.name,
-            config: TopicConfigOut {
-                partitions: c.partitions,
-                segment_bytes: c.segment_bytes,
-                segment_ms: c.segment_ms,
-                retention_ms: c.retention_ms,
-                retention_bytes: c.retention_bytes,
-                fsync: c.fsync,
-                fsync_interval_ms: c.fsync_interval_ms,
-            },
-            partitions: d
-                .partitions
-                .into_iter()
-                .map(|p| PartitionOut {
-                    partition: p.partition,
-                    start_offset: p.start_offset,
-                    end_offset: p.end_offset,
-                    bytes: p.bytes,
-                    segment_count: p.segment_count,
-                })
-                .collect(),
-        }
+/// The wire form of a topic's description.
+pub fn topic_out(d: kappa_log::topic::TopicDescription) -> TopicOut {
+    let c = d.config;
+    TopicOut {
+        name: d.name,
+        config: TopicConfigOut {
+            partitions: c.partitions,
+            segment_bytes: c.segment_bytes,
+            segment_ms: c.segment_ms,
+            retention_ms: c.retention_ms,
+            retention_bytes: c.retention_bytes,
+            fsync: c.fsync.into_wire(),
+            fsync_interval_ms: c.fsync_interval_ms,
+        },
+        partitions: d
+            .partitions
+            .into_iter()
+            .map(|p| PartitionOut {
+                partition: p.partition,
+                start_offset: p.start_offset,
+                end_offset: p.end_offset,
+                bytes: p.bytes,
+                segment_count: p.segment_count,
+            })
+            .collect(),
     }
-}
-
-/// `GET /v1/topics`.
-#[derive(Debug, Serialize)]
-pub struct TopicsOut {
-    /// Every topic, by name.
-    pub topics: Vec<TopicOut>,
-}
-
-/// A string that borrows from the request body unless it holds escapes.
-/// (serde borrows a `Cow<str>` field, but not one inside an `Option`: the
-/// newtype makes the borrow happen there too.)
-#[derive(Debug, Deserialize)]
-#[serde(transparent)]
-pub struct Text<'a>(#[serde(borrow)] pub Cow<'a, str>);
-
-impl std::ops::Deref for Text<'_> {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-/// One record of a produce request; borrows from the request body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RecordIn<'a> {
-    /// Key (partitioning).
-    #[serde(default, borrow)]
-    pub key: Option<Text<'a>>,
-    /// Any JSON value, kept as its text.
-    #[serde(borrow)]
-    pub value: &'a RawValue,
-    /// Timestamp in ms.
-    #[serde(default)]
-    pub timestamp: Option<i64>,
-    /// Headers.
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// Explicit partition.
-    #[serde(default)]
-    pub partition: Option<u32>,
-}
-
-/// `POST /v1/topics/{topic}/records` JSON body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProduceBody<'a> {
-    /// The records.
-    #[serde(borrow)]
-    pub records: Vec<RecordIn<'a>>,
-}
-
-/// Where a produced record landed.
-#[derive(Debug, Serialize)]
-pub struct ProducedOut {
-    /// Partition.
-    pub partition: u32,
-    /// Offset.
-    pub offset: u64,
-}
-
-/// Produce answer.
-#[derive(Debug, Serialize)]
-pub struct ProduceResponse {
-    /// Topic.
-    pub topic: String,
-    /// One entry per record, in request order.
-    pub records: Vec<ProducedOut>,
-    /// True when an idempotent retry appended nothing.
-    pub duplicate: bool,
-    /// True when this produce created the topic (`auto_create_topics`);
-    /// absent otherwise.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub created: bool,
-}
-
-/// A record as answered to readers.
-///
-/// Every stored byte comes back: a value that is JSON is answered as that
-/// JSON; one that is not (written by a Kafka client, say) is answered as a
-/// string with `value_encoding` saying how: `"text"` (the UTF-8 text as
-/// is) or `"base64"` (any other bytes). Keys and header values are strings
-/// when UTF-8; otherwise base64, with `key_encoding: "base64"` or the
-/// header's name in `base64_headers`.
-#[derive(Debug, Serialize)]
-pub struct RecordOut<'a> {
-    /// Partition (group reads only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partition: Option<u32>,
-    /// Offset.
-    pub offset: u64,
-    /// Timestamp (ms).
-    pub timestamp: i64,
-    /// Key (null if none).
-    pub key: Option<Cow<'a, str>>,
-    /// `"base64"` when the key is not UTF-8 (absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_encoding: Option<&'static str>,
-    /// The value: its JSON, or a string per `value_encoding`.
-    pub value: Cow<'a, RawValue>,
-    /// `"text"` or `"base64"` when the value is not JSON (absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value_encoding: Option<&'static str>,
-    /// Headers.
-    pub headers: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
-    /// Names of headers whose values are base64 (not UTF-8).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub base64_headers: Vec<&'a str>,
 }
 
 /// `bytes` as a string: the UTF-8 text, or base64 (then true).
@@ -280,9 +262,15 @@ fn text_or_base64(bytes: &[u8]) -> (Cow<'_, str>, bool) {
     }
 }
 
-impl<'a> RecordOut<'a> {
-    /// Wire form of a stored record.
-    pub fn from_record(record: &'a Record, partition: Option<u32>) -> Self {
+/// The wire form of a stored record ([`RecordOut`] documents the
+/// encodings).
+pub trait RecordOutExt<'a> {
+    /// Wire form of `record`, with its partition for group reads.
+    fn from_record(record: &'a Record, partition: Option<u32>) -> RecordOut<'a>;
+}
+
+impl<'a> RecordOutExt<'a> for RecordOut<'a> {
+    fn from_record(record: &'a Record, partition: Option<u32>) -> RecordOut<'a> {
         let (value, value_encoding) = match serde_json::from_slice::<&RawValue>(&record.value) {
             Ok(raw) => (Cow::Borrowed(raw), None),
             Err(_) => {
@@ -290,14 +278,18 @@ impl<'a> RecordOut<'a> {
                 let json = serde_json::to_string(&text).expect("a string serializes");
                 (
                     Cow::Owned(RawValue::from_string(json).expect("valid JSON")),
-                    Some(if base64 { "base64" } else { "text" }),
+                    Some(if base64 {
+                        Encoding::Base64
+                    } else {
+                        Encoding::Text
+                    }),
                 )
             }
         };
         let (key, key_encoding) = match &record.key {
             Some(k) => {
                 let (text, base64) = text_or_base64(k);
-                (Some(text), base64.then_some("base64"))
+                (Some(text), base64.then_some(Encoding::Base64))
             }
             None => (None, None),
         };
@@ -308,7 +300,7 @@ impl<'a> RecordOut<'a> {
             .map(|h| {
                 let (text, base64) = text_or_base64(&h.value);
                 if base64 {
-                    base64_headers.push(h.name.as_str());
+                    base64_headers.push(Cow::Borrowed(h.name.as_str()));
                 }
                 (Cow::Borrowed(h.name.as_str()), text)
             })
@@ -325,371 +317,6 @@ impl<'a> RecordOut<'a> {
             base64_headers,
         }
     }
-}
-
-/// Partition read answer.
-#[derive(Debug, Serialize)]
-pub struct ReadResponse<'a> {
-    /// Topic.
-    pub topic: &'a str,
-    /// Partition.
-    pub partition: u32,
-    /// Records.
-    pub records: Vec<RecordOut<'a>>,
-    /// Where to read next.
-    pub next_offset: u64,
-    /// End offset when read.
-    pub high_watermark: u64,
-    /// First stored offset.
-    pub start_offset: u64,
-}
-
-/// A (partition, offset) pair.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct PartitionOffset {
-    /// Partition.
-    pub partition: u32,
-    /// Offset.
-    pub offset: u64,
-}
-
-/// Group read answer.
-#[derive(Debug, Serialize)]
-pub struct GroupReadResponse<'a> {
-    /// Group.
-    pub group: &'a str,
-    /// Topic.
-    pub topic: &'a str,
-    /// Records of all partitions.
-    pub records: Vec<RecordOut<'a>>,
-    /// Position after this read, per partition.
-    pub next_offsets: Vec<PartitionOffset>,
-}
-
-/// `POST /v1/groups/{group}/offsets` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommitRequest {
-    /// Topic.
-    pub topic: String,
-    /// Offsets to commit.
-    pub offsets: Vec<PartitionOffset>,
-}
-
-/// Offsets answer of commit and reset.
-#[derive(Debug, Serialize)]
-pub struct OffsetsResponse {
-    /// Group.
-    pub group: String,
-    /// Topic.
-    pub topic: String,
-    /// Offsets now committed.
-    pub offsets: Vec<PartitionOffset>,
-}
-
-/// `POST /v1/groups/{group}/reset` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResetRequest {
-    /// Topic.
-    pub topic: String,
-    /// Target: `"earliest"`, `"latest"`, `{"timestamp": ms}` or `{"offset": n}`.
-    pub to: serde_json::Value,
-}
-
-// ---------------------------------------------------------------------------
-// Views
-// ---------------------------------------------------------------------------
-
-/// One input partition of a view version.
-#[derive(Debug, Clone, Serialize)]
-pub struct ViewPartitionOut {
-    /// Partition.
-    pub partition: u32,
-    /// Committed input offset (the next record to process).
-    pub committed: u64,
-    /// End offset of the input.
-    pub end: u64,
-    /// `end - committed`.
-    pub lag: u64,
-}
-
-/// A live version of a view.
-#[derive(Debug, Clone, Serialize)]
-pub struct VersionOut {
-    /// Version number.
-    pub version: u64,
-    /// Its SQL (null when defined by a plan).
-    pub sql: Option<String>,
-    /// When it started (ms).
-    pub started_ms: i64,
-    /// True while its processor runs.
-    pub running: bool,
-    /// Per input partition.
-    pub partitions: Vec<ViewPartitionOut>,
-    /// Sum of the partitions' lag.
-    pub lag: u64,
-    /// Committed watermark (ms), null before any event.
-    pub watermark: Option<i64>,
-    /// Approximate bytes of its state and rows.
-    pub state_bytes: u64,
-    /// Input records processed since this server started it.
-    pub processed: u64,
-    /// Late records dropped or sent aside since this server started it.
-    pub late: u64,
-    /// Records skipped (not JSON, no event time) since this server started it.
-    pub invalid: u64,
-    /// Workers of each kind it runs with (its view's `PARALLELISM`, else
-    /// the server's `processor_threads`); 1 = one thread.
-    pub parallelism: u32,
-    /// Its workers while it runs in parallel (empty on one thread): source
-    /// workers with the partitions they take and their lag, key-shard
-    /// workers with the key groups they own.
-    pub workers: Vec<WorkerOut>,
-    /// True until it has reached its input's end once (lag within
-    /// `view_swap_max_lag`; for a build, its targets reached): its rows
-    /// are partial meanwhile.
-    pub catching_up: bool,
-    /// True when it has not caught up and its lag grew over the last
-    /// minute: it processes fewer records than arrive.
-    pub not_keeping_up: bool,
-    /// A served version still catching up (its first build): how far it
-    /// is, like a rebuild's progress.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub catch_up: Option<BuildProgressOut>,
-}
-
-/// One worker of a version running in parallel.
-#[derive(Debug, Clone, Serialize)]
-pub struct WorkerOut {
-    /// `source-{i}` or `shard-{i}`.
-    pub worker: String,
-    /// `role`: `"source"` with `partitions`, or `"shard"` with
-    /// `first_key_group` and `end_key_group` (of 128 key groups).
-    #[serde(flatten)]
-    pub role: kappa_processor::progress::WorkerRole,
-    /// Records (source) or events (shard) handled since this server
-    /// started the version.
-    pub events: u64,
-    /// Of those, per second since it started.
-    pub rate_per_second: f64,
-    /// Source workers: records not yet committed in the partitions they
-    /// take (null for shards).
-    pub lag: Option<u64>,
-}
-
-/// How far a build is.
-#[derive(Debug, Clone, Serialize)]
-pub struct BuildProgressOut {
-    /// Records processed since the build started.
-    pub done: u64,
-    /// Records to process in all: `done` + lag.
-    pub total: u64,
-    /// Records per second over the last seconds.
-    pub rate_records_per_second: f64,
-    /// Estimated time to catch up (ms), null while unknown.
-    pub eta_ms: Option<u64>,
-}
-
-/// The version being built.
-#[derive(Debug, Clone, Serialize)]
-pub struct BuildOut {
-    /// The version.
-    #[serde(flatten)]
-    pub version: VersionOut,
-    /// Where it was asked to start: `"earliest"`, `{"timestamp": ms}`, `{"offsets": [..]}`.
-    pub start: kappa_processor::runner::StartFrom,
-    /// `"auto"`: swapped in once caught up; `"manual"`: waits for promote.
-    pub swap: SwapMode,
-    /// Caught up (reached `target_offsets`, lag within the swap bound): a
-    /// manual build waits in this state, following its input.
-    pub ready: bool,
-    /// Where it started, per partition.
-    pub start_offsets: Vec<u64>,
-    /// The input's end offsets when it started: it is swapped in after
-    /// reaching them, once its lag is at most `view_swap_max_lag`.
-    pub target_offsets: Vec<u64>,
-    /// Progress.
-    pub progress: BuildProgressOut,
-}
-
-/// A replaced version, readable with `?version=` until `readable_until_ms`.
-#[derive(Debug, Clone, Serialize)]
-pub struct GraceOut {
-    /// Version number.
-    pub version: u64,
-    /// Its SQL.
-    pub sql: Option<String>,
-    /// When it stops being readable (ms).
-    pub readable_until_ms: i64,
-}
-
-/// `GET /v1/views/{view}`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ViewOut {
-    /// Name.
-    pub name: String,
-    /// `"table"` (rows you can query) or `"stream"` (records appended to a topic).
-    pub kind: &'static str,
-    /// SQL of the served version.
-    pub sql: Option<String>,
-    /// The topic it reads.
-    pub source_topic: String,
-    /// The topic a stream writes.
-    pub output_topic: Option<String>,
-    /// `running`, `building` or `failed` (the served version's processor stopped).
-    pub status: &'static str,
-    /// The version queries read.
-    pub served_version: VersionOut,
-    /// The version being built, if any.
-    pub building_version: Option<BuildOut>,
-    /// Replaced versions still readable.
-    pub grace_versions: Vec<GraceOut>,
-    /// How many replaced versions this view keeps (`KEEP_VERSIONS`, else
-    /// the server's `view_keep_versions`).
-    pub keep_versions: u32,
-    /// For how long each (ms; `VERSION_GRACE`, else `view_grace_ms`).
-    pub version_grace_ms: u64,
-    /// The last failure.
-    pub failure: Option<crate::views::catalog::Failure>,
-    /// The served version is down and retried: attempts so far and when
-    /// the next one is due.
-    pub retry: Option<crate::views::retry::Retry>,
-    /// What a replay from earliest would read now, against what the served
-    /// version saw (`complete: false` once retention deleted some of it).
-    pub replay_horizon: crate::views::horizon::ReplayHorizon,
-}
-
-/// One row of a view.
-#[derive(Debug, Clone, Serialize)]
-pub struct RowOut {
-    /// The row's key.
-    pub key: String,
-    /// Window start (ms), windowed views only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub window_start: Option<i64>,
-    /// Window end (ms, exclusive), windowed views only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub window_end: Option<i64>,
-    /// The row's columns.
-    pub row: serde_json::Value,
-}
-
-/// Where rows were read.
-#[derive(Debug, Clone, Serialize)]
-pub struct AsOfOut {
-    /// Committed input offset per partition: every record before it is in the rows.
-    pub offsets: Vec<PartitionOffset>,
-    /// Committed watermark (ms), null before any event.
-    pub watermark: Option<i64>,
-}
-
-/// `GET /v1/views/{view}/rows`.
-#[derive(Debug, Clone, Serialize)]
-pub struct RowsOut {
-    /// View.
-    pub view: String,
-    /// Version read.
-    pub version: u64,
-    /// The view's columns in SELECT order: the keys of each row's `row`
-    /// (JSON objects do not keep an order).
-    pub columns: Vec<String>,
-    /// The rows, in key (then window start) order.
-    pub rows: Vec<RowOut>,
-    /// Give as `cursor` for the next page; null on the last page.
-    pub next_cursor: Option<String>,
-    /// Input position of the rows.
-    pub as_of: AsOfOut,
-    /// Present (true) while the version read has not yet reached its
-    /// input's end once: the rows are partial.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub catching_up: bool,
-}
-
-impl RowsOut {
-    /// The wire form of a rows answer of `view`.
-    pub fn from_answer(view: String, answer: crate::views::RowsAnswer) -> RowsOut {
-        RowsOut {
-            view,
-            version: answer.version,
-            columns: answer.columns,
-            rows: answer
-                .rows
-                .into_iter()
-                .map(|r| RowOut {
-                    key: r.key,
-                    window_start: r.window_start,
-                    window_end: r.window_end,
-                    row: r.row,
-                })
-                .collect(),
-            next_cursor: answer.next_cursor.as_deref().map(cursor_text),
-            as_of: AsOfOut {
-                offsets: answer
-                    .as_of
-                    .offsets
-                    .iter()
-                    .enumerate()
-                    .map(|(p, &offset)| PartitionOffset {
-                        partition: p as u32,
-                        offset,
-                    })
-                    .collect(),
-                watermark: answer.as_of.watermark,
-            },
-            catching_up: answer.catching_up,
-        }
-    }
-}
-
-/// A rows cursor (a store key) as answered: lowercase hex.
-pub fn cursor_text(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A cursor given back by a client; `None` unless it is one
-/// [`cursor_text`] could have answered (hex, at most 32 KiB of key).
-pub fn cursor_bytes(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || s.len() > 64 * 1024 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// `POST /v1/views/{view}/replay` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplayRequest {
-    /// `"earliest"` (default), `"latest"`, `{"timestamp": ms}` or `{"offsets": [n, ..]}`.
-    #[serde(default = "earliest")]
-    pub from: kappa_processor::runner::StartFrom,
-    /// Replay even though the log no longer holds all the input the served
-    /// version saw (refused with `409 history_truncated` otherwise).
-    #[serde(default)]
-    pub allow_truncated: bool,
-    /// `"auto"` (default): swapped in once caught up; `"manual"`: waits,
-    /// following its input, for `POST /v1/views/{view}/promote`.
-    #[serde(default)]
-    pub swap: SwapMode,
-}
-
-/// When a replayed version takes over.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SwapMode {
-    /// Once caught up.
-    #[default]
-    Auto,
-    /// On `promote`.
-    Manual,
-}
-
-fn earliest() -> kappa_processor::runner::StartFrom {
-    kappa_processor::runner::StartFrom::Earliest
 }
 
 #[cfg(test)]
@@ -717,5 +344,23 @@ mod borrow_tests {
         assert_eq!(cursor_bytes(&cursor_text(&key)), Some(key));
         assert_eq!(cursor_bytes("abc"), None);
         assert_eq!(cursor_bytes("zz"), None);
+    }
+
+    #[test]
+    fn a_record_that_is_not_json_says_how_it_is_encoded() {
+        let record = Record {
+            offset: 3,
+            timestamp: 7,
+            key: Some(vec![0xff].into()),
+            value: b"plain text".to_vec().into(),
+            headers: Vec::new(),
+        };
+        let json = serde_json::to_value(RecordOut::from_record(&record, None)).unwrap();
+        assert_eq!(json["value"], "plain text");
+        assert_eq!(json["value_encoding"], "text");
+        assert_eq!(json["key"], "/w==");
+        assert_eq!(json["key_encoding"], "base64");
+        assert!(json.get("partition").is_none());
+        assert!(json.get("base64_headers").is_none());
     }
 }

@@ -22,7 +22,8 @@ use serde_json::json;
 use super::{blocking, body, json, Params, ReadLimits};
 use crate::auth::Principal;
 use crate::dto::{
-    CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, ResetRequest,
+    CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, RecordOutExt,
+    ResetRequest,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -139,7 +140,7 @@ pub async fn read(
     }
     crate::metrics::record_read(&topic_name, records.len());
     let response = GroupReadResponse {
-        group: &group,
+        group: std::borrow::Cow::Borrowed(&group),
         topic: &topic_name,
         records: records
             .iter()

@@ -16,7 +16,9 @@ use serde_json::json;
 use super::{blocking, body, Params, ReadLimits};
 use crate::auth::Principal;
 use crate::config::ServerConfig;
-use crate::dto::{ProduceBody, ProduceResponse, ProducedOut, ReadResponse, RecordIn, RecordOut};
+use crate::dto::{
+    ProduceBody, ProduceResponse, ProducedOut, ReadResponse, RecordIn, RecordOut, RecordOutExt,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 

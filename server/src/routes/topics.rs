@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::{blocking, body, json};
 use crate::auth::Principal;
-use crate::dto::{AlterTopic, CreateTopic, TopicOut, TopicsOut};
+use crate::dto::{topic_out, AlterTopic, AlterTopicExt, CreateTopic, CreateTopicExt, TopicsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -24,7 +24,7 @@ pub async fn create(
     let config = request.config(state.config.topic_defaults());
     let log = state.log.clone();
     let topic = blocking(move || Ok(log.create_topic(&request.name, config)?)).await?;
-    Ok((StatusCode::CREATED, Json(TopicOut::from(topic.describe()))).into_response())
+    Ok((StatusCode::CREATED, Json(topic_out(topic.describe()))).into_response())
 }
 
 /// `GET /v1/topics`: the topics the caller may read or produce to.
@@ -37,7 +37,7 @@ pub async fn list(
         .topics()
         .iter()
         .filter(|t| principal.may_see_topic(t.name()))
-        .map(|t| TopicOut::from(t.describe()))
+        .map(|t| topic_out(t.describe()))
         .collect();
     Json(TopicsOut { topics })
 }
@@ -47,7 +47,7 @@ pub async fn describe(
     State(state): State<AppState>,
     Path(topic): Path<String>,
 ) -> ApiResult<Response> {
-    Ok(Json(TopicOut::from(state.log.topic(&topic)?.describe())).into_response())
+    Ok(Json(topic_out(state.log.topic(&topic)?.describe())).into_response())
 }
 
 /// `PATCH /v1/topics/{topic}`: changes retention; the next retention pass
@@ -67,7 +67,7 @@ pub async fn alter(
     let topic = state.log.topic(&topic)?;
     let described = blocking(move || {
         topic.alter(&changes)?;
-        Ok(TopicOut::from(topic.describe()))
+        Ok(topic_out(topic.describe()))
     })
     .await?;
     Ok(Json(described).into_response())

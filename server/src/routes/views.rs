@@ -21,6 +21,7 @@ use crate::dto::{cursor_bytes, ReplayRequest, RowsOut};
 use crate::error::{ApiError, ApiResult};
 use crate::views::manager::{Change, Swap};
 use crate::views::review::Served;
+use crate::views::RowsOutExt;
 use crate::views::RowsRequest;
 use crate::views::ViewManager;
 use crate::views::MAX_ROWS_PER_PAGE;
@@ -172,20 +173,20 @@ pub async fn replay(
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: ReplayRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
         ReplayRequest {
-            from: kappa_processor::runner::StartFrom::Earliest,
+            from: crate::dto::StartFrom::Earliest,
             allow_truncated: false,
             swap: crate::dto::SwapMode::Auto,
         }
     } else {
         json(&bytes)?
     };
-    super::replay::check_start(&state, &view, &request.from)?;
+    let from = crate::dto::start_from(request.from.clone());
+    super::replay::check_start(&state, &view, &from)?;
     if !request.allow_truncated {
-        super::replay::check_history(&state, &view, &request.from)?;
+        super::replay::check_history(&state, &view, &from)?;
     }
     let views = state.views.clone();
     let name = view.clone();
-    let from = request.from.clone();
     let swap = match request.swap {
         crate::dto::SwapMode::Auto => Swap::Auto,
         crate::dto::SwapMode::Manual => Swap::Manual,

@@ -12,6 +12,7 @@ use kappa_processor::sql::SqlType;
 use serde_json::Value;
 
 use crate::dto::statements::ColumnOut;
+use crate::dto::IntoWire;
 
 /// Digits an exact `SUM`/`AVG` of decimals holds (an `i128` of units).
 const DECIMAL_SUM_PRECISION: u32 = 38;
@@ -24,7 +25,7 @@ pub fn columns(plan: &Plan) -> Vec<ColumnOut> {
             .iter()
             .map(|(name, expr)| ColumnOut {
                 name: name.clone(),
-                sql_type: typed.of(expr),
+                sql_type: typed.of(expr).into_wire(),
                 key: false,
             })
             .collect(),
@@ -48,7 +49,7 @@ pub fn columns(plan: &Plan) -> Vec<ColumnOut> {
                 };
                 ColumnOut {
                     name: name.clone(),
-                    sql_type,
+                    sql_type: sql_type.into_wire(),
                     key,
                 }
             })

@@ -23,6 +23,7 @@ use kappa_processor::sql::{self, CreateAs, ObjectKind, ShowWhat, SourceDecl, Sql
 use crate::dto::statements::{
     CreatedOut, DeclaredOut, DescribedOut, DroppedOut, SettingsOut, ShowRow, ShownOut, StatementOut,
 };
+use crate::dto::IntoWire;
 use crate::views::manager::{Change, Swap, ViewSettings};
 use crate::views::{ViewError, ViewManager};
 use sources::Sources;
@@ -114,9 +115,9 @@ impl Executor<'_> {
         Ok(DeclaredOut {
             statement: format!("CREATE {}", kind.to_string().to_uppercase()),
             name,
-            kind,
+            kind: kind.into_wire(),
             topic,
-            status: if created { "created" } else { "unchanged" },
+            status: if created { "created" } else { "unchanged" }.to_string(),
             topic_created,
         })
     }
@@ -160,8 +161,8 @@ impl Executor<'_> {
         Ok(CreatedOut {
             statement,
             name,
-            kind: create.kind,
-            status,
+            kind: create.kind.into_wire(),
+            status: status.to_string(),
             version,
         })
     }
@@ -179,10 +180,10 @@ impl Executor<'_> {
             (None, None) => None,
         };
         let statement = format!("DROP {}", kind.to_string().to_uppercase());
-        let answer = |status| DroppedOut {
+        let answer = |status: &str| DroppedOut {
             statement: statement.clone(),
             name: name.to_string(),
-            status,
+            status: status.to_string(),
         };
         let Some((actual, is_view)) = found else {
             if if_exists {
@@ -219,7 +220,7 @@ impl Executor<'_> {
                 })
                 .collect();
             return ShownOut {
-                statement: "SHOW TOPICS",
+                statement: "SHOW TOPICS".to_string(),
                 rows,
             };
         }
@@ -234,9 +235,9 @@ impl Executor<'_> {
             for decl in catalog.sources.values().filter(|d| d.kind == kind) {
                 rows.push(ShowRow::Declared {
                     name: decl.name.clone(),
-                    kind: decl.kind,
+                    kind: decl.kind.into_wire(),
                     topic: decl.topic.clone(),
-                    defined_by: "declaration",
+                    defined_by: "declaration".to_string(),
                 });
             }
         }
@@ -246,16 +247,19 @@ impl Executor<'_> {
             if wanted.is_none_or(|w| w == kind) && (wanted.is_some() || view.is_table()) {
                 rows.push(ShowRow::Query {
                     name: view.name.clone(),
-                    kind,
+                    kind: kind.into_wire(),
                     topic: view.output_topic().map(str::to_string),
                     source_topic: view.served.plan.source.topic.clone(),
-                    defined_by: "query",
+                    defined_by: "query".to_string(),
                     version: view.served.version,
                 });
             }
         }
         rows.sort_by(|a, b| a.name().cmp(b.name()));
-        ShownOut { statement, rows }
+        ShownOut {
+            statement: statement.to_string(),
+            rows,
+        }
     }
 
     fn describe(&self, name: &str) -> Result<DescribedOut, StatementError> {
@@ -266,7 +270,7 @@ impl Executor<'_> {
             .collect();
         if let Some(view) = catalog.views.get(name) {
             return Ok(DescribedOut {
-                statement: "DESCRIBE",
+                statement: "DESCRIBE".to_string(),
                 name: name.to_string(),
                 view: Some(self.views.describe(name)?),
                 columns: Some(describe::columns(&view.served.plan)),
@@ -280,12 +284,12 @@ impl Executor<'_> {
             .get(name)
             .ok_or_else(|| ViewError::UnknownView(name.to_string()))?;
         Ok(DescribedOut {
-            statement: "DESCRIBE",
+            statement: "DESCRIBE".to_string(),
             name: name.to_string(),
             view: None,
             columns: None,
             settings: None,
-            source: Some(decl.clone()),
+            source: Some(decl.clone().into_wire()),
             defaults,
         })
     }
@@ -310,10 +314,10 @@ fn settings(plan: &Plan) -> SettingsOut {
         watermark_delay_ms: plan.source.out_of_orderness_ms,
         idle_timeout_ms: plan.source.idle_timeout_ms,
         max_future_ms: plan.source.max_future_ms,
-        window: window.map(|w| w.window),
+        window: window.map(|w| w.window.into_wire()),
         grace_ms: window.map(|w| w.grace_ms),
-        emit: window.map(|w| w.emit),
-        late_events: plan.late.clone(),
+        emit: window.map(|w| w.emit.into_wire()),
+        late_events: plan.late.clone().into_wire(),
         dedup_ttl_ms: plan.dedup.as_ref().map(|d| d.ttl_ms),
     }
 }

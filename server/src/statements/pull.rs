@@ -17,6 +17,7 @@ use super::{Executor, StatementError};
 pub const MAX_PULL_QUERY_SCANNED: usize = 1_000_000;
 use crate::dto::statements::SelectedOut;
 use crate::dto::{RowOut, RowsOut};
+use crate::views::RowsOutExt;
 use crate::views::{RowsRequest, ViewError, MAX_ROWS_PER_PAGE};
 
 impl Executor<'_> {
@@ -52,7 +53,7 @@ impl Executor<'_> {
             out.columns = selected_columns(&out.columns, selected);
         }
         Ok(SelectedOut {
-            statement: "SELECT",
+            statement: "SELECT".to_string(),
             rows: out,
             truncated,
         })

@@ -21,7 +21,8 @@ use super::manager::{lock, scope, ViewManager};
 use super::supervisor::RATE_WINDOW;
 use super::{Result, ViewError};
 use crate::dto::{
-    BuildOut, BuildProgressOut, GraceOut, VersionOut, ViewOut, ViewPartitionOut, WorkerOut,
+    AsOfOut, BuildOut, BuildProgressOut, GraceOut, IntoWire, PartitionOffset, RowOut, RowsOut,
+    VersionOut, ViewOut, ViewPartitionOut, WorkerOut,
 };
 
 /// Longest slice of a read-your-writes wait before the served version is
@@ -348,13 +349,13 @@ impl ViewManager {
             _ => None,
         };
         let mut out = view_out(&view, served, building_version);
-        out.replay_horizon = super::horizon::horizon(&self.log, &view.served);
+        out.replay_horizon = super::horizon::horizon(&self.log, &view.served).into();
         let keeping = self.keeping(&view);
         (out.keep_versions, out.version_grace_ms) = (keeping.versions, keeping.grace_ms);
         if let Some(r) = &retry {
             // Known in memory even when the catalog could not be written.
             if out.failure.as_ref().is_none_or(|f| f.version != r.version) {
-                out.failure = Some(super::catalog::Failure {
+                out.failure = Some(crate::dto::Failure {
                     version: r.version,
                     reason: r.reason.clone(),
                     at_ms: r.failed_at_ms,
@@ -362,7 +363,7 @@ impl ViewManager {
                 });
             }
         }
-        out.retry = retry;
+        out.retry = retry.map(Into::into);
         Ok(out)
     }
 
@@ -453,7 +454,7 @@ impl ViewManager {
                 };
                 WorkerOut {
                     worker: w.worker,
-                    role: w.role,
+                    role: w.role.into_wire(),
                     events: w.events,
                     rate_per_second: w.rate_per_second,
                     lag,
@@ -539,7 +540,7 @@ fn build_out(
         } else {
             crate::dto::SwapMode::Auto
         },
-        start: b.entry.start.clone(),
+        start: b.entry.start.clone().into_wire(),
         start_offsets: b.start_offsets.clone(),
         target_offsets: b.target_offsets.clone(),
         progress: BuildProgressOut {
@@ -587,11 +588,11 @@ fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) ->
     };
     ViewOut {
         name: view.name.clone(),
-        kind: if view.is_table() { "table" } else { "stream" },
+        kind: if view.is_table() { "table" } else { "stream" }.to_string(),
         sql: view.served.sql.clone(),
         source_topic: view.served.plan.source.topic.clone(),
         output_topic: view.output_topic().map(str::to_string),
-        status,
+        status: status.to_string(),
         served_version: served,
         building_version: building,
         grace_versions: view
@@ -605,9 +606,9 @@ fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) ->
             .collect(),
         keep_versions: 0,
         version_grace_ms: 0,
-        failure: view.failure.clone(),
+        failure: view.failure.clone().map(Into::into),
         retry: None,
-        replay_horizon: super::horizon::ReplayHorizon {
+        replay_horizon: crate::dto::ReplayHorizon {
             complete: true,
             topics: Vec::new(),
         },
@@ -621,4 +622,98 @@ fn format_offsets(offsets: &[u64]) -> String {
         .map(|(p, o)| format!("{p}:{o}"))
         .collect();
     format!("[{}]", parts.join(","))
+}
+
+// The view catalog's types in their wire form (this module builds the
+// views' answers; `crate::dto` knows nothing of the views).
+
+impl From<super::catalog::Failure> for crate::dto::Failure {
+    fn from(f: super::catalog::Failure) -> Self {
+        crate::dto::Failure {
+            version: f.version,
+            reason: f.reason,
+            at_ms: f.at_ms,
+            during_build: f.during_build,
+        }
+    }
+}
+
+impl From<super::retry::Retry> for crate::dto::Retry {
+    fn from(r: super::retry::Retry) -> Self {
+        crate::dto::Retry {
+            version: r.version,
+            reason: r.reason,
+            failed_at_ms: r.failed_at_ms,
+            attempts: r.attempts,
+            next_attempt_ms: r.next_attempt_ms,
+        }
+    }
+}
+
+impl From<super::horizon::ReplayHorizon> for crate::dto::ReplayHorizon {
+    fn from(h: super::horizon::ReplayHorizon) -> Self {
+        crate::dto::ReplayHorizon {
+            complete: h.complete,
+            topics: h
+                .topics
+                .into_iter()
+                .map(|t| crate::dto::TopicHorizon {
+                    topic: t.topic,
+                    role: t.role.to_string(),
+                    partitions: t
+                        .partitions
+                        .into_iter()
+                        .map(|p| crate::dto::PartitionHorizon {
+                            partition: p.partition,
+                            earliest_offset: p.earliest_offset,
+                            earliest_append_ms: p.earliest_append_ms,
+                            first_seen: p.first_seen,
+                            missing: p.missing,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The wire form of a rows answer.
+pub trait RowsOutExt {
+    /// The rows answer of `view`.
+    fn from_answer(view: String, answer: RowsAnswer) -> RowsOut;
+}
+
+impl RowsOutExt for RowsOut {
+    fn from_answer(view: String, answer: RowsAnswer) -> RowsOut {
+        RowsOut {
+            view,
+            version: answer.version,
+            columns: answer.columns,
+            rows: answer
+                .rows
+                .into_iter()
+                .map(|r| RowOut {
+                    key: r.key,
+                    window_start: r.window_start,
+                    window_end: r.window_end,
+                    row: r.row,
+                })
+                .collect(),
+            next_cursor: answer.next_cursor.as_deref().map(crate::dto::cursor_text),
+            as_of: AsOfOut {
+                offsets: answer
+                    .as_of
+                    .offsets
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &offset)| PartitionOffset {
+                        partition: p as u32,
+                        offset,
+                    })
+                    .collect(),
+                watermark: answer.as_of.watermark,
+            },
+            catching_up: answer.catching_up,
+        }
+    }
 }
