@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::bail;
-use serde::Deserialize;
+use kappa_wire::{GroupOffsetsOut, GroupsOut, OffsetsResponse, ResetRequest};
 use serde_json::{json, Value};
 
 use super::http::{self, segment, Client};
@@ -82,51 +82,6 @@ pub fn parse_reset_to(text: &str) -> Result<ResetTo, String> {
     }
 }
 
-#[derive(Deserialize)]
-struct GroupList {
-    groups: Vec<String>,
-}
-
-/// The answer of `GET /v1/groups/{group}/offsets`.
-#[derive(Debug, Deserialize)]
-pub struct GroupOffsets {
-    /// Per-topic offsets.
-    pub topics: Vec<TopicOffsets>,
-}
-
-/// A group's offsets on one topic.
-#[derive(Debug, Deserialize)]
-pub struct TopicOffsets {
-    /// Topic name.
-    pub topic: String,
-    /// One entry per partition.
-    pub partitions: Vec<PartitionOffsets>,
-}
-
-/// A group's offset on one partition.
-#[derive(Debug, Deserialize)]
-pub struct PartitionOffsets {
-    /// Partition number.
-    pub partition: u32,
-    /// Committed offset, `None` when the group never committed here.
-    pub committed: Option<u64>,
-    /// The partition's end offset.
-    pub end_offset: u64,
-    /// End minus the group's position.
-    pub lag: u64,
-}
-
-#[derive(Deserialize)]
-struct ResetAnswer {
-    offsets: Vec<NewOffset>,
-}
-
-#[derive(Deserialize)]
-struct NewOffset {
-    partition: u32,
-    offset: u64,
-}
-
 /// Runs a groups subcommand, printing to `out`.
 pub fn run(client: &Client, command: GroupsCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     match command {
@@ -135,7 +90,7 @@ pub fn run(client: &Client, command: GroupsCommand, out: &mut dyn Write) -> anyh
             if json {
                 writeln!(out, "{}", body.trim_end())?;
             } else {
-                for group in http::parse::<GroupList>("/v1/groups", &body)?.groups {
+                for group in http::parse::<GroupsOut>("/v1/groups", &body)?.groups {
                     writeln!(out, "{group}")?;
                 }
             }
@@ -144,7 +99,7 @@ pub fn run(client: &Client, command: GroupsCommand, out: &mut dyn Write) -> anyh
             let path = format!("/v1/groups/{}/offsets", segment(&group));
             let query: Vec<_> = topic.into_iter().map(|t| ("topic", t)).collect();
             let body = client.get(&path, &query)?;
-            let offsets: GroupOffsets = http::parse(&path, &body)?;
+            let offsets: GroupOffsetsOut = http::parse(&path, &body)?;
             let committed = offsets
                 .topics
                 .iter()
@@ -161,8 +116,11 @@ pub fn run(client: &Client, command: GroupsCommand, out: &mut dyn Write) -> anyh
         }
         GroupsCommand::Reset { group, topic, to } => {
             let path = format!("/v1/groups/{}/reset", segment(&group));
-            let body = json!({"topic": topic, "to": to.to_json()});
-            let answer: ResetAnswer = http::parse(&path, &client.post_json(&path, &body)?)?;
+            let body = serde_json::to_value(ResetRequest {
+                topic: topic.clone(),
+                to: to.to_json(),
+            })?;
+            let answer: OffsetsResponse = http::parse(&path, &client.post_json(&path, &body)?)?;
             writeln!(out, "reset group {group} on topic {topic}:")?;
             let mut table = Table::new(&[("PARTITION", Align::Right), ("OFFSET", Align::Right)]);
             for o in answer.offsets {
@@ -178,7 +136,7 @@ pub fn run(client: &Client, command: GroupsCommand, out: &mut dyn Write) -> anyh
 /// by its commits and answers the offsets of any other name with no topics
 /// (or, for `?topic=`, with no commits), so the client tells them apart.
 fn check_known(client: &Client, group: &str) -> anyhow::Result<()> {
-    let groups = client.get_json::<GroupList>("/v1/groups", &[])?.groups;
+    let groups = client.get_json::<GroupsOut>("/v1/groups", &[])?.groups;
     if groups.iter().any(|g| g == group) {
         return Ok(());
     }
@@ -191,7 +149,7 @@ fn check_known(client: &Client, group: &str) -> anyhow::Result<()> {
 }
 
 /// The `groups offsets` table; a partition without a commit shows `-`.
-pub fn render_offsets(offsets: &GroupOffsets) -> String {
+pub fn render_offsets(offsets: &GroupOffsetsOut) -> String {
     let mut table = Table::new(&[
         ("TOPIC", Align::Left),
         ("PARTITION", Align::Right),
@@ -237,7 +195,7 @@ mod tests {
 
     #[test]
     fn renders_offsets() {
-        let offsets: GroupOffsets = serde_json::from_str(
+        let offsets: GroupOffsetsOut = serde_json::from_str(
             r#"{"group":"g","topics":[{"topic":"orders","partitions":[
                 {"partition":0,"committed":18,"start_offset":0,"end_offset":20,"lag":2},
                 {"partition":1,"committed":null,"start_offset":3,"end_offset":1000,"lag":997}]}]}"#,

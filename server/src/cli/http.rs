@@ -18,7 +18,6 @@ use anyhow::{anyhow, bail, Context};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use tokio_rustls::rustls;
 
 /// How many times one request is retried after `503` with `Retry-After`.
@@ -54,28 +53,14 @@ impl fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    code: String,
-    message: String,
-    #[serde(default)]
-    line: Option<u64>,
-    #[serde(default)]
-    column: Option<u64>,
-}
-
 /// Decodes an error answer. Bodies that are not the API's error shape (e.g. from
 /// a proxy) become the code `http_<status>` with the start of the body as message.
 pub fn decode_error(status: u16, body: &str) -> ApiError {
-    if let Ok(parsed) = serde_json::from_str::<ErrorBody>(body) {
+    if let Ok(parsed) = serde_json::from_str::<kappa_wire::admin::ErrorBody>(body) {
+        let detail = |name: &str| parsed.error.details.get(name).and_then(|v| v.as_u64());
         return ApiError {
             status,
-            position: parsed.error.line.zip(parsed.error.column),
+            position: detail("line").zip(detail("column")),
             code: parsed.error.code,
             message: parsed.error.message,
         };

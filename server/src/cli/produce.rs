@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::http::{self, Client};
@@ -111,13 +110,6 @@ impl Summary {
         }
         line
     }
-}
-
-#[derive(Deserialize)]
-struct ProduceAnswer {
-    records: Vec<Value>,
-    #[serde(default)]
-    duplicate: bool,
 }
 
 /// Runs `kappa produce`, printing the summary to `out`.
@@ -252,7 +244,7 @@ impl Producer<'_> {
         let answer = self
             .client
             .post(&self.path, "application/x-ndjson", body, &headers)?;
-        let answer: ProduceAnswer = http::parse(&self.path, &answer)?;
+        let answer: kappa_wire::ProduceResponse = http::parse(&self.path, &answer)?;
         if answer.records.len() != count {
             bail!(
                 "batch {number}: sent {count} records but the server acknowledged {}",
@@ -394,7 +386,7 @@ mod tests {
     fn values_are_wrapped_as_records() {
         let server = FakeServer::start(vec![Canned::json(
             200,
-            r#"{"topic":"t","records":[{"partition":0,"offset":0},{"partition":0,"offset":1}]}"#,
+            r#"{"topic":"t","records":[{"partition":0,"offset":0},{"partition":0,"offset":1}],"duplicate":false}"#,
         )]);
         let client = Client::new(&server.url);
         let hidden = ProgressBar::hidden();

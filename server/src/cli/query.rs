@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use serde::Deserialize;
+use kappa_wire::{RowOut, RowsOut};
 use serde_json::Value;
 
 use super::http::{self, Client};
@@ -44,71 +44,6 @@ pub struct QueryArgs {
     pub json: bool,
 }
 
-/// One row of a view.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Row {
-    /// The row's key.
-    pub key: String,
-    /// Window start (ms), windowed views only.
-    #[serde(default)]
-    pub window_start: Option<i64>,
-    /// Window end (ms), windowed views only.
-    #[serde(default)]
-    pub window_end: Option<i64>,
-    /// The row's columns.
-    #[serde(default)]
-    pub row: Value,
-}
-
-/// One input partition's committed offset.
-#[derive(Debug, Clone, Deserialize)]
-pub struct AsOfOffset {
-    /// Partition.
-    pub partition: u32,
-    /// Offset: every record before it is in the rows.
-    pub offset: u64,
-}
-
-/// The input position the rows reflect.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct AsOf {
-    /// Per partition.
-    #[serde(default)]
-    pub offsets: Vec<AsOfOffset>,
-    /// Committed watermark (ms).
-    #[serde(default)]
-    pub watermark: Option<i64>,
-}
-
-/// A rows answer (`GET /v1/views/{view}/rows`, or a pull query's result).
-#[derive(Debug, Clone, Deserialize)]
-pub struct RowsAnswer {
-    /// The view.
-    #[serde(default)]
-    pub view: String,
-    /// The version read.
-    #[serde(default)]
-    pub version: u64,
-    /// The columns in SELECT order (older servers send none).
-    #[serde(default)]
-    pub columns: Vec<String>,
-    /// The rows.
-    #[serde(default)]
-    pub rows: Vec<Row>,
-    /// Set when more rows follow.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
-    /// Set by a pull query when more rows matched than it answered.
-    #[serde(default)]
-    pub truncated: bool,
-    /// The input position of the rows.
-    #[serde(default)]
-    pub as_of: AsOf,
-    /// The version read has not reached its input's end once: partial rows.
-    #[serde(default)]
-    pub catching_up: bool,
-}
-
 /// The query parameters of `args`.
 pub fn query_params(args: &QueryArgs) -> Vec<(&'static str, String)> {
     let mut query = Vec::new();
@@ -137,16 +72,16 @@ pub fn run(client: &Client, args: QueryArgs, out: &mut dyn Write) -> anyhow::Res
         writeln!(out, "{}", body.trim_end())?;
         return Ok(());
     }
-    let answer: RowsAnswer = http::parse(&path, &body)?;
+    let answer: RowsOut = http::parse(&path, &body)?;
     out.write_all(render_rows(&answer.rows, &answer.columns).as_bytes())?;
-    writeln!(out, "{}", summary(&answer))?;
+    writeln!(out, "{}", summary(&answer, false))?;
     Ok(())
 }
 
 /// The row table: `KEY`, the window bounds (windowed views), then the row's
 /// columns in `order` (the view's SELECT order; any others after them),
 /// leaving out those that only repeat the key or a window bound.
-pub fn render_rows(rows: &[Row], order: &[String]) -> String {
+pub fn render_rows(rows: &[RowOut], order: &[String]) -> String {
     let windowed = rows.iter().any(|r| r.window_start.is_some());
     let mut columns: Vec<String> = Vec::new();
     for row in rows {
@@ -204,7 +139,7 @@ pub fn render_rows(rows: &[Row], order: &[String]) -> String {
     table.render()
 }
 
-fn repeats_key_or_window(row: &Row, value: &Value) -> bool {
+fn repeats_key_or_window(row: &RowOut, value: &Value) -> bool {
     match value {
         Value::String(s) => *s == row.key,
         Value::Number(n) => {
@@ -224,8 +159,9 @@ pub fn cell(value: &Value) -> String {
     }
 }
 
-/// `3 rows of purchase_stats version 1, as of offsets 0:120 1:33, watermark …`.
-pub fn summary(answer: &RowsAnswer) -> String {
+/// `3 rows of purchase_stats version 1, as of offsets 0:120 1:33, watermark …`;
+/// `truncated`: a pull query matched more rows than it answered.
+pub fn summary(answer: &RowsOut, truncated: bool) -> String {
     let n = answer.rows.len();
     let offsets: Vec<String> = answer
         .as_of
@@ -245,7 +181,7 @@ pub fn summary(answer: &RowsAnswer) -> String {
             offsets.join(" ")
         },
     );
-    if answer.next_cursor.is_some() || answer.truncated {
+    if answer.next_cursor.is_some() || truncated {
         text.push_str(" (more rows match: raise --limit)");
     }
     if answer.catching_up {
@@ -259,7 +195,7 @@ mod tests {
     use super::*;
     use crate::cli::testserver::{Canned, FakeServer};
 
-    const ROWS: &str = r#"{"view": "purchase_stats", "version": 1,
+    const ROWS: &str = r#"{"view": "purchase_stats", "version": 1, "columns": [],
  "rows": [{"key": "u1", "window_start": 1767225600000, "window_end": 1767225900000,
            "row": {"user_id": "u1", "window_start": 1767225600000, "window_end": 1767225900000,
                    "purchase_count": 2, "total_amount": 15.5, "avg_amount": 7.75}}],
@@ -268,14 +204,14 @@ mod tests {
 
     #[test]
     fn renders_rows_without_repeating_key_and_window() {
-        let answer: RowsAnswer = serde_json::from_str(ROWS).unwrap();
+        let answer: RowsOut = serde_json::from_str(ROWS).unwrap();
         assert_eq!(
             render_rows(&answer.rows, &answer.columns),
             "KEY  WINDOW_START              WINDOW_END                avg_amount  purchase_count  total_amount\n\
              u1   2026-01-01T00:00:00.000Z  2026-01-01T00:05:00.000Z        7.75               2          15.5\n"
         );
         assert_eq!(
-            summary(&answer),
+            summary(&answer, false),
             "1 row of purchase_stats version 1, as of offsets 0:1200 1:7 (partition:offset), \
              watermark 2025-12-31T23:59:55.000Z"
         );
@@ -287,13 +223,15 @@ mod tests {
             "\"next_cursor\": null,",
             "\"next_cursor\": null, \"catching_up\": true,",
         );
-        let answer: RowsAnswer = serde_json::from_str(&text).unwrap();
-        assert!(summary(&answer).ends_with("still catching up with its input: rows are partial"));
+        let answer: RowsOut = serde_json::from_str(&text).unwrap();
+        assert!(
+            summary(&answer, false).ends_with("still catching up with its input: rows are partial")
+        );
     }
 
     #[test]
     fn renders_unwindowed_and_plain_rows() {
-        let rows: Vec<Row> = serde_json::from_str(
+        let rows: Vec<RowOut> = serde_json::from_str(
             r#"[{"key": "a", "row": {"n": 1, "tag": "x"}}, {"key": "b", "row": 5}]"#,
         )
         .unwrap();
@@ -305,7 +243,7 @@ mod tests {
 
     #[test]
     fn columns_follow_the_select_order() {
-        let mut answer: RowsAnswer = serde_json::from_str(ROWS).unwrap();
+        let mut answer: RowsOut = serde_json::from_str(ROWS).unwrap();
         answer.columns = [
             "user_id",
             "window_start",

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Deserialize;
+use kappa_wire::ViewOut;
 use serde_json::{json, Value};
 
 use super::http::Client;
-use super::views::{progress_text, rate_text, view_path, ViewInfo};
+use super::views::{progress_text, rate_text, view_path};
 
 /// How often the build's progress is fetched.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -70,14 +70,6 @@ pub struct ReplayArgs {
     pub manual: bool,
 }
 
-#[derive(Debug, Deserialize)]
-struct Started {
-    #[serde(default)]
-    building_version: Option<u64>,
-    #[serde(default)]
-    served_version: Option<u64>,
-}
-
 /// The body of `POST /v1/views/{view}/replay`.
 pub fn replay_body(from: &ReplayFrom, allow_truncated: bool) -> Value {
     let mut body = match from {
@@ -98,7 +90,7 @@ pub fn run(client: &Client, args: ReplayArgs, out: &mut dyn Write) -> anyhow::Re
         request["swap"] = json!("manual");
     }
     let body = client.post_json(&path, &request)?;
-    let started: Started = super::http::parse(&path, &body)?;
+    let started: kappa_wire::ReplayOut = super::http::parse(&path, &body)?;
     let version = match (started.building_version, started.served_version) {
         (Some(v), _) => v,
         (None, Some(v)) => {
@@ -168,7 +160,7 @@ pub enum Outcome {
 
 /// What one look at the view says about the build of `version`: the outcome
 /// when it is over, else None.
-pub fn check(view: &ViewInfo, version: u64) -> Option<Outcome> {
+pub fn check(view: &ViewOut, version: u64) -> Option<Outcome> {
     if let Some(f) = &view.failure {
         if f.version == version {
             return Some(Outcome::Failed(f.reason.clone()));
@@ -201,7 +193,7 @@ fn follow(
 ) -> anyhow::Result<Outcome> {
     let path = view_path(view);
     loop {
-        let info: ViewInfo = client.get_json(&path, &[])?;
+        let info: ViewOut = client.get_json(&path, &[])?;
         if let Some(outcome) = check(&info, version) {
             return Ok(outcome);
         }
@@ -238,7 +230,7 @@ impl Reporter {
         }
     }
 
-    fn update(&mut self, p: &super::views::Progress) {
+    fn update(&mut self, p: &kappa_wire::BuildProgressOut) {
         match &self.bar {
             Some(bar) => {
                 bar.set_length(p.total);
@@ -266,7 +258,7 @@ mod tests {
     use super::*;
     use crate::cli::testserver::{Canned, FakeServer};
 
-    fn view(served: u64, building: Option<u64>, failure: Option<u64>) -> ViewInfo {
+    fn view(served: u64, building: Option<u64>, failure: Option<u64>) -> ViewOut {
         let mut v: Value = serde_json::from_str(crate::cli::views::tests::VIEW).unwrap();
         v["served_version"]["version"] = json!(served);
         match building {

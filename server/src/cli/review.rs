@@ -3,25 +3,18 @@
 
 use std::io::Write;
 
-use serde::Deserialize;
+use kappa_wire::{DiffOut, ServedOut};
 use serde_json::json;
 
 use super::http::Client;
 use super::views::view_path;
-
-/// The answer of promote and rollback.
-#[derive(Debug, Deserialize)]
-struct Served {
-    served_version: u64,
-    previous_version: u64,
-}
 
 /// `POST /v1/views/{view}/{action}` (`promote` or `rollback`), printing
 /// which version now serves.
 pub fn run(client: &Client, view: &str, action: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let path = format!("{}/{action}", view_path(view));
     let body = client.post_json(&path, &json!({}))?;
-    let served: Served = super::http::parse(&path, &body)?;
+    let served: ServedOut = super::http::parse(&path, &body)?;
     writeln!(
         out,
         "{view}: version {} is served (version {} is kept for rollback while its grace lasts)",
@@ -45,37 +38,33 @@ pub fn diff(
     let mut query = vec![("limit", limit.to_string())];
     query.extend(base.map(|b| ("base", b.to_string())));
     query.extend(candidate.map(|c| ("candidate", c.to_string())));
-    let answer: serde_json::Value = client.get_json(&path, &query)?;
-    let n = |k: &str| answer[k].as_u64().unwrap_or(0);
+    let answer: DiffOut = client.get_json(&path, &query)?;
     writeln!(
         out,
         "{view}: version {} against version {}: {} added, {} removed, {} changed, {} unchanged",
-        answer["candidate"]["version"],
-        answer["base"]["version"],
-        n("added"),
-        n("removed"),
-        n("changed"),
-        n("unchanged")
+        answer.candidate.version,
+        answer.base.version,
+        answer.added,
+        answer.removed,
+        answer.changed,
+        answer.unchanged
     )?;
-    for e in answer["examples"].as_array().into_iter().flatten() {
-        let window = match (e["window_start"].as_i64(), e["window_end"].as_i64()) {
+    for e in &answer.examples {
+        let window = match (e.window_start, e.window_end) {
             (Some(s), Some(end)) => format!(" [{s}, {end})"),
             _ => String::new(),
         };
-        let side = |v: &serde_json::Value| {
-            if v.is_null() {
-                "-".to_string()
-            } else {
-                v.to_string()
-            }
+        let side = |v: &Option<serde_json::Value>| match v {
+            None | Some(serde_json::Value::Null) => "-".to_string(),
+            Some(v) => v.to_string(),
         };
         writeln!(
             out,
             "  {:<8} {}{window}: {} -> {}",
-            e["change"].as_str().unwrap_or("?"),
-            e["key"].as_str().unwrap_or("?"),
-            side(&e["base"]),
-            side(&e["candidate"])
+            e.change,
+            e.key,
+            side(&e.base),
+            side(&e.candidate)
         )?;
     }
     Ok(())

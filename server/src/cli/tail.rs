@@ -11,12 +11,13 @@ use std::sync::mpsc::{self, SyncSender};
 use std::thread;
 
 use anyhow::bail;
+use kappa_wire::TopicOut;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::http::{segment, Client};
-use super::topics::{self, TopicDescription};
+use super::topics;
 
 /// How long one read waits for records to arrive (the server allows up to 30 s).
 const LONG_POLL_MS: u64 = 10_000;
@@ -162,7 +163,7 @@ pub fn run(client: &Client, args: TailArgs, out: &mut dyn Write) -> anyhow::Resu
 fn tail_partitions(
     client: &Client,
     args: &TailArgs,
-    topic: &TopicDescription,
+    topic: &TopicOut,
     sink: &mut Sink,
 ) -> anyhow::Result<()> {
     let chosen: Vec<_> = match args.partition {
@@ -278,7 +279,7 @@ struct PartitionOffset {
 fn tail_group(
     client: &Client,
     args: &TailArgs,
-    topic: &TopicDescription,
+    topic: &TopicOut,
     group: &str,
     sink: &mut Sink,
 ) -> anyhow::Result<()> {
@@ -340,7 +341,8 @@ mod tests {
     use crate::cli::testserver::{Canned, FakeServer};
     use serde_json::Value;
 
-    const DESCRIBE: &str = r#"{"name":"t","config":{},"partitions":[
+    const DESCRIBE: &str = r#"{"name":"t","config":{"partitions":1,"segment_bytes":1,"segment_ms":1,
+        "retention_ms":null,"retention_bytes":null,"fsync":"always","fsync_interval_ms":1},"partitions":[
         {"partition":0,"start_offset":0,"end_offset":3,"bytes":1,"segment_count":1}]}"#;
 
     fn args(extra: &[&str]) -> TailArgs {

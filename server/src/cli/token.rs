@@ -10,7 +10,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::http::{segment, Client};
@@ -62,27 +61,14 @@ pub enum TokenCommand {
     },
 }
 
-#[derive(Deserialize)]
-struct TokenList {
-    tokens: Vec<ListedToken>,
-}
-
-#[derive(Deserialize, serde::Serialize)]
-struct ListedToken {
-    name: String,
-    grants: Vec<String>,
-    #[serde(default)]
-    created_at_ms: Option<u64>,
-    source: String,
-}
-
-impl From<TokenInfo> for ListedToken {
+impl From<TokenInfo> for kappa_wire::admin::TokenInfo {
     fn from(t: TokenInfo) -> Self {
-        ListedToken {
+        kappa_wire::admin::TokenInfo {
             name: t.name,
             grants: t.grants,
             created_at_ms: t.created_at_ms,
             source: t.source.to_string(),
+            produce_records_per_second: t.produce_records_per_second,
         }
     }
 }
@@ -130,9 +116,13 @@ pub fn run(client: &Client, command: TokenCommand, out: &mut impl Write) -> anyh
             }
         }
         TokenCommand::List { data_dir, json } => {
-            let tokens: Vec<ListedToken> = match data_dir {
+            let tokens: Vec<kappa_wire::admin::TokenInfo> = match data_dir {
                 Some(dir) => offline(&dir)?.list().into_iter().map(Into::into).collect(),
-                None => client.get_json::<TokenList>("/v1/tokens", &[])?.tokens,
+                None => {
+                    client
+                        .get_json::<kappa_wire::admin::TokensOut>("/v1/tokens", &[])?
+                        .tokens
+                }
             };
             if json {
                 writeln!(

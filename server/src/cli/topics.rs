@@ -4,8 +4,8 @@ use std::io::Write;
 
 use anyhow::bail;
 use indicatif::HumanBytes;
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use kappa_wire::{AlterTopic, CreateTopic, FsyncPolicy, TopicOut, TopicsOut};
+use serde_json::{Map, Value};
 
 use super::http::{self, segment, Client};
 use super::table::{Align, Table};
@@ -45,6 +45,16 @@ pub enum Limit {
     Unlimited,
     /// This many milliseconds or bytes.
     Value(u64),
+}
+
+impl Limit {
+    /// The limit as a request field: `None` for no limit (JSON `null`).
+    pub fn value(self) -> Option<u64> {
+        match self {
+            Limit::Unlimited => None,
+            Limit::Value(v) => Some(v),
+        }
+    }
 }
 
 /// Parses a [`Limit`]: a non-negative integer or `none`.
@@ -110,38 +120,6 @@ pub struct AlterArgs {
     pub retention_bytes: Option<Limit>,
 }
 
-/// A topic as the server describes it.
-#[derive(Debug, Deserialize)]
-pub struct TopicDescription {
-    /// Topic name.
-    pub name: String,
-    /// The topic's configuration, as the server reports it.
-    #[serde(default)]
-    pub config: Map<String, Value>,
-    /// Offsets and sizes of each partition.
-    pub partitions: Vec<PartitionInfo>,
-}
-
-/// One partition of a [`TopicDescription`].
-#[derive(Debug, Deserialize)]
-pub struct PartitionInfo {
-    /// Partition number.
-    pub partition: u32,
-    /// First offset still stored.
-    pub start_offset: u64,
-    /// Offset the next record will get.
-    pub end_offset: u64,
-    /// Bytes on disk.
-    pub bytes: u64,
-    /// Number of segment files.
-    pub segment_count: u64,
-}
-
-#[derive(Debug, Deserialize)]
-struct TopicList {
-    topics: Vec<TopicDescription>,
-}
-
 impl TopicsCommand {
     /// The existing topic this command names (not `create`'s new one).
     pub fn topic(&self) -> Option<&str> {
@@ -161,13 +139,13 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
             if json {
                 writeln!(out, "{}", body.trim_end())?;
             } else {
-                let list: TopicList = http::parse("/v1/topics", &body)?;
+                let list: TopicsOut = http::parse("/v1/topics", &body)?;
                 out.write_all(render_list(&list.topics).as_bytes())?;
             }
         }
         TopicsCommand::Create(args) => {
             let body = client.post_json("/v1/topics", &create_body(&args))?;
-            let topic: TopicDescription = http::parse("/v1/topics", &body)?;
+            let topic: TopicOut = http::parse("/v1/topics", &body)?;
             let n = topic.partitions.len();
             writeln!(
                 out,
@@ -182,7 +160,7 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
             if json {
                 writeln!(out, "{}", body.trim_end())?;
             } else {
-                let topic: TopicDescription = http::parse(&path, &body)?;
+                let topic: TopicOut = http::parse(&path, &body)?;
                 out.write_all(render_description(&topic).as_bytes())?;
             }
         }
@@ -191,17 +169,12 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
                 bail!("nothing to change: give --retention-ms and/or --retention-bytes");
             }
             let path = topic_path(&args.name);
-            let mut body = Map::new();
-            for (name, limit) in [
-                ("retention_ms", args.retention_ms),
-                ("retention_bytes", args.retention_bytes),
-            ] {
-                if let Some(limit) = limit {
-                    body.insert(name.into(), limit_json(limit));
-                }
-            }
-            let answer = client.patch_json(&path, &Value::Object(body))?;
-            let topic: TopicDescription = http::parse(&path, &answer)?;
+            let body = AlterTopic {
+                retention_ms: args.retention_ms.map(Limit::value),
+                retention_bytes: args.retention_bytes.map(Limit::value),
+            };
+            let answer = client.patch_json(&path, &serde_json::to_value(body)?)?;
+            let topic: TopicOut = http::parse(&path, &answer)?;
             out.write_all(render_description(&topic).as_bytes())?;
         }
         TopicsCommand::Delete { name } => {
@@ -213,8 +186,8 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
 }
 
 /// Fetches a topic's description.
-pub fn describe(client: &Client, name: &str) -> anyhow::Result<TopicDescription> {
-    let topic: TopicDescription = client.get_json(&topic_path(name), &[])?;
+pub fn describe(client: &Client, name: &str) -> anyhow::Result<TopicOut> {
+    let topic: TopicOut = client.get_json(&topic_path(name), &[])?;
     if topic.partitions.is_empty() {
         bail!("topic {name:?} has no partitions");
     }
@@ -228,43 +201,21 @@ pub fn topic_path(name: &str) -> String {
 
 /// The JSON body of `POST /v1/topics`: the name and only the options given.
 pub fn create_body(args: &CreateArgs) -> Value {
-    let mut body = Map::new();
-    body.insert("name".into(), json!(args.name));
-    let limit = limit_json;
-    let fields = [
-        ("partitions", args.partitions.map(|v| json!(v))),
-        ("segment_bytes", args.segment_bytes.map(|v| json!(v))),
-        ("segment_ms", args.segment_ms.map(|v| json!(v))),
-        ("retention_ms", args.retention_ms.map(limit)),
-        ("retention_bytes", args.retention_bytes.map(limit)),
-        ("fsync", args.fsync.map(|f| json!(fsync_name(f)))),
-        (
-            "fsync_interval_ms",
-            args.fsync_interval_ms.map(|v| json!(v)),
-        ),
-    ];
-    for (name, value) in fields {
-        if let Some(value) = value {
-            body.insert(name.into(), value);
-        }
-    }
-    Value::Object(body)
-}
-
-/// A limit as JSON: a number, or `null` for none.
-fn limit_json(l: Limit) -> Value {
-    match l {
-        Limit::Unlimited => Value::Null,
-        Limit::Value(v) => json!(v),
-    }
-}
-
-fn fsync_name(fsync: Fsync) -> &'static str {
-    match fsync {
-        Fsync::Always => "always",
-        Fsync::Interval => "interval",
-        Fsync::Never => "never",
-    }
+    let body = CreateTopic {
+        name: args.name.clone(),
+        partitions: args.partitions,
+        segment_bytes: args.segment_bytes,
+        segment_ms: args.segment_ms,
+        retention_ms: args.retention_ms.map(Limit::value),
+        retention_bytes: args.retention_bytes.map(Limit::value),
+        fsync: args.fsync.map(|f| match f {
+            Fsync::Always => FsyncPolicy::Always,
+            Fsync::Interval => FsyncPolicy::Interval,
+            Fsync::Never => FsyncPolicy::Never,
+        }),
+        fsync_interval_ms: args.fsync_interval_ms,
+    };
+    serde_json::to_value(body).expect("a request serializes")
 }
 
 fn plural(n: usize) -> &'static str {
@@ -276,7 +227,7 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// The `topics list` table.
-pub fn render_list(topics: &[TopicDescription]) -> String {
+pub fn render_list(topics: &[TopicOut]) -> String {
     let mut table = Table::new(&[
         ("TOPIC", Align::Left),
         ("PARTITIONS", Align::Right),
@@ -297,7 +248,7 @@ pub fn render_list(topics: &[TopicDescription]) -> String {
 }
 
 /// The `topics describe` output: name, configuration line, partition table.
-pub fn render_description(topic: &TopicDescription) -> String {
+pub fn render_description(topic: &TopicOut) -> String {
     const ORDER: [&str; 7] = [
         "partitions",
         "segment_bytes",
@@ -307,11 +258,12 @@ pub fn render_description(topic: &TopicDescription) -> String {
         "fsync",
         "fsync_interval_ms",
     ];
-    let known = ORDER.iter().filter_map(|k| topic.config.get_key_value(*k));
-    let others = topic
-        .config
-        .iter()
-        .filter(|(k, _)| !ORDER.contains(&k.as_str()));
+    let config = match serde_json::to_value(&topic.config) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let known = ORDER.iter().filter_map(|k| config.get_key_value(*k));
+    let others = config.iter().filter(|(k, _)| !ORDER.contains(&k.as_str()));
     let config: Vec<String> = known
         .chain(others)
         .map(|(k, v)| match v {
@@ -348,6 +300,7 @@ mod tests {
     use crate::cli::testserver::{Canned, FakeServer};
     use crate::cli::ClientCommand;
     use clap::Parser;
+    use serde_json::json;
 
     const DESCRIPTION: &str = r#"{"name": "orders",
         "config": {"partitions": 2, "segment_bytes": 134217728, "segment_ms": 604800000,
@@ -400,7 +353,7 @@ mod tests {
 
     #[test]
     fn renders_list_and_description() {
-        let topic: TopicDescription = serde_json::from_str(DESCRIPTION).unwrap();
+        let topic: TopicOut = serde_json::from_str(DESCRIPTION).unwrap();
         assert_eq!(
             render_list(std::slice::from_ref(&topic)),
             "TOPIC   PARTITIONS  END_OFFSETS     BYTES\n\

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use indicatif::HumanBytes;
-use serde::Deserialize;
+use kappa_wire::{BuildOut, BuildProgressOut, VersionOut, ViewOut, ViewsOut};
 use serde_json::Value;
 
 use super::http::{self, segment, Client};
@@ -20,153 +20,6 @@ pub struct ViewsArgs {
     /// Print the server's JSON answer instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// One input partition of a version.
-#[derive(Debug, Clone, Deserialize)]
-pub struct PartitionProgress {
-    /// Partition.
-    pub partition: u32,
-    /// Next input offset to process.
-    pub committed: u64,
-    /// End offset of the input.
-    pub end: u64,
-    /// `end - committed`.
-    pub lag: u64,
-}
-
-/// A live version of a view, as the server describes it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct VersionInfo {
-    /// Version number.
-    pub version: u64,
-    /// Its SQL.
-    #[serde(default)]
-    pub sql: Option<String>,
-    /// When it started (ms).
-    #[serde(default)]
-    pub started_ms: i64,
-    /// True while its processor runs.
-    #[serde(default)]
-    pub running: bool,
-    /// Per input partition.
-    #[serde(default)]
-    pub partitions: Vec<PartitionProgress>,
-    /// Total lag.
-    #[serde(default)]
-    pub lag: u64,
-    /// Committed watermark (ms).
-    #[serde(default)]
-    pub watermark: Option<i64>,
-    /// Approximate bytes of state and rows.
-    #[serde(default)]
-    pub state_bytes: u64,
-    /// Records processed since the server started it.
-    #[serde(default)]
-    pub processed: u64,
-    /// Late records.
-    #[serde(default)]
-    pub late: u64,
-    /// Invalid records skipped.
-    #[serde(default)]
-    pub invalid: u64,
-    /// A served version's first build while it catches up.
-    #[serde(default)]
-    pub catch_up: Option<Progress>,
-}
-
-/// How far a build is.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Progress {
-    /// Records processed since the build started.
-    pub done: u64,
-    /// Records to process in all.
-    pub total: u64,
-    /// Records per second, recently.
-    #[serde(default)]
-    pub rate_records_per_second: f64,
-    /// Estimated time to catch up (ms).
-    #[serde(default)]
-    pub eta_ms: Option<u64>,
-}
-
-/// The version being built.
-#[derive(Debug, Clone, Deserialize)]
-pub struct BuildInfo {
-    /// The version's fields.
-    #[serde(flatten)]
-    pub version: VersionInfo,
-    /// Where it was asked to start.
-    #[serde(default)]
-    pub start: Value,
-    /// Where it started, per partition.
-    #[serde(default)]
-    pub start_offsets: Vec<u64>,
-    /// The input's end offsets when it started.
-    #[serde(default)]
-    pub target_offsets: Vec<u64>,
-    /// Progress.
-    pub progress: Progress,
-}
-
-/// A replaced version still readable.
-#[derive(Debug, Clone, Deserialize)]
-pub struct GraceInfo {
-    /// Version number.
-    pub version: u64,
-    /// When it stops being readable (ms).
-    pub readable_until_ms: i64,
-}
-
-/// The last failure of a view.
-#[derive(Debug, Clone, Deserialize)]
-pub struct FailureInfo {
-    /// The version that failed.
-    pub version: u64,
-    /// Why.
-    pub reason: String,
-    /// When (ms).
-    #[serde(default)]
-    pub at_ms: i64,
-    /// True if a build failed (the served version kept serving).
-    #[serde(default)]
-    pub during_build: bool,
-}
-
-/// A view as `GET /v1/views/{view}` answers it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ViewInfo {
-    /// Name.
-    pub name: String,
-    /// `table` or `stream`.
-    pub kind: String,
-    /// SQL of the served version.
-    #[serde(default)]
-    pub sql: Option<String>,
-    /// Input topic.
-    #[serde(default)]
-    pub source_topic: String,
-    /// Output topic of a stream.
-    #[serde(default)]
-    pub output_topic: Option<String>,
-    /// `running`, `building` or `failed`.
-    pub status: String,
-    /// The version queries read.
-    pub served_version: VersionInfo,
-    /// The version being built.
-    #[serde(default)]
-    pub building_version: Option<BuildInfo>,
-    /// Replaced versions still readable.
-    #[serde(default)]
-    pub grace_versions: Vec<GraceInfo>,
-    /// The last failure.
-    #[serde(default)]
-    pub failure: Option<FailureInfo>,
-}
-
-#[derive(Deserialize)]
-struct ViewList {
-    views: Vec<ViewInfo>,
 }
 
 /// The API path of a view.
@@ -184,10 +37,10 @@ pub fn run(client: &Client, args: ViewsArgs, out: &mut dyn Write) -> anyhow::Res
     if args.json {
         writeln!(out, "{}", body.trim_end())?;
     } else if args.name.is_some() {
-        let view: ViewInfo = http::parse(&path, &body)?;
+        let view: ViewOut = http::parse(&path, &body)?;
         out.write_all(render_description(&view).as_bytes())?;
     } else {
-        let list: ViewList = http::parse(&path, &body)?;
+        let list: ViewsOut = http::parse(&path, &body)?;
         out.write_all(render_list(&list.views).as_bytes())?;
     }
     Ok(())
@@ -199,7 +52,7 @@ pub fn time(ms: i64) -> String {
 }
 
 /// `done/total (p%)`.
-pub fn progress_text(p: &Progress) -> String {
+pub fn progress_text(p: &BuildProgressOut) -> String {
     let percent = if p.total == 0 {
         100.0
     } else {
@@ -209,7 +62,7 @@ pub fn progress_text(p: &Progress) -> String {
 }
 
 /// `5000 rec/s, eta 12s` (the ETA only when known).
-pub fn rate_text(p: &Progress) -> String {
+pub fn rate_text(p: &BuildProgressOut) -> String {
     let mut text = format!("{:.0} rec/s", p.rate_records_per_second);
     if let Some(eta) = p.eta_ms {
         text.push_str(&format!(", eta {}", short_duration(eta)));
@@ -228,7 +81,7 @@ pub fn short_duration(ms: u64) -> String {
 }
 
 /// The `kappa views` table.
-pub fn render_list(views: &[ViewInfo]) -> String {
+pub fn render_list(views: &[ViewOut]) -> String {
     let mut table = Table::new(&[
         ("VIEW", Align::Left),
         ("KIND", Align::Left),
@@ -266,7 +119,7 @@ pub fn render_list(views: &[ViewInfo]) -> String {
     table.render()
 }
 
-fn version_line(label: &str, v: &VersionInfo) -> String {
+fn version_line(label: &str, v: &VersionOut) -> String {
     let watermark = v.watermark.map_or("none yet".into(), time);
     format!(
         "{label}: version {} ({}), started {}, lag {}, watermark {watermark}, state {}, \
@@ -282,7 +135,7 @@ fn version_line(label: &str, v: &VersionInfo) -> String {
     )
 }
 
-fn partitions_table(v: &VersionInfo, build: Option<&BuildInfo>) -> String {
+fn partitions_table(v: &VersionOut, build: Option<&BuildOut>) -> String {
     let mut columns = vec![("  PARTITION", Align::Right)];
     if build.is_some() {
         columns.extend([("START", Align::Right), ("TARGET", Align::Right)]);
@@ -319,7 +172,7 @@ fn indent(text: &str) -> String {
 }
 
 /// The `kappa views NAME` text.
-pub fn render_description(view: &ViewInfo) -> String {
+pub fn render_description(view: &ViewOut) -> String {
     let mut out = format!(
         "view: {} ({}), status {}\n",
         view.name, view.kind, view.status
@@ -342,9 +195,11 @@ pub fn render_description(view: &ViewInfo) -> String {
     }
     out.push_str(&partitions_table(&view.served_version, None));
     if let Some(build) = &view.building_version {
-        let start = match &build.start {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
+        // As the server wrote it: `earliest`, or `{"timestamp":..}`.
+        let start = match serde_json::to_value(&build.start) {
+            Ok(Value::String(s)) => s,
+            Ok(other) => other.to_string(),
+            Err(_) => "?".to_string(),
         };
         out.push_str(&format!(
             "building: version {} from {start}: {}, {}\n",
@@ -395,18 +250,20 @@ pub(crate) mod tests {
  "status": "building",
  "served_version": {"version": 1, "sql": "CREATE TABLE purchase_stats AS ...", "started_ms": 1767225600000, "running": true,
    "partitions": [{"partition": 0, "committed": 1200, "end": 1200, "lag": 0}], "lag": 0,
-   "watermark": 1767225595000, "state_bytes": 81234, "processed": 1200, "late": 1, "invalid": 0},
+   "watermark": 1767225595000, "state_bytes": 81234, "processed": 1200, "late": 1, "invalid": 0,
+   "parallelism": 1, "workers": [], "catching_up": false, "not_keeping_up": false},
  "building_version": {"version": 2, "sql": "CREATE OR REPLACE TABLE purchase_stats AS ...", "started_ms": 1767225700000, "running": true,
    "partitions": [{"partition": 0, "committed": 600, "end": 1200, "lag": 600}], "lag": 600,
    "watermark": null, "state_bytes": 1024, "processed": 600, "late": 0, "invalid": 0,
-   "start": "earliest", "start_offsets": [0], "target_offsets": [1200],
+   "parallelism": 1, "workers": [], "catching_up": true, "not_keeping_up": false,
+   "start": "earliest", "swap": "auto", "ready": false, "start_offsets": [0], "target_offsets": [1200],
    "progress": {"done": 600, "total": 1200, "rate_records_per_second": 5000.0, "eta_ms": 120}},
- "grace_versions": [],
- "failure": null}"#;
+ "grace_versions": [], "keep_versions": 1, "version_grace_ms": 60000,
+ "failure": null, "retry": null, "replay_horizon": {"complete": true, "topics": []}}"#;
 
     #[test]
     fn renders_the_list() {
-        let view: ViewInfo = serde_json::from_str(VIEW).unwrap();
+        let view: ViewOut = serde_json::from_str(VIEW).unwrap();
         assert_eq!(
             render_list(&[view]),
             "VIEW            KIND   STATUS    SERVED  BUILDING  PROGRESS                              LAG\n\
@@ -423,8 +280,8 @@ pub(crate) mod tests {
 
     #[test]
     fn renders_a_description_with_the_build() {
-        let mut view: ViewInfo = serde_json::from_str(VIEW).unwrap();
-        view.failure = Some(FailureInfo {
+        let mut view: ViewOut = serde_json::from_str(VIEW).unwrap();
+        view.failure = Some(kappa_wire::Failure {
             version: 3,
             reason: "boom".into(),
             at_ms: 0,

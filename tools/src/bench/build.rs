@@ -336,7 +336,7 @@ struct BuildState {
     status: String,
     served_version: Positions,
     building_version: Option<serde_json::Value>,
-    failure: Option<views::FailureInfo>,
+    failure: Option<kappa_wire::Failure>,
 }
 
 impl BuildState {

@@ -228,7 +228,11 @@ async fn run_once(
         args,
         version,
         |v| {
-            let Some(b) = v.building_version.as_ref().filter(|b| b.version == version) else {
+            let Some(b) = v
+                .building_version
+                .as_ref()
+                .filter(|b| b.version.version == version)
+            else {
                 return;
             };
             let p = &b.progress;

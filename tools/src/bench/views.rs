@@ -6,7 +6,6 @@
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use hyper::Method;
-use serde::Deserialize;
 
 use super::http::Conn;
 
@@ -26,59 +25,8 @@ pub async fn statements(conn: &mut Conn, sql: &str) -> anyhow::Result<serde_json
     Ok(serde_json::from_slice(&answer.body)?)
 }
 
-/// One version of a view, as `GET /v1/views/{view}` describes it (a subset).
-#[derive(Debug, Clone, Deserialize)]
-pub struct VersionInfo {
-    /// Version number.
-    pub version: u64,
-    /// Sum of its partitions' lag.
-    pub lag: u64,
-    /// Input records processed since the server started it.
-    #[serde(default)]
-    pub processed: u64,
-}
-
-/// How far a build is.
-#[derive(Debug, Clone, Deserialize)]
-pub struct BuildProgress {
-    /// Records processed since the build started.
-    pub done: u64,
-    /// Records to process in all.
-    pub total: u64,
-    /// Records per second over the server's last seconds.
-    pub rate_records_per_second: f64,
-}
-
-/// The version being built.
-#[derive(Debug, Clone, Deserialize)]
-pub struct BuildInfo {
-    /// Version number.
-    pub version: u64,
-    /// Progress.
-    pub progress: BuildProgress,
-}
-
-/// The last failure of a view.
-#[derive(Debug, Clone, Deserialize)]
-pub struct FailureInfo {
-    /// The version that failed.
-    pub version: u64,
-    /// Why.
-    pub reason: String,
-}
-
-/// `GET /v1/views/{view}` (the fields the benchmarks read).
-#[derive(Debug, Clone, Deserialize)]
-pub struct ViewInfo {
-    /// `running`, `building` or `failed`.
-    pub status: String,
-    /// The version queries read.
-    pub served_version: VersionInfo,
-    /// The version being built, if any.
-    pub building_version: Option<BuildInfo>,
-    /// The last failure, if any.
-    pub failure: Option<FailureInfo>,
-}
+/// `GET /v1/views/{view}`: the server's own answer type.
+pub use kappa_wire::ViewOut as ViewInfo;
 
 /// Describes a view; `None` when it does not exist.
 pub async fn describe_view(conn: &mut Conn, view: &str) -> anyhow::Result<Option<ViewInfo>> {
@@ -149,11 +97,6 @@ const ROWS_PAGE: usize = 10_000;
 /// Rows of the served version of `view` and the sum of their `column`
 /// (an integer column; rows without it add nothing), paging through them.
 pub async fn rows_and_sum(conn: &mut Conn, view: &str, column: &str) -> anyhow::Result<(u64, u64)> {
-    #[derive(Deserialize)]
-    struct Page {
-        rows: Vec<serde_json::Value>,
-        next_cursor: Option<String>,
-    }
     let (mut rows, mut sum) = (0u64, 0u64);
     let mut cursor: Option<String> = None;
     loop {
@@ -166,12 +109,13 @@ pub async fn rows_and_sum(conn: &mut Conn, view: &str, column: &str) -> anyhow::
         if !answer.is_success() {
             return Err(answer.error(&format!("reading the rows of {view}")));
         }
-        let page: Page = serde_json::from_slice(&answer.body).context("parsing rows")?;
+        let page: kappa_wire::RowsOut =
+            serde_json::from_slice(&answer.body).context("parsing rows")?;
         rows += page.rows.len() as u64;
         sum += page
             .rows
             .iter()
-            .filter_map(|r| r["row"][column].as_u64())
+            .filter_map(|r| r.row[column].as_u64())
             .sum::<u64>();
         match page.next_cursor {
             Some(c) if !page.rows.is_empty() => cursor = Some(c),
@@ -243,15 +187,21 @@ mod tests {
           "status":"building",
           "served_version":{"version":1,"sql":"x","started_ms":1,"running":true,
             "partitions":[{"partition":0,"committed":5,"end":5,"lag":0}],"lag":0,
-            "watermark":null,"state_bytes":10,"processed":5,"late":0,"invalid":0},
+            "watermark":null,"state_bytes":10,"processed":5,"late":0,"invalid":0,
+            "parallelism":1,"workers":[],"catching_up":false,"not_keeping_up":false},
           "building_version":{"version":2,"sql":"x","started_ms":2,"running":true,
             "partitions":[],"lag":3,"watermark":null,"state_bytes":0,"processed":2,"late":0,
-            "invalid":0,"start":"earliest","start_offsets":[0],"target_offsets":[5],
+            "invalid":0,"parallelism":1,"workers":[],"catching_up":true,"not_keeping_up":false,
+            "start":"earliest","swap":"auto","ready":false,"start_offsets":[0],"target_offsets":[5],
             "progress":{"done":2,"total":5,"rate_records_per_second":10.0,"eta_ms":300}},
-          "grace_versions":[],"failure":null}"#;
+          "grace_versions":[],"keep_versions":1,"version_grace_ms":0,"failure":null,
+          "retry":null,"replay_horizon":{"complete":true,"topics":[]}}"#;
         let v: ViewInfo = serde_json::from_str(text).unwrap();
         assert_eq!(v.served_version.version, 1);
         let b = v.building_version.unwrap();
-        assert_eq!((b.version, b.progress.done, b.progress.total), (2, 2, 5));
+        assert_eq!(
+            (b.version.version, b.progress.done, b.progress.total),
+            (2, 2, 5)
+        );
     }
 }

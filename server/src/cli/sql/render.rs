@@ -2,11 +2,13 @@
 //! `SHOW`, `DESCRIBE` and pull queries, a one-line status for the others.
 //! A result of a shape this client does not know is printed as JSON.
 
+use kappa_wire::statements::SelectedOut;
+use kappa_wire::ViewOut;
 use serde_json::Value;
 
-use crate::cli::query::{self, RowsAnswer};
+use crate::cli::query;
 use crate::cli::table::{Align, Table};
-use crate::cli::views::{self, ViewInfo};
+use crate::cli::views;
 
 /// The text for one statement result, ending in a newline.
 pub fn render(result: &Value) -> String {
@@ -120,11 +122,12 @@ fn show(result: &Value) -> Option<String> {
 
 /// SELECT: the row table and the "as of" line.
 fn select(result: &Value) -> Option<String> {
-    let answer: RowsAnswer = serde_json::from_value(result.clone()).ok()?;
+    let selected: SelectedOut = serde_json::from_value(result.clone()).ok()?;
+    let answer = &selected.rows;
     Some(format!(
         "{}{}\n",
         query::render_rows(&answer.rows, &answer.columns),
-        query::summary(&answer)
+        query::summary(answer, selected.truncated)
     ))
 }
 
@@ -133,7 +136,7 @@ fn select(result: &Value) -> Option<String> {
 /// `key = value` line each.
 fn describe(result: &Value) -> Option<String> {
     let mut out = if result.get("view").is_some() {
-        let view: ViewInfo = serde_json::from_value(result["view"].clone()).ok()?;
+        let view: ViewOut = serde_json::from_value(result["view"].clone()).ok()?;
         let mut out = views::render_description(&view);
         if let Some(columns) = result["columns"].as_array() {
             out.push_str("columns:\n");
@@ -268,6 +271,7 @@ mod tests {
     #[test]
     fn select_is_a_row_table_with_as_of() {
         let text = render(&json!({"statement": "SELECT", "view": "v", "version": 1,
+            "columns": [], "next_cursor": null,
             "rows": [{"key": "u1", "row": {"user_id": "u1", "n": 2}}],
             "as_of": {"offsets": [{"partition": 0, "offset": 3}], "watermark": null},
             "truncated": false}));
@@ -279,8 +283,7 @@ mod tests {
 
     #[test]
     fn describe_lists_columns_and_settings_lines() {
-        let view = json!({"name": "v", "kind": "table", "status": "running",
-            "served_version": {"version": 1}});
+        let view: Value = serde_json::from_str(crate::cli::views::tests::VIEW).unwrap();
         let text = render(&json!({"statement": "DESCRIBE", "name": "v", "view": view,
             "columns": [
                 {"name": "user", "sql_type": {"type": "varchar"}, "key": true},
