@@ -408,6 +408,13 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// The bytes [`Catalog::save`] writes: pretty-printed JSON, no
+    /// trailing newline.
+    pub fn encode(&self) -> Result<Vec<u8>, CatalogError> {
+        serde_json::to_vec_pretty(self)
+            .map_err(|e| CatalogError::Refused(format!("encoding the catalog: {e}")))
+    }
+
     /// Replaces the file at `path` atomically with this catalog, after
     /// checking that it loads back, and writes the same bytes to the
     /// backup beside it.
@@ -418,8 +425,7 @@ impl Catalog {
     /// without a backup; never a backup without a catalog, which
     /// [`Catalog::open`] must refuse as a lost catalog.
     pub fn save(&self, path: &Path) -> Result<(), CatalogError> {
-        let json = serde_json::to_vec_pretty(self)
-            .map_err(|e| CatalogError::Refused(format!("encoding the catalog: {e}")))?;
+        let json = self.encode()?;
         Catalog::decode(&json).map_err(|e| {
             CatalogError::Refused(format!("the catalog would not load back, not saved: {e}"))
         })?;
