@@ -57,7 +57,8 @@ const KAPPA_SOURCES: &[&str] = &[
     "log/Cargo.toml",
     "processor/src",
     "processor/Cargo.toml",
-    "server/openapi.json",
+    "server/wire/src",
+    "server/wire/Cargo.toml",
 ];
 
 /// The workspace root, from `CARGO_MANIFEST_DIR` as set when the test runs

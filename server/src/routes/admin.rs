@@ -1,5 +1,6 @@
-//! Health, readiness, metrics, the OpenAPI document and the web console
-//! (its page, script and styles, compiled in; the page's security headers).
+//! Health, readiness, metrics, the OpenAPI document (built in
+//! `super::openapi`) and the web console (its page, script and styles,
+//! compiled in; the page's security headers).
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -8,9 +9,6 @@ use axum::Json;
 use serde_json::json;
 
 use crate::AppState;
-
-/// The OpenAPI document, compiled into the binary.
-pub const OPENAPI: &str = include_str!("../../openapi.json");
 
 /// The web console: one page that reads this server's JSON API (overview
 /// charts from `/v1/history`, topics and their messages, consumer groups,
@@ -134,5 +132,9 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 
 /// `GET /v1/openapi.json`.
 pub async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        super::openapi::json(),
+    )
+        .into_response()
 }

@@ -5,10 +5,9 @@ mod admin;
 pub mod browser;
 mod changes;
 mod cors;
-
-pub use admin::OPENAPI as OPENAPI_JSON;
 mod groups;
 mod history;
+pub mod openapi;
 pub(crate) mod records;
 mod replay;
 mod statements;
