@@ -36,6 +36,7 @@ use kappa_server::views::catalog::{
     BuildEntry, Catalog, Failure, GraceEntry, VersionEntry, ViewEntry, CATALOG_BACKUP_FILE,
     CATALOG_FILE,
 };
+use kappa_server::views::stored::{StoredCatalog, StoredPlan, StoredSourceDecl, StoredStartFrom};
 use kappa_server::ServerConfig;
 use serde_json::{json, Value};
 
@@ -686,20 +687,26 @@ fn a_catalog_of_another_format_is_refused_and_left_alone() {
         "{}",
         &golden[..40]
     );
-    // As a newer server would write it: both files, with a field this
-    // server does not know.
-    let newer = golden.replacen(
-        "\"format\": 1,",
-        "\"format\": 2,\n  \"owner\": \"kappa 2\",",
-        1,
-    );
+    // As a newer server would write it: both files, with a field and a
+    // variant this server does not know (the format is read first, so the
+    // refusal names the format, not the variant).
+    let newer = golden
+        .replacen(
+            "\"format\": 1,",
+            "\"format\": 2,\n  \"owner\": \"kappa 2\",",
+            1,
+        )
+        .replace("\"emit\": \"changes\"", "\"emit\": \"sometimes\"");
+    assert!(newer.contains("sometimes"));
     for file in [CATALOG_FILE, CATALOG_BACKUP_FILE] {
         std::fs::write(dir.path().join(file), &newer).unwrap();
     }
     let err = refused(dir.path());
     let path = dir.path().join(CATALOG_FILE);
     assert!(err.contains(&path.display().to_string()), "{err}");
-    assert!(err.contains("format 2"), "{err}");
+    assert!(err.contains("has format 2"), "{err}");
+    assert!(err.contains("reads format 1"), "{err}");
+    assert!(err.contains("a newer version of kappa"), "{err}");
     for file in [CATALOG_FILE, CATALOG_BACKUP_FILE] {
         assert_eq!(
             std::fs::read_to_string(dir.path().join(file)).unwrap(),
@@ -748,4 +755,46 @@ fn the_shapes_catalog_decodes_and_encodes_byte_identical() {
         String::from_utf8(bytes).unwrap(),
         "catalog.json format 1 changed"
     );
+}
+
+/// `value` through its stored type and back, and through JSON: the same
+/// value, and JSON that reads back as the same stored value.
+fn round_trips<T, S>(value: &T)
+where
+    T: Clone + PartialEq + std::fmt::Debug + From<S>,
+    S: From<T> + serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let stored = S::from(value.clone());
+    let json = serde_json::to_string_pretty(&stored).unwrap();
+    let read: S = serde_json::from_str(&json).unwrap();
+    assert_eq!(read, stored, "{json}");
+    assert_eq!(&T::from(read), value, "{json}");
+}
+
+#[test]
+fn every_plan_shape_round_trips_through_the_stored_types() {
+    let (sources, plans) = planned();
+    for decl in &sources {
+        round_trips::<SourceDecl, StoredSourceDecl>(decl);
+    }
+    for (_, plan) in &plans {
+        round_trips::<Plan, StoredPlan>(plan);
+    }
+    for start in [
+        StartFrom::Earliest,
+        StartFrom::Latest,
+        StartFrom::Timestamp(-5),
+        StartFrom::Offsets(vec![1, 2]),
+    ] {
+        round_trips::<StartFrom, StoredStartFrom>(&start);
+    }
+    // The whole catalog of every shape, and the golden one.
+    let catalog = shapes_catalog();
+    assert_eq!(
+        Catalog::decode(&catalog.encode().unwrap()).unwrap(),
+        catalog
+    );
+    let golden = std::fs::read(fixture_dir().join(CATALOG_FILE)).unwrap();
+    let stored: StoredCatalog = serde_json::from_slice(&golden).unwrap();
+    assert_eq!(StoredCatalog::from(&Catalog::from(stored.clone())), stored);
 }

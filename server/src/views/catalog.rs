@@ -7,6 +7,13 @@
 //! Each version carries its own plan and SQL text, so a replaced definition
 //! and its predecessor can run side by side.
 //!
+//! The file's format (`format` 1) is the serde JSON of the stored types in
+//! [`super::stored`], never of the processor's planner types: decoding
+//! reads a [`StoredCatalog`] and converts it, encoding converts and writes
+//! one, so a change to a planner type cannot change the file (the
+//! conversion stops compiling instead). docs/data-directory.md specifies
+//! every field.
+//!
 //! Invariants: a version number is used once per view (`next_version` only
 //! grows); the file is replaced atomically (temporary file, fsync, rename,
 //! fsync of the directory), so after a crash it is the old or the new
@@ -19,9 +26,13 @@
 //!   `catalog.json` (both atomically), so the backup is always a good copy
 //!   of the latest catalog (or, after a crash between the two, one save
 //!   ahead).
-//! - [`Catalog::open`] refuses to start when `catalog.json` is damaged, or
-//!   missing while its backup or view state exists, with a message naming
-//!   the file and the recovery; it never writes, renames or deletes.
+//! - [`Catalog::open`] refuses to start when `catalog.json` is damaged, of
+//!   another format, or missing while its backup or view state exists,
+//!   with a message naming the file and the recovery; it never writes,
+//!   renames or deletes. The format number is read first, so a catalog of
+//!   a newer format is refused as such even when the rest would not decode.
+//!   Unknown fields are ignored (format 1 always was read so), unknown
+//!   variants refused.
 //! - Decoding depth is bounded: a stored plan's expressions are at most
 //!   [`MAX_EXPR_DEPTH`] deep (checked when it is accepted), the file's JSON
 //!   nesting is checked against [`MAX_CATALOG_JSON_DEPTH`] before decoding,
@@ -32,6 +43,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::views::stored::StoredCatalog;
 use crate::views::ViewError;
 use kappa_processor::limits::MAX_EXPR_DEPTH;
 use kappa_processor::plan::{Plan, Sink};
@@ -96,8 +108,9 @@ impl CatalogError {
     }
 }
 
-/// Everything the server hosts besides the log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything the server hosts besides the log. Stored as a
+/// [`StoredCatalog`] ([`Catalog::decode`], [`Catalog::encode`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Catalog {
     /// Format version ([`CATALOG_FORMAT`]).
     pub format: u32,
@@ -118,7 +131,7 @@ impl Default for Catalog {
 }
 
 /// One processor version's definition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct VersionEntry {
     /// Version number.
     pub version: u64,
@@ -134,19 +147,16 @@ pub struct VersionEntry {
     /// (absent in catalogs written before it was recorded): a replay from
     /// earliest sees all the input this version saw while the log still
     /// holds every offset from here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_offsets: Option<Vec<u64>>,
     /// Workers of each kind it runs with (its view's `PARALLELISM` when it
     /// was created); the server's `processor_threads` if `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<u32>,
 }
 
 /// A version being built in the background.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BuildEntry {
     /// The version.
-    #[serde(flatten)]
     pub entry: VersionEntry,
     /// Where it actually started, per input partition (progress counts
     /// from here).
@@ -158,7 +168,6 @@ pub struct BuildEntry {
     /// Manual swap (`SWAP='MANUAL'`, `"swap": "manual"`): once caught up
     /// the build keeps following its input and waits for
     /// `POST /v1/views/{view}/promote` instead of being swapped in.
-    #[serde(default)]
     pub manual: bool,
 }
 
@@ -196,16 +205,18 @@ pub struct Keeping {
 }
 
 /// A replaced version still readable (`?version=`) for a while.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GraceEntry {
     /// The version.
-    #[serde(flatten)]
     pub entry: VersionEntry,
     /// When it stops being readable and its state is dropped (ms).
     pub readable_until_ms: i64,
 }
 
 /// Why a version stopped.
+///
+/// Serializable for answers that show it; the catalog stores it as a
+/// [`crate::views::stored::StoredFailure`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
     /// The version that failed.
@@ -219,7 +230,7 @@ pub struct Failure {
 }
 
 /// A view (table) or derived stream and its versions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ViewEntry {
     /// Name (also the processor's and, for tables, the view's).
     pub name: String,
@@ -236,15 +247,12 @@ pub struct ViewEntry {
     /// When the view was created (ms).
     pub created_ms: i64,
     /// Replaced versions kept (`KEEP_VERSIONS`); the server's if `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_versions: Option<u32>,
     /// How long a replaced version is kept (`VERSION_GRACE`, ms); the
     /// server's if `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_grace_ms: Option<u64>,
     /// Workers of each kind its next versions run with (`PARALLELISM`);
     /// the server's `processor_threads` if `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallelism: Option<u32>,
 }
 
@@ -357,12 +365,23 @@ impl Catalog {
             }
             Err(source) => return Err(CatalogError::Read { path, source }),
         };
-        Catalog::decode(&bytes).map_err(|e| {
-            CatalogError::Refused(format!(
+        decode(&bytes).map_err(|e| match e {
+            DecodeError::Format(format) => CatalogError::Refused(format!(
+                "catalog {} has format {format}, and this server reads format {CATALOG_FORMAT}: \
+                 it was written by {} version of kappa. Start that version, or restore the data \
+                 directory from a backup taken before it ran (nothing was changed)",
+                path.display(),
+                if format > CATALOG_FORMAT {
+                    "a newer"
+                } else {
+                    "another"
+                },
+            )),
+            DecodeError::Invalid(e) => CatalogError::Refused(format!(
                 "catalog {} is not valid: {e}{}",
                 path.display(),
                 restore()
-            ))
+            )),
         })
     }
 
@@ -385,33 +404,21 @@ impl Catalog {
 
     /// Decodes a catalog file's bytes: JSON nested at most
     /// [`MAX_CATALOG_JSON_DEPTH`] deep, of format [`CATALOG_FORMAT`].
+    /// The format number is read first: another format is refused as such
+    /// whatever the rest holds.
     pub fn decode(bytes: &[u8]) -> Result<Catalog, String> {
-        let depth = json_depth(bytes);
-        if depth > MAX_CATALOG_JSON_DEPTH {
-            return Err(format!(
-                "JSON nested {depth} levels deep; at most {MAX_CATALOG_JSON_DEPTH} are read"
-            ));
-        }
-        let catalog = on_decode_thread(|| {
-            let mut de = serde_json::Deserializer::from_slice(bytes);
-            de.disable_recursion_limit();
-            let catalog = Catalog::deserialize(&mut de).map_err(|e| e.to_string())?;
-            de.end().map_err(|e| e.to_string())?;
-            Ok(catalog)
-        })?;
-        if catalog.format != CATALOG_FORMAT {
-            return Err(format!(
-                "format {}, this server reads format {CATALOG_FORMAT}",
-                catalog.format
-            ));
-        }
-        Ok(catalog)
+        decode(bytes).map_err(|e| match e {
+            DecodeError::Format(format) => {
+                format!("format {format}, this server reads format {CATALOG_FORMAT}")
+            }
+            DecodeError::Invalid(e) => e,
+        })
     }
 
     /// The bytes [`Catalog::save`] writes: pretty-printed JSON, no
     /// trailing newline.
     pub fn encode(&self) -> Result<Vec<u8>, CatalogError> {
-        serde_json::to_vec_pretty(self)
+        serde_json::to_vec_pretty(&StoredCatalog::from(self))
             .map_err(|e| CatalogError::Refused(format!("encoding the catalog: {e}")))
     }
 
@@ -470,6 +477,53 @@ impl Catalog {
     }
 }
 
+/// Why a catalog file's bytes do not decode.
+enum DecodeError {
+    /// A JSON object whose `format` is not [`CATALOG_FORMAT`].
+    Format(u32),
+    /// Anything else, said in the message.
+    Invalid(String),
+}
+
+/// Only the format number of a catalog file (every other field ignored).
+#[derive(Deserialize)]
+struct FormatOnly {
+    format: u32,
+}
+
+/// Reads one `T` from all of `bytes`, without serde_json's depth limit
+/// (the caller checked the depth and runs on a large stack).
+fn from_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let value = T::deserialize(&mut de).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+/// [`Catalog::decode`] with the format refusal apart: the depth, then the
+/// format number, then the whole file as a [`StoredCatalog`], converted on
+/// the decoding thread (the conversion recurses as deep as the plan).
+fn decode(bytes: &[u8]) -> Result<Catalog, DecodeError> {
+    let depth = json_depth(bytes);
+    if depth > MAX_CATALOG_JSON_DEPTH {
+        return Err(DecodeError::Invalid(format!(
+            "JSON nested {depth} levels deep; at most {MAX_CATALOG_JSON_DEPTH} are read"
+        )));
+    }
+    on_decode_thread(|| {
+        let format = from_json::<FormatOnly>(bytes)
+            .map_err(DecodeError::Invalid)?
+            .format;
+        if format != CATALOG_FORMAT {
+            return Err(DecodeError::Format(format));
+        }
+        let stored = from_json::<StoredCatalog>(bytes).map_err(DecodeError::Invalid)?;
+        Ok(Catalog::from(stored))
+    })
+    .map_err(DecodeError::Invalid)?
+}
+
 /// The deepest nesting of `[` and `{` outside strings: an upper bound of
 /// how deep serde_json recurses on `bytes` (it stops at the first error,
 /// and up to there the two agree).
@@ -499,8 +553,9 @@ fn json_depth(bytes: &[u8]) -> usize {
     max
 }
 
-/// Runs `f` on a thread with a [`DECODE_STACK_BYTES`] stack.
-fn on_decode_thread<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+/// Runs `f` on a thread with a [`DECODE_STACK_BYTES`] stack; an error
+/// if the thread cannot start or `f` panics.
+fn on_decode_thread<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("kappa-catalog".into())
@@ -508,7 +563,7 @@ fn on_decode_thread<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Re
             .spawn_scoped(scope, f)
             .map_err(|e| format!("starting the decoder thread: {e}"))?
             .join()
-            .map_err(|_| "the decoder panicked".to_string())?
+            .map_err(|_| "the decoder panicked".to_string())
     })
 }
 
@@ -518,7 +573,7 @@ fn on_decode_thread<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Re
 #[doc(hidden)]
 pub fn fuzz_catalog_load(bytes: &[u8]) {
     if let Ok(catalog) = Catalog::decode(bytes) {
-        let json = serde_json::to_vec(&catalog).expect("a decoded catalog encodes");
+        let json = catalog.encode().expect("a decoded catalog encodes");
         if let Err(e) = Catalog::decode(&json) {
             panic!("a decoded catalog does not decode again: {e}");
         }

@@ -13,6 +13,7 @@ pub mod manager;
 mod reads;
 pub mod retry;
 pub mod review;
+pub mod stored;
 mod supervisor;
 
 use kappa_processor::error::ProcessorError;
