@@ -174,6 +174,21 @@ impl From<StatementError> for ApiError {
     }
 }
 
+impl From<crate::node::topics::ProduceTopicError> for ApiError {
+    fn from(e: crate::node::topics::ProduceTopicError) -> Self {
+        use crate::node::topics::ProduceTopicError as E;
+        match e {
+            E::Unknown { .. } => {
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_topic", e.to_string())
+            }
+            E::OverBudget { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "limit_exceeded", e.to_string())
+            }
+            E::Log(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::auth::store::StoreError> for ApiError {
     fn from(e: crate::auth::store::StoreError) -> Self {
         let (status, code) = match &e {

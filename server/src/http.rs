@@ -21,7 +21,7 @@
 //! did before), so long-polls or slow clients holding every regular slot
 //! never make the health check wait.
 //!
-//! HTTPS ([`tls`]): with `tls_cert` and `tls_key` configured the port
+//! HTTPS ([`crate::tls`]): with `tls_cert` and `tls_key` configured the port
 //! serves TLS only. The handshake runs in the connection's task, inside the
 //! same first-request deadline and eviction, so a client that connects and
 //! never handshakes is closed like one that never sends a request. Without
@@ -29,7 +29,6 @@
 
 mod body_deadline;
 mod standing;
-pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -50,13 +49,13 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::task::JoinHandle;
 use tower::ServiceExt;
 
-use crate::config::ServerConfig;
 pub use body_deadline::{BodyLimits, BodyTooSlow};
 pub use standing::{Standing, Standings};
-pub use tls::{Plaintext, Tls};
+
+use crate::config::ServerConfig;
+use crate::tls::{self, Plaintext, Tls};
 
 /// Connections accepted beyond `max_connections` so that `/health`,
 /// `/ready` and `/metrics` are answered while every regular slot is held.
@@ -66,7 +65,7 @@ pub const RESERVED_CONNECTIONS: usize = 32;
 const PROBES: [&str; 3] = ["/health", "/ready", "/metrics"];
 
 /// Serves `router` on `listener` until `shutdown` completes: over HTTPS
-/// with `tls` (see [`start_tls`]), plain HTTP without.
+/// with `tls` (see [`tls::start`]), plain HTTP without.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -142,23 +141,6 @@ pub async fn serve(
         tracing::warn!("in-flight requests did not finish within {grace:?}; closing them");
     }
     Ok(())
-}
-
-/// Loads the certificate if `config` names one, and starts reloading it on
-/// SIGHUP (the task runs until aborted).
-pub fn start_tls(config: &ServerConfig) -> anyhow::Result<Option<(Arc<Tls>, JoinHandle<()>)>> {
-    let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
-        return Ok(None);
-    };
-    let tls = Arc::new(Tls::load(cert, key)?);
-    Tls::register_metrics();
-    let reloads = tls.clone().reload_on_sighup()?;
-    tracing::info!(
-        cert = %cert.display(),
-        key = %key.display(),
-        "serving HTTPS only; SIGHUP reloads the certificate"
-    );
-    Ok(Some((tls, reloads)))
 }
 
 /// Route middleware (inside authentication, so a refused request is

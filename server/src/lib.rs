@@ -26,67 +26,21 @@ pub mod history;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
+pub mod node;
 pub mod routes;
 pub mod statements;
+pub mod tls;
 pub mod views;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use kappa_log::Log;
-use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 
 pub use config::ServerConfig;
+pub use node::AppState;
 use views::ViewManager;
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    /// The log.
-    pub log: Arc<Log>,
-    /// The views and their processors.
-    pub views: Arc<ViewManager>,
-    /// The server settings.
-    pub config: Arc<ServerConfig>,
-    /// Renders the Prometheus registry.
-    pub metrics: PrometheusHandle,
-    /// Who may call: the auth mode and the token store.
-    pub auth: Arc<auth::Auth>,
-    /// Becomes true when shutdown starts: long-polls stop waiting.
-    pub shutting_down: tokio::sync::watch::Receiver<bool>,
-    /// The last 15 minutes of throughput, rates and lag (`GET /v1/history`).
-    pub history: history::History,
-}
-
-impl AppState {
-    /// Completes when shutdown starts.
-    pub async fn shutdown_started(&self) {
-        let mut rx = self.shutting_down.clone();
-        let _ = rx.wait_for(|down| *down).await;
-    }
-}
-
-/// Opens the token store of `config.data_dir` with the bootstrap token of
-/// `KAPPA_BOOTSTRAP_TOKEN`, and says how to get in when nobody could.
-pub fn open_auth(config: &ServerConfig) -> anyhow::Result<Arc<auth::Auth>> {
-    std::fs::create_dir_all(&config.data_dir)?;
-    let bootstrap = std::env::var(auth::store::BOOTSTRAP_ENV).ok();
-    let store = auth::TokenStore::open(&config.data_dir, bootstrap.as_deref())?;
-    if config.auth == config::AuthMode::Tokens && store.list().is_empty() {
-        tracing::warn!(
-            "auth = \"tokens\" and no token exists: every API call will be refused. Create one \
-             with `kappa token create --admin --name NAME --data-dir {}` or set {}",
-            config.data_dir.display(),
-            auth::store::BOOTSTRAP_ENV
-        );
-    }
-    Ok(Arc::new(auth::Auth {
-        mode: config.auth,
-        store,
-        limiter: auth::limits::ProduceLimiter::default(),
-    }))
-}
 
 /// Opens the log in `config.data_dir` (running recovery) and the views
 /// (resuming every processor), serves the API on `listener` until
@@ -147,7 +101,7 @@ async fn serve_all(
             tokio::signal::unix::SignalKind::hangup(),
         )?);
     }
-    let auth = open_auth(&config)?;
+    let auth = auth::open(&config)?;
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
     let manager_config = config.manager_config();
     let views = {
@@ -171,7 +125,7 @@ async fn serve_all(
     };
     let sampler = state.history.spawn_sampler(state.clone());
     // One certificate for the HTTPS API and the Kafka listener.
-    let (tls, reloads) = http::start_tls(&state.config)?.unzip();
+    let (tls, reloads) = tls::start(&state.config)?.unzip();
     let kafka =
         kafka.map(|listener| tokio::spawn(kafka::serve(listener, state.clone(), tls.clone())));
     let router = routes::router(state.clone());

@@ -78,7 +78,7 @@ fn serve(config_file: Option<PathBuf>, overrides: Overrides) -> anyhow::Result<(
     if let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) {
         // Fail before the `listening on` line, not after opening the log;
         // the server loads the files again when it starts serving.
-        kappa_server::http::Tls::load(cert, key)?;
+        kappa_server::tls::Tls::load(cert, key)?;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

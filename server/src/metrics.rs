@@ -89,10 +89,19 @@ pub const KAFKA_REQUESTS: &str = "kappa_kafka_requests_total";
 pub const KAFKA_CONNECTIONS: &str = "kappa_kafka_connections";
 /// Kafka connections the server closed, by reason (`request_size`,
 /// `body_timeout`, `unsupported`, `malformed`, `unauthenticated`,
-/// `connection_limit`).
+/// `login_failed`, `revoked`, `connection_limit`, `encode`).
 pub const KAFKA_CLOSED: &str = "kappa_kafka_connections_closed_total";
 /// Group rebalances started, by group (the classic protocol coordinator).
 pub const KAFKA_REBALANCES: &str = "kappa_kafka_group_rebalances_total";
+
+/// Time a Kafka produce request was held by its token's rate limit
+/// (`produce_records_per_second`), seconds; only requests that waited.
+pub const KAFKA_PRODUCE_THROTTLE: &str = "kappa_kafka_produce_throttle_seconds";
+
+/// Records how long a Kafka produce request waited for its rate limit.
+pub fn record_kafka_produce_throttle(waited: Duration) {
+    histogram!(KAFKA_PRODUCE_THROTTLE).record(waited.as_secs_f64());
+}
 
 /// Counts a Kafka request of `api` (a bounded set of names).
 pub fn count_kafka_request(api: String) {

@@ -293,8 +293,9 @@ fn produce_idempotently_through(disruption: Disruption) -> u64 {
 
 /// The secret of the bootstrap (admin) token where the server has auth.
 const BOOTSTRAP_TOKEN: &str = "kafka-python-tests-bootstrap-secret";
-/// What the rate-limited token may produce.
-const RATE_LIMIT_RECORDS_PER_SECOND: u64 = 10_000;
+/// What the rate-limited token may produce: a tenth of IDEMPOTENT_COUNT,
+/// so the producer needs about ten seconds however fast it is, and waits.
+const RATE_LIMIT_RECORDS_PER_SECOND: u64 = 2_000;
 
 #[test]
 fn rate_limited_idempotent_producer_is_slowed_down_not_refused() {
@@ -332,6 +333,21 @@ fn rate_limited_idempotent_producer_is_slowed_down_not_refused() {
     );
     producer.wait_success(Duration::from_secs(30));
     assert_all_acknowledged_once(&done, &acked_path, &admin, topic);
+    // Slowed down: the server held produce requests for the rate limit.
+    let metrics = admin.send("GET", "/metrics", None, &[], None).text;
+    let sample = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .map_or(0.0, |v| v.trim().parse().expect("a number"))
+    };
+    let held = sample("kappa_kafka_produce_throttle_seconds_count");
+    let held_secs = sample("kappa_kafka_produce_throttle_seconds_sum");
+    eprintln!("produce requests held by the rate limit: {held}, {held_secs:.2} s in all");
+    assert!(
+        held >= 1.0 && held_secs > 0.0,
+        "the rate-limited producer was never held: {held} requests, {held_secs} s"
+    );
 }
 
 /// Starts `idempotent_produce.py` (IDEMPOTENT_COUNT messages to `topic`,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use kappa_tests::{assert_error, eventually, json, kappa_bin, Client, Server, HTTP_TIMEOUT};
 
 mod tls_support;
-use tls_support::{handshake_failures, https_client, Ca, Files};
+use tls_support::{handshake_failures, https_client, metric_value, Ca, Files};
 
 /// Longest wait for a reload or a metric to show.
 const SHOW_TIMEOUT: Duration = Duration::from_secs(20);
@@ -289,10 +289,31 @@ fn at_the_connection_limit_a_silent_connection_makes_room() {
     let server = files.start(&["--config", &config, "--max-connections", "2"]);
     let https = https_client(server.addr(), files.ca.der());
 
-    let _silent: Vec<TcpStream> = (0..2)
+    let mut silent: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(server.addr()).unwrap())
         .collect();
+    // A data request needs one of the two regular slots (probes such as
+    // `/health` have reserved ones): the oldest silent connection gives
+    // its slot up.
     for _ in 0..3 {
-        healthy(&https).unwrap();
+        let reply = https.send("GET", "/v1/topics", None, &[], None);
+        assert_eq!(reply.status, 200, "{}", reply.text);
     }
+    let evicted = "kappa_http_connections_closed_total{reason=\"connection_limit\"}";
+    assert!(
+        metric_value(&https, evicted) >= 1,
+        "no silent connection was closed to make room"
+    );
+    let oldest = &mut silent[0];
+    oldest.set_read_timeout(Some(HTTP_TIMEOUT)).unwrap();
+    let mut buf = [0u8; 16];
+    let read = oldest.read(&mut buf);
+    assert!(
+        matches!(read, Ok(0))
+            || read
+                .as_ref()
+                .is_err_and(|e| e.kind() != std::io::ErrorKind::WouldBlock
+                    && e.kind() != std::io::ErrorKind::TimedOut),
+        "the oldest silent connection is still open: {read:?}"
+    );
 }

@@ -40,7 +40,7 @@ impl History {
     }
 
     /// Starts sampling the server of `state` every second, until shutdown.
-    pub fn spawn_sampler(&self, state: crate::AppState) -> tokio::task::JoinHandle<()> {
+    pub fn spawn_sampler(&self, state: crate::node::AppState) -> tokio::task::JoinHandle<()> {
         sampler::spawn(state, self.ring.clone())
     }
 }

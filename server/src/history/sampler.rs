@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use kappa_log::Log;
 
 use super::ring::{Counters, Ring, TopicCounters, ViewCounters, INTERVAL_MS};
+use crate::node::AppState;
 use crate::views::ViewManager;
-use crate::AppState;
 
 /// Reads the counters of every topic and view now.
 pub fn read_counters(log: &Log, views: &ViewManager) -> Counters {

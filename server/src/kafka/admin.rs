@@ -64,7 +64,7 @@ pub async fn create_topics(
     version: i16,
 ) -> CreateTopicsResponse {
     let mut response = CreateTopicsResponse::default();
-    let admin = session.principal().is_some_and(|p| p.may(&Need::Admin));
+    let admin = session.allows(&Need::Admin);
     for wanted in request.topics {
         let name = wanted.name.0.to_string();
         let mut result = CreatableTopicResult::default();
@@ -131,7 +131,7 @@ pub async fn create_topics(
                     session.principal().expect("checked above"),
                     "kafka create topic",
                     topic.name(),
-                    axum::http::StatusCode::CREATED,
+                    201,
                 );
                 if version >= 7 {
                     result.topic_id = metadata::topic_id(&topic);
@@ -162,7 +162,7 @@ pub async fn delete_topics(
     version: i16,
 ) -> DeleteTopicsResponse {
     let mut response = DeleteTopicsResponse::default();
-    let admin = session.principal().is_some_and(|p| p.may(&Need::Admin));
+    let admin = session.allows(&Need::Admin);
     let names: Vec<TopicName> = request
         .topic_names
         .into_iter()
@@ -200,7 +200,7 @@ pub async fn delete_topics(
                 session.principal().expect("checked above"),
                 "kafka delete topic",
                 &topic,
-                axum::http::StatusCode::NO_CONTENT,
+                204,
             ),
             Ok(Err((code, message))) => {
                 tracing::info!(topic, %message, "a Kafka client's topic delete was refused");
@@ -231,9 +231,7 @@ pub fn describe_configs(
         let name = resource.resource_name.to_string();
         match resource.resource_type {
             RESOURCE_TOPIC => {
-                let allowed = session
-                    .principal()
-                    .is_some_and(|p| p.may(&Need::ReadOrProduce(name.clone())));
+                let allowed = session.allows(&Need::ReadOrProduce(name.clone()));
                 match (allowed, broker.app.log.topic(&name)) {
                     (false, _) => result.error_code = errors::TOPIC_AUTHORIZATION_FAILED,
                     (true, Err(e)) => result.error_code = errors::of_log(&e),

@@ -30,7 +30,7 @@ use tokio::net::TcpStream;
 use super::{admin, fetch, groups, metadata, produce, sasl, versions, Broker};
 use crate::auth::Principal;
 use crate::config::AuthMode;
-use crate::http::Plaintext;
+use crate::tls::Plaintext;
 
 /// The largest frame a connection may send before it has logged in (under
 /// `auth = "tokens"`): what a SASL exchange needs, as Kafka's
@@ -57,6 +57,13 @@ impl Session {
     /// The logged-in principal, if any.
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_ref()
+    }
+
+    /// Whether the logged-in principal may do what `need` names: the
+    /// node's one authorization decision ([`crate::auth::authorize`]);
+    /// nobody logged in may do nothing.
+    pub fn allows(&self, need: &crate::auth::Need) -> bool {
+        crate::auth::authorize(self.principal(), need).is_ok()
     }
 
     /// The host clients should connect to: the address this connection
@@ -86,7 +93,7 @@ pub async fn serve_connection(broker: &Broker, stream: TcpStream, peer: SocketAd
         Ok(Some(session)) => serve_stream(broker, session, peer, local).await,
         Ok(None) => {}
         Err(_) => {
-            crate::http::tls::count_handshake_timeout();
+            crate::tls::count_handshake_timeout();
             tracing::debug!(%peer, "Kafka connection closed: no TLS handshake within first_request_timeout_ms");
         }
     }

@@ -73,9 +73,7 @@ fn read(
         let mut topic_response = FetchableTopicResponse::default();
         topic_response.topic = wanted.topic.clone();
         topic_response.topic_id = wanted.topic_id;
-        let allowed = session
-            .principal()
-            .is_some_and(|p| p.may(&Need::Read(name.clone())));
+        let allowed = session.allows(&Need::Read(name.clone()));
         let topic = broker.app.log.topic(&name);
         for part in &wanted.partitions {
             let mut data = PartitionData::default();
@@ -274,9 +272,7 @@ pub fn list_offsets(
         let name = wanted.name.0.to_string();
         let mut topic_response = ListOffsetsTopicResponse::default();
         topic_response.name = wanted.name.clone();
-        let allowed = session
-            .principal()
-            .is_some_and(|p| p.may(&Need::ReadOrProduce(name.clone())));
+        let allowed = session.allows(&Need::ReadOrProduce(name.clone()));
         let topic = broker.app.log.topic(&name);
         for part in wanted.partitions {
             let mut out = ListOffsetsPartitionResponse::default();

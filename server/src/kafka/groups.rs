@@ -35,9 +35,7 @@ use super::{errors, text, Broker};
 use crate::auth::Need;
 
 fn may_group(session: &Session, group: &str) -> bool {
-    session
-        .principal()
-        .is_some_and(|p| p.may(&Need::Group(group.to_string())))
+    session.allows(&Need::Group(group.to_string()))
 }
 
 /// `FindCoordinator`: this node coordinates every group (and would every
@@ -333,9 +331,7 @@ pub async fn offset_commit(
         let name = topic.name.0.to_string();
         let mut out = OffsetCommitResponseTopic::default();
         out.name = topic.name.clone();
-        let may_read = session
-            .principal()
-            .is_some_and(|p| p.may(&Need::Read(name.clone())));
+        let may_read = session.allows(&Need::Read(name.clone()));
         let code = if group_code != errors::NONE {
             group_code
         } else if !may_read {
@@ -397,11 +393,7 @@ pub fn offset_fetch(
             .find(|c| c.topic == topic && c.partition as i32 == partition)
             .map_or(-1, |c| c.offset as i64)
     };
-    let may_read = |topic: &str| {
-        session
-            .principal()
-            .is_some_and(|p| p.may(&Need::Read(topic.to_string())))
-    };
+    let may_read = |topic: &str| session.allows(&Need::Read(topic.to_string()));
     let wanted: Vec<(String, Vec<i32>)> = match request.topics {
         Some(topics) => topics
             .into_iter()

@@ -10,11 +10,13 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kappa_log::{LogError, Topic};
+use kappa_log::Topic;
 use uuid::Uuid;
 
 use super::conn::Session;
 use super::{errors, Broker};
+use crate::auth::Need;
+use crate::node::topics::ProduceTopicError;
 
 /// The one node's id.
 pub const NODE_ID: i32 = 0;
@@ -53,7 +55,6 @@ pub async fn metadata(
     if version >= 1 {
         response.controller_id = BrokerId(NODE_ID);
     }
-    let principal = session.principal();
     response.topics = match request.topics {
         // All topics (v1+: null; v0: an empty list means all too).
         None => all_topics(broker, session, version),
@@ -75,7 +76,7 @@ pub async fn metadata(
                         }
                     },
                 };
-                if !principal.is_some_and(|p| p.may_see_topic(&name)) {
+                if !session.allows(&Need::ReadOrProduce(name.clone())) {
                     out.push(topic_error(&name, errors::TOPIC_AUTHORIZATION_FAILED));
                     continue;
                 }
@@ -92,13 +93,12 @@ pub async fn metadata(
 
 /// Every topic the session may see.
 fn all_topics(broker: &Broker, session: &Session, version: i16) -> Vec<MetadataResponseTopic> {
-    let principal = session.principal();
     broker
         .app
         .log
         .topics()
         .iter()
-        .filter(|t| principal.is_some_and(|p| p.may_see_topic(t.name())))
+        .filter(|t| session.allows(&Need::ReadOrProduce(t.name().to_string())))
         .map(|t| describe(t, version))
         .collect()
 }
@@ -113,50 +113,35 @@ fn find_by_id(broker: &Broker, id: Uuid) -> Option<Arc<Topic>> {
 }
 
 /// The topic, created first if it is unknown and auto-creation is on for
-/// the server and the request (and the session may produce to it).
+/// the server and the request (and the session may produce to it: the
+/// node's one rule for producers, [`crate::node::topics::for_produce`]).
 pub async fn find_or_create(
     broker: &Broker,
     session: &Session,
     name: &str,
     may_create: bool,
 ) -> Result<Arc<Topic>, i16> {
-    match broker.app.log.topic(name) {
-        Ok(t) => Ok(t),
-        Err(LogError::UnknownTopic(_))
-            if may_create
-                && broker.app.config.auto_create_topics
-                && session
-                    .principal()
-                    .is_some_and(|p| p.may(&crate::auth::grants::Need::Produce(name.into()))) =>
-        {
-            if kappa_log::topic::validate_topic_name(name).is_err() {
-                return Err(errors::INVALID_TOPIC_EXCEPTION);
+    let create = may_create && session.allows(&Need::Produce(name.into()));
+    if !create {
+        return broker.app.log.topic(name).map_err(|e| errors::of_log(&e));
+    }
+    let (node, owned) = (broker.app.clone(), name.to_string());
+    let found =
+        tokio::task::spawn_blocking(move || crate::node::topics::for_produce(&node, &owned)).await;
+    match found {
+        Ok(Ok((topic, made))) => {
+            if made {
+                tracing::info!(topic = name, "topic created by a Kafka client");
             }
-            let (log, owned, config) = (
-                broker.app.log.clone(),
-                name.to_string(),
-                broker.app.config.topic_defaults(),
-            );
-            let budget = broker.app.config.auto_create_max_partitions;
-            let created = tokio::task::spawn_blocking(move || {
-                crate::routes::records::auto_create(&log, &owned, config, budget)
-            })
-            .await;
-            match created {
-                Ok(Ok((topic, made))) => {
-                    if made {
-                        tracing::info!(topic = name, "topic created by a Kafka client");
-                    }
-                    Ok(topic)
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(topic = name, error = %e.message, "Kafka auto-create refused");
-                    Err(errors::INVALID_PARTITIONS)
-                }
-                Err(_) => Err(errors::UNKNOWN_SERVER_ERROR),
-            }
+            Ok(topic)
         }
-        Err(e) => Err(errors::of_log(&e)),
+        Ok(Err(ProduceTopicError::Log(e))) => Err(errors::of_log(&e)),
+        Ok(Err(ProduceTopicError::Unknown { .. })) => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
+        Ok(Err(e @ ProduceTopicError::OverBudget { .. })) => {
+            tracing::warn!(topic = name, error = %e, "Kafka auto-create refused");
+            Err(errors::INVALID_PARTITIONS)
+        }
+        Err(_) => Err(errors::UNKNOWN_SERVER_ERROR),
     }
 }
 

@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::http::Tls;
+use crate::tls::Tls;
 use crate::AppState;
 
 /// What every Kafka connection shares.

@@ -118,9 +118,7 @@ pub async fn produce(
         let name = topic_data.name.0.to_string();
         let mut topic_response = TopicProduceResponse::default();
         topic_response.name = topic_data.name.clone();
-        let allowed = session
-            .principal()
-            .is_some_and(|p| p.may(&Need::Produce(name.clone())));
+        let allowed = session.allows(&Need::Produce(name.clone()));
         let topic = broker.app.log.topic(&name);
         for (p, data) in topic_data.partition_data.into_iter().enumerate() {
             let mut part = PartitionProduceResponse::default();
@@ -247,6 +245,8 @@ async fn wait_for_rate(broker: &Broker, principal: &crate::auth::Principal, reco
     let Some(rate) = principal.produce_records_per_second else {
         return;
     };
+    let started = std::time::Instant::now();
+    let mut waited = false;
     loop {
         let now = std::time::Instant::now();
         let Err(wait) = broker
@@ -255,12 +255,16 @@ async fn wait_for_rate(broker: &Broker, principal: &crate::auth::Principal, reco
             .limiter
             .admit(&principal.name, rate, records, now)
         else {
-            return;
+            break;
         };
+        waited = true;
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = broker.app.shutdown_started() => return,
+            _ = broker.app.shutdown_started() => break,
         }
+    }
+    if waited {
+        crate::metrics::record_kafka_produce_throttle(started.elapsed());
     }
 }
 

@@ -300,7 +300,7 @@ pub async fn changes(
         )
     })?;
     if !state.auth.store.is_current(&principal) {
-        return Err(principal.revoked(ROUTE));
+        return Err(super::authenticate::revoked(&principal, ROUTE));
     }
     let next = progress.changes.enable();
     let (after, pending_reset) = match resume {

@@ -131,7 +131,7 @@ pub async fn read(
     // Revoked since its check (while it waited, here or by another
     // process): no records, no commit.
     if !state.auth.store.is_current(&principal) {
-        return Err(principal.revoked(GROUP_READ));
+        return Err(super::authenticate::revoked(&principal, GROUP_READ));
     }
     if commit {
         let offsets: Vec<(u32, u64)> = next.iter().map(|o| (o.partition, o.offset)).collect();
@@ -160,7 +160,12 @@ pub async fn commit(
 ) -> ApiResult<Json<OffsetsResponse>> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: CommitRequest = json(&bytes)?;
-    principal.check_commit(&group, &request.topic, "POST /v1/groups/{group}/offsets")?;
+    super::authenticate::require_commit(
+        &principal,
+        &group,
+        &request.topic,
+        "POST /v1/groups/{group}/offsets",
+    )?;
     if request.offsets.is_empty() {
         return Err(ApiError::bad_request("offsets is empty"));
     }
@@ -192,7 +197,12 @@ pub async fn offsets(
     kappa_log::offsets::validate_group(&group)?;
     let topics = match topic {
         Some(t) => {
-            principal.check_commit(&group, &t, "GET /v1/groups/{group}/offsets")?;
+            super::authenticate::require_commit(
+                &principal,
+                &group,
+                &t,
+                "GET /v1/groups/{group}/offsets",
+            )?;
             vec![t]
         }
         None => {
@@ -245,7 +255,12 @@ pub async fn reset(
 ) -> ApiResult<Json<OffsetsResponse>> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: ResetRequest = json(&bytes)?;
-    principal.check_commit(&group, &request.topic, "POST /v1/groups/{group}/reset")?;
+    super::authenticate::require_commit(
+        &principal,
+        &group,
+        &request.topic,
+        "POST /v1/groups/{group}/reset",
+    )?;
     let to = reset_target(&request.to)?;
     let (log, g, t) = (state.log.clone(), group.clone(), request.topic.clone());
     let offsets = blocking(move || Ok(log.reset_offsets(&g, &t, to)?)).await?;

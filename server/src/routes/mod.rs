@@ -2,6 +2,7 @@
 //! calls off the async workers, strict query parameters, body extraction).
 
 mod admin;
+pub mod authenticate;
 pub mod browser;
 mod changes;
 mod cors;
@@ -124,7 +125,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn(crate::http::take_regular_slot))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::auth::check,
+            authenticate::check,
         ))
         .route_layer(axum::middleware::from_fn(trace_request))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
@@ -425,7 +426,7 @@ mod tests {
             views: views.clone(),
             config: Arc::new(config),
             metrics: crate::metrics::install(),
-            auth: crate::open_auth(&config_for_auth).unwrap(),
+            auth: crate::auth::open(&config_for_auth).unwrap(),
             shutting_down,
             history: crate::history::History::default(),
         };

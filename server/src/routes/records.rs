@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use bytes::Bytes;
-use kappa_log::{Fetch, Header, LogError, NewRecord, ProduceFailure, ProduceRecord, Record, Topic};
+use kappa_log::{Fetch, Header, NewRecord, ProduceFailure, ProduceRecord, Record, Topic};
 use serde_json::json;
 
 use super::{blocking, body, Params, ReadLimits};
@@ -38,8 +38,14 @@ pub async fn produce(
     let idempotency_key = idempotency_key(&headers)?;
     let ndjson = is_ndjson(&headers)?;
     let records = parse_records(&bytes, ndjson, &state.config)?;
-    state.auth.admit_produce(&principal, records.len())?;
-    let (topic, created) = topic_for_produce(&state, &topic_name).await?;
+    state
+        .auth
+        .admit_produce(&principal, records.len())
+        .map_err(|wait| super::authenticate::rate_limited(&principal, wait))?;
+    let (topic, created) = {
+        let (node, name) = (state.clone(), topic_name.clone());
+        blocking(move || Ok(crate::node::topics::for_produce(&node, &name)?)).await?
+    };
     let count = records.len();
     let outcome = topic
         .produce_detailed(records, idempotency_key)
@@ -243,71 +249,6 @@ fn to_record(
     })
 }
 
-/// The topic, created with the server's defaults if it is unknown and
-/// auto-creation is on (within `auto_create_max_partitions`); true if this
-/// call created it.
-async fn topic_for_produce(state: &AppState, name: &str) -> ApiResult<(Arc<Topic>, bool)> {
-    kappa_log::topic::validate_topic_name(name)?;
-    match state.log.topic(name) {
-        Ok(t) => Ok((t, false)),
-        Err(LogError::UnknownTopic(_)) if state.config.auto_create_topics => {
-            let (log, name, config) = (
-                state.log.clone(),
-                name.to_string(),
-                state.config.topic_defaults(),
-            );
-            let budget = state.config.auto_create_max_partitions;
-            blocking(move || auto_create(&log, &name, config, budget)).await
-        }
-        Err(LogError::UnknownTopic(_)) => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_topic",
-            format!(
-                "topic {name:?} does not exist: create it first (POST /v1/topics, or \
-                 kappa topics create {name}), or start the server with auto_create_topics = \
-                 true (--auto-create-topics true) to create topics on first produce"
-            ),
-        )),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Creates `name` unless that would put more than `budget` partitions in
-/// use; true if this call created it. Auto-creations run one at a time so
-/// that the budget holds.
-pub(crate) fn auto_create(
-    log: &kappa_log::Log,
-    name: &str,
-    config: kappa_log::TopicConfig,
-    budget: u32,
-) -> ApiResult<(Arc<Topic>, bool)> {
-    static AUTO_CREATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = AUTO_CREATE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Ok(t) = log.topic(name) {
-        return Ok((t, false));
-    }
-    let in_use: u32 = log.topics().iter().map(|t| t.partition_count()).sum();
-    if in_use + config.partitions > budget {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "limit_exceeded",
-            format!(
-                "topic {name:?} does not exist, and auto-creating it would exceed \
-                 auto_create_max_partitions ({budget}; {in_use} partitions in use): \
-                 create it with POST /v1/topics"
-            ),
-        ));
-    }
-    match log.create_topic(name, config) {
-        Ok(t) => {
-            tracing::info!(topic = name, "topic auto-created by a produce");
-            Ok((t, true))
-        }
-        Err(LogError::TopicExists(_)) => Ok((log.topic(name)?, false)),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// Parses a partition path segment.
 pub fn partition_number(topic: &Topic, raw: &str) -> ApiResult<u32> {
     let p: u32 = raw.parse().map_err(|_| {
@@ -412,7 +353,7 @@ pub async fn fetch(
     // Re-checked before answering: a revocation by another process is
     // seen here even if nothing woke the wait for it.
     let Some(end) = end.filter(|_| state.auth.store.is_current(principal)) else {
-        return Err(principal.revoked(PARTITION_READ));
+        return Err(super::authenticate::revoked(principal, PARTITION_READ));
     };
     if end == offset {
         return Ok(fetch);

@@ -57,8 +57,9 @@ pub async fn run(
         }
         for (i, statement) in statements.iter().enumerate() {
             let need = auth::statement_need(statement);
-            if !principal.may(&need) {
-                let mut e = principal.forbidden(&need, "run this statement");
+            if let Err(mut e) =
+                super::authenticate::require(&principal, &need, "run this statement")
+            {
                 e.details.insert("statement".into(), json!(i));
                 return Err(e);
             }
@@ -78,7 +79,7 @@ pub async fn run(
                     Ok(_) => StatusCode::OK,
                     Err(e) => e.status,
                 };
-                auth::audit::admin_action(&principal, kind, &object, status);
+                auth::audit::admin_action(&principal, kind, &object, status.as_u16());
             }
             match result {
                 Ok(r) => results.push(visible(r, &principal)),

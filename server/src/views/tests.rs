@@ -344,7 +344,10 @@ fn a_view_whose_store_writes_failed_is_retried_with_backoff_and_recovers() {
     f.manager.tick();
     let d = f.manager.describe("v").unwrap();
     // Running again: at its input's end already, or catching up to it.
-    assert!(matches!(d.status.as_str(), "running" | "catching_up"), "{d:?}");
+    assert!(
+        matches!(d.status.as_str(), "running" | "catching_up"),
+        "{d:?}"
+    );
     assert!(d.served_version.running);
     assert!(d.retry.is_none() && d.failure.is_none(), "{d:?}");
     assert!(f.manager.failed_views().is_empty());

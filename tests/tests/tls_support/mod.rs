@@ -26,6 +26,16 @@ pub fn handshake_failures(client: &Client, reason: &str) -> u64 {
         .unwrap()
 }
 
+/// The value of the sample `series` (a metric name with its labels, as
+/// `/metrics` prints it), or 0 when the server has not exported it yet.
+pub fn metric_value(client: &Client, series: &str) -> u64 {
+    let text = client.send("GET", "/metrics", None, &[], None).text;
+    let prefix = format!("{series} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map_or(0, |value| value.trim().parse().unwrap())
+}
+
 /// A test CA.
 pub struct Ca {
     cert: rcgen::Certificate,

@@ -609,7 +609,27 @@ mod tests {
         assert!(!state(&[5, 6], false).caught_up(&[5, 7]));
         assert!(!state(&[5], false).caught_up(&[5, 7]));
         assert!(!state(&[5, 7], true).caught_up(&[5, 7]));
-        let own = process_cpu_secs(std::process::id()).unwrap();
-        assert!(own >= 0.0);
+    }
+
+    #[test]
+    fn process_cpu_time_grows_with_work() {
+        let cpu = || process_cpu_secs(std::process::id()).expect("this process's CPU time");
+        let before = cpu();
+        // Spin until the kernel has charged at least two clock ticks more
+        // (a tick is 10 ms); a parser reading the wrong field never sees
+        // that, and the wall-clock bound ends the test instead of hanging.
+        let started = Instant::now();
+        let mut spin = 0u64;
+        while cpu() < before + 0.02 && started.elapsed() < Duration::from_secs(30) {
+            for i in 0..100_000u64 {
+                spin = std::hint::black_box(spin.wrapping_mul(31).wrapping_add(i));
+            }
+        }
+        let after = cpu();
+        assert!(
+            after >= before + 0.02,
+            "CPU time read {before} s, then {after} s after {:?} of spinning",
+            started.elapsed()
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! HTTPS on the API port: the certificate, the handshake, and the answer a
-//! plain-HTTP client gets.
+//! TLS for every listener (the HTTPS API and the Kafka port): the
+//! certificate, its reload, the handshake, and what a plaintext client gets.
 //!
 //! Design:
 //! - [`Tls::load`] reads a PEM certificate chain and its private key
@@ -212,6 +212,25 @@ impl Tls {
             }
         }
     }
+}
+
+/// Loads the certificate if `config` names one, and starts reloading it on
+/// SIGHUP (the task runs until aborted).
+pub fn start(
+    config: &crate::config::ServerConfig,
+) -> anyhow::Result<Option<(Arc<Tls>, tokio::task::JoinHandle<()>)>> {
+    let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
+        return Ok(None);
+    };
+    let tls = Arc::new(Tls::load(cert, key)?);
+    Tls::register_metrics();
+    let reloads = tls.clone().reload_on_sighup()?;
+    tracing::info!(
+        cert = %cert.display(),
+        key = %key.display(),
+        "serving TLS only; SIGHUP reloads the certificate"
+    );
+    Ok(Some((tls, reloads)))
 }
 
 /// Counts one connection that did not become a TLS session because no
