@@ -29,6 +29,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod support;
+
 use kappa_processor::plan::Plan;
 use kappa_processor::runner::StartFrom;
 use kappa_processor::sql::{self, CreateAs, SourceDecl, Statement};
@@ -73,23 +75,8 @@ impl Server {
             processor_threads: 1,
             ..ServerConfig::default()
         };
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                let shutdown = async move {
-                    let _ = stopped.await;
-                };
-                kappa_server::run(config, listener, shutdown).await
-            })
-        });
+        let log_config = config.log_config();
+        let (addr_rx, stop, thread) = support::spawn(config, log_config);
         let addr = addr_rx
             .recv_timeout(Duration::from_secs(30))
             .map_err(|_| "the server thread did not bind".to_string())?;

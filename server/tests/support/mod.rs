@@ -15,7 +15,7 @@ pub struct InProcess {
     /// Where it listens.
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -35,25 +35,7 @@ impl InProcess {
         };
         let mut log_config = config.log_config();
         log(&mut log_config);
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                let shutdown = async move {
-                    let _ = stopped.await;
-                };
-                kappa_server::run_with_log_config(config, log_config, listener, shutdown)
-                    .await
-                    .unwrap();
-            });
-        });
+        let (addr_rx, stop, thread) = spawn(config, log_config);
         let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
         InProcess {
             addr,
@@ -114,13 +96,47 @@ impl InProcess {
     }
 }
 
+/// Runs `kappa_server::run_with_log_config` on a thread of its own (a
+/// two-worker runtime) on `config.listen`: the bound address arrives on
+/// the receiver, the sender stops the server, and the thread ends with the
+/// server's outcome (an error if it could not open its data directory).
+pub fn spawn(
+    config: ServerConfig,
+    log_config: kappa_log::LogConfig,
+) -> (
+    std::sync::mpsc::Receiver<SocketAddr>,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<anyhow::Result<()>>,
+) {
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            kappa_server::run_with_log_config(config, log_config, listener, shutdown).await
+        })
+    });
+    (addr_rx, stop, thread)
+}
+
 impl Drop for InProcess {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            if let Ok(Err(e)) = thread.join() {
+                eprintln!("the in-process server ended with an error: {e:#}");
+            }
         }
     }
 }
