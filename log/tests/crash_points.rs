@@ -7,6 +7,7 @@
 //! and nothing destroyed.
 //!
 //! The crash switch is process-wide, so this binary holds this one test.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,6 +1,7 @@
 //! Durability: a child process appends with `fsync = always` from several
 //! tasks and is SIGKILLed mid-way; a fresh open finds every append that was
 //! acknowledged, at the offsets it was given, and offsets are dense.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -1,6 +1,7 @@
 //! Behaviour of the log's features through its public API: segment roll,
 //! retention, timestamp lookup, consumer groups, idempotency, topics,
 //! limits, failure handling and waiting for data.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! committed under `tests/fixtures/v1` and must read back the same forever.
 //! `write_v1_fixture` (ignored) regenerates it — only do that for a new
 //! format version, in a new folder.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::Path;
 

@@ -1,6 +1,7 @@
 //! Replays the committed corpora of the log's fuzz targets (fuzz/corpus/)
 //! through the same functions the targets call, so every input the fuzzer
 //! kept — crashers included — is checked on stable in every CI run.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 fn replay(target: &str, check: fn(&[u8])) {
     // The manifest directory at run time (cargo sets it), not the one

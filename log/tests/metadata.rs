@@ -1,6 +1,7 @@
 //! A start never destroys metadata or the records it describes: a missing
 //! or damaged `topic.json` refuses the open (naming the file and the
 //! repair), and the repair rebuilds it without touching a record.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::Path;
 

@@ -1,6 +1,7 @@
 //! Model-based property test: random appends, reads, rolls, reopens,
 //! timestamp lookups and retention against a simple in-memory model. Every
 //! read must equal the model.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use bytes::Bytes;
 use kappa_log::{AppendRequest, FsyncPolicy, Log, LogConfig, LogError, NewRecord, TopicConfig};

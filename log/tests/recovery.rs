@@ -1,5 +1,6 @@
 //! Crash recovery and corruption: torn tails at every byte, flipped bytes
 //! in sealed and active segments, damaged index files.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

@@ -2,6 +2,7 @@
 //! has caught up with its input, so at low load a record is visible right
 //! after its append — here with a commit interval of ten minutes, which
 //! the commit would otherwise wait for.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! (rows) in one batch, and RocksDB flushes them together (atomic flush),
 //! so the files on disk never hold rows whose offsets they do not hold —
 //! a restart would replay input the rows already counted.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_processor::state::store::{Batch, Scope, Store};
 

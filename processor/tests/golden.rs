@@ -4,6 +4,7 @@
 //! restarts (crash without commit, crash after the RocksDB commit, crash
 //! after the output append) — on one thread and with 2 and 4 workers
 //! (issue 14: output topics get the same records in the same order).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! against the record's append time, `MAX_FUTURE`), window definitions
 //! that would need unbounded state, and values of the wrong type or that
 //! overflow an integer.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

@@ -15,6 +15,7 @@
 //! counts: a parallel version's results are the single-threaded engine's.
 //!
 //! Log time is a manual clock, so the gaps take no wall time.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::sync::Arc;
 use std::time::Duration;

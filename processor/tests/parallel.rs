@@ -3,6 +3,7 @@
 //! late side outputs in processing order, a derived stream in input order —
 //! and reports its workers: what each owns and how many records or events
 //! it handled.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

@@ -6,6 +6,7 @@
 //! only for closed windows. Runs with and without random crashes (crash runs
 //! keep one state entry cached, so state is read back from the store), on
 //! one thread and with 2 and 4 workers (issue 14).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

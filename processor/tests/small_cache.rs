@@ -2,6 +2,7 @@
 //! than the state (so slots and hopping slices are evicted at every commit
 //! and read back, one by one or, for many hopping groups closing at once,
 //! in one pass) equal the views computed with everything in memory.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

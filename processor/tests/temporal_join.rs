@@ -4,6 +4,7 @@
 //! whole table already in the log, the view's rows are the same, and they
 //! are the tier-as-of-purchase answer (a replay used to join every
 //! purchase with the user's current tier).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! of") and version building blocks (start from latest / a timestamp /
 //! explicit offsets into separate column families, progress and lag, stop,
 //! drop).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
 

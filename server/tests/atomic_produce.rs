@@ -7,6 +7,7 @@
 //!
 //! The server runs in this process (`run_with_log_config`) so that the log's
 //! fault-injection seam can make a write fail or hold syncs.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

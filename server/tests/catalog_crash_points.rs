@@ -9,6 +9,7 @@
 //! from state of its own (none failed for lack of it).
 //!
 //! The crash switch is process-wide, so this binary holds this one test.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) through the
 //! same functions the cargo-fuzz targets call, on stable Rust: no input
 //! panics, and the targets' invariants hold (one test per target).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 /// Every file of `fuzz/corpus/<target>`, sorted (name, bytes).
 fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {

@@ -23,6 +23,7 @@
 //!
 //! `regenerate_golden_datadir` (ignored; never run by CI) writes the
 //! fixture again: only do that for a new format, as a new directory.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -13,6 +13,7 @@
 //!   `ServerConfig`, first in each row;
 //! - the metrics table ("Metrics") names only metrics the code defines, and
 //!   it and docs/kafka.md together name all of them.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

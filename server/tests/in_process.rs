@@ -6,6 +6,7 @@
 //! - two servers in one process both serve their metrics (the second used
 //!   to get a recorder that was never installed: an empty `/metrics`);
 //! - a catalog write on a full disk answers `507 disk_full`, not 500.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod support;
 

@@ -12,6 +12,7 @@
 //!
 //! The limit is process-wide, so this binary holds this one test, and the
 //! limit is set only while nothing but the view's commit writes.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};

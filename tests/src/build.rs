@@ -18,7 +18,7 @@ pub fn run_cli(server: &Server, args: &[&str]) -> std::process::Output {
         .args(args)
         .env_remove("KAPPA_URL")
         .output()
-        .unwrap();
+        .expect("run the kappa client");
     assert!(
         output.status.success(),
         "kappa {args:?} failed: {}",

@@ -343,7 +343,7 @@ impl Client {
             .as_array()
             .expect("partitions")
         {
-            let end = ends[p["partition"].as_u64().unwrap() as usize];
+            let end = ends[p["partition"].as_u64().expect("partition number") as usize];
             assert_eq!(p["committed"].as_u64(), Some(end), "{body}");
             assert_eq!(p["lag"], serde_json::json!(0), "{body}");
         }

@@ -6,6 +6,7 @@
 //! `KAPPA_BOOTSTRAP_TOKEN`; secrets never reach logs or error bodies; and
 //! `auth = "none"` refuses a non-loopback address. The route matrix runs
 //! over HTTP and over HTTPS.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::process::Command;
 

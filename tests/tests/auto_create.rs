@@ -3,6 +3,7 @@
 //! creates nothing. With `--auto-create-topics true` the produce creates
 //! the topic with the server's defaults, and the answer of the produce that
 //! created it (only that one) says `"created": true`.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::{assert_error, json, Server};
 

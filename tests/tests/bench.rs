@@ -16,6 +16,7 @@
 //! synchronize: the server's address comes from its stdout line, each
 //! kappa-bench run is awaited (bounded), and the views' progress is waited
 //! for by kappa-bench itself (`after=` probes, bounded polls).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

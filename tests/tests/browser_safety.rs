@@ -4,6 +4,7 @@
 //! on every state-changing route and change nothing; a `Host` other than the
 //! loopback names (DNS rebinding) gets 421; a request a browser marks as
 //! cross-site gets 403. The documented clients' requests still pass.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
 use kappa_tests::{assert_error, json, raw_request, Server};

@@ -1,6 +1,7 @@
 //! The client subcommands against a real server: create a topic, produce a
 //! file, describe, tail from the start without following, read and commit
 //! as a group, list offsets and reset — the same binary in both roles.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::process::{Command, Output};
 

@@ -7,6 +7,7 @@
 //! view or topic name gets a suggestion; raw SQL posted as JSON gets a hint; `clear`
 //! in the SQL shell does not swallow the next statement; `DESCRIBE` of a
 //! table shows its columns and `key = value` settings.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

@@ -4,6 +4,7 @@
 //! `kappa replay --from earliest` following the build until version 2 is
 //! served, SQL piped to `kappa sql` (a multi-line statement), and SQL errors
 //! that exit non-zero naming the line and column.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

@@ -2,6 +2,7 @@
 //! at `/console.js` and `/console.css`, that reads the JSON API of the same
 //! server (nothing is loaded from elsewhere). Its safety is
 //! `console_safety.rs`; its pages in a browser, `console_overview.rs`.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::{raw_request, Server};
 

@@ -17,6 +17,7 @@
 //! Every wait polls the page or the API with a deadline; none sleeps. A
 //! failing test leaves a screenshot (its path is printed);
 //! `KAPPA_CONSOLE_SCREENSHOTS=DIR` saves one of every page checked.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod browser;
 

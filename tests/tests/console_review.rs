@@ -2,6 +2,7 @@
 //! replacement that waits for approval (`SWAP='MANUAL'`) shows what it
 //! changes — the same counts the diff API answers — and the console's
 //! buttons promote it, then roll back to the version served before.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod browser;
 

@@ -12,6 +12,7 @@
 //! - With `--auth tokens` the console asks for a token, keeps it in the
 //!   tab's `sessionStorage` only (no cookie, no `localStorage`) and sends it
 //!   as a bearer token.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod browser;
 

@@ -4,6 +4,7 @@
 //! reset to a timestamp lands on the first record at or after it, and
 //! earliest / latest / offset (clamped) land where documented; `lag` in
 //! `GET …/offsets` is end − position throughout.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
 

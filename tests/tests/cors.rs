@@ -6,6 +6,7 @@
 //! can read its 401. The browser test shows it in a real browser: a page of
 //! a listed origin reads and writes through `fetch`, a page of another
 //! origin cannot.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod browser;
 

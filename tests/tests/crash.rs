@@ -7,6 +7,7 @@
 //! to its end; nothing that was never sent appears. The same again on the
 //! recovered server (a second crash), then new appends continue at the end.
 //! `KAPPA_CRASH_ROUNDS` sets the number of crashes (2 by default).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

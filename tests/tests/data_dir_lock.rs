@@ -2,6 +2,7 @@
 //! directory in use stops at once, naming the directory and the other
 //! process, and changes nothing; the lock goes with its process, even after
 //! `kill -9`.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::process::Command;
 

@@ -6,6 +6,7 @@
 //!
 //! Synchronization: the test long-polls the input topic for new records and
 //! reads the view with `after=` (read-your-writes) — no sleeps.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -13,6 +13,7 @@
 //! Synchronization: produced records are awaited with the rows endpoint's
 //! `after=`; the metric is polled (bounded); the resumed feed is read on a
 //! thread into a channel with bounded waits. Nothing sleeps.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};

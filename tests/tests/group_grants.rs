@@ -4,6 +4,7 @@
 //! `orders.a`, and gets `403 forbidden` naming `read` on the topic for
 //! `secret` — nothing is committed or reset, and the group's offsets of
 //! `secret` are neither shown nor listed.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::{assert_error, json, Client, Server, Value};
 

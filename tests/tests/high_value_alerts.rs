@@ -6,6 +6,7 @@
 //! Synchronization: reads long-poll the output topic (`max_wait_ms`) or
 //! poll observable state with a bounded deadline; nothing sleeps to wait
 //! for the server.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::time::{Duration, Instant};
 

@@ -5,6 +5,7 @@
 //! and a replay from earliest after retention deleted some of that input
 //! is refused with `409 history_truncated` unless `allow_truncated` says to
 //! go ahead.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::{assert_error, eventually, json, temp_file, Server, Value};
 use std::time::Duration;

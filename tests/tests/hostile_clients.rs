@@ -5,6 +5,7 @@
 //! answered within a generous second; a new connection that sends nothing is
 //! closed after `first_request_timeout_ms`, long before the header deadline
 //! later requests get.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -4,6 +4,7 @@
 //! later events), and a window definition that would put one event in
 //! millions of windows is refused with a clear 400 before it can exhaust
 //! memory.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::{after_param, assert_error, json, Client, Server, Value};
 

@@ -9,6 +9,7 @@
 //! - a missing or damaged `catalog.json` makes the start refuse, naming the
 //!   file and the backup `catalog.json.bak`; restoring the backup brings the
 //!   views back.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::Read;
 use std::path::Path;

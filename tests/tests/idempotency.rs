@@ -4,6 +4,7 @@
 //! while end offsets (GET /v1/topics/{t}) do not move, also once the first
 //! append sits in a sealed segment; a different request under a used key is
 //! `409 idempotency_key_reused`.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
 

@@ -8,6 +8,7 @@
 //!
 //! The silence is real time passing between two produce requests (append
 //! times come from the server's clock); nothing waits for the server.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::time::Duration;
 

@@ -5,6 +5,7 @@
 //! outside probe's pre-login crasher) — each closes only its own
 //! connection with the reason in the log and a metric, and the server goes
 //! on serving; a failed SASL login closes its connection too.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

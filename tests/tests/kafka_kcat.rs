@@ -12,6 +12,7 @@
 //!   same view fed over HTTP (event time from the value, one partition, so
 //!   nothing depends on who set the record timestamps or chose the
 //!   partitions).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

@@ -6,6 +6,7 @@
 //! writes the same records and sees the same committed offsets. Its admin
 //! client also creates a topic with a config, describes its configs, looks
 //! offsets up by timestamp and deletes it; acks=0 and acks=1 store.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeSet;
 use std::process::Command;

@@ -26,6 +26,7 @@
 //!
 //! The scripts print one JSON object per stdout line; the tests wait on
 //! those lines (bounded), never on sleeps.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;

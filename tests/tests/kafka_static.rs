@@ -1,6 +1,7 @@
 //! A static group member (confluent-kafka with `group.instance.id`)
 //! restarts: it gets its partitions back at once, without a rebalance, and
 //! resumes from its commits.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! API's), kcat logs in with SASL_SSL and produces and consumes; a
 //! plaintext Kafka client is closed, counted and logged; a client that does
 //! not trust the certificate fails the handshake.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -13,6 +13,7 @@
 //! plain socket, so each batch's producer id, epoch and sequence are exactly
 //! what the test says (a real client only skips a sequence after a failure
 //! the test cannot cause on demand).
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -4,6 +4,7 @@
 //! budget (`auto_create_max_partitions`) so made-up topic names cannot use
 //! up the log's; a replay from offsets beyond a partition's end is refused
 //! at request time naming the partition, the offset and the end.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
 use kappa_tests::{assert_error, json, Server};

@@ -5,6 +5,7 @@
 //!
 //! The waiting request is written on its own connection before the record
 //! is produced, so the answer itself is the synchronization.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::sync::mpsc;
 use std::thread;

@@ -10,6 +10,7 @@
 //! - a removed partition directory (`topics/plain/1`): the start refuses,
 //!   naming the directory and `kappa-inspect repair-partition`; after the
 //!   repair, new records get offsets after every one handed out before.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,6 +8,7 @@
 //! - a missing `topic.json`: the start refuses, names the file and the
 //!   repair, deletes nothing; `kappa-inspect repair-topic` brings every
 //!   record back.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::process::Command;
 

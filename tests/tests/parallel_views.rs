@@ -3,6 +3,7 @@
 //! `GET /v1/views/{view}` (partitions and key groups each owns, events,
 //! rate, lag) and in `/metrics`, and serves the same rows as the same view
 //! on one thread — also after a restart with another `processor_threads`.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::time::Duration;
 

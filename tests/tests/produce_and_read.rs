@@ -5,6 +5,7 @@
 //! unkeyed requests rotate over the partitions; `offset=latest` and
 //! `from_timestamp=` start at the right offsets, also across many segments
 //! and after restarts.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -19,6 +19,7 @@
 //! Synchronization is the README's own: its view read uses `after=`
 //! (read-your-writes). No sleeps; the script as a whole is bounded by
 //! `timeout`.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::path::Path;
 use std::process::Command;

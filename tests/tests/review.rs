@@ -3,6 +3,7 @@
 //! `ready` while following its input; both versions are readable side by
 //! side; `kappa promote` serves it; `kappa rollback` serves the old rows
 //! again; a restart keeps each state.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::time::Duration;
 

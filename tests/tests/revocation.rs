@@ -10,6 +10,7 @@
 //! with bounded timeouts; a read is known to be waiting from the
 //! `kappa_http_long_polls_waiting` gauge (polled, bounded); produced
 //! records are awaited with the rows endpoint's `after=`. Nothing sleeps.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{BufRead, BufReader};
 use std::sync::mpsc;

@@ -3,6 +3,7 @@
 //! more on stdout) and a restart, and appends continue at the end; SIGINT
 //! shuts down the same way; a long-poll waiting at SIGTERM gets an answer
 //! and does not hold the exit back.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

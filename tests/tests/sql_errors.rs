@@ -2,6 +2,7 @@
 //! the mistake and changes nothing; unknown views answer `404
 //! unknown_view`; a topic under a declared stream or view cannot be
 //! deleted until they are dropped.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::brief::{HIGH_VALUE_ALERTS, PURCHASE_STATS, USER_EVENTS};
 use kappa_tests::marks::marked;

@@ -3,6 +3,7 @@
 //! purchases; the live view reads, after each round, the tier-as-of-purchase
 //! answer, and a replay of the unchanged definition (which finds the whole
 //! `tiers` topic in the log before the first purchase) serves the same rows.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::time::Duration;
 

@@ -7,6 +7,7 @@
 //!
 //! Certificates are made here with rcgen: a CA and a server certificate for
 //! `127.0.0.1` and `localhost`, written to a temp dir.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

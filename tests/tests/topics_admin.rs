@@ -4,6 +4,7 @@
 //! topic (a re-created topic starts empty at offset 0); Content-Type
 //! parameters are accepted; /health, /ready, /metrics and
 //! /v1/openapi.json answer.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::{assert_error, json, Server, Value};
 

@@ -7,6 +7,7 @@
 //! Synchronization: the SSE stream is read on a thread into a channel and
 //! awaited with bounded timeouts; produced records are awaited with the
 //! rows endpoint's `after=` (read-your-writes). Nothing sleeps.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -5,6 +5,7 @@
 //!
 //! Synchronization: reads wait with `after=`, or poll observable state
 //! with a bounded deadline; nothing sleeps to wait for the server.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -7,6 +7,7 @@
 //! Synchronization: reads wait with `after=` (the server waits until the
 //! view processed the produced offsets) or poll observable state with a
 //! bounded deadline; nothing sleeps to wait for the server.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! Runs the `kappa-inspect` binary on a sample data directory written by
 //! kappa-log: exit codes, text and JSON output, and the first problem of a
 //! damaged segment named precisely.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::os::unix::fs::FileExt;
 use std::process::{Command, Output};

@@ -20,6 +20,7 @@
 //! the same good records ([`Fixture`]); [`SECTIONS`] lists them all. The
 //! cases are built in `bodies.rs`, `targets.rs` and `groups.rs` with the
 //! machinery of `corpus.rs`.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use kappa_tests::{
     assert_error_of, chunked, json, produced_of, raw_request, temp_file, Produced, Server, Value,
