@@ -2,45 +2,58 @@
 //!
 //! A processor is a [`plan::Plan`] — built with the Rust [`dsl`] or from
 //! ksqlDB-flavoured SQL ([`sql`]) — run by a [`runner::Runtime`] that pulls its input topic from
-//! the log in log order ([`order`]), pushes events through the operators ([`operator`]: dedup,
+//! the log in log order, pushes events through the operators (dedup,
 //! stream-table join, filter, projection, windowed or running aggregates
-//! over [`window`]s driven by [`watermark`]s, with [`accumulators`]), and
-//! commits ([`commit`]) state, view rows, input offsets and watermark in
+//! over [`window`]s driven by watermarks, with [`accumulators`]), and
+//! commits state, view rows, input offsets and watermark in
 //! one RocksDB write ([`state`]; [`state::key`] owns every key). Output
 //! topics get records exactly once through the commit's outbox. [`view`]
-//! reads the rows; [`version`] runs versions on threads for replay, each
-//! on one thread or, with [`runner::RunOptions::workers`], on source and
-//! key-shard workers ([`parallel`]) with the same results.
-//! Expressions are [`expr`]; event times are read by [`time`].
+//! reads the rows. Each version runs on one thread or, with
+//! [`runner::RunOptions::workers`], on source and key-shard workers with
+//! the same results. Expressions are [`expr`].
+//!
+//! The public surface has three parts:
+//! - the language: [`sql`], [`plan`], [`dsl`], [`expr`], [`window`],
+//!   [`accumulators`], [`limits`];
+//! - hosting: [`host`] is how a server runs view versions (start, stop,
+//!   progress and lag) and reads their rows, sizes and differences, with
+//!   the data it answers in ([`view`], [`changes`], [`diff`],
+//!   [`progress`], [`event`], [`error`]);
+//! - the engine underneath, for benchmarks and the processor's own tests:
+//!   [`runner`] (one version's runtime) and [`state`] (its RocksDB store).
+//!   The server does not use these (`server/tests/layers.rs` checks it).
+//!
+//! Everything else (operators, ordering, commits, watermarks, parallel
+//! workers, the version thread) is private.
 //!
 //! It depends only on `kappa-log`: the layering is server → processor →
-//! log, each knowing only the one below (see `ARCHITECTURE.md` at the
-//! repository root).
+//! log (see `ARCHITECTURE.md` at the repository root).
 
 #![warn(missing_docs)]
 
 pub mod accumulators;
 pub mod changes;
-pub mod commit;
+mod commit;
 mod decoder;
 pub mod diff;
 pub mod dsl;
 pub mod error;
 pub mod event;
 pub mod expr;
+pub mod host;
 pub mod limits;
-pub mod metrics;
-pub mod operator;
-pub mod order;
-pub mod parallel;
+mod metrics;
+mod operator;
+mod order;
+mod parallel;
 pub mod plan;
 pub mod progress;
 pub mod runner;
 pub mod sql;
 pub mod state;
-pub mod stop;
-pub mod time;
-pub mod version;
+mod stop;
+mod time;
+mod version;
 pub mod view;
-pub mod watermark;
+mod watermark;
 pub mod window;

@@ -2,7 +2,7 @@
 //! workers when it runs in parallel, [`crate::parallel`]), and the building blocks
 //! of replay: start a version from earliest, latest, a timestamp or explicit
 //! offsets into its own column families; watch its progress and lag; stop
-//! it; drop its state.
+//! it. [`crate::host`] offers it to servers.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -154,9 +154,4 @@ impl Drop for RunningProcessor {
         self.stop.stop();
         let _ = self.join();
     }
-}
-
-/// Deletes a version's state and rows (its column families).
-pub fn drop_version(store: &Store, scope: &Scope) -> Result<()> {
-    store.drop_scope(scope)
 }

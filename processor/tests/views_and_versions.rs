@@ -1,7 +1,7 @@
 //! View queries (point, prefix, a key's windows in a range, paging, "as
 //! of") and version building blocks (start from latest / a timestamp /
 //! explicit offsets into separate column families, progress and lag, stop,
-//! drop).
+//! drop), and the view host a server runs versions through.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 mod common;
@@ -11,10 +11,10 @@ use std::time::Duration;
 use common::{run_steps, Harness, Step};
 use kappa_processor::dsl::{self, Pipeline, Tumbling};
 use kappa_processor::expr::Expr;
+use kappa_processor::host::ViewHost;
 use kappa_processor::plan::Plan;
 use kappa_processor::runner::{RunOptions, Runtime, StartFrom};
 use kappa_processor::state::store::Scope;
-use kappa_processor::version::{drop_version, RunningProcessor};
 use kappa_processor::view::{self, ViewQuery};
 use serde_json::json;
 
@@ -163,14 +163,12 @@ fn versions_start_where_asked_into_their_own_state() {
     assert_eq!((rows(1), rows(2), rows(3), rows(4)), (2, 0, 2, 1));
     // Dropping a version removes its state; the others are untouched.
     drop(v3);
-    drop_version(
-        &h.store,
-        &Scope {
+    h.store
+        .drop_scope(&Scope {
             name: plan.name.clone(),
             version: 3,
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     assert!(!h.store.has(&Scope {
         name: plan.name.clone(),
         version: 3
@@ -184,14 +182,15 @@ fn a_running_version_reports_progress_and_lag_and_stops_cleanly() {
     let h = Harness::new();
     h.create_topic("clicks", 1);
     produce_all(&h, &(0..50).map(|i| click("p", i * 10)).collect::<Vec<_>>());
-    let running = RunningProcessor::start(
-        plan.clone(),
-        1,
+    let host = ViewHost::open(
+        &h.dir.path().join("views"),
+        &h.dir.path().join("no-shared-store"),
         h.log.clone(),
-        h.store.clone(),
-        RunOptions::default(),
     )
     .unwrap();
+    let running = host
+        .start_fresh(plan.clone(), 1, RunOptions::default())
+        .unwrap();
     // Woken by the processor's commits; bounded.
     assert!(running.wait_committed(&[50], Duration::from_secs(30)));
     let lag = running.lag().unwrap();
@@ -206,13 +205,20 @@ fn a_running_version_reports_progress_and_lag_and_stops_cleanly() {
         name: plan.name.clone(),
         version: 1,
     };
-    let (rows, _) = view::query(&h.store, &scope, &ViewQuery::All, None, 100).unwrap();
+    assert_eq!(host.on_disk(), vec![scope.clone()]);
+    let reader = host.reader(&scope).expect("the version's store is open");
+    assert!(reader.size_bytes() > 0);
+    assert_eq!(reader.as_of(1).unwrap().offsets, vec![50]);
+    let (rows, _) = reader.rows(&ViewQuery::All, None, 100).unwrap();
     assert_eq!(
         rows.iter()
             .map(|r| r.row["n"].as_u64().unwrap())
             .sum::<u64>(),
         50
     );
+    drop(reader);
+    host.remove(&scope).unwrap();
+    assert!(host.on_disk().is_empty() && host.reader(&scope).is_none());
 }
 
 /// The change feed of a view carries every row change of each commit once

@@ -10,7 +10,8 @@
 use std::borrow::Cow;
 
 use kappa_log::{Record, TopicConfig};
-use kappa_processor::{plan, progress, runner, sql, window};
+use kappa_processor::host;
+use kappa_processor::{plan, progress, sql, window};
 use serde_json::value::RawValue;
 
 pub use kappa_wire::*;
@@ -47,25 +48,25 @@ pub fn fsync_policy(f: FsyncPolicy) -> kappa_log::FsyncPolicy {
     }
 }
 
-impl IntoWire for runner::StartFrom {
+impl IntoWire for host::StartFrom {
     type Wire = StartFrom;
     fn into_wire(self) -> StartFrom {
         match self {
-            runner::StartFrom::Earliest => StartFrom::Earliest,
-            runner::StartFrom::Latest => StartFrom::Latest,
-            runner::StartFrom::Timestamp(t) => StartFrom::Timestamp(t),
-            runner::StartFrom::Offsets(o) => StartFrom::Offsets(o),
+            host::StartFrom::Earliest => StartFrom::Earliest,
+            host::StartFrom::Latest => StartFrom::Latest,
+            host::StartFrom::Timestamp(t) => StartFrom::Timestamp(t),
+            host::StartFrom::Offsets(o) => StartFrom::Offsets(o),
         }
     }
 }
 
 /// The processor's start of a wire one.
-pub fn start_from(s: StartFrom) -> runner::StartFrom {
+pub fn start_from(s: StartFrom) -> host::StartFrom {
     match s {
-        StartFrom::Earliest => runner::StartFrom::Earliest,
-        StartFrom::Latest => runner::StartFrom::Latest,
-        StartFrom::Timestamp(t) => runner::StartFrom::Timestamp(t),
-        StartFrom::Offsets(o) => runner::StartFrom::Offsets(o),
+        StartFrom::Earliest => host::StartFrom::Earliest,
+        StartFrom::Latest => host::StartFrom::Latest,
+        StartFrom::Timestamp(t) => host::StartFrom::Timestamp(t),
+        StartFrom::Offsets(o) => host::StartFrom::Offsets(o),
     }
 }
 

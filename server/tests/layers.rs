@@ -4,6 +4,8 @@
 //! frontend; the wire types import nothing of the server. And the one
 //! authorization decision: the Kafka listener asks `Session::allows`
 //! (which asks `auth::authorize`), never a principal's grants directly.
+//! And the server runs and reads views through `kappa_processor::host`,
+//! never the processor's runners or stores, nor RocksDB.
 //!
 //! A reference is any `crate::<module>` path outside comments, including
 //! each item of a `use crate::{a, b::c}` group. ARCHITECTURE.md describes
@@ -77,11 +79,17 @@ fn without_comments(text: &str) -> String {
 
 /// The first identifier of every `crate::` path in `code`.
 fn crate_references(code: &str) -> Vec<String> {
+    references(code, "crate::")
+}
+
+/// The first identifier after `prefix` (a crate and `::`) of every path
+/// starting with it in `code`, including each item of a `{..}` group.
+fn references(code: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
+    while let Some(at) = rest.find(prefix) {
         let before = rest[..at].chars().next_back();
-        rest = &rest[at + "crate::".len()..];
+        rest = &rest[at + prefix.len()..];
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue; // e.g. `kappa_crate::`
         }
@@ -200,6 +208,60 @@ fn the_kafka_listener_asks_the_one_authorization_decision() {
     );
 }
 
+/// The processor's modules the server may use: the language (SQL, plans,
+/// expressions), the data it answers with (rows, changes, diffs,
+/// progress, errors), and `host`, the one way to run views and read them.
+/// Runners, stores and RocksDB stay behind `host`.
+const PROCESSOR_SURFACE: &[&str] = &[
+    "accumulators",
+    "changes",
+    "diff",
+    "dsl",
+    "error",
+    "event",
+    "expr",
+    "host",
+    "limits",
+    "plan",
+    "progress",
+    "sql",
+    "view",
+    "window",
+];
+
+#[test]
+fn the_server_hosts_views_through_the_processors_host_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        // White-box unit tests inject faults into stores.
+        if file.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let code = without_comments(&std::fs::read_to_string(file).unwrap());
+        // A file's unit tests (its last item) may too.
+        let code = code
+            .split("#[cfg(test)]\nmod tests {")
+            .next()
+            .unwrap_or_default();
+        for module in references(code, "kappa_processor::") {
+            if !PROCESSOR_SURFACE.contains(&module.as_str()) {
+                found.push(format!("{}: kappa_processor::{module}", file.display()));
+            }
+        }
+        if code.contains("rocksdb::") {
+            found.push(format!("{}: rocksdb", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the server reaches past kappa_processor::host into the engine:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_reference_scanner_reads_groups_and_skips_comments() {
     let code = without_comments(
@@ -208,4 +270,11 @@ fn the_reference_scanner_reads_groups_and_skips_comments() {
          let x = crate::views::open(); /// crate::cli\n",
     );
     assert_eq!(crate_references(&code), ["auth", "node", "views"]);
+    assert_eq!(
+        references(
+            "use kappa_processor::{host::Scope, state::store::Store};",
+            "kappa_processor::"
+        ),
+        ["host", "state"]
+    );
 }

@@ -24,8 +24,7 @@ use kappa_log::{FsyncPolicy, Log, LogConfig, NewRecord, ProduceRecord, TopicConf
 use kappa_processor::dsl::{self, Pipeline};
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
-use kappa_processor::state::store::Scope;
-use kappa_processor::view::{query, ViewQuery};
+use kappa_processor::view::ViewQuery;
 use kappa_server::views::manager::ViewSettings;
 use kappa_server::views::{Clock, ManagerConfig, ViewManager};
 
@@ -82,12 +81,8 @@ fn committed(manager: &ViewManager) -> u64 {
 
 /// The `n` column of every row of `v`@1, by key.
 fn counts(manager: &ViewManager) -> Vec<(String, i64)> {
-    let store = manager.open_store_of("v", 1).expect("the store is open");
-    let scope = Scope {
-        name: "v".into(),
-        version: 1,
-    };
-    let (rows, _) = query(&store, &scope, &ViewQuery::All, None, 10).unwrap();
+    let reader = manager.reader_of("v", 1).expect("the store is open");
+    let (rows, _) = reader.rows(&ViewQuery::All, None, 10).unwrap();
     rows.into_iter()
         .map(|r| (r.key, r.row["n"].as_i64().expect("a count")))
         .collect()
@@ -153,7 +148,7 @@ fn a_view_failed_by_a_full_disk_recovers_at_the_next_retry_once_space_is_back() 
 
     // The view's next commit waits at the store while "y" is appended to
     // the log, so only that commit writes while the disk is full.
-    let store = manager.open_store_of("v", 1).unwrap();
+    let store = manager.reader_of("v", 1).unwrap();
     store.hold_writes(true);
     produce(&log, &io, &["y"]);
     eventually("the commit of y waiting", || store.writes_waiting() == 1);

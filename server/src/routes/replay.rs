@@ -4,7 +4,7 @@
 //! is a 409 unless asked for knowingly.
 
 use axum::http::StatusCode;
-use kappa_processor::runner::StartFrom;
+use kappa_processor::host::StartFrom;
 
 use crate::error::{ApiError, ApiResult};
 use crate::views::ViewError;

@@ -45,9 +45,9 @@ use std::path::{Path, PathBuf};
 
 use crate::views::stored::StoredCatalog;
 use crate::views::ViewError;
+use kappa_processor::host::StartFrom;
 use kappa_processor::limits::MAX_EXPR_DEPTH;
 use kappa_processor::plan::{Plan, Sink};
-use kappa_processor::runner::StartFrom;
 use kappa_processor::sql::SourceDecl;
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
-//! The view manager: a RocksDB store per version under `<data>/views`
-//! ([`Stores`]), one [`RunningProcessor`] per live version, and the operations that change
+//! The view manager: the processor's [`ViewHost`] (a store per version
+//! under `<data>/views`), one [`RunningVersion`] per live version, and the operations that change
 //! what runs — create, replace, replay, drop — each persisted in the
 //! [`Catalog`] before or after the processors move so that a crash at any
 //! point leaves a catalog the next start can resume from.
@@ -22,12 +22,9 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use kappa_log::Log;
+use kappa_processor::host::{RunOptions, RunningVersion, Scope, StartFrom, ViewHost};
 use kappa_processor::plan::{Plan, Sink};
-use kappa_processor::runner::{RunOptions, StartFrom};
 use kappa_processor::sql::SourceDecl;
-use kappa_processor::state::store::Scope;
-use kappa_processor::state::stores::Stores;
-use kappa_processor::version::RunningProcessor;
 
 use super::catalog::{BuildEntry, Catalog, Keeping, VersionEntry, ViewEntry};
 use super::retry::{Clock, Retry};
@@ -85,7 +82,7 @@ pub(super) struct State {
     /// The catalog, equal to the file.
     pub catalog: Catalog,
     /// Running versions.
-    pub running: HashMap<Scope, RunningProcessor>,
+    pub running: HashMap<Scope, RunningVersion>,
     /// Build progress samples (time, records done) for the rate: of
     /// builds, and of served versions still catching up.
     pub samples: HashMap<Scope, VecDeque<(Instant, u64)>>,
@@ -103,7 +100,7 @@ pub(super) struct State {
 /// Hosts the views of one server.
 pub struct ViewManager {
     pub(super) log: Arc<Log>,
-    pub(super) stores: Stores,
+    pub(super) host: ViewHost,
     pub(super) config: ManagerConfig,
     pub(super) ops: Mutex<()>,
     pub(super) state: Mutex<State>,
@@ -143,13 +140,15 @@ pub(super) fn scope(name: &str, version: u64) -> Scope {
     }
 }
 
-/// Opens every version's store under `<data>/views`, first moving the
+/// Hosts every version's store under `<data>/views`, first moving the
 /// versions of a store shared by all (`<data>/state`, the earlier layout)
 /// into stores of their own.
-fn open_stores(config: &ManagerConfig) -> Result<Stores> {
-    let stores = Stores::open(&config.data_dir.join(STORES_DIR))?;
-    stores.adopt_shared(&config.data_dir.join(SHARED_STORE_DIR))?;
-    Ok(stores)
+fn open_host(config: &ManagerConfig, log: Arc<Log>) -> Result<ViewHost> {
+    Ok(ViewHost::open(
+        &config.data_dir.join(STORES_DIR),
+        &config.data_dir.join(SHARED_STORE_DIR),
+        log,
+    )?)
 }
 
 /// When a table's new version takes over.
@@ -178,18 +177,18 @@ impl ViewManager {
     /// resumes every live version from its committed offsets. A version
     /// that cannot start is recorded as failed; the server still starts.
     pub fn open(log: Arc<Log>, config: ManagerConfig) -> Result<Arc<ViewManager>> {
-        let stores = open_stores(&config)?;
-        let with_state: Vec<String> = stores
-            .scopes()
+        let host = open_host(&config, log.clone())?;
+        let with_state: Vec<String> = host
+            .on_disk()
             .iter()
             .map(|s| format!("{}@{}", s.name, s.version))
             .collect();
-        let catalog = Catalog::open(&config.data_dir, &with_state, stores.dir())?;
+        let catalog = Catalog::open(&config.data_dir, &with_state, host.dir())?;
         let manager = Arc::new_cyclic(|me| ViewManager {
             me: me.clone(),
             retired: Condvar::new(),
             log,
-            stores,
+            host,
             config,
             ops: Mutex::new(()),
             state: Mutex::new(State {
@@ -214,14 +213,14 @@ impl ViewManager {
     /// between starting a version and persisting the catalog, or between
     /// persisting a drop and dropping the state).
     fn drop_orphans(&self, catalog: &Catalog) {
-        for s in self.stores.scopes() {
+        for s in self.host.on_disk() {
             let live = catalog
                 .views
                 .get(&s.name)
                 .is_some_and(|v| v.version(s.version).is_some());
             if !live {
                 tracing::info!(view = %s.name, version = s.version, "dropping state no version owns");
-                if let Err(e) = self.stores.remove(&s) {
+                if let Err(e) = self.host.remove(&s) {
                     tracing::warn!(view = %s.name, version = s.version, error = %e, "cannot drop orphan state");
                 }
             }
@@ -252,7 +251,7 @@ impl ViewManager {
                         };
                         if during_build {
                             view.building = None;
-                            let _ = self.stores.remove(&scope(&view.name, entry.version));
+                            let _ = self.host.remove(&scope(&view.name, entry.version));
                         } else if !damaged {
                             // Damage is not retried: it would read the same
                             // damage. The operator rebuilds the version.
@@ -285,41 +284,29 @@ impl ViewManager {
     }
 
     /// Resumes a version that ran before on its own thread, from its store.
-    pub(super) fn start(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
-        let store = self.stores.existing(&scope(name, entry.version))?;
-        self.run(name, entry, store)
+    pub(super) fn start(&self, name: &str, entry: &VersionEntry) -> Result<RunningVersion> {
+        let (plan, options) = self.run_options(name, entry);
+        Ok(self.host.resume(plan, entry.version, options)?)
     }
 
-    /// The open store of `name`@`version`, if it is open (tests: to inject
-    /// faults through its seams).
+    /// A reader of `name`@`version`, if its store is open (tests: to read
+    /// rows and hold commits through its seams).
     #[doc(hidden)]
-    pub fn open_store_of(
-        &self,
-        name: &str,
-        version: u64,
-    ) -> Option<Arc<kappa_processor::state::store::Store>> {
-        self.stores.get_open(&scope(name, version))
+    pub fn reader_of(&self, name: &str, version: u64) -> Option<kappa_processor::host::ViewReader> {
+        self.host.reader(&scope(name, version))
     }
 
     /// Starts a served version again after it failed, on a new handle of
-    /// its store ([`Stores::reopen`]): RocksDB answers every write of a
-    /// handle whose write failed (a full disk) with that error until the
-    /// database is reopened, so a retry on the old handle would fail
-    /// however much space had been freed. It resumes from the last commit.
-    pub(super) fn restart(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
-        let store = self
-            .stores
-            .reopen(&scope(name, entry.version), REOPEN_PATIENCE)?;
-        self.run(name, entry, store)
+    /// its store ([`ViewHost::restart`]). It resumes from the last commit.
+    pub(super) fn restart(&self, name: &str, entry: &VersionEntry) -> Result<RunningVersion> {
+        let (plan, options) = self.run_options(name, entry);
+        Ok(self
+            .host
+            .restart(plan, entry.version, options, REOPEN_PATIENCE)?)
     }
 
-    /// Runs `entry` on its own thread with `store`.
-    fn run(
-        &self,
-        name: &str,
-        entry: &VersionEntry,
-        store: Arc<kappa_processor::state::store::Store>,
-    ) -> Result<RunningProcessor> {
+    /// The plan `entry` runs under the name `name`, and how it runs.
+    fn run_options(&self, name: &str, entry: &VersionEntry) -> (Plan, RunOptions) {
         let mut plan = entry.plan.clone();
         plan.name = name.to_string();
         let options = RunOptions {
@@ -330,25 +317,16 @@ impl ViewManager {
             workers: entry.workers.unwrap_or(self.config.processor_threads) as usize,
             ..RunOptions::default()
         };
-        Ok(RunningProcessor::start(
-            plan,
-            entry.version,
-            self.log.clone(),
-            store,
-            options,
-        )?)
+        (plan, options)
     }
 
     /// Starts a version that never ran in a new store: state left by an
     /// earlier use of the number (a crash before the catalog was written)
     /// is dropped first.
-    fn start_fresh(&self, name: &str, entry: &VersionEntry) -> Result<RunningProcessor> {
-        let s = scope(name, entry.version);
-        self.wait_retired(Some(&s));
-        let store = self.stores.create(&s)?;
-        self.run(name, entry, store).inspect_err(|_| {
-            let _ = self.stores.remove(&s);
-        })
+    fn start_fresh(&self, name: &str, entry: &VersionEntry) -> Result<RunningVersion> {
+        self.wait_retired(Some(&scope(name, entry.version)));
+        let (plan, options) = self.run_options(name, entry);
+        Ok(self.host.start_fresh(plan, entry.version, options)?)
     }
 
     /// Writes the catalog file.
@@ -370,13 +348,13 @@ impl ViewManager {
                 .is_some_and(|v| v.version(s.version).is_some())
         });
         if !named {
-            let _ = self.stores.remove(s);
+            let _ = self.host.remove(s);
         }
     }
 
     /// Installs a persisted catalog and processors that started, and
     /// wakes the supervisor.
-    pub(super) fn install(&self, catalog: Catalog, started: Vec<(Scope, RunningProcessor)>) {
+    pub(super) fn install(&self, catalog: Catalog, started: Vec<(Scope, RunningVersion)>) {
         let mut st = lock(&self.state);
         st.catalog = catalog;
         st.running.extend(started);
@@ -392,7 +370,7 @@ impl ViewManager {
     /// and a new store of the same scope waits ([`Self::wait_retired`]).
     /// Errors are logged: a restart drops whatever is left.
     pub(super) fn retire(&self, scopes: Vec<Scope>) {
-        let taken: Vec<(Scope, Option<RunningProcessor>)> = {
+        let taken: Vec<(Scope, Option<RunningVersion>)> = {
             let mut st = lock(&self.state);
             scopes
                 .into_iter()
@@ -426,7 +404,7 @@ impl ViewManager {
 
     /// Waits for retired versions' threads, deletes their stores, and
     /// wakes whoever waits for their scopes.
-    fn finish_retiring(&self, work: &Mutex<Vec<(Scope, Option<RunningProcessor>)>>) {
+    fn finish_retiring(&self, work: &Mutex<Vec<(Scope, Option<RunningVersion>)>>) {
         let taken = std::mem::take(&mut *lock(work));
         for (s, p) in taken {
             if let Some(p) = p {
@@ -434,7 +412,7 @@ impl ViewManager {
                     tracing::warn!(view = %s.name, version = s.version, error = %e, "stopped with an error");
                 }
             }
-            if let Err(e) = self.stores.remove_when_closed(&s, READER_PATIENCE) {
+            if let Err(e) = self.host.remove_when_closed(&s, READER_PATIENCE) {
                 tracing::warn!(view = %s.name, version = s.version, error = %e, "cannot drop state");
             }
             lock(&self.state).retiring.remove(&s);
@@ -692,8 +670,7 @@ impl ViewManager {
                 Some(c) => c,
                 None => {
                     let partitions = self.partitions(&served.plan);
-                    let store = self.stores.existing(&old)?;
-                    kappa_processor::view::as_of(&store, &old, partitions)?.offsets
+                    self.host.reader_on_disk(&old)?.as_of(partitions)?.offsets
                 }
             };
             entry.start = StartFrom::Offsets(committed);
@@ -827,7 +804,7 @@ impl ViewManager {
             let _ = t.join();
         }
         let _ops = lock(&self.ops);
-        let running: Vec<(Scope, RunningProcessor)> = lock(&self.state).running.drain().collect();
+        let running: Vec<(Scope, RunningVersion)> = lock(&self.state).running.drain().collect();
         for (s, p) in running {
             if let Err(e) = p.stop() {
                 tracing::warn!(view = %s.name, version = s.version, error = %e, "stopped with an error");

@@ -11,10 +11,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kappa_processor::host::{Scope, ViewReader};
 use kappa_processor::plan::{Operation, Plan};
 use kappa_processor::progress::{Progress, WorkerRole};
-use kappa_processor::state::store::{Scope, Store};
-use kappa_processor::view::{self, AsOf, RowFilter, ViewQuery, ViewRow};
+use kappa_processor::view::{AsOf, RowFilter, ViewQuery, ViewRow};
 
 use super::catalog::{VersionEntry, ViewEntry};
 use super::manager::{lock, scope, ViewManager};
@@ -148,18 +148,17 @@ impl ViewManager {
             },
             e => e.into(),
         };
-        let store = self.open_store(&target.scope)?;
+        let reader = self.reader(&target.scope)?;
         // Rows and position from one snapshot: `as_of` is exact.
-        let (page, as_of) = view::query_page_as_of(
-            &store,
-            &target.scope,
-            &request.query,
-            &request.filter,
-            request.cursor.as_deref(),
-            request.limit,
-            target.partitions,
-        )
-        .map_err(gone)?;
+        let (page, as_of) = reader
+            .page(
+                &request.query,
+                &request.filter,
+                request.cursor.as_deref(),
+                request.limit,
+                target.partitions,
+            )
+            .map_err(gone)?;
         let catching_up = !self.caught_up(&lock(&self.state), &target.scope);
         Ok(RowsAnswer {
             version: target.scope.version,
@@ -432,9 +431,9 @@ impl ViewManager {
         let watermark = match &snapshot {
             Some(snap) => snap.watermark,
             None => self
-                .stores
-                .get_open(&s)
-                .and_then(|store| view::as_of(&store, &s, 0).ok())
+                .host
+                .reader(&s)
+                .and_then(|reader| reader.as_of(0).ok())
                 .and_then(|a| a.watermark),
         };
         let workers: Vec<WorkerOut> = snapshot
@@ -492,22 +491,16 @@ impl ViewManager {
     }
 
     fn state_bytes(&self, s: &Scope) -> u64 {
-        let Some(store) = self.stores.get_open(s) else {
-            return 0;
-        };
-        let size = |cf: String| store.size(&cf).unwrap_or(0);
-        size(s.state_cf()) + size(s.view_cf())
+        self.host.reader(s).map_or(0, |reader| reader.size_bytes())
     }
 
-    /// The open store of a readable version. A version whose store is not
-    /// open failed to start (its state damaged or missing): reads say so.
-    fn open_store(&self, s: &Scope) -> Result<Arc<Store>> {
-        self.stores
-            .get_open(s)
-            .ok_or_else(|| ViewError::Unavailable {
-                view: s.name.clone(),
-                version: s.version,
-            })
+    /// A reader of a readable version. A version whose store is not open
+    /// failed to start (its state damaged or missing): reads say so.
+    fn reader(&self, s: &Scope) -> Result<ViewReader> {
+        self.host.reader(s).ok_or_else(|| ViewError::Unavailable {
+            view: s.name.clone(),
+            version: s.version,
+        })
     }
 }
 

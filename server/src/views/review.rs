@@ -10,8 +10,7 @@
 
 use std::collections::HashMap;
 
-use kappa_processor::state::store::Scope;
-use kappa_processor::version::RunningProcessor;
+use kappa_processor::host::{RunningVersion, Scope};
 
 use super::catalog::{Catalog, VersionEntry};
 use super::manager::{lock, scope, ViewManager};
@@ -52,26 +51,21 @@ impl ViewManager {
                 )))
             }
         };
-        let mut stores = Vec::new();
+        let mut readers = Vec::new();
         for version in [base, candidate] {
             let entry = view.version(version).ok_or(ViewError::UnknownVersion {
                 view: name.to_string(),
                 version,
             })?;
             let s = scope(name, entry.version);
-            let store = self.stores.get_open(&s).ok_or(ViewError::Unavailable {
+            let reader = self.host.reader(&s).ok_or(ViewError::Unavailable {
                 view: name.to_string(),
                 version,
             })?;
-            stores.push((store, s));
+            readers.push(reader);
         }
         let partitions = self.partitions(&view.served.plan);
-        let diff = kappa_processor::diff::diff(
-            (&stores[0].0, &stores[0].1),
-            (&stores[1].0, &stores[1].1),
-            partitions,
-            examples.min(MAX_DIFF_EXAMPLES),
-        )?;
+        let diff = readers[0].diff(&readers[1], partitions, examples.min(MAX_DIFF_EXAMPLES))?;
         Ok((base, candidate, diff))
     }
 
@@ -181,7 +175,7 @@ impl ViewManager {
 }
 
 /// The committed offsets of running version `s` (`None` if it is not running).
-fn committed(running: &HashMap<Scope, RunningProcessor>, s: &Scope) -> Option<Vec<u64>> {
+fn committed(running: &HashMap<Scope, RunningVersion>, s: &Scope) -> Option<Vec<u64>> {
     running
         .get(s)
         .filter(|p| !p.is_finished())
@@ -193,7 +187,7 @@ fn committed(running: &HashMap<Scope, RunningProcessor>, s: &Scope) -> Option<Ve
 /// either is not running (a served version that is down has nothing newer
 /// to protect).
 pub(super) fn behind(
-    running: &HashMap<Scope, RunningProcessor>,
+    running: &HashMap<Scope, RunningVersion>,
     served: &Scope,
     next: &Scope,
 ) -> Vec<(usize, u64, u64)> {

@@ -25,11 +25,11 @@ use std::collections::BTreeMap;
 
 use kappa_processor::accumulators::AggregateKind;
 use kappa_processor::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
+use kappa_processor::host::StartFrom;
 use kappa_processor::plan::{
     AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,
     LateHandling, Operation, Plan, Sink, SourceSpec, WindowedSpec,
 };
-use kappa_processor::runner::StartFrom;
 use kappa_processor::sql::{ColumnDecl, ObjectKind, SourceDecl, SqlType};
 use kappa_processor::window::WindowSpec;
 use serde::{Deserialize, Serialize};

@@ -13,8 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kappa_processor::state::store::Scope;
-use kappa_processor::version::RunningProcessor;
+use kappa_processor::host::{RunningVersion, Scope};
 
 use super::catalog::{Catalog, Failure, GraceEntry};
 use super::manager::{lock, scope, ViewManager};
@@ -30,7 +29,7 @@ pub const RATE_WINDOW: Duration = Duration::from_secs(10);
 /// What one look at a version found.
 enum Seen {
     /// The thread ended; the error (or that it stopped without one).
-    Ended(Box<RunningProcessor>),
+    Ended(Box<RunningVersion>),
     /// Running, with this total lag, records done since the start, and
     /// whether every partition reached its target.
     Lag { lag: u64, done: u64, reached: bool },
@@ -39,7 +38,7 @@ enum Seen {
 }
 
 fn look(
-    running: &mut std::collections::HashMap<Scope, RunningProcessor>,
+    running: &mut std::collections::HashMap<Scope, RunningVersion>,
     s: &Scope,
     start: &[u64],
     target: &[u64],
@@ -51,7 +50,7 @@ fn look(
     if finished {
         return Seen::Ended(Box::new(running.remove(s).expect("present")));
     }
-    match running.get(s).map(RunningProcessor::lag) {
+    match running.get(s).map(RunningVersion::lag) {
         Some(Ok(lags)) => Seen::Lag {
             lag: lags.iter().map(|l| l.lag).sum(),
             done: lags
@@ -73,7 +72,7 @@ fn look(
 
 /// Why a processor ended, and whether its state is damaged (then it is
 /// not retried: starting it again would read the same damage).
-fn reason(p: Box<RunningProcessor>) -> (String, bool) {
+fn reason(p: Box<RunningVersion>) -> (String, bool) {
     let name = p.scope().name.clone();
     match p.stop() {
         Ok(()) => ("the processor stopped".to_string(), false),

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use kappa_log::{Log, LogConfig, NewRecord, ProduceRecord, TopicConfig};
 use kappa_processor::dsl::{self, Pipeline};
 use kappa_processor::expr::Expr;
+use kappa_processor::host::StartFrom;
 use kappa_processor::plan::Plan;
-use kappa_processor::runner::StartFrom;
 use kappa_processor::state::store::{Scope, Store};
 
 use super::manager::{Change, Swap, ViewSettings};
@@ -144,11 +144,7 @@ fn a_failed_build_leaves_the_served_version_serving_and_says_why() {
     // Recorded in the catalog, and the build's state is gone (once retired).
     assert!(f.manager.catalog().views["v"].failure.is_some());
     f.manager.wait_retired(None);
-    let store_has = |version| {
-        f.manager
-            .stores
-            .exists(&super::manager::scope("v", version))
-    };
+    let store_has = |version| f.manager.host.has(&super::manager::scope("v", version));
     assert!(store_has(1) && !store_has(2));
 }
 
@@ -181,7 +177,7 @@ fn a_build_is_swapped_in_once_caught_up_and_the_old_version_dropped() {
     });
     // Grace 0: version 1 is stopped and dropped at the swap.
     f.manager.wait_retired(None);
-    assert!(!f.manager.stores.exists(&super::manager::scope("v", 1)));
+    assert!(!f.manager.host.has(&super::manager::scope("v", 1)));
     let d = f.manager.describe("v").unwrap();
     assert!(d.grace_versions.is_empty() && d.building_version.is_none());
 }
@@ -276,8 +272,8 @@ impl Fixture {
     /// The open store of a version.
     fn store(&self, s: &Scope) -> Arc<Store> {
         self.manager
-            .stores
-            .get_open(s)
+            .host
+            .open_store(s)
             .expect("the version's store is open")
     }
 
@@ -432,7 +428,7 @@ fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
         files.len() >= 2,
         "state and rows are in table files: {files:?}"
     );
-    let stores = f.manager.stores.dir().to_path_buf();
+    let stores = f.manager.host.dir().to_path_buf();
     let f = f.reopen_with(|| {
         for file in files {
             let len = std::fs::metadata(&file).unwrap().len() as usize;
@@ -526,7 +522,7 @@ fn a_store_shared_by_every_version_is_moved_into_one_store_each_without_reproces
     });
     f.manager.close();
     let data = f._dir.path().to_path_buf();
-    let stores = f.manager.stores.dir().to_path_buf();
+    let stores = f.manager.host.dir().to_path_buf();
     // The earlier layout: every version's column families in one
     // database at <data>/state.
     let own: Vec<(Scope, Arc<Store>)> = ["v", "w"]
@@ -809,7 +805,7 @@ fn a_view_keeps_as_many_replaced_versions_as_it_says_and_the_server_default_othe
         "the server keeps one: version 1 was dropped"
     );
     f.manager.wait_retired(None);
-    assert!(!f.manager.stores.exists(&super::manager::scope("v", 1)));
+    assert!(!f.manager.host.has(&super::manager::scope("v", 1)));
     let d = f.manager.describe("v").unwrap();
     assert_eq!((d.keep_versions, d.version_grace_ms), (1, 3_600_000));
 
@@ -933,7 +929,7 @@ fn a_drop_returns_while_the_version_is_stalled_and_its_state_goes_once_it_ended(
     assert!(super::manager::lock(&f.manager.state)
         .retiring
         .contains(&old));
-    let dir = f.manager.stores.dir().to_path_buf();
+    let dir = f.manager.host.dir().to_path_buf();
     assert_eq!(
         names_starting(&dir, "v@1").len(),
         1,
