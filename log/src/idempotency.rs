@@ -148,23 +148,15 @@ impl IdempotencyWindow {
     }
 
     /// Number of keys held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.by_key.len()
     }
 
     /// True when no key is held.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.by_key.is_empty()
-    }
-
-    /// The window's bound on the number of keys.
-    pub fn max_keys(&self) -> usize {
-        self.max_keys
-    }
-
-    /// The window's bound on key age.
-    pub fn max_age_ms(&self) -> u64 {
-        self.max_age_ms
     }
 
     fn expire(&mut self, now_ms: i64) {

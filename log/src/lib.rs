@@ -16,43 +16,54 @@
 //! ```
 //!
 //! `FORMAT.md` documents every byte on disk.
+//!
+//! The public surface is the items re-exported here ([`Log`], [`Topic`],
+//! [`Partition`], their configs, records and answers) plus the modules that
+//! tools and tests need by name: the on-disk format ([`batch`], [`index`],
+//! [`segment`], [`offsets`]) for the offline inspector, [`repair`] for its
+//! repairs, [`io`] (atomic writes; crash and fault injection for tests) and
+//! [`stats`] (process-wide counters). The rest is private.
 
 #![warn(missing_docs)]
 
 pub mod batch;
-pub mod cache;
-pub mod clock;
-pub mod config;
-pub mod error;
+mod cache;
+mod clock;
+mod config;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod idempotency;
+mod idempotency;
 pub mod index;
 pub mod io;
-pub mod log;
-pub mod metrics;
+mod log;
+mod metrics;
 pub mod offsets;
-pub mod partition;
-pub mod partitioner;
-pub mod recovery;
+mod partition;
+mod partitioner;
+mod recovery;
 pub mod repair;
-pub mod retention;
+mod retention;
 pub mod segment;
 pub mod stats;
-pub mod syncer;
-pub mod topic;
-pub mod writer;
+mod syncer;
+mod topic;
+mod writer;
 
 pub use batch::{Header, HeaderRef, HeadersRef, NewRecord, Record, RecordRef};
 pub use clock::{AppendClock, ManualTime};
-pub use config::{FsyncPolicy, LogConfig, TopicChanges, TopicConfig};
+pub use config::{FsyncPolicy, LogConfig, TopicChanges, TopicConfig, MAX_PARTITIONS_PER_TOPIC};
 pub use error::{LogError, Result};
 pub use log::{GroupPartitionOffset, Log, ResetTo};
 pub use offsets::CommittedOffset;
-pub use partition::{AppendOutcome, AppendRequest, Fetch, Partition, PartitionDescription};
+pub use partition::{
+    AppendOutcome, AppendRequest, Fetch, Partition, PartitionDescription, PendingAppend,
+};
+pub use partitioner::partition_for_key;
+pub use topic::validate_topic_name;
 pub use topic::{
     PartialProduce, ProduceFailure, ProduceOutcome, ProduceRecord, Produced, Topic,
-    TopicDescription,
+    TopicDescription, TopicMeta,
 };
 
 /// Milliseconds since the Unix epoch, from the system clock.

@@ -732,7 +732,7 @@ fn numbered(from: u64, n: u64) -> AppendRequest {
 
 /// Reads every record from `offset` on (in several reads when `max_bytes`
 /// cuts them) and checks each value names its offset.
-fn read_all_numbered(p: &kappa_log::partition::Partition, offset: u64, max_bytes: u64) -> u64 {
+fn read_all_numbered(p: &kappa_log::Partition, offset: u64, max_bytes: u64) -> u64 {
     let mut next = offset;
     loop {
         let fetch = p.read(next, u64::MAX, max_bytes).unwrap();

@@ -10,7 +10,7 @@
 //! windowed).
 //!
 //! Issue 14: the live run, every restart and the replay each use 1, 2 or
-//! 4 workers (source and key-shard workers, `kappa_processor::parallel`),
+//! 4 workers (source and key-shard workers, `processor/src/parallel/`),
 //! drawn at random, and a replay on one thread must give the same rows and
 //! counts: a parallel version's results are the single-threaded engine's.
 //!

@@ -420,11 +420,11 @@ impl ServerConfig {
     /// Checks every range.
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.default_partitions == 0
-            || self.default_partitions > kappa_log::config::MAX_PARTITIONS_PER_TOPIC
+            || self.default_partitions > kappa_log::MAX_PARTITIONS_PER_TOPIC
         {
             bail!(
                 "default_partitions must be in 1..={}",
-                kappa_log::config::MAX_PARTITIONS_PER_TOPIC
+                kappa_log::MAX_PARTITIONS_PER_TOPIC
             );
         }
         if self.auto_create_max_partitions < self.default_partitions {

@@ -224,7 +224,7 @@ impl AlterTopicExt for AlterTopic {
 }
 
 /// The wire form of a topic's description.
-pub fn topic_out(d: kappa_log::topic::TopicDescription) -> TopicOut {
+pub fn topic_out(d: kappa_log::TopicDescription) -> TopicOut {
     let c = d.config;
     TopicOut {
         name: d.name,

@@ -10,25 +10,31 @@
 //! (the SQL statement executor) · `dto` (wire types) · `error` (the one
 //! status map) · `metrics` (Prometheus names) · `history` (the console's
 //! 15-minute metrics ring) · `views/` (catalog,
-//! processors, blue/green builds) · `cli/` (client subcommands).
+//! processors, blue/green builds) · `cli/` (client subcommands) · `kafka`
+//! (the Kafka listener) · `node` (what every frontend holds) · `tls`.
+//!
+//! Public: [`run`] and its variants, [`ServerConfig`], and the modules the
+//! binary and the tests name (`cli`, `config`, `kafka`, `routes` for the
+//! OpenAPI document, `tls`, `views` for the view manager and its catalog);
+//! the rest is private. ARCHITECTURE.md has the layers.
 
 #![warn(missing_docs)]
 
-pub mod auth;
+mod auth;
 pub mod cli;
 pub mod config;
-pub mod datadir;
-pub mod dto;
-pub mod error;
+mod datadir;
+mod dto;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod history;
-pub mod http;
+mod history;
+mod http;
 pub mod kafka;
-pub mod metrics;
-pub mod node;
+mod metrics;
+mod node;
 pub mod routes;
-pub mod statements;
+mod statements;
 pub mod tls;
 pub mod views;
 

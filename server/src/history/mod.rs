@@ -9,7 +9,7 @@ pub mod sampler;
 
 use std::sync::{Arc, Mutex};
 
-pub use ring::{Counters, HistoryOut, Ring, CAPACITY, INTERVAL_MS};
+pub use ring::{HistoryOut, Ring, CAPACITY};
 
 /// The ring shared by the sampler and the route.
 #[derive(Debug, Clone)]

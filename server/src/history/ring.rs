@@ -113,13 +113,9 @@ impl Ring {
     }
 
     /// Samples held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.samples.len()
-    }
-
-    /// Whether no sample is held.
-    pub fn is_empty(&self) -> bool {
-        self.samples.is_empty()
     }
 
     /// Records the counters read at `at_ms` as a sample of rates since the

@@ -224,7 +224,8 @@ impl Standings {
     }
 
     /// Number of newcomers now.
-    pub fn newcomers(&self) -> usize {
+    #[cfg(test)]
+    fn newcomers(&self) -> usize {
         self.inner
             .lock()
             .expect("standings")

@@ -112,7 +112,7 @@ pub async fn create_topics(
         if request.validate_only {
             if broker.app.log.topic(&name).is_ok() {
                 result.error_code = errors::TOPIC_ALREADY_EXISTS;
-            } else if let Err(e) = kappa_log::topic::validate_topic_name(&name) {
+            } else if let Err(e) = kappa_log::validate_topic_name(&name) {
                 result.error_code = errors::of_log(&e);
                 result.error_message = Some(text(e.to_string()));
             }

@@ -23,7 +23,7 @@ use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId,
 };
 use kafka_protocol::records::TimestampType;
-use kappa_log::partition::{AppendRequest, PendingAppend};
+use kappa_log::{AppendRequest, PendingAppend};
 use kappa_log::{Header, NewRecord, Topic};
 
 use super::conn::Session;

@@ -47,7 +47,7 @@ pub enum ProduceTopicError {
 /// Blocking (a creation writes and syncs files): call it off the async
 /// workers.
 pub fn for_produce(node: &AppState, name: &str) -> Result<(Arc<Topic>, bool), ProduceTopicError> {
-    kappa_log::topic::validate_topic_name(name)?;
+    kappa_log::validate_topic_name(name)?;
     match node.log.topic(name) {
         Ok(t) => Ok((t, false)),
         Err(LogError::UnknownTopic(_)) if node.config.auto_create_topics => auto_create(

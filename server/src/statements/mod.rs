@@ -104,7 +104,7 @@ impl Executor<'_> {
 
     fn declare(&self, decl: SourceDecl) -> Result<DeclaredOut, StatementError> {
         let (name, kind, topic) = (decl.name.clone(), decl.kind, decl.topic.clone());
-        kappa_log::topic::validate_topic_name(&topic)?;
+        kappa_log::validate_topic_name(&topic)?;
         if let Some(existing) = self.views.catalog().sources.get(&name) {
             if *existing != decl {
                 return Err(ViewError::Exists(name).into());
@@ -127,7 +127,7 @@ impl Executor<'_> {
         let mut plan = sql::plan(&create, &Sources(catalog.clone()))?;
         plan.name = create.name.clone();
         if let Sink::Topic(topic) = &plan.sink {
-            kappa_log::topic::validate_topic_name(topic)?;
+            kappa_log::validate_topic_name(topic)?;
             self.ensure_topic(topic, create.partitions)?;
         }
         let name = create.name.clone();

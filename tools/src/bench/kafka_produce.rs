@@ -34,7 +34,7 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use kappa_log::partitioner::partition_for_key;
+use kappa_log::partition_for_key;
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;

@@ -95,7 +95,7 @@ impl Producer {
         time_format: TimeFormat,
         batch_records: usize,
     ) -> anyhow::Result<Producer> {
-        kappa_log::topic::validate_topic_name(topic)?;
+        kappa_log::validate_topic_name(topic)?;
         if !base_url.starts_with("http://") {
             bail!("--produce {base_url:?}: give the server's URL, e.g. http://127.0.0.1:8080");
         }

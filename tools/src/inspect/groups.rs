@@ -73,7 +73,7 @@ fn end_offset(data_dir: &Path, topic: &str, partition: u32) -> anyhow::Result<Op
         .join("topics")
         .join(topic)
         .join(partition.to_string());
-    if kappa_log::topic::validate_topic_name(topic).is_err() || !dir.is_dir() {
+    if kappa_log::validate_topic_name(topic).is_err() || !dir.is_dir() {
         return Ok(None);
     }
     let Some(last) = layout::segments(&dir)?.pop() else {

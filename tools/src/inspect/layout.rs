@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use kappa_log::segment::SegmentPaths;
-use kappa_log::topic::TopicMeta;
+use kappa_log::TopicMeta;
 
 /// A topic found on disk.
 #[derive(Debug, Clone)]
