@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use kappa_log::{Record, TopicConfig};
 use kappa_processor::host;
-use kappa_processor::{plan, progress, sql, window};
+use kappa_processor::{diff, plan, progress, sql, view, window};
 use serde_json::value::RawValue;
 
 pub use kappa_wire::*;
@@ -174,6 +174,63 @@ impl IntoWire for plan::LateHandling {
             plan::LateHandling::Drop => statements::LateHandling::Drop,
             plan::LateHandling::SideOutput(t) => statements::LateHandling::SideOutput(t),
         }
+    }
+}
+
+impl IntoWire for kappa_log::GroupPartitionOffset {
+    type Wire = GroupPartitionOffsets;
+    fn into_wire(self) -> GroupPartitionOffsets {
+        GroupPartitionOffsets {
+            partition: self.partition,
+            committed: self.committed,
+            start_offset: self.start_offset,
+            end_offset: self.end_offset,
+            lag: self.lag,
+        }
+    }
+}
+
+impl IntoWire for view::AsOf {
+    type Wire = DiffAsOf;
+    fn into_wire(self) -> DiffAsOf {
+        DiffAsOf {
+            offsets: self.offsets,
+            watermark: self.watermark,
+        }
+    }
+}
+
+impl IntoWire for diff::DiffExample {
+    type Wire = DiffExample;
+    fn into_wire(self) -> DiffExample {
+        DiffExample {
+            change: self.change.to_string(),
+            key: self.key,
+            window_start: self.window_start,
+            window_end: self.window_end,
+            base: self.base,
+            candidate: self.candidate,
+        }
+    }
+}
+
+/// The wire form of a diff of `view`'s versions `base` and `candidate`.
+pub fn diff_out(view: String, base: u64, candidate: u64, d: diff::Diff) -> DiffOut {
+    DiffOut {
+        view,
+        base: DiffSide {
+            version: base,
+            as_of: d.base_as_of.into_wire(),
+        },
+        candidate: DiffSide {
+            version: candidate,
+            as_of: d.candidate_as_of.into_wire(),
+        },
+        added: d.added,
+        removed: d.removed,
+        changed: d.changed,
+        unchanged: d.unchanged,
+        examples: d.examples.into_iter().map(IntoWire::into_wire).collect(),
     }
 }
 

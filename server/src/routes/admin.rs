@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
+use crate::dto::admin::{DegradedOut, FailedPartition, FailedView, StatusOut};
 use crate::AppState;
 
 /// The web console: one page that reads this server's JSON API (overview
@@ -85,8 +85,10 @@ pub async fn console_css() -> Response {
 }
 
 /// Liveness.
-pub async fn health() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok"}))
+pub async fn health() -> Json<StatusOut> {
+    Json(StatusOut {
+        status: "ok".into(),
+    })
 }
 
 /// Readiness: the log is open and no partition stopped accepting writes.
@@ -95,26 +97,42 @@ pub async fn ready(State(state): State<AppState>) -> Response {
     for topic in state.log.topics() {
         for p in topic.partitions() {
             if let Some(reason) = p.failure() {
-                failed.push(json!({"topic": topic.name(), "partition": p.id(), "reason": reason}));
+                failed.push(FailedPartition {
+                    topic: topic.name().to_string(),
+                    partition: p.id(),
+                    reason,
+                });
             }
         }
     }
     let views = state.views.clone();
-    let failed_views: Vec<serde_json::Value> =
+    let failed_views: Vec<FailedView> =
         match tokio::task::spawn_blocking(move || views.failed_views()).await {
             Ok(list) => list
                 .into_iter()
-                .map(|(view, reason)| json!({"view": view, "reason": reason}))
+                .map(|(view, reason)| FailedView {
+                    view: Some(view),
+                    reason,
+                })
                 .collect(),
-            Err(_) => vec![json!({"view": null, "reason": "the view check panicked"})],
+            Err(_) => vec![FailedView {
+                view: None,
+                reason: Some("the view check panicked".into()),
+            }],
         };
     if failed.is_empty() && failed_views.is_empty() {
-        Json(json!({"status": "ready"})).into_response()
+        Json(StatusOut {
+            status: "ready".into(),
+        })
+        .into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "degraded", "failed_partitions": failed,
-                        "failed_views": failed_views})),
+            Json(DegradedOut {
+                status: "degraded".into(),
+                failed_partitions: failed,
+                failed_views,
+            }),
         )
             .into_response()
     }

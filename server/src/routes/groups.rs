@@ -17,13 +17,12 @@ use axum::Json;
 use bytes::Bytes;
 use futures_util::future::select_all;
 use kappa_log::{Record, ResetTo, Topic};
-use serde_json::json;
 
 use super::{blocking, body, json, Params, ReadLimits};
 use crate::auth::Principal;
 use crate::dto::{
-    CommitRequest, GroupReadResponse, OffsetsResponse, PartitionOffset, RecordOut, RecordOutExt,
-    ResetRequest,
+    CommitRequest, GroupOffsetsOut, GroupReadResponse, GroupTopicOffsets, GroupsOut, IntoWire,
+    OffsetsResponse, PartitionOffset, RecordOut, RecordOutExt, ResetRequest,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -32,10 +31,10 @@ use crate::AppState;
 pub async fn list(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-) -> Json<serde_json::Value> {
+) -> Json<GroupsOut> {
     let mut groups = state.log.groups();
     groups.retain(|g| principal.may_see_group(g));
-    Json(json!({ "groups": groups }))
+    Json(GroupsOut { groups })
 }
 
 /// The group's position on each partition: committed, else the start;
@@ -190,7 +189,7 @@ pub async fn offsets(
     Extension(principal): Extension<Principal>,
     Path(group): Path<String>,
     RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<GroupOffsetsOut>> {
     let mut params = Params::parse(query.as_deref())?;
     let topic = params.take("topic");
     params.finish()?;
@@ -220,9 +219,12 @@ pub async fn offsets(
     let mut out = Vec::new();
     for t in topics {
         let partitions = state.log.group_offsets(&group, &t)?;
-        out.push(json!({"topic": t, "partitions": partitions}));
+        out.push(GroupTopicOffsets {
+            topic: t,
+            partitions: partitions.into_iter().map(IntoWire::into_wire).collect(),
+        });
     }
-    Ok(Json(json!({"group": group, "topics": out})).into_response())
+    Ok(Json(GroupOffsetsOut { group, topics: out }))
 }
 
 /// Parses `to`: `"earliest"`, `"latest"`, `{"timestamp": ms}` or

@@ -9,9 +9,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{blocking, body, json};
+use crate::dto::admin::{RevokedOut, TokensOut};
 use crate::error::ApiResult;
 use crate::AppState;
 
@@ -45,17 +45,19 @@ pub async fn create(
 }
 
 /// `GET /v1/tokens`: names, grants, creation times and sources.
-pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
+pub async fn list(State(state): State<AppState>) -> ApiResult<Json<TokensOut>> {
     let auth = state.auth.clone();
     let tokens = blocking(move || Ok(auth.store.list())).await?;
-    Ok(Json(json!({ "tokens": tokens })).into_response())
+    Ok(Json(TokensOut {
+        tokens: tokens.into_iter().map(Into::into).collect(),
+    }))
 }
 
 /// `DELETE /v1/tokens/{name}`.
 pub async fn revoke(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<RevokedOut>> {
     let auth = state.auth.clone();
     let revoked = name.clone();
     blocking(move || {
@@ -64,5 +66,8 @@ pub async fn revoke(
         Ok(())
     })
     .await?;
-    Ok(Json(json!({ "name": name, "revoked": true })).into_response())
+    Ok(Json(RevokedOut {
+        name,
+        revoked: true,
+    }))
 }

@@ -13,11 +13,12 @@ use axum::Extension;
 use axum::Json;
 use bytes::Bytes;
 use kappa_processor::view::ViewQuery;
-use serde_json::json;
 
 use super::{blocking, body, json, Params};
 use crate::auth::Principal;
-use crate::dto::{cursor_bytes, ReplayRequest, RowsOut};
+use crate::dto::{
+    cursor_bytes, diff_out, DiffOut, ReplayOut, ReplayRequest, RowsOut, ServedOut, ViewsOut,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::views::manager::{Change, Swap};
 use crate::views::review::Served;
@@ -38,11 +39,11 @@ pub const MAX_AFTER_WAIT_MS: u64 = 30_000;
 pub async fn list(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<ViewsOut>> {
     let views = state.views.clone();
     let mut list = blocking(move || Ok(views.list())).await?;
     list.retain(|v| principal.may_see_view(&v.name));
-    Ok(Json(json!({ "views": list })).into_response())
+    Ok(Json(ViewsOut { views: list }))
 }
 
 /// `GET /v1/views/{view}`.
@@ -192,14 +193,16 @@ pub async fn replay(
         crate::dto::SwapMode::Manual => Swap::Manual,
     };
     let change = blocking(move || Ok(views.replay(&name, from, swap)?)).await?;
-    let body = match change {
-        Change::Building(version) => {
-            json!({"view": view, "building_version": version, "from": request.from})
-        }
-        Change::Served(version) => {
-            json!({"view": view, "served_version": version, "from": request.from})
-        }
-        Change::Unchanged => json!({"view": view, "from": request.from}),
+    let (building_version, served_version) = match change {
+        Change::Building(version) => (Some(version), None),
+        Change::Served(version) => (None, Some(version)),
+        Change::Unchanged => (None, None),
+    };
+    let body = ReplayOut {
+        view,
+        building_version,
+        served_version,
+        from: request.from,
     };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
@@ -210,7 +213,7 @@ pub async fn diff(
     State(state): State<AppState>,
     Path(view): Path<String>,
     RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<DiffOut>> {
     // base: default the served version; candidate: default the one being
     // built; limit: most examples.
     let mut params = Params::parse(query.as_deref())?;
@@ -223,17 +226,7 @@ pub async fn diff(
     let name = view.clone();
     let (base, candidate, diff) =
         blocking(move || Ok(views.diff(&name, base, candidate, limit)?)).await?;
-    Ok(Json(json!({
-        "view": view,
-        "base": {"version": base, "as_of": diff.base_as_of},
-        "candidate": {"version": candidate, "as_of": diff.candidate_as_of},
-        "added": diff.added,
-        "removed": diff.removed,
-        "changed": diff.changed,
-        "unchanged": diff.unchanged,
-        "examples": diff.examples,
-    }))
-    .into_response())
+    Ok(Json(diff_out(view, base, candidate, diff)))
 }
 
 /// A version number parameter, if given.
@@ -249,12 +242,12 @@ fn optional_u64(params: &mut Params, name: &str) -> ApiResult<Option<u64>> {
 }
 
 /// `POST /v1/views/{view}/promote`: serves the version being built now.
-pub async fn promote(state: State<AppState>, view: Path<String>) -> ApiResult<Response> {
+pub async fn promote(state: State<AppState>, view: Path<String>) -> ApiResult<Json<ServedOut>> {
     serve(state, view, ViewManager::promote).await
 }
 
 /// `POST /v1/views/{view}/rollback`: serves the previous version again.
-pub async fn rollback(state: State<AppState>, view: Path<String>) -> ApiResult<Response> {
+pub async fn rollback(state: State<AppState>, view: Path<String>) -> ApiResult<Json<ServedOut>> {
     serve(state, view, ViewManager::rollback).await
 }
 
@@ -263,14 +256,15 @@ async fn serve(
     State(state): State<AppState>,
     Path(view): Path<String>,
     change: fn(&ViewManager, &str) -> crate::views::Result<Served>,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<ServedOut>> {
     let views = state.views.clone();
     let name = view.clone();
     let done = blocking(move || Ok(change(&views, &name)?)).await?;
-    Ok(Json(
-        json!({"view": view, "served_version": done.served, "previous_version": done.previous}),
-    )
-    .into_response())
+    Ok(Json(ServedOut {
+        view,
+        served_version: done.served,
+        previous_version: done.previous,
+    }))
 }
 
 #[cfg(test)]

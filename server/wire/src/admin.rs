@@ -64,8 +64,9 @@ pub struct FailedPartition {
 pub struct FailedView {
     /// View (null when the check itself failed).
     pub view: Option<String>,
-    /// Why.
-    pub reason: String,
+    /// Why: the processor's error, or why the last retry failed (null
+    /// when no failure of the served version is recorded).
+    pub reason: Option<String>,
 }
 
 /// `POST /v1/tokens` body.
