@@ -3,10 +3,12 @@
 //! into [`Overrides`]). Every field has a documented default and
 //! [`ServerConfig::validate`] checks every range.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use kappa_cluster::ClusterConfig;
 use kappa_log::FsyncPolicy;
 use serde::{Deserialize, Serialize};
 
@@ -154,6 +156,12 @@ pub struct ServerConfig {
     /// Kafka requests larger than this are refused and the connection
     /// closed (default 100 MiB, Kafka's `socket.request.max.bytes`).
     pub kafka_max_request_bytes: usize,
+    /// Kafka-protocol clusters streams may live on, by name
+    /// (`[clusters.NAME]` tables: `bootstrap_servers`, `security_protocol`,
+    /// `sasl_mechanism`, `sasl_username`, `sasl_password_env` or
+    /// `sasl_password_file`, `ssl_ca_location`, `ssl_certificate_location`,
+    /// `ssl_key_location`; default none). See docs/clusters.md.
+    pub clusters: BTreeMap<String, ClusterConfig>,
 }
 
 /// Which per-record limit a produced record exceeds.
@@ -215,6 +223,7 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             kafka_listen: None,
             kafka_max_request_bytes: 100 << 20,
+            clusters: BTreeMap::new(),
         }
     }
 }
@@ -297,6 +306,10 @@ pub struct Overrides {
     /// Serve the Kafka protocol on this address too (e.g. 127.0.0.1:9092) [default: off].
     #[arg(long, env = "KAPPA_KAFKA_LISTEN")]
     pub kafka_listen: Option<SocketAddr>,
+    /// A Kafka-protocol cluster streams may live on, NAME=host:port[,host:port...]
+    /// (plain TCP; TLS and SASL in the config file); repeatable.
+    #[arg(long = "cluster", value_name = "NAME=BROKERS")]
+    pub clusters: Vec<String>,
 }
 
 /// A retention setting given as a flag: milliseconds, or `none` (forever).
@@ -413,12 +426,20 @@ impl ServerConfig {
         if o.kafka_listen.is_some() {
             config.kafka_listen = o.kafka_listen;
         }
+        for flag in &o.clusters {
+            let (name, cluster) = ClusterConfig::parse_flag(flag)?;
+            config.clusters.insert(name, cluster);
+        }
         config.validate()?;
         Ok(config)
     }
 
     /// Checks every range.
     pub fn validate(&self) -> anyhow::Result<()> {
+        for (name, cluster) in &self.clusters {
+            kappa_cluster::validate_name(name)?;
+            cluster.validate(name)?;
+        }
         if self.default_partitions == 0
             || self.default_partitions > kappa_log::MAX_PARTITIONS_PER_TOPIC
         {

@@ -22,6 +22,7 @@
 
 mod auth;
 pub mod cli;
+mod clusters;
 pub mod config;
 mod datadir;
 mod dto;
@@ -120,6 +121,7 @@ async fn serve_all(
         .await??
     };
     let (shutdown_tx, shutting_down) = tokio::sync::watch::channel(false);
+    let config_clusters = config.clusters.clone();
     let state = AppState {
         log,
         views,
@@ -128,8 +130,10 @@ async fn serve_all(
         auth,
         shutting_down,
         history: history::History::default(),
+        clusters: clusters::Clusters::new(&config_clusters),
     };
     let sampler = state.history.spawn_sampler(state.clone());
+    let cluster_monitor = state.clusters.spawn_monitor(state.shutting_down.clone());
     // One certificate for the HTTPS API and the Kafka listener.
     let (tls, reloads) = tls::start(&state.config)?.unzip();
     let kafka =
@@ -145,6 +149,9 @@ async fn serve_all(
     }
     // It stops at shutdown, after the reading in hand (if any).
     let _ = sampler.await;
+    if let Some(monitor) = cluster_monitor {
+        let _ = monitor.await;
+    }
     if let Some(kafka) = kafka {
         let _ = kafka.await;
     }

@@ -36,7 +36,7 @@ enum Command {
         #[arg(long, env = "KAPPA_CONFIG")]
         config: Option<PathBuf>,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: Box<Overrides>,
     },
     /// Run a server with a demo: the user_events stream, the purchase_stats
     /// table, the high_value_alerts stream and a purchases generator.
@@ -182,7 +182,7 @@ fn main() {
         }
     }
     let result = match cli.command {
-        Command::Serve { config, overrides } => serve(config, overrides),
+        Command::Serve { config, overrides } => serve(config, *overrides),
         Command::Demo(args) => demo(args),
         Command::Client(client) => {
             quiet_on_closed_pipe();

@@ -223,6 +223,23 @@ pub fn set_view_lags(lags: &[(String, u64, &'static str, u64)]) {
     }
 }
 
+/// Whether each configured Kafka cluster answered its last metadata
+/// request (1) or not (0), by cluster.
+pub const CLUSTER_REACHABLE: &str = "kappa_cluster_reachable";
+/// Brokers each cluster's last metadata named (0 when unreachable), by
+/// cluster.
+pub const CLUSTER_BROKERS: &str = "kappa_cluster_brokers";
+
+/// Sets the gauges of `cluster` after a probe.
+pub fn set_cluster(cluster: &str, reachable: bool, brokers: usize) {
+    gauge!(CLUSTER_REACHABLE, "cluster" => cluster.to_string()).set(if reachable {
+        1.0
+    } else {
+        0.0
+    });
+    gauge!(CLUSTER_BROKERS, "cluster" => cluster.to_string()).set(brokers as f64);
+}
+
 /// Views whose processing falls behind their input (1) or not (0).
 pub const VIEW_NOT_KEEPING_UP: &str = "kappa_view_not_keeping_up";
 

@@ -43,6 +43,7 @@ mod node;
 mod python;
 mod raw_http;
 mod server;
+mod tansu;
 mod util;
 
 use std::time::Duration;
@@ -59,6 +60,7 @@ pub use node::kafkajs_modules;
 pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};
 pub use server::{refused_start, Server};
+pub use tansu::{free_port, Tansu};
 pub use util::{now_ms, run_for_json, temp_file, Rng};
 
 /// Longest wait for a started server to print its address.

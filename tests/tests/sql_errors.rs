@@ -12,7 +12,7 @@ use kappa_tests::{assert_error, json, Server, Value};
 const BAD_SQL: &[(&str, &str)] = &[
     // Syntax.
     ("¦SELEC * FROM purchase_stats;", "SELEC"),
-    ("SHOW ¦FUNCTIONS;", "expected STREAMS, TABLES, VIEWS or TOPICS"),
+    ("SHOW ¦FUNCTIONS;", "expected STREAMS, TABLES, VIEWS, TOPICS or CLUSTERS"),
     ("CREATE STREAM x AS SELECT * FROM user_events WHERE event_type = ¦'purchase;", "unterminated string"),
     ("CREATE STREAM s (a VARCHAR¦", "expected ',' or ')'"),
     ("CREATE STREAM s (a ¦FOO) WITH (KAFKA_TOPIC='t');", "expected a type"),

@@ -28,6 +28,7 @@ const SOURCE_PROPERTIES: &[&str] = &[
     "IDLE_TIMEOUT",
     "PARTITIONS",
     "REPLICAS",
+    "CLUSTER",
 ];
 
 /// Properties of `CREATE .. AS SELECT`.
@@ -110,8 +111,10 @@ fn parse_show(c: &mut Cursor<'_>) -> Result<Statement> {
         ShowWhat::Views
     } else if c.eat_kw("TOPICS") {
         ShowWhat::Topics
+    } else if c.eat_kw("CLUSTERS") {
+        ShowWhat::Clusters
     } else {
-        return Err(c.expected("STREAMS, TABLES, VIEWS or TOPICS after SHOW"));
+        return Err(c.expected("STREAMS, TABLES, VIEWS, TOPICS or CLUSTERS after SHOW"));
     };
     c.expect_end("end of statement after SHOW")?;
     Ok(Statement::Show(what))
@@ -333,6 +336,15 @@ fn source_decl(
             ),
         ));
     };
+    if let Some((cluster, span)) = props.string(&["CLUSTER"])? {
+        return Err(SqlError::span(
+            span,
+            format!(
+                "CLUSTER = '{cluster}': streams over a Kafka cluster's topics are not supported yet \
+                 (the cluster is listed by SHOW CLUSTERS; see docs/clusters.md)"
+            ),
+        ));
+    }
     value_format(&mut props)?;
     if let Some((f, span)) = props.string(&["KEY_FORMAT"])? {
         if !f.eq_ignore_ascii_case("KAFKA") {

@@ -644,6 +644,7 @@ fn drop_show_describe() {
     assert_eq!(one("show tables;"), Statement::Show(ShowWhat::Tables));
     assert_eq!(one("SHOW VIEWS"), Statement::Show(ShowWhat::Views));
     assert_eq!(one("LIST TOPICS"), Statement::Show(ShowWhat::Topics));
+    assert_eq!(one("SHOW CLUSTERS"), Statement::Show(ShowWhat::Clusters));
     assert_eq!(
         one("DESCRIBE Purchase_Stats"),
         Statement::Describe("purchase_stats".into())

@@ -36,7 +36,7 @@ const CASES: &[(&str, &str)] = &[
     // Statement level.
     ("¦", "expected a statement"),
     ("¦SELEC * FROM v", "expected CREATE, DROP, SHOW, DESCRIBE or SELECT, found 'SELEC'"),
-    ("SHOW ¦FUNCTIONS", "expected STREAMS, TABLES, VIEWS or TOPICS"),
+    ("SHOW ¦FUNCTIONS", "expected STREAMS, TABLES, VIEWS, TOPICS or CLUSTERS"),
     ("DROP STREAM IF EXISTS¦", "expected the name of the stream to drop, found end of statement"),
     ("DESCRIBE a ¦b", "expected end of statement after DESCRIBE name"),
     ("SELECT * FROM v WHERE k = ¦'abc", "unterminated string literal"),
@@ -47,6 +47,7 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE STREAM s (a INT) WITH (VALUE_FORMAT='JSON')¦", "needs WITH (KAFKA_TOPIC = 'topic')"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT=¦'AVRO')", "VALUE_FORMAT 'AVRO' is not supported"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', ¦COLOR='red')", "unknown property COLOR in CREATE STREAM"),
+    ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', CLUSTER=¦'prod')", "streams over a Kafka cluster's topics are not supported yet"),
     ("CREATE TABLE ¦t (a INT, b INT) WITH (KAFKA_TOPIC='t')", "needs a PRIMARY KEY column"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', WATERMARK_DELAY=¦'5 FORTNIGHTS')", "expected a duration such as '5 SECONDS'"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', TIMESTAMP=¦'nope')", "TIMESTAMP names unknown column 'nope'"),
@@ -136,7 +137,7 @@ fn errors_display_with_their_position() {
     assert_eq!((e.line, e.column), (2, 3));
     assert_eq!(
         e.to_string(),
-        "line 2, column 3: expected STREAMS, TABLES, VIEWS or TOPICS after SHOW, found 'NOTHING'"
+        "line 2, column 3: expected STREAMS, TABLES, VIEWS, TOPICS or CLUSTERS after SHOW, found 'NOTHING'"
     );
     let boxed: Box<dyn std::error::Error> = Box::new(e);
     assert!(boxed.to_string().contains("line 2"));

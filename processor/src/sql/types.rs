@@ -64,6 +64,8 @@ pub enum ShowWhat {
     Views,
     /// `SHOW TOPICS`.
     Topics,
+    /// `SHOW CLUSTERS`: the Kafka clusters the server knows.
+    Clusters,
 }
 
 /// A declared column type.

@@ -17,7 +17,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::config::ServerConfig;
 use crate::views::ViewManager;
-use crate::{auth, history};
+use crate::{auth, clusters, history};
 
 /// The node: what every frontend (the HTTP API and console, the Kafka
 /// listener) holds and calls — the log, the views, the settings, the
@@ -38,6 +38,9 @@ pub struct AppState {
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
     /// The last 15 minutes of throughput, rates and lag (`GET /v1/history`).
     pub history: history::History,
+    /// The Kafka-protocol clusters streams may live on, and whether each
+    /// answers.
+    pub clusters: clusters::Clusters,
 }
 
 impl AppState {

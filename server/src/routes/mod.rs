@@ -5,6 +5,7 @@ mod admin;
 pub mod authenticate;
 pub mod browser;
 mod changes;
+mod clusters;
 mod cors;
 mod groups;
 mod history;
@@ -72,6 +73,7 @@ fn table() -> Vec<Route> {
         route("GET", "/metrics", admin::metrics),
         route("GET", "/v1/openapi.json", admin::openapi),
         route("GET", "/v1/history", history::history),
+        route("GET", "/v1/clusters", clusters::list),
         route("POST", "/v1/topics", topics::create),
         route("GET", "/v1/topics", topics::list),
         route("GET", "/v1/topics/{topic}", topics::describe),
@@ -429,6 +431,7 @@ mod tests {
             auth: crate::auth::open(&config_for_auth).unwrap(),
             shutting_down,
             history: crate::history::History::default(),
+            clusters: crate::clusters::Clusters::default(),
         };
         let captured = Captured::default();
         let subscriber = tracing_subscriber::fmt()

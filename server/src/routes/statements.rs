@@ -67,6 +67,7 @@ pub async fn run(
         let executor = Executor {
             log: &state.log,
             views: &state.views,
+            clusters: &state.clusters,
             topic_defaults: state.config.topic_defaults(),
         };
         let mut results = Vec::new();
@@ -123,6 +124,8 @@ fn visible(result: StatementOut, principal: &Principal) -> StatementOut {
         StatementOut::Shown(mut shown) if !principal.is_admin() => {
             shown.rows.retain(|row| match row {
                 ShowRow::Topic { name, .. } => principal.may_see_topic(name),
+                // Brokers and their topics: for administrators.
+                ShowRow::Cluster { .. } => false,
                 ShowRow::Declared { name, .. } | ShowRow::Query { name, .. } => {
                     principal.may_see_view(name)
                 }

@@ -64,6 +64,8 @@ pub struct Executor<'a> {
     pub log: &'a Log,
     /// The views and their catalog.
     pub views: &'a ViewManager,
+    /// The Kafka clusters the server knows (`SHOW CLUSTERS`).
+    pub clusters: &'a crate::clusters::Clusters,
     /// What a topic created by a statement gets.
     pub topic_defaults: TopicConfig,
 }
@@ -209,6 +211,28 @@ impl Executor<'_> {
     }
 
     fn show(&self, what: ShowWhat) -> ShownOut {
+        if what == ShowWhat::Clusters {
+            let rows = self
+                .clusters
+                .all()
+                .map(|c| {
+                    let status = c.status();
+                    let metadata = status.metadata.as_ref();
+                    ShowRow::Cluster {
+                        name: c.name.clone(),
+                        bootstrap_servers: c.config.bootstrap_servers.clone(),
+                        reachable: status.checked_at_ms.map(|_| metadata.is_some()),
+                        brokers: metadata.map_or(0, |m| m.brokers.len() as u32),
+                        topics: metadata.map_or(0, |m| m.topics.len() as u32),
+                        error: status.error,
+                    }
+                })
+                .collect();
+            return ShownOut {
+                statement: "SHOW CLUSTERS".to_string(),
+                rows,
+            };
+        }
         if what == ShowWhat::Topics {
             let rows = self
                 .log
@@ -228,7 +252,7 @@ impl Executor<'_> {
         let (wanted, statement) = match what {
             ShowWhat::Streams => (Some(ObjectKind::Stream), "SHOW STREAMS"),
             ShowWhat::Tables => (Some(ObjectKind::Table), "SHOW TABLES"),
-            ShowWhat::Views | ShowWhat::Topics => (None, "SHOW VIEWS"),
+            ShowWhat::Views | ShowWhat::Topics | ShowWhat::Clusters => (None, "SHOW VIEWS"),
         };
         let mut rows = Vec::new();
         if let Some(kind) = wanted {

@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 pub mod admin;
+pub mod clusters;
 pub mod statements;
 
 /// Distinguishes a missing field (`None`) from an explicit null (`Some(None)`).

@@ -102,7 +102,8 @@ pub struct DroppedOut {
 /// A `SHOW` listing.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ShownOut {
-    /// `"SHOW STREAMS"`, `"SHOW TABLES"`, `"SHOW VIEWS"` or `"SHOW TOPICS"`.
+    /// `"SHOW STREAMS"`, `"SHOW TABLES"`, `"SHOW VIEWS"`, `"SHOW TOPICS"`
+    /// or `"SHOW CLUSTERS"`.
     pub statement: String,
     /// The rows, by name.
     pub rows: Vec<ShowRow>,
@@ -145,6 +146,22 @@ pub enum ShowRow {
         /// Partitions.
         partitions: u32,
     },
+    /// A Kafka cluster (`SHOW CLUSTERS`).
+    Cluster {
+        /// Name.
+        name: String,
+        /// Where its clients start.
+        bootstrap_servers: String,
+        /// Whether it answered its last metadata request (null before the
+        /// first answer).
+        reachable: Option<bool>,
+        /// Brokers its last answer named.
+        brokers: u32,
+        /// Topics its last answer named.
+        topics: u32,
+        /// Why it did not answer.
+        error: Option<String>,
+    },
 }
 
 impl ShowRow {
@@ -152,6 +169,7 @@ impl ShowRow {
     pub fn name(&self) -> &str {
         match self {
             ShowRow::Topic { name, .. }
+            | ShowRow::Cluster { name, .. }
             | ShowRow::Declared { name, .. }
             | ShowRow::Query { name, .. } => name,
         }

@@ -214,6 +214,27 @@ pub(super) const OPERATIONS: &[Op] = &[
     },
     Op {
         method: r#"GET"#,
+        path: r#"/v1/clusters"#,
+        id: r#"listClusters"#,
+        tag: r#"meta"#,
+        summary: r#"The Kafka clusters the server knows, and whether each answers"#,
+        description: r#"Each cluster configured with `[clusters.NAME]` or `--cluster NAME=host:port` and what its last metadata request found: reachable or not (null before the first answer), when it was asked, its brokers and topics, or the error naming it and the brokers tried. Clusters are asked at start and every 10 seconds; this answers from memory at once. Needs an admin token (it names brokers and topics). See docs/clusters.md."#,
+        security: true,
+        params: &[],
+        body: &[],
+        responses: &[
+            R::Own(
+                200,
+                r#"Every configured cluster, by name."#,
+                r#"application/json"#,
+                r#"ClustersOut"#,
+            ),
+            R::Shared(401, r#"Unauthorized"#),
+            R::Shared(403, r#"Forbidden"#),
+        ],
+    },
+    Op {
+        method: r#"GET"#,
         path: r#"/v1/history"#,
         id: r#"getHistory"#,
         tag: r#"health"#,

@@ -1,0 +1,34 @@
+//! `kappa-cluster`: Kafka-protocol clusters as places a stream's topic may
+//! live — Apache Kafka, Redpanda, Amazon MSK, Tansu, or another Kappa
+//! node's Kafka listener.
+//!
+//! [`ClusterConfig`] is a cluster's settings (brokers, TLS, SASL; secrets
+//! by reference, never held); [`probe`] asks a cluster for its brokers and
+//! topics through librdkafka (the `rdkafka` crate, built from the source it
+//! ships). No log, no RocksDB, no HTTP.
+
+mod client;
+mod config;
+
+pub use client::{client_config, probe, Broker, ClusterMetadata, ClusterTopic};
+pub use config::{validate_name, ClusterConfig, SaslMechanism, SecurityProtocol, MAX_NAME_LEN};
+
+/// Why a cluster could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    /// Its settings are wrong or incomplete (names the setting).
+    #[error("{0}")]
+    Config(String),
+    /// No broker answered.
+    #[error(
+        "cluster {cluster:?} is unreachable (bootstrap_servers {bootstrap_servers}): {reason}"
+    )]
+    Unreachable {
+        /// The cluster's name.
+        cluster: String,
+        /// The brokers tried.
+        bootstrap_servers: String,
+        /// What the client said.
+        reason: String,
+    },
+}

@@ -1,0 +1,55 @@
+//! Wire types of `GET /v1/clusters`: the Kafka clusters a server knows and
+//! what their last metadata request found.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `GET /v1/clusters`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClustersOut {
+    /// Every configured cluster, by name.
+    pub clusters: Vec<ClusterOut>,
+}
+
+/// One configured Kafka cluster and its last probe.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterOut {
+    /// Its name (`[clusters.NAME]`, `--cluster NAME=..`).
+    pub name: String,
+    /// Where its clients start (`host:port`, comma-separated).
+    pub bootstrap_servers: String,
+    /// `plaintext`, `ssl`, `sasl_plaintext` or `sasl_ssl`.
+    pub security_protocol: String,
+    /// Whether it answered its last metadata request; null before the
+    /// first answer.
+    pub reachable: Option<bool>,
+    /// When it was asked last (ms since the epoch); null before.
+    pub checked_at_ms: Option<i64>,
+    /// Why it did not answer (names the cluster and the brokers tried).
+    pub error: Option<String>,
+    /// The brokers its last answer named, by id (empty when unreachable).
+    pub brokers: Vec<ClusterBrokerOut>,
+    /// Its topics, by name (internal `__` topics left out; empty when
+    /// unreachable).
+    pub topics: Vec<ClusterTopicOut>,
+}
+
+/// A broker of a cluster.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterBrokerOut {
+    /// The broker's id.
+    pub id: i32,
+    /// The host it advertises.
+    pub host: String,
+    /// The port it advertises.
+    pub port: u16,
+}
+
+/// A topic of a cluster.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterTopicOut {
+    /// The topic's name.
+    pub name: String,
+    /// Its number of partitions.
+    pub partitions: u32,
+}
