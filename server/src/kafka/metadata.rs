@@ -125,6 +125,9 @@ pub async fn find_or_create(
     if !create {
         return broker.app.log.topic(name).map_err(|e| errors::of_log(&e));
     }
+    if let Some(topic) = crate::node::topics::existing(&broker.app, name) {
+        return Ok(topic);
+    }
     let (node, owned) = (broker.app.clone(), name.to_string());
     let found =
         tokio::task::spawn_blocking(move || crate::node::topics::for_produce(&node, &owned)).await;

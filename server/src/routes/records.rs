@@ -42,9 +42,12 @@ pub async fn produce(
         .auth
         .admit_produce(&principal, records.len())
         .map_err(|wait| super::authenticate::rate_limited(&principal, wait))?;
-    let (topic, created) = {
-        let (node, name) = (state.clone(), topic_name.clone());
-        blocking(move || Ok(crate::node::topics::for_produce(&node, &name)?)).await?
+    let (topic, created) = match crate::node::topics::existing(&state, &topic_name) {
+        Some(topic) => (topic, false),
+        None => {
+            let (node, name) = (state.clone(), topic_name.clone());
+            blocking(move || Ok(crate::node::topics::for_produce(&node, &name)?)).await?
+        }
     };
     let count = records.len();
     let outcome = topic

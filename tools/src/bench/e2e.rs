@@ -715,11 +715,14 @@ async fn check_counts(args: &E2eArgs, conn: &mut Conn) -> anyhow::Result<u64> {
 /// Runs the e2e scenario `--runs` times (on one view) and reports.
 pub async fn run(args: &E2eArgs, target: &Target, command: String) -> anyhow::Result<Report> {
     args.validate()?;
-    let mut conn = Conn::connect(target).await?;
-    let layout = setup(args, &mut conn).await?;
+    let layout = setup(args, &mut Conn::connect(target).await?).await?;
     let mut measured = measure(args, target).await;
     let mut checked = None;
     if measured.is_ok() && args.tumbling_secs.is_none() {
+        // A new connection: the server closes keep-alive connections idle
+        // longer than its header_read_timeout_ms (10 s), as the setup's
+        // is after the runs.
+        let mut conn = Conn::connect(target).await?;
         match check_counts(args, &mut conn).await {
             Ok(records) => checked = Some(records),
             Err(e) => measured = Err(e),
