@@ -24,7 +24,8 @@
 //! start is quarantined (renamed `tokens.json.damaged-<ms>`, named in the
 //! log) and the server starts with no stored tokens — nobody gets in with a
 //! token from a damaged file; a damaged file met later keeps the tokens
-//! already loaded.
+//! already loaded. A file of a newer format version refuses the start and
+//! stays as it is.
 //!
 //! **Bootstrap**: `KAPPA_BOOTSTRAP_TOKEN` (at least 16 characters) is an
 //! admin token named `bootstrap` while the variable is set; it is never
@@ -90,6 +91,26 @@ pub struct StoredToken {
     pub produce_records_per_second: Option<u64>,
 }
 
+/// A token file written by a newer Kappa (a format version above
+/// [`VERSION`]): the start is refused, the file left as it is, rather
+/// than misreading it or moving it aside (which would lock out every
+/// token after a downgrade).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{path} has format version {found}, written by a newer Kappa; this one reads version \
+     {VERSION}: start the newer Kappa on this data directory"
+)]
+struct NewerVersion {
+    path: String,
+    found: u32,
+}
+
+/// Just the version of a token file, read before the rest.
+#[derive(Deserialize)]
+struct VersionOnly {
+    version: u32,
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TokenFile {
@@ -144,38 +165,13 @@ impl Principal {
     }
 }
 
-/// A token listed by [`TokenStore::list`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TokenInfo {
-    /// Name.
-    pub name: String,
-    /// Grants.
-    pub grants: Vec<String>,
-    /// Creation time (ms since the epoch); absent for the bootstrap token.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at_ms: Option<u64>,
-    /// `store` (the data directory) or `environment` (`KAPPA_BOOTSTRAP_TOKEN`).
-    pub source: &'static str,
-    /// Most records per second it may produce (absent: no limit).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub produce_records_per_second: Option<u64>,
-}
+/// A token listed by [`TokenStore::list`]: the wire type `GET /v1/tokens`
+/// answers with.
+pub use kappa_wire::admin::TokenInfo;
 
-/// A token just created: the secret is shown this once.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NewToken {
-    /// Name.
-    pub name: String,
-    /// The secret to send as `Authorization: Bearer <token>`.
-    pub token: String,
-    /// Grants.
-    pub grants: Vec<String>,
-    /// Creation time (ms since the epoch).
-    pub created_at_ms: u64,
-    /// Most records per second it may produce (absent: no limit).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub produce_records_per_second: Option<u64>,
-}
+/// A token just created, its secret shown this once: the wire type
+/// `POST /v1/tokens` answers with.
+pub use kappa_wire::admin::NewToken;
 
 /// Why a store change was refused.
 #[derive(Debug, thiserror::Error)]
@@ -340,6 +336,7 @@ impl TokenStore {
         let _lock = store.lock()?;
         match store.read_file() {
             Ok((file, stamp)) => store.install(file, stamp),
+            Err(e) if e.downcast_ref::<NewerVersion>().is_some() => return Err(e),
             Err(e) => {
                 let path = store.file();
                 let quarantined = store.dir.join(format!("tokens.json.damaged-{}", now_ms()));
@@ -402,6 +399,15 @@ impl TokenStore {
             }
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
+        if let Ok(VersionOnly { version }) = serde_json::from_str::<VersionOnly>(&text) {
+            if version > VERSION {
+                return Err(NewerVersion {
+                    path: path.display().to_string(),
+                    found: version,
+                }
+                .into());
+            }
+        }
         let file: TokenFile =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         if file.version != VERSION {
@@ -594,7 +600,7 @@ impl TokenStore {
                 name: BOOTSTRAP_NAME.into(),
                 grants: vec!["admin".into()],
                 created_at_ms: None,
-                source: "environment",
+                source: "environment".into(),
                 produce_records_per_second: None,
             });
         }
@@ -607,7 +613,7 @@ impl TokenStore {
                     name: t.name.clone(),
                     grants: t.grants.clone(),
                     created_at_ms: Some(t.created_at_ms),
-                    source: "store",
+                    source: "store".into(),
                     produce_records_per_second: t.produce_records_per_second,
                 }),
         );
@@ -741,6 +747,26 @@ mod tests {
         assert!(
             names.iter().any(|n| n.starts_with("tokens.json.damaged-")),
             "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_token_file_of_a_newer_version_refuses_the_start_and_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("auth")).unwrap();
+        let newer = r#"{"version": 2, "tokens": [], "realms": {}}"#;
+        fs::write(dir.path().join("auth/tokens.json"), newer).unwrap();
+        let Err(e) = TokenStore::open(dir.path(), None) else {
+            panic!("a newer token file opened");
+        };
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("format version 2") && e.contains("newer Kappa"),
+            "{e}"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("auth/tokens.json")).unwrap(),
+            newer
         );
     }
 

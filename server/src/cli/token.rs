@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::http::{segment, Client};
 use super::table::{Align, Table};
-use crate::auth::store::{NewToken, TokenInfo, TokenStore};
+use crate::auth::store::{NewToken, TokenStore};
 
 /// Token subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -61,18 +61,6 @@ pub enum TokenCommand {
     },
 }
 
-impl From<TokenInfo> for kappa_wire::admin::TokenInfo {
-    fn from(t: TokenInfo) -> Self {
-        kappa_wire::admin::TokenInfo {
-            name: t.name,
-            grants: t.grants,
-            created_at_ms: t.created_at_ms,
-            source: t.source.to_string(),
-            produce_records_per_second: t.produce_records_per_second,
-        }
-    }
-}
-
 fn offline(data_dir: &std::path::Path) -> anyhow::Result<TokenStore> {
     TokenStore::open(data_dir, None)
         .with_context(|| format!("opening the token store of {}", data_dir.display()))
@@ -117,7 +105,7 @@ pub fn run(client: &Client, command: TokenCommand, out: &mut impl Write) -> anyh
         }
         TokenCommand::List { data_dir, json } => {
             let tokens: Vec<kappa_wire::admin::TokenInfo> = match data_dir {
-                Some(dir) => offline(&dir)?.list().into_iter().map(Into::into).collect(),
+                Some(dir) => offline(&dir)?.list(),
                 None => {
                     client
                         .get_json::<kappa_wire::admin::TokensOut>("/v1/tokens", &[])?

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::Serialize;
+pub use kappa_wire::admin::{HistoryOut, TopicSeries, ViewSeries};
 
 /// Samples kept: 15 minutes at one a second.
 pub const CAPACITY: usize = 900;
@@ -193,7 +193,7 @@ impl Ring {
             for (name, p) in &sample.topics {
                 let s = topics
                     .entry(name)
-                    .or_insert_with(|| TopicSeries::empty(name, n));
+                    .or_insert_with(|| empty_topic_series(name, n));
                 s.records_per_second[i] = p.records_per_second;
                 s.bytes_per_second[i] = p.bytes_per_second;
                 s.consumed_per_second[i] = p.consumed_per_second;
@@ -201,7 +201,7 @@ impl Ring {
             for (name, p) in &sample.views {
                 let s = views
                     .entry(name)
-                    .or_insert_with(|| ViewSeries::empty(name, n));
+                    .or_insert_with(|| empty_view_series(name, n));
                 s.records_per_second[i] = p.records_per_second;
                 s.lag[i] = Some(p.lag);
                 s.build_lag[i] = p.build_lag;
@@ -234,72 +234,24 @@ fn view_rate(old: &ViewCounters, new: &ViewCounters, seconds: f64) -> Option<f64
     total
 }
 
-/// `GET /v1/history`: the last samples, as series over `times_ms`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct HistoryOut {
-    /// Time between samples, ms.
-    pub interval_ms: u64,
-    /// Most samples kept.
-    pub capacity: usize,
-    /// More than [`MAX_SERIES`] topics or views exist: the last sample
-    /// holds the first of them by name only.
-    pub truncated: bool,
-    /// When each sample was taken (ms since the epoch), oldest first.
-    pub times_ms: Vec<i64>,
-    /// One series per topic, by name.
-    pub topics: Vec<TopicSeries>,
-    /// One series per view, by name.
-    pub views: Vec<ViewSeries>,
-}
-
-/// A topic's rates over the samples.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct TopicSeries {
-    /// The topic.
-    pub name: String,
-    /// Records appended per second.
-    pub records_per_second: Vec<Option<f64>>,
-    /// Growth of its bytes on disk per second (0 when retention deleted more).
-    pub bytes_per_second: Vec<Option<f64>>,
-    /// Offsets committed by consumer groups per second (records consumed).
-    pub consumed_per_second: Vec<Option<f64>>,
-}
-
-impl TopicSeries {
-    fn empty(name: &str, n: usize) -> TopicSeries {
-        TopicSeries {
-            name: name.to_string(),
-            records_per_second: vec![None; n],
-            bytes_per_second: vec![None; n],
-            consumed_per_second: vec![None; n],
-        }
+/// A topic's series of `n` unknown samples.
+fn empty_topic_series(name: &str, n: usize) -> TopicSeries {
+    TopicSeries {
+        name: name.to_string(),
+        records_per_second: vec![None; n],
+        bytes_per_second: vec![None; n],
+        consumed_per_second: vec![None; n],
     }
 }
 
-/// A view's processing rate, lag and status over the samples.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ViewSeries {
-    /// The view.
-    pub name: String,
-    /// Input records processed per second (served and building versions).
-    pub records_per_second: Vec<Option<f64>>,
-    /// Input records the served version has yet to process.
-    pub lag: Vec<Option<u64>>,
-    /// Input records a build has yet to process (null: no build).
-    pub build_lag: Vec<Option<u64>>,
-    /// The view's status at each sample.
-    pub status: Vec<Option<String>>,
-}
-
-impl ViewSeries {
-    fn empty(name: &str, n: usize) -> ViewSeries {
-        ViewSeries {
-            name: name.to_string(),
-            records_per_second: vec![None; n],
-            lag: vec![None; n],
-            build_lag: vec![None; n],
-            status: vec![None; n],
-        }
+/// A view's series of `n` unknown samples.
+fn empty_view_series(name: &str, n: usize) -> ViewSeries {
+    ViewSeries {
+        name: name.to_string(),
+        records_per_second: vec![None; n],
+        lag: vec![None; n],
+        build_lag: vec![None; n],
+        status: vec![None; n],
     }
 }
 

@@ -48,9 +48,7 @@ pub async fn create(
 pub async fn list(State(state): State<AppState>) -> ApiResult<Json<TokensOut>> {
     let auth = state.auth.clone();
     let tokens = blocking(move || Ok(auth.store.list())).await?;
-    Ok(Json(TokensOut {
-        tokens: tokens.into_iter().map(Into::into).collect(),
-    }))
+    Ok(Json(TokensOut { tokens }))
 }
 
 /// `DELETE /v1/tokens/{name}`.

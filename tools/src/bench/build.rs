@@ -317,47 +317,23 @@ async fn prepare_topic(
 }
 
 /// One partition's position in a view version.
-#[derive(Debug, Deserialize)]
-struct Position {
-    partition: u32,
-    committed: u64,
-}
-
-/// The served version's positions.
-#[derive(Debug, Deserialize)]
-struct Positions {
-    version: u64,
-    partitions: Vec<Position>,
-}
-
-/// The fields of `GET /v1/views/{view}` this scenario reads.
-#[derive(Debug, Deserialize)]
-struct BuildState {
-    status: String,
-    served_version: Positions,
-    building_version: Option<serde_json::Value>,
-    failure: Option<kappa_wire::Failure>,
-}
-
-impl BuildState {
-    /// True once the served version has committed up to `ends` everywhere.
-    fn caught_up(&self, ends: &[u64]) -> bool {
-        let parts = &self.served_version.partitions;
-        self.building_version.is_none()
-            && parts.len() == ends.len()
-            && parts.iter().all(|p| {
-                ends.get(p.partition as usize)
-                    .is_some_and(|e| p.committed >= *e)
-            })
-    }
-
-    fn committed(&self) -> u64 {
-        self.served_version
-            .partitions
+/// True once no build runs and the served version has committed up to
+/// `ends` on every partition (`committed`: partition and committed offset).
+fn caught_up(committed: &[(u32, u64)], building: bool, ends: &[u64]) -> bool {
+    !building
+        && committed.len() == ends.len()
+        && committed
             .iter()
-            .map(|p| p.committed)
-            .sum()
-    }
+            .all(|(p, c)| ends.get(*p as usize).is_some_and(|e| c >= e))
+}
+
+/// The served version's committed offset per partition.
+fn committed_of(view: &kappa_wire::ViewOut) -> Vec<(u32, u64)> {
+    view.served_version
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.committed))
+        .collect()
 }
 
 /// Waits until the view has caught up with `ends`; returns the time it was
@@ -393,7 +369,7 @@ async fn wait_built(
         if !answer.is_success() {
             return Err(answer.error(&format!("describing view {}", args.view)));
         }
-        let state: BuildState =
+        let state: kappa_wire::ViewOut =
             serde_json::from_slice(&answer.body).context("parsing the view description")?;
         if let Some(f) = &state.failure {
             bail!(
@@ -403,8 +379,9 @@ async fn wait_built(
                 f.reason
             );
         }
-        bar.set_position(state.committed());
-        if state.caught_up(ends) {
+        let committed = committed_of(&state);
+        bar.set_position(committed.iter().map(|(_, c)| c).sum());
+        if caught_up(&committed, state.building_version.is_some(), ends) {
             return Ok(now);
         }
         if now - started > timeout {
@@ -589,26 +566,11 @@ mod tests {
 
     #[test]
     fn caught_up_needs_every_partition_at_its_end() {
-        let state = |committed: &[u64], building: bool| BuildState {
-            status: "running".into(),
-            served_version: Positions {
-                version: 1,
-                partitions: committed
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| Position {
-                        partition: i as u32,
-                        committed: *c,
-                    })
-                    .collect(),
-            },
-            building_version: building.then(|| serde_json::json!({})),
-            failure: None,
-        };
-        assert!(state(&[5, 7], false).caught_up(&[5, 7]));
-        assert!(!state(&[5, 6], false).caught_up(&[5, 7]));
-        assert!(!state(&[5], false).caught_up(&[5, 7]));
-        assert!(!state(&[5, 7], true).caught_up(&[5, 7]));
+        assert!(caught_up(&[(0, 5), (1, 7)], false, &[5, 7]));
+        assert!(!caught_up(&[(0, 5), (1, 6)], false, &[5, 7]));
+        assert!(!caught_up(&[(0, 5)], false, &[5, 7]));
+        assert!(!caught_up(&[(0, 5), (1, 7)], true, &[5, 7]));
+        assert!(!caught_up(&[(0, 5), (3, 7)], false, &[5, 7]));
     }
 
     #[test]
