@@ -123,6 +123,7 @@ impl Pipeline {
         Pipeline {
             source: SourceSpec {
                 topic: topic.to_string(),
+                cluster: None,
                 event_time: EventTime::RecordTimestamp,
                 out_of_orderness_ms: 0,
                 idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,

@@ -1,5 +1,9 @@
 //! The one error type of the processor crate.
 
+/// How a [`ProcessorError::WaitingForSource`] message starts, so a status
+/// can tell a version waiting for its source from a broken one.
+pub const WAITING_FOR_SOURCE: &str = "waiting for the source";
+
 /// Result alias of the crate.
 pub type Result<T, E = ProcessorError> = std::result::Result<T, E>;
 
@@ -33,6 +37,11 @@ pub enum ProcessorError {
     /// instead of exhausting the process.
     #[error("state limit: {0}")]
     StateLimit(String),
+    /// An input's source cannot be reached now (a Kafka cluster down or
+    /// unreachable): the version waits for it and retries, it is not
+    /// broken.
+    #[error("waiting for the source: {0}")]
+    WaitingForSource(String),
     /// The processor stopped.
     #[error("processor stopped: {0}")]
     Stopped(String),

@@ -21,6 +21,7 @@ use kappa_log::Log;
 use crate::diff::Diff;
 use crate::error::Result;
 use crate::plan::Plan;
+use crate::source::{Clusters, LogSource, Source};
 use crate::state::store::Store;
 use crate::state::stores::Stores;
 use crate::view::{self, AsOf, Page, RowFilter, ViewQuery, ViewRow};
@@ -34,6 +35,8 @@ pub use crate::version::{PartitionLag, RunningProcessor as RunningVersion};
 pub struct ViewHost {
     stores: Stores,
     log: Arc<Log>,
+    /// The Kafka clusters views may read from (none: only the built-in log).
+    clusters: Option<Arc<dyn Clusters>>,
 }
 
 impl ViewHost {
@@ -44,7 +47,30 @@ impl ViewHost {
     pub fn open(dir: &Path, legacy_shared: &Path, log: Arc<Log>) -> Result<ViewHost> {
         let stores = Stores::open(dir)?;
         stores.adopt_shared(legacy_shared)?;
-        Ok(ViewHost { stores, log })
+        Ok(ViewHost {
+            stores,
+            log,
+            clusters: None,
+        })
+    }
+
+    /// The host with `clusters` as the sources of views over a Kafka
+    /// cluster's topics ([`crate::plan::SourceSpec::cluster`]).
+    pub fn with_clusters(mut self, clusters: Arc<dyn Clusters>) -> ViewHost {
+        self.clusters = Some(clusters);
+        self
+    }
+
+    /// Where `plan` reads its inputs: the built-in log, or the cluster it
+    /// names.
+    pub fn source_of(&self, plan: &Plan) -> Result<Arc<dyn Source>> {
+        match (&plan.source.cluster, &self.clusters) {
+            (None, _) => Ok(LogSource::new(self.log.clone())),
+            (Some(name), Some(clusters)) => clusters.source(name),
+            (Some(name), None) => Err(crate::error::ProcessorError::InvalidPlan(format!(
+                "cluster '{name}' is not configured on this server"
+            ))),
+        }
     }
 
     /// The directory holding every version's store.
@@ -120,7 +146,8 @@ impl ViewHost {
         store: Arc<Store>,
         options: RunOptions,
     ) -> Result<RunningVersion> {
-        RunningVersion::start(plan, version, self.log.clone(), store, options)
+        let source = self.source_of(&plan)?;
+        RunningVersion::start(plan, version, self.log.clone(), source, store, options)
     }
 
     /// A reader of `scope`'s rows, if its store is open (a version whose

@@ -18,7 +18,10 @@
 //! - hosting: [`host`] is how a server runs view versions (start, stop,
 //!   progress and lag) and reads their rows, sizes and differences, with
 //!   the data it answers in ([`view`], [`changes`], [`diff`],
-//!   [`progress`], [`event`], [`error`]);
+//!   [`progress`], [`event`], [`error`]); [`source`] is the interface
+//!   inputs are read through (the built-in log, or a Kafka cluster's
+//!   implementation the server hands in), [`stop`] the signal that ends a
+//!   wait;
 //! - the engine underneath, for benchmarks and the processor's own tests:
 //!   [`runner`] (one version's runtime) and [`state`] (its RocksDB store).
 //!   The server does not use these (`server/tests/layers.rs` checks it).
@@ -27,7 +30,8 @@
 //! workers, the version thread) is private.
 //!
 //! It depends only on `kappa-log`: the layering is server → processor →
-//! log (see `ARCHITECTURE.md` at the repository root).
+//! log (see `ARCHITECTURE.md` at the repository root); a Kafka cluster's
+//! source (`kappa-cluster`) implements [`source::Source`] from above.
 
 #![warn(missing_docs)]
 
@@ -49,9 +53,10 @@ mod parallel;
 pub mod plan;
 pub mod progress;
 pub mod runner;
+pub mod source;
 pub mod sql;
 pub mod state;
-mod stop;
+pub mod stop;
 mod time;
 mod version;
 pub mod view;

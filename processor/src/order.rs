@@ -27,9 +27,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kappa_log::batch::{BatchView, Crc, DecodeError, FramedBatch};
-use kappa_log::{RecordRef, Topic};
+use kappa_log::RecordRef;
 
 use crate::error::{ProcessorError, Result};
+use crate::source::{Source, SourceTopic};
 
 /// Which input a batch came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,8 +152,8 @@ impl CheckedBatch {
 /// The merged reader of a version's inputs. It owns the input positions:
 /// the next offset to process in every partition of each side.
 pub struct InputOrder {
-    stream: Arc<Topic>,
-    table: Option<Arc<Topic>>,
+    stream: Arc<dyn SourceTopic>,
+    table: Option<Arc<dyn SourceTopic>>,
     stream_positions: Vec<u64>,
     table_positions: Vec<u64>,
     /// Table partitions first, then stream partitions (the tie order).
@@ -166,9 +167,9 @@ impl InputOrder {
     /// Reads `stream` from `stream_positions` and `table` (if any) from
     /// `table_positions`, one position per partition.
     pub fn new(
-        stream: Arc<Topic>,
+        stream: Arc<dyn SourceTopic>,
         stream_positions: Vec<u64>,
-        table: Option<(Arc<Topic>, Vec<u64>)>,
+        table: Option<(Arc<dyn SourceTopic>, Vec<u64>)>,
     ) -> InputOrder {
         let (table, table_positions) = match table {
             Some((t, positions)) => (Some(t), positions),
@@ -204,20 +205,33 @@ impl InputOrder {
         }
     }
 
-    /// Fails if an input topic was deleted (or deleted and created again:
-    /// its offsets then mean other records) since this reader opened it.
-    pub fn check_topics(&self, log: &kappa_log::Log) -> Result<()> {
-        let topics = std::iter::once(&self.stream).chain(self.table.as_ref());
-        for topic in topics {
-            let current = log.topic(topic.name())?;
-            if !Arc::ptr_eq(&current, topic) {
-                return Err(ProcessorError::Stopped(format!(
-                    "input topic {} was deleted and created again; its offsets now name other records (replay the view to read it anew)",
-                    topic.name()
-                )));
-            }
+    /// Where each input is to be read from, told to its topic once before
+    /// the first read.
+    pub fn start_reading(&self) -> Result<()> {
+        self.stream.start_reading(&self.stream_positions)?;
+        if let Some(table) = &self.table {
+            table.start_reading(&self.table_positions)?;
         }
         Ok(())
+    }
+
+    /// Fails if an input topic was deleted (or deleted and created again:
+    /// its offsets then mean other records) since this reader opened it.
+    pub fn check_topics(&self, source: &dyn Source) -> Result<()> {
+        let topics = std::iter::once(&self.stream).chain(self.table.as_ref());
+        for topic in topics {
+            source.check_current(topic.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// The input topics with the next offset to process in each partition.
+    pub fn inputs(&self) -> Vec<(&dyn SourceTopic, &[u64])> {
+        let mut inputs = vec![(self.stream.as_ref(), self.stream_positions.as_slice())];
+        if let Some(table) = &self.table {
+            inputs.push((table.as_ref(), self.table_positions.as_slice()));
+        }
+        inputs
     }
 
     /// Next offset to process per stream partition.
@@ -264,7 +278,7 @@ impl InputOrder {
             return Ok(None);
         };
         let (append_time, i) = best;
-        if append_time > complete {
+        if append_time > complete || append_time > self.bound_of_empty_inputs(i) {
             self.held_back = Some(append_time);
             return Ok(None);
         }
@@ -295,6 +309,21 @@ impl InputOrder {
         }))
     }
 
+    /// The latest append time up to which the inputs other than `but`
+    /// with nothing read ahead can get no more records
+    /// ([`SourceTopic::bound`]).
+    fn bound_of_empty_inputs(&self, but: usize) -> i64 {
+        self.inputs
+            .iter()
+            .enumerate()
+            .filter(|(j, input)| *j != but && input.batches.is_empty())
+            .map(|(_, input)| {
+                topic_of(&self.stream, &self.table, input.side).bound(input.partition)
+            })
+            .min()
+            .unwrap_or(i64::MAX)
+    }
+
     /// The append time of the oldest batch already in the log that the
     /// last [`next`](Self::next) held back because the log was not yet
     /// complete up to it.
@@ -321,17 +350,11 @@ impl InputOrder {
         first_offset: u64,
         reason: &DecodeError,
     ) -> ProcessorError {
-        let topic = topic_of(&self.stream, &self.table, side);
-        match topic
-            .partition(partition)
-            .and_then(|p| p.read(first_offset, 1, 1))
-        {
-            Err(e) => e.into(),
-            Ok(_) => ProcessorError::Stopped(format!(
-                "the batch at offset {first_offset} of {}/{partition} failed its check ({reason}) but read back whole",
-                topic.name()
-            )),
-        }
+        topic_of(&self.stream, &self.table, side).damaged(
+            partition,
+            first_offset,
+            &reason.to_string(),
+        )
     }
 
     /// Records that every offset of `side`'s `partition` before `offset`
@@ -362,10 +385,9 @@ impl InputOrder {
             return Ok(());
         }
         let topic = topic_of(&self.stream, &self.table, input.side);
-        let partition = topic.partition(input.partition)?;
-        let offset = input.read_to.max(partition.start_offset());
-        let fetch = partition.read_framed(offset, max_records, 4 << 20)?;
-        input.at_end = fetch.next_offset >= fetch.high_watermark;
+        let offset = input.read_to;
+        let fetch = topic.read(input.partition, offset, max_records, 4 << 20)?;
+        input.at_end = fetch.at_end;
         if let Some(last) = fetch.batches.last() {
             if fetch.next_offset < last.next_offset() {
                 input.split = Some(last.clone());
@@ -385,10 +407,10 @@ impl InputOrder {
 
 /// The topic of `side`: the stream's, or the joined table's.
 fn topic_of<'a>(
-    stream: &'a Arc<Topic>,
-    table: &'a Option<Arc<Topic>>,
+    stream: &'a Arc<dyn SourceTopic>,
+    table: &'a Option<Arc<dyn SourceTopic>>,
     side: Side,
-) -> &'a Arc<Topic> {
+) -> &'a Arc<dyn SourceTopic> {
     match side {
         Side::Table => table.as_ref().expect("table inputs have a topic"),
         Side::Stream => stream,

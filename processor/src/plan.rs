@@ -48,6 +48,11 @@ pub enum EventTime {
 pub struct SourceSpec {
     /// Topic read (all partitions).
     pub topic: String,
+    /// The Kafka cluster the topic (and a joined table's topic) lives on,
+    /// by the name the server configures it under; `None`: the built-in
+    /// log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Event time.
     pub event_time: EventTime,
     /// Bounded out-of-orderness: the watermark trails the largest event

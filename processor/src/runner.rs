@@ -28,6 +28,7 @@ use crate::parallel::{
 };
 use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
+use crate::source::{LogSource, Source};
 use crate::state::key::Meta;
 use crate::state::store::{Batch, Scope, Store};
 use crate::stop::StopSignal;
@@ -128,6 +129,8 @@ pub struct Runtime {
     pub(crate) plan: Plan,
     pub(crate) scope: Scope,
     pub(crate) log: Arc<Log>,
+    /// Where the inputs live: the built-in log or a Kafka cluster.
+    pub(crate) source: Arc<dyn Source>,
     pub(crate) store: Arc<Store>,
     pub(crate) options: RunOptions,
     pub(crate) io: tokio::runtime::Runtime,
@@ -174,12 +177,27 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Opens the version `scope` of `plan`: creates its column families,
-    /// restores state, offsets and watermark, and re-appends a pending outbox.
+    /// Opens the version `scope` of `plan` over inputs in the built-in
+    /// `log`: creates its column families, restores state, offsets and
+    /// watermark, and re-appends a pending outbox.
     pub fn open(
         plan: Plan,
         version: u64,
         log: Arc<Log>,
+        store: Arc<Store>,
+        options: RunOptions,
+    ) -> Result<Runtime> {
+        let source = LogSource::new(log.clone());
+        Runtime::open_with_source(plan, version, log, source, store, options)
+    }
+
+    /// [`Runtime::open`] reading the inputs from `source` (output topics
+    /// are appended to the built-in `log`).
+    pub fn open_with_source(
+        plan: Plan,
+        version: u64,
+        log: Arc<Log>,
+        input_source: Arc<dyn Source>,
         store: Arc<Store>,
         options: RunOptions,
     ) -> Result<Runtime> {
@@ -194,7 +212,7 @@ impl Runtime {
             version,
         };
         store.ensure(&scope)?;
-        let source = log.topic(&plan.source.topic)?;
+        let source = input_source.open(&plan.source.topic)?;
         for topic in Self::output_topics(&plan) {
             if log.topic(&topic).is_err() {
                 match log.create_topic(&topic, options.output_topics.clone()) {
@@ -235,6 +253,7 @@ impl Runtime {
             plan,
             scope,
             log,
+            source: input_source,
             store,
             options,
             io,
@@ -284,23 +303,23 @@ impl Runtime {
     }
 
     fn restore(&mut self, partitions: usize) -> Result<()> {
-        let source = self.log.topic(&self.plan.source.topic)?;
+        let source = self.source.open(&self.plan.source.topic)?;
         let mut positions = Vec::with_capacity(partitions);
         for p in 0..partitions {
             let committed = self.get_u64(Meta::Offset(p))?;
-            let part = source.partition(p as u32)?;
+            let part = p as u32;
             let start = match (committed, &self.options.start) {
                 (Some(o), _) => o,
-                (None, StartFrom::Earliest) => part.start_offset(),
-                (None, StartFrom::Latest) => part.end_offset(),
-                (None, StartFrom::Timestamp(ts)) => part.offset_for_timestamp(*ts)?,
+                (None, StartFrom::Earliest) => source.start_offset(part)?,
+                (None, StartFrom::Latest) => source.end_offset(part)?,
+                (None, StartFrom::Timestamp(ts)) => source.offset_for_timestamp(part, *ts)?,
                 (None, StartFrom::Offsets(o)) => o.get(p).copied().unwrap_or(0),
             };
-            positions.push(start.max(part.start_offset()));
+            positions.push(start.max(source.start_offset(part)?));
         }
         let table = match &self.join {
             Some(join) => {
-                let table = self.log.topic(join.topic())?;
+                let table = self.source.open(join.topic())?;
                 let positions = (0..table.partition_count())
                     .map(|p| Ok(self.get_u64(Meta::TableOffset(p as usize))?.unwrap_or(0)))
                     .collect::<Result<_>>()?;
@@ -309,6 +328,7 @@ impl Runtime {
             None => None,
         };
         self.order = InputOrder::new(source, positions, table);
+        self.order.start_reading()?;
         let watermark = self
             .get_u64(Meta::Watermark)?
             .map_or(i64::MIN, |w| w as i64);
@@ -448,9 +468,9 @@ impl Runtime {
                 a.set_emit_changes(true)?;
             }
         }
-        self.order.check_topics(&self.log)?;
+        self.order.check_topics(self.source.as_ref())?;
         // Read before any fetch: every batch at or before it is readable.
-        let complete = self.log.complete_up_to();
+        let complete = self.source.complete_up_to();
         let (processed, drained) = match self.sources.is_some() {
             true => self.poll_parallel(complete)?,
             false => self.poll_serial(complete)?,
@@ -876,10 +896,10 @@ impl Runtime {
                 match self.order.held_back() {
                     // Input is there, the log is not yet complete up to it
                     // (the current millisecond, or an append in flight).
-                    Some(t) => {
-                        self.log.wait_complete(t, timeout);
-                    }
-                    None => self.wait_for_input(timeout),
+                    Some(t) => self.source.wait_complete(t, timeout, &self.signal),
+                    None => self
+                        .source
+                        .wait_for_input(&self.order.inputs(), timeout, &self.signal),
                 }
             }
         }
@@ -887,40 +907,6 @@ impl Runtime {
             return Ok(());
         }
         self.commit()
-    }
-
-    /// Waits until any input partition (stream or table) has records past
-    /// our position, a stop is asked, or `timeout`.
-    fn wait_for_input(&self, timeout: Duration) {
-        let Ok(source) = self.log.topic(&self.plan.source.topic) else {
-            return;
-        };
-        let table = match &self.join {
-            Some(join) => self.log.topic(join.topic()).ok(),
-            None => None,
-        };
-        let mut inputs: Vec<(&kappa_log::Partition, u64)> = source
-            .partitions()
-            .iter()
-            .zip(self.order.stream_positions().iter().copied())
-            .collect();
-        if let Some(table) = &table {
-            inputs.extend(
-                table
-                    .partitions()
-                    .iter()
-                    .zip(self.order.table_positions().iter().copied()),
-            );
-        }
-        self.io.block_on(async {
-            let waits = inputs
-                .into_iter()
-                .map(|(p, pos)| Box::pin(p.wait_for(pos, timeout)));
-            let input = futures_util::future::select_all(waits);
-            // A stop ends the wait: a DROP or shutdown does not wait it out.
-            let stop = std::pin::pin!(self.signal.asked());
-            let _ = futures_util::future::select(input, stop).await;
-        });
     }
 
     /// Approximate bytes of this version's state and view rows.

@@ -14,6 +14,7 @@ use crate::error::{ProcessorError, Result};
 use crate::plan::Plan;
 use crate::progress::{Progress, ProgressSnapshot};
 use crate::runner::{RunOptions, Runtime};
+use crate::source::Source;
 use crate::state::store::{Scope, Store};
 use crate::stop::StopSignal;
 
@@ -34,7 +35,7 @@ pub struct PartitionLag {
 pub struct RunningProcessor {
     scope: Scope,
     plan: Plan,
-    log: Arc<Log>,
+    source: Arc<dyn Source>,
     progress: Arc<Progress>,
     stop: Arc<StopSignal>,
     thread: Option<JoinHandle<Result<()>>>,
@@ -43,14 +44,18 @@ pub struct RunningProcessor {
 impl RunningProcessor {
     /// Opens the version (restoring its state) on the caller's thread, so
     /// errors surface here, then runs it on a thread of its own.
+    /// Its inputs are read from `source`, its output topics appended to
+    /// `log`.
     pub fn start(
         plan: Plan,
         version: u64,
         log: Arc<Log>,
+        source: Arc<dyn Source>,
         store: Arc<Store>,
         options: RunOptions,
     ) -> Result<Self> {
-        let runtime = Runtime::open(plan.clone(), version, log.clone(), store, options)?;
+        let runtime =
+            Runtime::open_with_source(plan.clone(), version, log, source.clone(), store, options)?;
         let scope = runtime.scope().clone();
         let progress = runtime.progress();
         let stop = runtime.stop_signal();
@@ -67,7 +72,7 @@ impl RunningProcessor {
         Ok(RunningProcessor {
             scope,
             plan,
-            log,
+            source,
             progress,
             stop,
             thread: Some(thread),
@@ -97,19 +102,21 @@ impl RunningProcessor {
 
     /// Committed position against the input's end, per partition.
     pub fn lag(&self) -> Result<Vec<PartitionLag>> {
-        let source = self.log.topic(&self.plan.source.topic)?;
+        let source = self.source.open(&self.plan.source.topic)?;
         let committed = self.progress.snapshot().committed_offsets;
-        Ok(source
-            .partitions()
-            .iter()
-            .zip(committed)
-            .map(|(p, c)| PartitionLag {
-                partition: p.id(),
-                committed: c,
-                end: p.end_offset(),
-                lag: p.end_offset().saturating_sub(c),
+        committed
+            .into_iter()
+            .enumerate()
+            .map(|(p, c)| {
+                let end = source.end_offset(p as u32)?;
+                Ok(PartitionLag {
+                    partition: p as u32,
+                    committed: c,
+                    end,
+                    lag: end.saturating_sub(c),
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Waits (woken by commits) until every partition's committed offset

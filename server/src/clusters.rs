@@ -87,6 +87,20 @@ impl Clusters {
         self.by_name.get(name)
     }
 
+    /// What to say when `name` names no configured cluster.
+    pub fn not_configured(&self, name: &str) -> String {
+        let known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        match known.is_empty() {
+            true => format!(
+                "cluster '{name}' is not configured on this server (none is: add [clusters.{name}] to the config or --cluster {name}=host:port; see docs/clusters.md)"
+            ),
+            false => format!(
+                "cluster '{name}' is not configured on this server (configured: {})",
+                known.join(", ")
+            ),
+        }
+    }
+
     /// Probes every cluster now, each on the blocking pool, and records
     /// what each answered.
     pub async fn probe_all(&self) {
@@ -147,6 +161,23 @@ fn record(cluster: &Cluster, answer: Result<ClusterMetadata, kappa_cluster::Clus
             }
             status.metadata = None;
             status.error = Some(e.to_string());
+        }
+    }
+}
+
+impl kappa_processor::source::Clusters for Clusters {
+    fn source(
+        &self,
+        name: &str,
+    ) -> kappa_processor::error::Result<Arc<dyn kappa_processor::source::Source>> {
+        match self.by_name.get(name) {
+            Some(cluster) => Ok(kappa_cluster::ClusterSource::new(
+                name,
+                cluster.config.clone(),
+            )),
+            None => Err(kappa_processor::error::ProcessorError::InvalidPlan(
+                self.not_configured(name),
+            )),
         }
     }
 }

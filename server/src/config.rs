@@ -557,6 +557,7 @@ impl ServerConfig {
             processor_threads: self.processor_threads,
             topic_defaults: self.topic_defaults(),
             clock: crate::views::Clock::system(),
+            clusters: None,
         }
     }
 

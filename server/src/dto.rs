@@ -129,6 +129,7 @@ impl IntoWire for sql::SourceDecl {
                 })
                 .collect(),
             topic: self.topic,
+            cluster: self.cluster,
             value_format: self.value_format,
             timestamp: self.timestamp,
             watermark_delay_ms: self.watermark_delay_ms,

@@ -123,6 +123,11 @@ impl From<ProcessorError> for ApiError {
             ProcessorError::StateDamaged(m) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "state_damaged", m)
             }
+            e @ ProcessorError::WaitingForSource(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "source_unavailable",
+                e.to_string(),
+            ),
             e => {
                 tracing::error!(error = %e, "request failed");
                 ApiError::internal(e.to_string())

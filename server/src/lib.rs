@@ -110,7 +110,11 @@ async fn serve_all(
     }
     let auth = auth::open(&config)?;
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
-    let manager_config = config.manager_config();
+    let clusters = clusters::Clusters::new(&config.clusters);
+    let manager_config = views::ManagerConfig {
+        clusters: Some(Arc::new(clusters.clone())),
+        ..config.manager_config()
+    };
     let views = {
         let log = log.clone();
         tokio::task::spawn_blocking(move || -> anyhow::Result<Arc<ViewManager>> {
@@ -121,7 +125,6 @@ async fn serve_all(
         .await??
     };
     let (shutdown_tx, shutting_down) = tokio::sync::watch::channel(false);
-    let config_clusters = config.clusters.clone();
     let state = AppState {
         log,
         views,
@@ -130,7 +133,7 @@ async fn serve_all(
         auth,
         shutting_down,
         history: history::History::default(),
-        clusters: clusters::Clusters::new(&config_clusters),
+        clusters,
     };
     let sampler = state.history.spawn_sampler(state.clone());
     let cluster_monitor = state.clusters.spawn_monitor(state.shutting_down.clone());

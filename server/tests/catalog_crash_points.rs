@@ -54,6 +54,7 @@ fn manager_config(dir: &Path) -> ManagerConfig {
         processor_threads: 2,
         topic_defaults: kappa_log::TopicConfig::default(),
         clock: Clock::system(),
+        clusters: None,
     }
 }
 

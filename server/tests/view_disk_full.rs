@@ -46,6 +46,7 @@ fn manager_config(dir: &Path, clock: &Arc<AtomicI64>) -> ManagerConfig {
         processor_threads: 1,
         topic_defaults: TopicConfig::default(),
         clock: Clock::manual(clock.clone()),
+        clusters: None,
     }
 }
 

@@ -59,6 +59,8 @@ const KAPPA_SOURCES: &[&str] = &[
     "processor/Cargo.toml",
     "server/wire/src",
     "server/wire/Cargo.toml",
+    "server/cluster/src",
+    "server/cluster/Cargo.toml",
 ];
 
 /// The workspace root, from `CARGO_MANIFEST_DIR` as set when the test runs

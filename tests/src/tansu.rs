@@ -48,11 +48,17 @@ impl Tansu {
     /// Starts a broker on a free loopback port and waits until it accepts
     /// connections.
     pub fn start() -> Tansu {
+        Tansu::start_on(free_port())
+    }
+
+    /// Starts a broker on `port` (one a stopped broker listened on: the
+    /// same cluster address, empty again) and waits until it accepts
+    /// connections.
+    pub fn start_on(port: u16) -> Tansu {
         let logs = tempfile::Builder::new()
             .prefix("kappa-e2e-tansu-")
             .tempdir()
             .expect("creating a log dir");
-        let port = free_port();
         let url = format!("tcp://127.0.0.1:{port}");
         let stderr = std::fs::File::create(logs.path().join("tansu.log")).expect("log file");
         let child = Command::new(tansu_bin())

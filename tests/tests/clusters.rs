@@ -87,17 +87,11 @@ fn a_tansu_cluster_is_reachable_and_an_unreachable_one_is_named() {
         assert!(metrics.contains(line), "missing {line:?} in:\n{metrics}");
     }
 
-    // A stream may not live on a cluster yet: the statement says so.
-    let (status, body) =
-        server.sql("CREATE STREAM o (n INT) WITH (KAFKA_TOPIC='orders', CLUSTER='prod');");
-    assert_eq!(status, 400, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("not supported yet"),
-        "{body}"
-    );
+    // A stream may live on it: its topic is the cluster's, not created here.
+    let declared =
+        server.sql_ok("CREATE STREAM o (n INT) WITH (KAFKA_TOPIC='orders', CLUSTER='prod');");
+    assert_eq!(declared[0]["topic_created"], false, "{declared:?}");
+    assert_eq!(server.client().get("/v1/topics/orders").0, 404);
 }
 
 #[test]

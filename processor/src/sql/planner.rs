@@ -147,6 +147,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
 fn source_spec(decl: &CreateAs, stream: &SourceDecl) -> SourceSpec {
     SourceSpec {
         topic: stream.topic.clone(),
+        cluster: stream.cluster.clone(),
         event_time: match &stream.timestamp {
             Some(col) => EventTime::Field(vec![col.clone()]),
             None => EventTime::RecordTimestamp,
@@ -224,6 +225,22 @@ fn join_spec(
         return Err(SqlError::span(
             name_span,
             "the stream and the table need different names or aliases",
+        ));
+    }
+    if table.cluster != scope.stream.decl.cluster {
+        let place = |c: &Option<String>| match c {
+            Some(c) => format!("cluster '{c}'"),
+            None => "the built-in log".to_string(),
+        };
+        return Err(SqlError::span(
+            j.table.name.span,
+            format!(
+                "table '{}' lives on {} and stream '{}' on {}: a join reads both from the same place",
+                table.name,
+                place(&table.cluster),
+                scope.stream.decl.name,
+                place(&scope.stream.decl.cluster)
+            ),
         ));
     }
     if let Some(c) = scope

@@ -336,15 +336,7 @@ fn source_decl(
             ),
         ));
     };
-    if let Some((cluster, span)) = props.string(&["CLUSTER"])? {
-        return Err(SqlError::span(
-            span,
-            format!(
-                "CLUSTER = '{cluster}': streams over a Kafka cluster's topics are not supported yet \
-                 (the cluster is listed by SHOW CLUSTERS; see docs/clusters.md)"
-            ),
-        ));
-    }
+    let cluster = props.string(&["CLUSTER"])?.map(|(cluster, _)| cluster);
     value_format(&mut props)?;
     if let Some((f, span)) = props.string(&["KEY_FORMAT"])? {
         if !f.eq_ignore_ascii_case("KAFKA") {
@@ -398,6 +390,7 @@ fn source_decl(
         kind: head.kind,
         columns,
         topic,
+        cluster,
         value_format: defaults::VALUE_FORMAT.to_string(),
         timestamp,
         watermark_delay_ms: props

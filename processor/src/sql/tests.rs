@@ -69,6 +69,7 @@ fn plan_err(sql: &str) -> SqlError {
 fn default_source(topic: &str) -> SourceSpec {
     SourceSpec {
         topic: topic.into(),
+        cluster: None,
         event_time: EventTime::RecordTimestamp,
         out_of_orderness_ms: defaults::WATERMARK_DELAY_MS,
         idle_timeout_ms: defaults::IDLE_TIMEOUT_MS,
@@ -822,4 +823,30 @@ fn parallelism_is_a_property_of_create_as_from_1_to_the_key_groups() {
             "{bad}: {e}"
         );
     }
+}
+
+#[test]
+fn a_stream_over_a_cluster_keeps_its_cluster_into_the_plan() {
+    let orders = source(
+        "CREATE STREAM orders (user_id VARCHAR, amount DOUBLE) WITH (KAFKA_TOPIC='orders', CLUSTER='prod')",
+    );
+    assert_eq!(orders.cluster.as_deref(), Some("prod"));
+    assert_eq!(source(USER_EVENTS).cluster, None);
+    let catalog = vec![orders, source(USERS)];
+    let c = create_as(
+        "CREATE TABLE totals AS SELECT user_id, SUM(amount) AS total FROM orders GROUP BY user_id",
+    );
+    let p = plan(&c, &catalog).expect("plans");
+    assert_eq!(p.source.cluster.as_deref(), Some("prod"));
+    assert_eq!(p.source.topic, "orders");
+    // A join reads its stream and its table from the same place.
+    let c = create_as(
+        "CREATE TABLE t AS SELECT o.user_id, COUNT(*) AS n FROM orders o JOIN users u ON o.user_id = u.id GROUP BY o.user_id",
+    );
+    let e = plan(&c, &catalog).expect_err("a join across places");
+    assert!(
+        e.to_string()
+            .contains("lives on the built-in log and stream 'orders' on cluster 'prod'"),
+        "{e}"
+    );
 }

@@ -47,7 +47,6 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE STREAM s (a INT) WITH (VALUE_FORMAT='JSON')¦", "needs WITH (KAFKA_TOPIC = 'topic')"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT=¦'AVRO')", "VALUE_FORMAT 'AVRO' is not supported"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', ¦COLOR='red')", "unknown property COLOR in CREATE STREAM"),
-    ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', CLUSTER=¦'prod')", "streams over a Kafka cluster's topics are not supported yet"),
     ("CREATE TABLE ¦t (a INT, b INT) WITH (KAFKA_TOPIC='t')", "needs a PRIMARY KEY column"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', WATERMARK_DELAY=¦'5 FORTNIGHTS')", "expected a duration such as '5 SECONDS'"),
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', TIMESTAMP=¦'nope')", "TIMESTAMP names unknown column 'nope'"),

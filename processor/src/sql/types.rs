@@ -135,6 +135,9 @@ pub struct SourceDecl {
     pub columns: Vec<ColumnDecl>,
     /// The topic (`KAFKA_TOPIC` or `TOPIC`).
     pub topic: String,
+    /// The Kafka cluster the topic lives on (`CLUSTER`), by the name the
+    /// server configures it under; `None`: the built-in log.
+    pub cluster: Option<String>,
     /// Value format; only `JSON`.
     pub value_format: String,
     /// Event-time column (`TIMESTAMP='col'`, declared spelling); `None`

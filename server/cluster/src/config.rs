@@ -106,6 +106,19 @@ pub struct ClusterConfig {
     /// PEM private key of `ssl_certificate_location`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssl_key_location: Option<PathBuf>,
+    /// How long (ms) a view waits for an input partition at its end before
+    /// it processes other partitions' records past that partition's last
+    /// one (Kafka Streams' `max.task.idle.ms`); see docs/clusters.md on
+    /// when a replay reproduces the live run. Default 500.
+    #[serde(default = "default_max_task_idle_ms")]
+    pub max_task_idle_ms: u64,
+}
+
+/// Default of [`ClusterConfig::max_task_idle_ms`].
+pub const DEFAULT_MAX_TASK_IDLE_MS: u64 = 500;
+
+fn default_max_task_idle_ms() -> u64 {
+    DEFAULT_MAX_TASK_IDLE_MS
 }
 
 /// Longest cluster name.
@@ -140,6 +153,7 @@ impl ClusterConfig {
             ssl_ca_location: None,
             ssl_certificate_location: None,
             ssl_key_location: None,
+            max_task_idle_ms: DEFAULT_MAX_TASK_IDLE_MS,
         }
     }
 

@@ -5,13 +5,16 @@
 //! [`ClusterConfig`] is a cluster's settings (brokers, TLS, SASL; secrets
 //! by reference, never held); [`probe`] asks a cluster for its brokers and
 //! topics through librdkafka (the `rdkafka` crate, built from the source it
-//! ships). No log, no RocksDB, no HTTP.
+//! ships); [`ClusterSource`] reads a cluster's topics as a view's input
+//! (the processor's source interface). No HTTP.
 
 mod client;
 mod config;
+mod source;
 
 pub use client::{client_config, probe, Broker, ClusterMetadata, ClusterTopic};
 pub use config::{validate_name, ClusterConfig, SaslMechanism, SecurityProtocol, MAX_NAME_LEN};
+pub use source::ClusterSource;
 
 /// Why a cluster could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

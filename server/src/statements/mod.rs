@@ -112,7 +112,16 @@ impl Executor<'_> {
                 return Err(ViewError::Exists(name).into());
             }
         }
-        let topic_created = self.ensure_topic(&topic, decl.partitions)?;
+        let topic_created = match &decl.cluster {
+            // The cluster's topic is the cluster's to create.
+            Some(cluster) if self.clusters.get(cluster).is_some() => false,
+            Some(cluster) => {
+                return Err(StatementError::BadRequest(
+                    self.clusters.not_configured(cluster),
+                ))
+            }
+            None => self.ensure_topic(&topic, decl.partitions)?,
+        };
         let created = self.views.declare_source(decl, false)?;
         Ok(DeclaredOut {
             statement: format!("CREATE {}", kind.to_string().to_uppercase()),

@@ -20,6 +20,7 @@ impl SourceCatalog for Sources {
             kind: ObjectKind::Stream,
             columns: Vec::new(),
             topic: topic.to_string(),
+            cluster: None,
             value_format: sql::defaults::VALUE_FORMAT.to_string(),
             timestamp: None,
             watermark_delay_ms: sql::defaults::WATERMARK_DELAY_MS,

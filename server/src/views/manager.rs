@@ -75,6 +75,9 @@ pub struct ManagerConfig {
     pub topic_defaults: kappa_log::TopicConfig,
     /// Time of retries of failed versions ([`Clock::system`] but in tests).
     pub clock: Clock,
+    /// The Kafka clusters views may read from (`None`: only the built-in
+    /// log).
+    pub clusters: Option<Arc<dyn kappa_processor::source::Clusters>>,
 }
 
 /// In-memory state: the catalog as last persisted and what runs.
@@ -144,11 +147,15 @@ pub(super) fn scope(name: &str, version: u64) -> Scope {
 /// versions of a store shared by all (`<data>/state`, the earlier layout)
 /// into stores of their own.
 fn open_host(config: &ManagerConfig, log: Arc<Log>) -> Result<ViewHost> {
-    Ok(ViewHost::open(
+    let host = ViewHost::open(
         &config.data_dir.join(STORES_DIR),
         &config.data_dir.join(SHARED_STORE_DIR),
         log,
-    )?)
+    )?;
+    Ok(match &config.clusters {
+        Some(clusters) => host.with_clusters(clusters.clone()),
+        None => host,
+    })
 }
 
 /// When a table's new version takes over.

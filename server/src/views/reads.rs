@@ -558,12 +558,19 @@ fn rate_of(st: &super::manager::State, s: &Scope) -> Option<f64> {
     sampled.or_else(|| st.running.get(s).map(|p| p.progress().rate_per_second))
 }
 
-/// The view's status: `failed`, `ready` (a manual build waits for
+/// The view's status: `failed`, `waiting_for_source` (down because its
+/// cluster cannot be reached or lacks the topic; retried), `ready` (a manual build waits for
 /// promote), `not_keeping_up` (the served version or the build falls
 /// behind its input), `building`, `catching_up` (the served version has not
 /// reached its input's end once: rows are partial) or `running`.
 fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) -> ViewOut {
-    let status = if !served.running {
+    let waiting = view.failure.as_ref().is_some_and(|f| {
+        f.reason
+            .contains(kappa_processor::error::WAITING_FOR_SOURCE)
+    });
+    let status = if !served.running && waiting {
+        "waiting_for_source"
+    } else if !served.running {
         "failed"
     } else if building
         .as_ref()

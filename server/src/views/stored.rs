@@ -226,6 +226,9 @@ pub struct StoredSourceDecl {
     /// `topic`.
     #[serde(rename = "topic")]
     pub topic: String,
+    /// `cluster`: the Kafka cluster's name; absent for the built-in log.
+    #[serde(rename = "cluster", default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// `value_format`: `"JSON"`.
     #[serde(rename = "value_format")]
     pub value_format: String,
@@ -359,6 +362,9 @@ pub struct StoredSourceSpec {
     /// `topic`.
     #[serde(rename = "topic")]
     pub topic: String,
+    /// `cluster`: the Kafka cluster's name; absent for the built-in log.
+    #[serde(rename = "cluster", default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// `event_time`.
     #[serde(rename = "event_time")]
     pub event_time: StoredEventTime,
@@ -1163,6 +1169,7 @@ impl From<SourceDecl> for StoredSourceDecl {
             kind,
             columns,
             topic,
+            cluster,
             value_format,
             timestamp,
             watermark_delay_ms,
@@ -1175,6 +1182,7 @@ impl From<SourceDecl> for StoredSourceDecl {
             kind: kind.into(),
             columns: all(columns),
             topic,
+            cluster,
             value_format,
             timestamp,
             watermark_delay_ms,
@@ -1192,6 +1200,7 @@ impl From<StoredSourceDecl> for SourceDecl {
             kind,
             columns,
             topic,
+            cluster,
             value_format,
             timestamp,
             watermark_delay_ms,
@@ -1204,6 +1213,7 @@ impl From<StoredSourceDecl> for SourceDecl {
             kind: kind.into(),
             columns: all(columns),
             topic,
+            cluster,
             value_format,
             timestamp,
             watermark_delay_ms,
@@ -1364,6 +1374,7 @@ impl From<SourceSpec> for StoredSourceSpec {
     fn from(s: SourceSpec) -> Self {
         let SourceSpec {
             topic,
+            cluster,
             event_time,
             out_of_orderness_ms,
             idle_timeout_ms,
@@ -1372,6 +1383,7 @@ impl From<SourceSpec> for StoredSourceSpec {
         } = s;
         StoredSourceSpec {
             topic,
+            cluster,
             event_time: event_time.into(),
             out_of_orderness_ms,
             idle_timeout_ms,
@@ -1385,6 +1397,7 @@ impl From<StoredSourceSpec> for SourceSpec {
     fn from(s: StoredSourceSpec) -> Self {
         let StoredSourceSpec {
             topic,
+            cluster,
             event_time,
             out_of_orderness_ms,
             idle_timeout_ms,
@@ -1393,6 +1406,7 @@ impl From<StoredSourceSpec> for SourceSpec {
         } = s;
         SourceSpec {
             topic,
+            cluster,
             event_time: event_time.into(),
             out_of_orderness_ms,
             idle_timeout_ms,

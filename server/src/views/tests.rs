@@ -48,6 +48,7 @@ fn fixture_with_grace(grace_ms: u64) -> Fixture {
             processor_threads: 2,
             topic_defaults: kappa_log::TopicConfig::default(),
             clock: Clock::manual(clock.clone()),
+            clusters: None,
         },
     )
     .unwrap();

@@ -227,6 +227,10 @@ pub struct SourceDecl {
     pub columns: Vec<ColumnDecl>,
     /// The topic (`KAFKA_TOPIC` or `TOPIC`).
     pub topic: String,
+    /// The Kafka cluster the topic lives on (`CLUSTER`); absent for the
+    /// built-in log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Value format; only `JSON`.
     pub value_format: String,
     /// Event-time column (`TIMESTAMP='col'`); null means the record timestamp.

@@ -1,0 +1,530 @@
+//! A Kafka cluster as a view's source ([`kappa_processor::source::Source`]):
+//! a librdkafka consumer per input topic, assigned the partitions at the
+//! offsets the view committed (never a consumer group, never a commit to
+//! the cluster: the view's offsets live in its own state, in the same
+//! RocksDB write as the state they produced, so the view is exactly-once
+//! without Kafka transactions).
+//!
+//! Each record fetched becomes a record of a batch in the built-in log's
+//! format (`kappa_log::batch`), its Kafka offset as its offset and its
+//! timestamp as its record timestamp. A batch holds consecutive offsets of
+//! one *ordering time*: the largest timestamp of its partition so far
+//! (timestamps a producer set may go back; the ordering time never does),
+//! which is the batch's append time, by which the view merges its
+//! partitions.
+//!
+//! **Completeness per partition** ([`SourceTopic::bound`]): a record of
+//! one partition is processed before another partition's next record only
+//! once that partition can no longer get a record at or before it:
+//! - the partition has records fetched: their ordering time bounds it;
+//! - the topic's timestamps are the broker's (`LogAppendTime`): a record
+//!   appended from now on gets at least the newest timestamp fetched from
+//!   any partition, so everything before that is complete;
+//! - otherwise (`CreateTime`), or with several brokers whose clocks
+//!   differ: once the partition has been at its end for
+//!   [`ClusterConfig::max_task_idle_ms`] (Kafka Streams'
+//!   `max.task.idle.ms`). Only this case depends on timing: a replay
+//!   reproduces the live run unless a record arrived in a partition after
+//!   that wait ended with an older timestamp than records already
+//!   processed from other partitions (docs/clusters.md).
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kappa_log::batch::{self, BatchMeta, FramedBatch, Header, NewRecord};
+use kappa_processor::error::{ProcessorError, Result};
+use kappa_processor::source::{Source, SourceFetch, SourceTopic};
+use kappa_processor::stop::StopSignal;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, Timestamp, TopicPartitionList};
+
+use crate::{client_config, ClusterConfig};
+
+/// How long a metadata or offsets request to the cluster may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an end offset asked for stays the answer.
+const END_CACHE: Duration = Duration::from_secs(1);
+
+/// Longest wait for a partition's end offset.
+const END_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Most records taken from the consumer's queue in one pump.
+const PUMP_MAX: usize = 20_000;
+
+/// A configured cluster as a source of views.
+#[derive(Debug, Clone)]
+pub struct ClusterSource {
+    name: String,
+    config: ClusterConfig,
+}
+
+impl ClusterSource {
+    /// The cluster `name` with its settings.
+    pub fn new(name: &str, config: ClusterConfig) -> Arc<dyn Source> {
+        Arc::new(ClusterSource {
+            name: name.to_string(),
+            config,
+        })
+    }
+
+    fn waiting(&self, what: String) -> ProcessorError {
+        ProcessorError::WaitingForSource(format!(
+            "cluster '{}' ({}): {what}",
+            self.name, self.config.bootstrap_servers
+        ))
+    }
+}
+
+impl Source for ClusterSource {
+    fn open(&self, topic: &str) -> Result<Arc<dyn SourceTopic>> {
+        let mut config = client_config(&self.name, &self.config)
+            .map_err(|e| ProcessorError::InvalidPlan(e.to_string()))?;
+        config
+            .set("group.id", format!("kappa-{}-{topic}", self.name))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "true")
+            .set("isolation.level", "read_committed")
+            .set("auto.offset.reset", "earliest");
+        let consumer: BaseConsumer = config
+            .create()
+            .map_err(|e| self.waiting(format!("cannot make a client: {e}")))?;
+        let metadata = consumer
+            .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
+            .map_err(|e| self.waiting(format!("unreachable: {e}")))?;
+        let partitions = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none())
+            .map_or(0, |t| t.partitions().len() as u32);
+        if partitions == 0 {
+            return Err(self.waiting(format!("topic '{topic}' does not exist")));
+        }
+        Ok(Arc::new(ClusterTopic {
+            cluster: self.name.clone(),
+            name: topic.to_string(),
+            partitions,
+            idle: Duration::from_millis(self.config.max_task_idle_ms),
+            consumer,
+            state: Mutex::new(ReadState {
+                parts: (0..partitions).map(|_| PartState::default()).collect(),
+                newest_append_time: i64::MIN,
+            }),
+        }))
+    }
+
+    fn check_current(&self, _topic: &dyn SourceTopic) -> Result<()> {
+        Ok(())
+    }
+
+    fn complete_up_to(&self) -> i64 {
+        // Decided per partition ([`ClusterTopic::bound`]).
+        i64::MAX
+    }
+
+    fn wait_complete(&self, _t: i64, timeout: Duration, stop: &StopSignal) {
+        // A partition's bound moves when a record arrives or its idle wait
+        // ends: look again soon.
+        let slice = timeout.min(Duration::from_millis(10));
+        if !stop.is_set() {
+            std::thread::sleep(slice);
+        }
+    }
+
+    fn wait_for_input(
+        &self,
+        inputs: &[(&dyn SourceTopic, &[u64])],
+        timeout: Duration,
+        stop: &StopSignal,
+    ) {
+        let deadline = Instant::now() + timeout;
+        let topics: Vec<&ClusterTopic> = inputs
+            .iter()
+            .filter_map(|(t, _)| t.as_any().downcast_ref::<ClusterTopic>())
+            .collect();
+        while !stop.is_set() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            // Each topic's consumer blocks at most its share of a slice.
+            let slice = left.min(Duration::from_millis(20)) / topics.len().max(1) as u32;
+            for topic in &topics {
+                if topic.wait(slice) {
+                    return;
+                }
+            }
+            if topics.is_empty() {
+                std::thread::sleep(slice);
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("cluster '{}'", self.name)
+    }
+}
+
+/// A record fetched, not yet read.
+#[derive(Debug)]
+struct Fetched {
+    offset: u64,
+    timestamp: i64,
+    key: Option<Bytes>,
+    value: Bytes,
+    headers: Vec<Header>,
+}
+
+/// One partition's read state.
+#[derive(Debug, Default)]
+struct PartState {
+    /// Records fetched from the consumer, in offset order.
+    fetched: VecDeque<Fetched>,
+    /// The offset the next read is expected at (where the consumer is).
+    position: Option<u64>,
+    /// The ordering time so far: the largest timestamp read.
+    ordering_time: i64,
+    /// The consumer said the partition is at its end (cleared by a record).
+    at_end: bool,
+    /// Since when reads found nothing while at the end.
+    idle_since: Option<Instant>,
+    /// The partition's end offset as last asked, and when.
+    end: Option<(u64, Instant)>,
+}
+
+#[derive(Debug)]
+struct ReadState {
+    parts: Vec<PartState>,
+    /// The newest broker-set (`LogAppendTime`) timestamp fetched from any
+    /// partition; `i64::MIN` while none was.
+    newest_append_time: i64,
+}
+
+/// One topic of a cluster, read by its own consumer.
+struct ClusterTopic {
+    cluster: String,
+    name: String,
+    partitions: u32,
+    idle: Duration,
+    consumer: BaseConsumer,
+    state: Mutex<ReadState>,
+}
+
+impl std::fmt::Debug for ClusterTopic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterTopic")
+            .field("cluster", &self.cluster)
+            .field("name", &self.name)
+            .field("partitions", &self.partitions)
+            .finish()
+    }
+}
+
+impl ClusterTopic {
+    fn state(&self) -> MutexGuard<'_, ReadState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn failed(&self, what: &str, e: KafkaError) -> ProcessorError {
+        ProcessorError::WaitingForSource(format!(
+            "cluster '{}', topic '{}': {what}: {e}",
+            self.cluster, self.name
+        ))
+    }
+
+    /// Moves what the consumer has (waiting at most `timeout` for the
+    /// first) into the partitions' fetched records; returns whether a
+    /// record came.
+    fn pump(&self, state: &mut ReadState, timeout: Duration) -> bool {
+        let mut got = false;
+        let mut wait = timeout;
+        for _ in 0..PUMP_MAX {
+            let Some(polled) = self.consumer.poll(wait) else {
+                break;
+            };
+            wait = Duration::ZERO;
+            match polled {
+                Ok(m) => {
+                    let (Ok(p), Ok(offset)) =
+                        (usize::try_from(m.partition()), u64::try_from(m.offset()))
+                    else {
+                        continue;
+                    };
+                    let Some(part) = state.parts.get_mut(p) else {
+                        continue;
+                    };
+                    let timestamp = match m.timestamp() {
+                        Timestamp::LogAppendTime(t) => {
+                            state.newest_append_time = state.newest_append_time.max(t);
+                            t
+                        }
+                        Timestamp::CreateTime(t) => t,
+                        Timestamp::NotAvailable => part.ordering_time.max(0),
+                    };
+                    let headers = m
+                        .headers()
+                        .map(|hs| {
+                            hs.iter()
+                                .map(|h| Header {
+                                    name: h.key.to_string(),
+                                    value: Bytes::copy_from_slice(h.value.unwrap_or_default()),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    part.fetched.push_back(Fetched {
+                        offset,
+                        timestamp,
+                        key: m.key().map(Bytes::copy_from_slice),
+                        value: Bytes::copy_from_slice(m.payload().unwrap_or_default()),
+                        headers,
+                    });
+                    part.at_end = false;
+                    got = true;
+                }
+                Err(KafkaError::PartitionEOF(p)) => {
+                    if let Some(part) = usize::try_from(p).ok().and_then(|p| state.parts.get_mut(p))
+                    {
+                        part.at_end = part.fetched.is_empty();
+                    }
+                }
+                Err(e) => {
+                    // librdkafka retries by itself (a broker down, a leader
+                    // moving): said, not fatal.
+                    tracing::debug!(cluster = %self.cluster, topic = %self.name, error = %e, "cluster consumer");
+                }
+            }
+        }
+        got
+    }
+
+    /// Waits at most `timeout` for a record; returns whether one came.
+    fn wait(&self, timeout: Duration) -> bool {
+        let mut state = self.state();
+        if state.parts.iter().any(|p| !p.fetched.is_empty()) {
+            return true;
+        }
+        self.pump(&mut state, timeout)
+    }
+
+    fn watermarks(&self, partition: u32) -> Result<(u64, u64)> {
+        let (low, high) = self
+            .consumer
+            .fetch_watermarks(&self.name, partition as i32, REQUEST_TIMEOUT)
+            .map_err(|e| self.failed("reading the partition's offsets", e))?;
+        Ok((low.max(0) as u64, high.max(0) as u64))
+    }
+}
+
+impl SourceTopic for ClusterTopic {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn partition_count(&self) -> u32 {
+        self.partitions
+    }
+
+    fn start_offset(&self, partition: u32) -> Result<u64> {
+        Ok(self.watermarks(partition)?.0)
+    }
+
+    fn end_offset(&self, partition: u32) -> Result<u64> {
+        // Asked for lag, often: an answer at most a second old, and no
+        // wait past half a second for a cluster that does not answer.
+        let cached = {
+            let state = self.state();
+            state.parts.get(partition as usize).and_then(|p| p.end)
+        };
+        if let Some((end, at)) = cached {
+            if at.elapsed() < END_CACHE {
+                return Ok(end);
+            }
+        }
+        match self
+            .consumer
+            .fetch_watermarks(&self.name, partition as i32, END_TIMEOUT)
+        {
+            Ok((_, high)) => {
+                let end = high.max(0) as u64;
+                if let Some(p) = self.state().parts.get_mut(partition as usize) {
+                    p.end = Some((end, Instant::now()));
+                }
+                Ok(end)
+            }
+            Err(e) => match cached {
+                Some((end, _)) => Ok(end),
+                None => Err(self.failed("reading the partition's end", e)),
+            },
+        }
+    }
+
+    fn offset_for_timestamp(&self, partition: u32, timestamp: i64) -> Result<u64> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.name, partition as i32, Offset::Offset(timestamp))
+            .map_err(|e| self.failed("asking for an offset by time", e))?;
+        let found = self
+            .consumer
+            .offsets_for_times(tpl, REQUEST_TIMEOUT)
+            .map_err(|e| self.failed("asking for an offset by time", e))?;
+        match found
+            .find_partition(&self.name, partition as i32)
+            .map(|p| p.offset())
+        {
+            Some(Offset::Offset(o)) if o >= 0 => Ok(o as u64),
+            _ => self.end_offset(partition),
+        }
+    }
+
+    fn start_reading(&self, positions: &[u64]) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        for (p, &offset) in positions.iter().enumerate() {
+            tpl.add_partition_offset(&self.name, p as i32, Offset::Offset(offset as i64))
+                .map_err(|e| self.failed("assigning the partitions", e))?;
+        }
+        self.consumer
+            .assign(&tpl)
+            .map_err(|e| self.failed("assigning the partitions", e))?;
+        let mut state = self.state();
+        for (part, &offset) in state.parts.iter_mut().zip(positions) {
+            *part = PartState {
+                position: Some(offset),
+                ..PartState::default()
+            };
+        }
+        Ok(())
+    }
+
+    fn read(
+        &self,
+        partition: u32,
+        offset: u64,
+        max_records: u64,
+        max_bytes: u64,
+    ) -> Result<SourceFetch> {
+        let mut state = self.state();
+        self.pump(&mut state, Duration::ZERO);
+        let p = partition as usize;
+        let part = &mut state.parts[p];
+        if part.position != Some(offset) {
+            // Not where the consumer is (a read again after a failure):
+            // start there.
+            self.consumer
+                .seek(
+                    &self.name,
+                    partition as i32,
+                    Offset::Offset(offset as i64),
+                    REQUEST_TIMEOUT,
+                )
+                .map_err(|e| self.failed("seeking", e))?;
+            part.fetched.clear();
+            part.at_end = false;
+            part.position = Some(offset);
+        }
+        while part.fetched.front().is_some_and(|r| r.offset < offset) {
+            part.fetched.pop_front();
+        }
+        let mut batches = Vec::new();
+        let mut next_offset = offset;
+        let (mut records, mut bytes) = (0u64, 0u64);
+        let mut run: Vec<NewRecord> = Vec::new();
+        let (mut run_base, mut run_time) = (0u64, i64::MIN);
+        while records < max_records && bytes < max_bytes {
+            let Some(r) = part.fetched.pop_front() else {
+                break;
+            };
+            let ordering_time = part.ordering_time.max(r.timestamp);
+            let continues = !run.is_empty()
+                && r.offset == run_base + run.len() as u64
+                && ordering_time == run_time;
+            if !continues && !run.is_empty() {
+                batches.push(encode(run_base, run_time, &run)?);
+                run.clear();
+            }
+            if run.is_empty() {
+                (run_base, run_time) = (r.offset, ordering_time);
+            }
+            part.ordering_time = ordering_time;
+            bytes += (r.value.len() + r.key.as_ref().map_or(0, |k| k.len())) as u64;
+            records += 1;
+            next_offset = r.offset + 1;
+            run.push(NewRecord {
+                key: r.key,
+                value: r.value,
+                timestamp: Some(r.timestamp),
+                headers: r.headers,
+            });
+        }
+        if !run.is_empty() {
+            batches.push(encode(run_base, run_time, &run)?);
+        }
+        part.position = Some(next_offset);
+        match batches.is_empty() {
+            true => {
+                if part.at_end && part.idle_since.is_none() {
+                    part.idle_since = Some(Instant::now());
+                }
+            }
+            false => part.idle_since = None,
+        }
+        Ok(SourceFetch {
+            at_end: part.fetched.is_empty(),
+            next_offset,
+            batches,
+        })
+    }
+
+    fn bound(&self, partition: u32) -> i64 {
+        let state = self.state();
+        let Some(part) = state.parts.get(partition as usize) else {
+            return i64::MAX;
+        };
+        if let Some(next) = part.fetched.front() {
+            return part.ordering_time.max(next.timestamp).saturating_sub(1);
+        }
+        if !part.at_end {
+            // Records may be on their way, of any time.
+            return i64::MIN;
+        }
+        if part.idle_since.is_some_and(|t| t.elapsed() >= self.idle) {
+            return i64::MAX;
+        }
+        // Broker-set timestamps: what is appended next gets at least the
+        // newest fetched (`i64::MIN` while none was).
+        state.newest_append_time.saturating_sub(1)
+    }
+
+    fn damaged(&self, partition: u32, first_offset: u64, reason: &str) -> ProcessorError {
+        ProcessorError::Stopped(format!(
+            "cluster '{}', topic '{}', partition {partition}: the records from offset {first_offset} could not be read ({reason})",
+            self.cluster, self.name
+        ))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Records at consecutive offsets from `base_offset` as one batch of the
+/// built-in log's format, appended at `ordering_time`.
+fn encode(base_offset: u64, ordering_time: i64, records: &[NewRecord]) -> Result<FramedBatch> {
+    let mut out = Vec::with_capacity(batch::encoded_len(records, None));
+    batch::encode(
+        &mut out,
+        BatchMeta {
+            base_offset,
+            append_time: ordering_time,
+            idempotency_key: None,
+        },
+        records,
+    );
+    FramedBatch::parse(&Bytes::from(out))
+        .map_err(|e| ProcessorError::Stopped(format!("a fetched batch did not encode: {e}")))
+}

@@ -1,0 +1,235 @@
+//! Views over a Kafka cluster's topics (issue 36): the brief's
+//! `purchase_stats` over a 4-partition topic on Tansu (a Kafka broker
+//! written by others), fed by confluent-kafka, equals the same view over
+//! the built-in log fed the same records — also when the server is killed
+//! with SIGKILL three times during ingest and build (the view's input
+//! offsets are committed with its state in one RocksDB write: nothing is
+//! counted twice or lost). A cluster that cannot be reached makes the view
+//! say `waiting_for_source`, and it starts once the cluster is there.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::Command;
+use std::time::Duration;
+
+use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
+use kappa_tests::events::{produce_in_chunks, Event};
+use kappa_tests::*;
+
+/// Base event time: 2026-01-01T00:00:00Z.
+const BASE: i64 = 1_767_225_600_000;
+
+/// `n` events of 25 users, 200 ms apart (about 3 windows of 5 minutes
+/// for 3,000), three in five purchases.
+fn events(n: usize) -> Vec<Event> {
+    (0..n)
+        .map(|i| Event {
+            user: format!("u{}", (i * 7) % 25),
+            kind: if i % 5 < 3 { "purchase" } else { "view" },
+            amount: (i % 97) as f64 + 0.5,
+            at: BASE + 200 * i as i64,
+        })
+        .collect()
+}
+
+/// Produces `events` to `topic` on the cluster with confluent-kafka (key:
+/// the user, timestamp: the event time), every one acknowledged.
+fn produce_to_cluster(bootstrap: &str, topic: &str, events: &[Event]) {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for e in events {
+        let r = e.record();
+        writeln!(
+            file,
+            "{}",
+            json!({"key": r["key"], "timestamp": r["timestamp"], "value": r["value"]})
+        )
+        .unwrap();
+    }
+    file.flush().unwrap();
+    let out = Command::new(python())
+        .arg(kafka_script("produce_records.py"))
+        .args([bootstrap, topic])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "producing to the cluster failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The records of `view` a row's `as_of` says it reflects, summed over
+/// the partitions.
+fn reflected(client: &Client, view: &str) -> u64 {
+    let body = client.view_rows(view, "limit=1");
+    body["as_of"]["offsets"]
+        .as_array()
+        .map_or(0, |o| o.iter().map(|p| p["offset"].as_u64().unwrap()).sum())
+}
+
+/// Waits until `view` reflects `n` records.
+fn wait_reflects(client: &Client, view: &str, n: u64) {
+    eventually(
+        &format!("{view} to reflect {n} records"),
+        Duration::from_secs(120),
+        || (reflected(client, view) >= n).then_some(()),
+    );
+}
+
+/// Every row of purchase_stats: (user, window start) → (count, total).
+fn all_rows(client: &Client) -> BTreeMap<(String, i64), (u64, f64)> {
+    let mut out = BTreeMap::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let q = match &cursor {
+            Some(c) => format!("limit=100&cursor={c}"),
+            None => "limit=100".to_string(),
+        };
+        let page = client.view_rows("purchase_stats", &q);
+        for r in page["rows"].as_array().unwrap() {
+            let key = (
+                r["key"].as_str().unwrap().to_string(),
+                r["window_start"].as_i64().unwrap(),
+            );
+            let value = (
+                r["row"]["purchase_count"].as_u64().unwrap(),
+                r["row"]["total_amount"].as_f64().unwrap(),
+            );
+            assert!(out.insert(key, value).is_none(), "each row once: {page}");
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
+    }
+}
+
+/// The brief's `user_events`, its topic on the cluster `cluster`.
+fn user_events_on(cluster: &str) -> String {
+    let with = "KAFKA_TOPIC='user_events'";
+    assert!(USER_EVENTS.contains(with));
+    USER_EVENTS.replace(with, &format!("{with}, CLUSTER='{cluster}'"))
+}
+
+/// purchase_stats over the built-in log, fed `events`: the rows to match.
+fn reference_rows(events: &[Event]) -> BTreeMap<(String, i64), (u64, f64)> {
+    let reference = Server::start(&[]);
+    reference.create_topic(&json!({"name": "user_events", "partitions": 4}));
+    reference.sql_ok(USER_EVENTS);
+    reference.sql_ok(PURCHASE_STATS);
+    let client = reference.client();
+    produce_in_chunks(&client, events, 500);
+    wait_reflects(&client, "purchase_stats", events.len() as u64);
+    all_rows(&client)
+}
+
+#[test]
+fn purchase_stats_over_a_cluster_equals_the_built_in_log_across_three_kill_9s() {
+    let events = events(3_000);
+    let want = reference_rows(&events);
+    let purchases = events.iter().filter(|e| e.kind == "purchase").count() as u64;
+    assert_eq!(want.values().map(|v| v.0).sum::<u64>(), purchases);
+
+    let tansu = Tansu::start();
+    tansu.create_topic("user_events", 4);
+    let flag = format!("prod={}", tansu.bootstrap());
+    let mut server = Server::start(&["--cluster", &flag]);
+    let declared = server.sql_ok(&user_events_on("prod"));
+    assert_eq!(declared[0]["topic_created"], false, "{declared:?}");
+    server.sql_ok(PURCHASE_STATS);
+
+    // Three rounds: produce a third, let the view commit part of it, kill.
+    let mut produced = 0u64;
+    for chunk in events.chunks(1_000) {
+        produce_to_cluster(&tansu.bootstrap(), "user_events", chunk);
+        produced += chunk.len() as u64;
+        let before = reflected(&server.client(), "purchase_stats");
+        eventually(
+            "the view to commit some of the new records",
+            Duration::from_secs(60),
+            || (reflected(&server.client(), "purchase_stats") > before).then_some(()),
+        );
+        server.kill9();
+        server = server.restart();
+    }
+    let client = server.client();
+    wait_reflects(&client, "purchase_stats", produced);
+    let got = all_rows(&client);
+    assert_eq!(got, want, "the view over the cluster differs");
+    assert_eq!(reflected(&client, "purchase_stats"), produced);
+
+    // The view says where its input lives, and its lag.
+    let view = client.get("/v1/views/purchase_stats").1;
+    assert_eq!(view["status"], "running", "{view}");
+    assert_eq!(view["source_topic"], "user_events", "{view}");
+}
+
+#[test]
+fn a_view_over_a_cluster_that_went_away_waits_for_it_and_then_runs() {
+    let tansu = Tansu::start();
+    let port = tansu.bootstrap().rsplit_once(':').unwrap().1.to_string();
+    let flag = format!("later={}", tansu.bootstrap());
+    let mut server = Server::start(&["--cluster", &flag]);
+
+    // A cluster not configured is named, with those that are.
+    let (status, body) =
+        server.sql("CREATE STREAM o (n INT) WITH (KAFKA_TOPIC='orders', CLUSTER='nope');");
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("cluster 'nope' is not configured") && message.contains("later"),
+        "{body}"
+    );
+
+    // A view over a topic the cluster lacks: refused, saying so.
+    server.sql_ok(&user_events_on("later"));
+    let (status, body) = server.sql(PURCHASE_STATS);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "source_unavailable", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("topic 'user_events' does not exist"),
+        "{body}"
+    );
+    tansu.create_topic("user_events", 2);
+    server.sql_ok(PURCHASE_STATS);
+
+    // The cluster goes away; the server starts again without it.
+    drop(tansu);
+    server.kill9();
+    let server = server.restart();
+    let client = server.client();
+    let view = eventually(
+        "the view to say it waits for its cluster",
+        Duration::from_secs(60),
+        || {
+            let (status, view) = client.get("/v1/views/purchase_stats");
+            (status == 200 && view["status"] == "waiting_for_source").then_some(view)
+        },
+    );
+    let reason = view.to_string();
+    assert!(
+        reason.contains("cluster 'later'") && reason.contains(&port),
+        "the view names the cluster and its brokers: {view}"
+    );
+
+    // The cluster is back (empty: Tansu keeps its topics in memory): the
+    // retry finds it and the view runs.
+    let tansu = Tansu::start_on(port.parse().unwrap());
+    tansu.create_topic("user_events", 2);
+    let events = events(500);
+    produce_to_cluster(&tansu.bootstrap(), "user_events", &events);
+    wait_reflects(&client, "purchase_stats", 500);
+    let rows = all_rows(&client);
+    let purchases = events.iter().filter(|e| e.kind == "purchase").count() as u64;
+    assert_eq!(rows.values().map(|v| v.0).sum::<u64>(), purchases);
+    assert_eq!(
+        client.get("/v1/views/purchase_stats").1["status"],
+        "running"
+    );
+}
