@@ -70,6 +70,21 @@ pub trait Source: Send + Sync + fmt::Debug {
     /// What the source is, for messages: "the built-in log",
     /// "cluster 'prod'".
     fn describe(&self) -> String;
+
+    /// The first offset still stored and the end offset of each partition
+    /// of `topic`, for lag, build targets and the replay horizon (a
+    /// cluster is asked, so this may wait a few seconds for one that does
+    /// not answer).
+    fn topic_offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>>;
+}
+
+/// A partition's stored range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    /// The first offset still stored.
+    pub start: u64,
+    /// The offset after the last record.
+    pub end: u64,
 }
 
 /// The Kafka clusters a server knows, each a [`Source`] by its name.
@@ -217,6 +232,19 @@ impl Source for LogSource {
 
     fn describe(&self) -> String {
         "the built-in log".into()
+    }
+
+    fn topic_offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
+        Ok(self
+            .log
+            .topic(topic)?
+            .partitions()
+            .iter()
+            .map(|p| PartitionOffsets {
+                start: p.start_offset(),
+                end: p.end_offset(),
+            })
+            .collect())
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Cluster {
     pub name: String,
     /// Its settings (secrets by reference only).
     pub config: ClusterConfig,
+    /// The cluster as views' source (one, so its client for offsets is
+    /// made once).
+    source: Arc<dyn kappa_processor::source::Source>,
     status: Mutex<ClusterStatus>,
 }
 
@@ -67,6 +70,7 @@ impl Clusters {
                 let cluster = Cluster {
                     name: name.clone(),
                     config: config.clone(),
+                    source: kappa_cluster::ClusterSource::new(name, config.clone()),
                     status: Mutex::new(ClusterStatus::default()),
                 };
                 (name.clone(), Arc::new(cluster))
@@ -171,10 +175,7 @@ impl kappa_processor::source::Clusters for Clusters {
         name: &str,
     ) -> kappa_processor::error::Result<Arc<dyn kappa_processor::source::Source>> {
         match self.by_name.get(name) {
-            Some(cluster) => Ok(kappa_cluster::ClusterSource::new(
-                name,
-                cluster.config.clone(),
-            )),
+            Some(cluster) => Ok(cluster.source.clone()),
             None => Err(kappa_processor::error::ProcessorError::InvalidPlan(
                 self.not_configured(name),
             )),

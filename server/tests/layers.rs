@@ -210,8 +210,9 @@ fn the_kafka_listener_asks_the_one_authorization_decision() {
 
 /// The processor's modules the server may use: the language (SQL, plans,
 /// expressions), the data it answers with (rows, changes, diffs,
-/// progress, errors), and `host`, the one way to run views and read them.
-/// Runners, stores and RocksDB stay behind `host`.
+/// progress, errors), `host`, the one way to run views and read them, and
+/// `source`, the interface their inputs are read through (the server hands
+/// in its clusters). Runners, stores and RocksDB stay behind `host`.
 const PROCESSOR_SURFACE: &[&str] = &[
     "accumulators",
     "changes",
@@ -224,6 +225,7 @@ const PROCESSOR_SURFACE: &[&str] = &[
     "limits",
     "plan",
     "progress",
+    "source",
     "sql",
     "view",
     "window",

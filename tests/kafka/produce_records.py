@@ -4,8 +4,9 @@ tests/tests/cluster_views.rs.
 Usage: produce_records.py BOOTSTRAP TOPIC RECORDS_FILE
 
 RECORDS_FILE holds one JSON object a line: {"key": str, "timestamp": ms,
-"value": any JSON}. Each is produced with its key (the default partitioner
-picks the partition), its timestamp (CreateTime) and its value as JSON
+"value": any JSON, "partition": n (optional)}. Each is produced with its
+key (the default partitioner picks the partition unless the line names
+one), its timestamp (CreateTime) and its value as JSON
 text, with acks=all and idempotence; the script flushes and exits 0 only
 when every record was acknowledged, printing {"acked": n}.
 """
@@ -38,6 +39,7 @@ def main():
     with open(path) as f:
         for line in f:
             r = json.loads(line)
+            extra = {"partition": r["partition"]} if "partition" in r else {}
             while True:
                 try:
                     producer.produce(
@@ -46,6 +48,7 @@ def main():
                         value=json.dumps(r["value"]).encode(),
                         timestamp=r["timestamp"],
                         on_delivery=report,
+                        **extra,
                     )
                     break
                 except BufferError:

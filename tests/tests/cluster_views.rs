@@ -36,15 +36,22 @@ fn events(n: usize) -> Vec<Event> {
 /// Produces `events` to `topic` on the cluster with confluent-kafka (key:
 /// the user, timestamp: the event time), every one acknowledged.
 fn produce_to_cluster(bootstrap: &str, topic: &str, events: &[Event]) {
-    let mut file = tempfile::NamedTempFile::new().unwrap();
-    for e in events {
-        let r = e.record();
-        writeln!(
-            file,
-            "{}",
+    let records: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            let r = e.record();
             json!({"key": r["key"], "timestamp": r["timestamp"], "value": r["value"]})
-        )
-        .unwrap();
+        })
+        .collect();
+    produce_records(bootstrap, topic, &records);
+}
+
+/// Produces `records` (`{"key", "timestamp", "value"[, "partition"]}`) to
+/// `topic` on the cluster with confluent-kafka, every one acknowledged.
+fn produce_records(bootstrap: &str, topic: &str, records: &[Value]) {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for r in records {
+        writeln!(file, "{r}").unwrap();
     }
     file.flush().unwrap();
     let out = Command::new(python())
@@ -161,10 +168,101 @@ fn purchase_stats_over_a_cluster_equals_the_built_in_log_across_three_kill_9s() 
     assert_eq!(got, want, "the view over the cluster differs");
     assert_eq!(reflected(&client, "purchase_stats"), produced);
 
-    // The view says where its input lives, and its lag.
+    // The view reads its input on the cluster; the cluster still holds
+    // all of it, so a replay from earliest is complete.
     let view = client.get("/v1/views/purchase_stats").1;
     assert_eq!(view["status"], "running", "{view}");
     assert_eq!(view["source_topic"], "user_events", "{view}");
+    let horizon = &view["replay_horizon"];
+    assert_eq!(horizon["complete"], true, "{view}");
+    assert_eq!(
+        horizon["topics"][0]["partitions"].as_array().unwrap().len(),
+        4,
+        "{view}"
+    );
+
+    // A replay over the cluster reproduces the live run's rows: every
+    // partition had records whenever one was processed, so the order did
+    // not depend on timing (docs/clusters.md).
+    let (status, body) = client.post_json(
+        "/v1/views/purchase_stats/replay",
+        &json!({"from": "earliest"}),
+    );
+    assert_eq!(status, 202, "{body}");
+    eventually("the replay is served", Duration::from_secs(120), || {
+        let view = client.get("/v1/views/purchase_stats").1;
+        (view["served_version"]["version"] == 2 && view["building_version"].is_null()).then_some(())
+    });
+    assert_eq!(reflected(&client, "purchase_stats"), produced);
+    assert_eq!(
+        all_rows(&client),
+        want,
+        "the replay differs from the live run"
+    );
+}
+
+/// A click of `user` at `at` ms after [`BASE`], into `partition`.
+fn click(partition: u32, at: i64) -> Value {
+    json!({"key": "u", "timestamp": BASE + at, "partition": partition,
+           "value": {"user_id": "u", "ts": BASE + at}})
+}
+
+/// Rows of `clicks_per_second`: (window start, count), in order.
+fn click_rows(client: &Client) -> Vec<(i64, u64)> {
+    let mut rows = client.view_rows_as("clicks_per_second", "", |r| {
+        (
+            r["window_start"].as_i64().unwrap(),
+            r["row"]["n"].as_u64().unwrap(),
+        )
+    });
+    rows.sort();
+    rows
+}
+
+#[test]
+fn a_record_older_than_what_an_idle_wait_let_through_is_where_a_replay_differs() {
+    let tansu = Tansu::start();
+    tansu.create_topic("clicks", 2);
+    let flag = format!("prod={}", tansu.bootstrap());
+    let server = Server::start(&["--cluster", &flag]);
+    let client = server.client();
+    server.sql_ok(
+        "CREATE STREAM clicks (user_id VARCHAR, ts BIGINT) WITH (KAFKA_TOPIC='clicks', CLUSTER='prod', TIMESTAMP='ts', WATERMARK_DELAY='0 SECONDS', IDLE_TIMEOUT='300 MILLISECONDS');
+         CREATE TABLE clicks_per_second AS SELECT user_id, COUNT(*) AS n FROM clicks
+           WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 0 SECONDS) GROUP BY user_id;",
+    );
+    let bootstrap = tansu.bootstrap();
+    // Partition 1 stays empty: partition 0's clicks go through once it has
+    // been idle for max_task_idle_ms, and its second 10 closes second 0.
+    produce_records(&bootstrap, "clicks", &[click(0, 0), click(0, 10_000)]);
+    wait_reflects(&client, "clicks_per_second", 2);
+    // Then partition 1 gets a click of second 0: late, live.
+    produce_records(&bootstrap, "clicks", &[click(1, 100)]);
+    wait_reflects(&client, "clicks_per_second", 3);
+    assert_eq!(
+        click_rows(&client),
+        vec![(BASE, 1), (BASE + 10_000, 1)],
+        "the late click is not counted live"
+    );
+    let served = client.get("/v1/views/clicks_per_second").1["served_version"].clone();
+    assert_eq!(served["late"], 1, "{served}");
+
+    // A replay reads partition 1's click before partition 0's second 10:
+    // it counts. The documented case where a replay cannot reproduce the
+    // live run (a CreateTime record older than records an idle wait let
+    // through).
+    let (status, body) = client.post_json(
+        "/v1/views/clicks_per_second/replay",
+        &json!({"from": "earliest"}),
+    );
+    assert_eq!(status, 202, "{body}");
+    let replayed = eventually("the replay is served", Duration::from_secs(60), || {
+        let view = client.get("/v1/views/clicks_per_second").1;
+        (view["served_version"]["version"] == 2 && view["building_version"].is_null())
+            .then_some(view["served_version"].clone())
+    });
+    assert_eq!(click_rows(&client), vec![(BASE, 2), (BASE + 10_000, 1)]);
+    assert_eq!(replayed["late"], 0, "{replayed}");
 }
 
 #[test]

@@ -29,14 +29,14 @@
 //!   processed from other partitions (docs/clusters.md).
 
 use std::any::Any;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kappa_log::batch::{self, BatchMeta, FramedBatch, Header, NewRecord};
 use kappa_processor::error::{ProcessorError, Result};
-use kappa_processor::source::{Source, SourceFetch, SourceTopic};
+use kappa_processor::source::{PartitionOffsets, Source, SourceFetch, SourceTopic};
 use kappa_processor::stop::StopSignal;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
@@ -48,6 +48,9 @@ use crate::{client_config, ClusterConfig};
 /// How long a metadata or offsets request to the cluster may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a topic's offsets asked for stay the answer.
+const OFFSETS_CACHE: Duration = Duration::from_secs(2);
+
 /// How long an end offset asked for stays the answer.
 const END_CACHE: Duration = Duration::from_secs(1);
 
@@ -58,10 +61,24 @@ const END_TIMEOUT: Duration = Duration::from_millis(500);
 const PUMP_MAX: usize = 20_000;
 
 /// A configured cluster as a source of views.
-#[derive(Debug, Clone)]
 pub struct ClusterSource {
     name: String,
     config: ClusterConfig,
+    /// The client that answers [`Source::topic_offsets`], made at first use.
+    admin: Mutex<Option<BaseConsumer>>,
+    /// Each topic's last answer and when it came: reused for
+    /// [`OFFSETS_CACHE`] (a failure too, so a cluster that does not answer
+    /// delays one caller, not every one).
+    offsets: Mutex<HashMap<String, (Instant, std::result::Result<Vec<PartitionOffsets>, String>)>>,
+}
+
+impl std::fmt::Debug for ClusterSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterSource")
+            .field("name", &self.name)
+            .field("bootstrap_servers", &self.config.bootstrap_servers)
+            .finish()
+    }
 }
 
 impl ClusterSource {
@@ -70,7 +87,42 @@ impl ClusterSource {
         Arc::new(ClusterSource {
             name: name.to_string(),
             config,
+            admin: Mutex::new(None),
+            offsets: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// A consumer of the cluster, reading `topic` when it is assigned (no
+    /// group: it never commits to the cluster).
+    fn consumer(&self, topic: &str) -> Result<BaseConsumer> {
+        let mut config = client_config(&self.name, &self.config)
+            .map_err(|e| ProcessorError::InvalidPlan(e.to_string()))?;
+        config
+            .set("group.id", format!("kappa-{}-{topic}", self.name))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "true")
+            .set("isolation.level", "read_committed")
+            .set("auto.offset.reset", "earliest");
+        config
+            .create()
+            .map_err(|e| self.waiting(format!("cannot make a client: {e}")))
+    }
+
+    /// The number of partitions of `topic`, asked of the cluster.
+    fn partition_count(&self, consumer: &BaseConsumer, topic: &str) -> Result<u32> {
+        let metadata = consumer
+            .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
+            .map_err(|e| self.waiting(format!("unreachable: {e}")))?;
+        let partitions = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none())
+            .map_or(0, |t| t.partitions().len() as u32);
+        match partitions {
+            0 => Err(self.waiting(format!("topic '{topic}' does not exist"))),
+            n => Ok(n),
+        }
     }
 
     fn waiting(&self, what: String) -> ProcessorError {
@@ -83,29 +135,8 @@ impl ClusterSource {
 
 impl Source for ClusterSource {
     fn open(&self, topic: &str) -> Result<Arc<dyn SourceTopic>> {
-        let mut config = client_config(&self.name, &self.config)
-            .map_err(|e| ProcessorError::InvalidPlan(e.to_string()))?;
-        config
-            .set("group.id", format!("kappa-{}-{topic}", self.name))
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "true")
-            .set("isolation.level", "read_committed")
-            .set("auto.offset.reset", "earliest");
-        let consumer: BaseConsumer = config
-            .create()
-            .map_err(|e| self.waiting(format!("cannot make a client: {e}")))?;
-        let metadata = consumer
-            .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
-            .map_err(|e| self.waiting(format!("unreachable: {e}")))?;
-        let partitions = metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic && t.error().is_none())
-            .map_or(0, |t| t.partitions().len() as u32);
-        if partitions == 0 {
-            return Err(self.waiting(format!("topic '{topic}' does not exist")));
-        }
+        let consumer = self.consumer(topic)?;
+        let partitions = self.partition_count(&consumer, topic)?;
         Ok(Arc::new(ClusterTopic {
             cluster: self.name.clone(),
             name: topic.to_string(),
@@ -168,6 +199,59 @@ impl Source for ClusterSource {
 
     fn describe(&self) -> String {
         format!("cluster '{}'", self.name)
+    }
+
+    fn topic_offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
+        let cached = {
+            let offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+            offsets
+                .get(topic)
+                .filter(|(at, _)| at.elapsed() < OFFSETS_CACHE)
+                .map(|(_, answer)| answer.clone())
+        };
+        let answer = match cached {
+            Some(answer) => answer,
+            None => {
+                let answer = self.ask_offsets(topic).map_err(|e| e.to_string());
+                self.offsets
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(topic.to_string(), (Instant::now(), answer.clone()));
+                answer
+            }
+        };
+        answer.map_err(|reason| {
+            // Kept as the error's text; said once more as the same error.
+            let prefix = format!("{}: ", kappa_processor::error::WAITING_FOR_SOURCE);
+            ProcessorError::WaitingForSource(
+                reason.strip_prefix(&prefix).unwrap_or(&reason).to_string(),
+            )
+        })
+    }
+}
+
+impl ClusterSource {
+    /// [`Source::topic_offsets`], asked of the cluster now.
+    fn ask_offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
+        let mut admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        if admin.is_none() {
+            *admin = Some(self.consumer("admin")?);
+        }
+        let Some(consumer) = admin.as_ref() else {
+            return Err(self.waiting("no client".into()));
+        };
+        let partitions = self.partition_count(consumer, topic)?;
+        (0..partitions)
+            .map(|p| {
+                let (low, high) = consumer
+                    .fetch_watermarks(topic, p as i32, REQUEST_TIMEOUT)
+                    .map_err(|e| self.waiting(format!("topic '{topic}', partition {p}: {e}")))?;
+                Ok(PartitionOffsets {
+                    start: low.max(0) as u64,
+                    end: high.max(0) as u64,
+                })
+            })
+            .collect()
     }
 }
 

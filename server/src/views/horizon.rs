@@ -5,6 +5,7 @@
 //! truncated history is refused unless asked for knowingly.
 
 use kappa_log::Log;
+use kappa_processor::source::PartitionOffsets;
 use serde::Serialize;
 
 use super::catalog::VersionEntry;
@@ -78,6 +79,43 @@ pub fn horizon(log: &Log, entry: &VersionEntry) -> ReplayHorizon {
         topics.push(topic_horizon(log, &join.table_topic, "table", None));
     }
     let topics: Vec<TopicHorizon> = topics.into_iter().flatten().collect();
+    ReplayHorizon {
+        complete: topics
+            .iter()
+            .all(|t| t.partitions.iter().all(|p| p.missing == 0)),
+        topics,
+    }
+}
+
+/// The replay horizon of `entry`, whose input lives on a Kafka cluster,
+/// from the cluster's `offsets` of its input topic (empty when the cluster
+/// did not answer: nothing is known missing). The cluster's retention
+/// deletes from the start of a partition as the built-in log's does; when
+/// a record was appended there is not asked (`earliest_append_ms` null).
+pub fn from_offsets(entry: &VersionEntry, offsets: &[PartitionOffsets]) -> ReplayHorizon {
+    let first = entry.first_offsets.as_deref();
+    let partitions: Vec<PartitionHorizon> = offsets
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let first_seen = first.and_then(|f| f.get(i).copied()).unwrap_or(0);
+            PartitionHorizon {
+                partition: i as u32,
+                earliest_offset: p.start,
+                earliest_append_ms: None,
+                first_seen,
+                missing: p.start.saturating_sub(first_seen),
+            }
+        })
+        .collect();
+    let topics = match partitions.is_empty() {
+        true => Vec::new(),
+        false => vec![TopicHorizon {
+            topic: entry.plan.source.topic.clone(),
+            role: "input",
+            partitions,
+        }],
+    };
     ReplayHorizon {
         complete: topics
             .iter()

@@ -24,6 +24,7 @@ use std::time::Instant;
 use kappa_log::Log;
 use kappa_processor::host::{RunOptions, RunningVersion, Scope, StartFrom, ViewHost};
 use kappa_processor::plan::{Plan, Sink};
+use kappa_processor::source::PartitionOffsets;
 use kappa_processor::sql::SourceDecl;
 
 use super::catalog::{BuildEntry, Catalog, Keeping, VersionEntry, ViewEntry};
@@ -719,18 +720,45 @@ impl ViewManager {
         }
     }
 
+    /// Start and end offsets of a plan's input topic, where it lives (the
+    /// built-in log, or its cluster); empty if it is gone or the cluster
+    /// does not answer.
+    pub(super) fn input_offsets(&self, plan: &Plan) -> Vec<PartitionOffsets> {
+        if plan.source.cluster.is_none() {
+            // The built-in log, without a source in between.
+            return self.log.topic(&plan.source.topic).map_or(Vec::new(), |t| {
+                t.partitions()
+                    .iter()
+                    .map(|p| PartitionOffsets {
+                        start: p.start_offset(),
+                        end: p.end_offset(),
+                    })
+                    .collect()
+            });
+        }
+        self.host
+            .source_of(plan)
+            .and_then(|source| source.topic_offsets(&plan.source.topic))
+            .unwrap_or_else(|e| {
+                tracing::warn!(topic = %plan.source.topic, error = %e, "cannot read the input's offsets");
+                Vec::new()
+            })
+    }
+
     /// End offsets of a plan's input topic (empty if it is gone).
     fn end_offsets(&self, plan: &Plan) -> Vec<u64> {
-        self.log.topic(&plan.source.topic).map_or(Vec::new(), |t| {
-            t.partitions().iter().map(|p| p.end_offset()).collect()
-        })
+        self.input_offsets(plan).iter().map(|p| p.end).collect()
     }
 
     /// Partitions of a plan's input topic (0 if it is gone).
     pub(super) fn partitions(&self, plan: &Plan) -> usize {
-        self.log
-            .topic(&plan.source.topic)
-            .map_or(0, |t| t.partition_count() as usize)
+        match plan.source.cluster {
+            None => self
+                .log
+                .topic(&plan.source.topic)
+                .map_or(0, |t| t.partition_count() as usize),
+            Some(_) => self.input_offsets(plan).len(),
+        }
     }
 
     /// Stops and drops every version of `name`. Refused while another view

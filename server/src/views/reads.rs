@@ -348,7 +348,13 @@ impl ViewManager {
             _ => None,
         };
         let mut out = view_out(&view, served, building_version);
-        out.replay_horizon = super::horizon::horizon(&self.log, &view.served).into();
+        out.replay_horizon = match view.served.plan.source.cluster {
+            None => super::horizon::horizon(&self.log, &view.served),
+            Some(_) => {
+                super::horizon::from_offsets(&view.served, &self.input_offsets(&view.served.plan))
+            }
+        }
+        .into();
         let keeping = self.keeping(&view);
         (out.keep_versions, out.version_grace_ms) = (keeping.versions, keeping.grace_ms);
         if let Some(r) = &retry {
