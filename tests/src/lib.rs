@@ -39,6 +39,7 @@ mod client;
 pub mod events;
 mod kcat;
 pub mod marks;
+mod moto;
 mod node;
 mod python;
 mod raw_http;
@@ -56,6 +57,7 @@ pub use client::{
     Produced, Reply,
 };
 pub use kcat::{kcat, kcat_output, sasl_args};
+pub use moto::Moto;
 pub use node::kafkajs_modules;
 pub use python::{kafka_script, python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};

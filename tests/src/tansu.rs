@@ -55,6 +55,17 @@ impl Tansu {
     /// same cluster address, empty again) and waits until it accepts
     /// connections.
     pub fn start_on(port: u16) -> Tansu {
+        Tansu::spawn(port, "memory://tansu/", &[])
+    }
+
+    /// Starts a broker on `port` keeping its topics in `bucket` of the
+    /// S3-compatible `moto`: a broker started again there has them all.
+    pub fn start_on_s3(port: u16, moto: &Moto, bucket: &str) -> Tansu {
+        let storage = format!("s3://{bucket}/");
+        Tansu::spawn(port, &storage, &moto.client_env())
+    }
+
+    fn spawn(port: u16, storage: &str, env: &[(String, String)]) -> Tansu {
         let logs = tempfile::Builder::new()
             .prefix("kappa-e2e-tansu-")
             .tempdir()
@@ -69,7 +80,8 @@ impl Tansu {
                 "--advertised-listener-url",
                 &url,
             ])
-            .args(["--storage-engine", "memory://tansu/"])
+            .args(["--storage-engine", storage])
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(stderr))

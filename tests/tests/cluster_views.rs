@@ -331,3 +331,49 @@ fn a_view_over_a_cluster_that_went_away_waits_for_it_and_then_runs() {
         "running"
     );
 }
+
+#[test]
+fn the_broker_stopped_and_started_again_the_view_waits_says_so_and_resumes_exactly() {
+    let events = events(2_000);
+    let want = reference_rows(&events);
+    let moto = Moto::start();
+    moto.create_bucket("tansu");
+    let port = free_port();
+    let tansu = Tansu::start_on_s3(port, &moto, "tansu");
+    tansu.create_topic("user_events", 4);
+    let flag = format!("prod={}", tansu.bootstrap());
+    let server = Server::start(&["--cluster", &flag]);
+    let client = server.client();
+    server.sql_ok(&user_events_on("prod"));
+    server.sql_ok(PURCHASE_STATS);
+    let (first, second) = events.split_at(1_000);
+    produce_to_cluster(&tansu.bootstrap(), "user_events", first);
+    wait_reflects(&client, "purchase_stats", 1_000);
+
+    // The broker goes away: the view says it waits for its cluster.
+    drop(tansu);
+    let view = eventually(
+        "the view to say it waits for its cluster",
+        Duration::from_secs(120),
+        || {
+            let view = client.get("/v1/views/purchase_stats").1;
+            (view["status"] == "waiting_for_source").then_some(view)
+        },
+    );
+    assert!(
+        view["failure"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("cluster 'prod'")),
+        "{view}"
+    );
+
+    // Back, with its topics (kept in object storage): the view resumes
+    // from its last commit and counts every record once.
+    let tansu = Tansu::start_on_s3(port, &moto, "tansu");
+    produce_to_cluster(&tansu.bootstrap(), "user_events", second);
+    wait_reflects(&client, "purchase_stats", 2_000);
+    assert_eq!(all_rows(&client), want);
+    eventually("the view to run again", Duration::from_secs(30), || {
+        (client.get("/v1/views/purchase_stats").1["status"] == "running").then_some(())
+    });
+}

@@ -38,9 +38,10 @@ use kappa_log::batch::{self, BatchMeta, FramedBatch, Header, NewRecord};
 use kappa_processor::error::{ProcessorError, Result};
 use kappa_processor::source::{PartitionOffsets, Source, SourceFetch, SourceTopic};
 use kappa_processor::stop::StopSignal;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Headers, Message};
+use rdkafka::ClientContext;
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
 use crate::{client_config, ClusterConfig};
@@ -94,7 +95,7 @@ impl ClusterSource {
 
     /// A consumer of the cluster, reading `topic` when it is assigned (no
     /// group: it never commits to the cluster).
-    fn consumer(&self, topic: &str) -> Result<BaseConsumer> {
+    fn consumer<C: ConsumerContext>(&self, topic: &str, context: C) -> Result<BaseConsumer<C>> {
         let mut config = client_config(&self.name, &self.config)
             .map_err(|e| ProcessorError::InvalidPlan(e.to_string()))?;
         config
@@ -105,12 +106,16 @@ impl ClusterSource {
             .set("isolation.level", "read_committed")
             .set("auto.offset.reset", "earliest");
         config
-            .create()
+            .create_with_context(context)
             .map_err(|e| self.waiting(format!("cannot make a client: {e}")))
     }
 
     /// The number of partitions of `topic`, asked of the cluster.
-    fn partition_count(&self, consumer: &BaseConsumer, topic: &str) -> Result<u32> {
+    fn partition_count<C: ConsumerContext>(
+        &self,
+        consumer: &BaseConsumer<C>,
+        topic: &str,
+    ) -> Result<u32> {
         let metadata = consumer
             .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
             .map_err(|e| self.waiting(format!("unreachable: {e}")))?;
@@ -135,7 +140,7 @@ impl ClusterSource {
 
 impl Source for ClusterSource {
     fn open(&self, topic: &str) -> Result<Arc<dyn SourceTopic>> {
-        let consumer = self.consumer(topic)?;
+        let consumer = self.consumer(topic, Health::default())?;
         let partitions = self.partition_count(&consumer, topic)?;
         Ok(Arc::new(ClusterTopic {
             cluster: self.name.clone(),
@@ -235,7 +240,7 @@ impl ClusterSource {
     fn ask_offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
         let mut admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         if admin.is_none() {
-            *admin = Some(self.consumer("admin")?);
+            *admin = Some(self.consumer("admin", rdkafka::consumer::DefaultConsumerContext)?);
         }
         let Some(consumer) = admin.as_ref() else {
             return Err(self.waiting("no client".into()));
@@ -290,13 +295,38 @@ struct ReadState {
     newest_append_time: i64,
 }
 
+/// What librdkafka said of its connections: whether every broker is down.
+#[derive(Debug, Default)]
+struct Health {
+    /// Why no broker answers, since librdkafka said so (cleared by a
+    /// record).
+    all_down: Mutex<Option<String>>,
+}
+
+impl Health {
+    fn all_down(&self) -> MutexGuard<'_, Option<String>> {
+        self.all_down.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ClientContext for Health {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
+            *self.all_down() = Some(reason.to_string());
+        }
+        tracing::warn!(error = %error, reason, "cluster client");
+    }
+}
+
+impl ConsumerContext for Health {}
+
 /// One topic of a cluster, read by its own consumer.
 struct ClusterTopic {
     cluster: String,
     name: String,
     partitions: u32,
     idle: Duration,
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<Health>,
     state: Mutex<ReadState>,
 }
 
@@ -371,6 +401,7 @@ impl ClusterTopic {
                     });
                     part.at_end = false;
                     got = true;
+                    *self.consumer.context().all_down() = None;
                 }
                 Err(KafkaError::PartitionEOF(p)) => {
                     if let Some(part) = usize::try_from(p).ok().and_then(|p| state.parts.get_mut(p))
@@ -494,6 +525,14 @@ impl SourceTopic for ClusterTopic {
     ) -> Result<SourceFetch> {
         let mut state = self.state();
         self.pump(&mut state, Duration::ZERO);
+        if let Some(reason) = self.consumer.context().all_down().clone() {
+            // The version stops here, uncommitted input unapplied, and is
+            // retried from its last commit once the cluster answers.
+            return Err(ProcessorError::WaitingForSource(format!(
+                "cluster '{}', topic '{}': no broker answers ({reason})",
+                self.cluster, self.name
+            )));
+        }
         let p = partition as usize;
         let part = &mut state.parts[p];
         if part.position != Some(offset) {
