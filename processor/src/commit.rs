@@ -21,6 +21,7 @@ use crate::event::Event;
 use crate::operator::RowChange;
 use crate::plan::Sink;
 use crate::runner::Runtime;
+use crate::sink::OutputRecord;
 use crate::state::key::Meta;
 use crate::state::store::Batch;
 
@@ -311,6 +312,21 @@ impl Runtime {
         topics.sort_unstable();
         topics.dedup();
         for topic in topics {
+            if let (Some(sink), Sink::Topic(sink_topic)) = (&self.cluster_sink, &self.plan.sink) {
+                if sink_topic == topic {
+                    let out: Vec<OutputRecord<'_>> = records
+                        .iter()
+                        .filter(|r| r.topic == topic)
+                        .map(|r| OutputRecord {
+                            key: r.key.as_deref(),
+                            value: &r.value,
+                            timestamp: r.timestamp,
+                        })
+                        .collect();
+                    sink.append(seq, &out)?;
+                    continue;
+                }
+            }
             let batch: Vec<ProduceRecord> = records
                 .iter()
                 .filter(|r| r.topic == topic)

@@ -243,6 +243,7 @@ impl Pipeline {
             operation,
             sink,
             late: self.late,
+            sink_cluster: None,
         }
     }
 }

@@ -61,6 +61,25 @@ impl ViewHost {
         self
     }
 
+    /// The sink of `plan`'s output topic when it lives on a cluster,
+    /// written by version `version`.
+    fn cluster_sink_of(
+        &self,
+        plan: &Plan,
+        version: u64,
+    ) -> Result<Option<Arc<dyn crate::sink::OutputSink>>> {
+        let (Some(name), crate::plan::Sink::Topic(topic)) = (&plan.sink_cluster, &plan.sink) else {
+            return Ok(None);
+        };
+        let Some(clusters) = &self.clusters else {
+            return Err(crate::error::ProcessorError::InvalidPlan(format!(
+                "cluster '{name}' is not configured on this server"
+            )));
+        };
+        let writer = format!("{}@{version}", plan.name);
+        Ok(Some(clusters.sink(name, &writer, topic)?))
+    }
+
     /// Where `plan` reads its inputs: the built-in log, or the cluster it
     /// names.
     pub fn source_of(&self, plan: &Plan) -> Result<Arc<dyn Source>> {
@@ -147,7 +166,16 @@ impl ViewHost {
         options: RunOptions,
     ) -> Result<RunningVersion> {
         let source = self.source_of(&plan)?;
-        RunningVersion::start(plan, version, self.log.clone(), source, store, options)
+        let sink = self.cluster_sink_of(&plan, version)?;
+        RunningVersion::start(
+            plan,
+            version,
+            self.log.clone(),
+            source,
+            sink,
+            store,
+            options,
+        )
     }
 
     /// A reader of `scope`'s rows, if its store is open (a version whose

@@ -53,6 +53,7 @@ mod parallel;
 pub mod plan;
 pub mod progress;
 pub mod runner;
+pub mod sink;
 pub mod source;
 pub mod sql;
 pub mod state;

@@ -31,6 +31,11 @@ pub struct Plan {
     pub sink: Sink,
     /// What happens to events too late for their window.
     pub late: LateHandling,
+    /// The Kafka cluster a [`Sink::Topic`] lives on (`CLUSTER` of a
+    /// `CREATE STREAM .. AS`); `None`: the built-in log. Late side outputs
+    /// go to the built-in log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sink_cluster: Option<String>,
 }
 
 /// Where event time comes from.

@@ -28,6 +28,7 @@ use crate::parallel::{
 };
 use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
+use crate::sink::OutputSink;
 use crate::source::{LogSource, Source};
 use crate::state::key::Meta;
 use crate::state::store::{Batch, Scope, Store};
@@ -131,6 +132,9 @@ pub struct Runtime {
     pub(crate) log: Arc<Log>,
     /// Where the inputs live: the built-in log or a Kafka cluster.
     pub(crate) source: Arc<dyn Source>,
+    /// The output topic when it lives on a Kafka cluster
+    /// ([`Plan::sink_cluster`]); `None`: every output goes to the log.
+    pub(crate) cluster_sink: Option<Arc<dyn OutputSink>>,
     pub(crate) store: Arc<Store>,
     pub(crate) options: RunOptions,
     pub(crate) io: tokio::runtime::Runtime,
@@ -188,19 +192,26 @@ impl Runtime {
         options: RunOptions,
     ) -> Result<Runtime> {
         let source = LogSource::new(log.clone());
-        Runtime::open_with_source(plan, version, log, source, store, options)
+        Runtime::open_with_source(plan, version, log, source, None, store, options)
     }
 
-    /// [`Runtime::open`] reading the inputs from `source` (output topics
-    /// are appended to the built-in `log`).
+    /// [`Runtime::open`] reading the inputs from `source`, appending the
+    /// sink topic's records to `cluster_sink` when it lives on a cluster
+    /// and every other output topic to the built-in `log`.
     pub fn open_with_source(
         plan: Plan,
         version: u64,
         log: Arc<Log>,
         input_source: Arc<dyn Source>,
+        cluster_sink: Option<Arc<dyn OutputSink>>,
         store: Arc<Store>,
         options: RunOptions,
     ) -> Result<Runtime> {
+        if plan.sink_cluster.is_some() != cluster_sink.is_some() {
+            return Err(ProcessorError::InvalidPlan(
+                "the output topic's cluster and the sink given differ".into(),
+            ));
+        }
         plan.validate().map_err(ProcessorError::InvalidPlan)?;
         if matches!(plan.operation, Operation::Project { .. }) && plan.sink == Sink::View {
             return Err(ProcessorError::InvalidPlan(
@@ -213,7 +224,14 @@ impl Runtime {
         };
         store.ensure(&scope)?;
         let source = input_source.open(&plan.source.topic)?;
+        let on_cluster = match (&plan.sink, &plan.sink_cluster) {
+            (Sink::Topic(t), Some(_)) => Some(t.clone()),
+            _ => None,
+        };
         for topic in Self::output_topics(&plan) {
+            if on_cluster.as_ref() == Some(&topic) {
+                continue;
+            }
             if log.topic(&topic).is_err() {
                 match log.create_topic(&topic, options.output_topics.clone()) {
                     Ok(_) | Err(kappa_log::LogError::TopicExists(_)) => {}
@@ -254,6 +272,7 @@ impl Runtime {
             scope,
             log,
             source: input_source,
+            cluster_sink,
             store,
             options,
             io,

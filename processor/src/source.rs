@@ -92,6 +92,15 @@ pub trait Clusters: Send + Sync + fmt::Debug {
     /// The source of the cluster `name`: an error names it when no such
     /// cluster is configured.
     fn source(&self, name: &str) -> Result<Arc<dyn Source>>;
+
+    /// The sink of `topic` on the cluster `name`, written by `writer` (a
+    /// version, `view@version`: one writer per topic and version).
+    fn sink(
+        &self,
+        name: &str,
+        writer: &str,
+        topic: &str,
+    ) -> Result<Arc<dyn crate::sink::OutputSink>>;
 }
 
 /// One input topic of a [`Source`].

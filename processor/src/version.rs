@@ -14,6 +14,7 @@ use crate::error::{ProcessorError, Result};
 use crate::plan::Plan;
 use crate::progress::{Progress, ProgressSnapshot};
 use crate::runner::{RunOptions, Runtime};
+use crate::sink::OutputSink;
 use crate::source::Source;
 use crate::state::store::{Scope, Store};
 use crate::stop::StopSignal;
@@ -44,18 +45,27 @@ pub struct RunningProcessor {
 impl RunningProcessor {
     /// Opens the version (restoring its state) on the caller's thread, so
     /// errors surface here, then runs it on a thread of its own.
-    /// Its inputs are read from `source`, its output topics appended to
-    /// `log`.
+    /// Its inputs are read from `source`, its sink topic appended to
+    /// `cluster_sink` when it lives on a cluster, its other output topics
+    /// to `log`.
     pub fn start(
         plan: Plan,
         version: u64,
         log: Arc<Log>,
         source: Arc<dyn Source>,
+        cluster_sink: Option<Arc<dyn OutputSink>>,
         store: Arc<Store>,
         options: RunOptions,
     ) -> Result<Self> {
-        let runtime =
-            Runtime::open_with_source(plan.clone(), version, log, source.clone(), store, options)?;
+        let runtime = Runtime::open_with_source(
+            plan.clone(),
+            version,
+            log,
+            source.clone(),
+            cluster_sink,
+            store,
+            options,
+        )?;
         let scope = runtime.scope().clone();
         let progress = runtime.progress();
         let stop = runtime.stop_signal();

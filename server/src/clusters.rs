@@ -181,4 +181,23 @@ impl kappa_processor::source::Clusters for Clusters {
             )),
         }
     }
+
+    fn sink(
+        &self,
+        name: &str,
+        writer: &str,
+        topic: &str,
+    ) -> kappa_processor::error::Result<Arc<dyn kappa_processor::sink::OutputSink>> {
+        match self.by_name.get(name) {
+            Some(cluster) => Ok(Arc::new(kappa_cluster::ClusterSink::open(
+                name,
+                &cluster.config,
+                writer,
+                topic,
+            )?)),
+            None => Err(kappa_processor::error::ProcessorError::InvalidPlan(
+                self.not_configured(name),
+            )),
+        }
+    }
 }

@@ -225,6 +225,7 @@ const PROCESSOR_SURFACE: &[&str] = &[
     "limits",
     "plan",
     "progress",
+    "sink",
     "source",
     "sql",
     "view",

@@ -377,3 +377,101 @@ fn the_broker_stopped_and_started_again_the_view_waits_says_so_and_resumes_exact
         (client.get("/v1/views/purchase_stats").1["status"] == "running").then_some(())
     });
 }
+
+/// Reads every committed record of `topic` on the cluster with a
+/// read-committed confluent-kafka consumer: their values, in no order.
+fn read_committed(bootstrap: &str, topic: &str) -> Vec<Value> {
+    let script = format!(
+        "import json, time\n\
+         from confluent_kafka import Consumer, TopicPartition\n\
+         c = Consumer({{'bootstrap.servers': '{bootstrap}', 'group.id': 'check', \
+           'isolation.level': 'read_committed', 'enable.partition.eof': True}})\n\
+         parts = c.list_topics('{topic}', timeout=10).topics['{topic}'].partitions\n\
+         c.assign([TopicPartition('{topic}', p, 0) for p in parts])\n\
+         left, out, end = set(parts), [], time.time() + 60\n\
+         while left and time.time() < end:\n\
+         \x20   m = c.poll(0.5)\n\
+         \x20   if m is None: continue\n\
+         \x20   if m.error(): left.discard(m.partition()); continue\n\
+         \x20   out.append(json.loads(m.value()))\n\
+         assert not left, left\n\
+         print(json.dumps(out))\n"
+    );
+    let out = Command::new(python())
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "reading {topic}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_derived_stream_writes_its_cluster_topic_exactly_once_across_kill_9s() {
+    let tansu = Tansu::start();
+    tansu.create_topic("user_events", 4);
+    tansu.create_topic("big_purchases", 2);
+    let flag = format!("prod={}", tansu.bootstrap());
+    let mut server = Server::start(&["--cluster", &flag]);
+    server.sql_ok(&user_events_on("prod"));
+    let created = server.sql_ok(
+        "CREATE STREAM big_purchases WITH (KAFKA_TOPIC='big_purchases', CLUSTER='prod') AS
+         SELECT user_id, amount, event_time FROM user_events
+         WHERE event_type = 'purchase' AND amount > 50 EMIT CHANGES;",
+    );
+    assert_eq!(created[0]["status"], "created", "{created:?}");
+    assert_eq!(server.client().get("/v1/topics/big_purchases").0, 404);
+
+    let events = events(3_000);
+    let mut produced = 0u64;
+    for chunk in events.chunks(1_000) {
+        produce_to_cluster(&tansu.bootstrap(), "user_events", chunk);
+        produced += chunk.len() as u64;
+        let before = reflected_stream(&server.client(), "big_purchases");
+        eventually(
+            "the stream to commit some of the new records",
+            Duration::from_secs(60),
+            || (reflected_stream(&server.client(), "big_purchases") > before).then_some(()),
+        );
+        server.kill9();
+        server = server.restart();
+    }
+    eventually(
+        "the stream to process every record",
+        Duration::from_secs(120),
+        || (reflected_stream(&server.client(), "big_purchases") >= produced).then_some(()),
+    );
+
+    let mut want: Vec<(String, i64)> = events
+        .iter()
+        .filter(|e| e.kind == "purchase" && e.amount > 50.0)
+        .map(|e| (e.user.clone(), e.at))
+        .collect();
+    want.sort();
+    let mut got: Vec<(String, i64)> = read_committed(&tansu.bootstrap(), "big_purchases")
+        .iter()
+        .map(|v| {
+            (
+                v["user_id"].as_str().unwrap().to_string(),
+                v["event_time"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got.len(), want.len(), "every output once, none twice");
+    assert_eq!(got, want);
+}
+
+/// The input records a derived stream's served version committed, summed
+/// over the partitions.
+fn reflected_stream(client: &Client, name: &str) -> u64 {
+    let view = client.get(&format!("/v1/views/{name}")).1;
+    view["served_version"]["partitions"]
+        .as_array()
+        .map_or(0, |o| {
+            o.iter().map(|p| p["committed"].as_u64().unwrap_or(0)).sum()
+        })
+}

@@ -139,6 +139,10 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
             ObjectKind::Table => Sink::View,
         },
         late,
+        sink_cluster: match decl.kind {
+            ObjectKind::Stream => decl.cluster.clone(),
+            ObjectKind::Table => None,
+        },
     };
     plan.validate().map_err(|reason| SqlError::at(at, reason))?;
     Ok(plan)

@@ -35,6 +35,7 @@ const SOURCE_PROPERTIES: &[&str] = &[
 const CREATE_AS_PROPERTIES: &[&str] = &[
     "KAFKA_TOPIC",
     "TOPIC",
+    "CLUSTER",
     "VALUE_FORMAT",
     "PARTITIONS",
     "REPLICAS",
@@ -519,6 +520,15 @@ fn create_as_decl(
     let watermark_delay_ms = props.duration(&["WATERMARK_DELAY"])?;
     let idle_timeout_ms = positive_ms(&mut props, "IDLE_TIMEOUT")?;
     let max_future_ms = props.duration(&["MAX_FUTURE"])?;
+    let cluster = match props.string(&["CLUSTER"])? {
+        Some((_, span)) if head.kind == ObjectKind::Table => {
+            return Err(SqlError::span(
+                span,
+                "CLUSTER applies to CREATE STREAM .. AS (where its output topic lives); a table's rows live in Kappa",
+            ))
+        }
+        c => c.map(|(c, _)| c),
+    };
     let join_history_ms = props.duration(&["JOIN_HISTORY"])?;
     let keep_versions = props.whole_in(&["KEEP_VERSIONS"], 0, limits::MAX_KEEP_VERSIONS)?;
     let version_grace_ms = props.duration(&["VERSION_GRACE"])?;
@@ -554,6 +564,7 @@ fn create_as_decl(
             or_replace: head.or_replace,
             sources,
             topic: topic.map(|(t, _)| t),
+            cluster,
             partitions,
             late_topic,
             dedup: dedup.map(|(d, _)| d),

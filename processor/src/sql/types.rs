@@ -185,6 +185,10 @@ pub struct CreateAs {
     pub sources: Vec<String>,
     /// Output topic of a stream (`KAFKA_TOPIC`, default: the name).
     pub topic: Option<String>,
+    /// The Kafka cluster the output topic lives on (`CLUSTER`); `None`:
+    /// the built-in log.
+    #[serde(default)]
+    pub cluster: Option<String>,
     /// Partitions of the output topic (`PARTITIONS`).
     pub partitions: Option<u32>,
     /// Topic for events too late for their window (`LATE_TOPIC`).

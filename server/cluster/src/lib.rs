@@ -10,10 +10,12 @@
 
 mod client;
 mod config;
+mod sink;
 mod source;
 
 pub use client::{client_config, probe, Broker, ClusterMetadata, ClusterTopic};
 pub use config::{validate_name, ClusterConfig, SaslMechanism, SecurityProtocol, MAX_NAME_LEN};
+pub use sink::{ClusterSink, OUTBOX_HEADER, TAIL_RECORDS};
 pub use source::ClusterSource;
 
 /// Why a cluster could not be used.

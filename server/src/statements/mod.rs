@@ -139,7 +139,18 @@ impl Executor<'_> {
         plan.name = create.name.clone();
         if let Sink::Topic(topic) = &plan.sink {
             kappa_log::validate_topic_name(topic)?;
-            self.ensure_topic(topic, create.partitions)?;
+            match &plan.sink_cluster {
+                // The cluster's topic is the cluster's to create.
+                Some(cluster) if self.clusters.get(cluster).is_some() => {}
+                Some(cluster) => {
+                    return Err(StatementError::BadRequest(
+                        self.clusters.not_configured(cluster),
+                    ))
+                }
+                None => {
+                    self.ensure_topic(topic, create.partitions)?;
+                }
+            }
         }
         let name = create.name.clone();
         let statement = format!("CREATE {} AS", create.kind.to_string().to_uppercase());

@@ -20,7 +20,7 @@ impl SourceCatalog for Sources {
             kind: ObjectKind::Stream,
             columns: Vec::new(),
             topic: topic.to_string(),
-            cluster: None,
+            cluster: view.served.plan.sink_cluster.clone(),
             value_format: sql::defaults::VALUE_FORMAT.to_string(),
             timestamp: None,
             watermark_delay_ms: sql::defaults::WATERMARK_DELAY_MS,

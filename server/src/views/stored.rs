@@ -343,6 +343,14 @@ pub struct StoredPlan {
     /// `late`.
     #[serde(rename = "late")]
     pub late: StoredLateHandling,
+    /// `sink_cluster`: the Kafka cluster a topic sink lives on; absent for
+    /// the built-in log.
+    #[serde(
+        rename = "sink_cluster",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sink_cluster: Option<String>,
 }
 
 /// Where event time comes from: `"record_timestamp"` or `{"field": [path]}`.
@@ -1313,6 +1321,7 @@ impl From<Plan> for StoredPlan {
             operation,
             sink,
             late,
+            sink_cluster,
         } = p;
         StoredPlan {
             name,
@@ -1323,6 +1332,7 @@ impl From<Plan> for StoredPlan {
             operation: operation.into(),
             sink: sink.into(),
             late: late.into(),
+            sink_cluster,
         }
     }
 }
@@ -1338,6 +1348,7 @@ impl From<StoredPlan> for Plan {
             operation,
             sink,
             late,
+            sink_cluster,
         } = p;
         Plan {
             name,
@@ -1348,6 +1359,7 @@ impl From<StoredPlan> for Plan {
             operation: operation.into(),
             sink: sink.into(),
             late: late.into(),
+            sink_cluster,
         }
     }
 }
