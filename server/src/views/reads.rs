@@ -597,6 +597,8 @@ fn view_out(view: &ViewEntry, served: VersionOut, building: Option<BuildOut>) ->
         kind: if view.is_table() { "table" } else { "stream" }.to_string(),
         sql: view.served.sql.clone(),
         source_topic: view.served.plan.source.topic.clone(),
+        source_cluster: view.served.plan.source.cluster.clone(),
+        output_cluster: view.served.plan.sink_cluster.clone(),
         output_topic: view.output_topic().map(str::to_string),
         status: status.to_string(),
         served_version: served,

@@ -640,10 +640,19 @@ pub struct ViewOut {
     pub sql: Option<String>,
     /// The topic it reads.
     pub source_topic: String,
+    /// The Kafka cluster its input topic lives on; absent for the built-in
+    /// log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_cluster: Option<String>,
     /// The topic a stream writes.
     pub output_topic: Option<String>,
-    /// `running`, `catching_up`, `building`, `ready`, `not_keeping_up` or
-    /// `failed` (the served version's processor stopped).
+    /// The Kafka cluster a stream's output topic lives on; absent for the
+    /// built-in log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_cluster: Option<String>,
+    /// `running`, `catching_up`, `building`, `ready`, `not_keeping_up`,
+    /// `waiting_for_source` (its cluster cannot be reached or lacks the
+    /// topic) or `failed` (the served version's processor stopped).
     pub status: String,
     /// The version queries read.
     pub served_version: VersionOut,
@@ -917,7 +926,9 @@ mod tests {
             kind: "table".into(),
             sql: None,
             source_topic: "t".into(),
+            source_cluster: None,
             output_topic: None,
+            output_cluster: None,
             status: "running".into(),
             served_version: VersionOut {
                 version: 1,
