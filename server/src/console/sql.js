@@ -70,11 +70,22 @@ function selectAt(line, column) {
   area.setSelectionRange(index, Math.min(area.value.length, index + 1));
 }
 
-// SHOW rows: one column per field any row has.
+// Where a view or a SHOW row reads: "topic", or "topic @ cluster" for a
+// Kafka cluster's topic.
+function sourceOf(topic, cluster) {
+  return cluster ? `${topic} @ ${cluster}` : topic;
+}
+
+// SHOW rows: one column per field any row has (a source's cluster shown
+// with its topic).
 function showTable(rows) {
   const columns = [];
-  rows.forEach((r) => Object.keys(r).forEach((k) => { if (!columns.includes(k)) columns.push(k); }));
-  return tableOf(columns, rows.map((r) => columns.map((c) => (typeof r[c] === "object" && r[c] !== null ? json(r[c]) : r[c]))));
+  rows.forEach((r) => Object.keys(r).forEach((k) => { if (!columns.includes(k) && k !== "source_cluster") columns.push(k); }));
+  const value = (r, c) => (c === "source_topic" ? sourceOf(r[c], r.source_cluster) : r[c]);
+  return tableOf(columns, rows.map((r) => columns.map((c) => {
+    const v = value(r, c);
+    return typeof v === "object" && v !== null ? json(v) : v;
+  })));
 }
 
 // A DESCRIBE: columns, settings, the source declaration, as tables.
@@ -84,7 +95,7 @@ function describeResult(r) {
   if (r.view) {
     const v = r.view;
     box.appendChild(tableOf(["kind", "status", "source topic", "served version", "lag"],
-      [[v.kind, v.status.replaceAll("_", " "), v.source_topic, `v${v.served_version.version}`, num(v.served_version.lag)]]));
+      [[v.kind, v.status.replaceAll("_", " "), sourceOf(v.source_topic, v.source_cluster), `v${v.served_version.version}`, num(v.served_version.lag)]]));
   }
   if (r.columns) {
     box.appendChild(el("h4", "Columns"));

@@ -1,10 +1,12 @@
 // --- View page (view.js) -------------------------------------------------------
 //
-// #/view/NAME: status with a clear warning when the view is not keeping up
-// or failed; a build's (or a first catch-up's) progress bar with rate and
-// ETA; the served version's numbers and per-partition offsets; the SQL of
-// every version; replay and drop; the review of a new version (diff,
-// promote, roll back); and a rows browser with paging and key search.
+// #/view/NAME: status with a clear warning when the view is not keeping up,
+// failed or waits for its source (a cluster that cannot be read); where its
+// input and output topics live (the built-in log or a cluster); a build's
+// (or a first catch-up's) progress bar with rate and ETA; the served
+// version's numbers and per-partition offsets and lag; the SQL of every
+// version; replay and drop; the review of a new version (diff, promote,
+// roll back); and a rows browser with paging and key search.
 
 const ROWS_PER_PAGE = 50;
 const BUILD_REFRESH_MS = 500;
@@ -22,6 +24,13 @@ function viewWarning(v) {
     return ["bad", `The served version v${s.version} stopped: ${f ? f.reason : "see /ready"}` +
       (v.retry ? ` · retry ${int(v.retry.attempts)} at ${time(v.retry.next_attempt_ms)}` : "")];
   }
+  if (v.status === "waiting_for_source") {
+    const f = v.failure;
+    const where = v.source_cluster ? `cluster ${v.source_cluster}` : `topic ${v.source_topic}`;
+    return ["bad", `Waiting for the source: v${s.version} stopped because ${where} cannot be read: ` +
+      `${f ? sourceReason(f.reason) : "see /ready"}; it is retried and resumes from its last commit` +
+      (v.retry ? ` · retry ${int(v.retry.attempts)} at ${time(v.retry.next_attempt_ms)}` : "")];
+  }
   if (v.status === "not_keeping_up") {
     const who = b && b.not_keeping_up ? `The build of v${b.version}` : `v${s.version}`;
     return ["bad", `Not keeping up: ${who} processed fewer records than arrived over the last minute ` +
@@ -31,6 +40,21 @@ function viewWarning(v) {
     return ["warn", `v${s.version} is catching up with its input: rows are partial until it reaches the end once.`];
   }
   return null;
+}
+
+// A waiting view's failure reason without the "waiting for the source: "
+// its status already says.
+function sourceReason(reason) {
+  const prefix = "waiting for the source: ";
+  return reason.startsWith(prefix) ? reason.slice(prefix.length) : reason;
+}
+
+// A topic as a fact: a link to its page when it is in the built-in log,
+// else "topic on cluster name" (the topic page reads the built-in log only).
+function topicFact(topic, cluster) {
+  if (!topic) return "—";
+  if (cluster) return `${topic} on cluster ${cluster}`;
+  return link(`#/topic/${encodeURIComponent(topic)}`, topic);
 }
 
 function renderProgress(v) {
@@ -53,8 +77,8 @@ function renderDetails(v) {
   const rows = [
     ["status", { text: v.status.replaceAll("_", " "), cls: `state-${v.status}` }],
     ["kind", v.kind],
-    ["source topic", link(`#/topic/${encodeURIComponent(v.source_topic)}`, v.source_topic)],
-    ["output topic", v.output_topic ? link(`#/topic/${encodeURIComponent(v.output_topic)}`, v.output_topic) : "—"],
+    ["source topic", topicFact(v.source_topic, v.source_cluster)],
+    ["output topic", topicFact(v.output_topic, v.output_cluster)],
     ["served version", `v${s.version} since ${time(s.started_ms)}`],
     ["lag", `${int(s.lag)} records`],
     ["watermark", s.watermark === null ? "none yet" : time(s.watermark)],
