@@ -210,16 +210,29 @@ pub fn count_view_failure(view: &str) {
 
 /// Input records a view version has yet to process.
 pub const VIEW_LAG: &str = "kappa_view_lag_records";
+/// The same, per input partition (of the built-in log or a cluster).
+pub const VIEW_PARTITION_LAG: &str = "kappa_view_partition_lag_records";
 
-/// Sets the lag gauge of every running view version (served or building).
-pub fn set_view_lags(lags: &[(String, u64, &'static str, u64)]) {
-    for (view, version, role, lag) in lags {
+/// Sets the lag gauges of every running view version (served or
+/// building): its total and each input partition's (the partitions'
+/// lags, in partition order).
+pub fn set_view_lags(lags: &[(String, u64, &'static str, Vec<u64>)]) {
+    for (view, version, role, partitions) in lags {
         let labels = [
             ("view", view.clone()),
             ("version", version.to_string()),
             ("role", role.to_string()),
         ];
-        gauge!(VIEW_LAG, &labels).set(*lag as f64);
+        gauge!(VIEW_LAG, &labels).set(partitions.iter().sum::<u64>() as f64);
+        for (partition, lag) in partitions.iter().enumerate() {
+            let labels = [
+                ("view", view.clone()),
+                ("version", version.to_string()),
+                ("role", role.to_string()),
+                ("partition", partition.to_string()),
+            ];
+            gauge!(VIEW_PARTITION_LAG, &labels).set(*lag as f64);
+        }
     }
 }
 

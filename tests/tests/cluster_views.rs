@@ -181,6 +181,22 @@ fn purchase_stats_over_a_cluster_equals_the_built_in_log_across_three_kill_9s() 
         "{view}"
     );
 
+    // Metrics: lag per partition, the brokers' round trip (records
+    // fetched: after the replay below).
+    let metrics = || server.send("GET", "/metrics", None, &[], None).text;
+    let text = metrics();
+    for p in 0..4 {
+        let line = format!(
+            "kappa_view_partition_lag_records{{view=\"purchase_stats\",version=\"1\",role=\"served\",partition=\"{p}\"}} 0"
+        );
+        assert!(text.contains(&line), "missing {line:?} in:\n{text}");
+    }
+    eventually("the brokers' round trip", Duration::from_secs(30), || {
+        metrics()
+            .contains("kappa_cluster_broker_rtt_seconds{cluster=\"prod\"")
+            .then_some(())
+    });
+
     // A replay over the cluster reproduces the live run's rows: every
     // partition had records whenever one was processed, so the order did
     // not depend on timing (docs/clusters.md).
@@ -198,6 +214,13 @@ fn purchase_stats_over_a_cluster_equals_the_built_in_log_across_three_kill_9s() 
         all_rows(&client),
         want,
         "the replay differs from the live run"
+    );
+    let text = metrics();
+    assert!(
+        text.contains(
+            "kappa_cluster_fetched_records_total{cluster=\"prod\",topic=\"user_events\"}"
+        ),
+        "{text}"
     );
 }
 
@@ -463,6 +486,13 @@ fn a_derived_stream_writes_its_cluster_topic_exactly_once_across_kill_9s() {
     got.sort();
     assert_eq!(got.len(), want.len(), "every output once, none twice");
     assert_eq!(got, want);
+    let metrics = server.send("GET", "/metrics", None, &[], None).text;
+    assert!(
+        metrics.contains(
+            "kappa_cluster_produced_records_total{cluster=\"prod\",topic=\"big_purchases\"}"
+        ),
+        "{metrics}"
+    );
 }
 
 /// The input records a derived stream's served version committed, summed

@@ -15,8 +15,8 @@ mod source;
 
 pub use client::{client_config, probe, Broker, ClusterMetadata, ClusterTopic};
 pub use config::{validate_name, ClusterConfig, SaslMechanism, SecurityProtocol, MAX_NAME_LEN};
-pub use sink::{ClusterSink, OUTBOX_HEADER, TAIL_RECORDS};
-pub use source::ClusterSource;
+pub use sink::{ClusterSink, OUTBOX_HEADER, PRODUCED_RECORDS, PRODUCER_ERRORS, TAIL_RECORDS};
+pub use source::{ClusterSource, BROKER_RTT, FETCHED_RECORDS};
 
 /// Why a cluster could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

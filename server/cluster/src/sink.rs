@@ -26,6 +26,14 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use crate::{client_config, ClusterConfig};
 
+/// Transactions of an output topic that failed (aborted; the version is
+/// retried from its last commit), by cluster and topic.
+pub const PRODUCER_ERRORS: &str = "kappa_cluster_producer_errors_total";
+
+/// Records committed to an output topic on a cluster, by cluster and
+/// topic.
+pub const PRODUCED_RECORDS: &str = "kappa_cluster_produced_records_total";
+
 /// The header naming the outbox entry a record came from.
 pub const OUTBOX_HEADER: &str = "kappa-outbox";
 
@@ -161,9 +169,13 @@ impl OutputSink for ClusterSink {
             return Ok(());
         }
         if let Err(e) = self.transaction(seq, records) {
+            metrics::counter!(PRODUCER_ERRORS, "cluster" => self.cluster.clone(), "topic" => self.topic.clone())
+                .increment(1);
             let _ = self.producer.abort_transaction(TIMEOUT);
             return Err(e);
         }
+        metrics::counter!(PRODUCED_RECORDS, "cluster" => self.cluster.clone(), "topic" => self.topic.clone())
+            .increment(records.len() as u64);
         *committed = Some(seq);
         Ok(())
     }

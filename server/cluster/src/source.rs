@@ -104,7 +104,8 @@ impl ClusterSource {
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "true")
             .set("isolation.level", "read_committed")
-            .set("auto.offset.reset", "earliest");
+            .set("auto.offset.reset", "earliest")
+            .set("statistics.interval.ms", STATS_INTERVAL_MS);
         config
             .create_with_context(context)
             .map_err(|e| self.waiting(format!("cannot make a client: {e}")))
@@ -140,7 +141,11 @@ impl ClusterSource {
 
 impl Source for ClusterSource {
     fn open(&self, topic: &str) -> Result<Arc<dyn SourceTopic>> {
-        let consumer = self.consumer(topic, Health::default())?;
+        let health = Health {
+            cluster: self.name.clone(),
+            ..Health::default()
+        };
+        let consumer = self.consumer(topic, health)?;
         let partitions = self.partition_count(&consumer, topic)?;
         Ok(Arc::new(ClusterTopic {
             cluster: self.name.clone(),
@@ -279,12 +284,15 @@ struct PartState {
     position: Option<u64>,
     /// The ordering time so far: the largest timestamp read.
     ordering_time: i64,
-    /// The consumer said the partition is at its end (cleared by a record).
-    at_end: bool,
+    /// The consumer delivered everything up to the partition's end (it
+    /// said so after the last record fetched; cleared by a newer record).
+    /// At the end once the fetched records are read too.
+    eof: bool,
     /// Since when reads found nothing while at the end.
     idle_since: Option<Instant>,
-    /// The partition's end offset as last asked, and when.
-    end: Option<(u64, Instant)>,
+    /// The partition's end offset as last known, and when it was last
+    /// asked for (answered or not).
+    end: Option<(Option<u64>, Instant)>,
 }
 
 #[derive(Debug)]
@@ -295,9 +303,23 @@ struct ReadState {
     newest_append_time: i64,
 }
 
-/// What librdkafka said of its connections: whether every broker is down.
+/// Round-trip time of a cluster's requests (fetches included) per broker,
+/// from librdkafka's statistics every [`STATS_INTERVAL_MS`]: `stat` is
+/// `avg` or `p99` over the interval.
+pub const BROKER_RTT: &str = "kappa_cluster_broker_rtt_seconds";
+
+/// Records a view's consumers fetched from a cluster.
+pub const FETCHED_RECORDS: &str = "kappa_cluster_fetched_records_total";
+
+/// How often a view's consumer reports its statistics.
+const STATS_INTERVAL_MS: &str = "5000";
+
+/// What librdkafka said of its connections: whether every broker is down,
+/// and its statistics as gauges.
 #[derive(Debug, Default)]
 struct Health {
+    /// The cluster's name (the metrics' label).
+    cluster: String,
     /// Why no broker answers, since librdkafka said so (cleared by a
     /// record).
     all_down: Mutex<Option<String>>,
@@ -310,6 +332,26 @@ impl Health {
 }
 
 impl ClientContext for Health {
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        for broker in statistics.brokers.values() {
+            let Some(rtt) = &broker.rtt else {
+                continue;
+            };
+            if rtt.cnt == 0 {
+                continue;
+            }
+            for (stat, micros) in [("avg", rtt.avg), ("p99", rtt.p99)] {
+                metrics::gauge!(
+                    BROKER_RTT,
+                    "cluster" => self.cluster.clone(),
+                    "broker" => broker.nodename.clone(),
+                    "stat" => stat
+                )
+                .set(micros as f64 / 1e6);
+            }
+        }
+    }
+
     fn error(&self, error: KafkaError, reason: &str) {
         if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
             *self.all_down() = Some(reason.to_string());
@@ -358,6 +400,7 @@ impl ClusterTopic {
     fn pump(&self, state: &mut ReadState, timeout: Duration) -> bool {
         let mut got = false;
         let mut wait = timeout;
+        let mut fetched = 0u64;
         for _ in 0..PUMP_MAX {
             let Some(polled) = self.consumer.poll(wait) else {
                 break;
@@ -399,14 +442,15 @@ impl ClusterTopic {
                         value: Bytes::copy_from_slice(m.payload().unwrap_or_default()),
                         headers,
                     });
-                    part.at_end = false;
+                    part.eof = false;
                     got = true;
+                    fetched += 1;
                     *self.consumer.context().all_down() = None;
                 }
                 Err(KafkaError::PartitionEOF(p)) => {
                     if let Some(part) = usize::try_from(p).ok().and_then(|p| state.parts.get_mut(p))
                     {
-                        part.at_end = part.fetched.is_empty();
+                        part.eof = true;
                     }
                 }
                 Err(e) => {
@@ -415,6 +459,10 @@ impl ClusterTopic {
                     tracing::debug!(cluster = %self.cluster, topic = %self.name, error = %e, "cluster consumer");
                 }
             }
+        }
+        if fetched > 0 {
+            metrics::counter!(FETCHED_RECORDS, "cluster" => self.cluster.clone(), "topic" => self.name.clone())
+                .increment(fetched);
         }
         got
     }
@@ -457,26 +505,28 @@ impl SourceTopic for ClusterTopic {
             let state = self.state();
             state.parts.get(partition as usize).and_then(|p| p.end)
         };
-        if let Some((end, at)) = cached {
-            if at.elapsed() < END_CACHE {
-                return Ok(end);
-            }
+        let known = cached.and_then(|(end, _)| end);
+        let unknown = |e: Option<KafkaError>| match e {
+            Some(e) => self.failed("reading the partition's end", e),
+            None => ProcessorError::WaitingForSource(format!(
+                "cluster '{}', topic '{}': the partition's end is not known",
+                self.cluster, self.name
+            )),
+        };
+        if cached.is_some_and(|(_, at)| at.elapsed() < END_CACHE) {
+            return known.ok_or_else(|| unknown(None));
         }
-        match self
+        let asked = self
             .consumer
-            .fetch_watermarks(&self.name, partition as i32, END_TIMEOUT)
-        {
-            Ok((_, high)) => {
-                let end = high.max(0) as u64;
-                if let Some(p) = self.state().parts.get_mut(partition as usize) {
-                    p.end = Some((end, Instant::now()));
-                }
-                Ok(end)
-            }
-            Err(e) => match cached {
-                Some((end, _)) => Ok(end),
-                None => Err(self.failed("reading the partition's end", e)),
-            },
+            .fetch_watermarks(&self.name, partition as i32, END_TIMEOUT);
+        let end = asked.as_ref().ok().map(|(_, high)| (*high).max(0) as u64);
+        if let Some(p) = self.state().parts.get_mut(partition as usize) {
+            p.end = Some((end.or(known), Instant::now()));
+        }
+        match (end.or(known), asked) {
+            (Some(end), _) => Ok(end),
+            (None, Err(e)) => Err(unknown(Some(e))),
+            (None, Ok(_)) => Err(unknown(None)),
         }
     }
 
@@ -547,7 +597,7 @@ impl SourceTopic for ClusterTopic {
                 )
                 .map_err(|e| self.failed("seeking", e))?;
             part.fetched.clear();
-            part.at_end = false;
+            part.eof = false;
             part.position = Some(offset);
         }
         while part.fetched.front().is_some_and(|r| r.offset < offset) {
@@ -590,7 +640,7 @@ impl SourceTopic for ClusterTopic {
         part.position = Some(next_offset);
         match batches.is_empty() {
             true => {
-                if part.at_end && part.idle_since.is_none() {
+                if part.eof && part.fetched.is_empty() && part.idle_since.is_none() {
                     part.idle_since = Some(Instant::now());
                 }
             }
@@ -611,7 +661,7 @@ impl SourceTopic for ClusterTopic {
         if let Some(next) = part.fetched.front() {
             return part.ordering_time.max(next.timestamp).saturating_sub(1);
         }
-        if !part.at_end {
+        if !part.eof {
             // Records may be on their way, of any time.
             return i64::MIN;
         }

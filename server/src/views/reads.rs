@@ -279,7 +279,7 @@ impl ViewManager {
     /// its input partitions of end offset minus committed offset), with
     /// the view's name and the version's number and role (`served` or
     /// `building`).
-    pub fn lags(&self) -> Vec<(String, u64, &'static str, u64)> {
+    pub fn lags(&self) -> Vec<(String, u64, &'static str, Vec<u64>)> {
         let st = lock(&self.state);
         let mut out = Vec::new();
         for view in st.catalog.views.values() {
@@ -297,7 +297,7 @@ impl ViewManager {
                 if p.is_finished() {
                     continue;
                 }
-                let lag = p.lag().map(|l| l.iter().map(|l| l.lag).sum());
+                let lag = p.lag().map(|l| l.iter().map(|l| l.lag).collect());
                 if let Ok(lag) = lag {
                     out.push((view.name.clone(), version, role, lag));
                 }
