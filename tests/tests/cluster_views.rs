@@ -505,3 +505,85 @@ fn reflected_stream(client: &Client, name: &str) -> u64 {
             o.iter().map(|p| p["committed"].as_u64().unwrap_or(0)).sum()
         })
 }
+
+#[test]
+fn the_readmes_cluster_lines_work_as_written() {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let section = readme
+        .split("## Views over an existing Kafka cluster")
+        .nth(1)
+        .expect("the README's cluster section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    let lines: Vec<&str> = block.lines().collect();
+    assert_eq!(lines.len(), 4, "{block}");
+    assert!(
+        lines[0].starts_with("kappa serve --cluster prod="),
+        "{block}"
+    );
+
+    let tansu = Tansu::start();
+    tansu.create_topic("orders", 2);
+    let server = Server::start(&["--cluster", &format!("prod={}", tansu.bootstrap())]);
+    let records: Vec<Value> = [("a", 1.5), ("b", 2.0), ("a", 3.0)]
+        .iter()
+        .enumerate()
+        .map(|(i, (user, amount))| {
+            json!({"key": user, "timestamp": BASE + i as i64,
+                   "value": {"user_id": user, "amount": amount}})
+        })
+        .collect();
+    produce_records(&tansu.bootstrap(), "orders", &records);
+
+    let bin_dir = kappa_bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |line: &str| {
+        let line = line.replace("localhost:8080", &server.addr().to_string());
+        Command::new("bash")
+            .args(["-c", &line])
+            .env("PATH", &path)
+            .env("KAPPA_URL", server.url())
+            .output()
+            .unwrap()
+    };
+    for line in &lines[1..3] {
+        let out = run(line);
+        assert!(
+            out.status.success(),
+            "{line}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let rows = eventually(
+        "the README's view to have both users",
+        Duration::from_secs(60),
+        || {
+            let out = run(lines[3]);
+            let body: Value = serde_json::from_slice(&out.stdout).ok()?;
+            (body["rows"].as_array()?.len() == 2).then_some(body)
+        },
+    );
+    let totals: BTreeMap<String, f64> = rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap().to_string(),
+                r["row"]["total"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        totals,
+        BTreeMap::from([("a".into(), 4.5), ("b".into(), 2.0)])
+    );
+}
