@@ -9,10 +9,12 @@ URL=
 
 say() { echo "[$BENCH_NAME $(date -u +%H:%M:%S)] $*" >&2; }
 
-# start_server NAME: a server on $SCRATCH/NAME-data; sets SERVER_PID and URL.
+# start_server NAME [ARGS..]: a server on $SCRATCH/NAME-data (ARGS added
+# to `kappa serve`); sets SERVER_PID and URL.
 start_server() {
     local name=$1 out=$SCRATCH/$1.stdout
-    "$BIN_DIR/kappa" serve --data-dir "$SCRATCH/$name-data" --listen 127.0.0.1:0 \
+    shift
+    "$BIN_DIR/kappa" serve --data-dir "$SCRATCH/$name-data" --listen 127.0.0.1:0 "$@" \
         >"$out" 2>"$OUT/server-$name.stderr.log" &
     SERVER_PID=$!
     # The server prints `listening on ADDR` once bound (bounded wait: 30 s).

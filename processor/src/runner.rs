@@ -915,7 +915,10 @@ impl Runtime {
                 match self.order.held_back() {
                     // Input is there, the log is not yet complete up to it
                     // (the current millisecond, or an append in flight).
-                    Some(t) => self.source.wait_complete(t, timeout, &self.signal),
+                    Some(t) => {
+                        self.source
+                            .wait_complete(t, &self.order.inputs(), timeout, &self.signal)
+                    }
                     None => self
                         .source
                         .wait_for_input(&self.order.inputs(), timeout, &self.signal),

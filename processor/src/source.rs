@@ -54,8 +54,16 @@ pub trait Source: Send + Sync + fmt::Debug {
     fn complete_up_to(&self) -> i64;
 
     /// Waits (at most `timeout`, or until `stop` is asked) until the
-    /// source may be complete up to `t`.
-    fn wait_complete(&self, t: i64, timeout: Duration, stop: &StopSignal);
+    /// source may be complete up to `t`: for a source deciding per
+    /// partition, until one of `inputs` (as for
+    /// [`Source::wait_for_input`]) gets a record.
+    fn wait_complete(
+        &self,
+        t: i64,
+        inputs: &[(&dyn SourceTopic, &[u64])],
+        timeout: Duration,
+        stop: &StopSignal,
+    );
 
     /// Waits (at most `timeout`, or until `stop` is asked) until one of
     /// `inputs` — a topic this source opened and the next offset to
@@ -203,7 +211,13 @@ impl Source for LogSource {
         self.log.complete_up_to()
     }
 
-    fn wait_complete(&self, t: i64, timeout: Duration, _stop: &StopSignal) {
+    fn wait_complete(
+        &self,
+        t: i64,
+        _inputs: &[(&dyn SourceTopic, &[u64])],
+        timeout: Duration,
+        _stop: &StopSignal,
+    ) {
         // At most a millisecond, or an append in flight finishing.
         self.log.wait_complete(t, timeout);
     }

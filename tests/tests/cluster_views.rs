@@ -5,7 +5,8 @@
 //! with SIGKILL three times during ingest and build (the view's input
 //! offsets are committed with its state in one RocksDB write: nothing is
 //! counted twice or lost). A cluster that cannot be reached makes the view
-//! say `waiting_for_source`, and it starts once the cluster is there.
+//! say `waiting_for_source`, and it starts once the cluster is there. Another
+//! Kappa node's Kafka listener serves as a cluster too.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
@@ -586,4 +587,21 @@ fn the_readmes_cluster_lines_work_as_written() {
         totals,
         BTreeMap::from([("a".into(), 4.5), ("b".into(), 2.0)])
     );
+}
+
+#[test]
+fn a_view_reads_another_kappa_nodes_kafka_listener_as_a_cluster() {
+    let upstream = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    upstream.create_topic(&json!({"name": "user_events", "partitions": 3}));
+    let events = events(1_200);
+    produce_in_chunks(&upstream.client(), &events, 400);
+    let want = reference_rows(&events);
+
+    let flag = format!("upstream={}", upstream.kafka_addr());
+    let server = Server::start(&["--cluster", &flag]);
+    server.sql_ok(&user_events_on("upstream"));
+    server.sql_ok(PURCHASE_STATS);
+    let client = server.client();
+    wait_reflects(&client, "purchase_stats", events.len() as u64);
+    assert_eq!(all_rows(&client), want);
 }

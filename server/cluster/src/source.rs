@@ -59,7 +59,7 @@ const END_CACHE: Duration = Duration::from_secs(1);
 const END_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Most records taken from the consumer's queue in one pump.
-const PUMP_MAX: usize = 20_000;
+const PUMP_MAX: usize = 100_000;
 
 /// A configured cluster as a source of views.
 pub struct ClusterSource {
@@ -105,7 +105,11 @@ impl ClusterSource {
             .set("enable.partition.eof", "true")
             .set("isolation.level", "read_committed")
             .set("auto.offset.reset", "earliest")
-            .set("statistics.interval.ms", STATS_INTERVAL_MS);
+            .set("statistics.interval.ms", STATS_INTERVAL_MS)
+            // A view merges its partitions in time order, so it advances
+            // by what one fetch brings of its densest partition: 4 MiB of
+            // each (librdkafka's default is 1 MiB).
+            .set("max.partition.fetch.bytes", "4194304");
         config
             .create_with_context(context)
             .map_err(|e| self.waiting(format!("cannot make a client: {e}")))
@@ -147,12 +151,18 @@ impl Source for ClusterSource {
         };
         let consumer = self.consumer(topic, health)?;
         let partitions = self.partition_count(&consumer, topic)?;
+        // Offsets are asked on a connection of their own: a broker may
+        // answer a ListOffsets slowly (Tansu 0.6 takes long on a big
+        // partition), and one on the fetching connection holds the fetches
+        // behind it.
+        let offsets = self.consumer(topic, rdkafka::consumer::DefaultConsumerContext)?;
         Ok(Arc::new(ClusterTopic {
             cluster: self.name.clone(),
             name: topic.to_string(),
             partitions,
             idle: Duration::from_millis(self.config.max_task_idle_ms),
             consumer,
+            offsets,
             state: Mutex::new(ReadState {
                 parts: (0..partitions).map(|_| PartState::default()).collect(),
                 newest_append_time: i64::MIN,
@@ -169,12 +179,31 @@ impl Source for ClusterSource {
         i64::MAX
     }
 
-    fn wait_complete(&self, _t: i64, timeout: Duration, stop: &StopSignal) {
-        // A partition's bound moves when a record arrives or its idle wait
-        // ends: look again soon.
-        let slice = timeout.min(Duration::from_millis(10));
-        if !stop.is_set() {
+    fn wait_complete(
+        &self,
+        _t: i64,
+        inputs: &[(&dyn SourceTopic, &[u64])],
+        timeout: Duration,
+        stop: &StopSignal,
+    ) {
+        // A partition's bound moves when a record arrives (woken by it) or
+        // its idle wait ends (looked at again within 10 ms).
+        let topics: Vec<&ClusterTopic> = inputs
+            .iter()
+            .filter_map(|(t, _)| t.as_any().downcast_ref::<ClusterTopic>())
+            .collect();
+        let slice = timeout.min(Duration::from_millis(10)) / topics.len().max(1) as u32;
+        if stop.is_set() {
+            return;
+        }
+        if topics.is_empty() {
             std::thread::sleep(slice);
+        }
+        for topic in topics {
+            let mut state = topic.state();
+            if topic.pump(&mut state, slice) {
+                return;
+            }
         }
     }
 
@@ -369,6 +398,8 @@ struct ClusterTopic {
     partitions: u32,
     idle: Duration,
     consumer: BaseConsumer<Health>,
+    /// The client that asks for the partitions' offsets (never assigned).
+    offsets: BaseConsumer,
     state: Mutex<ReadState>,
 }
 
@@ -478,7 +509,7 @@ impl ClusterTopic {
 
     fn watermarks(&self, partition: u32) -> Result<(u64, u64)> {
         let (low, high) = self
-            .consumer
+            .offsets
             .fetch_watermarks(&self.name, partition as i32, REQUEST_TIMEOUT)
             .map_err(|e| self.failed("reading the partition's offsets", e))?;
         Ok((low.max(0) as u64, high.max(0) as u64))
@@ -517,7 +548,7 @@ impl SourceTopic for ClusterTopic {
             return known.ok_or_else(|| unknown(None));
         }
         let asked = self
-            .consumer
+            .offsets
             .fetch_watermarks(&self.name, partition as i32, END_TIMEOUT);
         let end = asked.as_ref().ok().map(|(_, high)| (*high).max(0) as u64);
         if let Some(p) = self.state().parts.get_mut(partition as usize) {
@@ -535,7 +566,7 @@ impl SourceTopic for ClusterTopic {
         tpl.add_partition_offset(&self.name, partition as i32, Offset::Offset(timestamp))
             .map_err(|e| self.failed("asking for an offset by time", e))?;
         let found = self
-            .consumer
+            .offsets
             .offsets_for_times(tpl, REQUEST_TIMEOUT)
             .map_err(|e| self.failed("asking for an offset by time", e))?;
         match found
