@@ -12,7 +12,6 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use kappa_log::{NewRecord, ProduceRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -312,48 +311,22 @@ impl Runtime {
         topics.sort_unstable();
         topics.dedup();
         for topic in topics {
-            if let (Some(sink), Sink::Topic(sink_topic)) = (&self.cluster_sink, &self.plan.sink) {
-                if sink_topic == topic {
-                    let out: Vec<OutputRecord<'_>> = records
-                        .iter()
-                        .filter(|r| r.topic == topic)
-                        .map(|r| OutputRecord {
-                            key: r.key.as_deref(),
-                            value: &r.value,
-                            timestamp: r.timestamp,
-                        })
-                        .collect();
-                    sink.append(seq, &out)?;
-                    continue;
-                }
-            }
-            let batch: Vec<ProduceRecord> = records
+            let Some(output) = self.outputs.get(topic) else {
+                return Err(ProcessorError::Stopped(format!(
+                    "the outbox names topic {topic}, which is not an output of {}@{}",
+                    self.scope.name, self.scope.version
+                )));
+            };
+            let out: Vec<OutputRecord<'_>> = records
                 .iter()
                 .filter(|r| r.topic == topic)
-                .map(|r| ProduceRecord {
-                    partition: None,
-                    record: NewRecord {
-                        key: r.key.clone().map(Bytes::from),
-                        value: Bytes::from(r.value.clone()),
-                        timestamp: Some(r.timestamp),
-                        headers: Vec::new(),
-                    },
+                .map(|r| OutputRecord {
+                    key: r.key.as_deref(),
+                    value: &r.value,
+                    timestamp: r.timestamp,
                 })
                 .collect();
-            let key = format!(
-                "kappa:{}@{}:{seq}:{topic}",
-                self.scope.name, self.scope.version
-            );
-            let target = self.log.topic(topic)?;
-            for (i, chunk) in batch.chunks(10_000).enumerate() {
-                let chunk_key = if i == 0 {
-                    key.clone()
-                } else {
-                    format!("{key}:{i}")
-                };
-                self.io
-                    .block_on(target.produce(chunk.to_vec(), Some(chunk_key.into_bytes())))?;
-            }
+            output.append(seq, &out)?;
         }
         Ok(())
     }

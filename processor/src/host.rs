@@ -84,7 +84,7 @@ impl ViewHost {
     /// names.
     pub fn source_of(&self, plan: &Plan) -> Result<Arc<dyn Source>> {
         match (&plan.source.cluster, &self.clusters) {
-            (None, _) => Ok(LogSource::new(self.log.clone())),
+            (None, _) => Ok(LogSource::shared(self.log.clone())),
             (Some(name), Some(clusters)) => clusters.source(name),
             (Some(name), None) => Err(crate::error::ProcessorError::InvalidPlan(format!(
                 "cluster '{name}' is not configured on this server"

@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod accumulators;
+mod blocking;
 pub mod changes;
 mod commit;
 mod decoder;

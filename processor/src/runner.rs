@@ -6,6 +6,7 @@
 //! last commit, so the state and views count every input once; output
 //! records go through the commit's outbox (see [`crate::commit`]).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,7 @@ use crate::parallel::{
 };
 use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
-use crate::sink::OutputSink;
+use crate::sink::{LogOutput, OutputSink};
 use crate::source::{LogSource, Source};
 use crate::state::key::Meta;
 use crate::state::store::{Batch, Scope, Store};
@@ -129,15 +130,13 @@ impl Default for RunOptions {
 pub struct Runtime {
     pub(crate) plan: Plan,
     pub(crate) scope: Scope,
-    pub(crate) log: Arc<Log>,
     /// Where the inputs live: the built-in log or a Kafka cluster.
     pub(crate) source: Arc<dyn Source>,
-    /// The output topic when it lives on a Kafka cluster
-    /// ([`Plan::sink_cluster`]); `None`: every output goes to the log.
-    pub(crate) cluster_sink: Option<Arc<dyn OutputSink>>,
+    /// Every output topic (sink, late side output) by name, where it
+    /// lives: the built-in log, or a cluster ([`Plan::sink_cluster`]).
+    pub(crate) outputs: BTreeMap<String, Arc<dyn OutputSink>>,
     pub(crate) store: Arc<Store>,
     pub(crate) options: RunOptions,
-    pub(crate) io: tokio::runtime::Runtime,
     /// The input partitions, merged in log order; owns the positions.
     pub(crate) order: InputOrder,
     /// Log time (append time) up to which input has been processed and the
@@ -191,7 +190,7 @@ impl Runtime {
         store: Arc<Store>,
         options: RunOptions,
     ) -> Result<Runtime> {
-        let source = LogSource::new(log.clone());
+        let source = LogSource::shared(log.clone());
         Runtime::open_with_source(plan, version, log, source, None, store, options)
     }
 
@@ -228,10 +227,19 @@ impl Runtime {
             (Sink::Topic(t), Some(_)) => Some(t.clone()),
             _ => None,
         };
+        let writer = format!("{}@{version}", plan.name);
+        let mut outputs: BTreeMap<String, Arc<dyn OutputSink>> = BTreeMap::new();
         for topic in Self::output_topics(&plan) {
-            if on_cluster.as_ref() == Some(&topic) {
-                continue;
+            if let (Some(t), Some(sink)) = (&on_cluster, &cluster_sink) {
+                if *t == topic {
+                    outputs.insert(topic, sink.clone());
+                    continue;
+                }
             }
+            outputs.insert(
+                topic.clone(),
+                LogOutput::shared(log.clone(), &topic, &writer),
+            );
             if log.topic(&topic).is_err() {
                 match log.create_topic(&topic, options.output_topics.clone()) {
                     Ok(_) | Err(kappa_log::LogError::TopicExists(_)) => {}
@@ -240,12 +248,6 @@ impl Runtime {
             }
         }
         let state_cf = scope.state_cf();
-        let io = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                ProcessorError::Stopped(format!("cannot start the processor's I/O runtime: {e}"))
-            })?;
         let partitions = source.partition_count() as usize;
         let mut rt = Runtime {
             watermark: WatermarkTracker::new(
@@ -270,12 +272,10 @@ impl Runtime {
             signal: Arc::new(StopSignal::default()),
             plan,
             scope,
-            log,
             source: input_source,
-            cluster_sink,
+            outputs,
             store,
             options,
-            io,
             outbox: Vec::new(),
             outbox_seq: 0,
             last_commit: Instant::now(),

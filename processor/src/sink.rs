@@ -1,5 +1,7 @@
-//! Where a derived stream's output topic lives when it is not the built-in
-//! log: the one interface its outbox is appended through, exactly once.
+//! Where a version's output topics live — the built-in log
+//! ([`LogOutput`], here) or a Kafka cluster (`kappa-cluster`'s sink, which
+//! the server hands in): the one interface its outbox is appended through,
+//! exactly once.
 //!
 //! The commit writes the output records into the version's outbox in the
 //! same RocksDB write as the state that made them ([`crate::commit`]);
@@ -10,6 +12,10 @@
 //! topic already holds.
 
 use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kappa_log::{Log, NewRecord, ProduceRecord};
 
 use crate::error::Result;
 
@@ -34,4 +40,64 @@ pub trait OutputSink: Send + Sync + fmt::Debug {
 
     /// What and where the topic is, for messages.
     fn describe(&self) -> String;
+}
+
+/// Records per append of the built-in log: an outbox entry larger than
+/// this is appended in several, each with its own idempotency key.
+const LOG_CHUNK: usize = 10_000;
+
+/// A topic of the built-in log written by one version. Each outbox entry
+/// is appended with the idempotency key `kappa:<writer>:<entry>:<topic>`
+/// (`:<n>` added for the n-th chunk after the first): the log keeps the
+/// first append of a key and answers a repeat with it, so a re-append
+/// after a crash adds nothing.
+#[derive(Debug)]
+pub struct LogOutput {
+    log: Arc<Log>,
+    topic: String,
+    writer: String,
+}
+
+impl LogOutput {
+    /// `topic` of `log`, written by `writer` (`view@version`).
+    pub fn shared(log: Arc<Log>, topic: &str, writer: &str) -> Arc<dyn OutputSink> {
+        Arc::new(LogOutput {
+            log,
+            topic: topic.to_string(),
+            writer: writer.to_string(),
+        })
+    }
+}
+
+impl OutputSink for LogOutput {
+    fn append(&self, seq: u64, records: &[OutputRecord<'_>]) -> Result<()> {
+        let batch: Vec<ProduceRecord> = records
+            .iter()
+            .map(|r| ProduceRecord {
+                partition: None,
+                record: NewRecord {
+                    key: r.key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+                    value: Bytes::copy_from_slice(r.value.as_bytes()),
+                    timestamp: Some(r.timestamp),
+                    headers: Vec::new(),
+                },
+            })
+            .collect();
+        let key = format!("kappa:{}:{seq}:{}", self.writer, self.topic);
+        let target = self.log.topic(&self.topic)?;
+        for (i, chunk) in batch.chunks(LOG_CHUNK).enumerate() {
+            let chunk_key = match i {
+                0 => key.clone(),
+                _ => format!("{key}:{i}"),
+            };
+            crate::blocking::block_on(
+                target.produce(chunk.to_vec(), Some(chunk_key.into_bytes())),
+            )??;
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("topic '{}' of the built-in log", self.topic)
+    }
 }

@@ -159,15 +159,6 @@ pub trait SourceTopic: Send + Sync + fmt::Debug {
     fn as_any(&self) -> &dyn Any;
 }
 
-thread_local! {
-    /// The runtime a version's thread waits for the log's appends on (one
-    /// per thread: versions run on threads of their own).
-    static WAIT_IO: Option<tokio::runtime::Runtime> = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .ok();
-}
-
 /// The built-in log as a source.
 #[derive(Debug, Clone)]
 pub struct LogSource {
@@ -176,7 +167,7 @@ pub struct LogSource {
 
 impl LogSource {
     /// The built-in `log` as a source.
-    pub fn new(log: Arc<Log>) -> Arc<dyn Source> {
+    pub fn shared(log: Arc<Log>) -> Arc<dyn Source> {
         Arc::new(LogSource { log })
     }
 }
@@ -236,21 +227,18 @@ impl Source for LogSource {
         if waits.is_empty() {
             return;
         }
-        WAIT_IO.with(|io| {
-            let Some(io) = io else {
-                std::thread::sleep(timeout);
-                return;
-            };
-            io.block_on(async {
-                let waits = waits
-                    .into_iter()
-                    .map(|(p, pos)| Box::pin(p.wait_for(pos, timeout)));
-                let input = futures_util::future::select_all(waits);
-                // A stop ends the wait: a DROP or shutdown does not wait it out.
-                let stop = std::pin::pin!(stop.asked());
-                let _ = futures_util::future::select(input, stop).await;
-            });
+        let waited = crate::blocking::block_on(async {
+            let waits = waits
+                .into_iter()
+                .map(|(p, pos)| Box::pin(p.wait_for(pos, timeout)));
+            let input = futures_util::future::select_all(waits);
+            // A stop ends the wait: a DROP or shutdown does not wait it out.
+            let stop = std::pin::pin!(stop.asked());
+            let _ = futures_util::future::select(input, stop).await;
         });
+        if waited.is_err() {
+            std::thread::sleep(timeout);
+        }
     }
 
     fn describe(&self) -> String {

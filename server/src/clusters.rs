@@ -70,7 +70,7 @@ impl Clusters {
                 let cluster = Cluster {
                     name: name.clone(),
                     config: config.clone(),
-                    source: kappa_cluster::ClusterSource::new(name, config.clone()),
+                    source: kappa_cluster::ClusterSource::shared(name, config.clone()),
                     status: Mutex::new(ClusterStatus::default()),
                 };
                 (name.clone(), Arc::new(cluster))

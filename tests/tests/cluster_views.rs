@@ -605,3 +605,46 @@ fn a_view_reads_another_kappa_nodes_kafka_listener_as_a_cluster() {
     wait_reflects(&client, "purchase_stats", events.len() as u64);
     assert_eq!(all_rows(&client), want);
 }
+
+#[test]
+fn a_view_joins_a_cluster_stream_with_a_cluster_table() {
+    let tansu = Tansu::start();
+    tansu.create_topic("users", 2);
+    tansu.create_topic("orders", 3);
+    let server = Server::start(&["--cluster", &format!("prod={}", tansu.bootstrap())]);
+    server.sql_ok(
+        "CREATE TABLE users (id VARCHAR PRIMARY KEY, tier VARCHAR) WITH (KAFKA_TOPIC='users', CLUSTER='prod');
+         CREATE STREAM orders (user_id VARCHAR, amount DOUBLE) WITH (KAFKA_TOPIC='orders', CLUSTER='prod');
+         CREATE TABLE spend_by_tier AS SELECT u.tier AS tier, COUNT(*) AS n, SUM(o.amount) AS total
+           FROM orders o JOIN users u ON o.user_id = u.id GROUP BY u.tier;",
+    );
+    let bootstrap = tansu.bootstrap();
+    let users: Vec<Value> = (0..10)
+        .map(|i| {
+            json!({"key": format!("u{i}"), "timestamp": BASE + i,
+                   "value": {"id": format!("u{i}"), "tier": if i % 2 == 0 { "gold" } else { "basic" }}})
+        })
+        .collect();
+    produce_records(&bootstrap, "users", &users);
+    let orders: Vec<Value> = (0..300)
+        .map(|i| {
+            json!({"key": format!("u{}", i % 10), "timestamp": BASE + 1_000 + i,
+                   "value": {"user_id": format!("u{}", i % 10), "amount": 2.0}})
+        })
+        .collect();
+    produce_records(&bootstrap, "orders", &orders);
+    let client = server.client();
+    wait_reflects(&client, "spend_by_tier", 300);
+    let mut rows = client.view_rows_as("spend_by_tier", "", |r| {
+        (
+            r["row"]["tier"].as_str().unwrap().to_string(),
+            r["row"]["n"].as_u64().unwrap(),
+            r["row"]["total"].as_f64().unwrap(),
+        )
+    });
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        rows,
+        vec![("basic".into(), 150, 300.0), ("gold".into(), 150, 300.0)]
+    );
+}

@@ -61,6 +61,9 @@ const END_TIMEOUT: Duration = Duration::from_millis(500);
 /// Most records taken from the consumer's queue in one pump.
 const PUMP_MAX: usize = 100_000;
 
+/// What a cluster answered for a topic's offsets, or why it did not.
+type OffsetsAnswer = std::result::Result<Vec<PartitionOffsets>, String>;
+
 /// A configured cluster as a source of views.
 pub struct ClusterSource {
     name: String,
@@ -70,7 +73,7 @@ pub struct ClusterSource {
     /// Each topic's last answer and when it came: reused for
     /// [`OFFSETS_CACHE`] (a failure too, so a cluster that does not answer
     /// delays one caller, not every one).
-    offsets: Mutex<HashMap<String, (Instant, std::result::Result<Vec<PartitionOffsets>, String>)>>,
+    offsets: Mutex<HashMap<String, (Instant, OffsetsAnswer)>>,
 }
 
 impl std::fmt::Debug for ClusterSource {
@@ -84,7 +87,7 @@ impl std::fmt::Debug for ClusterSource {
 
 impl ClusterSource {
     /// The cluster `name` with its settings.
-    pub fn new(name: &str, config: ClusterConfig) -> Arc<dyn Source> {
+    pub fn shared(name: &str, config: ClusterConfig) -> Arc<dyn Source> {
         Arc::new(ClusterSource {
             name: name.to_string(),
             config,
