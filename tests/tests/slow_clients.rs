@@ -96,6 +96,14 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
         &[],
         b"",
     );
+    // The long-poll holds the slot before the data request comes (a probe
+    // route, /metrics is answered on a reserved slot).
+    eventually("the long-poll to wait", Duration::from_secs(10), || {
+        let metrics = server.send("GET", "/metrics", None, &[], None).text;
+        metrics
+            .contains("kappa_http_long_polls_waiting 1")
+            .then_some(())
+    });
     // A data request waits for the regular slot...
     let mut data = RawConnection::connect(server.addr());
     data.send("GET", "/v1/topics", &[], b"");
