@@ -39,7 +39,6 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 use axum::Router;
 use hyper::body::Incoming;
@@ -143,25 +142,31 @@ pub async fn serve(
     Ok(())
 }
 
-/// Route middleware (inside authentication, so a refused request is
-/// answered without waiting): on a reserved slot, a request other than a
-/// probe waits for a regular slot first.
-pub async fn take_regular_slot(request: Request, next: Next) -> Response {
-    if !PROBES.contains(&request.uri().path()) {
-        if let Some(slot) = request.extensions().get::<Arc<SlotCell>>().cloned() {
+/// Inside authentication (so a refused request is answered without
+/// waiting), before a route is served: on a reserved slot, a request other
+/// than a probe waits for a regular slot first.
+pub fn take_regular_slot(request: &Request) -> impl Future<Output = ()> + Send + 'static {
+    let wanted = !PROBES.contains(&request.uri().path());
+    let slot = wanted
+        .then(|| request.extensions().get::<Arc<SlotCell>>().cloned())
+        .flatten();
+    let conn = wanted
+        .then(|| request.extensions().get::<ConnectionHandle>().cloned())
+        .flatten();
+    async move {
+        if let Some(slot) = slot {
             slot.make_regular().await;
         }
-        if let Some(conn) = request.extensions().get::<ConnectionHandle>() {
+        if let Some(conn) = conn {
             conn.standings.now_regular(&conn.standing);
         }
     }
-    next.run(request).await
 }
 
-/// Route middleware (inside authentication): a request that carries an
-/// authenticated principal makes its connection one that is not closed to
-/// make room (while no body of it is arriving).
-pub async fn mark_authenticated(request: Request, next: Next) -> Response {
+/// Inside authentication, before a route is served: a request that
+/// carries an authenticated principal makes its connection one that is not
+/// closed to make room (while no body of it is arriving).
+pub fn mark_authenticated(request: &Request) {
     if request
         .extensions()
         .get::<crate::auth::Principal>()
@@ -171,7 +176,6 @@ pub async fn mark_authenticated(request: Request, next: Next) -> Response {
             conn.standings.authenticated(&conn.standing);
         }
     }
-    next.run(request).await
 }
 
 /// The connection a request came on, in the request's extensions.

@@ -233,12 +233,8 @@ pub async fn check_host(State(state): State<AppState>, request: Request, next: N
 }
 
 /// Route middleware: the body-type check (matched routes only).
-pub async fn check_type(request: Request, next: Next) -> Response {
-    let path = request.uri().path().to_string();
-    match check_body_type(request.method(), &path, request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(e) => refuse(e),
-    }
+pub fn check_type(request: &Request) -> Result<(), Response> {
+    check_body_type(request.method(), request.uri().path(), request.headers()).map_err(refuse)
 }
 
 #[cfg(test)]

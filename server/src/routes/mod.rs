@@ -122,9 +122,7 @@ pub fn router(state: AppState) -> Router {
         .into_iter()
         // Routes of one path merge into one method router.
         .fold(Router::new(), |router, r| router.route(r.path, r.service))
-        .route_layer(axum::middleware::from_fn(browser::check_type))
-        .route_layer(axum::middleware::from_fn(crate::http::mark_authenticated))
-        .route_layer(axum::middleware::from_fn(crate::http::take_regular_slot))
+        .route_layer(axum::middleware::from_fn(admit))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate::check,
@@ -138,9 +136,8 @@ pub fn router(state: AppState) -> Router {
                 "method not allowed on this route",
             )
         })
-        .layer(axum::middleware::map_response(json_errors))
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(axum::middleware::map_response(close_after_refusal))
+        .layer(axum::middleware::map_response(finish_response))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             browser::check_host,
@@ -150,6 +147,21 @@ pub fn router(state: AppState) -> Router {
             cors::cors,
         ))
         .with_state(state)
+}
+
+/// Route middleware inside authentication, one layer for three steps (each
+/// layer costs every request clones of the routes below it): a request on
+/// a reserved slot takes a regular one ([`crate::http::take_regular_slot`]),
+/// an authenticated one marks its connection
+/// ([`crate::http::mark_authenticated`]), and a body of a type a browser
+/// could send across sites is refused ([`browser::check_type`]).
+async fn admit(request: Request, next: Next) -> Response {
+    crate::http::take_regular_slot(&request).await;
+    crate::http::mark_authenticated(&request);
+    if let Err(refused) = browser::check_type(&request) {
+        return refused;
+    }
+    next.run(request).await
 }
 
 /// Runs a routed request inside a `request` span (method, route template)
@@ -176,6 +188,14 @@ async fn trace_request(request: Request, next: Next) -> Response {
 /// Turns any error answer that is not already our JSON shape (extractor
 /// rejections, e.g. a path segment that is not UTF-8, a body timeout) into
 /// `{"error": {"code", "message"}}` with the same status.
+/// Every answer's last touches, in one layer (each layer costs every
+/// request clones of the routes below it): errors as JSON
+/// ([`json_errors`]), then the connection closed after a refusal
+/// ([`close_after_refusal`]).
+async fn finish_response(response: Response) -> Response {
+    close_after_refusal(json_errors(response).await).await
+}
+
 async fn json_errors(response: axum::response::Response) -> axum::response::Response {
     use axum::http::header::CONTENT_TYPE;
     use axum::response::IntoResponse;
