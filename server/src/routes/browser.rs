@@ -232,9 +232,11 @@ pub async fn check_host(State(state): State<AppState>, request: Request, next: N
     ))
 }
 
-/// Route middleware: the body-type check (matched routes only).
-pub fn check_type(request: &Request) -> Result<(), Response> {
-    check_body_type(request.method(), request.uri().path(), request.headers()).map_err(refuse)
+/// The body-type check of a matched route: the refusal to answer, if any.
+pub fn check_type(request: &Request) -> Option<Response> {
+    check_body_type(request.method(), request.uri().path(), request.headers())
+        .err()
+        .map(refuse)
 }
 
 #[cfg(test)]

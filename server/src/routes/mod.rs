@@ -158,7 +158,7 @@ pub fn router(state: AppState) -> Router {
 async fn admit(request: Request, next: Next) -> Response {
     crate::http::take_regular_slot(&request).await;
     crate::http::mark_authenticated(&request);
-    if let Err(refused) = browser::check_type(&request) {
+    if let Some(refused) = browser::check_type(&request) {
         return refused;
     }
     next.run(request).await
