@@ -82,28 +82,51 @@ fn a_client_that_never_finishes_its_body_gets_an_error_and_is_disconnected() {
 fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answer_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config_body(dir.path(), 60_000, "max_connections = 1\n");
-    let server = Server::start(&["--config", &cfg]);
+    // The topic made before the limit applies: no connection of the test's
+    // own but the two under test may hold the only regular slot.
+    let mut server = Server::start(&[]);
     server
         .client()
         .create_topic(&serde_json::json!({"name": "t", "partitions": 1}));
+    server.terminate();
+    let server = server.restart_with(&["--config", &cfg]);
+    let close = [("Connection", "close")];
     // The only regular slot is taken by a long-poll (an authenticated
     // request — under auth = none every routed request is — with no body
-    // arriving: a connection that is never closed to make room).
-    let mut poll = RawConnection::connect(server.addr());
-    poll.send(
-        "GET",
-        "/v1/topics/t/partitions/0/records?max_wait_ms=3000",
-        &[],
-        b"",
-    );
-    // The long-poll holds the slot before the data request comes (a probe
-    // route, /metrics is answered on a reserved slot).
-    eventually("the long-poll to wait", Duration::from_secs(10), || {
-        let metrics = server.send("GET", "/metrics", None, &[], None).text;
-        metrics
-            .contains("kappa_http_long_polls_waiting 1")
-            .then_some(())
-    });
+    // arriving: a connection that is never closed to make room). Until its
+    // request is marked authenticated, a new connection may close it to
+    // make room — also the one that asks /metrics whether it waits — so a
+    // closed one is tried again with a new connection.
+    let mut attempts = 0;
+    let mut poll = loop {
+        attempts += 1;
+        assert!(attempts <= 50, "no long-poll took the only slot");
+        let mut poll = RawConnection::connect(server.addr());
+        poll.send(
+            "GET",
+            "/v1/topics/t/partitions/0/records?max_wait_ms=3000",
+            &[],
+            b"",
+        );
+        let started = Instant::now();
+        let waiting = loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the long-poll neither waited nor was closed"
+            );
+            let metrics = raw_request(server.addr(), "GET", "/metrics", &close, b"");
+            if String::from_utf8_lossy(&metrics.body).contains("kappa_http_long_polls_waiting 1") {
+                break true;
+            }
+            if !poll.nothing_received() {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if waiting {
+            break poll;
+        }
+    };
     // A data request waits for the regular slot...
     let mut data = RawConnection::connect(server.addr());
     data.send("GET", "/v1/topics", &[], b"");
