@@ -49,6 +49,10 @@ use crate::{client_config, ClusterConfig};
 /// How long a metadata or offsets request to the cluster may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a cluster that did not answer a metadata request is taken as
+/// unreachable without asking again.
+const UNREACHABLE_FOR: Duration = Duration::from_secs(5);
+
 /// How long a topic's offsets asked for stay the answer.
 const OFFSETS_CACHE: Duration = Duration::from_secs(2);
 
@@ -74,6 +78,10 @@ pub struct ClusterSource {
     /// [`OFFSETS_CACHE`] (a failure too, so a cluster that does not answer
     /// delays one caller, not every one).
     offsets: Mutex<HashMap<String, (Instant, OffsetsAnswer)>>,
+    /// When a metadata request last went unanswered, and why: for
+    /// [`UNREACHABLE_FOR`] the cluster is taken as unreachable without
+    /// asking again.
+    unreachable: Mutex<Option<(Instant, String)>>,
 }
 
 impl std::fmt::Debug for ClusterSource {
@@ -93,6 +101,7 @@ impl ClusterSource {
             config,
             admin: Mutex::new(None),
             offsets: Mutex::new(HashMap::new()),
+            unreachable: Mutex::new(None),
         })
     }
 
@@ -124,9 +133,12 @@ impl ClusterSource {
         consumer: &BaseConsumer<C>,
         topic: &str,
     ) -> Result<u32> {
-        let metadata = consumer
-            .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
-            .map_err(|e| self.waiting(format!("unreachable: {e}")))?;
+        let answer = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT);
+        *self.unreachable.lock().unwrap_or_else(|e| e.into_inner()) = answer
+            .as_ref()
+            .err()
+            .map(|e| (Instant::now(), e.to_string()));
+        let metadata = answer.map_err(|e| self.waiting(format!("unreachable: {e}")))?;
         let partitions = metadata
             .topics()
             .iter()
@@ -135,6 +147,21 @@ impl ClusterSource {
         match partitions {
             0 => Err(self.waiting(format!("topic '{topic}' does not exist"))),
             n => Ok(n),
+        }
+    }
+
+    /// Fails at once while the cluster did not answer a metadata request
+    /// less than [`UNREACHABLE_FOR`] ago: a start resuming several views
+    /// over it waits for it once, not once per view.
+    fn recently_unreachable(&self) -> Result<()> {
+        let unreachable = self.unreachable.lock().unwrap_or_else(|e| e.into_inner());
+        match unreachable.as_ref() {
+            Some((at, why)) if at.elapsed() < UNREACHABLE_FOR => Err(self.waiting(format!(
+                "unreachable: {why} ({} ms ago; asked again after {} s)",
+                at.elapsed().as_millis(),
+                UNREACHABLE_FOR.as_secs()
+            ))),
+            _ => Ok(()),
         }
     }
 
@@ -148,6 +175,7 @@ impl ClusterSource {
 
 impl Source for ClusterSource {
     fn open(&self, topic: &str) -> Result<Arc<dyn SourceTopic>> {
+        self.recently_unreachable()?;
         let health = Health {
             cluster: self.name.clone(),
             ..Health::default()
@@ -275,6 +303,7 @@ impl Source for ClusterSource {
 impl ClusterSource {
     /// [`Source::topic_offsets`], asked of the cluster now.
     fn ask_offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
+        self.recently_unreachable()?;
         let mut admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         if admin.is_none() {
             *admin = Some(self.consumer("admin", rdkafka::consumer::DefaultConsumerContext)?);
