@@ -30,6 +30,10 @@ pub use crate::runner::{RunOptions, StartFrom};
 pub use crate::state::store::Scope;
 pub use crate::version::{PartitionLag, RunningProcessor as RunningVersion};
 
+/// Most partitions [`ViewReader::committed_partitions`] looks for (a bound
+/// on its walk over the offset keys; Kafka topics have far fewer).
+const MAX_COMMITTED_PARTITIONS: usize = 1 << 20;
+
 /// The stores of every hosted version, and the log they read.
 #[derive(Debug)]
 pub struct ViewHost {
@@ -266,6 +270,24 @@ impl ViewReader {
     /// of the version's last commit.
     pub fn as_of(&self, partitions: usize) -> Result<AsOf> {
         view::as_of(&self.store, &self.scope, partitions)
+    }
+
+    /// How many input partitions the version has committed offsets for
+    /// (the partitions it read, as far as its store says: for an input
+    /// whose partition count cannot be asked now, such as a cluster that
+    /// does not answer).
+    pub fn committed_partitions(&self) -> Result<usize> {
+        let cf = self.scope.state_cf();
+        let mut partitions = 0;
+        while partitions < MAX_COMMITTED_PARTITIONS
+            && self
+                .store
+                .get(&cf, &crate::state::key::Meta::Offset(partitions).key())?
+                .is_some()
+        {
+            partitions += 1;
+        }
+        Ok(partitions)
     }
 
     /// Approximate bytes of the version's state and rows.

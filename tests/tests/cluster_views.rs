@@ -339,6 +339,8 @@ fn a_view_over_a_cluster_that_went_away_waits_for_it_and_then_runs() {
         reason.contains("cluster 'later'") && reason.contains(&port),
         "the view names the cluster and its brokers: {view}"
     );
+    // Its rows stay readable meanwhile (none yet).
+    assert_eq!(reflected(&client, "purchase_stats"), 0);
 
     // The cluster is back (empty: Tansu keeps its topics in memory): the
     // retry finds it and the view runs.
@@ -390,6 +392,8 @@ fn the_broker_stopped_and_started_again_the_view_waits_says_so_and_resumes_exact
             .is_some_and(|r| r.contains("cluster 'prod'")),
         "{view}"
     );
+    // Its rows stay readable meanwhile, as of what it committed.
+    assert_eq!(reflected(&client, "purchase_stats"), 1_000);
 
     // Back, with its topics (kept in object storage): the view resumes
     // from its last commit and counts every record once.

@@ -119,7 +119,15 @@ impl ViewManager {
         let s = scope(name, entry.version);
         let partitions = match st.running.get(&s) {
             Some(p) => p.progress().committed_offsets.len(),
-            None => self.partitions(&entry.plan),
+            None => match self.partitions(&entry.plan) {
+                // A cluster that does not answer: as many as it committed.
+                0 if entry.plan.source.cluster.is_some() => self
+                    .host
+                    .reader(&s)
+                    .and_then(|r| r.committed_partitions().ok())
+                    .unwrap_or(0),
+                n => n,
+            },
         };
         Ok(Target {
             scope: s,
