@@ -141,12 +141,13 @@ impl ViewHost {
         self.run(plan, version, store, options)
     }
 
-    /// Starts a version again after it failed, on a new handle of its
-    /// store: RocksDB answers every write of a handle whose write failed
-    /// (a full disk) with that error until the database is reopened, so a
-    /// retry on the old handle would fail however much space had been
-    /// freed. Waits at most `patience` for readers of the old handle. It
-    /// resumes from the last commit.
+    /// Starts a version again after it failed, from its last commit. When
+    /// a write of its store failed, on a new handle: RocksDB answers every
+    /// write of a handle whose write failed (a full disk) with that error
+    /// until the database is reopened, so a retry on the old handle would
+    /// fail however much space had been freed (waits at most `patience`
+    /// for readers of the old handle). Otherwise on the open store, which
+    /// stays readable.
     pub fn restart(
         &self,
         plan: Plan,

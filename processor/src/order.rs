@@ -161,6 +161,9 @@ pub struct InputOrder {
     /// The oldest append time seen beyond the completeness bound when the
     /// last [`next`](Self::next) returned `None`.
     held_back: Option<i64>,
+    /// An input topic bounds its partitions one by one (a cluster's):
+    /// [`next`](Self::next) asks the empty ones ([`SourceTopic::bound`]).
+    bounded_partitions: bool,
 }
 
 impl InputOrder {
@@ -195,7 +198,10 @@ impl InputOrder {
                     .map(|p| input(Side::Stream, p)),
             )
             .collect();
+        let bounded_partitions =
+            stream.bounds_partitions() || table.as_ref().is_some_and(|t| t.bounds_partitions());
         InputOrder {
+            bounded_partitions,
             stream,
             table,
             stream_positions,
@@ -232,6 +238,11 @@ impl InputOrder {
             inputs.push((table.as_ref(), self.table_positions.as_slice()));
         }
         inputs
+    }
+
+    /// The stream's topic.
+    pub fn stream_topic(&self) -> Arc<dyn SourceTopic> {
+        self.stream.clone()
     }
 
     /// Next offset to process per stream partition.
@@ -278,7 +289,9 @@ impl InputOrder {
             return Ok(None);
         };
         let (append_time, i) = best;
-        if append_time > complete || append_time > self.bound_of_empty_inputs(i) {
+        if append_time > complete
+            || (self.bounded_partitions && append_time > self.bound_of_empty_inputs(i))
+        {
             self.held_back = Some(append_time);
             return Ok(None);
         }

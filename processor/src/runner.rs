@@ -30,7 +30,7 @@ use crate::parallel::{
 use crate::plan::{LateHandling, Operation, Plan, Sink};
 use crate::progress::Progress;
 use crate::sink::{LogOutput, OutputSink};
-use crate::source::{LogSource, Source};
+use crate::source::{LogSource, Source, SourceTopic};
 use crate::state::key::Meta;
 use crate::state::store::{Batch, Scope, Store};
 use crate::stop::StopSignal;
@@ -322,7 +322,8 @@ impl Runtime {
     }
 
     fn restore(&mut self, partitions: usize) -> Result<()> {
-        let source = self.source.open(&self.plan.source.topic)?;
+        // The topic `open` opened: one client of a cluster, not two.
+        let source = self.order.stream_topic();
         let mut positions = Vec::with_capacity(partitions);
         for p in 0..partitions {
             let committed = self.get_u64(Meta::Offset(p))?;
@@ -468,6 +469,12 @@ impl Runtime {
             )));
         }
         Ok(())
+    }
+
+    /// The input topic this runtime reads (for its lag, without opening it
+    /// again).
+    pub(crate) fn input_topic(&self) -> Arc<dyn SourceTopic> {
+        self.order.stream_topic()
     }
 
     /// The shared progress (offsets, watermark, counters) of this runtime.

@@ -144,6 +144,14 @@ pub trait SourceTopic: Send + Sync + fmt::Debug {
         max_bytes: u64,
     ) -> Result<SourceFetch>;
 
+    /// Whether the topic bounds its partitions one by one
+    /// ([`SourceTopic::bound`]); the built-in log's do not (its bound is
+    /// [`Source::complete_up_to`]), and the processing order then skips
+    /// asking.
+    fn bounds_partitions(&self) -> bool {
+        false
+    }
+
     /// For a partition with nothing read ahead: the latest append time at
     /// or before which it can get no more records, so a record of another
     /// partition appended at or before it can be processed now and is

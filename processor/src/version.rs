@@ -15,7 +15,7 @@ use crate::plan::Plan;
 use crate::progress::{Progress, ProgressSnapshot};
 use crate::runner::{RunOptions, Runtime};
 use crate::sink::OutputSink;
-use crate::source::Source;
+use crate::source::{Source, SourceTopic};
 use crate::state::store::{Scope, Store};
 use crate::stop::StopSignal;
 
@@ -36,7 +36,9 @@ pub struct PartitionLag {
 pub struct RunningProcessor {
     scope: Scope,
     plan: Plan,
-    source: Arc<dyn Source>,
+    /// The input topic the version reads, as its runtime opened it (a
+    /// cluster's keeps its partitions' ends cached).
+    input: Arc<dyn SourceTopic>,
     progress: Arc<Progress>,
     stop: Arc<StopSignal>,
     thread: Option<JoinHandle<Result<()>>>,
@@ -61,12 +63,13 @@ impl RunningProcessor {
             plan.clone(),
             version,
             log,
-            source.clone(),
+            source,
             cluster_sink,
             store,
             options,
         )?;
         let scope = runtime.scope().clone();
+        let input = runtime.input_topic();
         let progress = runtime.progress();
         let stop = runtime.stop_signal();
         let thread = std::thread::Builder::new()
@@ -82,7 +85,7 @@ impl RunningProcessor {
         Ok(RunningProcessor {
             scope,
             plan,
-            source,
+            input,
             progress,
             stop,
             thread: Some(thread),
@@ -112,13 +115,12 @@ impl RunningProcessor {
 
     /// Committed position against the input's end, per partition.
     pub fn lag(&self) -> Result<Vec<PartitionLag>> {
-        let source = self.source.open(&self.plan.source.topic)?;
         let committed = self.progress.snapshot().committed_offsets;
         committed
             .into_iter()
             .enumerate()
             .map(|(p, c)| {
-                let end = source.end_offset(p as u32)?;
+                let end = self.input.end_offset(p as u32)?;
                 Ok(PartitionLag {
                     partition: p as u32,
                     committed: c,

@@ -1,6 +1,8 @@
 //! Events of the brief's `user_events` stream as the view scenarios make
 //! them: an [`Event`] per record, produced in one request or in chunks.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::{user_event, Client, Produced};
@@ -37,4 +39,43 @@ pub fn produce_in_chunks(client: &Client, events: &[Event], chunk: usize) -> Vec
         .chunks(chunk)
         .flat_map(|c| produce_events(client, c))
         .collect()
+}
+
+/// Every row of a `purchase_stats`-shaped view (`query` added to each
+/// read, e.g. `version=1`), following cursors in pages of at most `page`
+/// rows: (user, window start) → (purchase count, total amount); each row
+/// must come once.
+pub fn window_rows(
+    client: &Client,
+    view: &str,
+    query: &str,
+    page: usize,
+) -> BTreeMap<(String, i64), (u64, f64)> {
+    let mut out = BTreeMap::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100_000 {
+        let q = match &cursor {
+            Some(c) => format!("{query}&limit={page}&cursor={c}"),
+            None => format!("{query}&limit={page}"),
+        };
+        let answer = client.view_rows(view, &q);
+        let rows = answer["rows"].as_array().expect("rows");
+        assert!(rows.len() <= page, "{answer}");
+        for r in rows {
+            let key = (
+                r["key"].as_str().expect("a key").to_string(),
+                r["window_start"].as_i64().expect("window_start"),
+            );
+            let value = (
+                r["row"]["purchase_count"].as_u64().expect("purchase_count"),
+                r["row"]["total_amount"].as_f64().expect("total_amount"),
+            );
+            assert!(out.insert(key, value).is_none(), "each row once: {answer}");
+        }
+        match answer["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
+    }
+    panic!("more than 100,000 pages of {view}");
 }

@@ -37,6 +37,7 @@ pub mod brief;
 mod build;
 mod client;
 pub mod events;
+mod kafka_clients;
 mod kcat;
 pub mod marks;
 mod moto;
@@ -56,10 +57,11 @@ pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,
 };
+pub use kafka_clients::{produce_records, read_committed};
 pub use kcat::{kcat, kcat_output, sasl_args};
 pub use moto::Moto;
 pub use node::kafkajs_modules;
-pub use python::{kafka_script, python};
+pub use python::{kafka_script, python, run_python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};
 pub use server::{refused_start, Server};
 pub use tansu::{free_port, Tansu};

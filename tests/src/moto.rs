@@ -80,15 +80,7 @@ impl Moto {
              aws_secret_access_key='test', region_name='us-east-1').create_bucket(Bucket='{bucket}')\n",
             self.endpoint()
         );
-        let out = Command::new(python())
-            .args(["-c", &script])
-            .output()
-            .expect("running the venv's python");
-        assert!(
-            out.status.success(),
-            "creating bucket {bucket} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_python(&script, &format!("creating bucket {bucket}"));
     }
 }
 

@@ -47,3 +47,18 @@ fn find_python() -> PathBuf {
 pub fn kafka_script(name: &str) -> PathBuf {
     workspace_root().join("tests/kafka").join(name)
 }
+
+/// Runs `script` with the venv's Python and answers what it printed;
+/// panics with `what` and its stderr when it fails.
+pub fn run_python(script: &str, what: &str) -> Vec<u8> {
+    let out = std::process::Command::new(python())
+        .args(["-c", script])
+        .output()
+        .expect("running the venv's python");
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}

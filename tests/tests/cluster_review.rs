@@ -5,8 +5,6 @@
 //! again — against Tansu, a Kafka broker written by others.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
-use std::io::Write;
-use std::process::Command;
 use std::time::Duration;
 
 use kappa_tests::*;
@@ -32,24 +30,15 @@ fn counts(server: &Server, version: Option<u64>) -> Vec<(String, i64)> {
 
 /// Produces `clicks` (page, ms) to the cluster with confluent-kafka.
 fn produce(bootstrap: &str, clicks: &[(&str, i64)]) {
-    let mut file = tempfile::NamedTempFile::new().unwrap();
-    for (i, (page, ms)) in clicks.iter().enumerate() {
-        let line = json!({"key": page, "timestamp": 1_767_225_600_000i64 + i as i64,
-                          "value": {"page": page, "ms": ms}});
-        writeln!(file, "{line}").unwrap();
-    }
-    file.flush().unwrap();
-    let out = Command::new(python())
-        .arg(kafka_script("produce_records.py"))
-        .args([bootstrap, "clicks"])
-        .arg(file.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let records: Vec<Value> = clicks
+        .iter()
+        .enumerate()
+        .map(|(i, (page, ms))| {
+            json!({"key": page, "timestamp": 1_767_225_600_000i64 + i as i64,
+                   "value": {"page": page, "ms": ms}})
+        })
+        .collect();
+    produce_records(bootstrap, "clicks", &records);
 }
 
 #[test]

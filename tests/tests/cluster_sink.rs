@@ -7,43 +7,15 @@
 //! the outbox's clear), driven here step by step.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
-use std::process::Command;
-
 use kappa_cluster::{ClusterConfig, ClusterSink};
 use kappa_processor::sink::{OutputRecord, OutputSink};
 use kappa_tests::*;
 
-/// Every committed record's value of `topic`, read with a read-committed
-/// consumer.
+/// Every committed record's value of `topic` as JSON text, sorted.
 fn committed_values(bootstrap: &str, topic: &str) -> Vec<String> {
-    let script = format!(
-        "import time\n\
-         from confluent_kafka import Consumer, TopicPartition\n\
-         c = Consumer({{'bootstrap.servers': '{bootstrap}', 'group.id': 'check', \
-           'isolation.level': 'read_committed', 'enable.partition.eof': True}})\n\
-         parts = c.list_topics('{topic}', timeout=10).topics['{topic}'].partitions\n\
-         c.assign([TopicPartition('{topic}', p, 0) for p in parts])\n\
-         left, end = set(parts), time.time() + 60\n\
-         while left and time.time() < end:\n\
-         \x20   m = c.poll(0.5)\n\
-         \x20   if m is None: continue\n\
-         \x20   if m.error(): left.discard(m.partition()); continue\n\
-         \x20   print(m.value().decode())\n\
-         assert not left, left\n"
-    );
-    let out = Command::new(python())
-        .args(["-c", &script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut values: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
+    let mut values: Vec<String> = read_committed(bootstrap, topic)
+        .iter()
+        .map(Value::to_string)
         .collect();
     values.sort();
     values

@@ -10,7 +10,6 @@
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
@@ -47,28 +46,6 @@ fn produce_to_cluster(bootstrap: &str, topic: &str, events: &[Event]) {
     produce_records(bootstrap, topic, &records);
 }
 
-/// Produces `records` (`{"key", "timestamp", "value"[, "partition"]}`) to
-/// `topic` on the cluster with confluent-kafka, every one acknowledged.
-fn produce_records(bootstrap: &str, topic: &str, records: &[Value]) {
-    let mut file = tempfile::NamedTempFile::new().unwrap();
-    for r in records {
-        writeln!(file, "{r}").unwrap();
-    }
-    file.flush().unwrap();
-    let out = Command::new(python())
-        .arg(kafka_script("produce_records.py"))
-        .args([bootstrap, topic])
-        .arg(file.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "producing to the cluster failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The records of `view` a row's `as_of` says it reflects, summed over
 /// the partitions.
 fn reflected(client: &Client, view: &str) -> u64 {
@@ -89,30 +66,7 @@ fn wait_reflects(client: &Client, view: &str, n: u64) {
 
 /// Every row of purchase_stats: (user, window start) → (count, total).
 fn all_rows(client: &Client) -> BTreeMap<(String, i64), (u64, f64)> {
-    let mut out = BTreeMap::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let q = match &cursor {
-            Some(c) => format!("limit=100&cursor={c}"),
-            None => "limit=100".to_string(),
-        };
-        let page = client.view_rows("purchase_stats", &q);
-        for r in page["rows"].as_array().unwrap() {
-            let key = (
-                r["key"].as_str().unwrap().to_string(),
-                r["window_start"].as_i64().unwrap(),
-            );
-            let value = (
-                r["row"]["purchase_count"].as_u64().unwrap(),
-                r["row"]["total_amount"].as_f64().unwrap(),
-            );
-            assert!(out.insert(key, value).is_none(), "each row once: {page}");
-        }
-        match page["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => return out,
-        }
-    }
+    kappa_tests::events::window_rows(client, "purchase_stats", "", 100)
 }
 
 /// The brief's `user_events`, its topic on the cluster `cluster`.
@@ -404,37 +358,6 @@ fn the_broker_stopped_and_started_again_the_view_waits_says_so_and_resumes_exact
     eventually("the view to run again", Duration::from_secs(30), || {
         (client.get("/v1/views/purchase_stats").1["status"] == "running").then_some(())
     });
-}
-
-/// Reads every committed record of `topic` on the cluster with a
-/// read-committed confluent-kafka consumer: their values, in no order.
-fn read_committed(bootstrap: &str, topic: &str) -> Vec<Value> {
-    let script = format!(
-        "import json, time\n\
-         from confluent_kafka import Consumer, TopicPartition\n\
-         c = Consumer({{'bootstrap.servers': '{bootstrap}', 'group.id': 'check', \
-           'isolation.level': 'read_committed', 'enable.partition.eof': True}})\n\
-         parts = c.list_topics('{topic}', timeout=10).topics['{topic}'].partitions\n\
-         c.assign([TopicPartition('{topic}', p, 0) for p in parts])\n\
-         left, out, end = set(parts), [], time.time() + 60\n\
-         while left and time.time() < end:\n\
-         \x20   m = c.poll(0.5)\n\
-         \x20   if m is None: continue\n\
-         \x20   if m.error(): left.discard(m.partition()); continue\n\
-         \x20   out.append(json.loads(m.value()))\n\
-         assert not left, left\n\
-         print(json.dumps(out))\n"
-    );
-    let out = Command::new(python())
-        .args(["-c", &script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "reading {topic}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

@@ -121,34 +121,10 @@ fn produce_events(client: &Client, events: &[Event]) -> Vec<Produced> {
     client.produce("user_events", &Value::Array(records))
 }
 
-/// Every row of a view, following cursors, as (user, window start) -> (count, sum).
+/// Every row of a view, following cursors in pages of 2, as (user, window
+/// start) -> (count, sum).
 fn all_rows(client: &Client, view: &str, query: &str) -> BTreeMap<(String, i64), (u64, f64)> {
-    let mut out = BTreeMap::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..1000 {
-        let q = match &cursor {
-            Some(c) => format!("{query}&limit=2&cursor={c}"),
-            None => format!("{query}&limit=2"),
-        };
-        let page = client.view_rows(view, &q);
-        assert!(page["rows"].as_array().unwrap().len() <= 2, "{page}");
-        for r in page["rows"].as_array().unwrap() {
-            let key = (
-                r["key"].as_str().unwrap().to_string(),
-                r["window_start"].as_i64().unwrap(),
-            );
-            let value = (
-                r["row"]["purchase_count"].as_u64().unwrap(),
-                r["row"]["total_amount"].as_f64().unwrap(),
-            );
-            assert!(out.insert(key, value).is_none(), "each row once: {page}");
-        }
-        match page["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => return out,
-        }
-    }
-    panic!("more than 1000 pages");
+    kappa_tests::events::window_rows(client, view, query, 2)
 }
 
 fn assert_rows_eq(

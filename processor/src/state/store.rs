@@ -77,6 +77,9 @@ pub struct Store {
     write_buffer_bytes: usize,
     /// Fault seam: while set, every write fails with this reason.
     failing_writes: std::sync::Mutex<Option<String>>,
+    /// A write of this handle failed: RocksDB keeps answering that error
+    /// until the database is opened again ([`Store::write_failed`]).
+    write_failed: std::sync::atomic::AtomicBool,
     /// Fault seam: while true, writes wait (a stalled disk); with the
     /// number of writes waiting.
     held_writes: (std::sync::Mutex<(bool, usize)>, std::sync::Condvar),
@@ -232,6 +235,7 @@ impl Store {
             db,
             write_buffer_bytes,
             failing_writes: std::sync::Mutex::new(None),
+            write_failed: Default::default(),
             held_writes: Default::default(),
         })
     }
@@ -384,6 +388,8 @@ impl Store {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         if let Some(reason) = failing {
+            self.write_failed
+                .store(true, std::sync::atomic::Ordering::Release);
             return Err(ProcessorError::WriteFailed(reason));
         }
         let handles = batch
@@ -404,8 +410,17 @@ impl Store {
         }
         let mut opts = WriteOptions::default();
         opts.set_sync(true);
-        self.db.write_opt(wb, &opts)?;
+        self.db.write_opt(wb, &opts).inspect_err(|_| {
+            self.write_failed
+                .store(true, std::sync::atomic::Ordering::Release);
+        })?;
         Ok(())
+    }
+
+    /// True once a write of this handle failed: a retry then needs the
+    /// database opened again ([`crate::state::stores::Stores::reopen`]).
+    pub fn write_failed(&self) -> bool {
+        self.write_failed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Keys and values in `[lower, upper)` of `cf`, at most `limit`.

@@ -214,12 +214,22 @@ impl Stores {
     /// progress; the failed processor has let go of it) and fails,
     /// keeping the store open as it was, if they still do. Damage found by
     /// the new open moves the store aside, as [`Stores::existing`] does.
+    /// A store none of whose writes failed (the version failed for another
+    /// reason: its source, its state limit) is kept open as it is, and
+    /// stays readable.
     pub fn reopen(&self, scope: &Scope, patience: std::time::Duration) -> Result<Arc<Store>> {
+        let mut open = self.lock();
+        match open.get(scope) {
+            Some(store) if !store.write_failed() => return Ok(store.clone()),
+            _ => {}
+        }
         // Out of the map while it closes: readers see the version as
         // unavailable for that moment instead of blocking on the lock.
-        let Some(old) = self.lock().remove(scope) else {
+        let Some(old) = open.remove(scope) else {
+            drop(open);
             return self.existing(scope);
         };
+        drop(open);
         if !sole_owner_within(&old, patience) {
             self.lock().insert(scope.clone(), old);
             return Err(ProcessorError::Stopped(format!(

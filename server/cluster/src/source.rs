@@ -219,10 +219,7 @@ impl Source for ClusterSource {
     ) {
         // A partition's bound moves when a record arrives (woken by it) or
         // its idle wait ends (looked at again within 10 ms).
-        let topics: Vec<&ClusterTopic> = inputs
-            .iter()
-            .filter_map(|(t, _)| t.as_any().downcast_ref::<ClusterTopic>())
-            .collect();
+        let topics = cluster_topics(inputs);
         let slice = timeout.min(Duration::from_millis(10)) / topics.len().max(1) as u32;
         if stop.is_set() {
             return;
@@ -245,10 +242,7 @@ impl Source for ClusterSource {
         stop: &StopSignal,
     ) {
         let deadline = Instant::now() + timeout;
-        let topics: Vec<&ClusterTopic> = inputs
-            .iter()
-            .filter_map(|(t, _)| t.as_any().downcast_ref::<ClusterTopic>())
-            .collect();
+        let topics = cluster_topics(inputs);
         while !stop.is_set() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -324,6 +318,14 @@ impl ClusterSource {
             })
             .collect()
     }
+}
+
+/// The topics of `inputs` this source opened.
+fn cluster_topics<'a>(inputs: &[(&'a dyn SourceTopic, &[u64])]) -> Vec<&'a ClusterTopic> {
+    inputs
+        .iter()
+        .filter_map(|(t, _)| t.as_any().downcast_ref::<ClusterTopic>())
+        .collect()
 }
 
 /// A record fetched, not yet read.
@@ -714,6 +716,10 @@ impl SourceTopic for ClusterTopic {
             next_offset,
             batches,
         })
+    }
+
+    fn bounds_partitions(&self) -> bool {
+        true
     }
 
     fn bound(&self, partition: u32) -> i64 {

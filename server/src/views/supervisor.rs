@@ -177,17 +177,9 @@ impl ViewManager {
                 continue;
             }
             let view = catalog.views.get_mut(&name).expect("checked above");
-            // A new handle of its store: the old one may hold RocksDB's
-            // background error of the failed write. A version that waited
-            // for its source (a cluster) keeps its store, open and readable.
-            let waited_for_source = retry
-                .reason
-                .contains(kappa_processor::error::WAITING_FOR_SOURCE);
-            let started = match waited_for_source {
-                true => self.start(&name, &view.served),
-                false => self.restart(&name, &view.served),
-            };
-            match started {
+            // A new handle of its store if a write of the old one failed
+            // (RocksDB's sticky background error), else the open store.
+            match self.restart(&name, &view.served) {
                 Ok(p) => {
                     tracing::info!(view = %name, version = retry.version, attempts = retry.attempts + 1, "view recovered: its processor runs again");
                     let mut st = lock(&self.state);
