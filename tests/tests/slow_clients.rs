@@ -93,7 +93,8 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
     let close = [("Connection", "close")];
     // The only regular slot is taken by a long-poll (an authenticated
     // request — under auth = none every routed request is — with no body
-    // arriving: a connection that is never closed to make room). Until its
+    // arriving: a connection that is never closed to make room), waiting
+    // 10 s: long enough for the checks below on a loaded machine. Until its
     // request is marked authenticated, a new connection may close it to
     // make room — also the one that asks /metrics whether it waits — so a
     // closed one is tried again with a new connection.
@@ -104,7 +105,7 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
         let mut poll = RawConnection::connect(server.addr());
         poll.send(
             "GET",
-            "/v1/topics/t/partitions/0/records?max_wait_ms=3000",
+            "/v1/topics/t/partitions/0/records?max_wait_ms=10000",
             &[],
             b"",
         );
@@ -133,7 +134,9 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
     // ...while a probe is answered at once on a reserved slot.
     let (status, body) = server.client().get("/health");
     assert_eq!(status, 200, "{body}");
-    assert!(poll.nothing_received(), "the long-poll is still waiting");
+    if !poll.nothing_received() {
+        panic!("the long-poll ended early: {:?}", poll.try_receive());
+    }
     if !data.nothing_received() {
         panic!(
             "queued behind the long-poll, yet answered: {:?}",
