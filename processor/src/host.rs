@@ -12,8 +12,9 @@
 //!
 //! A version is named by its [`Scope`] (view name and version number).
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kappa_log::Log;
@@ -22,6 +23,7 @@ use crate::diff::Diff;
 use crate::error::Result;
 use crate::plan::Plan;
 use crate::source::{Clusters, LogSource, Source};
+use crate::spread::{self, Assignments, OnePartition, SpreadHandle, SpreadVersion, Task, TaskStore};
 use crate::state::store::Store;
 use crate::state::stores::Stores;
 use crate::view::{self, AsOf, Page, RowFilter, ViewQuery, ViewRow};
@@ -37,10 +39,15 @@ const MAX_COMMITTED_PARTITIONS: usize = 1 << 20;
 /// The stores of every hosted version, and the log they read.
 #[derive(Debug)]
 pub struct ViewHost {
-    stores: Stores,
+    stores: Arc<Stores>,
     log: Arc<Log>,
     /// The Kafka clusters views may read from (none: only the built-in log).
     clusters: Option<Arc<dyn Clusters>>,
+    /// Which versions are spread over several nodes, and the partitions
+    /// this node owns of each (none: every version runs whole here).
+    assignments: Option<Arc<dyn Assignments>>,
+    /// The versions spread over nodes running here, for their readers.
+    spread: Mutex<HashMap<Scope, SpreadHandle>>,
 }
 
 impl ViewHost {
@@ -52,10 +59,19 @@ impl ViewHost {
         let stores = Stores::open(dir)?;
         stores.adopt_shared(legacy_shared)?;
         Ok(ViewHost {
-            stores,
+            stores: Arc::new(stores),
             log,
             clusters: None,
+            assignments: None,
+            spread: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The host with versions spread over the nodes `assignments` says
+    /// ([`crate::spread`]).
+    pub fn with_assignments(mut self, assignments: Arc<dyn Assignments>) -> ViewHost {
+        self.assignments = Some(assignments);
+        self
     }
 
     /// The host with `clusters` as the sources of views over a Kafka
@@ -101,14 +117,31 @@ impl ViewHost {
         self.stores.dir()
     }
 
-    /// Every version that has a store on disk.
+    /// Every version that has a store on disk (its own, or a task's).
     pub fn on_disk(&self) -> Vec<Scope> {
-        self.stores.scopes()
+        let mut scopes: Vec<Scope> = self
+            .stores
+            .scopes()
+            .into_iter()
+            .map(|s| spread::parse_task_scope(&s).map_or(s, |(version, _)| version))
+            .collect();
+        scopes.sort_by(|a, b| (&a.name, a.version).cmp(&(&b.name, b.version)));
+        scopes.dedup();
+        scopes
+    }
+
+    /// The stores of `scope`'s tasks on disk.
+    fn task_scopes(&self, scope: &Scope) -> Vec<Scope> {
+        self.stores
+            .scopes()
+            .into_iter()
+            .filter(|s| spread::parse_task_scope(s).is_some_and(|(v, _)| v == *scope))
+            .collect()
     }
 
     /// True if `scope` has a store (open, or on disk).
     pub fn has(&self, scope: &Scope) -> bool {
-        self.stores.exists(scope)
+        self.stores.exists(scope) || !self.task_scopes(scope).is_empty()
     }
 
     /// Starts `plan` as version `version` of `plan.name` in a new store.
@@ -125,19 +158,123 @@ impl ViewHost {
             name: plan.name.clone(),
             version,
         };
+        if let Some(assignment) = self.assignment_of(&plan, &scope)? {
+            for task in self.task_scopes(&scope) {
+                self.stores.remove(&task)?;
+            }
+            return self.run_spread(plan, version, options, assignment);
+        }
         let store = self.stores.create(&scope)?;
         self.run(plan, version, store, options).inspect_err(|_| {
             let _ = self.stores.remove(&scope);
         })
     }
 
+    /// The assignment of version `scope` of `plan` when it is spread over
+    /// nodes.
+    fn assignment_of(
+        &self,
+        plan: &Plan,
+        scope: &Scope,
+    ) -> Result<Option<Arc<dyn spread::Assignment>>> {
+        match &self.assignments {
+            Some(assignments) => assignments.assignment(plan, scope),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs version `version` of `plan` as the tasks of the partitions
+    /// `assignment` gives this node, each in its own store (resumed from
+    /// it when it exists).
+    fn run_spread(
+        &self,
+        plan: Plan,
+        version: u64,
+        options: RunOptions,
+        assignment: Arc<dyn spread::Assignment>,
+    ) -> Result<RunningVersion> {
+        let scope = Scope {
+            name: plan.name.clone(),
+            version,
+        };
+        let source = self.source_of(&plan)?;
+        let partitions = source.open(&plan.source.topic)?.partition_count() as usize;
+        let start = {
+            let (stores, log, plan, scope) = (
+                self.stores.clone(),
+                self.log.clone(),
+                plan.clone(),
+                scope.clone(),
+            );
+            let sink = self.cluster_sink_maker(&plan);
+            move |partition: u32| -> Result<Task> {
+                let task = spread::task_scope(&scope, partition);
+                let store = match stores.exists(&task) {
+                    true => stores.existing(&task)?,
+                    false => stores.create(&task)?,
+                };
+                let mut plan = plan.clone();
+                plan.name = task.name.clone();
+                let mut options = options.clone();
+                if let StartFrom::Offsets(offsets) = &options.start {
+                    options.start =
+                        StartFrom::Offsets(offsets.get(partition as usize).copied().into_iter().collect());
+                }
+                let source = OnePartition::shared(source.clone(), &plan.source.topic, partition);
+                let sink = match &sink {
+                    Some(make) => Some(make(&task)?),
+                    None => None,
+                };
+                let running = RunningVersion::start(
+                    plan,
+                    version,
+                    log.clone(),
+                    source,
+                    sink,
+                    store.clone(),
+                    options,
+                )?;
+                Ok(Task { running, store })
+            }
+        };
+        let spread = SpreadVersion::start(scope.clone(), partitions, assignment, Box::new(start))?;
+        self.spread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(scope.clone(), spread.handle());
+        Ok(RunningVersion::spread(plan, scope, spread))
+    }
+
+    /// Makes the sink of a task's output topic when `plan`'s lives on a
+    /// cluster (one writer per task).
+    #[allow(clippy::type_complexity)]
+    fn cluster_sink_maker(
+        &self,
+        plan: &Plan,
+    ) -> Option<Box<dyn Fn(&Scope) -> Result<Arc<dyn crate::sink::OutputSink>> + Send + Sync>>
+    {
+        let (Some(name), crate::plan::Sink::Topic(topic), Some(clusters)) =
+            (&plan.sink_cluster, &plan.sink, &self.clusters)
+        else {
+            return None;
+        };
+        let (name, topic, clusters) = (name.clone(), topic.clone(), clusters.clone());
+        Some(Box::new(move |task: &Scope| {
+            clusters.sink(&name, &format!("{}@{}", task.name, task.version), &topic)
+        }))
+    }
+
     /// Resumes a version that ran before from its store (from its last
     /// commit).
     pub fn resume(&self, plan: Plan, version: u64, options: RunOptions) -> Result<RunningVersion> {
-        let store = self.stores.existing(&Scope {
+        let scope = Scope {
             name: plan.name.clone(),
             version,
-        })?;
+        };
+        if let Some(assignment) = self.assignment_of(&plan, &scope)? {
+            return self.run_spread(plan, version, options, assignment);
+        }
+        let store = self.stores.existing(&scope)?;
         self.run(plan, version, store, options)
     }
 
@@ -159,6 +296,10 @@ impl ViewHost {
             name: plan.name.clone(),
             version,
         };
+        if let Some(assignment) = self.assignment_of(&plan, &scope)? {
+            // Each task is retried by the version itself.
+            return self.run_spread(plan, version, options, assignment);
+        }
         let store = self.stores.reopen(&scope, patience)?;
         self.run(plan, version, store, options)
     }
@@ -186,17 +327,38 @@ impl ViewHost {
     /// A reader of `scope`'s rows, if its store is open (a version whose
     /// store is not open failed to start or was removed).
     pub fn reader(&self, scope: &Scope) -> Option<ViewReader> {
+        if let Some(tasks) = self.spread_stores(scope) {
+            return Some(ViewReader {
+                scope: scope.clone(),
+                parts: Parts::Tasks(tasks),
+            });
+        }
         self.stores.get_open(scope).map(|store| ViewReader {
-            store,
             scope: scope.clone(),
+            parts: Parts::One(store),
         })
+    }
+
+    /// The stores of the tasks running here of `scope`, when it is spread
+    /// over nodes and still running.
+    fn spread_stores(&self, scope: &Scope) -> Option<Vec<TaskStore>> {
+        let mut spread = self.spread.lock().unwrap_or_else(PoisonError::into_inner);
+        let handle = spread.get(scope)?;
+        if handle.is_stopped() {
+            spread.remove(scope);
+            return None;
+        }
+        Some(handle.stores())
     }
 
     /// A reader of `scope`'s rows from its store on disk, opening it if
     /// needed.
     pub fn reader_on_disk(&self, scope: &Scope) -> Result<ViewReader> {
+        if let Some(reader) = self.reader(scope).filter(|r| matches!(r.parts, Parts::Tasks(_))) {
+            return Ok(reader);
+        }
         Ok(ViewReader {
-            store: self.stores.existing(scope)?,
+            parts: Parts::One(self.stores.existing(scope)?),
             scope: scope.clone(),
         })
     }
@@ -209,6 +371,9 @@ impl ViewHost {
 
     /// Deletes `scope`'s store (state and rows) now.
     pub fn remove(&self, scope: &Scope) -> Result<()> {
+        for task in self.task_scopes(scope) {
+            self.stores.remove(&task)?;
+        }
         self.stores.remove(scope)
     }
 
@@ -216,16 +381,30 @@ impl ViewHost {
     /// progress), waiting at most `patience`, then deletes anyway; a new
     /// version of the same scope can start at once after.
     pub fn remove_when_closed(&self, scope: &Scope, patience: Duration) -> Result<()> {
+        for task in self.task_scopes(scope) {
+            self.stores.remove_when_closed(&task, patience)?;
+        }
         self.stores.remove_when_closed(scope, patience)
     }
 }
 
 /// Reads one version's rows, its position and its size. Each read is one
-/// consistent snapshot of the version's store.
+/// consistent snapshot of the version's store — of each task's store, for
+/// a version spread over nodes, whose answers merge the tasks running here
+/// (their keys are disjoint: a key's rows live in its partition's task).
 #[derive(Clone)]
 pub struct ViewReader {
-    store: Arc<Store>,
     scope: Scope,
+    parts: Parts,
+}
+
+/// Where a version's rows are.
+#[derive(Clone)]
+enum Parts {
+    /// One store.
+    One(Arc<Store>),
+    /// The stores of the tasks running here ([`crate::spread`]).
+    Tasks(Vec<TaskStore>),
 }
 
 impl ViewReader {
@@ -234,9 +413,20 @@ impl ViewReader {
         &self.scope
     }
 
+    /// The input partitions whose rows this reader holds: `None` for a
+    /// version running whole, the partitions owned here for one spread
+    /// over nodes.
+    pub fn partitions_held(&self) -> Option<Vec<u32>> {
+        match &self.parts {
+            Parts::One(_) => None,
+            Parts::Tasks(tasks) => Some(tasks.iter().map(|t| t.partition).collect()),
+        }
+    }
+
     /// One page of the rows `query` selects that pass `filter`, starting
     /// at `cursor`, and the input offsets and watermark those rows
-    /// reflect (`partitions`: the input's partition count).
+    /// reflect (`partitions`: the input's partition count; for a version
+    /// spread over nodes, partitions not held here answer offset 0).
     pub fn page(
         &self,
         query: &ViewQuery,
@@ -245,15 +435,35 @@ impl ViewReader {
         limit: usize,
         partitions: usize,
     ) -> Result<(Page, AsOf)> {
-        view::query_page_as_of(
-            &self.store,
-            &self.scope,
-            query,
-            filter,
-            cursor,
-            limit,
-            partitions,
-        )
+        match &self.parts {
+            Parts::One(store) => view::query_page_as_of(
+                store,
+                &self.scope,
+                query,
+                filter,
+                cursor,
+                limit,
+                partitions,
+            ),
+            Parts::Tasks(tasks) => {
+                let mut pages = Vec::with_capacity(tasks.len());
+                let mut as_of = Vec::with_capacity(tasks.len());
+                for task in tasks {
+                    let (page, at) = view::query_page_as_of(
+                        &task.store,
+                        &task.scope,
+                        query,
+                        filter,
+                        cursor,
+                        limit,
+                        1,
+                    )?;
+                    pages.push(page);
+                    as_of.push((task.partition, at));
+                }
+                Ok((view::merge_pages(pages, limit), merge_as_of(as_of, partitions)))
+            }
+        }
     }
 
     /// Up to `limit` rows `query` selects from `cursor`, and the cursor
@@ -264,25 +474,46 @@ impl ViewReader {
         cursor: Option<&[u8]>,
         limit: usize,
     ) -> Result<(Vec<ViewRow>, Option<Vec<u8>>)> {
-        view::query(&self.store, &self.scope, query, cursor, limit)
+        match &self.parts {
+            Parts::One(store) => view::query(store, &self.scope, query, cursor, limit),
+            Parts::Tasks(_) => {
+                let (page, _) = self.page(query, &RowFilter::default(), cursor, limit, 0)?;
+                Ok((page.rows, page.next_cursor))
+            }
+        }
     }
 
     /// The input offsets (of `partitions` partitions) and the watermark
     /// of the version's last commit.
     pub fn as_of(&self, partitions: usize) -> Result<AsOf> {
-        view::as_of(&self.store, &self.scope, partitions)
+        match &self.parts {
+            Parts::One(store) => view::as_of(store, &self.scope, partitions),
+            Parts::Tasks(tasks) => {
+                let as_of = tasks
+                    .iter()
+                    .map(|t| Ok((t.partition, view::as_of(&t.store, &t.scope, 1)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(merge_as_of(as_of, partitions))
+            }
+        }
     }
 
     /// How many input partitions the version has committed offsets for
     /// (the partitions it read, as far as its store says: for an input
     /// whose partition count cannot be asked now, such as a cluster that
-    /// does not answer).
+    /// does not answer). For a version spread over nodes: one past the
+    /// highest partition held here.
     pub fn committed_partitions(&self) -> Result<usize> {
+        let store = match &self.parts {
+            Parts::One(store) => store,
+            Parts::Tasks(tasks) => {
+                return Ok(tasks.iter().map(|t| t.partition as usize + 1).max().unwrap_or(0))
+            }
+        };
         let cf = self.scope.state_cf();
         let mut partitions = 0;
         while partitions < MAX_COMMITTED_PARTITIONS
-            && self
-                .store
+            && store
                 .get(&cf, &crate::state::key::Meta::Offset(partitions).key())?
                 .is_some()
         {
@@ -291,33 +522,71 @@ impl ViewReader {
         Ok(partitions)
     }
 
-    /// Approximate bytes of the version's state and rows.
+    /// Approximate bytes of the version's state and rows (of the tasks
+    /// held here, for a version spread over nodes).
     pub fn size_bytes(&self) -> u64 {
-        let size = |cf: String| self.store.size(&cf).unwrap_or(0);
-        size(self.scope.state_cf()) + size(self.scope.view_cf())
+        let size = |store: &Store, scope: &Scope| {
+            store.size(&scope.state_cf()).unwrap_or(0) + store.size(&scope.view_cf()).unwrap_or(0)
+        };
+        match &self.parts {
+            Parts::One(store) => size(store, &self.scope),
+            Parts::Tasks(tasks) => tasks.iter().map(|t| size(&t.store, &t.scope)).sum(),
+        }
     }
 
     /// How `candidate`'s rows differ from this version's (`partitions`:
     /// the input's partition count), with up to `examples` differing rows.
+    /// Versions spread over nodes are not compared (yet).
     pub fn diff(&self, candidate: &ViewReader, partitions: usize, examples: usize) -> Result<Diff> {
-        crate::diff::diff(
-            (&self.store, &self.scope),
-            (&candidate.store, &candidate.scope),
-            partitions,
-            examples,
-        )
+        match (&self.parts, &candidate.parts) {
+            (Parts::One(a), Parts::One(b)) => crate::diff::diff(
+                (a, &self.scope),
+                (b, &candidate.scope),
+                partitions,
+                examples,
+            ),
+            _ => Err(crate::error::ProcessorError::InvalidPlan(
+                "versions spread over several nodes cannot be compared yet".into(),
+            )),
+        }
+    }
+
+    fn stores(&self) -> Vec<&Arc<Store>> {
+        match &self.parts {
+            Parts::One(store) => vec![store],
+            Parts::Tasks(tasks) => tasks.iter().map(|t| &t.store).collect(),
+        }
     }
 
     /// Test seam: while `hold` is true, the version's commits wait before
     /// writing (see [`ViewReader::writes_waiting`]).
     #[doc(hidden)]
     pub fn hold_writes(&self, hold: bool) {
-        self.store.hold_writes(hold);
+        for store in self.stores() {
+            store.hold_writes(hold);
+        }
     }
 
     /// Test seam: commits waiting because of [`ViewReader::hold_writes`].
     #[doc(hidden)]
     pub fn writes_waiting(&self) -> usize {
-        self.store.writes_waiting()
+        self.stores().iter().map(|s| s.writes_waiting()).sum()
     }
+}
+
+/// The position of a version spread over nodes from its tasks' (each of
+/// one partition): offsets of the `partitions` partitions (0 where no task
+/// is held here), and the lowest watermark.
+fn merge_as_of(tasks: Vec<(u32, AsOf)>, partitions: usize) -> AsOf {
+    let mut offsets = vec![0; partitions];
+    let mut watermark: Option<i64> = None;
+    for (partition, at) in tasks {
+        if let (Some(slot), Some(&o)) = (offsets.get_mut(partition as usize), at.offsets.first()) {
+            *slot = o;
+        }
+        if let Some(w) = at.watermark {
+            watermark = Some(watermark.map_or(w, |m| m.min(w)));
+        }
+    }
+    AsOf { offsets, watermark }
 }

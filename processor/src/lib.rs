@@ -56,6 +56,7 @@ pub mod progress;
 pub mod runner;
 pub mod sink;
 pub mod source;
+pub mod spread;
 pub mod sql;
 pub mod state;
 pub mod stop;

@@ -133,6 +133,18 @@ pub trait SourceTopic: Send + Sync + fmt::Debug {
     /// be read from (a cluster's consumer is assigned there).
     fn start_reading(&self, positions: &[u64]) -> Result<()>;
 
+    /// [`SourceTopic::start_reading`] for some of the partitions only
+    /// (`(partition, offset)`): the others are not read. A version that
+    /// owns one partition of a topic shared by several nodes reads so
+    /// ([`crate::spread`]).
+    fn start_reading_partitions(&self, positions: &[(u32, u64)]) -> Result<()> {
+        let _ = positions;
+        Err(ProcessorError::InvalidPlan(format!(
+            "topic '{}' cannot be read one partition at a time",
+            self.name()
+        )))
+    }
+
     /// Up to `max_records` records (and about `max_bytes`) of `partition`
     /// from `offset` on, each batch's frame checked (its CRC and records
     /// are checked where it is processed).
@@ -292,6 +304,10 @@ impl SourceTopic for LogTopic {
     }
 
     fn start_reading(&self, _positions: &[u64]) -> Result<()> {
+        Ok(())
+    }
+
+    fn start_reading_partitions(&self, _positions: &[(u32, u64)]) -> Result<()> {
         Ok(())
     }
 

@@ -16,6 +16,7 @@ use crate::progress::{Progress, ProgressSnapshot};
 use crate::runner::{RunOptions, Runtime};
 use crate::sink::OutputSink;
 use crate::source::{Source, SourceTopic};
+use crate::spread::SpreadVersion;
 use crate::state::store::{Scope, Store};
 use crate::stop::StopSignal;
 
@@ -32,10 +33,24 @@ pub struct PartitionLag {
     pub lag: u64,
 }
 
-/// A running processor version.
+/// A running processor version: whole on this node, or spread over
+/// several nodes ([`crate::spread`]).
 pub struct RunningProcessor {
     scope: Scope,
     plan: Plan,
+    how: How,
+}
+
+/// How a version runs.
+enum How {
+    /// On a thread of its own, every input partition.
+    Whole(Whole),
+    /// As one task per partition this node owns.
+    Spread(SpreadVersion),
+}
+
+/// A version running whole on its own thread.
+struct Whole {
     /// The input topic the version reads, as its runtime opened it (a
     /// cluster's keeps its partitions' ends cached).
     input: Arc<dyn SourceTopic>,
@@ -85,11 +100,30 @@ impl RunningProcessor {
         Ok(RunningProcessor {
             scope,
             plan,
-            input,
-            progress,
-            stop,
-            thread: Some(thread),
+            how: How::Whole(Whole {
+                input,
+                progress,
+                stop,
+                thread: Some(thread),
+            }),
         })
+    }
+
+    /// A version spread over nodes, running `plan` as `spread`'s tasks.
+    pub fn spread(plan: Plan, scope: Scope, spread: SpreadVersion) -> Self {
+        RunningProcessor {
+            scope,
+            plan,
+            how: How::Spread(spread),
+        }
+    }
+
+    /// The tasks, when the version is spread over nodes.
+    pub fn as_spread(&self) -> Option<&SpreadVersion> {
+        match &self.how {
+            How::Spread(s) => Some(s),
+            How::Whole(_) => None,
+        }
     }
 
     /// Name and version.
@@ -104,23 +138,33 @@ impl RunningProcessor {
 
     /// Counters and the last commit's position.
     pub fn progress(&self) -> ProgressSnapshot {
-        self.progress.snapshot()
+        match &self.how {
+            How::Whole(w) => w.progress.snapshot(),
+            How::Spread(s) => s.progress(),
+        }
     }
 
     /// The shared progress, so a caller can wait for commits
     /// ([`Progress::wait_committed`]) without holding the processor.
     pub fn shared_progress(&self) -> Arc<Progress> {
-        self.progress.clone()
+        match &self.how {
+            How::Whole(w) => w.progress.clone(),
+            How::Spread(s) => s.shared_progress(),
+        }
     }
 
     /// Committed position against the input's end, per partition.
     pub fn lag(&self) -> Result<Vec<PartitionLag>> {
-        let committed = self.progress.snapshot().committed_offsets;
+        let w = match &self.how {
+            How::Whole(w) => w,
+            How::Spread(s) => return s.lag(),
+        };
+        let committed = w.progress.snapshot().committed_offsets;
         committed
             .into_iter()
             .enumerate()
             .map(|(p, c)| {
-                let end = self.input.end_offset(p as u32)?;
+                let end = w.input.end_offset(p as u32)?;
                 Ok(PartitionLag {
                     partition: p as u32,
                     committed: c,
@@ -134,20 +178,28 @@ impl RunningProcessor {
     /// Waits (woken by commits) until every partition's committed offset
     /// reaches `targets`, or `timeout`; returns whether it did.
     pub fn wait_committed(&self, targets: &[u64], timeout: std::time::Duration) -> bool {
-        self.progress.wait_committed(timeout, |offsets| {
+        self.shared_progress().wait_committed(timeout, |offsets| {
             offsets.iter().zip(targets).all(|(c, t)| c >= t)
         })
     }
 
     /// True once the thread ended (stopped, or failed).
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        match &self.how {
+            How::Whole(w) => w.thread.as_ref().is_none_or(JoinHandle::is_finished),
+            How::Spread(s) => s.is_finished(),
+        }
     }
 
     /// Stops after a final commit and waits for the thread.
-    pub fn stop(mut self) -> Result<()> {
-        self.stop.stop();
-        self.join()
+    pub fn stop(self) -> Result<()> {
+        match self.how {
+            How::Whole(mut w) => {
+                w.stop.stop();
+                w.join()
+            }
+            How::Spread(s) => s.stop(),
+        }
     }
 
     /// Asks the version to end at its next batch boundary without a final
@@ -155,9 +207,14 @@ impl RunningProcessor {
     /// [`RunningProcessor::stop`] or dropping the handle then waits for the
     /// thread.
     pub fn abandon(&self) {
-        self.stop.abandon();
+        match &self.how {
+            How::Whole(w) => w.stop.abandon(),
+            How::Spread(s) => s.abandon(),
+        }
     }
+}
 
+impl Whole {
     fn join(&mut self) -> Result<()> {
         match self.thread.take() {
             Some(t) => t
@@ -168,7 +225,7 @@ impl RunningProcessor {
     }
 }
 
-impl Drop for RunningProcessor {
+impl Drop for Whole {
     fn drop(&mut self) {
         self.stop.stop();
         let _ = self.join();

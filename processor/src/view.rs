@@ -596,3 +596,52 @@ pub(crate) fn read_as_of(
 pub fn as_of(store: &Store, scope: &Scope, partitions: usize) -> Result<AsOf> {
     read_as_of(&store.snapshot(), scope, partitions)
 }
+
+/// The stored key of `row`: where a page that took it continues after.
+pub fn row_key(row: &ViewRow) -> Vec<u8> {
+    match (row.window_start, row.window_end) {
+        (Some(start), Some(end)) => key::windowed(row.key.as_bytes(), start, end),
+        _ => key::plain(row.key.as_bytes()),
+    }
+}
+
+/// One page of rows from pages of the same query and cursor read from
+/// stores holding disjoint keys (the partitions of a view spread over
+/// tasks and nodes), at most `limit` rows in key order. A page that has
+/// more past its cursor holds back every row after that cursor (another
+/// page's rows there might come after rows it did not read yet), so the
+/// merged page stops at the smallest such cursor.
+pub fn merge_pages(pages: Vec<Page>, limit: usize) -> Page {
+    let bound = pages.iter().filter_map(|p| p.next_cursor.clone()).min();
+    let scanned = pages.iter().map(|p| p.scanned).sum();
+    let scan_limited = pages.iter().any(|p| p.scan_limited);
+    let mut rows: Vec<(Vec<u8>, ViewRow)> = pages
+        .into_iter()
+        .flat_map(|p| p.rows)
+        .map(|row| (row_key(&row), row))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut taken = Vec::new();
+    let mut last: Option<Vec<u8>> = None;
+    for (k, row) in rows {
+        if bound.as_ref().is_some_and(|b| k > *b) {
+            break;
+        }
+        if taken.len() == limit {
+            return Page {
+                rows: taken,
+                next_cursor: last,
+                scanned,
+                scan_limited,
+            };
+        }
+        taken.push(row);
+        last = Some(k);
+    }
+    Page {
+        rows: taken,
+        next_cursor: bound,
+        scanned,
+        scan_limited,
+    }
+}

@@ -162,6 +162,16 @@ pub struct ServerConfig {
     /// `sasl_password_file`, `ssl_ca_location`, `ssl_certificate_location`,
     /// `ssl_key_location`; default none). See docs/clusters.md.
     pub clusters: BTreeMap<String, ClusterConfig>,
+    /// Kappa cluster id: nodes started with the same id against the same
+    /// Kafka cluster share the catalog and split each view's partitions
+    /// (default none: this node runs alone). See docs/clusters.md.
+    pub cluster_id: Option<String>,
+    /// Where the other nodes reach this node's HTTP API
+    /// (`http://host:port`); required with `cluster_id`.
+    pub advertise_url: Option<String>,
+    /// The configured cluster holding the Kappa cluster's control topic
+    /// (default: the only configured cluster).
+    pub coordination_cluster: Option<String>,
 }
 
 /// Which per-record limit a produced record exceeds.
@@ -224,6 +234,9 @@ impl Default for ServerConfig {
             kafka_listen: None,
             kafka_max_request_bytes: 100 << 20,
             clusters: BTreeMap::new(),
+            cluster_id: None,
+            advertise_url: None,
+            coordination_cluster: None,
         }
     }
 }
@@ -310,6 +323,15 @@ pub struct Overrides {
     /// (plain TCP; TLS and SASL in the config file); repeatable.
     #[arg(long = "cluster", value_name = "NAME=BROKERS")]
     pub clusters: Vec<String>,
+    /// Join the Kappa cluster of this id: nodes with one id share the catalog and the views' partitions [default: none].
+    #[arg(long, env = "KAPPA_CLUSTER_ID", requires = "advertise_url")]
+    pub cluster_id: Option<String>,
+    /// Where the other nodes of the Kappa cluster reach this node's API (http://host:port).
+    #[arg(long, env = "KAPPA_ADVERTISE_URL")]
+    pub advertise_url: Option<String>,
+    /// The configured cluster holding the Kappa cluster's control topic [default: the only one].
+    #[arg(long, env = "KAPPA_COORDINATION_CLUSTER")]
+    pub coordination_cluster: Option<String>,
 }
 
 /// A retention setting given as a flag: milliseconds, or `none` (forever).
@@ -430,8 +452,32 @@ impl ServerConfig {
             let (name, cluster) = ClusterConfig::parse_flag(flag)?;
             config.clusters.insert(name, cluster);
         }
+        if o.cluster_id.is_some() {
+            config.cluster_id = o.cluster_id;
+        }
+        if o.advertise_url.is_some() {
+            config.advertise_url = o.advertise_url;
+        }
+        if o.coordination_cluster.is_some() {
+            config.coordination_cluster = o.coordination_cluster;
+        }
         config.validate()?;
         Ok(config)
+    }
+
+    /// The configured cluster holding the Kappa cluster's control topic:
+    /// `coordination_cluster`, else the only configured cluster.
+    pub fn coordination_cluster_name(&self) -> anyhow::Result<&str> {
+        match &self.coordination_cluster {
+            Some(name) if self.clusters.contains_key(name) => Ok(name),
+            Some(name) => bail!("coordination_cluster {name:?} is not a configured cluster"),
+            None if self.clusters.len() == 1 => {
+                Ok(self.clusters.keys().next().map_or("", String::as_str))
+            }
+            None => bail!(
+                "cluster_id needs a Kafka cluster for its control topic: configure one cluster, or name one as coordination_cluster"
+            ),
+        }
     }
 
     /// Checks every range.
@@ -439,6 +485,16 @@ impl ServerConfig {
         for (name, cluster) in &self.clusters {
             kappa_cluster::validate_name(name)?;
             cluster.validate(name)?;
+        }
+        if let Some(id) = &self.cluster_id {
+            kappa_cluster::validate_name(id)
+                .map_err(|e| anyhow::anyhow!("cluster_id: {e}"))?;
+            match &self.advertise_url {
+                Some(url) if url.starts_with("http://") || url.starts_with("https://") => {}
+                Some(url) => bail!("advertise_url must be an http:// or https:// URL, got {url:?}"),
+                None => bail!("cluster_id needs advertise_url: where the other nodes reach this one"),
+            }
+            self.coordination_cluster_name()?;
         }
         if self.default_partitions == 0
             || self.default_partitions > kappa_log::MAX_PARTITIONS_PER_TOPIC
@@ -558,6 +614,7 @@ impl ServerConfig {
             topic_defaults: self.topic_defaults(),
             clock: crate::views::Clock::system(),
             clusters: None,
+            assignments: None,
         }
     }
 

@@ -55,6 +55,7 @@ fn manager_config(dir: &Path) -> ManagerConfig {
         topic_defaults: kappa_log::TopicConfig::default(),
         clock: Clock::system(),
         clusters: None,
+        assignments: None,
     }
 }
 

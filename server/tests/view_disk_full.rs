@@ -47,6 +47,7 @@ fn manager_config(dir: &Path, clock: &Arc<AtomicI64>) -> ManagerConfig {
         topic_defaults: TopicConfig::default(),
         clock: Clock::manual(clock.clone()),
         clusters: None,
+        assignments: None,
     }
 }
 

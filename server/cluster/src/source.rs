@@ -613,8 +613,13 @@ impl SourceTopic for ClusterTopic {
     }
 
     fn start_reading(&self, positions: &[u64]) -> Result<()> {
+        let positions: Vec<(u32, u64)> = (0..).zip(positions.iter().copied()).collect();
+        self.start_reading_partitions(&positions)
+    }
+
+    fn start_reading_partitions(&self, positions: &[(u32, u64)]) -> Result<()> {
         let mut tpl = TopicPartitionList::new();
-        for (p, &offset) in positions.iter().enumerate() {
+        for &(p, offset) in positions {
             tpl.add_partition_offset(&self.name, p as i32, Offset::Offset(offset as i64))
                 .map_err(|e| self.failed("assigning the partitions", e))?;
         }
@@ -622,11 +627,13 @@ impl SourceTopic for ClusterTopic {
             .assign(&tpl)
             .map_err(|e| self.failed("assigning the partitions", e))?;
         let mut state = self.state();
-        for (part, &offset) in state.parts.iter_mut().zip(positions) {
-            *part = PartState {
-                position: Some(offset),
-                ..PartState::default()
-            };
+        for &(p, offset) in positions {
+            if let Some(part) = state.parts.get_mut(p as usize) {
+                *part = PartState {
+                    position: Some(offset),
+                    ..PartState::default()
+                };
+            }
         }
         Ok(())
     }

@@ -79,6 +79,9 @@ pub struct ManagerConfig {
     /// The Kafka clusters views may read from (`None`: only the built-in
     /// log).
     pub clusters: Option<Arc<dyn kappa_processor::source::Clusters>>,
+    /// The partitions of views spread over the nodes of a Kappa cluster
+    /// this node owns (`None`: every view runs whole here).
+    pub assignments: Option<Arc<dyn kappa_processor::spread::Assignments>>,
 }
 
 /// In-memory state: the catalog as last persisted and what runs.
@@ -153,8 +156,12 @@ fn open_host(config: &ManagerConfig, log: Arc<Log>) -> Result<ViewHost> {
         &config.data_dir.join(SHARED_STORE_DIR),
         log,
     )?;
-    Ok(match &config.clusters {
+    let host = match &config.clusters {
         Some(clusters) => host.with_clusters(clusters.clone()),
+        None => host,
+    };
+    Ok(match &config.assignments {
+        Some(assignments) => host.with_assignments(assignments.clone()),
         None => host,
     })
 }

@@ -71,6 +71,17 @@ pub struct RowsAnswer {
     pub catching_up: bool,
 }
 
+/// Where a spread version's rows are ([`ViewManager::spread_of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpreadRows {
+    /// The version.
+    pub version: u64,
+    /// Its input's partition count.
+    pub partitions: usize,
+    /// The partitions whose tasks run on this node.
+    pub owned: Vec<u32>,
+}
+
 /// A version resolved for reading.
 struct Target {
     scope: Scope,
@@ -134,6 +145,34 @@ impl ViewManager {
             plan: entry.plan.clone(),
             partitions,
         })
+    }
+
+    /// Where the rows of view `name` (its served version, or `version`)
+    /// are when that version is spread over the nodes of a Kappa cluster:
+    /// the version, its input's partition count and the partitions whose
+    /// tasks run here. `None` for a version running whole here.
+    pub fn spread_of(&self, name: &str, version: Option<u64>) -> Result<Option<SpreadRows>> {
+        let st = lock(&self.state);
+        let view = table(&st.catalog.views, name)?;
+        let entry = match version {
+            None => &view.served,
+            Some(v) => view.version(v).ok_or(ViewError::UnknownVersion {
+                view: name.to_string(),
+                version: v,
+            })?,
+        };
+        let Some(spread) = st
+            .running
+            .get(&scope(name, entry.version))
+            .and_then(|p| p.as_spread())
+        else {
+            return Ok(None);
+        };
+        Ok(Some(SpreadRows {
+            version: entry.version,
+            partitions: spread.progress().committed_offsets.len(),
+            owned: spread.owned(),
+        }))
     }
 
     /// Reads rows of view `name`.

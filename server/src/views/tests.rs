@@ -49,6 +49,7 @@ fn fixture_with_grace(grace_ms: u64) -> Fixture {
             topic_defaults: kappa_log::TopicConfig::default(),
             clock: Clock::manual(clock.clone()),
             clusters: None,
+            assignments: None,
         },
     )
     .unwrap();

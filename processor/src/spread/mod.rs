@@ -1,0 +1,435 @@
+//! A version spread over several nodes: each node runs one *task* per
+//! input partition it owns, as Kafka Streams runs one task per partition.
+//!
+//! Which partitions a node owns comes from outside ([`Assignment`]: the
+//! server's cluster membership, through Kafka's group protocol). A task
+//! is a whole version of its own — the same plan over one partition of the
+//! stream topic ([`partition::OnePartition`]), with its own store named
+//! [`task_scope`] (`<name>#<partition>@<version>`), its own committed
+//! offset, watermark and state — so a partition's state can move to
+//! another node without the others', and a node that gains a partition
+//! resumes the task from whatever its store (or a checkpoint) holds and
+//! replays only the rest.
+//!
+//! [`SpreadVersion`] keeps the tasks in line with the assignment on a
+//! thread of its own: a task whose partition went elsewhere stops at once
+//! (after a final commit) and is no longer read; a partition gained starts
+//! its task. A task that fails is started again after
+//! [`TASK_RETRY`]. Its progress is the union of its tasks' (the committed
+//! offsets of partitions it does not own stay as last seen).
+//!
+//! Semantics differ from a whole version in one way, as in Kafka Streams:
+//! each task's watermark is its partition's own (event time per task), so
+//! a window closes when its partition's events pass it, not when every
+//! partition's do.
+
+pub mod partition;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::error::{ProcessorError, Result};
+use crate::plan::Plan;
+use crate::progress::{Progress, ProgressSnapshot};
+use crate::state::store::{Scope, Store};
+use crate::version::{PartitionLag, RunningProcessor};
+
+pub use partition::{OnePartition, PartitionTopic};
+
+/// How long a task that failed waits before it is started again.
+pub const TASK_RETRY: Duration = Duration::from_secs(1);
+
+/// How often the tasks are put in line with the assignment and their
+/// progress gathered.
+const RECONCILE_EVERY: Duration = Duration::from_millis(20);
+
+/// Which partitions of a version's stream topic this node owns.
+pub trait Assignment: Send + Sync + fmt::Debug {
+    /// The partitions owned now (`None` while not known yet: joining),
+    /// with a number that changes whenever they do.
+    fn owned(&self) -> (u64, Option<Vec<u32>>);
+
+    /// Hands the partitions over to the other nodes (the version stops
+    /// here).
+    fn leave(&self);
+}
+
+/// Where a version's [`Assignment`] comes from.
+pub trait Assignments: Send + Sync + fmt::Debug {
+    /// The assignment of version `scope` running `plan` on this node, or
+    /// `None` when it runs whole here (its input is not shared by nodes).
+    fn assignment(&self, plan: &Plan, scope: &Scope) -> Result<Option<Arc<dyn Assignment>>>;
+}
+
+/// The scope of `scope`'s task for `partition`: `<name>#<partition>`,
+/// same version (`#` is in no view name).
+pub fn task_scope(scope: &Scope, partition: u32) -> Scope {
+    Scope {
+        name: format!("{}#{partition}", scope.name),
+        version: scope.version,
+    }
+}
+
+/// The version and partition of a task's scope ([`task_scope`]); `None`
+/// for a version's own scope.
+pub fn parse_task_scope(scope: &Scope) -> Option<(Scope, u32)> {
+    let (name, partition) = scope.name.rsplit_once('#')?;
+    Some((
+        Scope {
+            name: name.to_string(),
+            version: scope.version,
+        },
+        partition.parse().ok()?,
+    ))
+}
+
+/// A running task and the store it writes.
+pub struct Task {
+    /// The task's version.
+    pub running: RunningProcessor,
+    /// Its store (read for the partition's rows).
+    pub store: Arc<Store>,
+}
+
+/// Starts the task of a partition (its store opened, or made).
+pub type StartTask = Box<dyn Fn(u32) -> Result<Task> + Send + Sync>;
+
+/// A task's partition and store, for reads.
+#[derive(Clone)]
+pub struct TaskStore {
+    /// The input partition.
+    pub partition: u32,
+    /// The task's scope ([`task_scope`]).
+    pub scope: Scope,
+    /// Its store.
+    pub store: Arc<Store>,
+}
+
+/// What the reconciling thread and the handle share.
+struct Shared {
+    scope: Scope,
+    assignment: Arc<dyn Assignment>,
+    start: StartTask,
+    tasks: Mutex<BTreeMap<u32, Task>>,
+    /// Partitions whose task failed to start or stopped with an error,
+    /// with why and when.
+    failed: Mutex<BTreeMap<u32, (String, Instant)>>,
+    /// Committed offsets of every partition (as last seen for the ones
+    /// not owned) and the lowest watermark of the tasks.
+    progress: Arc<Progress>,
+    stopping: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A version whose partitions are spread over nodes: the tasks of the
+/// partitions this node owns.
+pub struct SpreadVersion {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SpreadVersion {
+    /// Starts following `assignment` for version `scope` (of an input of
+    /// `partitions` partitions), starting each owned partition's task
+    /// with `start`.
+    pub fn start(
+        scope: Scope,
+        partitions: usize,
+        assignment: Arc<dyn Assignment>,
+        start: StartTask,
+    ) -> Result<SpreadVersion> {
+        let shared = Arc::new(Shared {
+            progress: Arc::new(Progress::new(partitions, &scope.name, scope.version)),
+            scope,
+            assignment,
+            start,
+            tasks: Mutex::new(BTreeMap::new()),
+            failed: Mutex::new(BTreeMap::new()),
+            stopping: AtomicBool::new(false),
+        });
+        let thread = std::thread::Builder::new()
+            .name(format!(
+                "kappa-spread-{}@{}",
+                shared.scope.name, shared.scope.version
+            ))
+            .spawn({
+                let shared = shared.clone();
+                move || shared.follow()
+            })
+            .map_err(|e| ProcessorError::Stopped(format!("cannot start a thread: {e}")))?;
+        Ok(SpreadVersion {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The partitions whose tasks run here now.
+    pub fn owned(&self) -> Vec<u32> {
+        lock(&self.shared.tasks).keys().copied().collect()
+    }
+
+    /// The running tasks' stores, for reads.
+    pub fn stores(&self) -> Vec<TaskStore> {
+        self.shared.stores()
+    }
+
+    /// A handle for readers, valid until the version stops.
+    pub fn handle(&self) -> SpreadHandle {
+        SpreadHandle(self.shared.clone())
+    }
+
+    /// Partitions whose task is down, and why.
+    pub fn failures(&self) -> Vec<(u32, String)> {
+        lock(&self.shared.failed)
+            .iter()
+            .map(|(p, (why, _))| (*p, why.clone()))
+            .collect()
+    }
+
+    /// Counters of the tasks running now and the committed position of
+    /// every partition.
+    pub fn progress(&self) -> ProgressSnapshot {
+        let mut total = self.shared.progress.snapshot();
+        for task in lock(&self.shared.tasks).values() {
+            let p = task.running.progress();
+            total.processed += p.processed;
+            total.output += p.output;
+            total.late_dropped += p.late_dropped;
+            total.late_side_output += p.late_side_output;
+            total.duplicates += p.duplicates;
+            total.invalid += p.invalid;
+            total.rate_per_second += p.rate_per_second;
+        }
+        total
+    }
+
+    /// The shared progress (committed offsets of every partition, woken
+    /// as tasks commit).
+    pub fn shared_progress(&self) -> Arc<Progress> {
+        self.shared.progress.clone()
+    }
+
+    /// Committed position against the input's end of each partition
+    /// owned here.
+    pub fn lag(&self) -> Result<Vec<PartitionLag>> {
+        let tasks = lock(&self.shared.tasks);
+        let mut lags = Vec::with_capacity(tasks.len());
+        for (&partition, task) in tasks.iter() {
+            for lag in task.running.lag()? {
+                lags.push(PartitionLag { partition, ..lag });
+            }
+        }
+        Ok(lags)
+    }
+
+    /// True once the following thread ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Asks every task to end without a final commit.
+    pub fn abandon(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        for task in lock(&self.shared.tasks).values() {
+            task.running.abandon();
+        }
+    }
+
+    /// Stops following the assignment, stops every task (after a final
+    /// commit) and hands the partitions over.
+    pub fn stop(mut self) -> Result<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
+        let mut result = Ok(());
+        for (_, task) in tasks {
+            if let Err(e) = task.running.stop() {
+                result = Err(e);
+            }
+        }
+        self.shared.assignment.leave();
+        result
+    }
+}
+
+impl Drop for SpreadVersion {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// What readers of a spread version hold: its tasks' stores while it runs.
+#[derive(Clone)]
+pub struct SpreadHandle(Arc<Shared>);
+
+impl fmt::Debug for SpreadHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SpreadHandle").field(&self.0.scope).finish()
+    }
+}
+
+impl SpreadHandle {
+    /// The running tasks' stores.
+    pub fn stores(&self) -> Vec<TaskStore> {
+        self.0.stores()
+    }
+
+    /// True once the version was told to stop.
+    pub fn is_stopped(&self) -> bool {
+        self.0.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Partitions of the version's input.
+    pub fn partitions(&self) -> usize {
+        self.0.progress.snapshot().committed_offsets.len()
+    }
+}
+
+impl Shared {
+    fn stores(&self) -> Vec<TaskStore> {
+        lock(&self.tasks)
+            .iter()
+            .map(|(&partition, task)| TaskStore {
+                partition,
+                scope: task_scope(&self.scope, partition),
+                store: task.store.clone(),
+            })
+            .collect()
+    }
+
+    /// Keeps the tasks in line with the assignment until stopped.
+    fn follow(&self) {
+        let mut seen = None;
+        while !self.stopping.load(Ordering::SeqCst) {
+            let (generation, owned) = self.assignment.owned();
+            let retry_due = lock(&self.failed)
+                .values()
+                .any(|(_, at)| at.elapsed() >= TASK_RETRY);
+            let finished = lock(&self.tasks)
+                .values()
+                .any(|t| t.running.is_finished());
+            if let Some(owned) = owned {
+                if seen != Some(generation) || retry_due || finished {
+                    self.reconcile(&owned);
+                    seen = Some(generation);
+                }
+            }
+            self.gather_progress();
+            std::thread::sleep(RECONCILE_EVERY);
+        }
+    }
+
+    /// Stops the tasks of partitions not in `owned` and of tasks that
+    /// ended; starts the missing ones (a failed one once its retry is due).
+    fn reconcile(&self, owned: &[u32]) {
+        let gone: Vec<(u32, Task)> = {
+            let mut tasks = lock(&self.tasks);
+            let ended: Vec<u32> = tasks
+                .iter()
+                .filter(|(p, t)| !owned.contains(p) || t.running.is_finished())
+                .map(|(p, _)| *p)
+                .collect();
+            ended
+                .into_iter()
+                .filter_map(|p| tasks.remove(&p).map(|t| (p, t)))
+                .collect()
+        };
+        for (partition, task) in gone {
+            let kept = owned.contains(&partition);
+            match task.running.stop() {
+                Err(e) if kept => {
+                    tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped; started again");
+                    lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
+                }
+                Err(e) => {
+                    tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped with an error on handing over")
+                }
+                Ok(()) => {
+                    tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "partition handed over")
+                }
+            }
+        }
+        lock(&self.failed).retain(|p, _| owned.contains(p));
+        for &partition in owned {
+            if self.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            if lock(&self.tasks).contains_key(&partition) {
+                continue;
+            }
+            if lock(&self.failed)
+                .get(&partition)
+                .is_some_and(|(_, at)| at.elapsed() < TASK_RETRY)
+            {
+                continue;
+            }
+            match (self.start)(partition) {
+                Ok(task) => {
+                    tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "partition taken over");
+                    lock(&self.failed).remove(&partition);
+                    lock(&self.tasks).insert(partition, task);
+                }
+                Err(e) => {
+                    tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "cannot start the partition's task");
+                    lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
+                }
+            }
+        }
+    }
+
+    /// Copies each task's committed offset into the version's progress.
+    fn gather_progress(&self) {
+        let mut offsets = self.progress.snapshot().committed_offsets;
+        let mut watermark: Option<i64> = None;
+        let mut changed = false;
+        for (&p, task) in lock(&self.tasks).iter() {
+            let snapshot = task.running.progress();
+            if let (Some(slot), Some(&committed)) = (
+                offsets.get_mut(p as usize),
+                snapshot.committed_offsets.first(),
+            ) {
+                changed |= *slot != committed;
+                *slot = committed;
+            }
+            if let Some(w) = snapshot.watermark {
+                watermark = Some(watermark.map_or(w, |m| m.min(w)));
+            }
+        }
+        let before = self.progress.snapshot().watermark;
+        if changed || before != watermark {
+            self.progress
+                .set_committed(&offsets, watermark.unwrap_or(i64::MIN));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_scopes_name_their_version_and_partition() {
+        let version = Scope {
+            name: "purchase_stats".into(),
+            version: 3,
+        };
+        let task = task_scope(&version, 5);
+        assert_eq!(task.name, "purchase_stats#5");
+        assert_eq!(task.version, 3);
+        assert_eq!(parse_task_scope(&task), Some((version.clone(), 5)));
+        assert_eq!(parse_task_scope(&version), None);
+    }
+}
