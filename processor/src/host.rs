@@ -23,7 +23,9 @@ use crate::diff::Diff;
 use crate::error::Result;
 use crate::plan::Plan;
 use crate::source::{Clusters, LogSource, Source};
-use crate::spread::{self, Assignments, OnePartition, SpreadHandle, SpreadVersion, Task, TaskStore};
+use crate::spread::{
+    self, Assignments, OnePartition, SpreadHandle, SpreadVersion, Task, TaskStore,
+};
 use crate::state::store::Store;
 use crate::state::stores::Stores;
 use crate::view::{self, AsOf, Page, RowFilter, ViewQuery, ViewRow};
@@ -217,8 +219,13 @@ impl ViewHost {
                 plan.name = task.name.clone();
                 let mut options = options.clone();
                 if let StartFrom::Offsets(offsets) = &options.start {
-                    options.start =
-                        StartFrom::Offsets(offsets.get(partition as usize).copied().into_iter().collect());
+                    options.start = StartFrom::Offsets(
+                        offsets
+                            .get(partition as usize)
+                            .copied()
+                            .into_iter()
+                            .collect(),
+                    );
                 }
                 let source = OnePartition::shared(source.clone(), &plan.source.topic, partition);
                 let sink = match &sink {
@@ -251,8 +258,7 @@ impl ViewHost {
     fn cluster_sink_maker(
         &self,
         plan: &Plan,
-    ) -> Option<Box<dyn Fn(&Scope) -> Result<Arc<dyn crate::sink::OutputSink>> + Send + Sync>>
-    {
+    ) -> Option<Box<dyn Fn(&Scope) -> Result<Arc<dyn crate::sink::OutputSink>> + Send + Sync>> {
         let (Some(name), crate::plan::Sink::Topic(topic), Some(clusters)) =
             (&plan.sink_cluster, &plan.sink, &self.clusters)
         else {
@@ -354,7 +360,10 @@ impl ViewHost {
     /// A reader of `scope`'s rows from its store on disk, opening it if
     /// needed.
     pub fn reader_on_disk(&self, scope: &Scope) -> Result<ViewReader> {
-        if let Some(reader) = self.reader(scope).filter(|r| matches!(r.parts, Parts::Tasks(_))) {
+        if let Some(reader) = self
+            .reader(scope)
+            .filter(|r| matches!(r.parts, Parts::Tasks(_)))
+        {
             return Ok(reader);
         }
         Ok(ViewReader {
@@ -436,15 +445,9 @@ impl ViewReader {
         partitions: usize,
     ) -> Result<(Page, AsOf)> {
         match &self.parts {
-            Parts::One(store) => view::query_page_as_of(
-                store,
-                &self.scope,
-                query,
-                filter,
-                cursor,
-                limit,
-                partitions,
-            ),
+            Parts::One(store) => {
+                view::query_page_as_of(store, &self.scope, query, filter, cursor, limit, partitions)
+            }
             Parts::Tasks(tasks) => {
                 let mut pages = Vec::with_capacity(tasks.len());
                 let mut as_of = Vec::with_capacity(tasks.len());
@@ -461,7 +464,10 @@ impl ViewReader {
                     pages.push(page);
                     as_of.push((task.partition, at));
                 }
-                Ok((view::merge_pages(pages, limit), merge_as_of(as_of, partitions)))
+                Ok((
+                    view::merge_pages(pages, limit),
+                    merge_as_of(as_of, partitions),
+                ))
             }
         }
     }
@@ -507,7 +513,11 @@ impl ViewReader {
         let store = match &self.parts {
             Parts::One(store) => store,
             Parts::Tasks(tasks) => {
-                return Ok(tasks.iter().map(|t| t.partition as usize + 1).max().unwrap_or(0))
+                return Ok(tasks
+                    .iter()
+                    .map(|t| t.partition as usize + 1)
+                    .max()
+                    .unwrap_or(0))
             }
         };
         let cf = self.scope.state_cf();

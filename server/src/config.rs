@@ -487,12 +487,13 @@ impl ServerConfig {
             cluster.validate(name)?;
         }
         if let Some(id) = &self.cluster_id {
-            kappa_cluster::validate_name(id)
-                .map_err(|e| anyhow::anyhow!("cluster_id: {e}"))?;
+            kappa_cluster::validate_name(id).map_err(|e| anyhow::anyhow!("cluster_id: {e}"))?;
             match &self.advertise_url {
                 Some(url) if url.starts_with("http://") || url.starts_with("https://") => {}
                 Some(url) => bail!("advertise_url must be an http:// or https:// URL, got {url:?}"),
-                None => bail!("cluster_id needs advertise_url: where the other nodes reach this one"),
+                None => {
+                    bail!("cluster_id needs advertise_url: where the other nodes reach this one")
+                }
             }
             self.coordination_cluster_name()?;
         }

@@ -175,6 +175,9 @@ impl From<StatementError> for ApiError {
             StatementError::Log(e) => (*e).into(),
             StatementError::View(e) => (*e).into(),
             StatementError::BadRequest(m) => ApiError::bad_request(m),
+            StatementError::Unavailable(m) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cluster_unavailable", m)
+            }
         }
     }
 }

@@ -11,7 +11,8 @@
 //! status map) · `metrics` (Prometheus names) · `history` (the console's
 //! 15-minute metrics ring) · `views/` (catalog,
 //! processors, blue/green builds) · `cli/` (client subcommands) · `kafka`
-//! (the Kafka listener) · `node` (what every frontend holds) · `tls`.
+//! (the Kafka listener) · `node` (what every frontend holds) · `nodes`
+//! (the Kappa cluster: nodes sharing the catalog and the views' partitions) · `tls`.
 //!
 //! Public: [`run`] and its variants, [`ServerConfig`], and the modules the
 //! binary and the tests name (`cli`, `config`, `kafka`, `routes` for the
@@ -34,6 +35,7 @@ mod http;
 pub mod kafka;
 mod metrics;
 mod node;
+mod nodes;
 pub mod routes;
 mod statements;
 pub mod tls;
@@ -111,8 +113,15 @@ async fn serve_all(
     let auth = auth::open(&config)?;
     let log = Arc::new(tokio::task::spawn_blocking(move || Log::open(log_config)).await??);
     let clusters = clusters::Clusters::new(&config.clusters);
+    let nodes = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || nodes::Nodes::open(&config)).await??
+    };
     let manager_config = views::ManagerConfig {
         clusters: Some(Arc::new(clusters.clone())),
+        assignments: nodes
+            .clone()
+            .map(|n| n as Arc<dyn kappa_processor::spread::Assignments>),
         ..config.manager_config()
     };
     let views = {
@@ -134,7 +143,11 @@ async fn serve_all(
         shutting_down,
         history: history::History::default(),
         clusters,
+        nodes,
     };
+    if let Some(nodes) = &state.nodes {
+        nodes.follow(state.clone())?;
+    }
     let sampler = state.history.spawn_sampler(state.clone());
     let cluster_monitor = state.clusters.spawn_monitor(state.shutting_down.clone());
     // One certificate for the HTTPS API and the Kafka listener.
@@ -161,6 +174,9 @@ async fn serve_all(
 
     let views = state.views.clone();
     tokio::task::spawn_blocking(move || views.close()).await?;
+    if let Some(nodes) = state.nodes.clone() {
+        tokio::task::spawn_blocking(move || nodes.close()).await?;
+    }
     let log = state.log.clone();
     tokio::task::spawn_blocking(move || log.close()).await?;
     tracing::info!("log closed; bye");

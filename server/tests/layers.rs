@@ -23,7 +23,7 @@ fn layer_of(module: &str) -> Option<&'static str> {
         "kafka" => "kafka frontend",
         "cli" => "cli frontend",
         "node" | "auth" | "config" | "datadir" | "views" | "statements" | "history" | "metrics"
-        | "tls" | "clusters" => "core",
+        | "tls" | "clusters" | "nodes" => "core",
         "dto" => "wire",
         // lib.rs/main.rs wire everything together; `fuzzing` exposes
         // decoders to the fuzz targets.

@@ -102,12 +102,13 @@ impl Server {
             .expect("creating a log dir");
         let stderr = File::create(logs.path().join("stderr.log")).expect("creating the stderr log");
         let mut cmd = Command::new(kappa_bin());
-        cmd.arg("serve")
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .args(&args)
+        cmd.arg("serve").arg("--data-dir").arg(&data_dir);
+        // A free port unless the test chose one (a node of a Kappa
+        // cluster advertises its address).
+        if !args.iter().any(|a| a == "--listen") {
+            cmd.arg("--listen").arg("127.0.0.1:0");
+        }
+        cmd.args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr));

@@ -318,9 +318,7 @@ impl Shared {
             let retry_due = lock(&self.failed)
                 .values()
                 .any(|(_, at)| at.elapsed() >= TASK_RETRY);
-            let finished = lock(&self.tasks)
-                .values()
-                .any(|t| t.running.is_finished());
+            let finished = lock(&self.tasks).values().any(|t| t.running.is_finished());
             if let Some(owned) = owned {
                 if seen != Some(generation) || retry_due || finished {
                     self.reconcile(&owned);

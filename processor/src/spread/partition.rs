@@ -36,13 +36,11 @@ impl OnePartition {
     /// `inputs` as the inner source knows them: a narrowed topic becomes
     /// the whole topic, its other partitions at `u64::MAX` (nothing to
     /// wait for there).
-    fn widen<'a>(
-        inputs: &[(&'a dyn SourceTopic, &[u64])],
-    ) -> Vec<(&'a dyn SourceTopic, Vec<u64>)> {
+    fn widen<'a>(inputs: &[(&'a dyn SourceTopic, &[u64])]) -> Vec<(&'a dyn SourceTopic, Vec<u64>)> {
         inputs
             .iter()
-            .map(|(topic, positions)| {
-                match topic.as_any().downcast_ref::<PartitionTopic>() {
+            .map(
+                |(topic, positions)| match topic.as_any().downcast_ref::<PartitionTopic>() {
                     Some(narrow) => {
                         let mut wide = vec![u64::MAX; narrow.inner.partition_count() as usize];
                         if let (Some(slot), Some(&at)) =
@@ -53,8 +51,8 @@ impl OnePartition {
                         (narrow.inner.as_ref(), wide)
                     }
                     None => (*topic, positions.to_vec()),
-                }
-            })
+                },
+            )
             .collect()
     }
 }
@@ -128,7 +126,11 @@ impl Source for OnePartition {
         if topic != self.topic {
             return Ok(all);
         }
-        Ok(all.get(self.partition as usize).copied().into_iter().collect())
+        Ok(all
+            .get(self.partition as usize)
+            .copied()
+            .into_iter()
+            .collect())
     }
 }
 

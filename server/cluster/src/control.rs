@@ -124,13 +124,15 @@ impl ControlTopic {
     /// Appends `value` (keyed `key`); answers its offset once the cluster
     /// has it.
     pub fn append(&self, key: &str, value: &[u8]) -> std::result::Result<u64, String> {
-        let producer = self
-            .producer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let producer = self.producer.lock().unwrap_or_else(PoisonError::into_inner);
         *producer.context().slot() = None;
         producer
-            .send(BaseRecord::to(&self.topic).key(key).payload(value).partition(0))
+            .send(
+                BaseRecord::to(&self.topic)
+                    .key(key)
+                    .payload(value)
+                    .partition(0),
+            )
             .map_err(|(e, _)| format!("cannot append to '{}': {e}", self.topic))?;
         let deadline = Instant::now() + TIMEOUT;
         loop {
@@ -148,13 +150,15 @@ impl ControlTopic {
         }
     }
 
-    /// Reads the topic from `from` on a thread of its own, calling `apply`
-    /// with each record's offset and value in order, until `stop` is set.
+    /// Reads the topic from `from` on a thread of its own (of
+    /// `stack_bytes` of stack), calling `apply` with each record's offset
+    /// and value in order, until `stop` is set.
     pub fn follow(
         &self,
         from: u64,
         mut apply: impl FnMut(u64, &[u8]) + Send + 'static,
         stop: Arc<AtomicBool>,
+        stack_bytes: usize,
     ) -> std::result::Result<JoinHandle<()>, String> {
         let mut client = client_config(&self.cluster, &self.config).map_err(|e| e.to_string())?;
         client
@@ -172,6 +176,7 @@ impl ControlTopic {
         let topic = self.topic.clone();
         std::thread::Builder::new()
             .name("kappa-control".into())
+            .stack_size(stack_bytes)
             .spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     match consumer.poll(POLL) {
@@ -185,7 +190,9 @@ impl ControlTopic {
                         ))) => {
                             tracing::warn!(topic = %topic, "the control topic is gone")
                         }
-                        Some(Err(e)) => tracing::debug!(topic = %topic, error = %e, "control topic"),
+                        Some(Err(e)) => {
+                            tracing::debug!(topic = %topic, error = %e, "control topic")
+                        }
                         None => {}
                     }
                 }

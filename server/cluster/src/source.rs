@@ -416,8 +416,11 @@ impl ClientContext for Health {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
-            *self.all_down() = Some(reason.to_string());
+        match error.rdkafka_error_code() {
+            Some(RDKafkaErrorCode::AllBrokersDown) => *self.all_down() = Some(reason.to_string()),
+            // The end of a partition reached: news, not an error.
+            Some(RDKafkaErrorCode::PartitionEOF) => return,
+            _ => {}
         }
         tracing::warn!(error = %error, reason, "cluster client");
     }

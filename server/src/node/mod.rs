@@ -41,6 +41,8 @@ pub struct AppState {
     /// The Kafka-protocol clusters streams may live on, and whether each
     /// answers.
     pub clusters: clusters::Clusters,
+    /// This node's part in a Kappa cluster (`None`: it runs alone).
+    pub nodes: Option<Arc<crate::nodes::Nodes>>,
 }
 
 impl AppState {

@@ -74,6 +74,7 @@ fn table() -> Vec<Route> {
         route("GET", "/v1/openapi.json", admin::openapi),
         route("GET", "/v1/history", history::history),
         route("GET", "/v1/clusters", clusters::list),
+        route("GET", "/v1/cluster", clusters::kappa_cluster),
         route("POST", "/v1/topics", topics::create),
         route("GET", "/v1/topics", topics::list),
         route("GET", "/v1/topics/{topic}", topics::describe),
@@ -452,6 +453,7 @@ mod tests {
             shutting_down,
             history: crate::history::History::default(),
             clusters: crate::clusters::Clusters::default(),
+            nodes: None,
         };
         let captured = Captured::default();
         let subscriber = tracing_subscriber::fmt()

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use kappa_wire::admin::{
     CreateToken, DegradedOut, ErrorBody, HistoryOut, NewToken, RevokedOut, StatusOut, TokensOut,
 };
-use kappa_wire::clusters::ClustersOut;
+use kappa_wire::clusters::{ClustersOut, KappaClusterOut};
 use kappa_wire::statements::{StatementsOut, StatementsRequest};
 use kappa_wire::{
     AlterTopic, CommitRequest, CreateTopic, DiffOut, GroupOffsetsOut, GroupReadResponse, GroupsOut,
@@ -58,6 +58,7 @@ use utoipa::OpenApi;
     TokensOut,
     RevokedOut,
     ClustersOut,
+    KappaClusterOut,
 )))]
 struct Schemas;
 

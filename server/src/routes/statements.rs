@@ -24,7 +24,7 @@ use super::body;
 use crate::auth::{self, Principal};
 use crate::dto::statements::{ShowRow, StatementOut, StatementsOut};
 use crate::error::{ApiError, ApiResult};
-use crate::statements::Executor;
+use crate::statements::{changes_catalog, Executor};
 use crate::AppState;
 
 /// Most statements in one request.
@@ -64,32 +64,42 @@ pub async fn run(
                 return Err(e);
             }
         }
-        let executor = Executor {
-            log: &state.log,
-            views: &state.views,
-            clusters: &state.clusters,
-            topic_defaults: state.config.topic_defaults(),
+        // In a Kappa cluster, a request that changes the catalog runs on
+        // every node, in the control topic's order; this node answers
+        // what it did here.
+        let audited: Vec<_> = statements
+            .iter()
+            .map(|s| {
+                (auth::statement_need(s) == auth::Need::Admin)
+                    .then(|| (statement_kind(s), statement_object(s)))
+            })
+            .collect();
+        let applied = match &state.nodes {
+            Some(nodes) if statements.iter().any(changes_catalog) => {
+                nodes.submit(&text).map_err(ApiError::from)?
+            }
+            _ => Executor::of(&state).execute_all(statements),
         };
-        let mut results = Vec::new();
-        for (i, statement) in statements.into_iter().enumerate() {
-            let audited = (auth::statement_need(&statement) == auth::Need::Admin)
-                .then(|| (statement_kind(&statement), statement_object(&statement)));
-            let result = executor.execute(statement).map_err(ApiError::from);
-            if let Some((kind, object)) = audited {
-                let status = match &result {
-                    Ok(_) => StatusCode::OK,
-                    Err(e) => e.status,
-                };
+        let failed = applied.failed.map(|(i, e)| (i, ApiError::from(e)));
+        for (i, audit) in audited.into_iter().enumerate() {
+            let status = match &failed {
+                Some((f, e)) if *f == i => e.status,
+                Some((f, _)) if *f < i => break,
+                _ => StatusCode::OK,
+            };
+            if let Some((kind, object)) = audit {
                 auth::audit::admin_action(&principal, kind, &object, status.as_u16());
             }
-            match result {
-                Ok(r) => results.push(visible(r, &principal)),
-                Err(mut e) => {
-                    e.details.insert("statement".into(), json!(i));
-                    return Err(e);
-                }
-            }
         }
+        if let Some((i, mut e)) = failed {
+            e.details.insert("statement".into(), json!(i));
+            return Err(e);
+        }
+        let results: Vec<StatementOut> = applied
+            .results
+            .into_iter()
+            .map(|r| visible(r, &principal))
+            .collect();
         Ok(results)
     })
     .await?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
@@ -20,6 +20,7 @@ use crate::dto::{
     cursor_bytes, diff_out, DiffOut, ReplayOut, ReplayRequest, RowsOut, ServedOut, ViewsOut,
 };
 use crate::error::{ApiError, ApiResult};
+use crate::nodes::rows;
 use crate::views::manager::{Change, Swap};
 use crate::views::review::Served;
 use crate::views::RowsOutExt;
@@ -57,18 +58,66 @@ pub async fn describe(
 }
 
 /// `GET /v1/views/{view}/rows`.
+///
+/// In a Kappa cluster a view's rows may live on other nodes: a key's read
+/// goes to its partition's owner, a prefix or full read gathers every
+/// node's (`crate::nodes::rows`). A read another node forwarded here
+/// (header `kappa-forwarded`) is answered from this node's own partitions.
 pub async fn rows(
     State(state): State<AppState>,
     Path(view): Path<String>,
     RawQuery(query): RawQuery,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
     let mut params = Params::parse(query.as_deref())?;
     let request = rows_request(&mut params)?;
     params.finish()?;
-    let views = state.views.clone();
-    let name = view.clone();
-    let answer = blocking(move || Ok(views.rows(&name, &request)?)).await?;
-    Ok(Json(RowsOut::from_answer(view, answer)).into_response())
+    let incoming = rows::Incoming {
+        view: view.clone(),
+        query: query.unwrap_or_default(),
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    };
+    let forwarded = headers.contains_key(rows::FORWARDED);
+    blocking(move || {
+        let spread = match &state.nodes {
+            Some(_) => state.views.spread_of(&view, request.version)?,
+            None => None,
+        };
+        match (spread, &state.nodes) {
+            (Some(spread), _) if forwarded => {
+                if !rows::owns_read(&spread, &request.query) {
+                    return Err(ApiError::new(
+                        StatusCode::MISDIRECTED_REQUEST,
+                        "not_owner",
+                        format!("this node does not own that key's partition of view {view:?}"),
+                    ));
+                }
+                let answer = state.views.rows(&view, &request)?;
+                let read = answer.partitions_read.clone().unwrap_or_default();
+                let mut response = Json(RowsOut::from_answer(view, answer)).into_response();
+                if let Ok(held) = rows::partitions_text(&read).parse() {
+                    response.headers_mut().insert(rows::PARTITIONS, held);
+                }
+                Ok(response)
+            }
+            (Some(spread), Some(nodes)) => {
+                let out = rows::rows(&state, nodes, &incoming, &request, &spread).map_err(|e| {
+                    let status =
+                        StatusCode::from_u16(e.status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                    ApiError::new(status, e.code, e.message)
+                })?;
+                Ok(Json(out).into_response())
+            }
+            _ => {
+                let answer = state.views.rows(&view, &request)?;
+                Ok(Json(RowsOut::from_answer(view, answer)).into_response())
+            }
+        }
+    })
+    .await
 }
 
 fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {

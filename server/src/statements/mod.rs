@@ -44,6 +44,44 @@ pub enum StatementError {
     /// table, a pull query by a column that is not the key).
     #[error("{0}")]
     BadRequest(String),
+    /// The Kappa cluster could not run it now (its control topic did not
+    /// answer, or this node has not read that far yet).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// What running a request's statements did: each one's result up to the
+/// first that failed, and that one's index and error.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The results of the statements that ran, in order.
+    pub results: Vec<StatementOut>,
+    /// The statement that failed (the ones after it did not run).
+    pub failed: Option<(usize, StatementError)>,
+}
+
+/// True for a statement that changes the catalog: in a Kappa cluster it
+/// runs on every node ([`crate::nodes::Nodes::submit`]).
+pub fn changes_catalog(statement: &Statement) -> bool {
+    matches!(
+        statement,
+        Statement::CreateSource(_) | Statement::CreateAs(_) | Statement::Drop { .. }
+    )
+}
+
+/// Parses and runs `sql` on this node with every right (a statement of
+/// the Kappa cluster's control topic, checked where it was taken).
+pub fn apply_text(state: &crate::AppState, sql: &str) -> Applied {
+    let statements = match sql::parse(sql) {
+        Ok(s) => s,
+        Err(e) => {
+            return Applied {
+                results: Vec::new(),
+                failed: Some((0, e.into())),
+            }
+        }
+    };
+    Executor::of(state).execute_all(statements)
 }
 
 impl From<LogError> for StatementError {
@@ -68,6 +106,33 @@ pub struct Executor<'a> {
     pub clusters: &'a crate::clusters::Clusters,
     /// What a topic created by a statement gets.
     pub topic_defaults: TopicConfig,
+}
+
+impl<'a> Executor<'a> {
+    /// The executor of the node `state`.
+    pub fn of(state: &'a crate::AppState) -> Executor<'a> {
+        Executor {
+            log: &state.log,
+            views: &state.views,
+            clusters: &state.clusters,
+            topic_defaults: state.config.topic_defaults(),
+        }
+    }
+
+    /// Runs `statements` in order until one fails.
+    pub fn execute_all(&self, statements: Vec<Statement>) -> Applied {
+        let mut applied = Applied::default();
+        for (i, statement) in statements.into_iter().enumerate() {
+            match self.execute(statement) {
+                Ok(out) => applied.results.push(out),
+                Err(e) => {
+                    applied.failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        applied
+    }
 }
 
 impl Executor<'_> {

@@ -69,6 +69,9 @@ pub struct RowsAnswer {
     pub as_of: AsOf,
     /// The version read has not reached its input's end once yet.
     pub catching_up: bool,
+    /// For a version spread over nodes, the input partitions whose rows
+    /// this node read (its tasks at the time of the read).
+    pub partitions_read: Option<Vec<u32>>,
 }
 
 /// Where a spread version's rows are ([`ViewManager::spread_of`]).
@@ -208,6 +211,7 @@ impl ViewManager {
             .map_err(gone)?;
         let catching_up = !self.caught_up(&lock(&self.state), &target.scope);
         Ok(RowsAnswer {
+            partitions_read: reader.partitions_held(),
             version: target.scope.version,
             columns: columns(&target.plan),
             rows: page.rows,

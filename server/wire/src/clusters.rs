@@ -53,3 +53,30 @@ pub struct ClusterTopicOut {
     /// Its number of partitions.
     pub partitions: u32,
 }
+
+/// `GET /v1/cluster`: the Kappa cluster this node belongs to (nodes
+/// started with one `--cluster-id`), as its control topic says.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KappaClusterOut {
+    /// The cluster id.
+    pub cluster_id: String,
+    /// This node's id (its advertised URL).
+    pub node: String,
+    /// Every node the control topic names, by id.
+    pub nodes: Vec<KappaNodeOut>,
+}
+
+/// One node of a Kappa cluster.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KappaNodeOut {
+    /// Its id.
+    pub node: String,
+    /// Where its HTTP API is.
+    pub url: String,
+    /// When it last said it is up (ms since the epoch, its clock).
+    pub last_seen_ms: i64,
+    /// Whether it said so recently (within 35 s).
+    pub up: bool,
+    /// Per view version (`view@version`), the input partitions it owns.
+    pub views: std::collections::BTreeMap<String, Vec<u32>>,
+}

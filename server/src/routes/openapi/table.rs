@@ -214,6 +214,28 @@ pub(super) const OPERATIONS: &[Op] = &[
     },
     Op {
         method: r#"GET"#,
+        path: r#"/v1/cluster"#,
+        id: r#"getKappaCluster"#,
+        tag: r#"meta"#,
+        summary: r#"The Kappa cluster this node belongs to: its nodes and what each owns"#,
+        description: r#"Nodes started with one `--cluster-id` against the same Kafka cluster share the catalog and split each view's input partitions (docs/clusters.md). This answers what the cluster's control topic says: every node, where its API is, when it last said it was up, and per view version (`view@version`) the input partitions it owns. 404 `not_in_a_cluster` on a node running alone. Needs an admin token."#,
+        security: true,
+        params: &[],
+        body: &[],
+        responses: &[
+            R::Own(
+                200,
+                r#"The nodes and their partitions."#,
+                r#"application/json"#,
+                r#"KappaClusterOut"#,
+            ),
+            R::Shared(401, r#"Unauthorized"#),
+            R::Shared(403, r#"Forbidden"#),
+            R::Shared(404, r#"NotFound"#),
+        ],
+    },
+    Op {
+        method: r#"GET"#,
         path: r#"/v1/clusters"#,
         id: r#"listClusters"#,
         tag: r#"meta"#,

@@ -1,0 +1,354 @@
+//! Several Kappa nodes sharing views (issue 37): three nodes started with
+//! one `--cluster-id` against a Tansu broker (a Kafka broker written by
+//! others) share the catalog through the cluster's control topic — a
+//! statement run on one node takes effect on all — and split the brief's
+//! `purchase_stats` over a 6-partition topic through Kafka's group
+//! protocol. Any node answers any key (forwarded to its partition's
+//! owner) and a full read gathers every node's rows: both equal the
+//! single-node answer over the built-in log fed the same records. A node
+//! killed with SIGKILL loses its partitions to the others, which rebuild
+//! them; the answers stay exact, and the node rejoins.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
+use kappa_tests::events::{produce_in_chunks, Event};
+use kappa_tests::*;
+
+/// Base event time: 2026-01-01T00:00:00Z.
+const BASE: i64 = 1_767_225_600_000;
+
+/// Rows of purchase_stats: (user, window start) → (count, total).
+type Rows = BTreeMap<(String, i64), (u64, f64)>;
+
+/// `n` events of 40 users, 200 ms apart, three in five purchases.
+fn events(n: usize) -> Vec<Event> {
+    (0..n)
+        .map(|i| Event {
+            user: format!("u{}", (i * 7) % 40),
+            kind: if i % 5 < 3 { "purchase" } else { "view" },
+            amount: (i % 97) as f64 + 0.5,
+            at: BASE + 200 * i as i64,
+        })
+        .collect()
+}
+
+/// Produces `events` to `topic` (6 partitions) on the cluster, keyed by
+/// the user, each in the partition Kafka's Java partitioner (murmur2)
+/// gives its key — where the Kappa cluster looks for a key's rows.
+fn produce_to_cluster(bootstrap: &str, topic: &str, events: &[Event]) {
+    let records: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            let r = e.record();
+            let partition = kappa_log::partition_for_key(e.user.as_bytes(), 6);
+            json!({"key": r["key"], "timestamp": r["timestamp"], "value": r["value"],
+                   "partition": partition})
+        })
+        .collect();
+    produce_records(bootstrap, topic, &records);
+}
+
+/// The brief's `user_events`, its topic on the cluster `cluster`.
+fn user_events_on(cluster: &str) -> String {
+    let with = "KAFKA_TOPIC='user_events'";
+    assert!(USER_EVENTS.contains(with));
+    USER_EVENTS.replace(with, &format!("{with}, CLUSTER='{cluster}'"))
+}
+
+/// purchase_stats over the built-in log (6 partitions), fed `events`.
+fn reference_rows(events: &[Event]) -> Rows {
+    let reference = Server::start(&[]);
+    reference.create_topic(&json!({"name": "user_events", "partitions": 6}));
+    reference.sql_ok(USER_EVENTS);
+    reference.sql_ok(PURCHASE_STATS);
+    let client = reference.client();
+    produce_in_chunks(&client, events, 500);
+    eventually("the reference view", Duration::from_secs(120), || {
+        let body = client.view_rows("purchase_stats", "limit=1");
+        let reflected: u64 = body["as_of"]["offsets"]
+            .as_array()?
+            .iter()
+            .map(|p| p["offset"].as_u64().unwrap())
+            .sum();
+        (reflected == events.len() as u64).then_some(())
+    });
+    kappa_tests::events::window_rows(&client, "purchase_stats", "", 1_000)
+}
+
+/// Every row of purchase_stats read through `client` in pages of `page`,
+/// and the offsets the last page reflects; `None` while a read fails
+/// (partitions on the move).
+fn rows_through(client: &Client, page: usize) -> Option<(Rows, Vec<u64>)> {
+    let mut out = Rows::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let query = match &cursor {
+            Some(c) => format!("limit={page}&cursor={c}"),
+            None => format!("limit={page}"),
+        };
+        let (status, answer) = client.get(&format!("/v1/views/purchase_stats/rows?{query}"));
+        if status != 200 {
+            return None;
+        }
+        for r in answer["rows"].as_array().unwrap() {
+            let key = (
+                r["key"].as_str().unwrap().to_string(),
+                r["window_start"].as_i64().unwrap(),
+            );
+            let value = (
+                r["row"]["purchase_count"].as_u64().unwrap(),
+                r["row"]["total_amount"].as_f64().unwrap(),
+            );
+            assert!(out.insert(key, value).is_none(), "each row once: {answer}");
+        }
+        match answer["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => {
+                let offsets = answer["as_of"]["offsets"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["offset"].as_u64().unwrap())
+                    .collect();
+                return Some((out, offsets));
+            }
+        }
+    }
+}
+
+/// One user's rows read through `client` (a point read), and the offsets
+/// the answer reflects.
+fn user_rows(client: &Client, user: &str) -> Option<(Rows, Vec<u64>)> {
+    let (status, answer) = client.get(&format!("/v1/views/purchase_stats/rows?key={user}"));
+    if status != 200 {
+        return None;
+    }
+    let offsets = answer["as_of"]["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["offset"].as_u64().unwrap())
+        .collect();
+    let rows = answer["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r["key"].as_str().unwrap().to_string(),
+                    r["window_start"].as_i64().unwrap(),
+                ),
+                (
+                    r["row"]["purchase_count"].as_u64().unwrap(),
+                    r["row"]["total_amount"].as_f64().unwrap(),
+                ),
+            )
+        })
+        .collect();
+    Some((rows, offsets))
+}
+
+/// A node of the Kappa cluster `id` over the cluster `prod` at
+/// `bootstrap`, on `port`.
+fn node_args(bootstrap: &str, id: &str, port: u16) -> Vec<String> {
+    vec![
+        "--cluster".into(),
+        format!("prod={bootstrap}"),
+        "--cluster-id".into(),
+        id.into(),
+        "--listen".into(),
+        format!("127.0.0.1:{port}"),
+        "--advertise-url".into(),
+        format!("http://127.0.0.1:{port}"),
+    ]
+}
+
+fn start_node(bootstrap: &str, id: &str) -> Server {
+    let args = node_args(bootstrap, id, free_port());
+    Server::start(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Waits until every row read through `client` equals `want`, reflecting
+/// `produced` records.
+fn wait_equal(client: &Client, want: &Rows, produced: u64, who: &str) {
+    let mut last = None;
+    let found = (0..1_200).find_map(|_| {
+        let got = rows_through(client, 7);
+        let done = got
+            .as_ref()
+            .is_some_and(|(rows, offsets)| rows == want && offsets.iter().sum::<u64>() == produced);
+        last = got;
+        if !done {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        done.then_some(())
+    });
+    assert!(
+        found.is_some(),
+        "{who}: the rows never equalled the single-node answer; last read: {:?}",
+        last.map(|(rows, offsets)| (rows.len(), offsets))
+    );
+}
+
+#[test]
+fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
+    let events = events(3_000);
+    let want = reference_rows(&events);
+
+    let tansu = Tansu::start();
+    tansu.create_topic("user_events", 6);
+    let bootstrap = tansu.bootstrap();
+    let nodes: Vec<Server> = (0..3).map(|_| start_node(&bootstrap, "c1")).collect();
+
+    // A statement on one node takes effect on all.
+    let declared = nodes[0].sql_ok(&user_events_on("prod"));
+    assert_eq!(declared[0]["topic_created"], false, "{declared:?}");
+    nodes[1].sql_ok(PURCHASE_STATS);
+    for node in &nodes {
+        eventually("every node knows the view", Duration::from_secs(60), || {
+            (node.client().get("/v1/views/purchase_stats").0 == 200).then_some(())
+        });
+    }
+
+    produce_to_cluster(&bootstrap, "user_events", &events);
+    for (i, node) in nodes.iter().enumerate() {
+        wait_equal(
+            &node.client(),
+            &want,
+            events.len() as u64,
+            &format!("node {i}"),
+        );
+    }
+
+    // Each node owns part of the partitions, and every key reads the same
+    // through every node.
+    let users: Vec<String> = want.keys().map(|(u, _)| u.clone()).collect();
+    let some_users: Vec<&String> = users.iter().step_by(3).collect();
+    assert!(some_users.len() >= 5, "{users:?}");
+    for node in &nodes {
+        for user in &some_users {
+            let expected: Rows = want
+                .iter()
+                .filter(|((u, _), _)| u == *user)
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            assert!(!expected.is_empty());
+            let (rows, offsets) = user_rows(&node.client(), user).unwrap();
+            assert_eq!(rows, expected, "{user}");
+            // Answered by the owner of the user's partition alone.
+            let partition = kappa_log::partition_for_key(user.as_bytes(), 6) as usize;
+            assert!(offsets[partition] > 0, "{user}: {offsets:?}");
+            assert!(
+                offsets.iter().filter(|o| **o > 0).count() < 6,
+                "{user}: {offsets:?}"
+            );
+        }
+    }
+}
+
+/// The rows purchase_stats holds after the records of each partition
+/// before `offsets` (`events` in the order produced: a partition's
+/// records get consecutive offsets in that order).
+fn rows_at(events: &[Event], offsets: &[u64]) -> Rows {
+    let mut seen = [0u64; 6];
+    let mut rows = Rows::new();
+    for e in events {
+        let p = kappa_log::partition_for_key(e.user.as_bytes(), 6) as usize;
+        let offset = seen[p];
+        seen[p] += 1;
+        if offset >= offsets[p] || e.kind != "purchase" {
+            continue;
+        }
+        let window = e.at - e.at.rem_euclid(300_000);
+        let row = rows.entry((e.user.clone(), window)).or_insert((0, 0.0));
+        row.0 += 1;
+        row.1 += e.amount;
+    }
+    rows
+}
+
+/// Reads every row through `client` in one page; when it answers, checks
+/// the rows against the offsets the answer says it reflects. Answers
+/// the offsets.
+fn checked_read(client: &Client, events: &[Event], who: &str) -> Option<Vec<u64>> {
+    let (rows, offsets) = rows_through(client, 10_000)?;
+    assert_eq!(
+        rows,
+        rows_at(events, &offsets),
+        "{who}: an answer differs from the records it says it reflects ({offsets:?})"
+    );
+    Some(offsets)
+}
+
+/// Reads through `client` until every answer reflects all of `events`,
+/// checking each answer on the way.
+fn converge(client: &Client, events: &[Event], who: &str) -> u64 {
+    let mut answers = 0;
+    let done = (0..1_800).find_map(|_| {
+        let offsets = checked_read(client, events, who);
+        answers += u64::from(offsets.is_some());
+        let done = offsets.is_some_and(|o| o.iter().sum::<u64>() == events.len() as u64);
+        if !done {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        done.then_some(())
+    });
+    assert!(done.is_some(), "{who}: never reflected every record");
+    answers
+}
+
+#[test]
+fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_back() {
+    let events = events(4_000);
+    let (first, second) = events.split_at(2_000);
+    let tansu = Tansu::start();
+    tansu.create_topic("user_events", 6);
+    let bootstrap = tansu.bootstrap();
+    let mut nodes: Vec<Server> = (0..3).map(|_| start_node(&bootstrap, "c2")).collect();
+    nodes[0].sql_ok(&user_events_on("prod"));
+    nodes[0].sql_ok(PURCHASE_STATS);
+    produce_to_cluster(&bootstrap, "user_events", first);
+    converge(&nodes[1].client(), first, "before the kill");
+
+    // Node 2 dies mid-ingest: the others take its partitions over and
+    // rebuild them; every answer on the way matches its offsets.
+    nodes[2].kill9();
+    produce_to_cluster(&bootstrap, "user_events", second);
+    let answers = converge(&nodes[0].client(), &events, "after the kill");
+    assert!(answers > 0);
+    for user in ["u0", "u1", "u2", "u3"] {
+        if let Some((rows, offsets)) = user_rows(&nodes[1].client(), user) {
+            let want: Rows = rows_at(&events, &offsets)
+                .into_iter()
+                .filter(|((u, _), _)| u == user)
+                .collect();
+            assert_eq!(rows, want, "{user} at {offsets:?}");
+        }
+    }
+
+    // It comes back and takes its partitions back; still exact.
+    let dead = nodes.pop().unwrap();
+    let back = dead.restart();
+    converge(&back.client(), &events, "the restarted node");
+    converge(&nodes[0].client(), &events, "after the rejoin");
+    eventually(
+        "the restarted node to own partitions again",
+        Duration::from_secs(120),
+        || {
+            let (status, body) = back.client().get("/v1/cluster");
+            (status == 200
+                && body["nodes"].as_array()?.iter().any(|n| {
+                    n["url"] == back.url()
+                        && n["views"]["purchase_stats@1"]
+                            .as_array()
+                            .is_some_and(|p| !p.is_empty())
+                }))
+            .then_some(())
+        },
+    );
+    converge(&back.client(), &events, "once the partitions moved back");
+}
