@@ -82,6 +82,11 @@ fn reference_rows(events: &[Event]) -> Rows {
 /// and the offsets the last page reflects; `None` while a read fails
 /// (partitions on the move).
 fn rows_through(client: &Client, page: usize) -> Option<(Rows, Vec<u64>)> {
+    rows_of_version(client, page).map(|(rows, offsets, _)| (rows, offsets))
+}
+
+/// [`rows_through`], and the version the last page was read from.
+fn rows_of_version(client: &Client, page: usize) -> Option<(Rows, Vec<u64>, u64)> {
     let mut out = Rows::new();
     let mut cursor: Option<String> = None;
     loop {
@@ -113,7 +118,7 @@ fn rows_through(client: &Client, page: usize) -> Option<(Rows, Vec<u64>)> {
                     .iter()
                     .map(|p| p["offset"].as_u64().unwrap())
                     .collect();
-                return Some((out, offsets));
+                return Some((out, offsets, answer["version"].as_u64().unwrap()));
             }
         }
     }
@@ -254,6 +259,11 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
 /// before `offsets` (`events` in the order produced: a partition's
 /// records get consecutive offsets in that order).
 fn rows_at(events: &[Event], offsets: &[u64]) -> Rows {
+    rows_in_windows(events, offsets, 300_000)
+}
+
+/// [`rows_at`] for windows of `window` ms.
+fn rows_in_windows(events: &[Event], offsets: &[u64], window: i64) -> Rows {
     let mut seen = [0u64; 6];
     let mut rows = Rows::new();
     for e in events {
@@ -263,8 +273,8 @@ fn rows_at(events: &[Event], offsets: &[u64]) -> Rows {
         if offset >= offsets[p] || e.kind != "purchase" {
             continue;
         }
-        let window = e.at - e.at.rem_euclid(300_000);
-        let row = rows.entry((e.user.clone(), window)).or_insert((0, 0.0));
+        let start = e.at - e.at.rem_euclid(window);
+        let row = rows.entry((e.user.clone(), start)).or_insert((0, 0.0));
         row.0 += 1;
         row.1 += e.amount;
     }
@@ -351,4 +361,88 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
         },
     );
     converge(&back.client(), &events, "once the partitions moved back");
+}
+
+/// The version `node` serves of purchase_stats.
+fn served(node: &Server) -> u64 {
+    let (status, view) = node.client().get("/v1/views/purchase_stats");
+    assert_eq!(status, 200, "{view}");
+    view["served_version"]["version"].as_u64().unwrap()
+}
+
+/// Reads every row through each node; each answer must be one version's
+/// rows (5-minute windows for `five`, 1-minute ones otherwise) at the
+/// offsets it reports. Answers the versions read.
+fn check_versions(nodes: &[&Server], events: &[Event], five: u64) -> Vec<u64> {
+    nodes
+        .iter()
+        .filter_map(|node| {
+            let (rows, offsets, version) = rows_of_version(&node.client(), 10_000)?;
+            let window = if version == five { 300_000 } else { 60_000 };
+            assert_eq!(
+                rows,
+                rows_in_windows(events, &offsets, window),
+                "version {version} through {}: an answer that is not one version's rows at {offsets:?}",
+                node.url()
+            );
+            Some(version)
+        })
+        .collect()
+}
+
+#[test]
+fn a_replacement_swaps_in_on_every_node_together_and_a_rollback_on_one_rolls_back_all() {
+    let events = events(3_000);
+    let tansu = Tansu::start();
+    tansu.create_topic("user_events", 6);
+    let bootstrap = tansu.bootstrap();
+    let nodes: Vec<Server> = (0..3).map(|_| start_node(&bootstrap, "c3")).collect();
+    let all: Vec<&Server> = nodes.iter().collect();
+    nodes[0].sql_ok(&user_events_on("prod"));
+    nodes[0].sql_ok(PURCHASE_STATS);
+    produce_to_cluster(&bootstrap, "user_events", &events);
+    for node in &nodes {
+        converge(&node.client(), &events, "version 1");
+    }
+
+    // A replacement on one node builds on all and swaps in on all; no
+    // answer on the way mixes the versions' rows.
+    nodes[2].sql_ok(
+        "CREATE OR REPLACE TABLE purchase_stats AS SELECT user_id, COUNT(*) AS purchase_count,
+           SUM(amount) AS total_amount FROM user_events WINDOW TUMBLING (SIZE 1 MINUTE)
+           WHERE event_type = 'purchase' GROUP BY user_id;",
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    let swapped = (0..1_200).find_map(|_| {
+        seen.extend(check_versions(&all, &events, 1));
+        let done = nodes.iter().all(|n| served(n) == 2);
+        if !done {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        done.then_some(())
+    });
+    assert!(swapped.is_some(), "not every node swapped version 2 in");
+    for node in &nodes {
+        let (status, view) = node.client().get("/v1/views/purchase_stats");
+        assert_eq!(status, 200);
+        assert!(view["building_version"].is_null(), "{view}");
+    }
+    let versions = check_versions(&all, &events, 1);
+    assert_eq!(versions, vec![2, 2, 2]);
+    let (rows, offsets, _) = rows_of_version(&nodes[0].client(), 10_000).unwrap();
+    assert_eq!(offsets.iter().sum::<u64>(), events.len() as u64);
+    assert_eq!(rows, rows_in_windows(&events, &offsets, 60_000));
+
+    // A rollback through one node's CLI rolls back every node.
+    run_cli(&nodes[1], &["rollback", "purchase_stats"]);
+    assert_eq!(served(&nodes[1]), 1);
+    for node in &nodes {
+        eventually("every node to roll back", Duration::from_secs(30), || {
+            (served(node) == 1).then_some(())
+        });
+    }
+    assert_eq!(check_versions(&all, &events, 1), vec![1, 1, 1]);
+    let (rows, offsets, _) = rows_of_version(&nodes[2].client(), 10_000).unwrap();
+    assert_eq!(rows, rows_at(&events, &offsets));
+    assert_eq!(offsets.iter().sum::<u64>(), events.len() as u64);
 }

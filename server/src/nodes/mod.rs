@@ -25,11 +25,11 @@ pub mod applied;
 pub mod record;
 pub mod rows;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -42,8 +42,10 @@ use kappa_processor::spread::{Assignment, Assignments};
 
 use crate::config::ServerConfig;
 use crate::statements::{Applied, StatementError};
+use crate::views::manager::{Change, Swap};
+use crate::views::review::Served;
 use crate::AppState;
-use record::ControlRecord;
+use record::{ControlRecord, Operation};
 
 /// How often a node says it is up.
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
@@ -69,6 +71,41 @@ struct Table {
     nodes: BTreeMap<String, NodeInfo>,
     /// Per version (`view@version`), each partition's owner.
     owners: BTreeMap<String, BTreeMap<u32, String>>,
+    /// Per build (`view@version`), per node, the partitions whose tasks
+    /// there caught up, and the input's partition count.
+    ready: BTreeMap<String, BTreeMap<String, (Vec<u32>, u32)>>,
+}
+
+impl Table {
+    /// Whether every partition of build `version` has caught up on its
+    /// owner.
+    fn all_ready(&self, version: &str) -> bool {
+        let Some(ready) = self.ready.get(version) else {
+            return false;
+        };
+        let of = ready.values().map(|(_, of)| *of).max().unwrap_or(0);
+        let owners = self.owners.get(version);
+        of > 0
+            && (0..of).all(|p| {
+                owners.and_then(|o| o.get(&p)).is_some_and(|owner| {
+                    ready
+                        .get(owner)
+                        .is_some_and(|(partitions, _)| partitions.contains(&p))
+                })
+            })
+    }
+}
+
+/// What a record this node appended did here.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A statement record's statements.
+    Statements(Applied),
+    /// A promote (`None`: the version was no longer being built) or
+    /// rollback.
+    Served(crate::views::Result<Option<Served>>),
+    /// A replay.
+    Replayed(crate::views::Result<Change>),
 }
 
 /// This node's part in a Kappa cluster.
@@ -80,8 +117,14 @@ pub struct Nodes {
     control: Arc<ControlTopic>,
     data_dir: PathBuf,
     table: Mutex<Table>,
-    /// Results of the statements this node appended, by id.
-    results: Mutex<HashMap<String, Applied>>,
+    /// What the records this node appended did here, by id.
+    results: Mutex<HashMap<String, Outcome>>,
+    /// The node, once it runs ([`Nodes::follow`]).
+    state: OnceLock<AppState>,
+    /// The builds' partitions this node last said are ready.
+    ready_said: Mutex<HashMap<String, Vec<u32>>>,
+    /// Builds this node asked every node to swap in.
+    promoted: Mutex<HashSet<String>>,
     results_ready: Condvar,
     /// Records for the announcer thread to append.
     announce: Mutex<mpsc::Sender<ControlRecord>>,
@@ -128,6 +171,9 @@ impl Nodes {
             data_dir: config.data_dir.clone(),
             table: Mutex::new(Table::default()),
             results: Mutex::new(HashMap::new()),
+            state: OnceLock::new(),
+            ready_said: Mutex::new(HashMap::new()),
+            promoted: Mutex::new(HashSet::new()),
             results_ready: Condvar::new(),
             announce: Mutex::new(tx),
             stop: Arc::new(AtomicBool::new(false)),
@@ -168,6 +214,7 @@ impl Nodes {
                 });
                 next_heartbeat = Instant::now() + HEARTBEAT;
             }
+            self.say_ready();
             let wait = next_heartbeat
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(200));
@@ -183,6 +230,29 @@ impl Nodes {
         self.append(ControlRecord::Leave {
             node: self.node.clone(),
         });
+    }
+
+    /// Says which partitions of the builds spread over nodes have caught
+    /// up here, when that changed.
+    fn say_ready(&self) {
+        let Some(state) = self.state.get() else {
+            return;
+        };
+        for (view, version, of, partitions) in state.views.spread_builds() {
+            let key = format!("{view}@{version}");
+            let mut said = lock(&self.ready_said);
+            if said.get(&key) == Some(&partitions) {
+                continue;
+            }
+            said.insert(key.clone(), partitions.clone());
+            drop(said);
+            self.append(ControlRecord::Ready {
+                node: self.node.clone(),
+                version: key,
+                partitions,
+                of,
+            });
+        }
     }
 
     /// Appends `record`, retrying a few times; says so when it cannot.
@@ -203,6 +273,7 @@ impl Nodes {
     /// records who is up and who owns what, and runs each statement not
     /// run here yet with `state`.
     pub fn follow(self: &Arc<Self>, state: AppState) -> anyhow::Result<()> {
+        let _ = self.state.set(state.clone());
         let mut applied = applied::load(&self.data_dir)?;
         let nodes = self.clone();
         let apply = move |offset: u64, value: &[u8]| {
@@ -223,12 +294,17 @@ impl Nodes {
                     if let Err(e) = applied::save(&nodes.data_dir, &nodes.cluster_id, applied) {
                         tracing::error!(error = %e, "cannot record how far the control topic was run");
                     }
-                    if node == nodes.node {
-                        lock(&nodes.results).insert(id, result);
-                        nodes.results_ready.notify_all();
-                    }
+                    nodes.done(&node, id, Outcome::Statements(result));
                 }
-                ControlRecord::Statement { .. } => {}
+                ControlRecord::Operation { node, id, op } if offset >= applied => {
+                    let outcome = run_operation(&state, op);
+                    applied = offset + 1;
+                    if let Err(e) = applied::save(&nodes.data_dir, &nodes.cluster_id, applied) {
+                        tracing::error!(error = %e, "cannot record how far the control topic was run");
+                    }
+                    nodes.done(&node, id, outcome);
+                }
+                ControlRecord::Statement { .. } | ControlRecord::Operation { .. } => {}
                 other => nodes.learn(other),
             }
         };
@@ -245,8 +321,50 @@ impl Nodes {
         Ok(())
     }
 
-    /// Records what a node said of itself.
+    /// Hands what a record did to the request waiting for it, when this
+    /// node appended it.
+    fn done(&self, node: &str, id: String, outcome: Outcome) {
+        if node == self.node && !id.is_empty() {
+            lock(&self.results).insert(id, outcome);
+            self.results_ready.notify_all();
+        }
+    }
+
+    /// Records what a node said of itself; asks every node to swap a
+    /// build in once every partition of it has caught up.
     fn learn(&self, record: ControlRecord) {
+        let promote = match &record {
+            ControlRecord::Ready { version, .. } | ControlRecord::Owns { version, .. } => {
+                Some(version.clone())
+            }
+            _ => None,
+        };
+        self.record(record);
+        let Some(version) = promote else {
+            return;
+        };
+        if !lock(&self.table).all_ready(&version) || !lock(&self.promoted).insert(version.clone()) {
+            return;
+        }
+        let Some((view, number)) = version
+            .rsplit_once('@')
+            .and_then(|(v, n)| Some((v.to_string(), n.parse().ok()?)))
+        else {
+            return;
+        };
+        tracing::info!(version = %version, "every partition caught up: swapping it in on every node");
+        let op = Operation::Promote {
+            view,
+            version: number,
+        };
+        let _ = lock(&self.announce).send(ControlRecord::Operation {
+            node: self.node.clone(),
+            id: String::new(),
+            op,
+        });
+    }
+
+    fn record(&self, record: ControlRecord) {
         let mut table = lock(&self.table);
         match record {
             ControlRecord::Node { node, url, at_ms } => {
@@ -263,28 +381,60 @@ impl Nodes {
                     owners.insert(p, node.clone());
                 }
             }
+            ControlRecord::Ready {
+                node,
+                version,
+                partitions,
+                of,
+            } => {
+                table
+                    .ready
+                    .entry(version)
+                    .or_default()
+                    .insert(node, (partitions, of));
+            }
             ControlRecord::Leave { node } => {
                 table.nodes.remove(&node);
                 for owners in table.owners.values_mut() {
                     owners.retain(|_, owner| *owner != node);
                 }
             }
-            ControlRecord::Statement { .. } => {}
+            ControlRecord::Statement { .. } | ControlRecord::Operation { .. } => {}
         }
     }
 
     /// Runs `sql` on every node: appends it to the control topic and
     /// waits until this node ran it, answering what it did here.
     pub fn submit(&self, sql: &str) -> Result<Applied, StatementError> {
+        let outcome = self.run_everywhere(|node, id| ControlRecord::Statement {
+            node,
+            id,
+            sql: sql.to_string(),
+        })?;
+        match outcome {
+            Outcome::Statements(applied) => Ok(applied),
+            other => Err(StatementError::Unavailable(format!(
+                "the control topic answered another record's outcome: {other:?}"
+            ))),
+        }
+    }
+
+    /// Runs `op` on every node, like [`Nodes::submit`].
+    pub fn operate(&self, op: Operation) -> Result<Outcome, StatementError> {
+        self.run_everywhere(|node, id| ControlRecord::Operation { node, id, op })
+    }
+
+    /// Appends the record `make` makes (given this node and a new id) and
+    /// waits until this node ran it.
+    fn run_everywhere(
+        &self,
+        make: impl FnOnce(String, String) -> ControlRecord,
+    ) -> Result<Outcome, StatementError> {
         let mut random = [0u8; 16];
         getrandom::fill(&mut random)
             .map_err(|e| StatementError::Unavailable(format!("no random id: {e}")))?;
         let id: String = random.iter().map(|b| format!("{b:02x}")).collect();
-        let record = ControlRecord::Statement {
-            node: self.node.clone(),
-            id: id.clone(),
-            sql: sql.to_string(),
-        };
+        let record = make(self.node.clone(), id.clone());
         self.control
             .append(&self.node, &record.encode())
             .map_err(|e| {
@@ -352,6 +502,26 @@ impl Nodes {
         let threads = std::mem::take(&mut *lock(&self.threads));
         for t in threads {
             let _ = t.join();
+        }
+    }
+}
+
+/// Runs a change of a view's versions the cluster decided on.
+fn run_operation(state: &AppState, op: Operation) -> Outcome {
+    match op {
+        Operation::Promote { view, version } => {
+            Outcome::Served(state.views.promote_as_decided(&view, version))
+        }
+        Operation::Rollback { view } => {
+            Outcome::Served(state.views.rollback_as_decided(&view).map(Some))
+        }
+        Operation::Replay { view, request } => {
+            let from = crate::dto::start_from(request.from);
+            let swap = match request.swap {
+                crate::dto::SwapMode::Auto => Swap::Auto,
+                crate::dto::SwapMode::Manual => Swap::Manual,
+            };
+            Outcome::Replayed(state.views.replay(&view, from, swap))
         }
     }
 }

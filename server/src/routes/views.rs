@@ -20,7 +20,8 @@ use crate::dto::{
     cursor_bytes, diff_out, DiffOut, ReplayOut, ReplayRequest, RowsOut, ServedOut, ViewsOut,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::nodes::rows;
+use crate::nodes::record::Operation;
+use crate::nodes::{rows, Outcome};
 use crate::views::manager::{Change, Swap};
 use crate::views::review::Served;
 use crate::views::RowsOutExt;
@@ -241,7 +242,21 @@ pub async fn replay(
         crate::dto::SwapMode::Auto => Swap::Auto,
         crate::dto::SwapMode::Manual => Swap::Manual,
     };
-    let change = blocking(move || Ok(views.replay(&name, from, swap)?)).await?;
+    let change = match state.nodes.clone() {
+        // In a Kappa cluster every node builds the new version.
+        Some(nodes) => {
+            let op = Operation::Replay {
+                view: view.clone(),
+                request: request.clone(),
+            };
+            blocking(move || match nodes.operate(op)? {
+                Outcome::Replayed(change) => Ok(change?),
+                other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+            })
+            .await?
+        }
+        None => blocking(move || Ok(views.replay(&name, from, swap)?)).await?,
+    };
     let (building_version, served_version) = match change {
         Change::Building(version) => (Some(version), None),
         Change::Served(version) => (None, Some(version)),
@@ -292,23 +307,61 @@ fn optional_u64(params: &mut Params, name: &str) -> ApiResult<Option<u64>> {
 
 /// `POST /v1/views/{view}/promote`: serves the version being built now.
 pub async fn promote(state: State<AppState>, view: Path<String>) -> ApiResult<Json<ServedOut>> {
-    serve(state, view, ViewManager::promote).await
+    serve(state, view, ViewManager::promote, |views, view| {
+        let building = views
+            .describe(view)?
+            .building_version
+            .map(|b| b.version.version)
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "nothing_to_promote",
+                    format!("view {view:?} has no version being built to promote"),
+                )
+            })?;
+        Ok(Operation::Promote {
+            view: view.to_string(),
+            version: building,
+        })
+    })
+    .await
 }
 
 /// `POST /v1/views/{view}/rollback`: serves the previous version again.
 pub async fn rollback(state: State<AppState>, view: Path<String>) -> ApiResult<Json<ServedOut>> {
-    serve(state, view, ViewManager::rollback).await
+    serve(state, view, ViewManager::rollback, |_, view| {
+        Ok(Operation::Rollback {
+            view: view.to_string(),
+        })
+    })
+    .await
 }
 
-/// Runs a promote or rollback and answers which version serves now.
+/// Runs a promote or rollback and answers which version serves now: on
+/// this node, or in a Kappa cluster on every node (`cluster_op`).
 async fn serve(
     State(state): State<AppState>,
     Path(view): Path<String>,
     change: fn(&ViewManager, &str) -> crate::views::Result<Served>,
+    cluster_op: fn(&ViewManager, &str) -> ApiResult<Operation>,
 ) -> ApiResult<Json<ServedOut>> {
     let views = state.views.clone();
     let name = view.clone();
-    let done = blocking(move || Ok(change(&views, &name)?)).await?;
+    let nodes = state.nodes.clone();
+    let done = blocking(move || match nodes {
+        Some(nodes) => match nodes.operate(cluster_op(&views, &name)?)? {
+            Outcome::Served(Ok(Some(served))) => Ok(served),
+            Outcome::Served(Ok(None)) => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "nothing_to_promote",
+                format!("view {name:?}: the version is no longer being built"),
+            )),
+            Outcome::Served(Err(e)) => Err(e.into()),
+            other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+        },
+        None => Ok(change(&views, &name)?),
+    })
+    .await?;
     Ok(Json(ServedOut {
         view,
         served_version: done.served,

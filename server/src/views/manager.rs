@@ -102,6 +102,11 @@ pub(super) struct State {
     /// Versions told to end whose thread and store are still going away
     /// ([`ViewManager::retire`]); a new store of the same scope waits.
     pub retiring: HashSet<Scope>,
+    /// Builds spread over the nodes of a Kappa cluster, and the
+    /// partitions whose tasks here have caught up (empty while they have
+    /// not): the cluster swaps them in once every partition has
+    /// ([`ViewManager::spread_builds`]).
+    pub spread_ready: HashMap<Scope, Vec<u32>>,
 }
 
 /// Hosts the views of one server.
@@ -214,6 +219,7 @@ impl ViewManager {
                 changes: 0,
                 retries: HashMap::new(),
                 retiring: HashSet::new(),
+                spread_ready: HashMap::new(),
             }),
             wake: Condvar::new(),
             stopping: AtomicBool::new(false),

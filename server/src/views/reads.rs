@@ -178,6 +178,25 @@ impl ViewManager {
         }))
     }
 
+    /// The builds spread over the nodes of a Kappa cluster running here:
+    /// view, version, the input's partition count, and the partitions
+    /// whose tasks here have caught up (empty while they have not).
+    pub fn spread_builds(&self) -> Vec<(String, u64, u32, Vec<u32>)> {
+        let st = lock(&self.state);
+        st.catalog
+            .views
+            .values()
+            .filter_map(|view| {
+                let build = view.building.as_ref()?;
+                let s = scope(&view.name, build.entry.version);
+                let spread = st.running.get(&s)?.as_spread()?;
+                let of = spread.progress().committed_offsets.len() as u32;
+                let ready = st.spread_ready.get(&s).cloned().unwrap_or_default();
+                Some((view.name.clone(), build.entry.version, of, ready))
+            })
+            .collect()
+    }
+
     /// Reads rows of view `name`.
     pub fn rows(&self, name: &str, request: &RowsRequest) -> Result<RowsAnswer> {
         let waited = if request.after.is_empty() {

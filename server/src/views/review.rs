@@ -86,9 +86,38 @@ impl ViewManager {
         self.serve_now(catalog, name, build.entry, "promoted")
     }
 
+    /// Swaps in version `version` of `name` as a Kappa cluster decided
+    /// (every node's partitions of it caught up): done when it is still
+    /// the one being built, nothing otherwise (another node's request for
+    /// the same swap, read after it).
+    pub fn promote_as_decided(&self, name: &str, version: u64) -> Result<Option<Served>> {
+        let _ops = lock(&self.ops);
+        let mut catalog = self.catalog();
+        let view = table(&catalog, name)?;
+        if view.building.as_ref().map(|b| b.entry.version) != Some(version) {
+            return Ok(None);
+        }
+        let view = catalog.views.get_mut(name).expect("checked");
+        let build = view.building.take().expect("checked");
+        view.failure = None;
+        lock(&self.state).spread_ready.remove(&scope(name, version));
+        self.serve_now(catalog, name, build.entry, "swapped in on every node")
+            .map(Some)
+    }
+
     /// Serves the most recently replaced version of `name` again; the
     /// served one is kept in grace like any replaced version.
     pub fn rollback(&self, name: &str) -> Result<Served> {
+        self.roll_back(name, true)
+    }
+
+    /// [`ViewManager::rollback`] as a Kappa cluster decided: every node
+    /// rolls back, whatever its partitions' positions.
+    pub fn rollback_as_decided(&self, name: &str) -> Result<Served> {
+        self.roll_back(name, false)
+    }
+
+    fn roll_back(&self, name: &str, check: bool) -> Result<Served> {
         let _ops = lock(&self.ops);
         let mut catalog = self.catalog();
         let view = table(&catalog, name)?;
@@ -102,7 +131,9 @@ impl ViewManager {
                 ),
             });
         };
-        self.check_not_behind(name, &view.served, &previous)?;
+        if check {
+            self.check_not_behind(name, &view.served, &previous)?;
+        }
         let view = catalog.views.get_mut(name).expect("checked");
         view.grace.pop();
         view.failure = None;
@@ -194,8 +225,20 @@ pub(super) fn behind(
     let (Some(s), Some(n)) = (committed(running, served), committed(running, next)) else {
         return Vec::new();
     };
+    // Versions spread over nodes: the partitions both run here.
+    let owned = |scope: &Scope| {
+        running
+            .get(scope)
+            .and_then(|p| p.as_spread())
+            .map(|spread| spread.owned())
+    };
+    let compared = |p: usize| match (owned(served), owned(next)) {
+        (Some(a), Some(b)) => a.contains(&(p as u32)) && b.contains(&(p as u32)),
+        _ => true,
+    };
     s.iter()
         .enumerate()
+        .filter(|(p, _)| compared(*p))
         .filter_map(|(p, &s)| {
             let n = n.get(p).copied().unwrap_or(0);
             (n < s).then_some((p, n, s))

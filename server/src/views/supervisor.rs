@@ -50,21 +50,16 @@ fn look(
     if finished {
         return Seen::Ended(Box::new(running.remove(s).expect("present")));
     }
+    // A version spread over nodes answers the partitions it owns here.
+    let at = |list: &[u64], p: u32| list.get(p as usize).copied().unwrap_or(0);
     match running.get(s).map(RunningVersion::lag) {
         Some(Ok(lags)) => Seen::Lag {
             lag: lags.iter().map(|l| l.lag).sum(),
             done: lags
                 .iter()
-                .enumerate()
-                .map(|(i, l)| {
-                    l.committed
-                        .saturating_sub(start.get(i).copied().unwrap_or(0))
-                })
+                .map(|l| l.committed.saturating_sub(at(start, l.partition)))
                 .sum(),
-            reached: lags
-                .iter()
-                .enumerate()
-                .all(|(i, l)| l.committed >= target.get(i).copied().unwrap_or(0)),
+            reached: lags.iter().all(|l| l.committed >= at(target, l.partition)),
         },
         _ => Seen::Unknown,
     }
@@ -266,6 +261,16 @@ impl ViewManager {
                         served_behind || build_behind,
                     );
                     crate::metrics::set_view_build(&view.name, done, done + lag);
+                    let ready = reached
+                        && lag <= self.config.swap_max_lag
+                        && super::review::behind(&st.running, &served, &b).is_empty();
+                    // Spread over nodes: the cluster swaps it in once every
+                    // node's partitions are ready (crate::nodes).
+                    if let Some(spread) = st.running.get(&b).and_then(|p| p.as_spread()) {
+                        let partitions = if ready { spread.owned() } else { Vec::new() };
+                        st.spread_ready.insert(b.clone(), partitions);
+                        continue;
+                    }
                     // A manual build keeps following its input until promoted;
                     // an automatic one is swapped in once caught up and not
                     // behind the served version on any partition (served rows
