@@ -229,6 +229,18 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
         );
     }
 
+    // `kappa cluster` shows the three nodes up, each owning partitions.
+    let shown = String::from_utf8(run_cli(&nodes[2], &["cluster"]).stdout).unwrap();
+    assert!(shown.starts_with("Kappa cluster c1\n"), "{shown}");
+    for node in &nodes {
+        let line = shown
+            .lines()
+            .find(|l| l.starts_with(&node.url()))
+            .unwrap_or_else(|| panic!("{} missing: {shown}", node.url()));
+        assert!(line.contains("  yes  "), "{line}");
+        assert!(line.contains("purchase_stats@1:"), "{line}");
+    }
+
     // Each node owns part of the partitions, and every key reads the same
     // through every node.
     let users: Vec<String> = want.keys().map(|(u, _)| u.clone()).collect();

@@ -5,6 +5,7 @@
 //! be reached is named by its URL. `demo` is the exception: it runs a server
 //! in this process and drives it as a client would.
 
+mod cluster;
 pub mod demo;
 mod groups;
 pub mod http;
@@ -95,6 +96,12 @@ pub enum ClientCommand {
     /// Bearer tokens: create, list, revoke (README, "Security").
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The Kappa cluster the server belongs to: its nodes and the partitions each owns.
+    Cluster {
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs a client command against the server `options` names.
@@ -121,6 +128,7 @@ pub fn run(options: &http::ClientOptions, command: ClientCommand) -> anyhow::Res
         ClientCommand::Promote { view } => review::run(&client, &view, "promote", &mut out),
         ClientCommand::Rollback { view } => review::run(&client, &view, "rollback", &mut out),
         ClientCommand::Token(command) => token::run(&client, command, &mut out),
+        ClientCommand::Cluster { json } => cluster::run(&client, json, &mut out),
     };
     match named {
         Some(named) => result.map_err(|e| suggest::unknown(&client, &named, e)),
@@ -143,7 +151,10 @@ impl ClientCommand {
             ClientCommand::Produce(args) => Some(Named::Topic(args.topic.clone())),
             ClientCommand::Tail(args) => Some(Named::Topic(args.topic.clone())),
             ClientCommand::Topics(command) => command.topic().map(|t| Named::Topic(t.to_string())),
-            ClientCommand::Groups(_) | ClientCommand::Sql(_) | ClientCommand::Token(_) => None,
+            ClientCommand::Groups(_)
+            | ClientCommand::Sql(_)
+            | ClientCommand::Token(_)
+            | ClientCommand::Cluster { .. } => None,
         }
     }
 }
