@@ -6,8 +6,11 @@
 //! by reference, never held); [`probe`] asks a cluster for its brokers and
 //! topics through librdkafka (the `rdkafka` crate, built from the source it
 //! ships); [`ClusterSource`] reads a cluster's topics as a view's input
-//! (the processor's source interface). No HTTP.
+//! (the processor's source interface). [`CheckpointStore`] keeps tasks'
+//! RocksDB checkpoints in object storage (S3 or a local directory). No
+//! HTTP server.
 
+mod checkpoint;
 mod client;
 mod config;
 mod control;
@@ -15,6 +18,9 @@ mod group;
 mod sink;
 mod source;
 
+pub use checkpoint::{
+    CheckpointInfo, CheckpointStore, SavedCheckpoint, CHECKPOINT_FORMAT, KEEP_CHECKPOINTS,
+};
 pub use client::{client_config, probe, Broker, ClusterMetadata, ClusterTopic};
 pub use config::{validate_name, ClusterConfig, SaslMechanism, SecurityProtocol, MAX_NAME_LEN};
 pub use control::{control_topic_name, ControlTopic};
