@@ -50,6 +50,9 @@ pub struct ViewHost {
     assignments: Option<Arc<dyn Assignments>>,
     /// The versions spread over nodes running here, for their readers.
     spread: Mutex<HashMap<Scope, SpreadHandle>>,
+    /// Where the tasks of versions spread over nodes are checkpointed, and
+    /// how often (none: they are not).
+    checkpoints: Option<(Arc<dyn spread::Checkpoints>, Duration)>,
 }
 
 impl ViewHost {
@@ -66,7 +69,20 @@ impl ViewHost {
             clusters: None,
             assignments: None,
             spread: Mutex::new(HashMap::new()),
+            checkpoints: None,
         })
+    }
+
+    /// The host with the tasks of versions spread over nodes checkpointed
+    /// to `checkpoints` every `every`, and restored from there when a
+    /// node takes a partition over.
+    pub fn with_checkpoints(
+        mut self,
+        checkpoints: Arc<dyn spread::Checkpoints>,
+        every: Duration,
+    ) -> ViewHost {
+        self.checkpoints = Some((checkpoints, every));
+        self
     }
 
     /// The host with versions spread over the nodes `assignments` says
@@ -201,7 +217,16 @@ impl ViewHost {
         };
         let source = self.source_of(&plan)?;
         let partitions = source.open(&plan.source.topic)?.partition_count() as usize;
+        let checkpoint =
+            self.checkpoints
+                .as_ref()
+                .map(|(checkpoints, every)| spread::CheckpointPlan {
+                    checkpoints: checkpoints.clone(),
+                    every: *every,
+                    scratch: self.stores.dir().join(".checkpoints"),
+                });
         let start = {
+            let checkpoint = checkpoint.clone();
             let (stores, log, plan, scope) = (
                 self.stores.clone(),
                 self.log.clone(),
@@ -211,6 +236,9 @@ impl ViewHost {
             let sink = self.cluster_sink_maker(&plan);
             move |partition: u32| -> Result<Task> {
                 let task = spread::task_scope(&scope, partition);
+                if let Some(plan) = &checkpoint {
+                    spread::checkpoint::prepare(&stores, &task, plan)?;
+                }
                 let store = match stores.exists(&task) {
                     true => stores.existing(&task)?,
                     false => stores.create(&task)?,
@@ -244,7 +272,13 @@ impl ViewHost {
                 Ok(Task { running, store })
             }
         };
-        let spread = SpreadVersion::start(scope.clone(), partitions, assignment, Box::new(start))?;
+        let spread = SpreadVersion::start(
+            scope.clone(),
+            partitions,
+            assignment,
+            Box::new(start),
+            checkpoint,
+        )?;
         self.spread
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

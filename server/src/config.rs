@@ -172,6 +172,14 @@ pub struct ServerConfig {
     /// The configured cluster holding the Kappa cluster's control topic
     /// (default: the only configured cluster).
     pub coordination_cluster: Option<String>,
+    /// Where the tasks of views spread over a Kappa cluster's nodes are
+    /// checkpointed: `s3://bucket/prefix` (credentials and endpoint from
+    /// the `AWS_*` environment variables) or `file:///dir` (default none:
+    /// a node taking a partition over rebuilds it from the partition's
+    /// start).
+    pub checkpoint_url: Option<String>,
+    /// How often each task is checkpointed (ms; default 10000).
+    pub checkpoint_interval_ms: u64,
 }
 
 /// Which per-record limit a produced record exceeds.
@@ -237,6 +245,8 @@ impl Default for ServerConfig {
             cluster_id: None,
             advertise_url: None,
             coordination_cluster: None,
+            checkpoint_url: None,
+            checkpoint_interval_ms: 10_000,
         }
     }
 }
@@ -332,6 +342,12 @@ pub struct Overrides {
     /// The configured cluster holding the Kappa cluster's control topic [default: the only one].
     #[arg(long, env = "KAPPA_COORDINATION_CLUSTER")]
     pub coordination_cluster: Option<String>,
+    /// Checkpoint the tasks of views spread over the Kappa cluster here: s3://bucket/prefix or file:///dir [default: none].
+    #[arg(long, env = "KAPPA_CHECKPOINT_URL")]
+    pub checkpoint_url: Option<String>,
+    /// How often each task is checkpointed, ms [default: 10000].
+    #[arg(long, env = "KAPPA_CHECKPOINT_INTERVAL_MS")]
+    pub checkpoint_interval_ms: Option<u64>,
 }
 
 /// A retention setting given as a flag: milliseconds, or `none` (forever).
@@ -461,6 +477,12 @@ impl ServerConfig {
         if o.coordination_cluster.is_some() {
             config.coordination_cluster = o.coordination_cluster;
         }
+        if o.checkpoint_url.is_some() {
+            config.checkpoint_url = o.checkpoint_url;
+        }
+        if let Some(ms) = o.checkpoint_interval_ms {
+            config.checkpoint_interval_ms = ms;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -496,6 +518,12 @@ impl ServerConfig {
                 }
             }
             self.coordination_cluster_name()?;
+        }
+        if self.checkpoint_url.is_some() && self.cluster_id.is_none() {
+            bail!("checkpoint_url is for the nodes of a Kappa cluster: give cluster_id too");
+        }
+        if self.checkpoint_interval_ms < 100 {
+            bail!("checkpoint_interval_ms must be at least 100");
         }
         if self.default_partitions == 0
             || self.default_partitions > kappa_log::MAX_PARTITIONS_PER_TOPIC
@@ -616,6 +644,7 @@ impl ServerConfig {
             clock: crate::views::Clock::system(),
             clusters: None,
             assignments: None,
+            checkpoints: None,
         }
     }
 

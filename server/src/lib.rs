@@ -122,6 +122,14 @@ async fn serve_all(
         assignments: nodes
             .clone()
             .map(|n| n as Arc<dyn kappa_processor::spread::Assignments>),
+        checkpoints: match &config.checkpoint_url {
+            Some(url) => Some((
+                Arc::new(nodes::checkpoints::TaskCheckpoints::open(url)?)
+                    as Arc<dyn kappa_processor::spread::Checkpoints>,
+                std::time::Duration::from_millis(config.checkpoint_interval_ms),
+            )),
+            None => None,
+        },
         ..config.manager_config()
     };
     let views = {

@@ -56,6 +56,7 @@ fn manager_config(dir: &Path) -> ManagerConfig {
         clock: Clock::system(),
         clusters: None,
         assignments: None,
+        checkpoints: None,
     }
 }
 

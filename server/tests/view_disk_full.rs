@@ -48,6 +48,7 @@ fn manager_config(dir: &Path, clock: &Arc<AtomicI64>) -> ManagerConfig {
         clock: Clock::manual(clock.clone()),
         clusters: None,
         assignments: None,
+        checkpoints: None,
     }
 }
 

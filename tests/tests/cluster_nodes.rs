@@ -173,8 +173,24 @@ fn node_args(bootstrap: &str, id: &str, port: u16) -> Vec<String> {
 }
 
 fn start_node(bootstrap: &str, id: &str) -> Server {
-    let args = node_args(bootstrap, id, free_port());
-    Server::start(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    start_node_with(bootstrap, id, &[], &[])
+}
+
+/// [`start_node`] with more arguments and environment variables.
+fn start_node_with(bootstrap: &str, id: &str, more: &[&str], env: &[(&str, &str)]) -> Server {
+    let mut args = node_args(bootstrap, id, free_port());
+    args.extend(more.iter().map(|a| a.to_string()));
+    Server::start_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), env)
+}
+
+/// The value of the Prometheus sample `name{labels…}` on `node` (0 when
+/// absent), summed over the samples whose labels contain `labels`.
+fn metric(node: &Server, name: &str, labels: &str) -> f64 {
+    let text = node.send("GET", "/metrics", None, &[], None).text;
+    text.lines()
+        .filter(|l| l.starts_with(name) && l.contains(labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// Waits until every row read through `client` equals `want`, reflecting
@@ -207,7 +223,20 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
     let tansu = Tansu::start();
     tansu.create_topic("user_events", 6);
     let bootstrap = tansu.bootstrap();
-    let nodes: Vec<Server> = (0..3).map(|_| start_node(&bootstrap, "c1")).collect();
+    // The tasks checkpoint to an S3-compatible server every 200 ms.
+    let moto = Moto::start();
+    moto.create_bucket("checkpoints");
+    let env = moto.client_env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let more = [
+        "--checkpoint-url",
+        "s3://checkpoints/c1",
+        "--checkpoint-interval-ms",
+        "200",
+    ];
+    let nodes: Vec<Server> = (0..3)
+        .map(|_| start_node_with(&bootstrap, "c1", &more, &env))
+        .collect();
 
     // A statement on one node takes effect on all.
     let declared = nodes[0].sql_ok(&user_events_on("prod"));
@@ -227,6 +256,18 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
             events.len() as u64,
             &format!("node {i}"),
         );
+    }
+
+    // Every node checkpointed its tasks to S3.
+    for node in &nodes {
+        eventually("a checkpoint in S3", Duration::from_secs(60), || {
+            (metric(
+                node,
+                "kappa_view_checkpoint_seconds_count",
+                "purchase_stats",
+            ) > 0.0)
+                .then_some(())
+        });
     }
 
     // `kappa cluster` shows the three nodes up, each owning partitions.
@@ -330,11 +371,25 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
     let tansu = Tansu::start();
     tansu.create_topic("user_events", 6);
     let bootstrap = tansu.bootstrap();
-    let mut nodes: Vec<Server> = (0..3).map(|_| start_node(&bootstrap, "c2")).collect();
+    // The tasks checkpoint to a directory the nodes share.
+    let shared = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", shared.path().display());
+    let more = ["--checkpoint-url", &url, "--checkpoint-interval-ms", "200"];
+    let mut nodes: Vec<Server> = (0..3)
+        .map(|_| start_node_with(&bootstrap, "c2", &more, &[]))
+        .collect();
     nodes[0].sql_ok(&user_events_on("prod"));
     nodes[0].sql_ok(PURCHASE_STATS);
     produce_to_cluster(&bootstrap, "user_events", first);
     converge(&nodes[1].client(), first, "before the kill");
+    eventually("node 2 checkpointed", Duration::from_secs(60), || {
+        (metric(
+            &nodes[2],
+            "kappa_view_checkpoint_seconds_count",
+            "purchase_stats",
+        ) > 0.0)
+            .then_some(())
+    });
 
     // Node 2 dies mid-ingest: the others take its partitions over and
     // rebuild them; every answer on the way matches its offsets.
@@ -342,6 +397,12 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
     produce_to_cluster(&bootstrap, "user_events", second);
     let answers = converge(&nodes[0].client(), &events, "after the kill");
     assert!(answers > 0);
+    // The partitions taken over started from node 2's checkpoints.
+    let restores: f64 = nodes[..2]
+        .iter()
+        .map(|n| metric(n, "kappa_view_checkpoint_restores_total", "purchase_stats"))
+        .sum();
+    assert!(restores > 0.0, "no checkpoint was restored on takeover");
     for user in ["u0", "u1", "u2", "u3"] {
         if let Some((rows, offsets)) = user_rows(&nodes[1].client(), user) {
             let want: Rows = rows_at(&events, &offsets)

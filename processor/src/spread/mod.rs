@@ -23,6 +23,7 @@
 //! a window closes when its partition's events pass it, not when every
 //! partition's do.
 
+pub mod checkpoint;
 pub mod partition;
 
 use std::collections::BTreeMap;
@@ -38,7 +39,14 @@ use crate::progress::{Progress, ProgressSnapshot};
 use crate::state::store::{Scope, Store};
 use crate::version::{PartitionLag, RunningProcessor};
 
+pub use checkpoint::{CheckpointPlan, Checkpoints};
 pub use partition::{OnePartition, PartitionTopic};
+
+/// Seconds a task's checkpoint took (made and saved), by view and version.
+pub const CHECKPOINT_SECONDS: &str = "kappa_view_checkpoint_seconds";
+
+/// Task checkpoints that failed, by view.
+pub const CHECKPOINT_FAILURES: &str = "kappa_view_checkpoint_failures_total";
 
 /// How long a task that failed waits before it is started again.
 pub const TASK_RETRY: Duration = Duration::from_secs(1);
@@ -122,6 +130,11 @@ struct Shared {
     /// not owned) and the lowest watermark of the tasks.
     progress: Arc<Progress>,
     stopping: AtomicBool,
+    /// How the tasks are checkpointed (none: they are not).
+    checkpoint: Option<CheckpointPlan>,
+    /// Per partition, the offset and time (ms) of its last checkpoint
+    /// saved from here.
+    checkpointed: Mutex<BTreeMap<u32, (u64, i64)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -132,7 +145,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// partitions this node owns.
 pub struct SpreadVersion {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    /// The reconciling thread, and the checkpointing one if any.
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl SpreadVersion {
@@ -144,8 +158,11 @@ impl SpreadVersion {
         partitions: usize,
         assignment: Arc<dyn Assignment>,
         start: StartTask,
+        checkpoint: Option<CheckpointPlan>,
     ) -> Result<SpreadVersion> {
         let shared = Arc::new(Shared {
+            checkpoint,
+            checkpointed: Mutex::new(BTreeMap::new()),
             progress: Arc::new(Progress::new(partitions, &scope.name, scope.version)),
             scope,
             assignment,
@@ -164,10 +181,28 @@ impl SpreadVersion {
                 move || shared.follow()
             })
             .map_err(|e| ProcessorError::Stopped(format!("cannot start a thread: {e}")))?;
-        Ok(SpreadVersion {
-            shared,
-            thread: Some(thread),
-        })
+        let mut threads = vec![thread];
+        if shared.checkpoint.is_some() {
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!(
+                        "kappa-ckpt-{}@{}",
+                        shared.scope.name, shared.scope.version
+                    ))
+                    .spawn({
+                        let shared = shared.clone();
+                        move || shared.checkpoint_until_stopped()
+                    })
+                    .map_err(|e| ProcessorError::Stopped(format!("cannot start a thread: {e}")))?,
+            );
+        }
+        Ok(SpreadVersion { shared, threads })
+    }
+
+    /// Per partition owned here, the offset and time (ms since the epoch)
+    /// of its newest checkpoint saved from this node.
+    pub fn checkpoints(&self) -> BTreeMap<u32, (u64, i64)> {
+        lock(&self.shared.checkpointed).clone()
     }
 
     /// The partitions whose tasks run here now.
@@ -231,7 +266,7 @@ impl SpreadVersion {
 
     /// True once the following thread ended.
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        self.threads.first().is_none_or(JoinHandle::is_finished)
     }
 
     /// Asks every task to end without a final commit.
@@ -250,7 +285,7 @@ impl SpreadVersion {
 
     fn finish(&mut self) -> Result<()> {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
         let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
@@ -383,6 +418,51 @@ impl Shared {
                 Err(e) => {
                     tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "cannot start the partition's task");
                     lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
+                }
+            }
+        }
+    }
+
+    /// Checkpoints every task whose offset moved, every
+    /// [`CheckpointPlan::every`], until stopped.
+    fn checkpoint_until_stopped(&self) {
+        let Some(plan) = &self.checkpoint else {
+            return;
+        };
+        let mut next = Instant::now() + plan.every;
+        while !self.stopping.load(Ordering::SeqCst) {
+            if Instant::now() < next {
+                std::thread::sleep(RECONCILE_EVERY.max(Duration::from_millis(50)));
+                continue;
+            }
+            next = Instant::now() + plan.every;
+            let stores: Vec<TaskStore> = self.stores();
+            for task in stores {
+                if self.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                let offset = checkpoint::committed_offset(&task.store, &task.scope);
+                let last = lock(&self.checkpointed).get(&task.partition).map(|c| c.0);
+                if offset.as_ref().is_ok_and(|o| o.is_none() || *o == last) {
+                    continue;
+                }
+                let started = Instant::now();
+                match checkpoint::take(&task.store, &task.scope, plan) {
+                    Ok(offset) => {
+                        let labels = [
+                            ("view", self.scope.name.clone()),
+                            ("version", self.scope.version.to_string()),
+                        ];
+                        metrics::histogram!(CHECKPOINT_SECONDS, &labels)
+                            .record(started.elapsed().as_secs_f64());
+                        lock(&self.checkpointed)
+                            .insert(task.partition, (offset, kappa_log::now_ms()));
+                    }
+                    Err(e) => {
+                        metrics::counter!(CHECKPOINT_FAILURES, "view" => self.scope.name.clone())
+                            .increment(1);
+                        tracing::warn!(view = %self.scope.name, version = self.scope.version, partition = task.partition, error = %e, "checkpoint failed");
+                    }
                 }
             }
         }

@@ -22,6 +22,7 @@
 //! control topic's statements, so a restart runs only newer ones.
 
 pub mod applied;
+pub mod checkpoints;
 pub mod record;
 pub mod rows;
 

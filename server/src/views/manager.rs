@@ -82,6 +82,11 @@ pub struct ManagerConfig {
     /// The partitions of views spread over the nodes of a Kappa cluster
     /// this node owns (`None`: every view runs whole here).
     pub assignments: Option<Arc<dyn kappa_processor::spread::Assignments>>,
+    /// Where the tasks of spread versions are checkpointed, and how often.
+    pub checkpoints: Option<(
+        Arc<dyn kappa_processor::spread::Checkpoints>,
+        std::time::Duration,
+    )>,
 }
 
 /// In-memory state: the catalog as last persisted and what runs.
@@ -165,8 +170,12 @@ fn open_host(config: &ManagerConfig, log: Arc<Log>) -> Result<ViewHost> {
         Some(clusters) => host.with_clusters(clusters.clone()),
         None => host,
     };
-    Ok(match &config.assignments {
+    let host = match &config.assignments {
         Some(assignments) => host.with_assignments(assignments.clone()),
+        None => host,
+    };
+    Ok(match &config.checkpoints {
+        Some((checkpoints, every)) => host.with_checkpoints(checkpoints.clone(), *every),
         None => host,
     })
 }

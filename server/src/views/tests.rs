@@ -50,6 +50,7 @@ fn fixture_with_grace(grace_ms: u64) -> Fixture {
             clock: Clock::manual(clock.clone()),
             clusters: None,
             assignments: None,
+            checkpoints: None,
         },
     )
     .unwrap();
