@@ -195,10 +195,13 @@ impl ViewHost {
         plan: &Plan,
         scope: &Scope,
     ) -> Result<Option<Arc<dyn spread::Assignment>>> {
-        match &self.assignments {
-            Some(assignments) => assignments.assignment(plan, scope),
-            None => Ok(None),
+        let Some(assignments) = &self.assignments else {
+            return Ok(None);
+        };
+        if plan.source.cluster.is_some() {
+            spread::check_spreadable(plan)?;
         }
+        assignments.assignment(plan, scope)
     }
 
     /// Runs version `version` of `plan` as the tasks of the partitions

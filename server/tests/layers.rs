@@ -212,7 +212,10 @@ fn the_kafka_listener_asks_the_one_authorization_decision() {
 /// expressions), the data it answers with (rows, changes, diffs,
 /// progress, errors), `host`, the one way to run views and read them, and
 /// `source`, the interface their inputs are read through (the server hands
-/// in its clusters). Runners, stores and RocksDB stay behind `host`.
+/// in its clusters), and `spread`, the interfaces of a version spread over
+/// a Kappa cluster's nodes (the server hands in which partitions this node
+/// owns and where checkpoints go). Runners, stores and RocksDB stay
+/// behind `host`.
 const PROCESSOR_SURFACE: &[&str] = &[
     "accumulators",
     "changes",
@@ -227,6 +230,7 @@ const PROCESSOR_SURFACE: &[&str] = &[
     "progress",
     "sink",
     "source",
+    "spread",
     "sql",
     "view",
     "window",

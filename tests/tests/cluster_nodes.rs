@@ -51,11 +51,15 @@ fn produce_to_cluster(bootstrap: &str, topic: &str, events: &[Event]) {
     produce_records(bootstrap, topic, &records);
 }
 
-/// The brief's `user_events`, its topic on the cluster `cluster`.
+/// The brief's `user_events`, its topic on the cluster `cluster`, keyed
+/// by `user_id` (its KEY column: each user's records in one partition).
 fn user_events_on(cluster: &str) -> String {
     let with = "KAFKA_TOPIC='user_events'";
-    assert!(USER_EVENTS.contains(with));
-    USER_EVENTS.replace(with, &format!("{with}, CLUSTER='{cluster}'"))
+    let user = "user_id VARCHAR,";
+    assert!(USER_EVENTS.contains(with) && USER_EVENTS.contains(user));
+    USER_EVENTS
+        .replace(with, &format!("{with}, CLUSTER='{cluster}'"))
+        .replace(user, "user_id VARCHAR KEY,")
 }
 
 /// purchase_stats over the built-in log (6 partitions), fed `events`.
@@ -242,6 +246,19 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
     let declared = nodes[0].sql_ok(&user_events_on("prod"));
     assert_eq!(declared[0]["topic_created"], false, "{declared:?}");
     nodes[1].sql_ok(PURCHASE_STATS);
+    // A GROUP BY on another column than the record key would split a
+    // group's rows over the partitions' tasks: refused, on every node.
+    let (status, body) = nodes[2].client().sql(
+        "CREATE TABLE per_kind AS SELECT event_type, COUNT(*) AS n FROM user_events GROUP BY event_type;",
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("GROUP BY must be the record key"),
+        "{body}"
+    );
     for node in &nodes {
         eventually("every node knows the view", Duration::from_secs(60), || {
             (node.client().get("/v1/views/purchase_stats").0 == 200).then_some(())

@@ -73,6 +73,24 @@ pub trait Assignments: Send + Sync + fmt::Debug {
     fn assignment(&self, plan: &Plan, scope: &Scope) -> Result<Option<Arc<dyn Assignment>>>;
 }
 
+/// Refuses a plan whose state cannot be split by input partition: an
+/// aggregate must group by the record key (`ROWKEY`, or the stream's
+/// `KEY` column), so that each group's records are all in one partition
+/// and its rows in one task. Grouping by another column needs the records
+/// re-keyed through a repartition topic first, which is not built yet.
+pub fn check_spreadable(plan: &Plan) -> Result<()> {
+    let crate::plan::Operation::Aggregate(spec) = &plan.operation else {
+        return Ok(());
+    };
+    if matches!(&spec.group_by[..], [crate::expr::Expr::Key]) {
+        return Ok(());
+    }
+    Err(ProcessorError::InvalidPlan(format!(
+        "view '{}' runs on several nodes of a Kappa cluster, each owning some partitions of '{}': its GROUP BY must be the record key (the stream's KEY column, or ROWKEY), so that every record of a group is in one partition. Declare the key column (`user_id VARCHAR KEY`) of records keyed by it; grouping by another column needs a repartition topic, which Kappa clusters do not make yet",
+        plan.name, plan.source.topic
+    )))
+}
+
 /// The scope of `scope`'s task for `partition`: `<name>#<partition>`,
 /// same version (`#` is in no view name).
 pub fn task_scope(scope: &Scope, partition: u32) -> Scope {
