@@ -44,6 +44,10 @@ pub(crate) struct OutRecord {
     pub(crate) value: String,
     /// Record timestamp (ms).
     pub(crate) timestamp: i64,
+    /// The input partition and offset it was made from (a repartition
+    /// topic's records: see [`crate::spread::repartition`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) source: Option<(u32, u64)>,
     /// Place of the input that made it in the version's processing order
     /// (records from key-shard workers are put back in this order).
     #[serde(skip)]
@@ -89,6 +93,7 @@ impl LateRecord {
                 .map(|k| String::from_utf8_lossy(k).into_owned()),
             value: String::from_utf8_lossy(&self.value).into_owned(),
             timestamp: self.timestamp,
+            source: None,
             seq,
         }
     }
@@ -180,6 +185,9 @@ impl Runtime {
         }
         if let Some(j) = &mut self.join {
             j.flush(&mut batch);
+        }
+        if let Some(s) = &self.source_dedup {
+            s.flush(&mut batch, &cf);
         }
         let state_written = !batch.is_empty();
         let flushed_us = started.elapsed().as_micros() as u64;
@@ -281,6 +289,7 @@ impl Runtime {
                 // A window's start, else the log time of the input that
                 // changed the row: the same in every replay.
                 timestamp: change.window.map_or(self.log_time, |(s, _)| s),
+                source: None,
                 seq: self.event_seq,
             });
         }
@@ -324,6 +333,7 @@ impl Runtime {
                     key: r.key.as_deref(),
                     value: &r.value,
                     timestamp: r.timestamp,
+                    source: r.source,
                 })
                 .collect();
             output.append(seq, &out)?;

@@ -244,6 +244,7 @@ impl Pipeline {
             sink,
             late: self.late,
             sink_cluster: None,
+            spread_stage: None,
         }
     }
 }

@@ -228,6 +228,21 @@ impl ViewHost {
                     every: *every,
                     scratch: self.stores.dir().join(".checkpoints"),
                 });
+        // A GROUP BY on another column than the record key: re-keyed
+        // through a repartition topic first (spread::repartition).
+        let repartition = match spread::repartition::needs_repartition(&plan) {
+            true => {
+                let assignments = self.assignments.as_ref().ok_or_else(|| {
+                    crate::error::ProcessorError::InvalidPlan("no Kappa cluster".into())
+                })?;
+                let cluster = plan.source.cluster.clone().unwrap_or_default();
+                let topic = assignments.internal_topic(&scope, "repartition");
+                assignments.create_topic(&cluster, &topic, partitions as u32)?;
+                let (first, _) = spread::repartition::stages(&plan, &topic, 0)?;
+                Some((topic, self.cluster_sink_maker(&first)))
+            }
+            false => None,
+        };
         let start = {
             let checkpoint = checkpoint.clone();
             let (stores, log, plan, scope) = (
@@ -238,41 +253,55 @@ impl ViewHost {
             );
             let sink = self.cluster_sink_maker(&plan);
             move |partition: u32| -> Result<Task> {
-                let task = spread::task_scope(&scope, partition);
-                if let Some(plan) = &checkpoint {
-                    spread::checkpoint::prepare(&stores, &task, plan)?;
-                }
-                let store = match stores.exists(&task) {
-                    true => stores.existing(&task)?,
-                    false => stores.create(&task)?,
-                };
-                let mut plan = plan.clone();
-                plan.name = task.name.clone();
-                let mut options = options.clone();
-                if let StartFrom::Offsets(offsets) = &options.start {
-                    options.start = StartFrom::Offsets(
+                let run =
+                    |plan: &Plan, task: &Scope, start: StartFrom, sink: &Option<SinkMaker>| {
+                        let mut options = options.clone();
+                        options.start = start;
+                        // A node's cores go to its tasks, one thread each.
+                        options.workers = 1;
+                        start_task(
+                            &stores,
+                            &log,
+                            &source,
+                            sink,
+                            checkpoint.as_ref(),
+                            plan,
+                            task,
+                            partition,
+                            options,
+                        )
+                    };
+                let start_here = match &options.start {
+                    StartFrom::Offsets(offsets) => StartFrom::Offsets(
                         offsets
                             .get(partition as usize)
                             .copied()
                             .into_iter()
                             .collect(),
-                    );
-                }
-                let source = OnePartition::shared(source.clone(), &plan.source.topic, partition);
-                let sink = match &sink {
-                    Some(make) => Some(make(&task)?),
-                    None => None,
+                    ),
+                    other => other.clone(),
                 };
-                let running = RunningVersion::start(
-                    plan,
-                    version,
-                    log.clone(),
-                    source,
-                    sink,
-                    store.clone(),
-                    options,
-                )?;
-                Ok(Task { running, store })
+                let task = spread::task_scope(&scope, partition);
+                let Some((topic, first_sink)) = &repartition else {
+                    let (running, store) = run(&plan, &task, start_here, &sink)?;
+                    return Ok(Task {
+                        running,
+                        store,
+                        upstream: None,
+                    });
+                };
+                let (first, second) = spread::repartition::stages(&plan, topic, partition)?;
+                // The aggregate reads its repartition partition from the
+                // start of the (new) topic; the first stage the input from
+                // where the version starts.
+                let (running, store) = run(&second, &task, StartFrom::Earliest, &sink)?;
+                let upstream = spread::first_stage_scope(&scope, partition);
+                let (first_running, _) = run(&first, &upstream, start_here, first_sink)?;
+                Ok(Task {
+                    running,
+                    store,
+                    upstream: Some(first_running),
+                })
             }
         };
         let spread = SpreadVersion::start(
@@ -291,11 +320,7 @@ impl ViewHost {
 
     /// Makes the sink of a task's output topic when `plan`'s lives on a
     /// cluster (one writer per task).
-    #[allow(clippy::type_complexity)]
-    fn cluster_sink_maker(
-        &self,
-        plan: &Plan,
-    ) -> Option<Box<dyn Fn(&Scope) -> Result<Arc<dyn crate::sink::OutputSink>> + Send + Sync>> {
+    fn cluster_sink_maker(&self, plan: &Plan) -> Option<SinkMaker> {
         let (Some(name), crate::plan::Sink::Topic(topic), Some(clusters)) =
             (&plan.sink_cluster, &plan.sink, &self.clusters)
         else {
@@ -432,6 +457,50 @@ impl ViewHost {
         }
         self.stores.remove_when_closed(scope, patience)
     }
+}
+
+/// Makes the sink of a task's output topic on a cluster, for the task.
+type SinkMaker = Box<dyn Fn(&Scope) -> Result<Arc<dyn crate::sink::OutputSink>> + Send + Sync>;
+
+/// Starts one task of a spread version: `plan` as `task` over partition
+/// `partition` of its stream topic in `source`, in its store (restored
+/// from the newest checkpoint first when that is ahead of it).
+#[allow(clippy::too_many_arguments)]
+fn start_task(
+    stores: &Stores,
+    log: &Arc<Log>,
+    source: &Arc<dyn Source>,
+    sink: &Option<SinkMaker>,
+    checkpoint: Option<&spread::CheckpointPlan>,
+    plan: &Plan,
+    task: &Scope,
+    partition: u32,
+    options: RunOptions,
+) -> Result<(RunningVersion, Arc<Store>)> {
+    if let Some(plan) = checkpoint {
+        spread::checkpoint::prepare(stores, task, plan)?;
+    }
+    let store = match stores.exists(task) {
+        true => stores.existing(task)?,
+        false => stores.create(task)?,
+    };
+    let mut plan = plan.clone();
+    plan.name = task.name.clone();
+    let source = OnePartition::shared(source.clone(), &plan.source.topic, partition);
+    let sink = match sink {
+        Some(make) => Some(make(task)?),
+        None => None,
+    };
+    let running = RunningVersion::start(
+        plan,
+        task.version,
+        log.clone(),
+        source,
+        sink,
+        store.clone(),
+        options,
+    )?;
+    Ok((running, store))
 }
 
 /// Reads one version's rows, its position and its size. Each read is one

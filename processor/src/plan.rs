@@ -36,6 +36,30 @@ pub struct Plan {
     /// go to the built-in log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sink_cluster: Option<String>,
+    /// The stage this plan is of a view spread over a Kappa cluster's
+    /// nodes whose `GROUP BY` is not the record key (never set by SQL:
+    /// [`crate::spread::repartition`] derives both stages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_stage: Option<SpreadStage>,
+}
+
+/// A stage of a view re-keyed through a repartition topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpreadStage {
+    /// Each event passing the filter goes to `topic`, keyed by its group
+    /// key, its value and record timestamp as read, with the input
+    /// `partition` and its offset as its source; nothing is aggregated.
+    Repartition {
+        /// The repartition topic.
+        topic: String,
+        /// The input partition this stage reads.
+        partition: u32,
+    },
+    /// The aggregate over the repartition topic: a record whose source
+    /// position is not past the last one taken from that source is a
+    /// repeat (the first stage replayed after a takeover) and dropped.
+    AfterRepartition,
 }
 
 /// Where event time comes from.

@@ -168,6 +168,9 @@ pub struct Runtime {
     pub(crate) caught_up: bool,
     /// Largest append time among records processed since the last commit.
     pub(crate) newest_input_ms: Option<i64>,
+    /// For the aggregate stage of a repartitioned view: the last input
+    /// position taken per input partition ([`crate::spread::repartition`]).
+    pub(crate) source_dedup: Option<crate::spread::repartition::SourceDedup>,
     pub(crate) progress: Arc<Progress>,
     /// Turns input records into events.
     pub(crate) decoder: Decoder,
@@ -284,6 +287,7 @@ impl Runtime {
             uncommitted_records: 0,
             caught_up: false,
             newest_input_ms: None,
+            source_dedup: None,
         };
         rt.restore(partitions)?;
         if let Operation::Aggregate(spec) = &rt.plan.operation {
@@ -368,6 +372,12 @@ impl Runtime {
             self.log_time = t as i64;
         }
         self.outbox_seq = self.get_u64(Meta::OutboxSeq)?.unwrap_or(0);
+        if self.plan.spread_stage == Some(crate::plan::SpreadStage::AfterRepartition) {
+            self.source_dedup = Some(crate::spread::repartition::SourceDedup::restore(
+                &self.store,
+                &self.scope.state_cf(),
+            )?);
+        }
         if let Some(d) = &mut self.dedup {
             d.restore(&self.store)?;
         }
@@ -653,6 +663,17 @@ impl Runtime {
         buffer: &bytes::Bytes,
         append_time: i64,
     ) -> Result<()> {
+        if let Some(dedup) = &mut self.source_dedup {
+            let source = record
+                .headers
+                .iter()
+                .find(|h| h.name == crate::spread::repartition::SOURCE_HEADER)
+                .map(|h| h.value);
+            if !dedup.admit(source) {
+                self.progress.count_duplicate();
+                return Ok(());
+            }
+        }
         let prepared = match self.decoder.decode(partition, record, buffer, append_time) {
             Decoded::Invalid => {
                 self.progress.count_invalid();
@@ -703,6 +724,23 @@ impl Runtime {
                 return Ok(());
             }
         }
+        if let (
+            Some(crate::plan::SpreadStage::Repartition { topic, partition }),
+            Operation::Aggregate(spec),
+        ) = (&self.plan.spread_stage, &self.plan.operation)
+        {
+            // The first stage of a repartitioned view: re-key, nothing more.
+            let grouped = crate::operator::aggregate::GroupedEvent::of(spec, &event);
+            self.outbox.push(OutRecord {
+                topic: topic.clone(),
+                key: Some(String::from_utf8_lossy(grouped.key_bytes()).into_owned()),
+                value: String::from_utf8_lossy(&event.raw_value).into_owned(),
+                timestamp: event.record_timestamp,
+                source: Some((*partition, event.offset)),
+                seq: self.event_seq,
+            });
+            return Ok(());
+        }
         match &self.plan.operation {
             Operation::Project { columns } => {
                 let row: serde_json::Map<String, Value> = columns
@@ -715,6 +753,7 @@ impl Runtime {
                         key: event.key_text().map(str::to_string),
                         value: Value::Object(row).to_string(),
                         timestamp: event.event_time,
+                        source: None,
                         seq: self.event_seq,
                     });
                 }

@@ -28,6 +28,10 @@ pub struct OutputRecord<'a> {
     pub value: &'a str,
     /// The record timestamp (ms).
     pub timestamp: i64,
+    /// The input partition and offset it was made from, when the reader
+    /// of the topic drops repeats by it (a repartition topic: header
+    /// `kappa-source` = `<partition>:<offset>`).
+    pub source: Option<(u32, u64)>,
 }
 
 /// A topic outside the built-in log that one version writes.

@@ -62,12 +62,44 @@ fn user_events_on(cluster: &str) -> String {
         .replace(user, "user_id VARCHAR KEY,")
 }
 
-/// purchase_stats over the built-in log (6 partitions), fed `events`.
-fn reference_rows(events: &[Event]) -> Rows {
+/// A view grouping by another column than the record key: on a Kappa
+/// cluster its records go through a repartition topic.
+const PER_KIND: &str =
+    "CREATE TABLE per_kind AS SELECT event_type, COUNT(*) AS n, SUM(amount) AS total
+  FROM user_events GROUP BY event_type;";
+
+/// Every row of per_kind through `client`: kind → (count, total); `None`
+/// while a read fails.
+fn kinds(client: &Client) -> Option<BTreeMap<String, (u64, f64)>> {
+    let (status, body) = client.get("/v1/views/per_kind/rows?limit=100");
+    if status != 200 {
+        return None;
+    }
+    Some(
+        body["rows"]
+            .as_array()?
+            .iter()
+            .map(|r| {
+                (
+                    r["key"].as_str().unwrap().to_string(),
+                    (
+                        r["row"]["n"].as_u64().unwrap(),
+                        r["row"]["total"].as_f64().unwrap(),
+                    ),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// purchase_stats and per_kind over the built-in log (6 partitions), fed
+/// `events`.
+fn reference_views(events: &[Event]) -> (Rows, BTreeMap<String, (u64, f64)>) {
     let reference = Server::start(&[]);
     reference.create_topic(&json!({"name": "user_events", "partitions": 6}));
     reference.sql_ok(USER_EVENTS);
     reference.sql_ok(PURCHASE_STATS);
+    reference.sql_ok(PER_KIND);
     let client = reference.client();
     produce_in_chunks(&client, events, 500);
     eventually("the reference view", Duration::from_secs(120), || {
@@ -79,7 +111,14 @@ fn reference_rows(events: &[Event]) -> Rows {
             .sum();
         (reflected == events.len() as u64).then_some(())
     });
-    kappa_tests::events::window_rows(&client, "purchase_stats", "", 1_000)
+    let kinds = eventually("the reference per_kind", Duration::from_secs(60), || {
+        let rows = kinds(&client)?;
+        (rows.values().map(|(n, _)| n).sum::<u64>() == events.len() as u64).then_some(rows)
+    });
+    (
+        kappa_tests::events::window_rows(&client, "purchase_stats", "", 1_000),
+        kinds,
+    )
 }
 
 /// Every row of purchase_stats read through `client` in pages of `page`,
@@ -222,7 +261,7 @@ fn wait_equal(client: &Client, want: &Rows, produced: u64, who: &str) {
 #[test]
 fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
     let events = events(3_000);
-    let want = reference_rows(&events);
+    let (want, want_kinds) = reference_views(&events);
 
     let tansu = Tansu::start();
     tansu.create_topic("user_events", 6);
@@ -246,19 +285,9 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
     let declared = nodes[0].sql_ok(&user_events_on("prod"));
     assert_eq!(declared[0]["topic_created"], false, "{declared:?}");
     nodes[1].sql_ok(PURCHASE_STATS);
-    // A GROUP BY on another column than the record key would split a
-    // group's rows over the partitions' tasks: refused, on every node.
-    let (status, body) = nodes[2].client().sql(
-        "CREATE TABLE per_kind AS SELECT event_type, COUNT(*) AS n FROM user_events GROUP BY event_type;",
-    );
-    assert_eq!(status, 400, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("GROUP BY must be the record key"),
-        "{body}"
-    );
+    // A GROUP BY on another column than the record key: re-keyed through
+    // a repartition topic, each kind's rows on one node.
+    nodes[2].sql_ok(PER_KIND);
     for node in &nodes {
         eventually("every node knows the view", Duration::from_secs(60), || {
             (node.client().get("/v1/views/purchase_stats").0 == 200).then_some(())
@@ -272,6 +301,30 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
             &want,
             events.len() as u64,
             &format!("node {i}"),
+        );
+    }
+
+    // The repartitioned view equals the single node's through every node.
+    for (i, node) in nodes.iter().enumerate() {
+        let mut last = None;
+        let equal = (0..600).find_map(|_| {
+            last = kinds(&node.client());
+            let done = last.as_ref() == Some(&want_kinds);
+            if !done {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            done.then_some(())
+        });
+        assert!(
+            equal.is_some(),
+            "node {i}: per_kind {last:?}, want {want_kinds:?}"
+        );
+        let (status, one) = node.client().get("/v1/views/per_kind/rows?key=purchase");
+        assert_eq!(status, 200, "{one}");
+        assert_eq!(
+            one["rows"][0]["row"]["n"].as_u64(),
+            Some(want_kinds["purchase"].0),
+            "{one}"
         );
     }
 
@@ -397,6 +450,7 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
         .collect();
     nodes[0].sql_ok(&user_events_on("prod"));
     nodes[0].sql_ok(PURCHASE_STATS);
+    nodes[1].sql_ok(PER_KIND);
     produce_to_cluster(&bootstrap, "user_events", first);
     converge(&nodes[1].client(), first, "before the kill");
     eventually("node 2 checkpointed", Duration::from_secs(60), || {
@@ -420,6 +474,28 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
         .map(|n| metric(n, "kappa_view_checkpoint_restores_total", "purchase_stats"))
         .sum();
     assert!(restores > 0.0, "no checkpoint was restored on takeover");
+    // The repartitioned view counted every event once, though the first
+    // stages taken over wrote again what they wrote since their last
+    // checkpoint.
+    let mut want_kinds: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    for e in &events {
+        let row = want_kinds.entry(e.kind.to_string()).or_insert((0, 0.0));
+        row.0 += 1;
+        row.1 += e.amount;
+    }
+    let mut last = None;
+    let equal = (0..600).find_map(|_| {
+        last = kinds(&nodes[0].client());
+        let done = last.as_ref() == Some(&want_kinds);
+        if !done {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        done.then_some(())
+    });
+    assert!(
+        equal.is_some(),
+        "per_kind after the kill: {last:?}, want {want_kinds:?}"
+    );
     for user in ["u0", "u1", "u2", "u3"] {
         if let Some((rows, offsets)) = user_rows(&nodes[1].client(), user) {
             let want: Rows = rows_at(&events, &offsets)

@@ -35,6 +35,7 @@ fn append(sink: &ClusterSink, seq: u64) {
             key: Some(k),
             value: v,
             timestamp: 1_000 + seq as i64,
+            source: None,
         })
         .collect();
     sink.append(seq, &out).unwrap();

@@ -25,6 +25,7 @@
 
 pub mod checkpoint;
 pub mod partition;
+pub mod repartition;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -71,24 +72,26 @@ pub trait Assignments: Send + Sync + fmt::Debug {
     /// The assignment of version `scope` running `plan` on this node, or
     /// `None` when it runs whole here (its input is not shared by nodes).
     fn assignment(&self, plan: &Plan, scope: &Scope) -> Result<Option<Arc<dyn Assignment>>>;
+
+    /// The name of version `scope`'s internal topic `what` (its
+    /// repartition topic), unique to the Kappa cluster.
+    fn internal_topic(&self, scope: &Scope, what: &str) -> String;
+
+    /// Creates `topic` with `partitions` partitions on the cluster
+    /// `cluster` unless it exists.
+    fn create_topic(&self, cluster: &str, topic: &str, partitions: u32) -> Result<()>;
 }
 
-/// Refuses a plan whose state cannot be split by input partition: an
-/// aggregate must group by the record key (`ROWKEY`, or the stream's
-/// `KEY` column), so that each group's records are all in one partition
-/// and its rows in one task. Grouping by another column needs the records
-/// re-keyed through a repartition topic first, which is not built yet.
+/// Refuses a plan whose state cannot be split by partition: an aggregate
+/// grouping by another column than the record key is re-keyed through a
+/// repartition topic ([`repartition`]), which is not built for one that
+/// joins a table first.
 pub fn check_spreadable(plan: &Plan) -> Result<()> {
-    let crate::plan::Operation::Aggregate(spec) = &plan.operation else {
-        return Ok(());
-    };
-    if matches!(&spec.group_by[..], [crate::expr::Expr::Key]) {
-        return Ok(());
+    if repartition::needs_repartition(plan) {
+        // Refuses what cannot be re-keyed (a join first).
+        repartition::stages(plan, "", 0)?;
     }
-    Err(ProcessorError::InvalidPlan(format!(
-        "view '{}' runs on several nodes of a Kappa cluster, each owning some partitions of '{}': its GROUP BY must be the record key (the stream's KEY column, or ROWKEY), so that every record of a group is in one partition. Declare the key column (`user_id VARCHAR KEY`) of records keyed by it; grouping by another column needs a repartition topic, which Kappa clusters do not make yet",
-        plan.name, plan.source.topic
-    )))
+    Ok(())
 }
 
 /// The scope of `scope`'s task for `partition`: `<name>#<partition>`,
@@ -100,10 +103,20 @@ pub fn task_scope(scope: &Scope, partition: u32) -> Scope {
     }
 }
 
-/// The version and partition of a task's scope ([`task_scope`]); `None`
-/// for a version's own scope.
+/// The scope of `scope`'s first-stage task for input `partition` of a
+/// repartitioned view ([`repartition`]): `<name>#<partition>.in`.
+pub fn first_stage_scope(scope: &Scope, partition: u32) -> Scope {
+    Scope {
+        name: format!("{}#{partition}.in", scope.name),
+        version: scope.version,
+    }
+}
+
+/// The version and partition of a task's scope ([`task_scope`],
+/// [`first_stage_scope`]); `None` for a version's own scope.
 pub fn parse_task_scope(scope: &Scope) -> Option<(Scope, u32)> {
     let (name, partition) = scope.name.rsplit_once('#')?;
+    let partition = partition.strip_suffix(".in").unwrap_or(partition);
     Some((
         Scope {
             name: name.to_string(),
@@ -119,6 +132,38 @@ pub struct Task {
     pub running: RunningProcessor,
     /// Its store (read for the partition's rows).
     pub store: Arc<Store>,
+    /// The first stage feeding it through a repartition topic, if the
+    /// view is re-keyed ([`repartition`]).
+    pub upstream: Option<RunningProcessor>,
+}
+
+impl Task {
+    /// The offset of the input partition processed and committed: the
+    /// first stage's when there is one.
+    fn input_committed(&self) -> Option<u64> {
+        let running = self.upstream.as_ref().unwrap_or(&self.running);
+        running.progress().committed_offsets.first().copied()
+    }
+
+    /// True once either stage ended.
+    fn is_finished(&self) -> bool {
+        self.running.is_finished() || self.upstream.as_ref().is_some_and(|u| u.is_finished())
+    }
+
+    /// Stops the first stage, then the aggregate, each after a final commit.
+    fn stop(self) -> Result<()> {
+        let first = self.upstream.map_or(Ok(()), RunningProcessor::stop);
+        let second = self.running.stop();
+        first.and(second)
+    }
+
+    /// Asks both stages to end without a final commit.
+    fn abandon(&self) {
+        if let Some(u) = &self.upstream {
+            u.abandon();
+        }
+        self.running.abandon();
+    }
 }
 
 /// Starts the task of a partition (its store opened, or made).
@@ -275,8 +320,18 @@ impl SpreadVersion {
         let tasks = lock(&self.shared.tasks);
         let mut lags = Vec::with_capacity(tasks.len());
         for (&partition, task) in tasks.iter() {
-            for lag in task.running.lag()? {
-                lags.push(PartitionLag { partition, ..lag });
+            // Stage backlogs add up; positions are the input's.
+            let behind: u64 = match &task.upstream {
+                Some(_) => task.running.lag()?.iter().map(|l| l.lag).sum(),
+                None => 0,
+            };
+            let head = task.upstream.as_ref().unwrap_or(&task.running);
+            for lag in head.lag()? {
+                lags.push(PartitionLag {
+                    partition,
+                    lag: lag.lag + behind,
+                    ..lag
+                });
             }
         }
         Ok(lags)
@@ -291,7 +346,7 @@ impl SpreadVersion {
     pub fn abandon(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         for task in lock(&self.shared.tasks).values() {
-            task.running.abandon();
+            task.abandon();
         }
     }
 
@@ -309,7 +364,7 @@ impl SpreadVersion {
         let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
         let mut result = Ok(());
         for (_, task) in tasks {
-            if let Err(e) = task.running.stop() {
+            if let Err(e) = task.stop() {
                 result = Err(e);
             }
         }
@@ -371,7 +426,7 @@ impl Shared {
             let retry_due = lock(&self.failed)
                 .values()
                 .any(|(_, at)| at.elapsed() >= TASK_RETRY);
-            let finished = lock(&self.tasks).values().any(|t| t.running.is_finished());
+            let finished = lock(&self.tasks).values().any(Task::is_finished);
             if let Some(owned) = owned {
                 if seen != Some(generation) || retry_due || finished {
                     self.reconcile(&owned);
@@ -390,7 +445,7 @@ impl Shared {
             let mut tasks = lock(&self.tasks);
             let ended: Vec<u32> = tasks
                 .iter()
-                .filter(|(p, t)| !owned.contains(p) || t.running.is_finished())
+                .filter(|(p, t)| !owned.contains(p) || t.is_finished())
                 .map(|(p, _)| *p)
                 .collect();
             ended
@@ -400,7 +455,7 @@ impl Shared {
         };
         for (partition, task) in gone {
             let kept = owned.contains(&partition);
-            match task.running.stop() {
+            match task.stop() {
                 Err(e) if kept => {
                     tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped; started again");
                     lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
@@ -493,10 +548,9 @@ impl Shared {
         let mut changed = false;
         for (&p, task) in lock(&self.tasks).iter() {
             let snapshot = task.running.progress();
-            if let (Some(slot), Some(&committed)) = (
-                offsets.get_mut(p as usize),
-                snapshot.committed_offsets.first(),
-            ) {
+            if let (Some(slot), Some(committed)) =
+                (offsets.get_mut(p as usize), task.input_committed())
+            {
                 changed |= *slot != committed;
                 *slot = committed;
             }

@@ -143,6 +143,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
             ObjectKind::Stream => decl.cluster.clone(),
             ObjectKind::Table => None,
         },
+        spread_stage: None,
     };
     plan.validate().map_err(|reason| SqlError::at(at, reason))?;
     Ok(plan)

@@ -201,6 +201,7 @@ fn brief_purchase_stats_plans_a_tumbling_aggregate_into_a_view() {
         sink: Sink::View,
         late: LateHandling::Drop,
         sink_cluster: None,
+        spread_stage: None,
     };
     assert_eq!(p, want);
 }
@@ -227,6 +228,7 @@ fn brief_high_value_alerts_plans_a_filtered_projection_into_a_topic() {
         sink: Sink::Topic("high_value_alerts".into()),
         late: LateHandling::Drop,
         sink_cluster: None,
+        spread_stage: None,
     };
     assert_eq!(p, want);
 }

@@ -136,6 +136,10 @@ pub enum Meta {
     /// `spec`: the aggregate spec readers compute rows with (JSON),
     /// written at open.
     Spec,
+    /// `source_positions`: for a view reading its repartition topic, the
+    /// last input offset taken from each input partition (JSON object of
+    /// partition → offset; see `spread::repartition`).
+    SourcePositions,
 }
 
 /// Name prefix of the [`Meta::Outbox`] entries.
@@ -153,6 +157,7 @@ impl Meta {
             Meta::Outbox(seq) => format!("{OUTBOX_PREFIX}{seq:020}"),
             Meta::OutboxSeq => "outbox_seq".into(),
             Meta::Spec => "spec".into(),
+            Meta::SourcePositions => "source_positions".into(),
         }
     }
 

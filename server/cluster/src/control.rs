@@ -85,22 +85,7 @@ impl ControlTopic {
         config: &ClusterConfig,
         topic: &str,
     ) -> std::result::Result<ControlTopic, String> {
-        let client = client_config(name, config).map_err(|e| e.to_string())?;
-        let admin: AdminClient<DefaultClientContext> = client
-            .create()
-            .map_err(|e| format!("cannot make a client: {e}"))?;
-        let new = NewTopic::new(topic, 1, TopicReplication::Fixed(-1));
-        let options = AdminOptions::new().operation_timeout(Some(TIMEOUT));
-        let created = block_on(admin.create_topics([&new], &options))?
-            .map_err(|e| format!("cannot create the control topic '{topic}': {e}"))?;
-        for result in created {
-            match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((_, code)) => {
-                    return Err(format!("cannot create the control topic '{topic}': {code}"))
-                }
-            }
-        }
+        create_topic(name, config, topic, 1).map_err(|e| format!("the control topic: {e}"))?;
         let mut producer_config = client_config(name, config).map_err(|e| e.to_string())?;
         producer_config
             .set("enable.idempotence", "true")
@@ -199,6 +184,32 @@ impl ControlTopic {
             })
             .map_err(|e| format!("cannot start a thread: {e}"))
     }
+}
+
+/// Creates `topic` with `partitions` partitions (the broker's replication
+/// factor) on the cluster `name` unless it exists.
+pub fn create_topic(
+    name: &str,
+    config: &ClusterConfig,
+    topic: &str,
+    partitions: u32,
+) -> std::result::Result<(), String> {
+    let client = client_config(name, config).map_err(|e| e.to_string())?;
+    let admin: AdminClient<DefaultClientContext> = client
+        .create()
+        .map_err(|e| format!("cannot make a client: {e}"))?;
+    let count = i32::try_from(partitions).map_err(|_| format!("{partitions} partitions"))?;
+    let new = NewTopic::new(topic, count, TopicReplication::Fixed(-1));
+    let options = AdminOptions::new().operation_timeout(Some(TIMEOUT));
+    let created = block_on(admin.create_topics([&new], &options))?
+        .map_err(|e| format!("cannot create topic '{topic}': {e}"))?;
+    for result in created {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((_, code)) => return Err(format!("cannot create topic '{topic}': {code}")),
+        }
+    }
+    Ok(())
 }
 
 /// Runs `future` to its end on this thread (the admin client's futures

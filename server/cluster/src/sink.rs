@@ -88,6 +88,9 @@ impl ClusterSink {
             // with the broker's defaults.
             .set("allow.auto.create.topics", "false")
             .set("acks", "all")
+            // A keyed record goes where Kafka's Java clients (and Kafka
+            // Streams, and Kappa's own log) put it: murmur2 of the key.
+            .set("partitioner", "murmur2_random")
             .set("linger.ms", "5");
         let producer: ThreadedProducer<DefaultProducerContext> = producer_config
             .create()
@@ -133,10 +136,17 @@ impl ClusterSink {
             .map_err(|e| self.failed("beginning a transaction", e))?;
         let entry = format!("{}:{seq}", self.writer);
         for r in records {
-            let headers = OwnedHeaders::new().insert(Header {
+            let mut headers = OwnedHeaders::new().insert(Header {
                 key: OUTBOX_HEADER,
                 value: Some(entry.as_bytes()),
             });
+            let source = r.source.map(|(p, o)| format!("{p}:{o}"));
+            if let Some(source) = &source {
+                headers = headers.insert(Header {
+                    key: kappa_processor::spread::repartition::SOURCE_HEADER,
+                    value: Some(source.as_bytes()),
+                });
+            }
             let mut record = BaseRecord::<str, str>::to(&self.topic)
                 .payload(r.value)
                 .timestamp(r.timestamp)

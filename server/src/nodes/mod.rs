@@ -528,6 +528,29 @@ fn run_operation(state: &AppState, op: Operation) -> Outcome {
 }
 
 impl Assignments for Nodes {
+    fn internal_topic(&self, scope: &Scope, what: &str) -> String {
+        // Kafka topic names take letters, digits, `.`, `_` and `-`.
+        format!(
+            "_kappa-{}-{}-{}-{what}",
+            self.cluster_id, scope.name, scope.version
+        )
+    }
+
+    fn create_topic(
+        &self,
+        cluster: &str,
+        topic: &str,
+        partitions: u32,
+    ) -> kappa_processor::error::Result<()> {
+        let config = self.clusters.get(cluster).ok_or_else(|| {
+            ProcessorError::InvalidPlan(format!(
+                "cluster '{cluster}' is not configured on this server"
+            ))
+        })?;
+        kappa_cluster::create_topic(cluster, config, topic, partitions)
+            .map_err(|e| ProcessorError::WaitingForSource(format!("cluster '{cluster}': {e}")))
+    }
+
     fn assignment(
         &self,
         plan: &Plan,
@@ -552,14 +575,11 @@ impl Assignments for Nodes {
                 partitions: partitions.to_vec(),
             });
         });
-        let assignment: Arc<dyn Assignment> = GroupAssignment::join(
-            cluster,
-            config,
-            &group,
-            &[&plan.source.topic],
-            &self.node,
-            on_change,
-        )?;
+        // A repartitioned view's repartition partition p goes with its
+        // input partition p: owning one is owning both.
+        let topics = [plan.source.topic.as_str()];
+        let assignment: Arc<dyn Assignment> =
+            GroupAssignment::join(cluster, config, &group, &topics, &self.node, on_change)?;
         Ok(Some(assignment))
     }
 }

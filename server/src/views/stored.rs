@@ -1322,6 +1322,8 @@ impl From<Plan> for StoredPlan {
             sink,
             late,
             sink_cluster,
+            // A stage of a spread view is made at run time, never stored.
+            spread_stage: _,
         } = p;
         StoredPlan {
             name,
@@ -1360,6 +1362,7 @@ impl From<StoredPlan> for Plan {
             sink: sink.into(),
             late: late.into(),
             sink_cluster,
+            spread_stage: None,
         }
     }
 }
