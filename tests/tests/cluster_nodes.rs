@@ -375,6 +375,10 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
                 "{user}: {offsets:?}"
             );
         }
+        // A key no partition holds: every node is asked, none has rows.
+        let (rows, offsets) = user_rows(&node.client(), "nobody").unwrap();
+        assert!(rows.is_empty(), "{rows:?}");
+        assert_eq!(offsets.iter().sum::<u64>(), events.len() as u64);
     }
 }
 

@@ -11,8 +11,10 @@
 //! in key order ([`kappa_processor::view::merge_pages`]).
 //!
 //! A node answering a forwarded read (header [`FORWARDED`]) reads only its
-//! own tasks and says which partitions it read (header [`PARTITIONS`]); it
-//! answers `421 not_owner` for a key whose partition it does not own.
+//! own tasks and says which partitions it read (header [`PARTITIONS`]). A
+//! read sent to a key's owner ([`TO_OWNER`]) is answered `421 not_owner` by
+//! a node that does not own the key's partition; a gathering one
+//! ([`GATHER`]) is answered from whatever partitions the node owns.
 //! The asking node checks that the answers cover every partition: while
 //! partitions move (a node joined, left or died) it asks again, and after
 //! [`HANDOVER_WAIT`] answers `503 partitions_unavailable` — never rows
@@ -28,8 +30,14 @@ use crate::views::{RowsOutExt, RowsRequest, SpreadRows};
 use crate::AppState;
 
 /// Header of a read one node forwards to another: answer from your own
-/// tasks only.
+/// tasks only. Its value is [`TO_OWNER`] or [`GATHER`].
 pub const FORWARDED: &str = "kappa-forwarded";
+
+/// [`FORWARDED`] of a key's read sent to the owner of its partition.
+pub const TO_OWNER: &str = "owner";
+
+/// [`FORWARDED`] of a read gathering every node's rows.
+pub const GATHER: &str = "gather";
 
 /// Header of a forwarded read's answer: the partitions it read.
 pub const PARTITIONS: &str = "kappa-partitions";
@@ -191,7 +199,7 @@ fn read_key(
             "partition {partition} is being taken over here"
         )));
     }
-    let (out, _) = forward(&owner, incoming, request)?;
+    let (out, _) = forward(&owner, incoming, request, TO_OWNER)?;
     Ok(out)
 }
 
@@ -204,7 +212,7 @@ fn gather(
 ) -> Result<RowsOut, Retry> {
     let mut answers = vec![local(state, &incoming.view, request)?];
     for (_, peer) in nodes.peers() {
-        match forward(&peer.url, incoming, request) {
+        match forward(&peer.url, incoming, request, GATHER) {
             Ok(answer) => answers.push(answer),
             // A node that stopped: its partitions are someone else's soon.
             Err(Retry(why)) => tracing::debug!(node = %peer.url, why, "no answer"),
@@ -229,12 +237,14 @@ fn gather(
     Ok(merge(answers, request.limit, partitions))
 }
 
-/// Asks the node at `url` for its own rows of `request`; answers them and
-/// the partitions they come from.
+/// Asks the node at `url` for its own rows of `request` (`how`:
+/// [`TO_OWNER`] or [`GATHER`]); answers them and the partitions they come
+/// from.
 fn forward(
     url: &str,
     incoming: &Incoming,
     request: &RowsRequest,
+    how: &str,
 ) -> Result<(RowsOut, Vec<u32>), Retry> {
     let mut target = format!(
         "{}/v1/views/{}/rows?{}",
@@ -252,7 +262,7 @@ fn forward(
     }
     let mut call = ureq::get(&target)
         .timeout(FORWARD_TIMEOUT)
-        .set(FORWARDED, "1");
+        .set(FORWARDED, how);
     if let Some(auth) = &incoming.authorization {
         call = call.set("authorization", auth);
     }

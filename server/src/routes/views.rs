@@ -81,7 +81,11 @@ pub async fn rows(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
     };
-    let forwarded = headers.contains_key(rows::FORWARDED);
+    let forwarded = headers
+        .get(rows::FORWARDED)
+        .map(|v| v.as_bytes() != rows::GATHER.as_bytes());
+    let to_owner = forwarded == Some(true);
+    let forwarded = forwarded.is_some();
     blocking(move || {
         let spread = match &state.nodes {
             Some(_) => state.views.spread_of(&view, request.version)?,
@@ -89,7 +93,7 @@ pub async fn rows(
         };
         match (spread, &state.nodes) {
             (Some(spread), _) if forwarded => {
-                if !rows::owns_read(&spread, &request.query) {
+                if to_owner && !rows::owns_read(&spread, &request.query) {
                     return Err(ApiError::new(
                         StatusCode::MISDIRECTED_REQUEST,
                         "not_owner",
