@@ -296,7 +296,7 @@ impl ViewHost {
                 // where the version starts.
                 let (running, store) = run(&second, &task, StartFrom::Earliest, &sink)?;
                 let upstream = spread::first_stage_scope(&scope, partition);
-                let (first_running, _) = run(&first, &upstream, start_here, first_sink)?;
+                let first_running = run(&first, &upstream, start_here, first_sink)?;
                 Ok(Task {
                     running,
                     store,

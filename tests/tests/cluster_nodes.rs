@@ -531,6 +531,12 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
         },
     );
     converge(&back.client(), &events, "once the partitions moved back");
+
+    // A node stopping gracefully checkpoints its tasks and leaves its
+    // groups: the others take its partitions over, still exact.
+    nodes[1].terminate_ok();
+    converge(&nodes[0].client(), &events, "after a graceful stop");
+    converge(&back.client(), &events, "after a graceful stop");
 }
 
 /// The version `node` serves of purchase_stats.

@@ -133,33 +133,46 @@ pub struct Task {
     /// Its store (read for the partition's rows).
     pub store: Arc<Store>,
     /// The first stage feeding it through a repartition topic, if the
-    /// view is re-keyed ([`repartition`]).
-    pub upstream: Option<RunningProcessor>,
+    /// view is re-keyed ([`repartition`]), and its store.
+    pub upstream: Option<(RunningProcessor, Arc<Store>)>,
 }
 
 impl Task {
     /// The offset of the input partition processed and committed: the
     /// first stage's when there is one.
     fn input_committed(&self) -> Option<u64> {
-        let running = self.upstream.as_ref().unwrap_or(&self.running);
+        let running = self.head();
         running.progress().committed_offsets.first().copied()
+    }
+
+    /// The stage reading the input partition.
+    fn head(&self) -> &RunningProcessor {
+        self.upstream.as_ref().map_or(&self.running, |(u, _)| u)
     }
 
     /// True once either stage ended.
     fn is_finished(&self) -> bool {
-        self.running.is_finished() || self.upstream.as_ref().is_some_and(|u| u.is_finished())
+        self.running.is_finished() || self.upstream.as_ref().is_some_and(|(u, _)| u.is_finished())
     }
 
-    /// Stops the first stage, then the aggregate, each after a final commit.
-    fn stop(self) -> Result<()> {
-        let first = self.upstream.map_or(Ok(()), RunningProcessor::stop);
+    /// Stops the first stage, then the aggregate, each after a final
+    /// commit; answers the stores (scope, store) to checkpoint.
+    fn stop(self, scope: &Scope, partition: u32) -> (Result<()>, Vec<(Scope, Arc<Store>)>) {
+        let mut stores = vec![(task_scope(scope, partition), self.store)];
+        let first = match self.upstream {
+            Some((u, store)) => {
+                stores.push((first_stage_scope(scope, partition), store));
+                u.stop()
+            }
+            None => Ok(()),
+        };
         let second = self.running.stop();
-        first.and(second)
+        (first.and(second), stores)
     }
 
     /// Asks both stages to end without a final commit.
     fn abandon(&self) {
-        if let Some(u) = &self.upstream {
+        if let Some((u, _)) = &self.upstream {
             u.abandon();
         }
         self.running.abandon();
@@ -195,9 +208,12 @@ struct Shared {
     stopping: AtomicBool,
     /// How the tasks are checkpointed (none: they are not).
     checkpoint: Option<CheckpointPlan>,
-    /// Per partition, the offset and time (ms) of its last checkpoint
-    /// saved from here.
-    checkpointed: Mutex<BTreeMap<u32, (u64, i64)>>,
+    /// Per task (scope name), the offset and time (ms) of its last
+    /// checkpoint saved from here.
+    checkpointed: Mutex<BTreeMap<String, (u64, i64)>>,
+    /// Told to end without a final commit (its state is being dropped):
+    /// no final checkpoint either.
+    abandoned: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -226,6 +242,7 @@ impl SpreadVersion {
         let shared = Arc::new(Shared {
             checkpoint,
             checkpointed: Mutex::new(BTreeMap::new()),
+            abandoned: AtomicBool::new(false),
             progress: Arc::new(Progress::new(partitions, &scope.name, scope.version)),
             scope,
             assignment,
@@ -265,7 +282,13 @@ impl SpreadVersion {
     /// Per partition owned here, the offset and time (ms since the epoch)
     /// of its newest checkpoint saved from this node.
     pub fn checkpoints(&self) -> BTreeMap<u32, (u64, i64)> {
-        lock(&self.shared.checkpointed).clone()
+        let checkpointed = lock(&self.shared.checkpointed);
+        (0..self.shared.progress.snapshot().committed_offsets.len() as u32)
+            .filter_map(|p| {
+                let name = task_scope(&self.shared.scope, p).name;
+                checkpointed.get(&name).map(|c| (p, *c))
+            })
+            .collect()
     }
 
     /// The partitions whose tasks run here now.
@@ -325,8 +348,7 @@ impl SpreadVersion {
                 Some(_) => task.running.lag()?.iter().map(|l| l.lag).sum(),
                 None => 0,
             };
-            let head = task.upstream.as_ref().unwrap_or(&task.running);
-            for lag in head.lag()? {
+            for lag in task.head().lag()? {
                 lags.push(PartitionLag {
                     partition,
                     lag: lag.lag + behind,
@@ -344,6 +366,7 @@ impl SpreadVersion {
 
     /// Asks every task to end without a final commit.
     pub fn abandon(&self) {
+        self.shared.abandoned.store(true, Ordering::SeqCst);
         self.shared.stopping.store(true, Ordering::SeqCst);
         for task in lock(&self.shared.tasks).values() {
             task.abandon();
@@ -363,9 +386,27 @@ impl SpreadVersion {
         }
         let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
         let mut result = Ok(());
-        for (_, task) in tasks {
-            if let Err(e) = task.stop() {
+        let mut stores = Vec::new();
+        for (partition, task) in tasks {
+            let (stopped, task_stores) = task.stop(&self.shared.scope, partition);
+            if let Err(e) = stopped {
                 result = Err(e);
+            }
+            stores.extend(
+                task_stores
+                    .into_iter()
+                    .map(|(s, store)| (partition, s, store)),
+            );
+        }
+        // Stopping gracefully: whoever takes the partitions over starts
+        // from where they are now.
+        if !self.shared.abandoned.load(Ordering::SeqCst) {
+            for (partition, scope, store) in stores {
+                self.shared.checkpoint_one(&TaskStore {
+                    partition,
+                    scope,
+                    store,
+                });
             }
         }
         self.shared.assignment.leave();
@@ -455,7 +496,8 @@ impl Shared {
         };
         for (partition, task) in gone {
             let kept = owned.contains(&partition);
-            match task.stop() {
+            let (stopped, stores) = task.stop(&self.scope, partition);
+            match stopped {
                 Err(e) if kept => {
                     tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped; started again");
                     lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
@@ -463,7 +505,16 @@ impl Shared {
                 Err(e) => {
                     tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped with an error on handing over")
                 }
+                Ok(()) if kept => {}
                 Ok(()) => {
+                    // Its new owner starts from here.
+                    for (scope, store) in stores {
+                        self.checkpoint_one(&TaskStore {
+                            partition,
+                            scope,
+                            store,
+                        });
+                    }
                     tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "partition handed over")
                 }
             }
@@ -509,34 +560,63 @@ impl Shared {
                 continue;
             }
             next = Instant::now() + plan.every;
-            let stores: Vec<TaskStore> = self.stores();
-            for task in stores {
+            for task in self.checkpointable() {
                 if self.stopping.load(Ordering::SeqCst) {
                     return;
                 }
-                let offset = checkpoint::committed_offset(&task.store, &task.scope);
-                let last = lock(&self.checkpointed).get(&task.partition).map(|c| c.0);
-                if offset.as_ref().is_ok_and(|o| o.is_none() || *o == last) {
-                    continue;
-                }
-                let started = Instant::now();
-                match checkpoint::take(&task.store, &task.scope, plan) {
-                    Ok(offset) => {
-                        let labels = [
-                            ("view", self.scope.name.clone()),
-                            ("version", self.scope.version.to_string()),
-                        ];
-                        metrics::histogram!(CHECKPOINT_SECONDS, &labels)
-                            .record(started.elapsed().as_secs_f64());
-                        lock(&self.checkpointed)
-                            .insert(task.partition, (offset, kappa_log::now_ms()));
-                    }
-                    Err(e) => {
-                        metrics::counter!(CHECKPOINT_FAILURES, "view" => self.scope.name.clone())
-                            .increment(1);
-                        tracing::warn!(view = %self.scope.name, version = self.scope.version, partition = task.partition, error = %e, "checkpoint failed");
-                    }
-                }
+                self.checkpoint_one(&task);
+            }
+        }
+    }
+
+    /// The stores of every stage of the tasks running here.
+    fn checkpointable(&self) -> Vec<TaskStore> {
+        let tasks = lock(&self.tasks);
+        let mut out = Vec::with_capacity(tasks.len() * 2);
+        for (&partition, task) in tasks.iter() {
+            out.push(TaskStore {
+                partition,
+                scope: task_scope(&self.scope, partition),
+                store: task.store.clone(),
+            });
+            if let Some((_, store)) = &task.upstream {
+                out.push(TaskStore {
+                    partition,
+                    scope: first_stage_scope(&self.scope, partition),
+                    store: store.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Checkpoints one task's store if its offset moved since its last
+    /// checkpoint from here (and checkpoints are kept).
+    fn checkpoint_one(&self, task: &TaskStore) {
+        let Some(plan) = &self.checkpoint else {
+            return;
+        };
+        let offset = checkpoint::committed_offset(&task.store, &task.scope);
+        let last = lock(&self.checkpointed).get(&task.scope.name).map(|c| c.0);
+        if offset.as_ref().is_ok_and(|o| o.is_none() || *o == last) {
+            return;
+        }
+        let started = Instant::now();
+        match checkpoint::take(&task.store, &task.scope, plan) {
+            Ok(offset) => {
+                let labels = [
+                    ("view", self.scope.name.clone()),
+                    ("version", self.scope.version.to_string()),
+                ];
+                metrics::histogram!(CHECKPOINT_SECONDS, &labels)
+                    .record(started.elapsed().as_secs_f64());
+                lock(&self.checkpointed)
+                    .insert(task.scope.name.clone(), (offset, kappa_log::now_ms()));
+            }
+            Err(e) => {
+                metrics::counter!(CHECKPOINT_FAILURES, "view" => self.scope.name.clone())
+                    .increment(1);
+                tracing::warn!(view = %self.scope.name, version = self.scope.version, partition = task.partition, error = %e, "checkpoint failed");
             }
         }
     }
