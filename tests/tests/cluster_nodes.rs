@@ -340,6 +340,22 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
         });
     }
 
+    // GET /v1/cluster on one node has every node's work: its partitions
+    // caught up, and checkpointed.
+    eventually("every node's stats", Duration::from_secs(60), || {
+        let (status, body) = nodes[0].client().get("/v1/cluster");
+        assert_eq!(status, 200, "{body}");
+        let nodes = body["nodes"].as_array()?;
+        let done = nodes.len() == 3
+            && nodes.iter().all(|n| {
+                let view = &n["stats"]["views"]["purchase_stats@1"];
+                view["lag_records"] == 0
+                    && view["checkpoint_age_ms"].is_u64()
+                    && !view["partitions"].as_array().is_none_or(Vec::is_empty)
+            });
+        done.then_some(())
+    });
+
     // `kappa cluster` shows the three nodes up, each owning partitions.
     let shown = String::from_utf8(run_cli(&nodes[2], &["cluster"]).stdout).unwrap();
     assert!(shown.starts_with("Kappa cluster c1\n"), "{shown}");

@@ -85,6 +85,23 @@ pub struct SpreadRows {
     pub owned: Vec<u32>,
 }
 
+/// The work of a version spread over nodes on this node
+/// ([`ViewManager::spread_stats`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpreadStats {
+    /// `view@version`.
+    pub version: String,
+    /// The partitions whose tasks run here.
+    pub partitions: Vec<u32>,
+    /// Their input not yet processed and committed.
+    pub lag: u64,
+    /// Records processed per second by the tasks.
+    pub records_per_second: f64,
+    /// The oldest of the tasks' newest checkpoints (ms since the epoch);
+    /// `None` while one has none.
+    pub oldest_checkpoint_ms: Option<i64>,
+}
+
 /// A version resolved for reading.
 struct Target {
     scope: Scope,
@@ -193,6 +210,35 @@ impl ViewManager {
                 let of = spread.progress().committed_offsets.len() as u32;
                 let ready = st.spread_ready.get(&s).cloned().unwrap_or_default();
                 Some((view.name.clone(), build.entry.version, of, ready))
+            })
+            .collect()
+    }
+
+    /// The versions spread over a Kappa cluster's nodes running here:
+    /// `view@version`, the partitions owned here, their lag, the records
+    /// per second and the oldest of their newest checkpoints (ms since the
+    /// epoch; `None` while one has none).
+    pub fn spread_stats(&self) -> Vec<SpreadStats> {
+        let st = lock(&self.state);
+        st.running
+            .iter()
+            .filter_map(|(s, p)| {
+                let spread = p.as_spread()?;
+                let owned = spread.owned();
+                let lag = spread.lag().map_or(0, |l| l.iter().map(|l| l.lag).sum());
+                let checkpoints = spread.checkpoints();
+                let oldest = owned
+                    .iter()
+                    .map(|p| checkpoints.get(p).map(|c| c.1))
+                    .collect::<Option<Vec<i64>>>()
+                    .and_then(|at| at.into_iter().min());
+                Some(SpreadStats {
+                    version: format!("{}@{}", s.name, s.version),
+                    partitions: owned,
+                    lag,
+                    records_per_second: spread.progress().rate_per_second,
+                    oldest_checkpoint_ms: oldest,
+                })
             })
             .collect()
     }

@@ -79,4 +79,28 @@ pub struct KappaNodeOut {
     pub up: bool,
     /// Per view version (`view@version`), the input partitions it owns.
     pub views: std::collections::BTreeMap<String, Vec<u32>>,
+    /// What the node says of its work now, asked of it when this answer
+    /// was made (null when it did not answer within 2 s).
+    pub stats: Option<KappaNodeStatsOut>,
+}
+
+/// A node's work now, per view version spread over the cluster.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct KappaNodeStatsOut {
+    /// Per view version (`view@version`) running on the node.
+    pub views: std::collections::BTreeMap<String, KappaNodeViewOut>,
+}
+
+/// One view version's work on one node.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct KappaNodeViewOut {
+    /// The partitions whose tasks run on the node.
+    pub partitions: Vec<u32>,
+    /// Input records of those partitions not yet processed and committed.
+    pub lag_records: u64,
+    /// Records processed per second by its tasks (since each started).
+    pub records_per_second: f64,
+    /// How old the oldest of its tasks' newest checkpoints is (ms; null
+    /// without checkpoints, or before a task's first).
+    pub checkpoint_age_ms: Option<i64>,
 }

@@ -217,10 +217,12 @@ pub(super) const OPERATIONS: &[Op] = &[
         path: r#"/v1/cluster"#,
         id: r#"getKappaCluster"#,
         tag: r#"meta"#,
-        summary: r#"The Kappa cluster this node belongs to: its nodes and what each owns"#,
-        description: r#"Nodes started with one `--cluster-id` against the same Kafka cluster share the catalog and split each view's input partitions (docs/clusters.md). This answers what the cluster's control topic says: every node, where its API is, when it last said it was up, and per view version (`view@version`) the input partitions it owns. 404 `not_in_a_cluster` on a node running alone. Needs an admin token."#,
+        summary: r#"The Kappa cluster this node belongs to: its nodes, what each owns, how its work goes"#,
+        description: r#"Nodes started with one `--cluster-id` against the same Kafka cluster share the catalog and split each view's input partitions (docs/clusters.md). This answers what the cluster's control topic says — every node, where its API is, when it last said it was up, and per view version (`view@version`) the input partitions it owns — and each node's `stats` (per view version: partitions, lag, records per second, checkpoint age), asked of it now with the caller's token (null for a node that does not answer within 2 s). 404 `not_in_a_cluster` on a node running alone. Needs an admin token."#,
         security: true,
-        params: &[],
+        params: &[
+            r#"{"name":"local","in":"query","required":false,"description":"true: this node's stats only (other nodes' stats null); how nodes ask each other.","schema":{"type":"boolean","default":false}}"#,
+        ],
         body: &[],
         responses: &[
             R::Own(
