@@ -396,6 +396,41 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
         assert!(rows.is_empty(), "{rows:?}");
         assert_eq!(offsets.iter().sum::<u64>(), events.len() as u64);
     }
+
+    // Read-your-writes through any node: one more purchase, read at once
+    // with `after` naming its offset (the records before it in its
+    // partition are the ones produced above).
+    let extra = Event {
+        user: "u1".into(),
+        kind: "purchase",
+        amount: 1.5,
+        at: BASE + 200 * events.len() as i64,
+    };
+    let partition = kappa_log::partition_for_key(extra.user.as_bytes(), 6);
+    let offset = events
+        .iter()
+        .filter(|e| kappa_log::partition_for_key(e.user.as_bytes(), 6) == partition)
+        .count();
+    produce_to_cluster(&bootstrap, "user_events", std::slice::from_ref(&extra));
+    let window = extra.at - extra.at.rem_euclid(300_000);
+    for node in &nodes {
+        let (status, body) = node.client().get(&format!(
+            "/v1/views/purchase_stats/rows?key=u1&after={partition}:{offset}&max_wait_ms=30000"
+        ));
+        assert_eq!(status, 200, "{body}");
+        let rows = body["rows"].as_array().unwrap();
+        let last = rows.iter().find(|r| r["window_start"] == window);
+        assert!(last.is_some(), "the new purchase is not read back: {body}");
+        let (status, body) = node.client().get(&format!(
+            "/v1/views/purchase_stats/rows?limit=10000&after={partition}:{offset}&max_wait_ms=30000"
+        ));
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body["as_of"]["offsets"][partition as usize]["offset"].as_u64() > Some(offset as u64),
+            "{}",
+            body["as_of"]
+        );
+    }
 }
 
 /// The rows purchase_stats holds after the records of each partition

@@ -252,7 +252,9 @@ fn forward(
         incoming.view,
         incoming.query
     );
-    if let Some(v) = request.version {
+    // A read-your-writes read waits for the served version on each node
+    // (`after` is not given with `version`).
+    if let Some(v) = request.version.filter(|_| request.after.is_empty()) {
         if !incoming.query.split('&').any(|p| p.starts_with("version=")) {
             if !incoming.query.is_empty() {
                 target.push('&');

@@ -324,6 +324,11 @@ impl ViewManager {
         let st = lock(&self.state);
         let view = table(&st.catalog.views, name)?;
         let topic_name = &view.served.plan.source.topic;
+        let version = view.served.version;
+        let running = st.running.get(&scope(name, version));
+        if view.served.plan.source.cluster.is_some() {
+            return Self::cluster_wait_target(name, topic_name, version, running, after);
+        }
         let topic = self
             .log
             .topic(topic_name)
@@ -341,12 +346,41 @@ impl ViewManager {
             }
             targets[p as usize] = targets[p as usize].max(offset + 1);
         }
-        let version = view.served.version;
-        let progress = st
-            .running
-            .get(&scope(name, version))
-            .map(|p| p.shared_progress());
+        let progress = running.map(|p| p.shared_progress());
         Ok((version, progress, targets))
+    }
+
+    /// [`Self::wait_target`] of a view over a cluster topic. Offsets past
+    /// the partition's end are not refused (the cluster's end is not asked
+    /// on every read: a wait for them ends at `max_wait`). A version spread
+    /// over a Kappa cluster's nodes waits for the partitions it owns here:
+    /// each node asked waits for its own.
+    fn cluster_wait_target(
+        name: &str,
+        topic_name: &str,
+        version: u64,
+        running: Option<&kappa_processor::host::RunningVersion>,
+        after: &[(u32, u64)],
+    ) -> Result<(u64, Option<Arc<Progress>>, Vec<u64>)> {
+        let Some(running) = running else {
+            return Err(ViewError::Behind {
+                view: name.to_string(),
+                wanted: format_offsets(&after.iter().map(|(_, o)| o + 1).collect::<Vec<_>>()),
+                committed: String::new(),
+            });
+        };
+        let partitions = running.progress().committed_offsets.len();
+        let owned = running.as_spread().map(|s| s.owned());
+        let mut targets = vec![0u64; partitions];
+        for &(p, offset) in after {
+            let slot = targets.get_mut(p as usize).ok_or_else(|| {
+                ViewError::BadRequest(format!("after: topic {topic_name:?} has no partition {p}"))
+            })?;
+            if owned.as_ref().is_none_or(|o| o.contains(&p)) {
+                *slot = (*slot).max(offset + 1);
+            }
+        }
+        Ok((version, Some(running.shared_progress()), targets))
     }
 
     /// The served version of view `name` and its shared progress (which
