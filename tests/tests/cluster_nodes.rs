@@ -10,6 +10,8 @@
 //! them; the answers stay exact, and the node rejoins.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
+mod browser;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -367,6 +369,27 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
         assert!(line.contains("  yes  "), "{line}");
         assert!(line.contains("purchase_stats@1:"), "{line}");
     }
+
+    // The console's cluster page shows the three nodes, up, with what
+    // each owns.
+    let browser = browser::Browser::start();
+    browser.goto(&format!("{}/#/cluster", nodes[0].url()));
+    browser.text_until("#cluster-title", |t| t == "Kappa cluster c1");
+    browser.until("the three nodes up", || {
+        let rows = browser.execute(
+            "return [...document.querySelectorAll('#cluster-nodes tr')].slice(1)
+               .map((tr) => [...tr.cells].map((c) => c.textContent));",
+            vec![],
+        );
+        let rows = rows.as_array()?.clone();
+        let up: Vec<&Value> = rows.iter().filter(|r| r[1] == "up").collect();
+        let owning = rows
+            .iter()
+            .filter(|r| r[3] == "purchase_stats@1" && r[4] != "")
+            .count();
+        (up.len() == 3 && owning == 3).then_some(())
+    });
+    drop(browser);
 
     // Each node owns part of the partitions, and every key reads the same
     // through every node.

@@ -25,6 +25,7 @@ pub const CONSOLE_JS: &str = concat!(
     include_str!("../console/overview.js"),
     include_str!("../console/topic.js"),
     include_str!("../console/groups.js"),
+    include_str!("../console/cluster.js"),
     include_str!("../console/view.js"),
     include_str!("../console/sql.js"),
     include_str!("../console/main.js"),
