@@ -402,15 +402,22 @@ fn a_derived_stream_writes_its_cluster_topic_exactly_once_across_kill_9s() {
         .map(|e| (e.user.clone(), e.at))
         .collect();
     want.sort();
-    let mut got: Vec<(String, i64)> = read_committed(&tansu.bootstrap(), "big_purchases")
-        .iter()
-        .map(|v| {
-            (
-                v["user_id"].as_str().unwrap().to_string(),
-                v["event_time"].as_i64().unwrap(),
-            )
-        })
-        .collect();
+    // The outbox is appended after the commit that reflects its input:
+    // read until the topic holds as many records (or more: then the
+    // assertions below say which came twice).
+    let mut got: Vec<(String, i64)> =
+        eventually("every output in the topic", Duration::from_secs(60), || {
+            let got: Vec<(String, i64)> = read_committed(&tansu.bootstrap(), "big_purchases")
+                .iter()
+                .map(|v| {
+                    (
+                        v["user_id"].as_str().unwrap().to_string(),
+                        v["event_time"].as_i64().unwrap(),
+                    )
+                })
+                .collect();
+            (got.len() >= want.len()).then_some(got)
+        });
     got.sort();
     assert_eq!(got.len(), want.len(), "every output once, none twice");
     assert_eq!(got, want);
