@@ -405,19 +405,42 @@ fn a_derived_stream_writes_its_cluster_topic_exactly_once_across_kill_9s() {
     // The outbox is appended after the commit that reflects its input:
     // read until the topic holds as many records (or more: then the
     // assertions below say which came twice).
-    let mut got: Vec<(String, i64)> =
-        eventually("every output in the topic", Duration::from_secs(60), || {
-            let got: Vec<(String, i64)> = read_committed(&tansu.bootstrap(), "big_purchases")
-                .iter()
-                .map(|v| {
-                    (
-                        v["user_id"].as_str().unwrap().to_string(),
-                        v["event_time"].as_i64().unwrap(),
-                    )
-                })
-                .collect();
-            (got.len() >= want.len()).then_some(got)
-        });
+    let read = || -> Vec<(String, i64)> {
+        read_committed(&tansu.bootstrap(), "big_purchases")
+            .iter()
+            .map(|v| {
+                (
+                    v["user_id"].as_str().unwrap().to_string(),
+                    v["event_time"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let mut got = Vec::new();
+    let complete = (0..120).find_map(|_| {
+        got = read();
+        let done = got.len() >= want.len();
+        if !done {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        done.then_some(())
+    });
+    if complete.is_none() {
+        // Which outputs are missing, by event time: one outbox entry's
+        // records, or a range.
+        let mut missing: Vec<i64> = want
+            .iter()
+            .filter(|w| !got.contains(w))
+            .map(|(_, at)| at - BASE)
+            .collect();
+        missing.sort();
+        panic!(
+            "{} of {} outputs in the topic; missing (ms after BASE): {missing:?}\nserver log:\n{}",
+            got.len(),
+            want.len(),
+            server.stderr_log()
+        );
+    }
     got.sort();
     assert_eq!(got.len(), want.len(), "every output once, none twice");
     assert_eq!(got, want);
