@@ -27,6 +27,30 @@ impl Event {
     }
 }
 
+/// Produces `events` to `topic` on the Kafka cluster at `bootstrap` with
+/// confluent-kafka (key: the user, timestamp: the event time), each in
+/// the partition `partition_of` names (`None`: the client's partitioner),
+/// every one acknowledged.
+pub fn produce_to_cluster(
+    bootstrap: &str,
+    topic: &str,
+    events: &[Event],
+    partition_of: impl Fn(&Event) -> Option<u32>,
+) {
+    let records: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            let r = e.record();
+            let mut record = serde_json::json!({"key": r["key"], "timestamp": r["timestamp"], "value": r["value"]});
+            if let Some(p) = partition_of(e) {
+                record["partition"] = p.into();
+            }
+            record
+        })
+        .collect();
+    crate::produce_records(bootstrap, topic, &records);
+}
+
 /// Produces `events` to `user_events` in one request.
 pub fn produce_events(client: &Client, events: &[Event]) -> Vec<Produced> {
     let records: Vec<Value> = events.iter().map(Event::record).collect();

@@ -41,16 +41,9 @@ fn events(n: usize) -> Vec<Event> {
 /// the user, each in the partition Kafka's Java partitioner (murmur2)
 /// gives its key — where the Kappa cluster looks for a key's rows.
 fn produce_to_cluster(bootstrap: &str, topic: &str, events: &[Event]) {
-    let records: Vec<Value> = events
-        .iter()
-        .map(|e| {
-            let r = e.record();
-            let partition = kappa_log::partition_for_key(e.user.as_bytes(), 6);
-            json!({"key": r["key"], "timestamp": r["timestamp"], "value": r["value"],
-                   "partition": partition})
-        })
-        .collect();
-    produce_records(bootstrap, topic, &records);
+    kappa_tests::events::produce_to_cluster(bootstrap, topic, events, |e| {
+        Some(kappa_log::partition_for_key(e.user.as_bytes(), 6))
+    });
 }
 
 /// The brief's `user_events`, its topic on the cluster `cluster`, keyed
@@ -238,23 +231,42 @@ fn metric(node: &Server, name: &str, labels: &str) -> f64 {
         .sum()
 }
 
+/// Calls `done` every 100 ms, at most `tries` times, until it is true;
+/// answers whether it became so.
+fn poll(tries: usize, mut done: impl FnMut() -> bool) -> bool {
+    (0..tries).any(|_| {
+        let now = done();
+        if !now {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        now
+    })
+}
+
+/// Waits until per_kind read through `client` equals `want`.
+fn wait_kinds(client: &Client, want: &BTreeMap<String, (u64, f64)>, who: &str) {
+    let mut last = None;
+    let equal = poll(600, || {
+        last = kinds(client);
+        last.as_ref() == Some(want)
+    });
+    assert!(equal, "{who}: per_kind {last:?}, want {want:?}");
+}
+
 /// Waits until every row read through `client` equals `want`, reflecting
 /// `produced` records.
 fn wait_equal(client: &Client, want: &Rows, produced: u64, who: &str) {
     let mut last = None;
-    let found = (0..1_200).find_map(|_| {
+    let found = poll(1_200, || {
         let got = rows_through(client, 7);
         let done = got
             .as_ref()
             .is_some_and(|(rows, offsets)| rows == want && offsets.iter().sum::<u64>() == produced);
         last = got;
-        if !done {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        done.then_some(())
+        done
     });
     assert!(
-        found.is_some(),
+        found,
         "{who}: the rows never equalled the single-node answer; last read: {:?}",
         last.map(|(rows, offsets)| (rows.len(), offsets))
     );
@@ -308,19 +320,7 @@ fn three_nodes_share_a_view_and_answer_any_key_like_one_node() {
 
     // The repartitioned view equals the single node's through every node.
     for (i, node) in nodes.iter().enumerate() {
-        let mut last = None;
-        let equal = (0..600).find_map(|_| {
-            last = kinds(&node.client());
-            let done = last.as_ref() == Some(&want_kinds);
-            if !done {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            done.then_some(())
-        });
-        assert!(
-            equal.is_some(),
-            "node {i}: per_kind {last:?}, want {want_kinds:?}"
-        );
+        wait_kinds(&node.client(), &want_kinds, &format!("node {i}"));
         let (status, one) = node.client().get("/v1/views/per_kind/rows?key=purchase");
         assert_eq!(status, 200, "{one}");
         assert_eq!(
@@ -499,16 +499,12 @@ fn checked_read(client: &Client, events: &[Event], who: &str) -> Option<Vec<u64>
 /// checking each answer on the way.
 fn converge(client: &Client, events: &[Event], who: &str) -> u64 {
     let mut answers = 0;
-    let done = (0..1_800).find_map(|_| {
+    let done = poll(1_800, || {
         let offsets = checked_read(client, events, who);
         answers += u64::from(offsets.is_some());
-        let done = offsets.is_some_and(|o| o.iter().sum::<u64>() == events.len() as u64);
-        if !done {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        done.then_some(())
+        offsets.is_some_and(|o| o.iter().sum::<u64>() == events.len() as u64)
     });
-    assert!(done.is_some(), "{who}: never reflected every record");
+    assert!(done, "{who}: never reflected every record");
     answers
 }
 
@@ -561,19 +557,7 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
         row.0 += 1;
         row.1 += e.amount;
     }
-    let mut last = None;
-    let equal = (0..600).find_map(|_| {
-        last = kinds(&nodes[0].client());
-        let done = last.as_ref() == Some(&want_kinds);
-        if !done {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        done.then_some(())
-    });
-    assert!(
-        equal.is_some(),
-        "per_kind after the kill: {last:?}, want {want_kinds:?}"
-    );
+    wait_kinds(&nodes[0].client(), &want_kinds, "after the kill");
     for user in ["u0", "u1", "u2", "u3"] {
         if let Some((rows, offsets)) = user_rows(&nodes[1].client(), user) {
             let want: Rows = rows_at(&events, &offsets)
@@ -663,15 +647,11 @@ fn a_replacement_swaps_in_on_every_node_together_and_a_rollback_on_one_rolls_bac
            WHERE event_type = 'purchase' GROUP BY user_id;",
     );
     let mut seen = std::collections::BTreeSet::new();
-    let swapped = (0..1_200).find_map(|_| {
+    let swapped = poll(1_200, || {
         seen.extend(check_versions(&all, &events, 1));
-        let done = nodes.iter().all(|n| served(n) == 2);
-        if !done {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        done.then_some(())
+        nodes.iter().all(|n| served(n) == 2)
     });
-    assert!(swapped.is_some(), "not every node swapped version 2 in");
+    assert!(swapped, "not every node swapped version 2 in");
     for node in &nodes {
         let (status, view) = node.client().get("/v1/views/purchase_stats");
         assert_eq!(status, 200);

@@ -36,14 +36,7 @@ fn events(n: usize) -> Vec<Event> {
 /// Produces `events` to `topic` on the cluster with confluent-kafka (key:
 /// the user, timestamp: the event time), every one acknowledged.
 fn produce_to_cluster(bootstrap: &str, topic: &str, events: &[Event]) {
-    let records: Vec<Value> = events
-        .iter()
-        .map(|e| {
-            let r = e.record();
-            json!({"key": r["key"], "timestamp": r["timestamp"], "value": r["value"]})
-        })
-        .collect();
-    produce_records(bootstrap, topic, &records);
+    kappa_tests::events::produce_to_cluster(bootstrap, topic, events, |_| None);
 }
 
 /// The records of `view` a row's `as_of` says it reflects, summed over

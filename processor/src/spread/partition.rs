@@ -33,6 +33,18 @@ impl OnePartition {
         })
     }
 
+    /// Calls `wait` with `inputs` as the inner source knows them
+    /// ([`OnePartition::widen`]).
+    fn widened(
+        inputs: &[(&dyn SourceTopic, &[u64])],
+        wait: impl FnOnce(&[(&dyn SourceTopic, &[u64])]),
+    ) {
+        let wide = Self::widen(inputs);
+        let wide: Vec<(&dyn SourceTopic, &[u64])> =
+            wide.iter().map(|(t, p)| (*t, p.as_slice())).collect();
+        wait(&wide);
+    }
+
     /// `inputs` as the inner source knows them: a narrowed topic becomes
     /// the whole topic, its other partitions at `u64::MAX` (nothing to
     /// wait for there).
@@ -94,10 +106,9 @@ impl Source for OnePartition {
         timeout: Duration,
         stop: &StopSignal,
     ) {
-        let wide = Self::widen(inputs);
-        let wide: Vec<(&dyn SourceTopic, &[u64])> =
-            wide.iter().map(|(t, p)| (*t, p.as_slice())).collect();
-        self.inner.wait_complete(t, &wide, timeout, stop);
+        Self::widened(inputs, |wide| {
+            self.inner.wait_complete(t, wide, timeout, stop)
+        });
     }
 
     fn wait_for_input(
@@ -106,10 +117,9 @@ impl Source for OnePartition {
         timeout: Duration,
         stop: &StopSignal,
     ) {
-        let wide = Self::widen(inputs);
-        let wide: Vec<(&dyn SourceTopic, &[u64])> =
-            wide.iter().map(|(t, p)| (*t, p.as_slice())).collect();
-        self.inner.wait_for_input(&wide, timeout, stop);
+        Self::widened(inputs, |wide| {
+            self.inner.wait_for_input(wide, timeout, stop)
+        });
     }
 
     fn describe(&self) -> String {

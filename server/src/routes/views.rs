@@ -81,11 +81,9 @@ pub async fn rows(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
     };
-    let forwarded = headers
-        .get(rows::FORWARDED)
-        .map(|v| v.as_bytes() != rows::GATHER.as_bytes());
-    let to_owner = forwarded == Some(true);
-    let forwarded = forwarded.is_some();
+    let how = headers.get(rows::FORWARDED);
+    let forwarded = how.is_some();
+    let to_owner = how.is_some_and(|v| v.as_bytes() == rows::TO_OWNER.as_bytes());
     blocking(move || {
         let spread = match &state.nodes {
             Some(_) => state.views.spread_of(&view, request.version)?,

@@ -136,17 +136,26 @@ fn table<'c>(
     Ok(view)
 }
 
+/// The version of table `name` read: the served one, or `version`.
+fn entry_of<'c>(
+    views: &'c std::collections::BTreeMap<String, ViewEntry>,
+    name: &str,
+    version: Option<u64>,
+) -> Result<&'c VersionEntry> {
+    let view = table(views, name)?;
+    match version {
+        None => Ok(&view.served),
+        Some(v) => view.version(v).ok_or(ViewError::UnknownVersion {
+            view: name.to_string(),
+            version: v,
+        }),
+    }
+}
+
 impl ViewManager {
     fn resolve(&self, name: &str, version: Option<u64>) -> Result<Target> {
         let st = lock(&self.state);
-        let view = table(&st.catalog.views, name)?;
-        let entry = match version {
-            None => &view.served,
-            Some(v) => view.version(v).ok_or(ViewError::UnknownVersion {
-                view: name.to_string(),
-                version: v,
-            })?,
-        };
+        let entry = entry_of(&st.catalog.views, name, version)?;
         let s = scope(name, entry.version);
         let partitions = match st.running.get(&s) {
             Some(p) => p.progress().committed_offsets.len(),
@@ -173,14 +182,7 @@ impl ViewManager {
     /// tasks run here. `None` for a version running whole here.
     pub fn spread_of(&self, name: &str, version: Option<u64>) -> Result<Option<SpreadRows>> {
         let st = lock(&self.state);
-        let view = table(&st.catalog.views, name)?;
-        let entry = match version {
-            None => &view.served,
-            Some(v) => view.version(v).ok_or(ViewError::UnknownVersion {
-                view: name.to_string(),
-                version: v,
-            })?,
-        };
+        let entry = entry_of(&st.catalog.views, name, version)?;
         let Some(spread) = st
             .running
             .get(&scope(name, entry.version))
