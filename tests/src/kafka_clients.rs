@@ -36,6 +36,19 @@ pub fn produce_records(bootstrap: &str, topic: &str, records: &[Value]) {
 /// `bootstrap`, parsed as JSON, read with a read-committed consumer to the
 /// end of every partition; in no particular order.
 pub fn read_committed(bootstrap: &str, topic: &str) -> Vec<Value> {
+    read_committed_records(bootstrap, topic)
+        .into_iter()
+        .map(|(_, value)| value)
+        .collect()
+}
+
+/// Like [`read_committed`], each value with its `kappa-outbox` header (the
+/// outbox entry of a derived stream that wrote it; empty without one).
+///
+/// A broker that does not filter aborted transactions (Tansu 0.6) shows
+/// their records here too: an entry whose transaction was aborted and
+/// appended again then comes twice, under the same header.
+pub fn read_committed_records(bootstrap: &str, topic: &str) -> Vec<(String, Value)> {
     let script = format!(
         "import json, time\n\
          from confluent_kafka import Consumer, TopicPartition\n\
@@ -48,10 +61,11 @@ pub fn read_committed(bootstrap: &str, topic: &str) -> Vec<Value> {
          \x20   m = c.poll(0.5)\n\
          \x20   if m is None: continue\n\
          \x20   if m.error(): left.discard(m.partition()); continue\n\
-         \x20   out.append(json.loads(m.value()))\n\
+         \x20   entry = dict(m.headers() or []).get('kappa-outbox', b'').decode()\n\
+         \x20   out.append([entry, json.loads(m.value())])\n\
          assert not left, left\n\
          print(json.dumps(out))\n"
     );
     let stdout = run_python(&script, &format!("reading {topic}"));
-    serde_json::from_slice(&stdout).expect("the values as JSON")
+    serde_json::from_slice(&stdout).expect("the records as JSON")
 }

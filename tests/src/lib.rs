@@ -57,7 +57,7 @@ pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,
 };
-pub use kafka_clients::{produce_records, read_committed};
+pub use kafka_clients::{produce_records, read_committed, read_committed_records};
 pub use kcat::{kcat, kcat_output, sasl_args};
 pub use moto::Moto;
 pub use node::kafkajs_modules;

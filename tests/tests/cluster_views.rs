@@ -397,11 +397,19 @@ fn a_derived_stream_writes_its_cluster_topic_exactly_once_across_kill_9s() {
     want.sort();
     // The outbox is appended after the commit that reflects its input:
     // read until the topic holds as many records (or more: then the
-    // assertions below say which came twice).
+    // assertions below say which came twice). Tansu 0.6 shows the records
+    // of aborted transactions to read_committed consumers: a transaction
+    // a kill -9 cut off is aborted at the restart and its entry appended
+    // again, under the same `kappa-outbox` entry. Records are therefore
+    // counted once per entry; the same record under two entries is a
+    // duplicate. (tests/tests/cluster_sink.rs pins that a committed entry
+    // is not appended again, on a topic without aborted transactions.)
     let read = || -> Vec<(String, i64)> {
-        read_committed(&tansu.bootstrap(), "big_purchases")
+        let mut seen = std::collections::BTreeSet::new();
+        read_committed_records(&tansu.bootstrap(), "big_purchases")
             .iter()
-            .map(|v| {
+            .filter(|(entry, v)| seen.insert((entry.clone(), v.to_string())))
+            .map(|(_, v)| {
                 (
                     v["user_id"].as_str().unwrap().to_string(),
                     v["event_time"].as_i64().unwrap(),

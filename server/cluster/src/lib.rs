@@ -25,7 +25,7 @@ pub use client::{client_config, probe, Broker, ClusterMetadata, ClusterTopic};
 pub use config::{validate_name, ClusterConfig, SaslMechanism, SecurityProtocol, MAX_NAME_LEN};
 pub use control::{control_topic_name, create_topic, ControlTopic};
 pub use group::{GroupAssignment, OnChange, SESSION_TIMEOUT_MS};
-pub use sink::{ClusterSink, OUTBOX_HEADER, PRODUCED_RECORDS, PRODUCER_ERRORS, TAIL_RECORDS};
+pub use sink::{ClusterSink, OUTBOX_HEADER, PRODUCED_RECORDS, PRODUCER_ERRORS};
 pub use source::{ClusterSource, BROKER_RTT, FETCHED_RECORDS};
 
 /// Why a cluster could not be used.

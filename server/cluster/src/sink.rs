@@ -4,23 +4,29 @@
 //! One transactional producer per writing version (`transactional.id` =
 //! `kappa-<view>@<version>`). Each outbox entry is appended in one Kafka
 //! transaction, every record carrying the header
-//! [`OUTBOX_HEADER`]` = "<view>@<version>:<entry>"`. When the sink opens,
-//! `init_transactions` fences and aborts a transaction an earlier run of
-//! the same version left open, then the tail of each partition is read
-//! (`read_committed`) for the newest entry of this version the topic
-//! holds: a restart that re-appends a pending outbox skips the entries
-//! already there. Read-committed consumers therefore see every output
-//! record once. The topic is assumed written by this stream only (the
-//! tail read looks at the last [`TAIL_RECORDS`] records of a partition).
+//! [`OUTBOX_HEADER`]` = "<view>@<version>:<entry>"`. The same transaction
+//! commits the consumer-group offset `entry + 1` of partition 0 of the
+//! topic for the group `kappa-<view>@<version>-outbox` (Kafka's
+//! `sendOffsetsToTransaction`, as Kafka Streams commits its input): that
+//! offset is the newest entry the topic holds, committed or rolled back
+//! with the entry's records. When the sink opens, `init_transactions`
+//! fences and aborts a transaction an earlier run of the same version left
+//! open, then the group's offset says which entry came last: a restart
+//! that re-appends a pending outbox skips the entries already there.
+//! Read-committed consumers therefore see every output record once.
+//!
+//! The topic's records are not read for this: some brokers (Tansu 0.6)
+//! show an aborted transaction's records to read_committed consumers, and
+//! an aborted entry taken for a written one would be lost.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kappa_processor::error::{ProcessorError, Result};
 use kappa_processor::sink::{OutputRecord, OutputSink};
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerGroupMetadata};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -37,10 +43,7 @@ pub const PRODUCED_RECORDS: &str = "kappa_cluster_produced_records_total";
 /// The header naming the outbox entry a record came from.
 pub const OUTBOX_HEADER: &str = "kappa-outbox";
 
-/// Records read back from the end of each partition when the sink opens.
-pub const TAIL_RECORDS: i64 = 1_000;
-
-/// How long a transaction's start, commit or the tail read may take.
+/// How long a transaction's start, commit or the offset read may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A topic of a cluster written by one version.
@@ -49,6 +52,9 @@ pub struct ClusterSink {
     topic: String,
     writer: String,
     producer: ThreadedProducer<DefaultProducerContext>,
+    /// The group `kappa-<writer>-outbox`, whose offset each transaction
+    /// commits.
+    group: ConsumerGroupMetadata,
     /// The newest entry the topic holds from this writer.
     committed: Mutex<Option<u64>>,
 }
@@ -65,8 +71,8 @@ impl std::fmt::Debug for ClusterSink {
 
 impl ClusterSink {
     /// Opens `topic` of the cluster `name` for `writer` (`view@version`):
-    /// starts its transactional producer and finds the newest entry of
-    /// `writer` the topic holds.
+    /// starts its transactional producer and reads which entry of `writer`
+    /// the topic holds last.
     pub fn open(
         name: &str,
         config: &ClusterConfig,
@@ -112,13 +118,14 @@ impl ClusterSink {
         producer
             .init_transactions(TIMEOUT)
             .map_err(|e| waiting(format!("starting transactions: {e}")))?;
-        let committed = newest_entry(name, config, writer, topic, partitions)
-            .map_err(|e| waiting(format!("reading the topic's end: {e}")))?;
+        let (group, committed) = newest_entry(name, config, writer, topic)
+            .map_err(|e| waiting(format!("reading which entry came last: {e}")))?;
         Ok(ClusterSink {
             cluster: name.to_string(),
             topic: topic.to_string(),
             writer: writer.to_string(),
             producer,
+            group,
             committed: Mutex::new(committed),
         })
     }
@@ -166,6 +173,13 @@ impl ClusterSink {
                 }
             }
         }
+        let mut entry_offset = TopicPartitionList::new();
+        entry_offset
+            .add_partition_offset(&self.topic, 0, Offset::Offset(seq as i64 + 1))
+            .map_err(|e| self.failed("naming the entry", e))?;
+        self.producer
+            .send_offsets_to_transaction(&entry_offset, &self.group, TIMEOUT)
+            .map_err(|e| self.failed("committing the entry's number", e))?;
         self.producer
             .commit_transaction(TIMEOUT)
             .map_err(|e| self.failed("committing a transaction", e))
@@ -195,64 +209,32 @@ impl OutputSink for ClusterSink {
     }
 }
 
-/// The newest outbox entry of `writer` in the last [`TAIL_RECORDS`]
-/// committed records of each partition of `topic`.
+/// The group `kappa-<writer>-outbox` and the newest outbox entry of
+/// `writer` its offset says the topic holds (none before the first
+/// commit).
 fn newest_entry(
     name: &str,
     config: &ClusterConfig,
     writer: &str,
     topic: &str,
-    partitions: i32,
-) -> std::result::Result<Option<u64>, KafkaError> {
+) -> std::result::Result<(ConsumerGroupMetadata, Option<u64>), KafkaError> {
     let mut consumer_config =
         client_config(name, config).map_err(|e| KafkaError::ClientCreation(e.to_string()))?;
     consumer_config
-        .set("group.id", format!("kappa-{writer}-tail"))
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .set("isolation.level", "read_committed");
+        .set("group.id", format!("kappa-{writer}-outbox"))
+        .set("enable.auto.commit", "false");
     let consumer: BaseConsumer = consumer_config.create()?;
-    let mut tpl = TopicPartitionList::new();
-    let mut open = std::collections::HashSet::new();
-    for p in 0..partitions {
-        let (low, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(5))?;
-        if high > low {
-            tpl.add_partition_offset(topic, p, Offset::Offset(low.max(high - TAIL_RECORDS)))?;
-            open.insert(p);
-        }
-    }
-    if open.is_empty() {
-        return Ok(None);
-    }
-    consumer.assign(&tpl)?;
-    let prefix = format!("{writer}:");
-    let mut newest: Option<u64> = None;
-    let deadline = Instant::now() + TIMEOUT;
-    while !open.is_empty() {
-        if Instant::now() >= deadline {
-            return Err(KafkaError::MessageConsumption(
-                RDKafkaErrorCode::RequestTimedOut,
-            ));
-        }
-        match consumer.poll(Duration::from_millis(100)) {
-            None => {}
-            Some(Err(KafkaError::PartitionEOF(p))) => {
-                open.remove(&p);
-            }
-            Some(Err(e)) => tracing::debug!(error = %e, "reading an output topic's end"),
-            Some(Ok(m)) => {
-                let seq = m.headers().and_then(|hs| {
-                    hs.iter()
-                        .find(|h| h.key == OUTBOX_HEADER)
-                        .and_then(|h| std::str::from_utf8(h.value?).ok())
-                        .and_then(|v| v.strip_prefix(&prefix))
-                        .and_then(|s| s.parse::<u64>().ok())
-                });
-                if let Some(seq) = seq {
-                    newest = Some(newest.map_or(seq, |n| n.max(seq)));
-                }
-            }
-        }
-    }
-    Ok(newest)
+    let mut asked = TopicPartitionList::new();
+    asked.add_partition(topic, 0);
+    let committed = consumer.committed_offsets(asked, TIMEOUT)?;
+    let newest = match committed.find_partition(topic, 0).map(|p| p.offset()) {
+        Some(Offset::Offset(next)) if next > 0 => Some(next as u64 - 1),
+        _ => None,
+    };
+    let group = consumer
+        .group_metadata()
+        .ok_or(KafkaError::MessageConsumption(
+            RDKafkaErrorCode::InvalidGroupId,
+        ))?;
+    Ok((group, newest))
 }
