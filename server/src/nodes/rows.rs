@@ -19,15 +19,19 @@
 //! partitions move (a node joined, left or died) it asks again, and after
 //! [`HANDOVER_WAIT`] answers `503 partitions_unavailable` — never rows
 //! that miss a partition.
+//!
+//! A pull query (`SELECT .. FROM view WHERE ..`) is read the same way: its
+//! key and window bounds become the forwarded read's query string, and the
+//! window-end bounds and scan cap the rows API has no parameter for travel
+//! in the header [`ROW_FILTER`], which only a forwarded read honours.
 
 use std::time::{Duration, Instant};
 
-use kappa_processor::view::{merge_pages, Page, ViewQuery, ViewRow};
+use kappa_processor::view::{merge_pages, Page, RowFilter, TimeRange, ViewQuery, ViewRow};
 
 use super::Nodes;
 use crate::dto::{cursor_bytes, cursor_text, AsOfOut, PartitionOffset, RowsOut};
-use crate::views::{RowsOutExt, RowsRequest, SpreadRows};
-use crate::AppState;
+use crate::views::{RowsOutExt, RowsRequest, SpreadRows, ViewManager};
 
 /// Header of a read one node forwards to another: answer from your own
 /// tasks only. Its value is [`TO_OWNER`] or [`GATHER`].
@@ -41,6 +45,10 @@ pub const GATHER: &str = "gather";
 
 /// Header of a forwarded read's answer: the partitions it read.
 pub const PARTITIONS: &str = "kappa-partitions";
+
+/// Header of a forwarded read: the pull query's row filter
+/// ([`filter_text`]), which the rows API's parameters cannot say.
+pub const ROW_FILTER: &str = "kappa-row-filter";
 
 /// How long a read waits for partitions on the move before it gives up.
 pub const HANDOVER_WAIT: Duration = Duration::from_secs(10);
@@ -80,6 +88,95 @@ pub struct Incoming {
     pub authorization: Option<String>,
 }
 
+impl Incoming {
+    /// A read made here (a pull query) rather than received: its query
+    /// string said again from `request`.
+    pub fn of_request(view: &str, request: &RowsRequest, authorization: Option<String>) -> Self {
+        Incoming {
+            view: view.to_string(),
+            query: query_string(request),
+            authorization,
+        }
+    }
+}
+
+/// The rows API's query string asking what `request` asks (but its
+/// [`RowFilter`], which goes in [`ROW_FILTER`]).
+pub fn query_string(request: &RowsRequest) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    match &request.query {
+        ViewQuery::Key(key) => {
+            q.append_pair("key", key);
+        }
+        ViewQuery::KeyWindows { key, from, to } => {
+            q.append_pair("key", key);
+            q.append_pair("from", &from.to_string());
+            q.append_pair("to", &to.to_string());
+        }
+        ViewQuery::Prefix(prefix) => {
+            q.append_pair("prefix", prefix);
+        }
+        ViewQuery::All => {}
+    }
+    q.append_pair("limit", &request.limit.to_string());
+    if let Some(cursor) = &request.cursor {
+        q.append_pair("cursor", &cursor_text(cursor));
+    }
+    if let Some(version) = request.version {
+        q.append_pair("version", &version.to_string());
+    }
+    q.finish()
+}
+
+/// A row filter as [`ROW_FILTER`] says it: the window-start and
+/// window-end bounds (`from..to`, either side empty when open) and the
+/// scan cap (empty when none), separated by `;`.
+pub fn filter_text(filter: &RowFilter) -> String {
+    let bound = |t: Option<i64>| t.map(|t| t.to_string()).unwrap_or_default();
+    let range = |r: &TimeRange| format!("{}..{}", bound(r.from_ms), bound(r.to_ms));
+    format!(
+        "{};{};{}",
+        range(&filter.window_start),
+        range(&filter.window_end),
+        filter
+            .max_scanned
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    )
+}
+
+/// The row filter [`filter_text`] said, or `None` when `text` is not one.
+pub fn parse_filter(text: &str) -> Option<RowFilter> {
+    let bound = |t: &str| -> Option<Option<i64>> {
+        if t.is_empty() {
+            Some(None)
+        } else {
+            t.parse().ok().map(Some)
+        }
+    };
+    let range = |r: &str| -> Option<TimeRange> {
+        let (from, to) = r.split_once("..")?;
+        Some(TimeRange {
+            from_ms: bound(from)?,
+            to_ms: bound(to)?,
+        })
+    };
+    let mut parts = text.split(';');
+    let window_start = range(parts.next()?)?;
+    let window_end = range(parts.next()?)?;
+    let scanned = parts.next()?;
+    let max_scanned = if scanned.is_empty() {
+        None
+    } else {
+        Some(scanned.parse().ok()?)
+    };
+    parts.next().is_none().then_some(RowFilter {
+        window_start,
+        window_end,
+        max_scanned,
+    })
+}
+
 /// The partition of a view's key: where Kafka's default partitioner puts
 /// a record with that key.
 pub fn partition_of_key(key: &str, partitions: usize) -> u32 {
@@ -107,7 +204,7 @@ pub fn owns_read(spread: &SpreadRows, query: &ViewQuery) -> bool {
 /// The rows `request` asks of `incoming.view`, whose served (or asked)
 /// version is `spread`, from the nodes holding them.
 pub fn rows(
-    state: &AppState,
+    views: &ViewManager,
     nodes: &Nodes,
     incoming: &Incoming,
     request: &RowsRequest,
@@ -121,16 +218,16 @@ pub fn rows(
         let attempt = match key_of(&request.query) {
             Some(key) => {
                 let partition = partition_of_key(key, spread.partitions);
-                match read_key(state, nodes, incoming, &request, &version, partition) {
+                match read_key(views, nodes, incoming, &request, &version, partition) {
                     // Not where Kafka's Java partitioner puts the key (a
                     // producer with another partitioner): ask every node.
                     Ok(out) if out.rows.is_empty() => {
-                        gather(state, nodes, incoming, &request, spread.partitions)
+                        gather(views, nodes, incoming, &request, spread.partitions)
                     }
                     other => other,
                 }
             }
-            None => gather(state, nodes, incoming, &request, spread.partitions),
+            None => gather(views, nodes, incoming, &request, spread.partitions),
         };
         match attempt {
             Ok(out) => return Ok(out),
@@ -159,12 +256,11 @@ struct Retry(String);
 /// This node's rows for `request` (its own tasks), and the partitions
 /// they come from.
 fn local(
-    state: &AppState,
+    views: &ViewManager,
     view: &str,
     request: &RowsRequest,
 ) -> Result<(RowsOut, Vec<u32>), Retry> {
-    let answer = state
-        .views
+    let answer = views
         .rows(view, request)
         .map_err(|e| Retry(format!("this node: {e}")))?;
     let held = answer.partitions_read.clone().unwrap_or_default();
@@ -172,20 +268,19 @@ fn local(
 }
 
 fn read_key(
-    state: &AppState,
+    views: &ViewManager,
     nodes: &Nodes,
     incoming: &Incoming,
     request: &RowsRequest,
     version: &str,
     partition: u32,
 ) -> Result<RowsOut, Retry> {
-    let here = state
-        .views
+    let here = views
         .spread_of(&incoming.view, request.version)
         .map_err(|e| Retry(e.to_string()))?
         .is_some_and(|s| s.owned.contains(&partition));
     if here {
-        let (out, held) = local(state, &incoming.view, request)?;
+        let (out, held) = local(views, &incoming.view, request)?;
         if !held.contains(&partition) {
             return Err(Retry(format!("partition {partition} left this node")));
         }
@@ -204,13 +299,13 @@ fn read_key(
 }
 
 fn gather(
-    state: &AppState,
+    views: &ViewManager,
     nodes: &Nodes,
     incoming: &Incoming,
     request: &RowsRequest,
     partitions: usize,
 ) -> Result<RowsOut, Retry> {
-    let mut answers = vec![local(state, &incoming.view, request)?];
+    let mut answers = vec![local(views, &incoming.view, request)?];
     for (_, peer) in nodes.peers() {
         match forward(&peer.url, incoming, request, GATHER) {
             Ok(answer) => answers.push(answer),
@@ -267,6 +362,9 @@ fn forward(
         .set(FORWARDED, how);
     if let Some(auth) = &incoming.authorization {
         call = call.set("authorization", auth);
+    }
+    if request.filter != RowFilter::default() {
+        call = call.set(ROW_FILTER, &filter_text(&request.filter));
     }
     match call.call() {
         Ok(response) => {
@@ -371,5 +469,55 @@ fn merge(answers: Vec<(RowsOut, Vec<u32>)>, limit: usize, partitions: usize) -> 
             watermark,
         },
         catching_up,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_filter_reads_back_as_written() {
+        let filters = [
+            RowFilter::default(),
+            RowFilter {
+                window_start: TimeRange {
+                    from_ms: Some(-5),
+                    to_ms: None,
+                },
+                window_end: TimeRange {
+                    from_ms: None,
+                    to_ms: Some(1_767_225_600_000),
+                },
+                max_scanned: Some(1_000_000),
+            },
+        ];
+        for filter in filters {
+            assert_eq!(parse_filter(&filter_text(&filter)), Some(filter));
+        }
+        for bad in ["", "..;..", "..;..;;", "x..;..;", "1..2;..;x", "1-2;..;"] {
+            assert_eq!(parse_filter(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_query_string_says_the_request_again() {
+        let request = RowsRequest {
+            query: ViewQuery::KeyWindows {
+                key: "a b&c".into(),
+                from: 10,
+                to: 20,
+            },
+            filter: RowFilter::default(),
+            cursor: None,
+            limit: 7,
+            version: Some(3),
+            after: Vec::new(),
+            max_wait: Duration::ZERO,
+        };
+        assert_eq!(
+            query_string(&request),
+            "key=a+b%26c&from=10&to=20&limit=7&version=3"
+        );
     }
 }

@@ -45,6 +45,12 @@ pub async fn run(
 ) -> ApiResult<Response> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let text = sql_text(&headers, &bytes)?;
+    // Passed on with a pull query's reads to the other nodes of a Kappa
+    // cluster.
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let results = on_sql_thread(move || {
         let statements = sql::parse(&text)?;
         if statements.is_empty() {
@@ -78,7 +84,7 @@ pub async fn run(
             Some(nodes) if statements.iter().any(changes_catalog) => {
                 nodes.submit(&text).map_err(ApiError::from)?
             }
-            _ => Executor::of(&state).execute_all(statements),
+            _ => Executor::across_nodes(&state, authorization).execute_all(statements),
         };
         let failed = applied.failed.map(|(i, e)| (i, ApiError::from(e)));
         for (i, audit) in audited.into_iter().enumerate() {

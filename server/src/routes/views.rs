@@ -71,7 +71,7 @@ pub async fn rows(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let mut params = Params::parse(query.as_deref())?;
-    let request = rows_request(&mut params)?;
+    let mut request = rows_request(&mut params)?;
     params.finish()?;
     let incoming = rows::Incoming {
         view: view.clone(),
@@ -83,6 +83,16 @@ pub async fn rows(
     };
     let how = headers.get(rows::FORWARDED);
     let forwarded = how.is_some();
+    // A pull query's window bounds and scan cap, forwarded by another node.
+    if let Some(filter) = headers.get(rows::ROW_FILTER).filter(|_| forwarded) {
+        request.filter = filter
+            .to_str()
+            .ok()
+            .and_then(rows::parse_filter)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!("{} is not a row filter", rows::ROW_FILTER))
+            })?;
+    }
     let to_owner = how.is_some_and(|v| v.as_bytes() == rows::TO_OWNER.as_bytes());
     blocking(move || {
         let spread = match &state.nodes {
@@ -107,11 +117,12 @@ pub async fn rows(
                 Ok(response)
             }
             (Some(spread), Some(nodes)) => {
-                let out = rows::rows(&state, nodes, &incoming, &request, &spread).map_err(|e| {
-                    let status =
-                        StatusCode::from_u16(e.status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-                    ApiError::new(status, e.code, e.message)
-                })?;
+                let out =
+                    rows::rows(&state.views, nodes, &incoming, &request, &spread).map_err(|e| {
+                        let status = StatusCode::from_u16(e.status)
+                            .unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                        ApiError::new(status, e.code, e.message)
+                    })?;
                 Ok(Json(out).into_response())
             }
             _ => {

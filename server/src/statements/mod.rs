@@ -106,6 +106,17 @@ pub struct Executor<'a> {
     pub clusters: &'a crate::clusters::Clusters,
     /// What a topic created by a statement gets.
     pub topic_defaults: TopicConfig,
+    /// In a Kappa cluster, how a pull query reads the rows other nodes
+    /// hold (`None`: this node's rows only).
+    pub across: Option<AcrossNodes<'a>>,
+}
+
+/// A pull query's reach over a Kappa cluster's nodes.
+pub struct AcrossNodes<'a> {
+    /// The cluster's nodes.
+    pub nodes: &'a crate::nodes::Nodes,
+    /// The caller's `Authorization` header, passed on to the nodes asked.
+    pub authorization: Option<String>,
 }
 
 impl<'a> Executor<'a> {
@@ -116,6 +127,20 @@ impl<'a> Executor<'a> {
             views: &state.views,
             clusters: &state.clusters,
             topic_defaults: state.config.topic_defaults(),
+            across: None,
+        }
+    }
+
+    /// The executor of the node `state` whose pull queries read every
+    /// node of its Kappa cluster (when it is in one), asking them as the
+    /// caller (`authorization`).
+    pub fn across_nodes(state: &'a crate::AppState, authorization: Option<String>) -> Self {
+        Executor {
+            across: state.nodes.as_ref().map(|nodes| AcrossNodes {
+                nodes,
+                authorization,
+            }),
+            ..Executor::of(state)
         }
     }
 

@@ -5,7 +5,6 @@
 
 use kappa_processor::plan::{ColumnSource, Operation};
 use kappa_processor::sql::PullQuery;
-use kappa_processor::view::ViewRow;
 use serde_json::{json, Value};
 
 use super::{Executor, StatementError};
@@ -17,6 +16,7 @@ use super::{Executor, StatementError};
 pub const MAX_PULL_QUERY_SCANNED: usize = 1_000_000;
 use crate::dto::statements::SelectedOut;
 use crate::dto::{RowOut, RowsOut};
+use crate::nodes::rows;
 use crate::views::RowsOutExt;
 use crate::views::{RowsRequest, ViewError, MAX_ROWS_PER_PAGE};
 
@@ -39,16 +39,14 @@ impl Executor<'_> {
             after: Vec::new(),
             max_wait: std::time::Duration::ZERO,
         };
-        let answer = self.views.rows(&query.view, &request)?;
+        let mut out = self.read(&query.view, &request)?;
         // More rows matched, or the scan cap stopped the read first.
-        let truncated = answer.next_cursor.is_some();
-        let rows = answer
-            .rows
-            .iter()
-            .map(|row| project(row, query.columns.as_deref()))
+        let truncated = out.next_cursor.is_some();
+        let columns = query.columns.as_deref();
+        out.rows = std::mem::take(&mut out.rows)
+            .into_iter()
+            .map(|row| project(row, columns))
             .collect();
-        let mut out = RowsOut::from_answer(query.view.clone(), answer);
-        out.rows = rows;
         if let Some(selected) = &query.columns {
             out.columns = selected_columns(&out.columns, selected);
         }
@@ -57,6 +55,21 @@ impl Executor<'_> {
             rows: out,
             truncated,
         })
+    }
+
+    /// The rows `request` asks of `view`: from the nodes holding them when
+    /// the view is spread over a Kappa cluster, else from this node.
+    fn read(&self, view: &str, request: &RowsRequest) -> Result<RowsOut, StatementError> {
+        if let Some(across) = &self.across {
+            if let Some(spread) = self.views.spread_of(view, None)? {
+                let incoming =
+                    rows::Incoming::of_request(view, request, across.authorization.clone());
+                return rows::rows(self.views, across.nodes, &incoming, request, &spread)
+                    .map_err(|e| StatementError::Unavailable(e.message));
+            }
+        }
+        let answer = self.views.rows(view, request)?;
+        Ok(RowsOut::from_answer(view.to_string(), answer))
     }
 
     /// Checks that a pull query's `WHERE col = ..` names the view's one
@@ -105,16 +118,15 @@ fn selected_columns(view_columns: &[String], selected: &[String]) -> Vec<String>
 
 /// The selected columns of a row (all when `columns` is None), matched
 /// case-insensitively; `WINDOWSTART` / `WINDOWEND` are the window bounds.
-fn project(row: &ViewRow, columns: Option<&[String]>) -> RowOut {
+fn project(row: RowOut, columns: Option<&[String]>) -> RowOut {
     let mut out = RowOut {
-        key: row.key.clone(),
-        window_start: row.window_start,
         window_end: row.window_start.and(row.window_end),
-        row: row.row.clone(),
+        ..row
     };
     let Some(columns) = columns else {
         return out;
     };
+    let row = &out;
     let mut picked = serde_json::Map::new();
     for c in columns {
         if c.eq_ignore_ascii_case("windowstart") {
