@@ -252,7 +252,7 @@ impl ViewHost {
                 scope.clone(),
             );
             let sink = self.cluster_sink_maker(&plan);
-            move |partition: u32| -> Result<Task> {
+            move |partition: u32, role: spread::Role| -> Result<Task> {
                 let run =
                     |plan: &Plan, task: &Scope, start: StartFrom, sink: &Option<SinkMaker>| {
                         let mut options = options.clone();
@@ -282,8 +282,12 @@ impl ViewHost {
                     other => other.clone(),
                 };
                 let task = spread::task_scope(&scope, partition);
+                // A standby writes nothing (its version is a view: no
+                // sink) and reads what the owner's first stage writes.
+                let standby = role == spread::Role::Standby;
                 let Some((topic, first_sink)) = &repartition else {
-                    let (running, store) = run(&plan, &task, start_here, &sink)?;
+                    let sink = if standby { &None } else { &sink };
+                    let (running, store) = run(&plan, &task, start_here, sink)?;
                     return Ok(Task {
                         running,
                         store,
@@ -295,6 +299,13 @@ impl ViewHost {
                 // start of the (new) topic; the first stage the input from
                 // where the version starts.
                 let (running, store) = run(&second, &task, StartFrom::Earliest, &sink)?;
+                if standby {
+                    return Ok(Task {
+                        running,
+                        store,
+                        upstream: None,
+                    });
+                }
                 let upstream = spread::first_stage_scope(&scope, partition);
                 let first_running = run(&first, &upstream, start_here, first_sink)?;
                 Ok(Task {
@@ -304,12 +315,16 @@ impl ViewHost {
                 })
             }
         };
+        // Standbys keep views warm; a derived stream's records are written
+        // by the partition's owner alone.
+        let keeps_standbys = plan.sink == crate::plan::Sink::View;
         let spread = SpreadVersion::start(
             scope.clone(),
             partitions,
             assignment,
             Box::new(start),
             checkpoint,
+            keeps_standbys,
         )?;
         self.spread
             .lock()
@@ -407,16 +422,35 @@ impl ViewHost {
         })
     }
 
+    /// A reader of `scope`'s rows that also reads the standbys running
+    /// here whose rows are at most `max_staleness` behind, when `scope` is
+    /// spread over nodes; else [`Self::reader`].
+    pub fn reader_within(&self, scope: &Scope, max_staleness: Duration) -> Option<ViewReader> {
+        match self.spread_handle(scope) {
+            Some(handle) => Some(ViewReader {
+                scope: scope.clone(),
+                parts: Parts::Tasks(handle.stores_within(max_staleness)),
+            }),
+            None => self.reader(scope),
+        }
+    }
+
     /// The stores of the tasks running here of `scope`, when it is spread
     /// over nodes and still running.
     fn spread_stores(&self, scope: &Scope) -> Option<Vec<TaskStore>> {
+        self.spread_handle(scope).map(|h| h.stores())
+    }
+
+    /// The handle of `scope` when it is spread over nodes and still
+    /// running.
+    pub fn spread_handle(&self, scope: &Scope) -> Option<SpreadHandle> {
         let mut spread = self.spread.lock().unwrap_or_else(PoisonError::into_inner);
         let handle = spread.get(scope)?;
         if handle.is_stopped() {
             spread.remove(scope);
             return None;
         }
-        Some(handle.stores())
+        Some(handle.clone())
     }
 
     /// A reader of `scope`'s rows from its store on disk, opening it if

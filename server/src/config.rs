@@ -180,6 +180,10 @@ pub struct ServerConfig {
     pub checkpoint_url: Option<String>,
     /// How often each task is checkpointed (ms; default 10000).
     pub checkpoint_interval_ms: u64,
+    /// Standbys per partition of a view spread over a Kappa cluster's
+    /// nodes: 0 (default) or 1, a warm copy on the node that takes the
+    /// partition over when its owner is lost.
+    pub standby_replicas: u32,
 }
 
 /// Which per-record limit a produced record exceeds.
@@ -247,6 +251,7 @@ impl Default for ServerConfig {
             coordination_cluster: None,
             checkpoint_url: None,
             checkpoint_interval_ms: 10_000,
+            standby_replicas: 0,
         }
     }
 }
@@ -348,6 +353,9 @@ pub struct Overrides {
     /// How often each task is checkpointed, ms [default: 10000].
     #[arg(long, env = "KAPPA_CHECKPOINT_INTERVAL_MS")]
     pub checkpoint_interval_ms: Option<u64>,
+    /// Keep a warm standby of each view partition on another node: 0 or 1 [default: 0].
+    #[arg(long, env = "KAPPA_STANDBY_REPLICAS")]
+    pub standby_replicas: Option<u32>,
 }
 
 /// A retention setting given as a flag: milliseconds, or `none` (forever).
@@ -483,6 +491,9 @@ impl ServerConfig {
         if let Some(ms) = o.checkpoint_interval_ms {
             config.checkpoint_interval_ms = ms;
         }
+        if let Some(n) = o.standby_replicas {
+            config.standby_replicas = n;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -524,6 +535,15 @@ impl ServerConfig {
         }
         if self.checkpoint_interval_ms < 100 {
             bail!("checkpoint_interval_ms must be at least 100");
+        }
+        if self.standby_replicas > 1 {
+            bail!(
+                "standby_replicas must be 0 or 1 (one warm copy per partition), got {}",
+                self.standby_replicas
+            );
+        }
+        if self.standby_replicas > 0 && self.cluster_id.is_none() {
+            bail!("standby_replicas is for the nodes of a Kappa cluster: give cluster_id too");
         }
         if self.default_partitions == 0
             || self.default_partitions > kappa_log::MAX_PARTITIONS_PER_TOPIC

@@ -645,6 +645,169 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
     converge(&back.client(), &events, "after a graceful stop");
 }
 
+/// Per node URL, the partitions of purchase_stats@1 it owns and those it
+/// keeps a caught-up standby of, as `GET /v1/cluster` on `node` says.
+fn layout(node: &Server) -> Option<BTreeMap<String, (Vec<u32>, Vec<u32>)>> {
+    let (status, body) = node.client().get("/v1/cluster");
+    if status != 200 {
+        return None;
+    }
+    let mut out = BTreeMap::new();
+    for n in body["nodes"].as_array()? {
+        let view = &n["stats"]["views"]["purchase_stats@1"];
+        let numbers = |v: &Value| -> Vec<u32> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|p| p.as_u64())
+                        .map(|p| p as u32)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let owned = numbers(&view["partitions"]);
+        let standbys = view["standbys"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|s| s["staleness_ms"].is_u64())
+                    .filter_map(|s| s["partition"].as_u64())
+                    .map(|p| p as u32)
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.insert(n["url"].as_str()?.to_string(), (owned, standbys));
+    }
+    Some(out)
+}
+
+/// The partitions an answer read (a nonzero offset in its `as_of`).
+fn partitions_read(answer: &Value) -> Vec<u32> {
+    answer["as_of"]["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["offset"].as_u64() > Some(0))
+        .map(|p| p["partition"].as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn standbys_keep_partitions_warm_answer_stale_reads_and_take_a_killed_nodes_over() {
+    let events = events(4_000);
+    let (first, second) = events.split_at(2_000);
+    let tansu = Tansu::start();
+    tansu.create_topic("user_events", 6);
+    let bootstrap = tansu.bootstrap();
+    // No checkpoints: a partition taken over without a standby would be
+    // rebuilt from its start.
+    let more = ["--standby-replicas", "1"];
+    let mut nodes: Vec<Server> = (0..3)
+        .map(|_| start_node_with(&bootstrap, "c4", &more, &[]))
+        .collect();
+    nodes[0].sql_ok(&user_events_on("prod"));
+    nodes[0].sql_ok(PURCHASE_STATS);
+    produce_to_cluster(&bootstrap, "user_events", first);
+    converge(&nodes[1].client(), first, "before the kill");
+
+    // Every partition has one owner and one caught-up standby elsewhere.
+    let all: Vec<u32> = (0..6).collect();
+    let layout = eventually(
+        "every partition's standby",
+        Duration::from_secs(120),
+        || {
+            let layout = layout(&nodes[0])?;
+            let mut owned: Vec<u32> = layout.values().flat_map(|(o, _)| o.clone()).collect();
+            let mut standbys: Vec<u32> = layout.values().flat_map(|(_, s)| s.clone()).collect();
+            owned.sort();
+            standbys.sort();
+            let apart = layout
+                .values()
+                .all(|(o, s)| s.iter().all(|p| !o.contains(p)));
+            (layout.len() == 3 && owned == all && standbys == all && apart).then_some(layout)
+        },
+    );
+
+    // A read accepting staleness is answered by a standby on the node
+    // asked; without it, by the partition's owner.
+    let (keeper_url, (kept_owned, kept)) = layout
+        .iter()
+        .find(|(_, (o, s))| !o.is_empty() && !s.is_empty())
+        .map(|(u, v)| (u.clone(), v.clone()))
+        .unwrap();
+    let keeper = nodes.iter().find(|n| n.url() == keeper_url).unwrap();
+    let partition = kept[0];
+    let user = first
+        .iter()
+        .find(|e| kappa_log::partition_for_key(e.user.as_bytes(), 6) == partition)
+        .map(|e| e.user.clone())
+        .unwrap();
+    let owner_owned = &layout
+        .values()
+        .find(|(o, _)| o.contains(&partition))
+        .unwrap()
+        .0;
+    let (status, stale) = keeper.client().get(&format!(
+        "/v1/views/purchase_stats/rows?key={user}&max_staleness_ms=60000"
+    ));
+    assert_eq!(status, 200, "{stale}");
+    let read = partitions_read(&stale);
+    assert!(read.contains(&partition), "{read:?}");
+    assert!(
+        read.iter().any(|p| kept_owned.contains(p)),
+        "not answered on the node asked: {read:?}, it owns {kept_owned:?}"
+    );
+    let (rows, offsets) = user_rows(&keeper.client(), &user).unwrap();
+    let want: Rows = rows_at(first, &offsets)
+        .into_iter()
+        .filter(|((u, _), _)| *u == user)
+        .collect();
+    assert_eq!(rows, want);
+    let (status, fresh) = keeper
+        .client()
+        .get(&format!("/v1/views/purchase_stats/rows?key={user}"));
+    assert_eq!(status, 200, "{fresh}");
+    let read = partitions_read(&fresh);
+    assert!(
+        read.iter().all(|p| owner_owned.contains(p)),
+        "not answered by the owner {owner_owned:?}: {read:?}"
+    );
+    let (status, bad) = keeper.client().get(&format!(
+        "/v1/views/purchase_stats/rows?key={user}&max_staleness_ms=soon"
+    ));
+    assert_eq!(status, 400, "{bad}");
+
+    // The node owning the most partitions dies mid-ingest: the nodes
+    // keeping its standbys take them over from there, and the rows come
+    // out exact.
+    let victim = (0..3)
+        .max_by_key(|&i| layout[&nodes[i].url()].0.len())
+        .unwrap();
+    let lost = layout[&nodes[victim].url()].0.len() as f64;
+    nodes[victim].kill9();
+    let survivors: Vec<Server> = {
+        let dead = nodes.remove(victim);
+        drop(dead);
+        nodes
+    };
+    produce_to_cluster(&bootstrap, "user_events", second);
+    // Reads accepting staleness go on through the takeover.
+    let (status, during) = survivors[0].client().get(&format!(
+        "/v1/views/purchase_stats/rows?key={user}&max_staleness_ms=60000"
+    ));
+    assert_eq!(status, 200, "{during}");
+    converge(&survivors[0].client(), &events, "after the kill");
+    converge(&survivors[1].client(), &events, "after the kill");
+    let takeovers: f64 = survivors
+        .iter()
+        .map(|n| metric(n, "kappa_view_standby_takeovers_total", "purchase_stats"))
+        .sum();
+    assert!(
+        takeovers >= lost,
+        "{takeovers} partitions resumed from a standby, {lost} were lost"
+    );
+}
+
 /// The version `node` serves of purchase_stats.
 fn served(node: &Server) -> u64 {
     let (status, view) = node.client().get("/v1/views/purchase_stats");

@@ -18,6 +18,16 @@
 //! [`TASK_RETRY`]. Its progress is the union of its tasks' (the committed
 //! offsets of partitions it does not own stay as last seen).
 //!
+//! A node may also keep *standbys* ([`Assignment::standbys`]): tasks of
+//! partitions another node owns, run over the same input without any
+//! output (only views have them: a derived stream's records are written by
+//! the owner alone). A standby keeps a warm copy of the partition's state
+//! in the very store its active task would use, so a node that takes the
+//! partition over stops the standby and resumes the active task from
+//! there, replaying only the few records the standby had not reached. A
+//! standby's rows may be read where a reader accepts some staleness
+//! ([`SpreadHandle::stores_within`]).
+//!
 //! Semantics differ from a whole version in one way, as in Kafka Streams:
 //! each task's watermark is its partition's own (event time per task), so
 //! a window closes when its partition's events pass it, not when every
@@ -46,6 +56,10 @@ pub use partition::{OnePartition, PartitionTopic};
 /// Seconds a task's checkpoint took (made and saved), by view and version.
 pub const CHECKPOINT_SECONDS: &str = "kappa_view_checkpoint_seconds";
 
+/// Partitions a node took over whose standby ran there (resumed from it,
+/// not rebuilt or restored), by view.
+pub const STANDBY_TAKEOVERS: &str = "kappa_view_standby_takeovers_total";
+
 /// Task checkpoints that failed, by view.
 pub const CHECKPOINT_FAILURES: &str = "kappa_view_checkpoint_failures_total";
 
@@ -65,6 +79,25 @@ pub trait Assignment: Send + Sync + fmt::Debug {
     /// Hands the partitions over to the other nodes (the version stops
     /// here).
     fn leave(&self);
+
+    /// The partitions of other nodes this node keeps a standby of (none
+    /// unless standbys are asked for); `None` while that is not known
+    /// (partitions on the move): the standbys running stay.
+    fn standbys(&self) -> Option<Vec<u32>> {
+        Some(Vec::new())
+    }
+}
+
+/// What a task started by [`StartTask`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The partition's owner: the task whose rows are served and whose
+    /// output is written.
+    Active,
+    /// A warm copy of another node's task: the same plan over the same
+    /// input, without output (and without a first stage: a re-keyed view's
+    /// standby reads the repartition topic the owner writes).
+    Standby,
 }
 
 /// Where a version's [`Assignment`] comes from.
@@ -179,8 +212,24 @@ impl Task {
     }
 }
 
-/// Starts the task of a partition (its store opened, or made).
-pub type StartTask = Box<dyn Fn(u32) -> Result<Task> + Send + Sync>;
+/// Starts the task of a partition (its store opened, or made), as its
+/// owner or as a standby.
+pub type StartTask = Box<dyn Fn(u32, Role) -> Result<Task> + Send + Sync>;
+
+/// A standby task and when it last had nothing left to read.
+struct Standby {
+    task: Task,
+    /// The last time its lag was 0 (`None`: not yet).
+    caught_up: Option<Instant>,
+}
+
+impl Standby {
+    /// How far behind its input the standby's rows may be: nothing while
+    /// it has read everything, else the time since it last had.
+    fn staleness(&self) -> Option<Duration> {
+        self.caught_up.map(|at| at.elapsed())
+    }
+}
 
 /// A task's partition and store, for reads.
 #[derive(Clone)]
@@ -199,9 +248,18 @@ struct Shared {
     assignment: Arc<dyn Assignment>,
     start: StartTask,
     tasks: Mutex<BTreeMap<u32, Task>>,
+    /// Standby tasks, by partition ([`Role::Standby`]); none unless the
+    /// version keeps standbys.
+    standbys: Mutex<BTreeMap<u32, Standby>>,
+    /// Whether this version keeps standbys (a view does; a derived stream
+    /// does not).
+    keeps_standbys: bool,
     /// Partitions whose task failed to start or stopped with an error,
     /// with why and when.
     failed: Mutex<BTreeMap<u32, (String, Instant)>>,
+    /// Partitions whose standby failed, and when (tried again after
+    /// [`TASK_RETRY`]).
+    failed_standbys: Mutex<BTreeMap<u32, Instant>>,
     /// Committed offsets of every partition (as last seen for the ones
     /// not owned) and the lowest watermark of the tasks.
     progress: Arc<Progress>,
@@ -231,15 +289,19 @@ pub struct SpreadVersion {
 impl SpreadVersion {
     /// Starts following `assignment` for version `scope` (of an input of
     /// `partitions` partitions), starting each owned partition's task
-    /// with `start`.
+    /// with `start` (and each standby the assignment asks for, when
+    /// `keeps_standbys`).
     pub fn start(
         scope: Scope,
         partitions: usize,
         assignment: Arc<dyn Assignment>,
         start: StartTask,
         checkpoint: Option<CheckpointPlan>,
+        keeps_standbys: bool,
     ) -> Result<SpreadVersion> {
         let shared = Arc::new(Shared {
+            standbys: Mutex::new(BTreeMap::new()),
+            keeps_standbys,
             checkpoint,
             checkpointed: Mutex::new(BTreeMap::new()),
             abandoned: AtomicBool::new(false),
@@ -249,6 +311,7 @@ impl SpreadVersion {
             start,
             tasks: Mutex::new(BTreeMap::new()),
             failed: Mutex::new(BTreeMap::new()),
+            failed_standbys: Mutex::new(BTreeMap::new()),
             stopping: AtomicBool::new(false),
         });
         let thread = std::thread::Builder::new()
@@ -299,6 +362,15 @@ impl SpreadVersion {
     /// The running tasks' stores, for reads.
     pub fn stores(&self) -> Vec<TaskStore> {
         self.shared.stores()
+    }
+
+    /// The partitions this node keeps a standby of, and how stale each is
+    /// (`None`: it has not caught up yet).
+    pub fn standbys(&self) -> Vec<(u32, Option<Duration>)> {
+        lock(&self.shared.standbys)
+            .iter()
+            .map(|(&p, s)| (p, s.staleness()))
+            .collect()
     }
 
     /// A handle for readers, valid until the version stops.
@@ -371,6 +443,9 @@ impl SpreadVersion {
         for task in lock(&self.shared.tasks).values() {
             task.abandon();
         }
+        for standby in lock(&self.shared.standbys).values() {
+            standby.task.abandon();
+        }
     }
 
     /// Stops following the assignment, stops every task (after a final
@@ -383,6 +458,9 @@ impl SpreadVersion {
         self.shared.stopping.store(true, Ordering::SeqCst);
         for thread in self.threads.drain(..) {
             let _ = thread.join();
+        }
+        for (partition, standby) in std::mem::take(&mut *lock(&self.shared.standbys)) {
+            let _ = standby.task.stop(&self.shared.scope, partition);
         }
         let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
         let mut result = Ok(());
@@ -441,6 +519,34 @@ impl SpreadHandle {
         self.0.stopping.load(Ordering::SeqCst)
     }
 
+    /// The running tasks' stores and those of the standbys whose rows are
+    /// at most `max_staleness` behind their input (for a read that
+    /// accepts it), by partition.
+    pub fn stores_within(&self, max_staleness: Duration) -> Vec<TaskStore> {
+        let mut stores = self.0.stores();
+        for (&partition, standby) in lock(&self.0.standbys).iter() {
+            let fresh = standby.staleness().is_some_and(|s| s <= max_staleness);
+            if fresh && !stores.iter().any(|t| t.partition == partition) {
+                stores.push(TaskStore {
+                    partition,
+                    scope: task_scope(&self.0.scope, partition),
+                    store: standby.task.store.clone(),
+                });
+            }
+        }
+        stores.sort_by_key(|t| t.partition);
+        stores
+    }
+
+    /// The partitions whose standby runs here, and how stale each is
+    /// (`None`: not caught up yet).
+    pub fn standbys(&self) -> Vec<(u32, Option<Duration>)> {
+        lock(&self.0.standbys)
+            .iter()
+            .map(|(&p, s)| (p, s.staleness()))
+            .collect()
+    }
+
     /// Partitions of the version's input.
     pub fn partitions(&self) -> usize {
         self.0.progress.snapshot().committed_offsets.len()
@@ -472,6 +578,9 @@ impl Shared {
                 if seen != Some(generation) || retry_due || finished {
                     self.reconcile(&owned);
                     seen = Some(generation);
+                }
+                if self.keeps_standbys {
+                    self.keep_standbys(&owned);
                 }
             }
             self.gather_progress();
@@ -533,7 +642,18 @@ impl Shared {
             {
                 continue;
             }
-            match (self.start)(partition) {
+            // A standby of the partition ran here: its store is the
+            // task's, warm; the task resumes from where it got.
+            let standby = lock(&self.standbys).remove(&partition);
+            if let Some(standby) = standby {
+                if let (Err(e), _) = standby.task.stop(&self.scope, partition) {
+                    tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "standby stopped with an error");
+                }
+                tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "standby becomes the partition's task");
+                metrics::counter!(STANDBY_TAKEOVERS, "view" => self.scope.name.clone())
+                    .increment(1);
+            }
+            match (self.start)(partition, Role::Active) {
                 Ok(task) => {
                     tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "partition taken over");
                     lock(&self.failed).remove(&partition);
@@ -543,6 +663,70 @@ impl Shared {
                     tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "cannot start the partition's task");
                     lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
                 }
+            }
+        }
+    }
+
+    /// Starts the standbys the assignment asks for (of partitions not
+    /// owned here), stops the others, and notes which have caught up.
+    fn keep_standbys(&self, owned: &[u32]) {
+        let wanted: Vec<u32> = match self.assignment.standbys() {
+            Some(wanted) => wanted.into_iter().filter(|p| !owned.contains(p)).collect(),
+            // Partitions on the move: a standby about to be taken over
+            // must still be there.
+            None => lock(&self.standbys)
+                .keys()
+                .copied()
+                .filter(|p| !owned.contains(p))
+                .collect(),
+        };
+        let gone: Vec<(u32, Standby)> = {
+            let mut standbys = lock(&self.standbys);
+            let ended: Vec<u32> = standbys
+                .iter()
+                .filter(|(p, s)| !wanted.contains(p) || s.task.is_finished())
+                .map(|(p, _)| *p)
+                .collect();
+            ended
+                .into_iter()
+                .filter_map(|p| standbys.remove(&p).map(|s| (p, s)))
+                .collect()
+        };
+        for (partition, standby) in gone {
+            if let (Err(e), _) = standby.task.stop(&self.scope, partition) {
+                tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "standby stopped with an error");
+                lock(&self.failed_standbys).insert(partition, Instant::now());
+            }
+        }
+        lock(&self.failed_standbys).retain(|p, at| wanted.contains(p) && at.elapsed() < TASK_RETRY);
+        for partition in wanted {
+            if self.stopping.load(Ordering::SeqCst)
+                || lock(&self.standbys).contains_key(&partition)
+                || lock(&self.failed_standbys).contains_key(&partition)
+            {
+                continue;
+            }
+            match (self.start)(partition, Role::Standby) {
+                Ok(task) => {
+                    tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "standby started");
+                    lock(&self.standbys).insert(
+                        partition,
+                        Standby {
+                            task,
+                            caught_up: None,
+                        },
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "cannot start a standby");
+                    lock(&self.failed_standbys).insert(partition, Instant::now());
+                }
+            }
+        }
+        for standby in lock(&self.standbys).values_mut() {
+            let lag = standby.task.running.lag();
+            if lag.is_ok_and(|l| l.iter().all(|l| l.lag == 0)) {
+                standby.caught_up = Some(Instant::now());
             }
         }
     }

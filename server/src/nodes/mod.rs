@@ -25,6 +25,7 @@ pub mod applied;
 pub mod checkpoints;
 pub mod record;
 pub mod rows;
+pub mod standby;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -117,7 +118,7 @@ pub struct Nodes {
     clusters: BTreeMap<String, ClusterConfig>,
     control: Arc<ControlTopic>,
     data_dir: PathBuf,
-    table: Mutex<Table>,
+    table: Arc<Mutex<Table>>,
     /// What the records this node appended did here, by id.
     results: Mutex<HashMap<String, Outcome>>,
     /// The node, once it runs ([`Nodes::follow`]).
@@ -131,6 +132,8 @@ pub struct Nodes {
     announce: Mutex<mpsc::Sender<ControlRecord>>,
     stop: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Standbys per partition of the views' versions (0 or 1).
+    standby_replicas: u32,
 }
 
 impl std::fmt::Debug for Nodes {
@@ -170,7 +173,7 @@ impl Nodes {
             clusters: config.clusters.clone(),
             control: Arc::new(control),
             data_dir: config.data_dir.clone(),
-            table: Mutex::new(Table::default()),
+            table: Arc::new(Mutex::new(Table::default())),
             results: Mutex::new(HashMap::new()),
             state: OnceLock::new(),
             ready_said: Mutex::new(HashMap::new()),
@@ -179,6 +182,7 @@ impl Nodes {
             announce: Mutex::new(tx),
             stop: Arc::new(AtomicBool::new(false)),
             threads: Mutex::new(Vec::new()),
+            standby_replicas: config.standby_replicas,
         });
         applied::check_cluster_id(&config.data_dir, cluster_id)?;
         let announcer = std::thread::Builder::new()
@@ -470,6 +474,17 @@ impl Nodes {
         table.nodes.get(node).map(|n| n.url.clone())
     }
 
+    /// The URL of the node keeping the standby of `partition` of version
+    /// `version` (`view@version`), when standbys are kept.
+    pub fn standby_of(&self, version: &str, partition: u32) -> Option<String> {
+        if self.standby_replicas == 0 {
+            return None;
+        }
+        let table = lock(&self.table);
+        let node = standby::standby_of(table.owners.get(version)?, partition)?;
+        table.nodes.get(&node).map(|n| n.url.clone())
+    }
+
     /// The other nodes up now: id and URL.
     pub fn peers(&self) -> Vec<(String, NodeInfo)> {
         let now = kappa_log::now_ms();
@@ -578,8 +593,16 @@ impl Assignments for Nodes {
         // A repartitioned view's repartition partition p goes with its
         // input partition p: owning one is owning both.
         let topics = [plan.source.topic.as_str()];
-        let assignment: Arc<dyn Assignment> =
+        let group: Arc<dyn Assignment> =
             GroupAssignment::join(cluster, config, &group, &topics, &self.node, on_change)?;
-        Ok(Some(assignment))
+        if self.standby_replicas == 0 {
+            return Ok(Some(group));
+        }
+        Ok(Some(Arc::new(standby::WithStandbys {
+            group,
+            table: self.table.clone(),
+            node: self.node.clone(),
+            version: format!("{}@{}", scope.name, scope.version),
+        })))
     }
 }

@@ -43,6 +43,10 @@ pub const TO_OWNER: &str = "owner";
 /// [`FORWARDED`] of a read gathering every node's rows.
 pub const GATHER: &str = "gather";
 
+/// [`FORWARDED`] of a key's read (with `max_staleness_ms`) sent to the
+/// node keeping its partition's standby, when the owner did not answer.
+pub const STANDBY: &str = "standby";
+
 /// Header of a forwarded read's answer: the partitions it read.
 pub const PARTITIONS: &str = "kappa-partitions";
 
@@ -192,13 +196,14 @@ fn key_of(query: &ViewQuery) -> Option<&str> {
 }
 
 /// Whether a forwarded read may be answered here: a key's read only by
-/// its partition's owner.
-pub fn owns_read(spread: &SpreadRows, query: &ViewQuery) -> bool {
-    key_of(query).is_none_or(|k| {
-        spread
-            .owned
-            .contains(&partition_of_key(k, spread.partitions))
-    })
+/// its partition's owner, or (`max_staleness`) a standby fresh enough.
+pub fn answers_read(
+    spread: &SpreadRows,
+    query: &ViewQuery,
+    max_staleness: Option<Duration>,
+) -> bool {
+    key_of(query)
+        .is_none_or(|k| spread.answers(partition_of_key(k, spread.partitions), max_staleness))
 }
 
 /// The rows `request` asks of `incoming.view`, whose served (or asked)
@@ -222,12 +227,24 @@ pub fn rows(
                     // Not where Kafka's Java partitioner puts the key (a
                     // producer with another partitioner): ask every node.
                     Ok(out) if out.rows.is_empty() => {
-                        gather(views, nodes, incoming, &request, spread.partitions)
+                        let owners_only = RowsRequest {
+                            max_staleness: None,
+                            ..request.clone()
+                        };
+                        gather(views, nodes, incoming, &owners_only, spread.partitions)
                     }
                     other => other,
                 }
             }
-            None => gather(views, nodes, incoming, &request, spread.partitions),
+            None => {
+                // Each partition from its owner: a standby's rows would
+                // double it.
+                let owners_only = RowsRequest {
+                    max_staleness: None,
+                    ..request.clone()
+                };
+                gather(views, nodes, incoming, &owners_only, spread.partitions)
+            }
         };
         match attempt {
             Ok(out) => return Ok(out),
@@ -278,7 +295,7 @@ fn read_key(
     let here = views
         .spread_of(&incoming.view, request.version)
         .map_err(|e| Retry(e.to_string()))?
-        .is_some_and(|s| s.owned.contains(&partition));
+        .is_some_and(|s| s.answers(partition, request.max_staleness));
     if here {
         let (out, held) = local(views, &incoming.view, request)?;
         if !held.contains(&partition) {
@@ -294,8 +311,21 @@ fn read_key(
             "partition {partition} is being taken over here"
         )));
     }
-    let (out, _) = forward(&owner, incoming, request, TO_OWNER)?;
-    Ok(out)
+    match forward(&owner, incoming, request, TO_OWNER) {
+        Ok((out, _)) => Ok(out),
+        // The owner did not answer (it died, and the group has not moved
+        // its partitions yet): a read accepting staleness asks the node
+        // keeping the partition's standby.
+        Err(Retry(why)) if request.max_staleness.is_some() => {
+            let standby = nodes
+                .standby_of(version, partition)
+                .filter(|s| *s != nodes.node())
+                .ok_or(Retry(why))?;
+            let (out, _) = forward(&standby, incoming, request, STANDBY)?;
+            Ok(out)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn gather(
@@ -503,6 +533,7 @@ mod tests {
     #[test]
     fn a_query_string_says_the_request_again() {
         let request = RowsRequest {
+            max_staleness: None,
             query: ViewQuery::KeyWindows {
                 key: "a b&c".into(),
                 from: 10,

@@ -13,7 +13,7 @@ use axum::Json;
 use crate::clusters::Cluster;
 use crate::dto::clusters::{
     ClusterBrokerOut, ClusterOut, ClusterTopicOut, ClustersOut, KappaClusterOut, KappaNodeOut,
-    KappaNodeStatsOut, KappaNodeViewOut,
+    KappaNodeStatsOut, KappaNodeViewOut, StandbyOut,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -125,6 +125,14 @@ fn own_stats(views: &crate::views::ViewManager, now: i64) -> KappaNodeStatsOut {
                         lag_records: s.lag,
                         records_per_second: s.records_per_second,
                         checkpoint_age_ms: s.oldest_checkpoint_ms.map(|at| now.saturating_sub(at)),
+                        standbys: s
+                            .standbys
+                            .into_iter()
+                            .map(|(partition, staleness)| StandbyOut {
+                                partition,
+                                staleness_ms: staleness.map(|s| s.as_millis() as u64),
+                            })
+                            .collect(),
                     },
                 )
             })

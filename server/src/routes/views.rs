@@ -94,6 +94,12 @@ pub async fn rows(
             })?;
     }
     let to_owner = how.is_some_and(|v| v.as_bytes() == rows::TO_OWNER.as_bytes());
+    let to_standby = how.is_some_and(|v| v.as_bytes() == rows::STANDBY.as_bytes());
+    // Only a read sent to a standby may be answered from one: any other
+    // forwarded read answers each partition from its owner.
+    if forwarded && !to_standby {
+        request.max_staleness = None;
+    }
     blocking(move || {
         let spread = match &state.nodes {
             Some(_) => state.views.spread_of(&view, request.version)?,
@@ -101,7 +107,9 @@ pub async fn rows(
         };
         match (spread, &state.nodes) {
             (Some(spread), _) if forwarded => {
-                if to_owner && !rows::owns_read(&spread, &request.query) {
+                if (to_owner || to_standby)
+                    && !rows::answers_read(&spread, &request.query, request.max_staleness)
+                {
                     return Err(ApiError::new(
                         StatusCode::MISDIRECTED_REQUEST,
                         "not_owner",
@@ -177,6 +185,14 @@ fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {
     };
     let after = params.take("after").map(|a| after(&a)).transpose()?;
     let max_wait = params.take_u64("max_wait_ms", 0, MAX_AFTER_WAIT_MS, DEFAULT_AFTER_WAIT_MS)?;
+    let max_staleness = match params.take("max_staleness_ms") {
+        None => None,
+        Some(v) => Some(v.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "max_staleness_ms must be a number of milliseconds, got {v:?}"
+            ))
+        })?),
+    };
     if after.is_some() && version.is_some() {
         return Err(ApiError::bad_request(
             "after waits for the served version: do not give version too",
@@ -190,6 +206,7 @@ fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {
         version,
         after: after.unwrap_or_default(),
         max_wait: Duration::from_millis(max_wait),
+        max_staleness: max_staleness.map(Duration::from_millis),
     })
 }
 

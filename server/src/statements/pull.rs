@@ -31,6 +31,7 @@ impl Executor<'_> {
             .unwrap_or(MAX_ROWS_PER_PAGE)
             .min(MAX_ROWS_PER_PAGE);
         let request = RowsRequest {
+            max_staleness: None,
             query: query.view_query(),
             filter: query.row_filter(Some(MAX_PULL_QUERY_SCANNED)),
             cursor: None,

@@ -51,6 +51,10 @@ pub struct RowsRequest {
     pub after: Vec<(u32, u64)>,
     /// Longest wait for `after`.
     pub max_wait: Duration,
+    /// For a version spread over a Kappa cluster's nodes: rows of a
+    /// standby here this far behind its input at most may answer (`None`:
+    /// only the partitions' owners answer).
+    pub max_staleness: Option<Duration>,
 }
 
 /// Rows and where they were read.
@@ -83,6 +87,23 @@ pub struct SpreadRows {
     pub partitions: usize,
     /// The partitions whose tasks run on this node.
     pub owned: Vec<u32>,
+    /// The partitions whose standby runs on this node, and how far behind
+    /// its input each is (`None`: it has not caught up yet).
+    pub standbys: Vec<(u32, Option<Duration>)>,
+}
+
+impl SpreadRows {
+    /// Whether this node answers `partition` for a read accepting
+    /// `max_staleness`: it owns the partition, or keeps a standby of it
+    /// at most that far behind.
+    pub fn answers(&self, partition: u32, max_staleness: Option<Duration>) -> bool {
+        self.owned.contains(&partition)
+            || max_staleness.is_some_and(|max| {
+                self.standbys
+                    .iter()
+                    .any(|(p, s)| *p == partition && s.is_some_and(|s| s <= max))
+            })
+    }
 }
 
 /// The work of a version spread over nodes on this node
@@ -100,6 +121,9 @@ pub struct SpreadStats {
     /// The oldest of the tasks' newest checkpoints (ms since the epoch);
     /// `None` while one has none.
     pub oldest_checkpoint_ms: Option<i64>,
+    /// The partitions whose standby runs here, and how far behind each is
+    /// (`None`: not caught up yet).
+    pub standbys: Vec<(u32, Option<Duration>)>,
 }
 
 /// A version resolved for reading.
@@ -194,6 +218,7 @@ impl ViewManager {
             version: entry.version,
             partitions: spread.progress().committed_offsets.len(),
             owned: spread.owned(),
+            standbys: spread.standbys(),
         }))
     }
 
@@ -240,6 +265,7 @@ impl ViewManager {
                     lag,
                     records_per_second: spread.progress().rate_per_second,
                     oldest_checkpoint_ms: oldest,
+                    standbys: spread.standbys(),
                 })
             })
             .collect()
@@ -265,7 +291,15 @@ impl ViewManager {
             },
             e => e.into(),
         };
-        let reader = self.reader(&target.scope)?;
+        let reader = match request.max_staleness {
+            Some(max) => self.host.reader_within(&target.scope, max).ok_or_else(|| {
+                ViewError::Unavailable {
+                    view: name.to_string(),
+                    version: target.scope.version,
+                }
+            })?,
+            None => self.reader(&target.scope)?,
+        };
         // Rows and position from one snapshot: `as_of` is exact.
         let (page, as_of) = reader
             .page(

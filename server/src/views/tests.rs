@@ -466,6 +466,7 @@ fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
         let read = f.manager.rows(
             view,
             &super::RowsRequest {
+                max_staleness: None,
                 filter: Default::default(),
                 query: kappa_processor::view::ViewQuery::All,
                 cursor: None,
@@ -852,6 +853,7 @@ fn read_all(f: &Fixture, view: &str) -> super::RowsAnswer {
         .rows(
             view,
             &super::RowsRequest {
+                max_staleness: None,
                 filter: Default::default(),
                 query: kappa_processor::view::ViewQuery::All,
                 cursor: None,

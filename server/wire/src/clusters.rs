@@ -103,4 +103,19 @@ pub struct KappaNodeViewOut {
     /// How old the oldest of its tasks' newest checkpoints is (ms; null
     /// without checkpoints, or before a task's first).
     pub checkpoint_age_ms: Option<i64>,
+    /// The partitions whose standby runs on the node (`standby_replicas =
+    /// 1`), each with how far behind its input it is (ms; null until it
+    /// has caught up once).
+    #[serde(default)]
+    pub standbys: Vec<StandbyOut>,
+}
+
+/// A standby on a node of a Kappa cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StandbyOut {
+    /// The input partition.
+    pub partition: u32,
+    /// How far behind its input the standby's rows are (ms): 0 while it
+    /// has read everything; null until it first has.
+    pub staleness_ms: Option<u64>,
 }
