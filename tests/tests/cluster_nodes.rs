@@ -646,8 +646,11 @@ fn a_node_killed_mid_ingest_loses_its_partitions_to_the_others_and_takes_them_ba
 }
 
 /// Per node URL, the partitions of purchase_stats@1 it owns and those it
-/// keeps a caught-up standby of, as `GET /v1/cluster` on `node` says.
-fn layout(node: &Server) -> Option<BTreeMap<String, (Vec<u32>, Vec<u32>)>> {
+/// keeps a caught-up standby of.
+type Layout = BTreeMap<String, (Vec<u32>, Vec<u32>)>;
+
+/// The [`Layout`] `GET /v1/cluster` on `node` says.
+fn layout(node: &Server) -> Option<Layout> {
     let (status, body) = node.client().get("/v1/cluster");
     if status != 200 {
         return None;
