@@ -48,6 +48,10 @@ pub(crate) struct OutRecord {
     /// topic's records: see [`crate::spread::repartition`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) source: Option<(u32, u64)>,
+    /// The table row the event was joined with (JSON text), for the
+    /// stage after a repartition topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) joined: Option<String>,
     /// Place of the input that made it in the version's processing order
     /// (records from key-shard workers are put back in this order).
     #[serde(skip)]
@@ -94,6 +98,7 @@ impl LateRecord {
             value: String::from_utf8_lossy(&self.value).into_owned(),
             timestamp: self.timestamp,
             source: None,
+            joined: None,
             seq,
         }
     }
@@ -290,6 +295,7 @@ impl Runtime {
                 // changed the row: the same in every replay.
                 timestamp: change.window.map_or(self.log_time, |(s, _)| s),
                 source: None,
+                joined: None,
                 seq: self.event_seq,
             });
         }
@@ -334,6 +340,7 @@ impl Runtime {
                     value: &r.value,
                     timestamp: r.timestamp,
                     source: r.source,
+                    joined: r.joined.as_deref(),
                 })
                 .collect();
             output.append(seq, &out)?;

@@ -26,6 +26,7 @@ use crate::source::{Clusters, LogSource, Source};
 use crate::spread::{
     self, Assignments, OnePartition, SpreadHandle, SpreadVersion, Task, TaskStore,
 };
+use crate::state::key::Meta;
 use crate::state::store::Store;
 use crate::state::stores::Stores;
 use crate::view::{self, AsOf, Page, RowFilter, ViewQuery, ViewRow};
@@ -520,7 +521,19 @@ fn start_task(
     };
     let mut plan = plan.clone();
     plan.name = task.name.clone();
-    let source = OnePartition::shared(source.clone(), &plan.source.topic, partition);
+    // A co-partitioned table is read one partition per task too — unless
+    // the store was built reading it whole (its table offsets are of
+    // every partition).
+    let mut narrowed = vec![plan.source.topic.as_str()];
+    if let Some(table) = spread::partition::co_partitioned_table(&plan, source.as_ref())? {
+        let whole = store
+            .get(&task.state_cf(), &Meta::TableOffset(1).key())?
+            .is_some();
+        if !whole {
+            narrowed.push(table);
+        }
+    }
+    let source = OnePartition::of_topics(source.clone(), &narrowed, partition);
     let sink = match sink {
         Some(make) => Some(make(task)?),
         None => None,

@@ -60,6 +60,24 @@ pub enum SpreadStage {
     /// position is not past the last one taken from that source is a
     /// repeat (the first stage replayed after a takeover) and dropped.
     AfterRepartition,
+    /// [`SpreadStage::AfterRepartition`] of a view that joins a table:
+    /// the first stage joined each event, and the row it joined comes in
+    /// the record's header [`crate::spread::repartition::JOINED_HEADER`],
+    /// under `alias`.
+    AfterJoinedRepartition {
+        /// The table's alias in the view's expressions.
+        alias: String,
+    },
+}
+
+impl SpreadStage {
+    /// Whether this is the stage reading a repartition topic.
+    pub fn reads_repartition(&self) -> bool {
+        matches!(
+            self,
+            SpreadStage::AfterRepartition | SpreadStage::AfterJoinedRepartition { .. }
+        )
+    }
 }
 
 /// Where event time comes from.

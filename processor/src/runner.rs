@@ -372,7 +372,12 @@ impl Runtime {
             self.log_time = t as i64;
         }
         self.outbox_seq = self.get_u64(Meta::OutboxSeq)?.unwrap_or(0);
-        if self.plan.spread_stage == Some(crate::plan::SpreadStage::AfterRepartition) {
+        if self
+            .plan
+            .spread_stage
+            .as_ref()
+            .is_some_and(|s| s.reads_repartition())
+        {
             self.source_dedup = Some(crate::spread::repartition::SourceDedup::restore(
                 &self.store,
                 &self.scope.state_cf(),
@@ -681,7 +686,24 @@ impl Runtime {
             }
             Decoded::Future(event) => Prepared::Future(event),
             Decoded::Filtered { event_time } => Prepared::Filtered { event_time },
-            Decoded::Valid { event, filtered } => Prepared::Event { event, filtered },
+            Decoded::Valid {
+                mut event,
+                filtered,
+            } => {
+                if let Some(crate::plan::SpreadStage::AfterJoinedRepartition { alias }) =
+                    &self.plan.spread_stage
+                {
+                    // The row the first stage joined the event with.
+                    let row = record
+                        .headers
+                        .iter()
+                        .find(|h| h.name == crate::spread::repartition::JOINED_HEADER)
+                        .and_then(|h| serde_json::from_slice(h.value).ok())
+                        .unwrap_or(Value::Null);
+                    event.joined = Some((alias.clone(), row));
+                }
+                Prepared::Event { event, filtered }
+            }
         };
         self.process_prepared(partition, prepared, append_time)
     }
@@ -737,6 +759,7 @@ impl Runtime {
                 value: String::from_utf8_lossy(&event.raw_value).into_owned(),
                 timestamp: event.record_timestamp,
                 source: Some((*partition, event.offset)),
+                joined: event.joined.as_ref().map(|(_, row)| row.to_string()),
                 seq: self.event_seq,
             });
             return Ok(());
@@ -754,6 +777,7 @@ impl Runtime {
                         value: Value::Object(row).to_string(),
                         timestamp: event.event_time,
                         source: None,
+                        joined: None,
                         seq: self.event_seq,
                     });
                 }

@@ -32,6 +32,9 @@ pub struct OutputRecord<'a> {
     /// of the topic drops repeats by it (a repartition topic: header
     /// `kappa-source` = `<partition>:<offset>`).
     pub source: Option<(u32, u64)>,
+    /// The table row the event was joined with (JSON text), for a
+    /// repartition topic's reader (header `kappa-joined`).
+    pub joined: Option<&'a str>,
 }
 
 /// A topic outside the built-in log that one version writes.

@@ -890,3 +890,111 @@ fn a_replacement_swaps_in_on_every_node_together_and_a_rollback_on_one_rolls_bac
     assert_eq!(rows, rows_at(&events, &offsets));
     assert_eq!(offsets.iter().sum::<u64>(), events.len() as u64);
 }
+
+/// Every row of `view` through `client`: key → (n, total); `None` while a
+/// read fails.
+fn counted(client: &Client, view: &str) -> Option<BTreeMap<String, (u64, f64)>> {
+    let (status, body) = client.get(&format!("/v1/views/{view}/rows?limit=1000"));
+    if status != 200 {
+        return None;
+    }
+    Some(
+        body["rows"]
+            .as_array()?
+            .iter()
+            .map(|r| {
+                (
+                    r["key"].as_str().unwrap().to_string(),
+                    (
+                        r["row"]["n"].as_u64().unwrap(),
+                        r["row"]["total"].as_f64().unwrap(),
+                    ),
+                )
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn a_join_reads_its_co_partitioned_table_per_task_and_re_keys_after_joining() {
+    let tansu = Tansu::start();
+    tansu.create_topic("users", 4);
+    tansu.create_topic("orders", 4);
+    let bootstrap = tansu.bootstrap();
+    let nodes: Vec<Server> = (0..2).map(|_| start_node(&bootstrap, "c5")).collect();
+    nodes[0].sql_ok(
+        "CREATE TABLE users (id VARCHAR PRIMARY KEY, tier VARCHAR) WITH (KAFKA_TOPIC='users', CLUSTER='prod');
+         CREATE STREAM orders (user_id VARCHAR KEY, amount DOUBLE) WITH (KAFKA_TOPIC='orders', CLUSTER='prod');
+         CREATE TABLE spend_by_user AS SELECT o.user_id AS user_id, COUNT(*) AS n, SUM(o.amount) AS total
+           FROM orders o JOIN users u ON o.user_id = u.id GROUP BY o.user_id;
+         CREATE TABLE spend_by_tier AS SELECT u.tier AS tier, COUNT(*) AS n, SUM(o.amount) AS total
+           FROM orders o JOIN users u ON o.user_id = u.id WHERE u.tier <> 'none' GROUP BY u.tier;",
+    );
+    let partition = |key: &str| kappa_log::partition_for_key(key.as_bytes(), 4);
+    // Users u0..u19 where Kafka's Java partitioner puts them, and "x" in
+    // another partition than its orders: co-partitioned tasks never see
+    // that row (as in Kafka Streams). "n0" has the tier the filter drops.
+    let mut users: Vec<Value> = (0..20)
+        .map(|i| {
+            let id = format!("u{i}");
+            json!({"key": id, "partition": partition(&id), "timestamp": BASE + i,
+                   "value": {"id": id, "tier": if i % 2 == 0 { "gold" } else { "basic" }}})
+        })
+        .collect();
+    users.push(
+        json!({"key": "x", "partition": (partition("x") + 1) % 4, "timestamp": BASE,
+                      "value": {"id": "x", "tier": "gold"}}),
+    );
+    users.push(
+        json!({"key": "n0", "partition": partition("n0"), "timestamp": BASE,
+                      "value": {"id": "n0", "tier": "none"}}),
+    );
+    produce_records(&bootstrap, "users", &users);
+    let buyers: Vec<String> = (0..20)
+        .map(|i| format!("u{i}"))
+        .chain(["x".to_string(), "n0".to_string()])
+        .collect();
+    let orders: Vec<(String, f64)> = (0..440)
+        .map(|i| (buyers[i % buyers.len()].clone(), (i % 7) as f64 + 1.0))
+        .collect();
+    let records: Vec<Value> = orders
+        .iter()
+        .enumerate()
+        .map(|(i, (user, amount))| {
+            json!({"key": user, "partition": partition(user), "timestamp": BASE + 1_000 + i as i64,
+                   "value": {"user_id": user, "amount": amount}})
+        })
+        .collect();
+    produce_records(&bootstrap, "orders", &records);
+
+    let mut by_user: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    let mut by_tier: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    for (user, amount) in &orders {
+        if user == "x" {
+            continue;
+        }
+        let row = by_user.entry(user.clone()).or_insert((0, 0.0));
+        row.0 += 1;
+        row.1 += amount;
+        if user == "n0" {
+            continue;
+        }
+        let n: usize = user[1..].parse().unwrap();
+        let tier = if n.is_multiple_of(2) { "gold" } else { "basic" };
+        let row = by_tier.entry(tier.to_string()).or_insert((0, 0.0));
+        row.0 += 1;
+        row.1 += amount;
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        for (view, want) in [("spend_by_user", &by_user), ("spend_by_tier", &by_tier)] {
+            let done = poll(1_200, || {
+                counted(&node.client(), view).as_ref() == Some(want)
+            });
+            assert!(
+                done,
+                "node {i}, {view}: {:?}, want {want:?}",
+                counted(&node.client(), view)
+            );
+        }
+    }
+}

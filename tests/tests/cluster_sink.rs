@@ -39,6 +39,7 @@ fn append(sink: &ClusterSink, seq: u64) {
             value: v,
             timestamp: 1_000 + seq as i64,
             source: None,
+            joined: None,
         })
         .collect();
     sink.append(seq, &out).unwrap();

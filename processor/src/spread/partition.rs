@@ -3,34 +3,49 @@
 //!
 //! [`OnePartition`] wraps the version's source: opening the stream topic
 //! answers a [`PartitionTopic`] whose only partition, 0, is the topic's
-//! partition `partition`; every other topic (a joined table, read whole by
-//! every task) is the source's own. The task's runtime then commits its
-//! position under partition 0 of its own store.
+//! partition `partition` — and so does opening a joined table
+//! co-partitioned with the stream (same partition count, joined on the
+//! record key: as in Kafka Streams, a key's table row is in the partition
+//! number of its events); any other topic (a table joined on another
+//! column, read whole by every task) is the source's own. The task's
+//! runtime then commits its position under partition 0 of its own store.
 
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{ProcessorError, Result};
+use crate::expr::Expr;
+use crate::plan::Plan;
 use crate::source::{PartitionOffsets, Source, SourceFetch, SourceTopic};
 use crate::stop::StopSignal;
 
-/// `inner` with its topic `topic` narrowed to partition `partition`.
+/// `inner` with its topics `topics` narrowed to partition `partition`.
 #[derive(Debug)]
 pub struct OnePartition {
     inner: Arc<dyn Source>,
-    topic: String,
+    topics: Vec<String>,
     partition: u32,
 }
 
 impl OnePartition {
     /// The source reading only partition `partition` of `topic` of `inner`.
     pub fn shared(inner: Arc<dyn Source>, topic: &str, partition: u32) -> Arc<dyn Source> {
+        OnePartition::of_topics(inner, &[topic], partition)
+    }
+
+    /// The source reading only partition `partition` of each of `topics`
+    /// (co-partitioned) of `inner`.
+    pub fn of_topics(inner: Arc<dyn Source>, topics: &[&str], partition: u32) -> Arc<dyn Source> {
         Arc::new(OnePartition {
             inner,
-            topic: topic.to_string(),
+            topics: topics.iter().map(|t| t.to_string()).collect(),
             partition,
         })
+    }
+
+    fn narrows(&self, topic: &str) -> bool {
+        self.topics.iter().any(|t| t == topic)
     }
 
     /// Calls `wait` with `inputs` as the inner source knows them
@@ -72,7 +87,7 @@ impl OnePartition {
 impl Source for OnePartition {
     fn open(&self, topic: &str) -> Result<Arc<dyn SourceTopic>> {
         let inner = self.inner.open(topic)?;
-        if topic != self.topic {
+        if !self.narrows(topic) {
             return Ok(inner);
         }
         if self.partition >= inner.partition_count() {
@@ -126,14 +141,14 @@ impl Source for OnePartition {
         format!(
             "{}, topic '{}' partition {}",
             self.inner.describe(),
-            self.topic,
+            self.topics.join("', '"),
             self.partition
         )
     }
 
     fn topic_offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
         let all = self.inner.topic_offsets(topic)?;
-        if topic != self.topic {
+        if !self.narrows(topic) {
             return Ok(all);
         }
         Ok(all
@@ -142,6 +157,23 @@ impl Source for OnePartition {
             .into_iter()
             .collect())
     }
+}
+
+/// The table `plan` joins when it is co-partitioned with the plan's
+/// stream: joined on the stream's record key, with as many partitions as
+/// the stream. A key's table row is then in the partition number of the
+/// key's events (both written with one partitioner, as Kafka Streams
+/// requires), and a task reads that one partition of the table too.
+pub fn co_partitioned_table<'a>(plan: &'a Plan, source: &dyn Source) -> Result<Option<&'a str>> {
+    let Some(join) = &plan.join else {
+        return Ok(None);
+    };
+    if join.stream_key != Expr::Key {
+        return Ok(None);
+    }
+    let stream = source.open(&plan.source.topic)?.partition_count();
+    let table = source.open(&join.table_topic)?.partition_count();
+    Ok((stream == table).then_some(join.table_topic.as_str()))
 }
 
 /// Partition `partition` of `inner`, as partition 0 of a topic of one.
@@ -242,7 +274,8 @@ mod tests {
             partitions: 3,
             ..TopicConfig::default()
         };
-        log.create_topic("t", config).unwrap();
+        log.create_topic("t", config.clone()).unwrap();
+        log.create_topic("u", config).unwrap();
         let topic = log.topic("t").unwrap();
         let io = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -279,8 +312,14 @@ mod tests {
         }
         assert_eq!(values, ["2-0", "2-1", "2-2"]);
         assert_eq!(source.topic_offsets("t").unwrap().len(), 1);
-        assert!(OnePartition::shared(LogSource::shared(log), "t", 3)
+        assert!(OnePartition::shared(LogSource::shared(log.clone()), "t", 3)
             .open("t")
             .is_err());
+        // Co-partitioned topics narrow together; any other is whole.
+        let both = OnePartition::of_topics(LogSource::shared(log.clone()), &["t", "u"], 1);
+        assert_eq!(both.open("t").unwrap().partition_count(), 1);
+        assert_eq!(both.open("u").unwrap().partition_count(), 1);
+        assert_eq!(both.topic_offsets("u").unwrap().len(), 1);
+        assert_eq!(source.open("u").unwrap().partition_count(), 3);
     }
 }

@@ -33,6 +33,11 @@ use crate::state::store::{Batch, Store};
 /// offset it was made from.
 pub const SOURCE_HEADER: &str = "kappa-source";
 
+/// The header of a repartitioned record of a view joining a table: the
+/// table row the first stage joined the event with (JSON; `null` for a
+/// LEFT JOIN without a match).
+pub const JOINED_HEADER: &str = "kappa-joined";
+
 /// Whether `plan` must be re-keyed before its aggregate can be split by
 /// partition: an aggregate grouping by anything but the record key.
 pub fn needs_repartition(plan: &Plan) -> bool {
@@ -43,14 +48,11 @@ pub fn needs_repartition(plan: &Plan) -> bool {
 }
 
 /// The two stages of `plan` over `topic`: the first stage's plan for
-/// input partition `partition`, and the aggregate's.
+/// input partition `partition`, and the aggregate's. A view joining a
+/// table joins in the first stage (the table co-partitioned with the
+/// input, or read whole) and passes the row it joined on in the header
+/// [`JOINED_HEADER`]; the second stage neither joins nor filters again.
 pub fn stages(plan: &Plan, topic: &str, partition: u32) -> Result<(Plan, Plan)> {
-    if plan.join.is_some() {
-        return Err(ProcessorError::InvalidPlan(format!(
-            "view '{}' joins a table and groups by another column than the record key: on a Kappa cluster its records would have to be re-keyed after the join, which is not built yet; group by the record key (the stream's KEY column)",
-            plan.name
-        )));
-    }
     let cluster = plan.source.cluster.clone().ok_or_else(|| {
         ProcessorError::InvalidPlan(format!(
             "view '{}' reads the built-in log: only views over a cluster are repartitioned",
@@ -71,6 +73,12 @@ pub fn stages(plan: &Plan, topic: &str, partition: u32) -> Result<(Plan, Plan)> 
     second.source.topic = topic.to_string();
     second.source.cluster = Some(cluster);
     second.spread_stage = Some(SpreadStage::AfterRepartition);
+    if let Some(join) = second.join.take() {
+        // The filter may name the table's columns: the first stage
+        // applied it.
+        second.filter = None;
+        second.spread_stage = Some(SpreadStage::AfterJoinedRepartition { alias: join.alias });
+    }
     Ok((first, second))
 }
 

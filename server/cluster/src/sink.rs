@@ -154,6 +154,12 @@ impl ClusterSink {
                     value: Some(source.as_bytes()),
                 });
             }
+            if let Some(joined) = r.joined {
+                headers = headers.insert(Header {
+                    key: kappa_processor::spread::repartition::JOINED_HEADER,
+                    value: Some(joined.as_bytes()),
+                });
+            }
             let mut record = BaseRecord::<str, str>::to(&self.topic)
                 .payload(r.value)
                 .timestamp(r.timestamp)
