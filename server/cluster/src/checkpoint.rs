@@ -9,16 +9,25 @@
 //!
 //! ```text
 //! <task>/sst/<name>.sst                         immutable SST files, uploaded once
-//! <task>/checkpoints/<seq:020>/<name>           the other files of checkpoint seq
+//! <task>/checkpoints/<seq:020>-<writer>/<name>  the other files of checkpoint seq
 //! <task>/checkpoints/<seq:020>.json             its manifest, written last
 //! ```
 //!
 //! The manifest is the commit point: a checkpoint without one does not
-//! exist. After each save only the [`KEEP_CHECKPOINTS`] newest checkpoints
-//! of the task remain, and SST objects none of them lists are deleted.
+//! exist. It names the directory of its other files (`<writer>`: 16 hex
+//! digits drawn for each save; a manifest without `files_dir`, from
+//! before, has them in `<seq:020>/`).
 //!
-//! One writer per task at a time: object storage gives no cheap lock, so two
-//! nodes saving one task at once may pick the same sequence number.
+//! Object storage gives no cheap lock, and while a partition moves two
+//! nodes may save one task at once (the old owner's last checkpoint, the
+//! new owner's first) and pick the same sequence number. Each save then
+//! still writes whole: its files go to a directory of its own, and its
+//! manifest names them (of two manifests of one number, the last written
+//! stands, complete). After a save, checkpoints older than the
+//! [`KEEP_CHECKPOINTS`] newest are deleted — never a newer one's files,
+//! which another writer may be uploading — and SST objects none of the
+//! kept checkpoints lists once they are older than [`SST_GRACE_MS`] (an
+//! SST just uploaded by another writer is listed by no manifest yet).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -40,6 +49,10 @@ pub const CHECKPOINT_FORMAT: u64 = 1;
 /// How many checkpoints of a task are kept after a save.
 pub const KEEP_CHECKPOINTS: usize = 2;
 
+/// How old an SST object no kept checkpoint lists must be to be deleted
+/// (ms): a save in progress elsewhere lists its SSTs only at its end.
+pub const SST_GRACE_MS: i64 = 10 * 60 * 1000;
+
 /// Files up to this size are uploaded in one request (read whole into
 /// memory); bigger ones in parts of this size, one part in memory at a
 /// time. S3 wants parts of at least 5 MiB.
@@ -56,6 +69,8 @@ pub struct CheckpointStore {
     store: Box<dyn ObjectStore>,
     prefix: Path,
     runtime: tokio::runtime::Runtime,
+    /// [`SST_GRACE_MS`], or what [`CheckpointStore::with_sst_grace_ms`] set.
+    sst_grace_ms: i64,
 }
 
 /// What [`CheckpointStore::save`] did.
@@ -92,6 +107,10 @@ struct Manifest {
     sst: Vec<FileEntry>,
     files: Vec<FileEntry>,
     meta: serde_json::Value,
+    /// The directory under `checkpoints/` holding `files`
+    /// (`<seq:020>-<writer>`); `None`: `<seq:020>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    files_dir: Option<String>,
 }
 
 /// One file of a checkpoint.
@@ -182,6 +201,7 @@ impl CheckpointStore {
             .build()
             .map_err(|e| format!("checkpoint store {url:?}: starting its runtime: {e}"))?;
         Ok(CheckpointStore {
+            sst_grace_ms: SST_GRACE_MS,
             url: url.to_string(),
             store,
             prefix,
@@ -192,6 +212,13 @@ impl CheckpointStore {
     /// The URL it was opened with.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// This store, deleting unreferenced SST objects once they are `ms`
+    /// old instead of [`SST_GRACE_MS`].
+    pub fn with_sst_grace_ms(mut self, ms: i64) -> CheckpointStore {
+        self.sst_grace_ms = ms;
+        self
     }
 
     /// Uploads the RocksDB checkpoint directory `dir` (files only) as the
@@ -229,9 +256,10 @@ impl CheckpointStore {
                     sst: Vec::with_capacity(ssts.len()),
                     files: Vec::with_capacity(others.len()),
                     meta,
+                    files_dir: None,
                 };
                 for (name, size) in &ssts {
-                    if stored_ssts.get(name) == Some(size) {
+                    if stored_ssts.get(name).map(|(size, _)| size) == Some(size) {
                         saved.sst_reused += 1;
                         manifest.sst.push(FileEntry {
                             name: name.clone(),
@@ -244,7 +272,9 @@ impl CheckpointStore {
                         .sst
                         .push(self.upload(&location, dir, name, &mut saved).await?);
                 }
-                let files_dir = checkpoint_dir(&task_dir, seq);
+                let files_dir_name = format!("{seq:020}-{:016x}", writer_nonce());
+                let files_dir = task_dir.child("checkpoints").child(files_dir_name.as_str());
+                manifest.files_dir = Some(files_dir_name);
                 for (name, _) in &others {
                     let location = files_dir.child(name.as_str());
                     manifest
@@ -373,8 +403,9 @@ impl CheckpointStore {
         Ok(self.prefix.child(task_key(task)))
     }
 
-    /// Names and sizes of the task's stored SST files.
-    async fn list_ssts(&self, task_dir: &Path) -> Result<BTreeMap<String, u64>, String> {
+    /// Names of the task's stored SST files, with their sizes and when
+    /// they were written (ms since the epoch).
+    async fn list_ssts(&self, task_dir: &Path) -> Result<BTreeMap<String, (u64, i64)>, String> {
         let dir = task_dir.child("sst");
         let mut listed = self.store.list(Some(&dir));
         let mut ssts = BTreeMap::new();
@@ -385,7 +416,10 @@ impl CheckpointStore {
                 None => continue,
             };
             if let [name] = parts.as_slice() {
-                ssts.insert(name.as_ref().to_string(), object.size);
+                ssts.insert(
+                    name.as_ref().to_string(),
+                    (object.size, object.last_modified.timestamp_millis()),
+                );
             }
         }
         Ok(ssts)
@@ -410,7 +444,7 @@ impl CheckpointStore {
                     }
                     None => continue,
                 },
-                [seq_dir, _] => match parse_seq(seq_dir.as_ref()) {
+                [seq_dir, _] => match parse_seq(files_dir_seq(seq_dir.as_ref())) {
                     Some(seq) => seq,
                     None => continue,
                 },
@@ -484,7 +518,7 @@ impl CheckpointStore {
         task_dir: &Path,
         mut listing: Listing,
         saved: &Manifest,
-        mut stored_ssts: BTreeMap<String, u64>,
+        mut stored_ssts: BTreeMap<String, (u64, i64)>,
     ) -> Result<(), String> {
         listing.manifests.insert(saved.seq);
         let kept: BTreeSet<u64> = listing
@@ -503,18 +537,20 @@ impl CheckpointStore {
         listing
             .objects
             .sort_by_key(|(seq, location)| (location.extension() != Some("json"), *seq));
+        // Older ones only: a newer number's files may be another writer's
+        // save in progress.
         for (_, location) in listing
             .objects
             .iter()
-            .filter(|(seq, _)| !kept.contains(seq))
+            .filter(|(seq, _)| !kept.contains(seq) && *seq < saved.seq)
         {
             self.delete(location).await?;
         }
-        stored_ssts.extend(saved.sst.iter().map(|f| (f.name.clone(), f.size)));
-        for name in stored_ssts
-            .keys()
-            .filter(|name| !referenced.contains(*name))
-        {
+        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        stored_ssts.extend(saved.sst.iter().map(|f| (f.name.clone(), (f.size, now))));
+        for (name, _) in stored_ssts.iter().filter(|(name, (_, written))| {
+            !referenced.contains(*name) && now.saturating_sub(*written) >= self.sst_grace_ms
+        }) {
             self.delete(&sst_path(task_dir, name)).await?;
         }
         Ok(())
@@ -535,7 +571,18 @@ impl CheckpointStore {
         manifest: &Manifest,
         dir: &FsPath,
     ) -> Result<u64, String> {
-        let files_dir = checkpoint_dir(task_dir, manifest.seq);
+        let files_dir = match &manifest.files_dir {
+            Some(name) if files_dir_seq(name) == format!("{:020}", manifest.seq) => {
+                task_dir.child("checkpoints").child(name.as_str())
+            }
+            Some(name) => {
+                return Err(format!(
+                    "manifest {} names files of another checkpoint ({name:?})",
+                    manifest.seq
+                ))
+            }
+            None => checkpoint_dir(task_dir, manifest.seq),
+        };
         let ssts = manifest
             .sst
             .iter()
@@ -618,6 +665,28 @@ fn manifest_path(task_dir: &Path, seq: u64) -> Path {
     task_dir
         .child("checkpoints")
         .child(format!("{seq:020}.json"))
+}
+
+/// The sequence number part of a checkpoint's files directory
+/// (`<seq:020>-<writer>`, or `<seq:020>` before writers were named).
+fn files_dir_seq(name: &str) -> &str {
+    name.split_once('-').map_or(name, |(seq, _)| seq)
+}
+
+/// A number telling this save's files from another writer's of the same
+/// sequence number: the standard library's per-process random hash keys
+/// over the time and a counter.
+fn writer_nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static SAVES: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(SAVES.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
 }
 
 /// A sequence number written as 20 digits.
@@ -912,9 +981,26 @@ mod tests {
         );
     }
 
+    /// The per-checkpoint file directories under `checkpoints` holding
+    /// files, by sequence number.
+    fn files_dirs(checkpoints: &FsPath) -> BTreeMap<u64, Vec<String>> {
+        let mut dirs: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for entry in std::fs::read_dir(checkpoints).unwrap() {
+            let entry = entry.unwrap();
+            // Deleted objects leave empty directories on a local store.
+            if entry.file_type().unwrap().is_dir() && !names(&entry.path()).is_empty() {
+                let name = entry.file_name().into_string().unwrap();
+                let seq = parse_seq(files_dir_seq(&name)).unwrap();
+                dirs.entry(seq).or_default().push(name);
+            }
+        }
+        dirs
+    }
+
     #[test]
     fn three_saves_keep_two_checkpoints_and_drop_unreferenced_sst() {
         let (root, store) = local_store();
+        let store = store.with_sst_grace_ms(0);
         let contents: [&[(&str, &[u8])]; 3] = [
             &[("000001.sst", b"one"), ("CURRENT", b"a")],
             &[("000002.sst", b"two"), ("CURRENT", b"b")],
@@ -935,9 +1021,10 @@ mod tests {
             manifests,
             [format!("{:020}.json", 1), format!("{:020}.json", 2)].into()
         );
-        assert!(names(&checkpoints.join(format!("{:020}", 0))).is_empty());
+        let dirs = files_dirs(&checkpoints);
+        assert_eq!(dirs.keys().copied().collect::<Vec<_>>(), [1, 2], "{dirs:?}");
         assert_eq!(
-            names(&checkpoints.join(format!("{:020}", 1))),
+            names(&checkpoints.join(&dirs[&1][0])),
             ["CURRENT".to_string()].into()
         );
         // 000001.sst was in checkpoint 0 only.
@@ -949,6 +1036,86 @@ mod tests {
         let info = store.restore(TASK, &restored).unwrap().unwrap();
         assert_eq!((info.seq, info.meta), (2, serde_json::json!(2)));
         assert_eq!(read_dir(&restored), read_dir(&root.path().join("dir2")));
+    }
+
+    #[test]
+    fn a_save_leaves_another_writers_save_in_progress_whole() {
+        let (root, store) = local_store();
+        let first = checkpoint_dir(
+            root.path(),
+            "first",
+            &[("000001.sst", b"one"), ("CURRENT", b"a")],
+        );
+        assert_eq!(
+            store.save(TASK, &first, serde_json::json!(0)).unwrap().seq,
+            0
+        );
+        // Another node is saving checkpoint 1: an SST and its files are
+        // up, its manifest not yet.
+        let task = task_root(&root);
+        std::fs::write(task.join("sst").join("000009.sst"), b"nine").unwrap();
+        let theirs = task
+            .join("checkpoints")
+            .join(format!("{:020}-{:016x}", 1, 7));
+        std::fs::create_dir_all(&theirs).unwrap();
+        std::fs::write(theirs.join("CURRENT"), b"z").unwrap();
+        // This node saves two checkpoints meanwhile (numbers 1 and 2:
+        // the other's has no manifest yet).
+        let second = checkpoint_dir(
+            root.path(),
+            "second",
+            &[("000002.sst", b"two"), ("CURRENT", b"b")],
+        );
+        let third = checkpoint_dir(
+            root.path(),
+            "third",
+            &[("000003.sst", b"three"), ("CURRENT", b"c")],
+        );
+        assert_eq!(
+            store.save(TASK, &second, serde_json::json!(1)).unwrap().seq,
+            1
+        );
+        assert_eq!(
+            store.save(TASK, &third, serde_json::json!(2)).unwrap().seq,
+            2
+        );
+        // The other writer's files and fresh SST are still there, its
+        // directory apart from this node's checkpoint 1.
+        assert!(theirs.join("CURRENT").exists());
+        assert!(task.join("sst").join("000009.sst").exists());
+        assert_eq!(files_dirs(&task.join("checkpoints"))[&1].len(), 2);
+        // Its manifest comes last and stands, with its own files.
+        let manifest = Manifest {
+            format: CHECKPOINT_FORMAT,
+            task: TASK.to_string(),
+            seq: 3,
+            created_at_ms: 1,
+            sst: vec![FileEntry {
+                name: "000009.sst".into(),
+                size: 4,
+            }],
+            files: vec![FileEntry {
+                name: "CURRENT".into(),
+                size: 1,
+            }],
+            meta: serde_json::json!("theirs"),
+            files_dir: Some(format!("{:020}-{:016x}", 3, 7)),
+        };
+        let late = task
+            .join("checkpoints")
+            .join(format!("{:020}-{:016x}", 3, 7));
+        std::fs::create_dir_all(&late).unwrap();
+        std::fs::write(late.join("CURRENT"), b"z").unwrap();
+        std::fs::write(
+            task.join("checkpoints").join(format!("{:020}.json", 3)),
+            serde_json::to_vec(&manifest).unwrap(),
+        )
+        .unwrap();
+        let restored = root.path().join("restored");
+        let info = store.restore(TASK, &restored).unwrap().unwrap();
+        assert_eq!(info.meta, serde_json::json!("theirs"));
+        assert_eq!(std::fs::read(restored.join("000009.sst")).unwrap(), b"nine");
+        assert_eq!(std::fs::read(restored.join("CURRENT")).unwrap(), b"z");
     }
 
     #[test]
