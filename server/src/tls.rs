@@ -438,9 +438,12 @@ mod tests {
     use super::*;
 
     fn testdata(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/http/testdata")
-            .join(name)
+        std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("src/http/testdata")
+        .join(name)
     }
 
     fn load(cert: &str, key: &str) -> anyhow::Result<Tls> {

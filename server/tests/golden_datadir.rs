@@ -45,17 +45,26 @@ use serde_json::{json, Value};
 
 /// The fixture's directory.
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/datadir-v1")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("tests/fixtures/datadir-v1")
 }
 
 /// The fixture's rows.
 fn rows_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/datadir-v1.rows.json")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("tests/fixtures/datadir-v1.rows.json")
 }
 
 /// The catalog of every plan shape ([`shapes_catalog`]).
 fn shapes_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog-v1-shapes.json")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("tests/fixtures/catalog-v1-shapes.json")
 }
 
 /// A server running in this process on `data_dir`, port 0; stopped

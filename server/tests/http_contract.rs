@@ -24,10 +24,12 @@ use serde_json::Value;
 
 /// The workspace root.
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("server/ is in the workspace")
-        .to_path_buf()
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .parent()
+    .expect("server/ is in the workspace")
+    .to_path_buf()
 }
 
 fn read(path: &str) -> String {

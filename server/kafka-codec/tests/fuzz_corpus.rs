@@ -11,8 +11,10 @@ static ALLOCATOR: LargestAllocation = LargestAllocation;
 
 #[test]
 fn the_kafka_request_corpus_decodes_within_bounds() {
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/kafka_request");
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../fuzz/corpus/kafka_request");
     let mut inputs = 0;
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
@@ -37,8 +39,10 @@ fn the_kafka_request_corpus_decodes_within_bounds() {
 #[ignore = "writes the seed corpus"]
 fn write_the_seed_corpus() {
     use kappa_kafka_codec::versions::SUPPORTED;
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/kafka_request");
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../fuzz/corpus/kafka_request");
     std::fs::create_dir_all(&dir).unwrap();
     for (api, version, frame) in support::samples::every_served_request() {
         let pick = SUPPORTED.iter().position(|(a, _, _)| *a == api).unwrap();

@@ -506,9 +506,12 @@ mod tests {
     }
 
     fn testdata(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/http/testdata")
-            .join(name)
+        std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("src/http/testdata")
+        .join(name)
     }
 
     fn with_ca(url: &str, ca_cert: PathBuf) -> anyhow::Result<Client> {
