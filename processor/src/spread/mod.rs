@@ -80,10 +80,11 @@ pub trait Assignment: Send + Sync + fmt::Debug {
     /// here).
     fn leave(&self);
 
-    /// The partitions of other nodes this node keeps a standby of (none
-    /// unless standbys are asked for); `None` while that is not known
-    /// (partitions on the move): the standbys running stay.
-    fn standbys(&self) -> Option<Vec<u32>> {
+    /// The partitions (of `partitions`) of other nodes this node keeps a
+    /// standby of (none unless standbys are asked for); `None` while that
+    /// is not known (partitions on the move): the standbys running stay.
+    fn standbys(&self, partitions: u32) -> Option<Vec<u32>> {
+        let _ = partitions;
         Some(Vec::new())
     }
 }
@@ -670,7 +671,8 @@ impl Shared {
     /// Starts the standbys the assignment asks for (of partitions not
     /// owned here), stops the others, and notes which have caught up.
     fn keep_standbys(&self, owned: &[u32]) {
-        let wanted: Vec<u32> = match self.assignment.standbys() {
+        let partitions = self.progress.snapshot().committed_offsets.len() as u32;
+        let wanted: Vec<u32> = match self.assignment.standbys(partitions) {
             Some(wanted) => wanted.into_iter().filter(|p| !owned.contains(p)).collect(),
             // Partitions on the move: a standby about to be taken over
             // must still be there.
@@ -693,6 +695,12 @@ impl Shared {
                 .collect()
         };
         for (partition, standby) in gone {
+            let why = if wanted.contains(&partition) {
+                "its task ended"
+            } else {
+                "another node keeps it now"
+            };
+            tracing::info!(view = %self.scope.name, version = self.scope.version, partition, why, "standby stopped");
             if let (Err(e), _) = standby.task.stop(&self.scope, partition) {
                 tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "standby stopped with an error");
                 lock(&self.failed_standbys).insert(partition, Instant::now());

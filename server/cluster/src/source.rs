@@ -106,8 +106,15 @@ impl ClusterSource {
     }
 
     /// A consumer of the cluster, reading `topic` when it is assigned (no
-    /// group: it never commits to the cluster).
-    fn consumer<C: ConsumerContext>(&self, topic: &str, context: C) -> Result<BaseConsumer<C>> {
+    /// group: it never commits to the cluster). Only a context that takes
+    /// librdkafka's statistics (`Health`) is sent them: the default one
+    /// logs each at INFO.
+    fn consumer<C: ConsumerContext>(
+        &self,
+        topic: &str,
+        context: C,
+        statistics: bool,
+    ) -> Result<BaseConsumer<C>> {
         let mut config = client_config(&self.name, &self.config)
             .map_err(|e| ProcessorError::InvalidPlan(e.to_string()))?;
         config
@@ -117,7 +124,10 @@ impl ClusterSource {
             .set("enable.partition.eof", "true")
             .set("isolation.level", "read_committed")
             .set("auto.offset.reset", "earliest")
-            .set("statistics.interval.ms", STATS_INTERVAL_MS)
+            .set(
+                "statistics.interval.ms",
+                if statistics { STATS_INTERVAL_MS } else { "0" },
+            )
             // A view merges its partitions in time order, so it advances
             // by what one fetch brings of its densest partition: 4 MiB of
             // each (librdkafka's default is 1 MiB).
@@ -180,13 +190,13 @@ impl Source for ClusterSource {
             cluster: self.name.clone(),
             ..Health::default()
         };
-        let consumer = self.consumer(topic, health)?;
+        let consumer = self.consumer(topic, health, true)?;
         let partitions = self.partition_count(&consumer, topic)?;
         // Offsets are asked on a connection of their own: a broker may
         // answer a ListOffsets slowly (Tansu 0.6 takes long on a big
         // partition), and one on the fetching connection holds the fetches
         // behind it.
-        let offsets = self.consumer(topic, rdkafka::consumer::DefaultConsumerContext)?;
+        let offsets = self.consumer(topic, rdkafka::consumer::DefaultConsumerContext, false)?;
         Ok(Arc::new(ClusterTopic {
             cluster: self.name.clone(),
             name: topic.to_string(),
@@ -300,7 +310,8 @@ impl ClusterSource {
         self.recently_unreachable()?;
         let mut admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         if admin.is_none() {
-            *admin = Some(self.consumer("admin", rdkafka::consumer::DefaultConsumerContext)?);
+            *admin =
+                Some(self.consumer("admin", rdkafka::consumer::DefaultConsumerContext, false)?);
         }
         let Some(consumer) = admin.as_ref() else {
             return Err(self.waiting("no client".into()));

@@ -475,13 +475,14 @@ impl Nodes {
     }
 
     /// The URL of the node keeping the standby of `partition` of version
-    /// `version` (`view@version`), when standbys are kept.
-    pub fn standby_of(&self, version: &str, partition: u32) -> Option<String> {
+    /// `version` (`view@version`, over `partitions`), when standbys are
+    /// kept.
+    pub fn standby_of(&self, version: &str, partitions: u32, partition: u32) -> Option<String> {
         if self.standby_replicas == 0 {
             return None;
         }
         let table = lock(&self.table);
-        let node = standby::standby_of(table.owners.get(version)?, partition)?;
+        let node = standby::standby_of(table.owners.get(version)?, partitions, partition)?;
         table.nodes.get(&node).map(|n| n.url.clone())
     }
 

@@ -223,7 +223,8 @@ pub fn rows(
         let attempt = match key_of(&request.query) {
             Some(key) => {
                 let partition = partition_of_key(key, spread.partitions);
-                match read_key(views, nodes, incoming, &request, &version, partition) {
+                let at = (partition, spread.partitions as u32);
+                match read_key(views, nodes, incoming, &request, &version, at) {
                     // Not where Kafka's Java partitioner puts the key (a
                     // producer with another partitioner): ask every node.
                     Ok(out) if out.rows.is_empty() => {
@@ -290,7 +291,7 @@ fn read_key(
     incoming: &Incoming,
     request: &RowsRequest,
     version: &str,
-    partition: u32,
+    (partition, partitions): (u32, u32),
 ) -> Result<RowsOut, Retry> {
     let here = views
         .spread_of(&incoming.view, request.version)
@@ -318,7 +319,7 @@ fn read_key(
         // keeping the partition's standby.
         Err(Retry(why)) if request.max_staleness.is_some() => {
             let standby = nodes
-                .standby_of(version, partition)
+                .standby_of(version, partitions, partition)
                 .filter(|s| *s != nodes.node())
                 .ok_or(Retry(why))?;
             let (out, _) = forward(&standby, incoming, request, STANDBY)?;

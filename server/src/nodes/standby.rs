@@ -19,11 +19,14 @@ use kappa_processor::spread::Assignment;
 
 use super::{lock, Table};
 
-/// The partitions `node` keeps a standby of, given each partition's owner
-/// (all of `0..n`); `None` while some partition has no known owner (moving
+/// The partitions `node` keeps a standby of, given the owner of each of
+/// `partitions`; `None` while some partition has no known owner (moving
 /// between nodes).
-pub fn standbys_of(owners: &BTreeMap<u32, String>, node: &str) -> Option<Vec<u32>> {
-    let partitions = owners.len() as u32;
+pub fn standbys_of(
+    owners: &BTreeMap<u32, String>,
+    partitions: u32,
+    node: &str,
+) -> Option<Vec<u32>> {
     if partitions == 0 || owners.keys().copied().ne(0..partitions) {
         return None;
     }
@@ -49,13 +52,17 @@ pub fn standbys_of(owners: &BTreeMap<u32, String>, node: &str) -> Option<Vec<u32
 
 /// The node keeping the standby of `partition` (none while some partition
 /// has no known owner, or the owner is alone).
-pub fn standby_of(owners: &BTreeMap<u32, String>, partition: u32) -> Option<String> {
+pub fn standby_of(
+    owners: &BTreeMap<u32, String>,
+    partitions: u32,
+    partition: u32,
+) -> Option<String> {
     let owner = owners.get(&partition)?;
     let mut nodes: Vec<&String> = owners.values().filter(|o| *o != owner).collect();
     nodes.dedup();
     nodes
         .into_iter()
-        .find(|n| standbys_of(owners, n).is_some_and(|s| s.contains(&partition)))
+        .find(|n| standbys_of(owners, partitions, n).is_some_and(|s| s.contains(&partition)))
         .cloned()
 }
 
@@ -100,9 +107,9 @@ impl Assignment for WithStandbys {
         self.group.leave();
     }
 
-    fn standbys(&self) -> Option<Vec<u32>> {
+    fn standbys(&self, partitions: u32) -> Option<Vec<u32>> {
         let table = lock(&self.table);
-        standbys_of(table.owners.get(&self.version)?, &self.node)
+        standbys_of(table.owners.get(&self.version)?, partitions, &self.node)
     }
 }
 
@@ -131,31 +138,38 @@ mod tests {
         let six = owners(&["a", "a", "b", "b", "c", "c"]);
         // Without a: b 0 1 2, c 3 4 5. Without b: a 0 1 2, c 3 4 5.
         // Without c: a 0 1 2, b 3 4 5.
-        assert_eq!(standbys_of(&six, "a"), Some(vec![2]));
-        assert_eq!(standbys_of(&six, "b"), Some(vec![0, 1, 4, 5]));
-        assert_eq!(standbys_of(&six, "c"), Some(vec![3]));
+        assert_eq!(standbys_of(&six, 6, "a"), Some(vec![2]));
+        assert_eq!(standbys_of(&six, 6, "b"), Some(vec![0, 1, 4, 5]));
+        assert_eq!(standbys_of(&six, 6, "c"), Some(vec![3]));
         let mut all: Vec<u32> = ["a", "b", "c"]
             .iter()
-            .flat_map(|n| standbys_of(&six, n).unwrap())
+            .flat_map(|n| standbys_of(&six, 6, n).unwrap())
             .collect();
         all.sort();
         assert_eq!(all, (0..6).collect::<Vec<_>>(), "one standby each");
         for p in 0..6 {
-            let keeper = standby_of(&six, p).unwrap();
-            assert!(standbys_of(&six, &keeper).unwrap().contains(&p), "{p}");
+            let keeper = standby_of(&six, 6, p).unwrap();
+            assert!(standbys_of(&six, 6, &keeper).unwrap().contains(&p), "{p}");
         }
         // Two nodes: each keeps the other's partitions.
         let two = owners(&["a", "a", "b", "b"]);
-        assert_eq!(standbys_of(&two, "a"), Some(vec![2, 3]));
-        assert_eq!(standbys_of(&two, "b"), Some(vec![0, 1]));
+        assert_eq!(standbys_of(&two, 4, "a"), Some(vec![2, 3]));
+        assert_eq!(standbys_of(&two, 4, "b"), Some(vec![0, 1]));
     }
 
     #[test]
     fn no_standby_alone_and_none_known_with_an_owner_unknown() {
-        assert_eq!(standbys_of(&owners(&["a", "a"]), "a"), Some(vec![]));
+        assert_eq!(standbys_of(&owners(&["a", "a"]), 2, "a"), Some(vec![]));
         let mut gap = owners(&["a", "b", "c"]);
         gap.remove(&1);
-        assert_eq!(standbys_of(&gap, "c"), None);
-        assert_eq!(standbys_of(&BTreeMap::new(), "c"), None);
+        assert_eq!(standbys_of(&gap, 3, "c"), None);
+        assert_eq!(standbys_of(&BTreeMap::new(), 3, "c"), None);
+        // The last partitions' owners not known yet (a node's partitions
+        // revoked in a rebalance): not the layout of fewer partitions.
+        let six = owners(&["a", "a", "b", "b", "c", "c"]);
+        let mut tail = six.clone();
+        tail.remove(&4);
+        tail.remove(&5);
+        assert_eq!(standbys_of(&tail, 6, "b"), None);
     }
 }
