@@ -11,7 +11,7 @@
 //! stack), so it is safe on any expression, however deep.
 
 use crate::expr::Expr;
-use crate::plan::{Operation, Plan};
+use crate::plan::{ColumnSource, Operation, Plan};
 
 /// Deepest expression accepted: the number of nodes on the longest path
 /// from an expression's root to a leaf. A chain `a OR b OR ..` of n terms
@@ -92,6 +92,10 @@ pub fn plan_complexity(plan: &Plan) -> Complexity {
             exprs.extend(&a.group_by);
             exprs.extend(a.aggregates.iter().filter_map(|c| c.input.as_ref()));
             exprs.extend(&a.having);
+            exprs.extend(a.columns.iter().filter_map(|(_, c)| match c {
+                ColumnSource::Computed(e) => Some(e),
+                _ => None,
+            }));
         }
     }
     exprs

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::accumulators::AggregateKind;
 use crate::expr::{DataType, Expr};
 use crate::window::WindowSpec;
+use serde_json::Value;
 
 /// A processor definition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -233,6 +234,31 @@ pub enum ColumnSource {
     WindowEnd,
     /// The i-th aggregate.
     Aggregate(usize),
+    /// An expression over the group's aggregates, group keys and window
+    /// bounds (`SUM(x) / COUNT(*)`), which it reads as [`Expr::Column`]s
+    /// named as [`AggregateSpec::inputs`] names them.
+    Computed(Expr),
+}
+
+/// The name under which a [`ColumnSource::Computed`] expression reads the
+/// i-th group key.
+pub fn group_key_input(i: usize) -> String {
+    format!("#key{i}")
+}
+
+/// The name under which a [`ColumnSource::Computed`] expression reads the
+/// window's start.
+pub const WINDOW_START_INPUT: &str = "#window_start";
+/// The name under which a [`ColumnSource::Computed`] expression reads the
+/// window's end.
+pub const WINDOW_END_INPUT: &str = "#window_end";
+
+/// The name of an aggregate that only a [`ColumnSource::Computed`]
+/// expression reads (not selected itself): `#agg<i>`. `#` is not part of
+/// an unquoted SQL name, and [`AggregateSpec::validate`] refuses an
+/// output column named like an input.
+pub fn hidden_aggregate(i: usize) -> String {
+    format!("#agg{i}")
 }
 
 /// Grouped aggregation.
@@ -251,6 +277,37 @@ pub struct AggregateSpec {
 }
 
 impl AggregateSpec {
+    /// What a [`ColumnSource::Computed`] expression reads, by name: each
+    /// aggregate under its name, the i-th group key under
+    /// [`group_key_input`], the window bounds under [`WINDOW_START_INPUT`]
+    /// and [`WINDOW_END_INPUT`].
+    pub fn inputs(
+        &self,
+        group: &[Value],
+        window: Option<(i64, i64)>,
+        results: impl Iterator<Item = Value>,
+    ) -> serde_json::Map<String, Value> {
+        let mut inputs = serde_json::Map::new();
+        for (a, result) in self.aggregates.iter().zip(results) {
+            inputs.insert(a.name.clone(), result);
+        }
+        for (i, v) in group.iter().enumerate() {
+            inputs.insert(group_key_input(i), v.clone());
+        }
+        if let Some((start, end)) = window {
+            inputs.insert(WINDOW_START_INPUT.to_string(), start.into());
+            inputs.insert(WINDOW_END_INPUT.to_string(), end.into());
+        }
+        inputs
+    }
+
+    /// Whether an output column is computed from the others' inputs.
+    pub fn computes(&self) -> bool {
+        self.columns
+            .iter()
+            .any(|(_, s)| matches!(s, ColumnSource::Computed(_)))
+    }
+
     /// Whether grouping an event reads its record key: a group key or
     /// aggregate input reading `ROWKEY`.
     pub fn reads_key(&self) -> bool {
@@ -359,11 +416,30 @@ impl AggregateSpec {
                 }
             }
         }
+        let known = |name: &str| {
+            self.aggregates.iter().any(|a| a.name == name)
+                || (0..self.group_by.len()).any(|i| group_key_input(i) == name)
+                || (self.window.is_some()
+                    && (name == WINDOW_START_INPUT || name == WINDOW_END_INPUT))
+        };
         for (name, source) in &self.columns {
+            if name.starts_with('#') {
+                return Err(format!("output column {name:?} must not start with '#'"));
+            }
             let ok = match source {
                 ColumnSource::GroupKey(i) => *i < self.group_by.len(),
                 ColumnSource::Aggregate(i) => *i < self.aggregates.len(),
                 ColumnSource::WindowStart | ColumnSource::WindowEnd => self.window.is_some(),
+                ColumnSource::Computed(e) => {
+                    let mut ok = true;
+                    e.walk(&mut |e| {
+                        if let Expr::Column(n) = e {
+                            ok &= known(n);
+                        }
+                        ok &= !matches!(e, Expr::Field(_) | Expr::Key | Expr::RecordTimestamp);
+                    });
+                    ok
+                }
             };
             if !ok {
                 return Err(format!(

@@ -2,6 +2,8 @@
 //! keys, window bounds and aggregates ([`ColumnSource`]), and `HAVING`
 //! rewritten to read output columns by name.
 
+use std::cell::RefCell;
+
 use sqlparser::ast::{self as ast, Ident, SelectItem, Spanned};
 use sqlparser::tokenizer::{Location, Span};
 
@@ -13,11 +15,12 @@ use super::translate::{aggregate_call, AggCall, Names, Translator};
 use super::types::SqlType;
 use crate::accumulators::AggregateKind;
 use crate::expr::{DataType, Expr};
-use crate::plan::{AggregateColumn, AggregateSpec, ColumnSource, WindowedSpec};
+use crate::plan::{
+    group_key_input, hidden_aggregate, AggregateColumn, AggregateSpec, ColumnSource, WindowedSpec,
+    WINDOW_END_INPUT, WINDOW_START_INPUT,
+};
 
 const NESTED: &str = "aggregates cannot be nested";
-const OVER_AGGREGATES: &str =
-    "expressions over aggregates are not supported: select the aggregate itself (and filter with HAVING)";
 
 /// Builds the aggregate of a grouped query.
 pub(crate) fn aggregate_spec(
@@ -66,6 +69,12 @@ pub(crate) fn aggregate_spec(
         };
         let span = known(e.span(), at);
         let name = alias.map_or_else(|| default_name(e, i, scope), |a| a.value.clone());
+        if name.starts_with('#') {
+            return Err(SqlError::span(
+                alias.map_or(span, |a| known(a.span, at)),
+                format!("output column '{name}' must not start with '#' (the names of an expression's hidden inputs)"),
+            ));
+        }
         if spec
             .columns
             .iter()
@@ -129,24 +138,103 @@ fn column_source(
     if let ast::Expr::Function(f) = strip(e) {
         if let Some(call) = aggregate_call(f, at)? {
             let input = aggregate_input(&call, scope, at)?;
+            let kind = typed_kind(call.kind, input.as_ref(), scope);
+            // An expression before this item may have made the same
+            // aggregate, hidden: select that one.
+            let hidden = spec
+                .aggregates
+                .iter()
+                .position(|a| a.name.starts_with('#') && a.kind == kind && a.input == input);
+            if let Some(i) = hidden {
+                return Ok(ColumnSource::Aggregate(i));
+            }
             spec.aggregates.push(AggregateColumn {
                 name: name.to_string(),
-                kind: typed_kind(call.kind, input.as_ref(), scope),
+                kind,
                 input,
             });
             return Ok(ColumnSource::Aggregate(spec.aggregates.len() - 1));
         }
     }
-    let names = scope.names("this SELECT item", OVER_AGGREGATES);
+    // A GROUP BY expression itself.
+    let names = scope.names("this SELECT item", "");
+    if let Ok(expr) = (Translator { names: &names, at }.expr(e)) {
+        if let Some(i) = spec.group_by.iter().position(|g| *g == expr) {
+            return Ok(ColumnSource::GroupKey(i));
+        }
+    }
+    // Else an expression over aggregates, GROUP BY columns and window
+    // bounds.
+    let names = ComputedNames {
+        scope,
+        spec: RefCell::new(spec),
+        item: e,
+    };
     let expr = Translator { names: &names, at }.expr(e)?;
-    match spec.group_by.iter().position(|g| *g == expr) {
-        Some(i) => Ok(ColumnSource::GroupKey(i)),
-        None => Err(SqlError::span(
-            span,
-            format!(
-                "expected a GROUP BY column, a window bound or an aggregate, found '{e}': add it to GROUP BY or aggregate it"
-            ),
-        )),
+    Ok(ColumnSource::Computed(expr))
+}
+
+/// Names in an expression over aggregates (`SUM(x) / COUNT(*)`): a GROUP
+/// BY column or window bound reads as its input ([`AggregateSpec::inputs`]),
+/// an aggregate as the one the SELECT list already has or a new, hidden
+/// one ([`hidden_aggregate`]).
+struct ComputedNames<'a, 'e> {
+    scope: &'a Scope,
+    spec: RefCell<&'a mut AggregateSpec>,
+    /// The SELECT item, for messages.
+    item: &'e ast::Expr,
+}
+
+impl Names for ComputedNames<'_, '_> {
+    fn column(&self, parts: &[Ident], span: Span) -> Result<Expr> {
+        let spec = self.spec.borrow();
+        let input = match self.scope.resolve(parts, span)? {
+            Resolved::WindowStart | Resolved::WindowEnd if spec.window.is_none() => {
+                return Err(SqlError::span(
+                    span,
+                    "WINDOWSTART and WINDOWEND need a WINDOW clause",
+                ))
+            }
+            Resolved::WindowStart => Some(WINDOW_START_INPUT.to_string()),
+            Resolved::WindowEnd => Some(WINDOW_END_INPUT.to_string()),
+            Resolved::Expr(e) => spec
+                .group_by
+                .iter()
+                .position(|g| *g == e)
+                .map(group_key_input),
+            Resolved::TableKey => None,
+        };
+        input.map(Expr::Column).ok_or_else(|| {
+            let text: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+            let text = text.join(".");
+            let item = self.item.to_string();
+            let within = match item == text {
+                true => String::new(),
+                false => format!(" in '{item}'"),
+            };
+            SqlError::span(
+                span,
+                format!(
+                    "expected a GROUP BY column, a window bound or an aggregate, found '{text}'{within}: add it to GROUP BY or aggregate it"
+                ),
+            )
+        })
+    }
+
+    fn aggregate(&self, call: &AggCall<'_>, span: Span) -> Result<Expr> {
+        let input = aggregate_input(call, self.scope, span.start)?;
+        let kind = typed_kind(call.kind, input.as_ref(), self.scope);
+        let mut spec = self.spec.borrow_mut();
+        let same = spec
+            .aggregates
+            .iter()
+            .position(|a| a.kind == kind && a.input == input);
+        let i = same.unwrap_or_else(|| {
+            let name = hidden_aggregate(spec.aggregates.len());
+            spec.aggregates.push(AggregateColumn { name, kind, input });
+            spec.aggregates.len() - 1
+        });
+        Ok(Expr::Column(spec.aggregates[i].name.clone()))
     }
 }
 

@@ -396,6 +396,48 @@ fn every_aggregate_kind_and_running_aggregates() {
 }
 
 #[test]
+fn expressions_over_aggregates_read_hidden_and_selected_aggregates() {
+    let p = plan_sql(
+        "CREATE TABLE x AS SELECT user_id, SUM(amount) / COUNT(*) AS mean, \
+           COUNT(*) AS n, UPPER(user_id) || ':' || WINDOWSTART AS label, MAX(amount) - MIN(amount) AS spread \
+         FROM user_events WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY user_id",
+    );
+    let a = aggregate(&p);
+    let names: Vec<&str> = a.aggregates.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["#agg0", "#agg1", "#agg2", "#agg3"]);
+    let col = |n: &str| Expr::Column(n.to_string());
+    assert_eq!(
+        a.columns,
+        vec![
+            ("user_id".to_string(), ColumnSource::GroupKey(0)),
+            (
+                "mean".to_string(),
+                ColumnSource::Computed(bin(BinaryOp::Div, col("#agg0"), col("#agg1")))
+            ),
+            // The hidden COUNT(*) the expression made, selected.
+            ("n".to_string(), ColumnSource::Aggregate(1)),
+            (
+                "label".to_string(),
+                ColumnSource::Computed(bin(
+                    BinaryOp::Concat,
+                    bin(
+                        BinaryOp::Concat,
+                        Expr::Function(Function::Upper, vec![col("#key0")]),
+                        lit(json!(":"))
+                    ),
+                    col("#window_start")
+                ))
+            ),
+            (
+                "spread".to_string(),
+                ColumnSource::Computed(bin(BinaryOp::Sub, col("#agg2"), col("#agg3")))
+            ),
+        ]
+    );
+    p.validate().unwrap();
+}
+
+#[test]
 fn having_reads_output_columns() {
     let p = plan_sql(
         "CREATE TABLE big AS SELECT user_id, COUNT(*) AS n, SUM(amount) AS total FROM user_events \
@@ -429,7 +471,7 @@ fn expressions_translate_to_expr_trees() {
            COALESCE(amount, 0) AS g, \
            -5 AS h, \
            SUBSTRING(user_id, 2, 3) AS i, \
-           ROWKEY AS k, ROWTIME AS t \
+           ROWKEY AS k, ROWTIME AS t, MOD(amount, 123) AS m \
          FROM user_events \
          WHERE NOT (user_id IS NULL) AND event_type IN ('a', 'b') AND amount BETWEEN 1 AND 5 \
            AND user_id LIKE 'u%' AND event_type NOT IN ('c') AND amount IS NOT NULL OR amount <= 0",
@@ -461,6 +503,13 @@ fn expressions_translate_to_expr_trees() {
     assert_eq!(
         cols[3].1,
         Expr::Function(Function::Upper, vec![f("user_id")])
+    );
+    assert_eq!(
+        cols[10],
+        (
+            "m".to_string(),
+            bin(BinaryOp::Mod, f("amount"), lit(json!(123)))
+        )
     );
     assert_eq!(
         cols[4].1,

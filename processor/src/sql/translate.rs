@@ -275,6 +275,9 @@ impl Translator<'_> {
             return self.names.aggregate(&call, span);
         }
         let name = function_name(f).unwrap_or_else(|| f.name.to_string());
+        if name.eq_ignore_ascii_case("MOD") {
+            return self.modulo(f, span);
+        }
         let Some(func) = Function::from_name(&name) else {
             return Err(SqlError::span(span, format!("unknown function '{name}'")));
         };
@@ -310,6 +313,16 @@ impl Translator<'_> {
             .map(|a| self.expr(a))
             .collect::<Result<_>>()?;
         Ok(Expr::Function(func, args))
+    }
+
+    /// `MOD(a, b)` (Flink's and PostgreSQL's spelling) is `a % b`.
+    fn modulo(&self, f: &SqlFunction, span: Span) -> Result<Expr> {
+        match plain_args(f, span)?.as_deref() {
+            Some([a, b]) if f.over.is_none() && f.filter.is_none() => {
+                Ok(Expr::Binary(BinaryOp::Mod, self.boxed(a)?, self.boxed(b)?))
+            }
+            _ => Err(SqlError::span(span, "function MOD takes 2 arguments")),
+        }
     }
 }
 

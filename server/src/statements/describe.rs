@@ -7,7 +7,10 @@
 
 use kappa_processor::accumulators::AggregateKind;
 use kappa_processor::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
-use kappa_processor::plan::{ColumnSource, Operation, Plan};
+use kappa_processor::plan::{
+    group_key_input, AggregateSpec, ColumnSource, Operation, Plan, WINDOW_END_INPUT,
+    WINDOW_START_INPUT,
+};
 use kappa_processor::sql::SqlType;
 use serde_json::Value;
 
@@ -19,7 +22,7 @@ const DECIMAL_SUM_PRECISION: u32 = 38;
 
 /// `plan`'s output columns in SELECT order.
 pub fn columns(plan: &Plan) -> Vec<ColumnOut> {
-    let typed = Types { plan };
+    let typed = Types { plan, inputs: None };
     match &plan.operation {
         Operation::Project { columns } => columns
             .iter()
@@ -46,6 +49,13 @@ pub fn columns(plan: &Plan) -> Vec<ColumnOut> {
                             .and_then(|agg| typed.aggregate(agg.kind, agg.input.as_ref())),
                         false,
                     ),
+                    ColumnSource::Computed(e) => {
+                        let over = Types {
+                            plan,
+                            inputs: Some(a),
+                        };
+                        (over.of(e), false)
+                    }
                 };
                 ColumnOut {
                     name: name.clone(),
@@ -60,6 +70,9 @@ pub fn columns(plan: &Plan) -> Vec<ColumnOut> {
 /// Types of a plan's expressions.
 struct Types<'a> {
     plan: &'a Plan,
+    /// The aggregate whose inputs a computed column's [`Expr::Column`]s
+    /// name ([`AggregateSpec::inputs`]).
+    inputs: Option<&'a AggregateSpec>,
 }
 
 impl Types<'_> {
@@ -103,7 +116,7 @@ impl Types<'_> {
                     .map(|(_, t)| sql_type(*t)),
                 _ => None,
             },
-            Expr::Column(_) => None,
+            Expr::Column(name) => self.input(name),
             Expr::Key => Some(SqlType::Varchar),
             Expr::RecordTimestamp => Some(SqlType::Timestamp),
             Expr::Literal(value) => literal(value),
@@ -126,6 +139,19 @@ impl Types<'_> {
             Expr::Cast(_, to) => Some(sql_type(*to)),
             Expr::Function(f, args) => self.function(*f, args),
         }
+    }
+
+    /// The type of a computed column's input `name`.
+    fn input(&self, name: &str) -> Option<SqlType> {
+        let a = self.inputs?;
+        if name == WINDOW_START_INPUT || name == WINDOW_END_INPUT {
+            return Some(SqlType::Timestamp);
+        }
+        if let Some(i) = (0..a.group_by.len()).find(|i| group_key_input(*i) == name) {
+            return self.of(&a.group_by[i]);
+        }
+        let agg = a.aggregates.iter().find(|agg| agg.name == name)?;
+        self.aggregate(agg.kind, agg.input.as_ref())
     }
 
     fn binary(&self, op: BinaryOp, left: &Expr, right: &Expr) -> Option<SqlType> {

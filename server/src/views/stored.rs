@@ -588,8 +588,11 @@ pub struct StoredAggregateColumn {
 }
 
 /// Where an output column comes from: `{"group_key": i}`,
-/// `"window_start"`, `"window_end"`, `{"aggregate": i}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `"window_start"`, `"window_end"`, `{"aggregate": i}`, `{"computed":
+/// expr}` (an expression over the aggregates, read by name, `#key<i>` for
+/// the i-th group key, `#window_start` and `#window_end`; `#agg<i>` names
+/// an aggregate only an expression reads).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StoredColumnSource {
     /// `{"group_key": i}`.
     #[serde(rename = "group_key")]
@@ -603,6 +606,9 @@ pub enum StoredColumnSource {
     /// `{"aggregate": i}`.
     #[serde(rename = "aggregate")]
     Aggregate(usize),
+    /// `{"computed": expr}`.
+    #[serde(rename = "computed")]
+    Computed(StoredExpr),
 }
 
 /// Grouped aggregation.
@@ -1682,6 +1688,7 @@ impl From<ColumnSource> for StoredColumnSource {
             ColumnSource::WindowStart => StoredColumnSource::WindowStart,
             ColumnSource::WindowEnd => StoredColumnSource::WindowEnd,
             ColumnSource::Aggregate(i) => StoredColumnSource::Aggregate(i),
+            ColumnSource::Computed(e) => StoredColumnSource::Computed(e.into()),
         }
     }
 }
@@ -1693,6 +1700,7 @@ impl From<StoredColumnSource> for ColumnSource {
             StoredColumnSource::WindowStart => ColumnSource::WindowStart,
             StoredColumnSource::WindowEnd => ColumnSource::WindowEnd,
             StoredColumnSource::Aggregate(i) => ColumnSource::Aggregate(i),
+            StoredColumnSource::Computed(e) => ColumnSource::Computed(e.into()),
         }
     }
 }

@@ -253,12 +253,23 @@ pub fn row_of(
     accs: &[Accumulator],
 ) -> Option<Value> {
     let mut row = Map::new();
+    let inputs = spec.computes().then(|| {
+        spec.inputs(
+            group,
+            window.map(|w| (w.start, w.end)),
+            accs.iter().map(Accumulator::result),
+        )
+    });
     for (name, source) in &spec.columns {
         let v = match source {
             ColumnSource::GroupKey(i) => group.get(*i).cloned().unwrap_or(Value::Null),
             ColumnSource::WindowStart => window.map_or(Value::Null, |w| w.start.into()),
             ColumnSource::WindowEnd => window.map_or(Value::Null, |w| w.end.into()),
             ColumnSource::Aggregate(i) => accs.get(*i).map_or(Value::Null, Accumulator::result),
+            ColumnSource::Computed(e) => match &inputs {
+                Some(columns) => e.eval(&OutputRow { columns }),
+                None => Value::Null,
+            },
         };
         row.insert(name.clone(), v);
     }
