@@ -49,6 +49,26 @@ pub fn inspect_bin() -> &'static Path {
     })
 }
 
+/// Path of the `kappa-datagen` binary (the event generators of `tools/`),
+/// built when missing or older than its sources.
+pub fn datagen_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        workspace_bin(
+            "kappa-tools",
+            "kappa-datagen",
+            &[
+                "tools/src",
+                "tools/Cargo.toml",
+                "log/src",
+                "log/Cargo.toml",
+                "processor/src",
+                "processor/Cargo.toml",
+            ],
+        )
+    })
+}
+
 /// What `kappa` is built from (workspace-relative directories and files).
 const KAPPA_SOURCES: &[&str] = &[
     "server/src",

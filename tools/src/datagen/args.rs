@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
 
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
+
 use super::output::{self, LineFormat, Producer};
-use super::{Config, Generator, StreamKind, TimeFormat, DEFAULT_START_TIME_MS};
+use super::{nexmark, Config, Generator, StreamKind, TimeFormat, DEFAULT_START_TIME_MS};
 use crate::bench::progress;
 
 /// Event-time rate when `--rate` is 0 and `--event-rate` is not given.
@@ -38,7 +41,7 @@ pub struct DatagenArgs {
     /// Emit at most this many events per second of wall time; 0 = as fast as possible.
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
-    /// Mean events per second of event time [default: --rate, or 1000 when --rate is 0].
+    /// Mean events per second of event time [default: --rate, or when --rate is 0: 1000, nexmark 10000].
     #[arg(long)]
     pub event_rate: Option<f64>,
     /// Distinct entities (users or devices).
@@ -80,8 +83,11 @@ pub struct DatagenArgs {
     /// Write to this file instead of stdout.
     #[arg(long, conflicts_with = "produce")]
     pub out: Option<PathBuf>,
-    /// Produce to a running server at this URL (e.g. http://127.0.0.1:8080); needs --topic.
-    #[arg(long, requires = "topic")]
+    /// nexmark: write DIR/person.ndjson, DIR/auction.ndjson and DIR/bid.ndjson (DIR is created).
+    #[arg(long, value_name = "DIR", conflicts_with = "produce")]
+    pub out_dir: Option<PathBuf>,
+    /// Produce to a running server at this URL (e.g. http://127.0.0.1:8080); needs --topic (nexmark: none).
+    #[arg(long)]
     pub produce: Option<String>,
     /// Bearer token for a server with `auth = "tokens"` (needs produce on
     /// the topic, and admin if the topic must be created with --partitions).
@@ -93,9 +99,16 @@ pub struct DatagenArgs {
     /// Partitions of the topic if it is created [default: the server's].
     #[arg(long, requires = "produce")]
     pub partitions: Option<u32>,
+    /// nexmark: prefix of the topics person, auction and bid [default: none].
+    #[arg(long, requires = "produce")]
+    pub topic_prefix: Option<String>,
     /// Records per produce request.
     #[arg(long, default_value_t = 500)]
     pub batch: usize,
+    /// Ids of the flags given on the command line (filled by
+    /// [`DatagenArgs::parse_from_cli`]; nexmark refuses the other streams' flags).
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
 
 /// Parses `500ms`, `90s`, `15m`, `2h`, `1d` or a plain number of seconds.
@@ -128,16 +141,38 @@ pub fn parse_start_time(s: &str) -> anyhow::Result<i64> {
 }
 
 impl DatagenArgs {
+    /// Parses a command line (`argv[0]` first), remembering which flags it
+    /// gave in [`DatagenArgs::given`].
+    pub fn parse_from_cli<I, T>(argv: I) -> Result<DatagenArgs, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = DatagenArgs::command().try_get_matches_from(argv)?;
+        let mut args = DatagenArgs::from_arg_matches(&matches)?;
+        args.given = matches
+            .ids()
+            .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+            .map(|id| id.as_str().to_owned())
+            .collect();
+        Ok(args)
+    }
+
+    /// Event time of the first event: `--start-time`, `--now` or the default.
+    pub fn start_time_ms(&self) -> anyhow::Result<i64> {
+        Ok(match (&self.start_time, self.now) {
+            (Some(s), _) => parse_start_time(s)?,
+            (None, true) => kappa_log::now_ms(),
+            (None, false) => DEFAULT_START_TIME_MS,
+        })
+    }
+
     /// The generator configuration these arguments describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         if !(self.rate.is_finite() && self.rate >= 0.0) {
             bail!("--rate must be >= 0, got {}", self.rate);
         }
-        let start_time_ms = match (&self.start_time, self.now) {
-            (Some(s), _) => parse_start_time(s)?,
-            (None, true) => kappa_log::now_ms(),
-            (None, false) => DEFAULT_START_TIME_MS,
-        };
+        let start_time_ms = self.start_time_ms()?;
         let events_per_second = self.event_rate.unwrap_or(if self.rate > 0.0 {
             self.rate
         } else {
@@ -177,6 +212,12 @@ enum Sink {
 
 /// Generates and delivers the events; returns how many were emitted.
 pub fn run(args: &DatagenArgs) -> anyhow::Result<u64> {
+    if args.stream == StreamKind::Nexmark {
+        return nexmark::run::run(args);
+    }
+    if args.out_dir.is_some() || args.topic_prefix.is_some() {
+        bail!("--out-dir and --topic-prefix are for nexmark; use --out and --topic");
+    }
     let config = args.config()?;
     let time_format = config.time_format;
     let line = if args.envelope {

@@ -56,6 +56,9 @@ impl Generator {
             StreamKind::Purchases => Box::new(Purchases::new(config.high_value_fraction)),
             StreamKind::Clicks => Box::new(Clicks::new(config.keys, config.session_gap_ms)),
             StreamKind::Iot => Box::new(Iot::new()),
+            StreamKind::Nexmark => {
+                anyhow::bail!("nexmark has three kinds of event: use datagen::nexmark::Nexmark")
+            }
         };
         Ok(Generator {
             ctx: Ctx::new(&config),

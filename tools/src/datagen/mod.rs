@@ -7,6 +7,9 @@
 //!   distribution, event-time clock) and the [`source::Source`] trait.
 //! * [`purchases`], [`clicks`], [`iot`]: one file per stream kind, each
 //!   producing fresh events in event-time order.
+//! * [`nexmark`]: the Nexmark auction site (persons, auctions, bids), a
+//!   generator of its own: three kinds of event, no disorder layer, sent
+//!   to three files, three topics or stdout by [`nexmark::run`].
 //! * [`disorder`]: turns the fresh, ordered events into what a real feed
 //!   looks like: bounded out-of-order arrival, late events, duplicates.
 //! * [`output`]: NDJSON to a writer, or batched produce to a running server.
@@ -21,6 +24,7 @@ pub mod args;
 pub mod clicks;
 pub mod disorder;
 pub mod iot;
+pub mod nexmark;
 pub mod output;
 pub mod purchases;
 pub mod source;
@@ -44,6 +48,8 @@ pub enum StreamKind {
     Clicks,
     /// Sensor readings: temperature, humidity, battery.
     Iot,
+    /// The Nexmark auction site: persons, auctions and bids (see [`nexmark`]).
+    Nexmark,
 }
 
 /// How `event_time` is written in the JSON value.

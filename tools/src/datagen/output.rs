@@ -15,7 +15,7 @@ use serde_json::json;
 use super::{Event, EventJson, TimeFormat};
 
 /// Largest record timestamp the server accepts (year 9999).
-const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
+pub const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
 /// Attempts of one produce request answered 503/429 or failing in transport.
 const MAX_ATTEMPTS: u32 = 30;
 /// Timeout of one HTTP request.
@@ -157,10 +157,17 @@ impl Producer {
 
     /// Queues an event; sends a batch when `--batch` events are queued.
     pub fn send(&mut self, event: &Event) -> anyhow::Result<()> {
+        let record = record_json(event, self.time_format);
+        self.send_json(&record)
+    }
+
+    /// Queues one record (`{"key","value","timestamp"}` as the produce
+    /// API takes it); sends a batch when `--batch` records are queued.
+    pub fn send_json<T: Serialize>(&mut self, record: &T) -> anyhow::Result<()> {
         if self.pending_records > 0 {
             self.pending.push(b',');
         }
-        serde_json::to_writer(&mut self.pending, &record_json(event, self.time_format))?;
+        serde_json::to_writer(&mut self.pending, record)?;
         self.pending_records += 1;
         if self.pending_records >= self.batch_records {
             self.flush()?;
