@@ -1,0 +1,219 @@
+"""Nexmark on this machine: Kappa against Apache Flink (issue 38).
+
+    python3 tools/bench-nexmark.py [OUT_DIR]
+
+Generates EVENTS (default 2,000,000) Nexmark events with `kappa-datagen
+nexmark` (seed 1, nexmark's default 10,000 events/s of event time) into
+OUT_DIR/data as NDJSON, then, for each query of QUERIES (default the ones
+tools/nexmark/kappa/ holds: q0 q1 q2 q11), ROUNDS (default 3) rounds in
+turn of:
+
+- **Kappa** with 1 and 2 workers (`WITH (PARALLELISM=n)`): one release
+  server per round on a fresh data directory, loaded with the same events
+  (`kappa-datagen nexmark --produce`, 2 partitions per topic, not timed);
+  each query is timed from its statement until its served version has
+  committed the end of `bid`, and the server's CPU (utime + stime from
+  /proc) is read around it.
+- **Flink** at parallelism 1 and 2: tools/nexmark/flink_runner.py (Flink
+  2.3 mini-cluster in its venv, RocksDB state, blackhole sink) over the
+  same NDJSON files; `seconds` from submitting the INSERT to the job's end,
+  and the JVM's CPU over it; and Flink's own net run time of the job
+  (`job_seconds`: without planning and the mini-cluster's start).
+
+Prints the medians as a Markdown table (events/s over all events of the
+three inputs, and CPU seconds per million events); details in
+OUT_DIR/results.json. Needs the release binaries (cargo build --release
+--workspace --bins) and a Java runtime; makes the Flink venv when missing.
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/kappa-target"))
+BIN = os.environ.get("BIN_DIR", os.path.join(TARGET, "release"))
+EVENTS = int(os.environ.get("EVENTS", "2000000"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+QUERIES = os.environ.get("QUERIES", "q0 q1 q2 q11").split()
+PARTITIONS = 2
+OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="kappa-bench-nexmark-")
+DATA = os.path.join(OUT, "data")
+FLINK_RUNNER = os.path.join(ROOT, "tools/nexmark/flink_runner.py")
+FLINK_VENV = os.path.join(ROOT, "tools/nexmark/flink-venv.sh")
+
+
+def say(*what):
+    print("bench-nexmark:", *what, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Kappa:
+    """A release `kappa serve` on a fresh data directory."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="kappa-bench-nexmark-node-", dir=OUT)
+        self.port = free_port()
+        self.log = open(os.path.join(self.dir, "stderr.log"), "w")
+        self.proc = subprocess.Popen(
+            [os.path.join(BIN, "kappa"), "serve", "--data-dir", os.path.join(self.dir, "data"),
+             "--listen", f"127.0.0.1:{self.port}"],
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        assert "listening on" in line, line
+        self.conn = None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def request(self, method, path, body=None, ctype=None):
+        for _ in range(2):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                headers = {"content-type": ctype} if ctype else {}
+                self.conn.request(method, path, body=body, headers=headers)
+                r = self.conn.getresponse()
+                data = r.read()
+                return r.status, (json.loads(data) if data else None)
+            except (ConnectionError, http.client.HTTPException, OSError):
+                self.conn = None
+        raise RuntimeError(f"{self.url}: no answer")
+
+    def sql(self, text):
+        status, body = self.request("POST", "/v1/statements", text.encode(), "application/sql")
+        if status != 200:
+            raise RuntimeError(f"{text!r}: {status} {body}")
+        return body
+
+    def end_offsets(self, topic):
+        _, body = self.request("GET", f"/v1/topics/{topic}")
+        return [p["end_offset"] for p in body["partitions"]]
+
+    def caught_up(self, name, ends):
+        status, body = self.request("GET", f"/v1/views/{name}")
+        if status != 200 or not body.get("served_version"):
+            return False
+        committed = [p["committed"] for p in body["served_version"]["partitions"]]
+        return committed == ends
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def kappa_statement(query, workers):
+    """The query's statement, named for this run and with its parallelism."""
+    text = open(os.path.join(ROOT, f"tools/nexmark/kappa/{query}.sql")).read()
+    name = f"nexmark_{query}_w{workers}"
+    text, n = re.subn(r"CREATE (STREAM|TABLE) nexmark_\w+ AS",
+                      lambda m: f"CREATE {m.group(1)} {name} WITH (PARALLELISM={workers}) AS", text)
+    assert n == 1, f"{query}.sql names one CREATE .. AS"
+    return name, text
+
+
+def run_kappa(node, query, workers):
+    name, text = kappa_statement(query, workers)
+    ends = node.end_offsets("bid")
+    cpu0, t0 = cpu_seconds(node.proc.pid), time.time()
+    node.sql(text)
+    while not node.caught_up(name, ends):
+        time.sleep(0.02)
+    seconds = time.time() - t0
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds(node.proc.pid) - cpu0}
+
+
+def run_flink(query, parallelism):
+    python = subprocess.run(["bash", FLINK_VENV], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    out = subprocess.run([python, FLINK_RUNNER, "--data", DATA, "--query", query,
+                          "--parallelism", str(parallelism)],
+                         check=True, capture_output=True, text=True).stdout
+    line = [l for l in out.splitlines() if l.startswith("{")][-1]
+    result = json.loads(line)
+    return {"seconds": result["seconds"], "job_seconds": result.get("job_seconds"),
+            "cpu_seconds": result["cpu_seconds"]}
+
+
+def generate():
+    os.makedirs(DATA, exist_ok=True)
+    subprocess.run([os.path.join(BIN, "kappa-datagen"), "nexmark", "--seed", "1",
+                    "--count", str(EVENTS), "--out-dir", DATA], check=True)
+
+
+def load(node):
+    subprocess.run([os.path.join(BIN, "kappa-datagen"), "nexmark", "--seed", "1",
+                    "--count", str(EVENTS), "--produce", node.url,
+                    "--partitions", str(PARTITIONS), "--batch", "5000"],
+                   check=True, stdout=subprocess.DEVNULL)
+    node.sql(open(os.path.join(ROOT, "tools/nexmark/kappa/schema.sql")).read())
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    generate()
+    say(f"generated {EVENTS:,} events in {DATA}")
+    runs = []
+    for r in range(ROUNDS):
+        node = Kappa()
+        t0 = time.time()
+        load(node)
+        say(f"round {r}: loaded into kappa in {time.time() - t0:.1f} s")
+        for query in QUERIES:
+            for workers in (1, 2):
+                result = run_kappa(node, query, workers)
+                say(f"round {r}: {query} kappa x{workers}: {result}")
+                runs.append({"round": r, "query": query, "engine": "kappa", "workers": workers, **result})
+            for parallelism in (1, 2):
+                result = run_flink(query, parallelism)
+                say(f"round {r}: {query} flink x{parallelism}: {result}")
+                runs.append({"round": r, "query": query, "engine": "flink", "workers": parallelism, **result})
+        node.stop()
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump({"events": EVENTS, "rounds": ROUNDS, "runs": runs}, f, indent=1)
+
+    def median(query, engine, workers, key):
+        return statistics.median(x[key] for x in runs
+                                 if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
+
+    print(f"Medians of {ROUNDS} round(s), {EVENTS:,} events (persons, auctions and bids).")
+    print()
+    print("| query | Kappa 1 worker | Kappa 2 workers | Flink p=1 | Flink p=2 | Flink p=2, job only | Kappa 2 / Flink 2 (job only) |")
+    print("|---|--:|--:|--:|--:|--:|--:|")
+    for query in QUERIES:
+        cells = []
+        for engine, workers in (("kappa", 1), ("kappa", 2), ("flink", 1), ("flink", 2)):
+            s = median(query, engine, workers, "seconds")
+            cpu = median(query, engine, workers, "cpu_seconds")
+            cells.append(f"{EVENTS / s:,.0f} ev/s, {cpu / EVENTS * 1e6:.2f} CPU-s/M")
+        job = median(query, "flink", 2, "job_seconds")
+        cells.append(f"{EVENTS / job:,.0f} ev/s")
+        ratio = job / median(query, "kappa", 2, "seconds")
+        print(f"| {query} | " + " | ".join(cells) + f" | {ratio:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
