@@ -301,11 +301,23 @@ impl AggregateSpec {
         inputs
     }
 
-    /// Whether an output column is computed from the others' inputs.
+    /// Whether a row needs [`AggregateSpec::inputs`]: an output column is
+    /// computed, or HAVING reads a hidden input.
     pub fn computes(&self) -> bool {
         self.columns
             .iter()
             .any(|(_, s)| matches!(s, ColumnSource::Computed(_)))
+            || self.having_reads_inputs()
+    }
+
+    /// Whether HAVING reads a hidden input (a `#` name) besides the output
+    /// columns.
+    pub fn having_reads_inputs(&self) -> bool {
+        let mut reads = false;
+        if let Some(h) = &self.having {
+            h.walk(&mut |e| reads |= matches!(e, Expr::Column(n) if n.starts_with('#')));
+        }
+        reads
     }
 
     /// Whether grouping an event reads its record key: a group key or
@@ -422,6 +434,17 @@ impl AggregateSpec {
                 || (self.window.is_some()
                     && (name == WINDOW_START_INPUT || name == WINDOW_END_INPUT))
         };
+        if let Some(h) = &self.having {
+            let mut ok = true;
+            h.walk(&mut |e| {
+                if let Expr::Column(n) = e {
+                    ok &= !n.starts_with('#') || known(n);
+                }
+            });
+            if !ok {
+                return Err("HAVING reads an input the aggregate does not have".into());
+            }
+        }
         for (name, source) in &self.columns {
             if name.starts_with('#') {
                 return Err(format!("output column {name:?} must not start with '#'"));

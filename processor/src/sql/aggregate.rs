@@ -89,8 +89,12 @@ pub(crate) fn aggregate_spec(
         spec.columns.push((name, source));
     }
     if let Some(h) = &parts.select.having {
-        let names = HavingNames { scope, spec: &spec };
-        spec.having = Some(Translator { names: &names, at }.expr(h)?);
+        let names = HavingNames {
+            scope,
+            spec: RefCell::new(&mut spec),
+        };
+        let having = Translator { names: &names, at }.expr(h)?;
+        spec.having = Some(having);
     }
     Ok(spec)
 }
@@ -269,26 +273,28 @@ fn aggregate_input(call: &AggCall<'_>, scope: &Scope, at: Location) -> Result<Op
 }
 
 /// `HAVING` reads the output row: output column names, selected GROUP BY
-/// columns and window bounds, and selected aggregates.
+/// columns and window bounds, and selected aggregates; a GROUP BY column,
+/// window bound or aggregate not selected reads as a hidden input
+/// ([`AggregateSpec::inputs`]), an aggregate made for it if need be.
 struct HavingNames<'a> {
     scope: &'a Scope,
-    spec: &'a AggregateSpec,
+    spec: RefCell<&'a mut AggregateSpec>,
 }
 
 impl HavingNames<'_> {
-    fn output(&self, want: &ColumnSource) -> Option<Expr> {
-        self.spec
-            .columns
-            .iter()
-            .find(|(_, s)| s == want)
-            .map(|(n, _)| Expr::Column(n.clone()))
+    /// The output column of `want`, else the hidden input `hidden`.
+    fn output_or(&self, want: &ColumnSource, hidden: impl FnOnce() -> String) -> Expr {
+        let spec = self.spec.borrow();
+        let output = spec.columns.iter().find(|(_, s)| s == want);
+        Expr::Column(output.map_or_else(hidden, |(n, _)| n.clone()))
     }
 }
 
 impl Names for HavingNames<'_> {
     fn column(&self, parts: &[Ident], span: Span) -> Result<Expr> {
         if let [id] = parts {
-            if let Some((n, _)) = self.spec.columns.iter().find(|(n, _)| ident_matches(id, n)) {
+            let spec = self.spec.borrow();
+            if let Some((n, _)) = spec.columns.iter().find(|(n, _)| ident_matches(id, n)) {
                 return Ok(Expr::Column(n.clone()));
             }
         }
@@ -297,41 +303,48 @@ impl Names for HavingNames<'_> {
             .map(|p| p.value.as_str())
             .collect::<Vec<_>>()
             .join(".");
-        let found = match self.scope.resolve(parts, span)? {
-            Resolved::WindowStart => self.output(&ColumnSource::WindowStart),
-            Resolved::WindowEnd => self.output(&ColumnSource::WindowEnd),
-            Resolved::Expr(e) => self
-                .spec
-                .group_by
-                .iter()
-                .position(|g| *g == e)
-                .and_then(|i| self.output(&ColumnSource::GroupKey(i))),
-            Resolved::TableKey => None,
-        };
-        found.ok_or_else(|| {
-            SqlError::span(
+        let windowed = self.spec.borrow().window.is_some();
+        match self.scope.resolve(parts, span)? {
+            Resolved::WindowStart if windowed => Ok(self
+                .output_or(&ColumnSource::WindowStart, || {
+                    WINDOW_START_INPUT.to_string()
+                })),
+            Resolved::WindowEnd if windowed => {
+                Ok(self.output_or(&ColumnSource::WindowEnd, || WINDOW_END_INPUT.to_string()))
+            }
+            Resolved::Expr(e) => {
+                let group = self.spec.borrow().group_by.iter().position(|g| *g == e);
+                match group {
+                    Some(i) => Ok(self.output_or(&ColumnSource::GroupKey(i), || group_key_input(i))),
+                    None => Err(SqlError::span(
+                        span,
+                        format!("HAVING reads GROUP BY columns, window bounds, aggregates and output columns, and '{text}' is none of them: add it to GROUP BY or aggregate it"),
+                    )),
+                }
+            }
+            _ => Err(SqlError::span(
                 span,
-                format!("HAVING can read output columns only, and '{text}' is not selected: add it to the SELECT list"),
-            )
-        })
+                format!("HAVING cannot read '{text}' here"),
+            )),
+        }
     }
 
     fn aggregate(&self, call: &AggCall<'_>, span: Span) -> Result<Expr> {
         let input = aggregate_input(call, self.scope, span.start)?;
         let kind = typed_kind(call.kind, input.as_ref(), self.scope);
-        self.spec
+        let same = self
+            .spec
+            .borrow()
             .aggregates
             .iter()
-            .position(|a| a.kind == kind && a.input == input)
-            .and_then(|i| self.output(&ColumnSource::Aggregate(i)))
-            .ok_or_else(|| {
-                SqlError::span(
-                    span,
-                    format!(
-                        "HAVING uses {}, which is not in the SELECT list: select it to filter on it",
-                        call.text
-                    ),
-                )
-            })
+            .position(|a| a.kind == kind && a.input == input);
+        let i = same.unwrap_or_else(|| {
+            let mut spec = self.spec.borrow_mut();
+            let name = hidden_aggregate(spec.aggregates.len());
+            spec.aggregates.push(AggregateColumn { name, kind, input });
+            spec.aggregates.len() - 1
+        });
+        let hidden = self.spec.borrow().aggregates[i].name.clone();
+        Ok(self.output_or(&ColumnSource::Aggregate(i), || hidden))
     }
 }

@@ -438,6 +438,35 @@ fn expressions_over_aggregates_read_hidden_and_selected_aggregates() {
 }
 
 #[test]
+fn having_reads_aggregates_and_group_columns_not_selected_as_hidden_inputs() {
+    let p = plan_sql(
+        "CREATE TABLE x AS SELECT COUNT(*) AS n FROM user_events \
+         GROUP BY user_id HAVING SUM(amount) > 10 AND user_id <> 'bot' AND COUNT(*) > 1",
+    );
+    let a = aggregate(&p);
+    let names: Vec<&str> = a.aggregates.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["n", "#agg1"]);
+    let col = |n: &str| Expr::Column(n.to_string());
+    assert_eq!(
+        a.having,
+        Some(bin(
+            BinaryOp::And,
+            bin(
+                BinaryOp::And,
+                bin(BinaryOp::Gt, col("#agg1"), lit(json!(10))),
+                bin(BinaryOp::NotEq, col("#key0"), lit(json!("bot")))
+            ),
+            bin(BinaryOp::Gt, col("n"), lit(json!(1)))
+        ))
+    );
+    assert_eq!(
+        a.columns,
+        vec![("n".to_string(), ColumnSource::Aggregate(0))]
+    );
+    p.validate().unwrap();
+}
+
+#[test]
 fn having_reads_output_columns() {
     let p = plan_sql(
         "CREATE TABLE big AS SELECT user_id, COUNT(*) AS n, SUM(amount) AS total FROM user_events \

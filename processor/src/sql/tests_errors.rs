@@ -85,7 +85,7 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE STREAM x AS SELECT ¦FOO(user_id) FROM user_events", "unknown function 'FOO'"),
     ("CREATE STREAM x AS SELECT ¦UPPER(user_id, event_type) FROM user_events", "function UPPER takes 1 argument(s), got 2"),
     ("CREATE STREAM x AS SELECT ¦MOD(amount) FROM user_events", "function MOD takes 2 arguments"),
-    ("CREATE TABLE x AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id HAVING ¦SUM(amount) > 1", "HAVING uses SUM(amount), which is not in the SELECT list"),
+    ("CREATE TABLE x AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id HAVING ¦event_type = 'a'", "'event_type' is none of them: add it to GROUP BY or aggregate it"),
     ("CREATE TABLE x AS SELECT user_id, ¦SUM(DISTINCT amount) FROM user_events GROUP BY user_id", "only COUNT(DISTINCT x)"),
     ("CREATE STREAM x AS SELECT user_id, ¦event_type AS user_id FROM user_events", "duplicate output column 'user_id'"),
     ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ON ¦e.user_id = u.name", "expected ON <stream expression> = <table key column>"),

@@ -274,7 +274,15 @@ pub fn row_of(
         row.insert(name.clone(), v);
     }
     if let Some(having) = &spec.having {
-        if !having.is_true(&OutputRow { columns: &row }) {
+        let kept = match (&inputs, spec.having_reads_inputs()) {
+            (Some(inputs), true) => {
+                let mut both = inputs.clone();
+                both.extend(row.iter().map(|(k, v)| (k.clone(), v.clone())));
+                having.is_true(&OutputRow { columns: &both })
+            }
+            _ => having.is_true(&OutputRow { columns: &row }),
+        };
+        if !kept {
             return None;
         }
     }
