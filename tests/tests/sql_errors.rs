@@ -26,7 +26,7 @@ const BAD_SQL: &[(&str, &str)] = &[
     ("CREATE TABLE x AS SELECT ¦user_id, COUNT(*) FROM user_events;", "user_id"),
     ("¦CREATE TABLE x AS SELECT user_id FROM user_events;", "needs GROUP BY or an aggregate"),
     ("¦CREATE STREAM x AS SELECT user_id, COUNT(*) FROM user_events GROUP BY user_id;", "cannot aggregate"),
-    ("CREATE TABLE x AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id HAVING ¦SUM(amount) > 1;", "not in the SELECT list"),
+    ("CREATE TABLE x AS SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id HAVING ¦event_type = 'a';", "add it to GROUP BY or aggregate it"),
     // Windows.
     (
         "CREATE TABLE x AS\nSELECT user_id, COUNT(*)\nFROM user_events\nWINDOW TUMBLING (SIZE 5 ¦FORTNIGHTS)\nGROUP BY user_id;",
