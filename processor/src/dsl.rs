@@ -244,6 +244,7 @@ impl Pipeline {
             sink,
             late: self.late,
             sink_cluster: None,
+            partition_by: None,
             spread_stage: None,
         }
     }

@@ -86,6 +86,7 @@ pub fn plan_complexity(plan: &Plan) -> Complexity {
     exprs.extend(&plan.filter);
     exprs.extend(plan.dedup.as_ref().map(|d| &d.id));
     exprs.extend(plan.join.as_ref().map(|j| &j.stream_key));
+    exprs.extend(&plan.partition_by);
     match &plan.operation {
         Operation::Project { columns } => exprs.extend(columns.iter().map(|(_, e)| e)),
         Operation::Aggregate(a) => {

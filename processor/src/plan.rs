@@ -37,6 +37,11 @@ pub struct Plan {
     /// go to the built-in log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sink_cluster: Option<String>,
+    /// `PARTITION BY`: a derived stream's output records are keyed (and so
+    /// partitioned) by this expression's value as text instead of their
+    /// input record's key; a `NULL` value gives a record without a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_by: Option<Expr>,
     /// The stage this plan is of a view spread over a Kappa cluster's
     /// nodes whose `GROUP BY` is not the record key (never set by SQL:
     /// [`crate::spread::repartition`] derives both stages).
@@ -360,6 +365,7 @@ impl Plan {
         exprs.extend(&self.filter);
         exprs.extend(self.dedup.as_ref().map(|d| &d.id));
         exprs.extend(self.join.as_ref().map(|j| &j.stream_key));
+        exprs.extend(&self.partition_by);
         match &self.operation {
             Operation::Project { columns } => exprs.extend(columns.iter().map(|(_, e)| e)),
             Operation::Aggregate(a) => {
@@ -400,6 +406,11 @@ impl Plan {
             if d.ttl_ms <= 0 {
                 return Err("the deduplication TTL must be positive".into());
             }
+        }
+        if self.partition_by.is_some() && !matches!(self.sink, Sink::Topic(_)) {
+            return Err(
+                "PARTITION BY applies to CREATE STREAM .. AS (a view is keyed by GROUP BY)".into(),
+            );
         }
         match &self.operation {
             Operation::Project { columns } if columns.is_empty() => {

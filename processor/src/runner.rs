@@ -773,7 +773,10 @@ impl Runtime {
                 if let Sink::Topic(topic) = &self.plan.sink {
                     self.outbox.push(OutRecord {
                         topic: topic.clone(),
-                        key: event.key_text().map(str::to_string),
+                        key: match &self.plan.partition_by {
+                            Some(by) => crate::expr::stringify(&by.eval(&event)),
+                            None => event.key_text().map(str::to_string),
+                        },
                         value: Value::Object(row).to_string(),
                         timestamp: event.event_time,
                         source: None,

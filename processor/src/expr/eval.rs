@@ -344,7 +344,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 }
 
 /// The text of a value for `||`, `CONCAT` and `CAST(.. AS STRING)`; None for NULL.
-pub(super) fn stringify(v: &Value) -> Option<String> {
+pub fn stringify(v: &Value) -> Option<String> {
     match v {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),

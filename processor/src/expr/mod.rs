@@ -75,6 +75,7 @@ use serde_json::Value;
 pub use crate::time::{format_timestamp, parse_timestamp};
 pub use cast::conforms;
 pub(crate) use cast::f64_to_i64;
+pub use eval::stringify;
 
 /// What an expression can read.
 pub trait Row {

@@ -293,10 +293,12 @@ pub(crate) struct QueryTokens {
     pub window: Option<WindowClause>,
     /// `EMIT ..`, if any, and where.
     pub emit: Option<(Emit, Span)>,
+    /// `PARTITION BY expr`: the expression's tokens, and where the clause is.
+    pub partition_by: Option<(Vec<TokenWithSpan>, Span)>,
 }
 
-/// Cuts `WINDOW ..` and `EMIT ..` (top level, outside parentheses) out of a
-/// query's tokens.
+/// Cuts `WINDOW ..`, `PARTITION BY ..` and `EMIT ..` (top level, outside
+/// parentheses) out of a query's tokens.
 pub(crate) fn extract_query_clauses(
     tokens: &[TokenWithSpan],
     end: Location,
@@ -305,6 +307,7 @@ pub(crate) fn extract_query_clauses(
         tokens: Vec::with_capacity(tokens.len()),
         window: None,
         emit: None,
+        partition_by: None,
     };
     let mut depth = 0usize;
     let mut i = 0;
@@ -328,10 +331,29 @@ pub(crate) fn extract_query_clauses(
             continue;
         }
         if depth == 0 && is_kw(Some(t), "PARTITION") && is_kw(tokens.get(i + 1), "BY") {
-            return Err(SqlError::span(
-                t.span,
-                "PARTITION BY is not supported: rows keep their input keys (views are keyed by GROUP BY)",
-            ));
+            if out.partition_by.is_some() {
+                return Err(SqlError::span(
+                    t.span,
+                    "a query takes only one PARTITION BY",
+                ));
+            }
+            // The expression runs to EMIT or the end, outside parentheses.
+            let mut j = i + 2;
+            let mut inner = 0usize;
+            while let Some(e) = tokens.get(j) {
+                match e.token {
+                    Token::LParen => inner += 1,
+                    Token::RParen => inner = inner.saturating_sub(1),
+                    _ => {}
+                }
+                if inner == 0 && (is_kw(Some(e), "EMIT") || is_kw(Some(e), "WINDOW")) {
+                    break;
+                }
+                j += 1;
+            }
+            out.partition_by = Some((tokens[i + 2..j].to_vec(), t.span));
+            i = j;
+            continue;
         }
         if depth == 0 && is_kw(Some(t), "EMIT") {
             let mut c = Cursor::new(&tokens[i + 1..], end);

@@ -6,12 +6,14 @@
 //! TABLE .. AS` is an aggregate (windowed or running) sunk to a view.
 
 use sqlparser::ast::{self as ast, SelectItem, SelectItemQualifiedWildcardKind, Spanned};
-use sqlparser::tokenizer::{Location, Span};
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan};
 
 use super::aggregate::aggregate_spec;
 use super::defaults;
 use super::error::{Result, SqlError};
-use super::lex::{self, normalize};
+use super::lex::{self, normalize, DIALECT};
+use super::limits;
 use super::query::{known, object_name, JoinParts, QueryParts, Relation};
 use super::resolve::{Resolved, Scope, Side, TableSide};
 use super::statement::{self, parse_sql_expr};
@@ -125,6 +127,18 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         }
         (None, None) => None,
     };
+    let partition_by = match &parsed.clauses.partition_by {
+        Some((tokens, span)) => {
+            if decl.kind == ObjectKind::Table {
+                return Err(SqlError::span(
+                    *span,
+                    "PARTITION BY applies to CREATE STREAM .. AS: a table's rows are keyed by its GROUP BY",
+                ));
+            }
+            Some(partition_by(tokens, *span, &scope, at)?)
+        }
+        None => None,
+    };
     let plan = Plan {
         name: decl.name.clone(),
         source: source_spec(&decl, &scope.stream.decl),
@@ -143,10 +157,41 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
             ObjectKind::Stream => decl.cluster.clone(),
             ObjectKind::Table => None,
         },
+        partition_by,
         spread_stage: None,
     };
     plan.validate().map_err(|reason| SqlError::at(at, reason))?;
     Ok(plan)
+}
+
+/// `PARTITION BY expr`: the expression, read over the event (after the
+/// join) as a SELECT item is.
+fn partition_by(tokens: &[TokenWithSpan], span: Span, scope: &Scope, at: Location) -> Result<Expr> {
+    if tokens.is_empty() {
+        return Err(SqlError::span(
+            span,
+            "expected an expression after PARTITION BY",
+        ));
+    }
+    limits::check_nesting(tokens)?;
+    let mut p = Parser::new(&DIALECT)
+        .with_recursion_limit(limits::PARSER_RECURSION_LIMIT)
+        .with_tokens_with_locations(tokens.to_vec());
+    let expr = p
+        .parse_expr()
+        .map_err(|e| SqlError::span(span, format!("PARTITION BY: {e}")))?;
+    let next = p.peek_token();
+    if next.token != Token::EOF {
+        return Err(SqlError::span(
+            next.span,
+            format!(
+                "expected end of the PARTITION BY expression, found {}",
+                lex::describe(Some(&next))
+            ),
+        ));
+    }
+    let names = scope.names("PARTITION BY", "a stream's records are keyed per event");
+    Translator { names: &names, at }.expr(&expr)
 }
 
 fn source_spec(decl: &CreateAs, stream: &SourceDecl) -> SourceSpec {

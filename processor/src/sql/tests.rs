@@ -201,6 +201,7 @@ fn brief_purchase_stats_plans_a_tumbling_aggregate_into_a_view() {
         sink: Sink::View,
         late: LateHandling::Drop,
         sink_cluster: None,
+        partition_by: None,
         spread_stage: None,
     };
     assert_eq!(p, want);
@@ -228,6 +229,7 @@ fn brief_high_value_alerts_plans_a_filtered_projection_into_a_topic() {
         sink: Sink::Topic("high_value_alerts".into()),
         late: LateHandling::Drop,
         sink_cluster: None,
+        partition_by: None,
         spread_stage: None,
     };
     assert_eq!(p, want);
@@ -464,6 +466,24 @@ fn having_reads_aggregates_and_group_columns_not_selected_as_hidden_inputs() {
         vec![("n".to_string(), ColumnSource::Aggregate(0))]
     );
     p.validate().unwrap();
+}
+
+#[test]
+fn partition_by_keys_a_derived_streams_records() {
+    let p = plan_sql(
+        "CREATE STREAM by_kind AS SELECT user_id, amount FROM user_events \
+         WHERE amount > 1 PARTITION BY UPPER(event_type) EMIT CHANGES",
+    );
+    assert_eq!(
+        p.partition_by,
+        Some(Expr::Function(Function::Upper, vec![f("event_type")]))
+    );
+    assert_eq!(
+        p.filter,
+        Some(bin(BinaryOp::Gt, f("amount"), lit(json!(1))))
+    );
+    let p = plan_sql("CREATE STREAM same AS SELECT * FROM user_events");
+    assert_eq!(p.partition_by, None);
 }
 
 #[test]

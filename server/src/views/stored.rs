@@ -351,6 +351,14 @@ pub struct StoredPlan {
         skip_serializing_if = "Option::is_none"
     )]
     pub sink_cluster: Option<String>,
+    /// `partition_by`: the expression keying a derived stream's output
+    /// records (`PARTITION BY`); absent when they keep their input keys.
+    #[serde(
+        rename = "partition_by",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub partition_by: Option<StoredExpr>,
 }
 
 /// Where event time comes from: `"record_timestamp"` or `{"field": [path]}`.
@@ -1328,6 +1336,7 @@ impl From<Plan> for StoredPlan {
             sink,
             late,
             sink_cluster,
+            partition_by,
             // A stage of a spread view is made at run time, never stored.
             spread_stage: _,
         } = p;
@@ -1341,6 +1350,7 @@ impl From<Plan> for StoredPlan {
             sink: sink.into(),
             late: late.into(),
             sink_cluster,
+            partition_by: partition_by.map(Into::into),
         }
     }
 }
@@ -1357,6 +1367,7 @@ impl From<StoredPlan> for Plan {
             sink,
             late,
             sink_cluster,
+            partition_by,
         } = p;
         Plan {
             name,
@@ -1368,6 +1379,7 @@ impl From<StoredPlan> for Plan {
             sink: sink.into(),
             late: late.into(),
             sink_cluster,
+            partition_by: partition_by.map(Into::into),
             spread_stage: None,
         }
     }
