@@ -41,7 +41,7 @@ const BAD_SQL: &[(&str, &str)] = &[
     ("CREATE STREAM s (a INT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT=¦'AVRO');", "'AVRO' is not supported"),
     ("CREATE STREAM x WITH (PARTITIONS=¦0) AS SELECT * FROM user_events;", "PARTITIONS must be a whole number"),
     // Not supported.
-    ("CREATE STREAM x AS SELECT * FROM user_events ¦PARTITION BY user_id;", "PARTITION BY is not supported"),
+    ("CREATE TABLE x AS SELECT user_id, COUNT(*) FROM user_events GROUP BY user_id ¦PARTITION BY user_id;", "PARTITION BY applies to CREATE STREAM .. AS"),
     ("SELECT * FROM purchase_stats WHERE ¦amount > 1;", "a pull query's WHERE takes <key column> = value"),
     // Multi-line texts: the line and column in the whole text.
     (
