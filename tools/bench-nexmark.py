@@ -26,17 +26,17 @@ OUT_DIR/results.json. Needs the release binaries (cargo build --release
 --workspace --bins) and a Java runtime; makes the Flink venv when missing.
 """
 
-import http.client
 import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from kappa_bench_node import KappaServer, cpu_seconds, free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/kappa-target"))
@@ -55,57 +55,15 @@ def say(*what):
     print("bench-nexmark:", *what, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Kappa:
+class Kappa(KappaServer):
     """A release `kappa serve` on a fresh data directory."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="kappa-bench-nexmark-node-", dir=OUT)
-        self.port = free_port()
-        self.log = open(os.path.join(self.dir, "stderr.log"), "w")
-        self.proc = subprocess.Popen(
-            [os.path.join(BIN, "kappa"), "serve", "--data-dir", os.path.join(self.dir, "data"),
-             "--listen", f"127.0.0.1:{self.port}"],
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.proc.stdout.readline()
-        assert "listening on" in line, line
-        self.conn = None
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def request(self, method, path, body=None, ctype=None):
-        for _ in range(2):
-            try:
-                if self.conn is None:
-                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-                headers = {"content-type": ctype} if ctype else {}
-                self.conn.request(method, path, body=body, headers=headers)
-                r = self.conn.getresponse()
-                data = r.read()
-                return r.status, (json.loads(data) if data else None)
-            except (ConnectionError, http.client.HTTPException, OSError):
-                self.conn = None
-        raise RuntimeError(f"{self.url}: no answer")
-
-    def sql(self, text):
-        status, body = self.request("POST", "/v1/statements", text.encode(), "application/sql")
-        if status != 200:
-            raise RuntimeError(f"{text!r}: {status} {body}")
-        return body
+        port = free_port()
+        args = [os.path.join(BIN, "kappa"), "serve", "--data-dir", os.path.join(self.dir, "data"),
+                "--listen", f"127.0.0.1:{port}"]
+        super().__init__(args, port, os.path.join(self.dir, "stderr.log"))
 
     def end_offsets(self, topic):
         _, body = self.request("GET", f"/v1/topics/{topic}")

@@ -33,7 +33,6 @@ prints the medians as a Markdown table, details in OUT_DIR. Needs the release bi
 (cargo build --release --workspace --bins) and tests/provision's venv.
 """
 
-import http.client
 import json
 import os
 import shutil
@@ -47,6 +46,8 @@ import time
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from kappa_bench_node import KappaServer, cpu_seconds, free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/kappa-target"))
@@ -80,14 +81,6 @@ def say(*what):
     print("bench-nodes:", *what, file=sys.stderr, flush=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 (the Java clients' partitioner)."""
     m, r = 0x5BD1E995, 24
@@ -119,45 +112,17 @@ def partition_of(key: str) -> int:
     return (murmur2(key.encode()) & 0x7FFFFFFF) % PARTITIONS
 
 
-def cpu_secs(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Node:
+class Node(KappaServer):
     def __init__(self, bootstrap, cluster_id, extra=()):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
         self.data = tempfile.mkdtemp(prefix="kappa-bench-node-", dir=OUT)
         args = [
             os.path.join(BIN, "kappa"), "serve", "--data-dir", self.data,
-            "--listen", f"127.0.0.1:{self.port}", "--advertise-url", self.url,
+            "--listen", f"127.0.0.1:{port}", "--advertise-url", url,
             "--cluster", f"prod={bootstrap}", "--cluster-id", cluster_id, *extra,
         ]
-        log = open(os.path.join(self.data, "stderr.log"), "w")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
-        line = self.proc.stdout.readline()
-        assert "listening on" in line, line
-        self.conn = None
-
-    def request(self, method, path, body=None, ctype=None):
-        for _ in range(2):
-            try:
-                if self.conn is None:
-                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-                headers = {"content-type": ctype} if ctype else {}
-                self.conn.request(method, path, body=body, headers=headers)
-                r = self.conn.getresponse()
-                data = r.read()
-                return r.status, (json.loads(data) if data else None)
-            except (ConnectionError, http.client.HTTPException, OSError):
-                self.conn = None
-        raise RuntimeError(f"{self.url}: no answer")
-
-    def sql(self, text):
-        status, body = self.request("POST", "/v1/statements", text.encode(), "application/sql")
-        assert status == 200, (status, body)
+        super().__init__(args, port, os.path.join(self.data, "stderr.log"))
 
     def reflected(self):
         status, body = self.request("GET", "/v1/views/purchase_stats/rows?limit=10000")
@@ -279,15 +244,15 @@ def topic_bytes(bootstrap, topic):
 
 def build(bootstrap, n_nodes, cluster_id, broker_pid, extra=(), view=VIEW, wait=None):
     nodes = [Node(bootstrap, cluster_id, extra) for _ in range(n_nodes)]
-    before = [cpu_secs(n.proc.pid) for n in nodes]
-    broker_before = cpu_secs(broker_pid)
+    before = [cpu_seconds(n.proc.pid) for n in nodes]
+    broker_before = cpu_seconds(broker_pid)
     nodes[0].sql(STREAM)
     t0 = time.time()
     nodes[0].sql(view)
     (wait or (lambda n: wait_all(n, EVENTS)))(nodes[0])
     seconds = time.time() - t0
-    cpu = [cpu_secs(n.proc.pid) - b for n, b in zip(nodes, before)]
-    return nodes, seconds, cpu, cpu_secs(broker_pid) - broker_before
+    cpu = [cpu_seconds(n.proc.pid) - b for n, b in zip(nodes, before)]
+    return nodes, seconds, cpu, cpu_seconds(broker_pid) - broker_before
 
 
 def point_reads(node):
@@ -352,7 +317,7 @@ def one_round(bootstrap, tansu_pid, r, all_nodes):
     all_nodes += nodes
     warm = standbys_warm(nodes[0])
     # Every partition processed twice: by its owner and its standby.
-    until_warm = [cpu_secs(n.proc.pid) for n in nodes]
+    until_warm = [cpu_seconds(n.proc.pid) for n in nodes]
     out["standbys"] = {"build_seconds": seconds, "warm_after": warm, "cpu_until_warm": until_warm}
     nodes[2].kill9()
     t = time.time()

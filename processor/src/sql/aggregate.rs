@@ -178,6 +178,28 @@ fn column_source(
     Ok(ColumnSource::Computed(expr))
 }
 
+/// The index of the aggregate `call` in `spec`: the one already there
+/// (selected or hidden), else a new hidden one ([`hidden_aggregate`]).
+fn aggregate_or_hidden(
+    spec: &mut AggregateSpec,
+    call: &AggCall<'_>,
+    scope: &Scope,
+    span: Span,
+) -> Result<usize> {
+    let input = aggregate_input(call, scope, span.start)?;
+    let kind = typed_kind(call.kind, input.as_ref(), scope);
+    if let Some(i) = spec
+        .aggregates
+        .iter()
+        .position(|a| a.kind == kind && a.input == input)
+    {
+        return Ok(i);
+    }
+    let name = hidden_aggregate(spec.aggregates.len());
+    spec.aggregates.push(AggregateColumn { name, kind, input });
+    Ok(spec.aggregates.len() - 1)
+}
+
 /// Names in an expression over aggregates (`SUM(x) / COUNT(*)`): a GROUP
 /// BY column or window bound reads as its input ([`AggregateSpec::inputs`]),
 /// an aggregate as the one the SELECT list already has or a new, hidden
@@ -226,18 +248,8 @@ impl Names for ComputedNames<'_, '_> {
     }
 
     fn aggregate(&self, call: &AggCall<'_>, span: Span) -> Result<Expr> {
-        let input = aggregate_input(call, self.scope, span.start)?;
-        let kind = typed_kind(call.kind, input.as_ref(), self.scope);
         let mut spec = self.spec.borrow_mut();
-        let same = spec
-            .aggregates
-            .iter()
-            .position(|a| a.kind == kind && a.input == input);
-        let i = same.unwrap_or_else(|| {
-            let name = hidden_aggregate(spec.aggregates.len());
-            spec.aggregates.push(AggregateColumn { name, kind, input });
-            spec.aggregates.len() - 1
-        });
+        let i = aggregate_or_hidden(&mut spec, call, self.scope, span)?;
         Ok(Expr::Column(spec.aggregates[i].name.clone()))
     }
 }
@@ -330,20 +342,7 @@ impl Names for HavingNames<'_> {
     }
 
     fn aggregate(&self, call: &AggCall<'_>, span: Span) -> Result<Expr> {
-        let input = aggregate_input(call, self.scope, span.start)?;
-        let kind = typed_kind(call.kind, input.as_ref(), self.scope);
-        let same = self
-            .spec
-            .borrow()
-            .aggregates
-            .iter()
-            .position(|a| a.kind == kind && a.input == input);
-        let i = same.unwrap_or_else(|| {
-            let mut spec = self.spec.borrow_mut();
-            let name = hidden_aggregate(spec.aggregates.len());
-            spec.aggregates.push(AggregateColumn { name, kind, input });
-            spec.aggregates.len() - 1
-        });
+        let i = aggregate_or_hidden(&mut self.spec.borrow_mut(), call, self.scope, span)?;
         let hidden = self.spec.borrow().aggregates[i].name.clone();
         Ok(self.output_or(&ColumnSource::Aggregate(i), || hidden))
     }
