@@ -191,6 +191,9 @@ impl Runtime {
         if let Some(j) = &mut self.join {
             j.flush(&mut batch);
         }
+        if let Some(j) = &mut self.stream_join {
+            j.flush(&mut batch);
+        }
         if let Some(s) = &self.source_dedup {
             s.flush(&mut batch, &cf);
         }

@@ -436,6 +436,7 @@ fn new_event(
         fields,
         event_time,
         joined: None,
+        joined_key: None,
     }
 }
 

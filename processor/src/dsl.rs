@@ -194,6 +194,7 @@ impl Pipeline {
             kind,
             table_time: None,
             history_ms: None,
+            within: None,
         });
         self
     }

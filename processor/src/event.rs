@@ -40,9 +40,17 @@ pub struct Event {
     pub fields: Option<(Arc<[String]>, Vec<Value>)>,
     /// Event time (ms).
     pub event_time: i64,
-    /// The joined table row, under its alias.
+    /// The joined table row (or joined stream event's value), under its
+    /// alias.
     pub joined: Option<(String, Value)>,
+    /// The record key of the joined stream's event as a JSON string, read
+    /// as the column [`JOINED_KEY_COLUMN`] (a stream-stream join).
+    pub joined_key: Option<Value>,
 }
+
+/// The column name an expression reads a joined stream's record key by
+/// ([`crate::expr::Expr::Column`]); `#` starts no output column's name.
+pub const JOINED_KEY_COLUMN: &str = "#joined_key";
 
 impl Event {
     /// The record key as text, if any.
@@ -88,6 +96,14 @@ impl Row for Event {
 
     fn record_timestamp(&self) -> i64 {
         self.record_timestamp
+    }
+
+    fn column(&self, name: &str) -> Option<&Value> {
+        // Only the joined key is a column of an event; it is read as text.
+        match name {
+            JOINED_KEY_COLUMN => self.joined_key.as_ref(),
+            _ => None,
+        }
     }
 }
 

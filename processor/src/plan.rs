@@ -144,7 +144,9 @@ pub struct DedupSpec {
 }
 
 /// Inner join keeps only matched events; left join keeps all (table
-/// fields are then null).
+/// fields are then null); a full join of two streams also keeps the
+/// joined stream's events that matched nothing (the stream's fields are
+/// then null).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JoinKind {
@@ -152,13 +154,18 @@ pub enum JoinKind {
     Inner,
     /// Every event.
     Left,
+    /// Every event of both streams (stream-stream joins only).
+    Full,
 }
 
 /// Stream-table join: the table is the latest value per record key of
-/// another topic, kept in state.
+/// another topic, kept in state. With [`JoinSpec::within`], a
+/// stream-stream join: the other topic is a stream whose events join the
+/// stream's events of the same key within a time bound
+/// ([`crate::operator::stream_join`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JoinSpec {
-    /// The topic materialized as the table.
+    /// The topic materialized as the table (or the joined stream's topic).
     pub table_topic: String,
     /// The stream expression matched against the table's record key.
     pub stream_key: Expr,
@@ -167,7 +174,8 @@ pub struct JoinSpec {
     /// Inner or left.
     pub kind: JoinKind,
     /// The table's time column (its `TIMESTAMP='col'`): a table record's
-    /// value holds from this time on; `None` = the record timestamp.
+    /// value holds from this time on; `None` = the record timestamp. Of a
+    /// joined stream: its events' time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_time: Option<Vec<String>>,
     /// How far behind the watermark table history is kept (ms): the row
@@ -176,6 +184,40 @@ pub struct JoinSpec {
     /// aggregates, else [`crate::operator::join::DEFAULT_HISTORY_MS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_ms: Option<i64>,
+    /// Set for a stream-stream join (`JOIN .. WITHIN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<WithinSpec>,
+}
+
+impl JoinSpec {
+    /// True if the joined topic is a stream (`JOIN .. WITHIN`).
+    pub fn joins_stream(&self) -> bool {
+        self.within.is_some()
+    }
+}
+
+/// The time bound of a stream-stream join: an event of the stream at time
+/// `t` joins the joined stream's events of the same key whose time is in
+/// `[t - before_ms, t + after_ms]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WithinSpec {
+    /// How much earlier than the stream's event a joined event may be.
+    pub before_ms: i64,
+    /// How much later than the stream's event a joined event may be.
+    pub after_ms: i64,
+    /// How far behind the watermark an event is still joined (`GRACE
+    /// PERIOD`): an older one is late and dropped, and buffered events no
+    /// later event can join are dropped from state.
+    pub grace_ms: i64,
+    /// The join key of the joined stream's events (the stream's is
+    /// [`JoinSpec::stream_key`]); it reads their columns under
+    /// [`JoinSpec::alias`], their record key as the column
+    /// [`crate::event::JOINED_KEY_COLUMN`].
+    pub joined_key: Expr,
+    /// Declared types of the joined stream's top-level value fields, as
+    /// [`SourceSpec::typed_fields`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub typed_fields: Vec<(String, DataType)>,
 }
 
 /// What each event becomes.
@@ -405,6 +447,17 @@ impl Plan {
         if let Some(d) = &self.dedup {
             if d.ttl_ms <= 0 {
                 return Err("the deduplication TTL must be positive".into());
+            }
+        }
+        if let Some(j) = &self.join {
+            match &j.within {
+                Some(w) if w.before_ms < 0 || w.after_ms < 0 || w.grace_ms < 0 => {
+                    return Err("a join's time bound and grace period must not be negative".into())
+                }
+                None if j.kind == JoinKind::Full => {
+                    return Err("a full join needs two streams (JOIN .. WITHIN)".into())
+                }
+                _ => {}
             }
         }
         if self.partition_by.is_some() && !matches!(self.sink, Sink::Topic(_)) {

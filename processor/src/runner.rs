@@ -23,6 +23,7 @@ use crate::event::Event;
 use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
+use crate::operator::stream_join::{Joined, JoinedInput, JoinedRecord, StreamJoin};
 use crate::order::{InputOrder, NextBatch, Side};
 use crate::parallel::{
     Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
@@ -145,6 +146,8 @@ pub struct Runtime {
     pub(crate) watermark: WatermarkTracker,
     pub(crate) dedup: Option<Dedup>,
     pub(crate) join: Option<TableJoin>,
+    /// The stream-stream join (`JOIN .. WITHIN`), instead of `join`.
+    pub(crate) stream_join: Option<StreamJoin>,
     pub(crate) aggregate: Option<Aggregation>,
     /// Source workers, when the version runs in parallel.
     pub(crate) sources: Option<SourcePool>,
@@ -252,9 +255,15 @@ impl Runtime {
         }
         let state_cf = scope.state_cf();
         let partitions = source.partition_count() as usize;
+        // The watermark runs over a joined stream's partitions too, after
+        // the stream's.
+        let joined_partitions = match &plan.join {
+            Some(j) if j.joins_stream() => input_source.open(&j.table_topic)?.partition_count(),
+            _ => 0,
+        } as usize;
         let mut rt = Runtime {
             watermark: WatermarkTracker::new(
-                partitions,
+                partitions + joined_partitions,
                 plan.source.out_of_orderness_ms,
                 plan.source.idle_timeout_ms,
             ),
@@ -265,7 +274,12 @@ impl Runtime {
             join: plan
                 .join
                 .clone()
+                .filter(|j| !j.joins_stream())
                 .map(|j| TableJoin::new(j, state_cf.clone())),
+            stream_join: plan
+                .join
+                .clone()
+                .and_then(|j| StreamJoin::new(j, state_cf.clone(), plan.filter.as_ref())),
             aggregate: aggregate_op(&plan, &scope, options.state_cache_entries)
                 .map(|op| Aggregation::Local(Box::new(op))),
             sources: None,
@@ -341,9 +355,9 @@ impl Runtime {
             };
             positions.push(start.max(source.start_offset(part)?));
         }
-        let table = match &self.join {
+        let table = match &self.plan.join {
             Some(join) => {
-                let table = self.source.open(join.topic())?;
+                let table = self.source.open(&join.table_topic)?;
                 let positions = (0..table.partition_count())
                     .map(|p| Ok(self.get_u64(Meta::TableOffset(p as usize))?.unwrap_or(0)))
                     .collect::<Result<_>>()?;
@@ -387,6 +401,9 @@ impl Runtime {
             d.restore(&self.store)?;
         }
         if let Some(j) = &mut self.join {
+            j.restore(&self.store)?;
+        }
+        if let Some(j) = &mut self.stream_join {
             j.restore(&self.store)?;
         }
         self.start_workers(partitions, watermark)?;
@@ -463,6 +480,10 @@ impl Runtime {
     /// Entries waiting in memory for the next commit.
     pub fn pending_entries(&self) -> usize {
         self.outbox.len()
+            + self
+                .stream_join
+                .as_ref()
+                .map_or(0, StreamJoin::pending_writes)
             + self
                 .aggregate
                 .as_ref()
@@ -588,6 +609,12 @@ impl Runtime {
         if let Some(d) = &mut self.dedup {
             d.expire(watermark);
         }
+        if let Some(j) = &mut self.stream_join {
+            // Outer joins' unmatched events, leaving the buffers.
+            for event in j.expire(watermark) {
+                self.apply_event(event, watermark)?;
+            }
+        }
         if let Some(j) = &mut self.join {
             // As the definition says (JOIN_HISTORY), else: windowed,
             // events behind the watermark by more than the grace are late,
@@ -634,6 +661,9 @@ impl Runtime {
     /// Applies a table batch's records to the join's table, the batch
     /// checked whole first (as [`Runtime::process_batch`]); returns how many.
     pub(crate) fn apply_table_batch(&mut self, next: &NextBatch) -> Result<u64> {
+        if self.stream_join.is_some() {
+            return self.apply_joined_stream_batch(next);
+        }
         let batch = self.order.check(next)?;
         let Some(join) = &mut self.join else {
             return Ok(0);
@@ -655,6 +685,55 @@ impl Runtime {
             join.upsert(key, value, at);
             applied += 1;
             self.uncommitted_records += 1;
+        }
+        Ok(applied)
+    }
+
+    /// Joins a joined stream's batch's records, the batch checked whole
+    /// first (as [`Runtime::process_batch`]); returns how many. Each moves
+    /// the watermark (its partitions come after the stream's) and joins
+    /// the stream's buffered events ([`StreamJoin`]).
+    fn apply_joined_stream_batch(&mut self, next: &NextBatch) -> Result<u64> {
+        let batch = self.order.check(next)?;
+        let append_time = next.batch.append_time();
+        let first_partition = self.order.stream_positions().len() as u32;
+        let mut applied = 0;
+        for record in batch.record_refs() {
+            applied += 1;
+            self.uncommitted_records += 1;
+            self.event_seq += 1;
+            let join = self.stream_join.as_ref().expect("a stream join");
+            let input = JoinedInput {
+                partition: next.partition,
+                offset: record.offset,
+                timestamp: record.timestamp,
+                key: record.key,
+                value: record.value,
+            };
+            let event = match join.decode(input, append_time, self.plan.source.max_future_ms) {
+                JoinedRecord::Invalid | JoinedRecord::Future => {
+                    self.progress.count_invalid();
+                    continue;
+                }
+                JoinedRecord::Event(event) => *event,
+            };
+            let advanced = self.observe(
+                first_partition + next.partition,
+                event.event_time,
+                append_time,
+            )?;
+            let join = self.stream_join.as_mut().expect("a stream join");
+            match join.right_event_joined(event, advanced) {
+                Joined::Late(_) => self.progress.count_late_dropped(),
+                Joined::Rows(rows) => {
+                    for row in rows {
+                        self.apply_event(row, advanced)?;
+                    }
+                }
+            }
+            if self.pending_entries() > self.options.pending_entries_max {
+                self.commit()?;
+            }
         }
         Ok(applied)
     }
@@ -741,11 +820,36 @@ impl Runtime {
                 return Ok(());
             }
         }
-        if let Some(filter) = self.plan.filter.as_ref().filter(|_| !filtered) {
+        if let Some(j) = &mut self.stream_join {
+            match j.left_event(event, advanced) {
+                Joined::Late(event) => self.late(&event),
+                Joined::Rows(rows) => {
+                    for row in rows {
+                        self.apply_event(row, advanced)?;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if filtered {
+            return self.apply_filtered(event, advanced);
+        }
+        self.apply_event(event, advanced)
+    }
+
+    /// Applies the filter and the operation to `event` (after dedup and
+    /// join) at `advanced`, the watermark its record moved to.
+    fn apply_event(&mut self, event: Event, advanced: i64) -> Result<()> {
+        if let Some(filter) = &self.plan.filter {
             if !filter.is_true(&event) {
                 return Ok(());
             }
         }
+        self.apply_filtered(event, advanced)
+    }
+
+    /// Applies the operation to `event`, which passed the filter.
+    fn apply_filtered(&mut self, event: Event, advanced: i64) -> Result<()> {
         if let (
             Some(crate::plan::SpreadStage::Repartition { topic, partition }),
             Operation::Aggregate(spec),

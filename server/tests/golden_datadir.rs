@@ -456,6 +456,12 @@ CREATE STREAM enriched AS
 CREATE TABLE totals AS SELECT COUNT(*) AS n FROM raw;
 CREATE STREAM nested AS
   SELECT payload.inner.value AS v, payload.list.first AS f FROM raw WHERE payload.kind = 'x';
+CREATE STREAM joined_streams AS
+  SELECT e.name, r.payload FROM events e FULL JOIN raw r WITHIN (1 MINUTE, 2 MINUTES)
+    GRACE PERIOD 30 SECONDS ON e.name = r.name;
+CREATE TABLE self_join AS
+  SELECT a.name, COUNT(*) AS n FROM events a LEFT JOIN events b WITHIN 1 HOUR ON a.id = b.id
+  GROUP BY a.name;
 ";
 
 /// The declarations and plans of [`PLAN_SOURCES`] and [`PLAN_STATEMENTS`],
@@ -741,6 +747,29 @@ fn a_catalog_with_an_unknown_field_is_read_without_it() {
     let catalog = Catalog::decode(changed.as_bytes()).unwrap();
     assert_eq!(catalog, Catalog::decode(golden.as_bytes()).unwrap());
     assert_eq!(catalog.encode().unwrap(), golden.into_bytes());
+}
+
+/// Writes the shapes catalog fixture again from [`shapes_catalog`], alone
+/// (a new plan shape needs no new data directory):
+/// `cargo test --workspace --test golden_datadir -- --ignored
+/// regenerate_shapes_catalog`.
+#[test]
+#[ignore = "writes the shapes fixture; run by hand only"]
+fn regenerate_shapes_catalog() {
+    std::fs::write(shapes_file(), shapes_catalog().encode().unwrap()).unwrap();
+}
+
+/// Every plan shape this checkout plans is in the fixture, as the fixture
+/// spells it: a new shape (or a changed spelling) fails here until the
+/// fixture is written again and the change reviewed.
+#[test]
+fn the_shapes_fixture_holds_every_shape_this_checkout_plans() {
+    let bytes = std::fs::read(shapes_file()).unwrap();
+    assert_eq!(
+        String::from_utf8(shapes_catalog().encode().unwrap()).unwrap(),
+        String::from_utf8(bytes).unwrap(),
+        "the plan shapes changed: review, then run regenerate_shapes_catalog"
+    );
 }
 
 #[test]

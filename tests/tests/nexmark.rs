@@ -65,6 +65,26 @@ const QUERIES: &[Query] = &[
         oracle: "SELECT auction, price FROM bid WHERE auction % 123 = 0",
     },
     Query {
+        file: "q3.sql",
+        name: "nexmark_q3",
+        // Loaded after person: its end committed, person's is too.
+        input: "auction",
+        output: Output::Stream,
+        columns: &["name", "city", "state", "id"],
+        oracle: "SELECT p.name, p.city, p.state, a.id FROM auction a JOIN person p ON a.seller = p.id \
+                 WHERE a.category = 10 AND p.state IN ('OR', 'ID', 'CA')",
+    },
+    Query {
+        file: "q8.sql",
+        name: "nexmark_q8",
+        input: "auction",
+        output: Output::View,
+        columns: &["id", "name", "starttime"],
+        oracle: "SELECT p.id, p.name, p.date_time // 10000 * 10000 FROM person p JOIN auction a \
+                 ON p.id = a.seller AND p.date_time // 10000 = a.date_time // 10000 \
+                 GROUP BY p.id, p.name, p.date_time // 10000",
+    },
+    Query {
         file: "q11.sql",
         name: "nexmark_q11",
         input: "bid",

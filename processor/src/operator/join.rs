@@ -66,11 +66,6 @@ impl TableJoin {
         }
     }
 
-    /// The table's topic.
-    pub fn topic(&self) -> &str {
-        &self.spec.table_topic
-    }
-
     /// The table's time column, if it declares one.
     pub fn time_field(&self) -> Option<&[String]> {
         self.spec.table_time.as_deref()

@@ -6,6 +6,7 @@ pub mod aggregate;
 pub mod dedup;
 pub mod join;
 pub mod slices;
+pub mod stream_join;
 
 use serde_json::Value;
 

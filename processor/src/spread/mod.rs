@@ -119,8 +119,14 @@ pub trait Assignments: Send + Sync + fmt::Debug {
 /// Refuses a plan whose state cannot be split by partition: an aggregate
 /// grouping by another column than the record key is re-keyed through a
 /// repartition topic ([`repartition`]), which is not built for one that
-/// joins a table first.
+/// joins a table first. A join of two streams runs on one node: its
+/// buffers are not split by partition yet.
 pub fn check_spreadable(plan: &Plan) -> Result<()> {
+    if plan.join.as_ref().is_some_and(|j| j.joins_stream()) {
+        return Err(ProcessorError::InvalidPlan(
+            "a join of two streams (JOIN .. WITHIN) runs on a single node: it cannot be spread over a Kappa cluster's nodes yet".into(),
+        ));
+    }
     if repartition::needs_repartition(plan) {
         // Refuses what cannot be re-keyed (a join first).
         repartition::stages(plan, "", 0)?;

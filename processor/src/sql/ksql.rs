@@ -6,7 +6,9 @@
 //! - `WINDOW TUMBLING (SIZE d [, GRACE PERIOD d])`, `WINDOW HOPPING (SIZE d,
 //!   ADVANCE BY d [, GRACE PERIOD d])`, `WINDOW SESSION (d [, GRACE PERIOD
 //!   d])`;
-//! - `EMIT CHANGES | FINAL` at the end of a query.
+//! - `EMIT CHANGES | FINAL` at the end of a query;
+//! - `PARTITION BY expr`;
+//! - a join's `WITHIN d` or `WITHIN (d, d)` `[GRACE PERIOD d]`.
 //!
 //! [`extract_query_clauses`] cuts the window and emit clauses out of a
 //! query's tokens; the rest goes to `sqlparser`.
@@ -295,10 +297,58 @@ pub(crate) struct QueryTokens {
     pub emit: Option<(Emit, Span)>,
     /// `PARTITION BY expr`: the expression's tokens, and where the clause is.
     pub partition_by: Option<(Vec<TokenWithSpan>, Span)>,
+    /// A join's `WITHIN ..`, if any.
+    pub within: Option<WithinClause>,
 }
 
-/// Cuts `WINDOW ..`, `PARTITION BY ..` and `EMIT ..` (top level, outside
-/// parentheses) out of a query's tokens.
+/// A parsed `WITHIN ..` of a join of two streams.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WithinClause {
+    /// How much earlier than the stream's event a joined event may be.
+    pub before_ms: i64,
+    /// How much later.
+    pub after_ms: i64,
+    /// `GRACE PERIOD`, if given.
+    pub grace_ms: Option<i64>,
+    /// Where the clause is (from `WITHIN`).
+    pub span: Span,
+}
+
+/// Parses `WITHIN d [GRACE PERIOD d]` or `WITHIN (before, after) [GRACE
+/// PERIOD d]`.
+fn within_clause(c: &mut Cursor<'_>) -> Result<WithinClause> {
+    let span = c.expect_kw("WITHIN", "WITHIN")?;
+    let (before_ms, after_ms) = if c.eat(&Token::LParen) {
+        let before = duration_tokens(c, "time before the event")?;
+        c.expect(
+            &Token::Comma,
+            "',' and the time after, e.g. WITHIN (1 HOUR, 10 MINUTES)",
+        )?;
+        let after = duration_tokens(c, "time after the event")?;
+        c.expect(&Token::RParen, "')' to close WITHIN (before, after)")?;
+        (before, after)
+    } else {
+        let both = duration_tokens(c, "join's time bound")?;
+        (both, both)
+    };
+    let grace_ms = match c.is_kw("GRACE") {
+        true => {
+            c.next_token();
+            c.expect_kw("PERIOD", "PERIOD after GRACE")?;
+            Some(duration_tokens(c, "grace period")?)
+        }
+        false => None,
+    };
+    Ok(WithinClause {
+        before_ms,
+        after_ms,
+        grace_ms,
+        span,
+    })
+}
+
+/// Cuts `WINDOW ..`, `WITHIN ..`, `PARTITION BY ..` and `EMIT ..` (top
+/// level, outside parentheses) out of a query's tokens.
 pub(crate) fn extract_query_clauses(
     tokens: &[TokenWithSpan],
     end: Location,
@@ -308,6 +358,7 @@ pub(crate) fn extract_query_clauses(
         window: None,
         emit: None,
         partition_by: None,
+        within: None,
     };
     let mut depth = 0usize;
     let mut i = 0;
@@ -327,6 +378,15 @@ pub(crate) fn extract_query_clauses(
             }
             let mut c = Cursor::new(&tokens[i..], end);
             out.window = Some(window_clause(&mut c)?);
+            i += c.pos();
+            continue;
+        }
+        if depth == 0 && is_kw(Some(t), "WITHIN") {
+            if out.within.is_some() {
+                return Err(SqlError::span(t.span, "a query takes only one WITHIN"));
+            }
+            let mut c = Cursor::new(&tokens[i..], end);
+            out.within = Some(within_clause(&mut c)?);
             i += c.pos();
             continue;
         }

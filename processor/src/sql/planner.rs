@@ -12,6 +12,7 @@ use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan};
 use super::aggregate::aggregate_spec;
 use super::defaults;
 use super::error::{Result, SqlError};
+use super::ksql::WithinClause;
 use super::lex::{self, normalize, DIALECT};
 use super::limits;
 use super::query::{known, object_name, JoinParts, QueryParts, Relation};
@@ -20,10 +21,11 @@ use super::statement::{self, parse_sql_expr};
 use super::translate::{aggregate_call, Translator};
 use super::types::{CreateAs, ObjectKind, SourceDecl};
 use super::SourceCatalog;
+use crate::event::JOINED_KEY_COLUMN;
 use crate::expr::{DataType, Expr};
 use crate::plan::{
     DedupSpec, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan, Sink, SourceSpec,
-    WindowedSpec,
+    WindowedSpec, WithinSpec,
 };
 
 /// Plans `stmt`; error positions are in the text it was parsed from.
@@ -52,8 +54,22 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         table: None,
     };
     let join = match &parts.join {
-        Some(j) => Some(join_spec(catalog, j, &mut scope, at)?),
-        None => None,
+        Some(j) => Some(join_spec(
+            catalog,
+            j,
+            parsed.clauses.within.as_ref(),
+            &mut scope,
+            at,
+        )?),
+        None => match &parsed.clauses.within {
+            Some(w) => {
+                return Err(SqlError::span(
+                    w.span,
+                    "WITHIN bounds a JOIN of two streams, and the query has no JOIN",
+                ))
+            }
+            None => None,
+        },
     };
     let dedup = match (&decl.dedup, parsed.dedup_span) {
         (Some(d), Some(span)) => Some(dedup_spec(&d.by, d.ttl_ms, span, &scope)?),
@@ -118,6 +134,12 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         None => LateHandling::Drop,
     };
     let join = match (join, decl.join_history_ms) {
+        (Some(join), Some(_)) if join.joins_stream() => {
+            return Err(SqlError::at(
+                at,
+                "JOIN_HISTORY applies to a table join: a join of two streams keeps events for its WITHIN bound and GRACE PERIOD",
+            ))
+        }
         (Some(join), history_ms) => Some(JoinSpec { history_ms, ..join }),
         (None, Some(_)) => {
             return Err(SqlError::at(
@@ -261,23 +283,33 @@ fn lookup(catalog: &dyn SourceCatalog, r: &Relation, want: ObjectKind) -> Result
     Ok(decl)
 }
 
-/// Builds the join and puts the table in scope.
+/// Builds the join and puts the joined table or stream in scope.
 fn join_spec(
     catalog: &dyn SourceCatalog,
     j: &JoinParts<'_>,
+    within: Option<&WithinClause>,
     scope: &mut Scope,
     at: Location,
 ) -> Result<JoinSpec> {
-    let table = lookup(catalog, &j.table, ObjectKind::Table)?;
+    let joined_name = j.table.name.normalized();
+    let Some(joined) = catalog.source(&joined_name) else {
+        return Err(SqlError::span(
+            j.table.name.span,
+            format!("unknown table or stream '{joined_name}'"),
+        ));
+    };
     let field = j.table.qualifier();
     let name_span = j.table.alias.as_ref().unwrap_or(&j.table.name).span;
     if scope.stream.qualifiers.contains(&field) {
         return Err(SqlError::span(
             name_span,
-            "the stream and the table need different names or aliases",
+            format!(
+                "the stream and the joined {} need different names or aliases",
+                joined.kind
+            ),
         ));
     }
-    if table.cluster != scope.stream.decl.cluster {
+    if joined.cluster != scope.stream.decl.cluster {
         let place = |c: &Option<String>| match c {
             Some(c) => format!("cluster '{c}'"),
             None => "the built-in log".to_string(),
@@ -285,9 +317,10 @@ fn join_spec(
         return Err(SqlError::span(
             j.table.name.span,
             format!(
-                "table '{}' lives on {} and stream '{}' on {}: a join reads both from the same place",
-                table.name,
-                place(&table.cluster),
+                "{} '{}' lives on {} and stream '{}' on {}: a join reads both from the same place",
+                joined.kind,
+                joined.name,
+                place(&joined.cluster),
                 scope.stream.decl.name,
                 place(&scope.stream.decl.cluster)
             ),
@@ -303,24 +336,52 @@ fn join_spec(
         return Err(SqlError::span(
             name_span,
             format!(
-                "the table's alias '{field}' would hide stream column '{}'; choose another alias",
-                c.name
+                "the {}'s alias '{field}' would hide stream column '{}'; choose another alias",
+                joined.kind, c.name
             ),
         ));
     }
     scope.table = Some(TableSide {
         side: Side {
             qualifiers: qualifiers(&j.table),
-            decl: table.clone(),
+            decl: joined.clone(),
         },
         field: field.clone(),
         key: None,
     });
+    match (joined.kind, within) {
+        (ObjectKind::Stream, Some(w)) => stream_join_spec(joined, j, w, scope, at),
+        (ObjectKind::Stream, None) => Err(SqlError::span(
+            j.table.name.span,
+            format!(
+                "'{joined_name}' is a stream: a join of two streams needs a time bound, e.g. JOIN {joined_name} WITHIN 10 MINUTES ON .."
+            ),
+        )),
+        (ObjectKind::Table, Some(w)) => Err(SqlError::span(
+            w.span,
+            "WITHIN bounds a join of two streams; a table is joined as of each event's time",
+        )),
+        (ObjectKind::Table, None) if j.kind == JoinKind::Full => Err(SqlError::span(
+            j.table.name.span,
+            "FULL JOIN joins two streams (JOIN .. WITHIN); a table is joined with JOIN or LEFT JOIN",
+        )),
+        (ObjectKind::Table, None) => table_join_spec(joined, j, field, scope, at),
+    }
+}
+
+/// The join of a table, in scope as `field`.
+fn table_join_spec(
+    table: SourceDecl,
+    j: &JoinParts<'_>,
+    field: String,
+    scope: &mut Scope,
+    at: Location,
+) -> Result<JoinSpec> {
     let stream_key = join_key(j.on, scope, at)?;
     if let Some(t) = scope.table.as_mut() {
         t.key = Some(match j.kind {
             JoinKind::Inner => stream_key.clone(),
-            JoinKind::Left => Expr::Case {
+            JoinKind::Left | JoinKind::Full => Expr::Case {
                 operand: None,
                 branches: vec![(
                     Expr::IsNull {
@@ -340,6 +401,75 @@ fn join_spec(
         stream_key,
         alias: field,
         kind: j.kind,
+        within: None,
+    })
+}
+
+/// The join of a stream within `within`, in scope: `ON` compares an
+/// expression over the stream with one over the joined stream (its key
+/// column reads the joined event's record key).
+fn stream_join_spec(
+    joined: SourceDecl,
+    j: &JoinParts<'_>,
+    within: &WithinClause,
+    scope: &mut Scope,
+    at: Location,
+) -> Result<JoinSpec> {
+    if let Some(t) = scope.table.as_mut() {
+        t.key = Some(Expr::Column(JOINED_KEY_COLUMN.to_string()));
+    }
+    let span = known(j.on.span(), at);
+    let expected = "expected ON <stream expression> = <joined stream expression>";
+    let ast::Expr::BinaryOp {
+        left,
+        op: ast::BinaryOperator::Eq,
+        right,
+    } = strip(j.on)
+    else {
+        return Err(SqlError::span(span, expected));
+    };
+    let names = scope.names("ON", "join on columns, not aggregates");
+    let translate = |e: &ast::Expr| Translator { names: &names, at }.expr(e);
+    let (l, r) = (translate(left)?, translate(right)?);
+    let alias = scope
+        .table
+        .as_ref()
+        .map(|t| t.field.clone())
+        .unwrap_or_default();
+    let reads = |e: &Expr| {
+        let (mut stream, mut joined) = (false, false);
+        e.walk(&mut |node| match node {
+            Expr::Field(path) if path.first() == Some(&alias) => joined = true,
+            Expr::Column(c) if c == JOINED_KEY_COLUMN => joined = true,
+            Expr::Field(_) | Expr::Key | Expr::RecordTimestamp => stream = true,
+            _ => {}
+        });
+        (stream, joined)
+    };
+    let (stream_key, joined_key) = match (reads(&l), reads(&r)) {
+        ((true, false), (false, true)) => (l, r),
+        ((false, true), (true, false)) => (r, l),
+        _ => {
+            return Err(SqlError::span(
+                span,
+                format!("{expected}: each side reads one of the two streams"),
+            ))
+        }
+    };
+    Ok(JoinSpec {
+        table_time: joined.timestamp.clone().map(|c| vec![c]),
+        history_ms: None,
+        table_topic: joined.topic.clone(),
+        stream_key,
+        alias,
+        kind: j.kind,
+        within: Some(WithinSpec {
+            before_ms: within.before_ms,
+            after_ms: within.after_ms,
+            grace_ms: within.grace_ms.unwrap_or(defaults::GRACE_MS),
+            joined_key,
+            typed_fields: typed_fields(&joined),
+        }),
     })
 }
 

@@ -1,5 +1,6 @@
-//! The one query shape Kappa runs: `SELECT .. FROM stream [alias] [[LEFT]
-//! JOIN table [alias] ON ..] [WHERE ..] [GROUP BY ..] [HAVING ..]` (plus
+//! The one query shape Kappa runs: `SELECT .. FROM stream [alias] [[LEFT |
+//! FULL] JOIN table-or-stream [alias] ON ..] [WHERE ..] [GROUP BY ..]
+//! [HAVING ..]` (plus
 //! `LIMIT` for pull queries). [`QueryParts::of`] checks a `sqlparser` query
 //! has it and names its parts; everything else is rejected here, with a
 //! position. It also checks the parts' expressions against the depth and
@@ -35,9 +36,9 @@ impl Relation {
 /// The `JOIN` of a query.
 #[derive(Debug, Clone)]
 pub(crate) struct JoinParts<'q> {
-    /// The joined table.
+    /// The joined table or stream.
     pub table: Relation,
-    /// Inner or left.
+    /// Inner, left or full.
     pub kind: JoinKind,
     /// The `ON` condition.
     pub on: &'q Expr,
@@ -202,19 +203,24 @@ fn from_clause(from: &[TableWithJoins], at: Location) -> Result<(Relation, Optio
                 match &j.join_operator {
                     JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
                     JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                    JoinOperator::FullOuter(c) => (JoinKind::Full, c),
+                    JoinOperator::Right(_) | JoinOperator::RightOuter(_) => {
+                        return Err(SqlError::span(
+                            span,
+                            "RIGHT JOIN is not supported: swap the two sources and use LEFT JOIN",
+                        ))
+                    }
                     _ => return Err(SqlError::span(
                         span,
-                        "only JOIN (inner) and LEFT JOIN of a stream with a table are supported",
+                        "only JOIN (inner), LEFT JOIN and FULL JOIN (of two streams) are supported",
                     )),
                 };
             let on = match constraint {
                 JoinConstraint::On(e) => e,
-                _ => {
-                    return Err(SqlError::span(
-                        span,
-                        "expected ON stream_column = table_key in the JOIN",
-                    ))
-                }
+                _ => return Err(SqlError::span(
+                    span,
+                    "expected ON <expression> = <expression> in the JOIN (USING is not supported)",
+                )),
             };
             Some(JoinParts {
                 table: relation(&j.relation, at)?,

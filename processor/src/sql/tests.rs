@@ -50,8 +50,11 @@ fn create_as(sql: &str) -> CreateAs {
     }
 }
 
+const CLICKS: &str = "CREATE STREAM clicks (user_id VARCHAR KEY, page VARCHAR, at BIGINT)
+  WITH (TOPIC='clicks', TIMESTAMP='at');";
+
 fn catalog() -> Vec<SourceDecl> {
-    vec![source(USER_EVENTS), source(USERS)]
+    vec![source(USER_EVENTS), source(USERS), source(CLICKS)]
 }
 
 fn plan_sql(sql: &str) -> Plan {
@@ -632,6 +635,54 @@ fn schemaless_streams_read_fields_as_written_and_reject_star() {
 }
 
 #[test]
+fn stream_stream_joins_within_a_time_bound() {
+    let p = plan_sql(
+        "CREATE STREAM x AS SELECT e.user_id, c.page, c.user_id AS clicker \
+         FROM user_events e LEFT JOIN clicks c WITHIN (1 HOUR, 10 MINUTES) GRACE PERIOD 5 MINUTES \
+         ON e.user_id = c.user_id WHERE c.page <> 'home'",
+    );
+    let joined_key = Expr::Column(crate::event::JOINED_KEY_COLUMN.into());
+    assert_eq!(
+        p.join,
+        Some(JoinSpec {
+            table_topic: "clicks".into(),
+            stream_key: f("user_id"),
+            alias: "c".into(),
+            kind: JoinKind::Left,
+            table_time: Some(vec!["at".into()]),
+            history_ms: None,
+            within: Some(crate::plan::WithinSpec {
+                before_ms: 3_600_000,
+                after_ms: 600_000,
+                grace_ms: 300_000,
+                joined_key: joined_key.clone(),
+                typed_fields: vec![
+                    ("page".into(), DataType::String),
+                    ("at".into(), DataType::Integer),
+                ],
+            }),
+        })
+    );
+    let cols = project(&p);
+    assert_eq!(cols[1].1, Expr::Field(vec!["c".into(), "page".into()]));
+    assert_eq!(cols[2].1, joined_key);
+    // Either side of ON may come first; FULL joins two streams; WITHIN d
+    // is both bounds, and the grace defaults to a window's.
+    let p = plan_sql(
+        "CREATE STREAM x AS SELECT * FROM user_events e FULL OUTER JOIN clicks c WITHIN 2 SECONDS \
+         ON c.page = e.event_type",
+    );
+    let j = p.join.unwrap();
+    assert_eq!((j.kind, j.stream_key), (JoinKind::Full, f("event_type")));
+    let w = j.within.unwrap();
+    assert_eq!(w.joined_key, Expr::Field(vec!["c".into(), "page".into()]));
+    assert_eq!(
+        (w.before_ms, w.after_ms, w.grace_ms),
+        (2_000, 2_000, defaults::GRACE_MS)
+    );
+}
+
+#[test]
 fn stream_table_joins_inner_and_left() {
     let p = plan_sql(
         "CREATE STREAM enriched AS SELECT e.user_id, u.name, u.id AS uid, amount \
@@ -646,6 +697,7 @@ fn stream_table_joins_inner_and_left() {
             kind: JoinKind::Left,
             table_time: None,
             history_ms: None,
+            within: None,
         })
     );
     let cols = project(&p);

@@ -9,8 +9,11 @@ use super::*;
 const USERS: &str =
     "CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR, tier VARCHAR) WITH (TOPIC='users')";
 
+const CLICKS: &str =
+    "CREATE STREAM clicks (user_id VARCHAR KEY, page VARCHAR, at BIGINT) WITH (TOPIC='clicks', TIMESTAMP='at')";
+
 fn catalog() -> Vec<SourceDecl> {
-    [USER_EVENTS, USERS]
+    [USER_EVENTS, USERS, CLICKS]
         .iter()
         .map(|s| match parse(s).unwrap().remove(0) {
             Statement::CreateSource(d) => d,
@@ -89,6 +92,16 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE TABLE x AS SELECT user_id, ¦SUM(DISTINCT amount) FROM user_events GROUP BY user_id", "only COUNT(DISTINCT x)"),
     ("CREATE STREAM x AS SELECT user_id, ¦event_type AS user_id FROM user_events", "duplicate output column 'user_id'"),
     ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ON ¦e.user_id = u.name", "expected ON <stream expression> = <table key column>"),
+    // Joins of two streams.
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN ¦clicks c ON e.user_id = c.user_id", "a join of two streams needs a time bound, e.g. JOIN clicks WITHIN 10 MINUTES"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ¦WITHIN 1 HOUR ON e.user_id = u.id", "WITHIN bounds a join of two streams; a table is joined as of each event's time"),
+    ("CREATE STREAM x AS SELECT * FROM user_events ¦WITHIN 1 HOUR", "the query has no JOIN"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e FULL JOIN ¦users u ON e.user_id = u.id", "FULL JOIN joins two streams"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN clicks c WITHIN 1 HOUR ON ¦e.user_id = e.event_type", "each side reads one of the two streams"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN clicks c WITHIN (1 HOUR¦) ON e.user_id = c.user_id", "expected ',' and the time after"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN clicks c WITHIN 1 ¦FORTNIGHT ON e.user_id = c.user_id", "expected a time unit"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN clicks ¦user_id WITHIN 1 HOUR ON e.user_id = user_id.user_id", "alias 'user_id' would hide stream column 'user_id'"),
+    ("¦CREATE STREAM x WITH (JOIN_HISTORY='1 DAY') AS SELECT * FROM user_events e JOIN clicks c WITHIN 1 HOUR ON e.user_id = c.user_id", "JOIN_HISTORY applies to a table join"),
     ("CREATE TABLE x AS SELECT user_id, COUNT(*) FROM user_events GROUP BY user_id ¦PARTITION BY user_id", "PARTITION BY applies to CREATE STREAM .. AS"),
     ("CREATE STREAM x AS SELECT * FROM user_events PARTITION BY ¦nope", "unknown column 'nope'"),
     ("CREATE STREAM x AS SELECT * FROM user_events ORDER BY ¦user_id", "ORDER BY is not supported"),

@@ -20,13 +20,15 @@
 //! | `0x01` [`ns::ACCUMULATOR`] | group key + slice start + end ([`slice_into`]) | a hopping slice's accumulators ([`super::slot`]) |
 //! | `0x02` [`ns::DEDUP`] | the dedup id, UTF-8 as is ([`dedup_id`]) | event time of its last sighting, `i64` little-endian |
 //! | `0x03` [`ns::TABLE`] | the table record's key, UTF-8 as is ([`table_row`]) | `0x01` + JSON `[[timestamp_ms, value-or-null], ..]` (before history: the JSON value alone) |
+//! | `0x04` [`ns::STREAM_JOIN`] | side (`l` the stream, `r` the joined stream) + partition (`u32`) + offset (`u64`), big-endian ([`stream_join_entry`]) | `0x01` + header JSON + `\n` + the record's value (`crate::operator::stream_join`) |
 //! | `0x10` [`ns::META`] | a [`Meta`] name, ASCII | per [`Meta`] variant |
 //!
 //! The meta entries of one commit ([`Meta`]): `offset/{p}` and
 //! `table_offset/{p}` (the next input offset per stream and table
 //! partition), `watermark`, `watermark_partitions`, `log_time`,
 //! `outbox/{seq:020}` and `outbox_seq` (output records waiting to be
-//! appended), and `spec` (the aggregate spec readers compute rows with,
+//! appended), `output/{topic}` (a sequenced output topic's positions:
+//! [`output_positions`]), and `spec` (the aggregate spec readers compute rows with,
 //! written at open). Fixed-width numbers in values are little-endian;
 //! keys are big-endian where they must sort.
 //!
@@ -107,6 +109,8 @@ pub mod ns {
     pub const DEDUP: u8 = 0x02;
     /// Join table rows by record key.
     pub const TABLE: u8 = 0x03;
+    /// A stream-stream join's buffered events by side, partition, offset.
+    pub const STREAM_JOIN: u8 = 0x04;
     /// Offsets, watermark, outbox, spec: see [`super::Meta`].
     pub const META: u8 = 0x10;
 }
@@ -188,6 +192,22 @@ impl Meta {
     }
 }
 
+/// The meta key `output/{topic}` of a sequenced output topic
+/// ([`crate::sequenced`]): per partition of the topic, in order, 16 bytes —
+/// the sequence number of the next record this version makes for it and
+/// the offset after its last batch appended there (`u64` little-endian
+/// each).
+pub fn output_positions(topic: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + topic.len());
+    k.push(ns::META);
+    k.extend_from_slice(OUTPUT_PREFIX.as_bytes());
+    k.extend_from_slice(topic.as_bytes());
+    k
+}
+
+/// Name prefix of the [`output_positions`] entries.
+const OUTPUT_PREFIX: &str = "output/";
+
 /// The range `[lower, upper)` holding every key of namespace `ns`.
 pub fn namespace(ns: u8) -> ([u8; 1], [u8; 1]) {
     ([ns], [ns + 1])
@@ -201,6 +221,30 @@ pub fn dedup_id(id: &str) -> Vec<u8> {
 /// The key of the joined table's record key `key` ([`ns::TABLE`]).
 pub fn table_row(key: &str) -> Vec<u8> {
     in_namespace(ns::TABLE, key.as_bytes())
+}
+
+/// The key of a stream-stream join's buffered event ([`ns::STREAM_JOIN`]):
+/// its side's tag byte, partition and offset.
+pub fn stream_join_entry(side: u8, partition: u32, offset: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(14);
+    k.push(ns::STREAM_JOIN);
+    k.push(side);
+    k.extend_from_slice(&partition.to_be_bytes());
+    k.extend_from_slice(&offset.to_be_bytes());
+    k
+}
+
+/// The side tag, partition and offset of a [`stream_join_entry`] key.
+pub fn parse_stream_join_entry(k: &[u8]) -> Option<(u8, u32, u64)> {
+    let [n, side, rest @ ..] = k else {
+        return None;
+    };
+    if *n != ns::STREAM_JOIN || rest.len() != 12 {
+        return None;
+    }
+    let partition = u32::from_be_bytes(rest[..4].try_into().ok()?);
+    let offset = u64::from_be_bytes(rest[4..].try_into().ok()?);
+    Some((*side, partition, offset))
 }
 
 /// The rest of a state key after its namespace byte.
@@ -444,6 +488,8 @@ mod tests {
         }
         assert_eq!(Meta::outbox_seq(&Meta::Outbox(42).key()), Some(42));
         assert_eq!(Meta::outbox_seq(&Meta::OutboxSeq.key()), None);
+        assert!(!inside(&output_positions("t")));
+        assert_eq!(output_positions("t"), b"\x10output/t");
     }
 
     #[test]

@@ -28,7 +28,7 @@ use kappa_processor::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
 use kappa_processor::host::StartFrom;
 use kappa_processor::plan::{
     AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,
-    LateHandling, Operation, Plan, Sink, SourceSpec, WindowedSpec,
+    LateHandling, Operation, Plan, Sink, SourceSpec, WindowedSpec, WithinSpec,
 };
 use kappa_processor::sql::{ColumnDecl, ObjectKind, SourceDecl, SqlType};
 use kappa_processor::window::WindowSpec;
@@ -413,7 +413,7 @@ pub struct StoredDedupSpec {
     pub ttl_ms: i64,
 }
 
-/// `"inner"` or `"left"`.
+/// `"inner"`, `"left"` or `"full"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StoredJoinKind {
     /// `"inner"`.
@@ -422,6 +422,9 @@ pub enum StoredJoinKind {
     /// `"left"`.
     #[serde(rename = "left")]
     Left,
+    /// `"full"` (stream-stream joins).
+    #[serde(rename = "full")]
+    Full,
 }
 
 /// A stream–table join.
@@ -454,6 +457,35 @@ pub struct StoredJoinSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub history_ms: Option<i64>,
+    /// `within`: a stream-stream join's time bound, absent for a
+    /// stream-table join.
+    #[serde(rename = "within", default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<StoredWithinSpec>,
+}
+
+/// A stream-stream join's time bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredWithinSpec {
+    /// `before_ms`.
+    #[serde(rename = "before_ms")]
+    pub before_ms: i64,
+    /// `after_ms`.
+    #[serde(rename = "after_ms")]
+    pub after_ms: i64,
+    /// `grace_ms`.
+    #[serde(rename = "grace_ms")]
+    pub grace_ms: i64,
+    /// `joined_key`: the joined stream's join key.
+    #[serde(rename = "joined_key")]
+    pub joined_key: StoredExpr,
+    /// `typed_fields`: the joined stream's `[[field, type], ..]`, absent
+    /// when empty.
+    #[serde(
+        rename = "typed_fields",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub typed_fields: Vec<(String, StoredDataType)>,
 }
 
 /// What each event becomes: `{"project": {"columns": [..]}}` or
@@ -1474,6 +1506,7 @@ impl From<JoinKind> for StoredJoinKind {
         match k {
             JoinKind::Inner => StoredJoinKind::Inner,
             JoinKind::Left => StoredJoinKind::Left,
+            JoinKind::Full => StoredJoinKind::Full,
         }
     }
 }
@@ -1483,6 +1516,7 @@ impl From<StoredJoinKind> for JoinKind {
         match k {
             StoredJoinKind::Inner => JoinKind::Inner,
             StoredJoinKind::Left => JoinKind::Left,
+            StoredJoinKind::Full => JoinKind::Full,
         }
     }
 }
@@ -1496,6 +1530,7 @@ impl From<JoinSpec> for StoredJoinSpec {
             kind,
             table_time,
             history_ms,
+            within,
         } = j;
         StoredJoinSpec {
             table_topic,
@@ -1504,6 +1539,45 @@ impl From<JoinSpec> for StoredJoinSpec {
             kind: kind.into(),
             table_time,
             history_ms,
+            within: within.map(Into::into),
+        }
+    }
+}
+
+impl From<WithinSpec> for StoredWithinSpec {
+    fn from(w: WithinSpec) -> Self {
+        let WithinSpec {
+            before_ms,
+            after_ms,
+            grace_ms,
+            joined_key,
+            typed_fields,
+        } = w;
+        StoredWithinSpec {
+            before_ms,
+            after_ms,
+            grace_ms,
+            joined_key: joined_key.into(),
+            typed_fields: seconds(typed_fields),
+        }
+    }
+}
+
+impl From<StoredWithinSpec> for WithinSpec {
+    fn from(w: StoredWithinSpec) -> Self {
+        let StoredWithinSpec {
+            before_ms,
+            after_ms,
+            grace_ms,
+            joined_key,
+            typed_fields,
+        } = w;
+        WithinSpec {
+            before_ms,
+            after_ms,
+            grace_ms,
+            joined_key: joined_key.into(),
+            typed_fields: seconds(typed_fields),
         }
     }
 }
@@ -1517,6 +1591,7 @@ impl From<StoredJoinSpec> for JoinSpec {
             kind,
             table_time,
             history_ms,
+            within,
         } = j;
         JoinSpec {
             table_topic,
@@ -1525,6 +1600,7 @@ impl From<StoredJoinSpec> for JoinSpec {
             kind: kind.into(),
             table_time,
             history_ms,
+            within: within.map(Into::into),
         }
     }
 }

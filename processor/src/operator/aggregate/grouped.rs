@@ -158,6 +158,7 @@ mod tests {
             fields: None,
             event_time: 1_000,
             joined: None,
+            joined_key: None,
         }
     }
 
