@@ -1,14 +1,29 @@
 //! The commit of a processor version: one atomic RocksDB write of
 //! operator state, view rows, input offsets (stream and table), watermark,
-//! tracker state and log time ([`crate::state::key::Meta`]), then the
-//! outbox appended to its topics.
+//! tracker state and log time ([`crate::state::key::Meta`]), with the
+//! output records made since the last commit on one of two paths.
 //!
-//! Records for output topics (sink, or late side output) are written to an
-//! outbox inside the commit and appended after it with an idempotency key
-//! derived from the commit's sequence number; a restart re-appends a
-//! pending outbox with the same key, which the log deduplicates. So a
-//! crash at any point yields neither duplicates nor gaps downstream.
+//! - **Sequenced** ([`crate::sequenced`]): records of the built-in log's
+//!   topics that are a function of the input in processing order — a
+//!   derived stream's rows, late side outputs, over the built-in log — are
+//!   appended *before* the write (as they fill an append, and the rest by
+//!   the commit, which waits for the log's acknowledgement), each batch
+//!   naming its records' sequence numbers; the write commits each output
+//!   partition's next number. A crash before the write leaves records the
+//!   restarted version makes again with the same numbers, and drops.
+//! - **Stored outbox**: every other output record (an aggregate's row
+//!   changes, a topic on a Kafka cluster, any output of a version reading
+//!   a cluster) is written into the outbox inside the write
+//!   (`outbox/<n>`, JSON) and appended after it with an idempotency key
+//!   derived from the entry's number `n`; a restart re-appends a pending
+//!   entry with the same key, which the log (or the cluster's sink)
+//!   deduplicates, then deletes it.
+//!
+//! So a crash at any point ([`CrashPoint`]) yields neither duplicates nor
+//! gaps downstream.
 
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -27,6 +42,11 @@ use crate::state::store::Batch;
 /// Where the simulated crash of [`Runtime::commit_crashing`] happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashPoint {
+    /// Inside the sequenced append: one output partition got the
+    /// commit's records, the others did not; nothing written to RocksDB.
+    InsideAppend,
+    /// After the sequenced append, before the RocksDB commit.
+    BeforeCommit,
     /// After the RocksDB commit, before the outbox is appended.
     AfterCommit,
     /// After the outbox is appended, before it is cleared.
@@ -34,10 +54,10 @@ pub enum CrashPoint {
 }
 
 /// An output record waiting in the outbox.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct OutRecord {
-    /// The topic it goes to.
-    pub(crate) topic: String,
+    /// The topic it goes to (shared by the records of one topic).
+    pub(crate) topic: Arc<str>,
     /// Record key.
     pub(crate) key: Option<String>,
     /// Record value (JSON text).
@@ -46,16 +66,57 @@ pub(crate) struct OutRecord {
     pub(crate) timestamp: i64,
     /// The input partition and offset it was made from (a repartition
     /// topic's records: see [`crate::spread::repartition`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) source: Option<(u32, u64)>,
     /// The table row the event was joined with (JSON text), for the
     /// stage after a repartition topic.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) joined: Option<String>,
     /// Place of the input that made it in the version's processing order
     /// (records from key-shard workers are put back in this order).
-    #[serde(skip)]
     pub(crate) seq: u64,
+}
+
+/// A record of a stored outbox entry (`outbox/<n>`): the entry's value is
+/// the JSON array of its records, `{"topic", "key", "value",
+/// "timestamp"[, "source", "joined"]}` — the format entries have always
+/// had, so a pending entry left by an older build is appended too.
+#[derive(Serialize, Deserialize)]
+struct StoredRecord<'a> {
+    #[serde(borrow)]
+    topic: Cow<'a, str>,
+    #[serde(borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    value: Cow<'a, str>,
+    timestamp: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<(u32, u64)>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    joined: Option<Cow<'a, str>>,
+}
+
+impl<'a> StoredRecord<'a> {
+    fn of(r: &'a OutRecord) -> StoredRecord<'a> {
+        StoredRecord {
+            topic: Cow::Borrowed(&r.topic),
+            key: r.key.as_deref().map(Cow::Borrowed),
+            value: Cow::Borrowed(&r.value),
+            timestamp: r.timestamp,
+            source: r.source,
+            joined: r.joined.as_deref().map(Cow::Borrowed),
+        }
+    }
+
+    fn into_record(self) -> OutRecord {
+        OutRecord {
+            topic: Arc::from(self.topic.as_ref()),
+            key: self.key.map(Cow::into_owned),
+            value: self.value.into_owned(),
+            timestamp: self.timestamp,
+            source: self.source,
+            joined: self.joined.map(Cow::into_owned),
+            seq: 0,
+        }
+    }
 }
 
 impl OutRecord {
@@ -90,7 +151,7 @@ impl LateRecord {
     /// as [`Event::key_text`] reads it.
     pub(crate) fn side_output(&self, topic: &str, seq: u64) -> OutRecord {
         OutRecord {
-            topic: topic.to_string(),
+            topic: Arc::from(topic),
             key: self
                 .key
                 .as_deref()
@@ -210,6 +271,7 @@ impl Runtime {
             && !state_written
             && changes.is_empty()
             && self.outbox.is_empty()
+            && !self.sequenced.appended()
             && self.last_meta.as_ref() == Some(&meta)
         {
             self.uncommitted_records = 0;
@@ -230,10 +292,30 @@ impl Runtime {
             Meta::LogTime.key(),
             (self.log_time as u64).to_le_bytes(),
         );
+        // The sequenced outputs' records: in the log before the write that
+        // commits their input.
+        self.drain_sequenced()?;
+        self.sequenced
+            .flush(crash == Some(CrashPoint::InsideAppend))?;
+        match crash {
+            Some(CrashPoint::InsideAppend) => {
+                return Err(ProcessorError::Stopped(
+                    "simulated crash inside the append".into(),
+                ))
+            }
+            Some(CrashPoint::BeforeCommit) => {
+                return Err(ProcessorError::Stopped(
+                    "simulated crash before the commit".into(),
+                ))
+            }
+            _ => {}
+        }
+        self.sequenced.put_positions(&mut batch, &cf);
         let outbox = std::mem::take(&mut self.outbox);
         let seq = self.outbox_seq;
         if !outbox.is_empty() {
-            let json = serde_json::to_vec(&outbox).expect("serializes");
+            let stored: Vec<StoredRecord<'_>> = outbox.iter().map(StoredRecord::of).collect();
+            let json = serde_json::to_vec(&stored).expect("serializes");
             batch.put(&cf, Meta::Outbox(seq).key(), json);
             self.outbox_seq += 1;
             batch.put(&cf, Meta::OutboxSeq.key(), self.outbox_seq.to_le_bytes());
@@ -283,12 +365,55 @@ impl Runtime {
         self.check_state_limit()
     }
 
+    /// Appends the outbox's records of sequenced topics ahead of the
+    /// commit once there are [`crate::runner::RunOptions::append_ahead_records`]
+    /// of them (after a poll). Only while the outbox is in processing
+    /// order as it fills: not with an aggregate, whose key shards hand
+    /// their late records over at the commit.
+    pub(crate) fn append_ahead(&mut self) -> Result<()> {
+        if self.sequenced.is_empty()
+            || self.aggregate.is_some()
+            || self.outbox.len() < self.options.append_ahead_records
+        {
+            return Ok(());
+        }
+        self.drain_sequenced()?;
+        self.sequenced.send_all()
+    }
+
+    /// Hands the outbox's records of sequenced topics to
+    /// [`crate::sequenced`], in order; the others stay for the stored
+    /// outbox.
+    fn drain_sequenced(&mut self) -> Result<()> {
+        if self.sequenced.is_empty() || self.outbox.is_empty() {
+            return Ok(());
+        }
+        // Drained in place: the outbox keeps its allocation.
+        let mut outbox = std::mem::take(&mut self.outbox);
+        let mut kept = Vec::new();
+        let mut handed = 0;
+        for record in outbox.drain(..) {
+            match self.sequenced.index(&record.topic) {
+                Some(topic) => {
+                    self.sequenced.push(topic, record)?;
+                    handed += 1;
+                }
+                None => kept.push(record),
+            }
+        }
+        outbox.append(&mut kept);
+        self.outbox = outbox;
+        self.progress.add_output(handed);
+        Ok(())
+    }
+
     /// Puts an aggregate's row changes in the outbox of a topic sink (a
     /// view's rows were written by the operator's flush).
     fn queue_changes(&mut self, changes: &[RowChange]) {
         let Sink::Topic(topic) = &self.plan.sink else {
             return;
         };
+        let topic: Arc<str> = Arc::from(topic.as_str());
         for change in changes {
             self.outbox.push(OutRecord {
                 topic: topic.clone(),
@@ -304,18 +429,23 @@ impl Runtime {
         }
     }
 
-    /// Appends outbox entries a crash left behind (the log drops the ones
-    /// that were already appended), then clears them.
+    /// Finds what the sequenced topics hold past the commit
+    /// ([`crate::sequenced::Sequenced::restore`]); appends outbox entries
+    /// a crash left behind (the log drops the ones that were already
+    /// appended), then clears them.
     pub(crate) fn flush_pending_outbox(&mut self) -> Result<()> {
         let cf = self.scope.state_cf();
+        self.sequenced.restore(&self.store, &cf)?;
         let (lower, upper) = Meta::outbox_range();
         for (k, v) in self.store.scan(&cf, &lower, Some(&upper), usize::MAX)? {
             let seq = Meta::outbox_seq(&k).unwrap_or(0);
-            let records: Vec<OutRecord> =
+            let stored: Vec<StoredRecord<'_>> =
                 serde_json::from_slice(&v).map_err(|e| ProcessorError::CorruptState {
                     cf: cf.clone(),
                     reason: e.to_string(),
                 })?;
+            let records: Vec<OutRecord> =
+                stored.into_iter().map(StoredRecord::into_record).collect();
             self.append_outbox(seq, &records)?;
             let mut batch = Batch::default();
             batch.delete(&cf, k);
@@ -325,7 +455,7 @@ impl Runtime {
     }
 
     fn append_outbox(&self, seq: u64, records: &[OutRecord]) -> Result<()> {
-        let mut topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
+        let mut topics: Vec<&str> = records.iter().map(|r| r.topic.as_ref()).collect();
         topics.sort_unstable();
         topics.dedup();
         for topic in topics {
@@ -337,7 +467,7 @@ impl Runtime {
             };
             let out: Vec<OutputRecord<'_>> = records
                 .iter()
-                .filter(|r| r.topic == topic)
+                .filter(|r| r.topic.as_ref() == topic)
                 .map(|r| OutputRecord {
                     key: r.key.as_deref(),
                     value: &r.value,

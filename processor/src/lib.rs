@@ -7,7 +7,8 @@
 //! over [`window`]s driven by watermarks, with [`accumulators`]), and
 //! commits state, view rows, input offsets and watermark in
 //! one RocksDB write ([`state`]; [`state::key`] owns every key). Output
-//! topics get records exactly once through the commit's outbox. [`view`]
+//! topics get records exactly once: appended ahead of the commit by
+//! sequence number, or through the commit's outbox (`commit`). [`view`]
 //! reads the rows. Each version runs on one thread or, with
 //! [`runner::RunOptions::workers`], on source and key-shard workers with
 //! the same results. Expressions are [`expr`].
@@ -53,7 +54,9 @@ mod order;
 mod parallel;
 pub mod plan;
 pub mod progress;
+mod project;
 pub mod runner;
+mod sequenced;
 pub mod sink;
 pub mod source;
 pub mod spread;

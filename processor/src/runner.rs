@@ -101,6 +101,12 @@ pub struct RunOptions {
     /// ([`crate::parallel`]), with the same results; at most
     /// [`crate::parallel::MAX_WORKERS`].
     pub workers: usize,
+    /// Records of a derived stream (or another sequenced output,
+    /// [`crate::sequenced`]) waiting after a poll beyond which they are
+    /// appended at once, ahead of the commit (default 4,096): the log
+    /// writes them while the version goes on processing, and they do not
+    /// pile up in memory until the commit.
+    pub append_ahead_records: usize,
     /// Longest an idle version waits for input before it looks at the
     /// clock again — for an idle partition's timeout, a due commit
     /// (default 100 ms; the commit interval when shorter). A stop ends
@@ -121,6 +127,7 @@ impl Default for RunOptions {
             commit_when_caught_up: true,
             catch_up_commit_interval_ms: 1_000,
             workers: 1,
+            append_ahead_records: 4_096,
             idle_wait_max_ms: 100,
         }
     }
@@ -153,6 +160,10 @@ pub struct Runtime {
     pub(crate) sources: Option<SourcePool>,
     pub(crate) outbox: Vec<OutRecord>,
     pub(crate) outbox_seq: u64,
+    /// The output topics appended ahead of the commit, by sequence.
+    pub(crate) sequenced: crate::sequenced::Sequenced,
+    /// A projection's sink topic and row writer.
+    pub(crate) project: Option<crate::project::ProjectOutput>,
     pub(crate) last_commit: Instant,
     /// What the last commit wrote besides state (`None` before the first
     /// one of this runtime).
@@ -253,6 +264,12 @@ impl Runtime {
                 }
             }
         }
+        let sequenced = crate::sequenced::Sequenced::new(
+            log.clone(),
+            &writer,
+            crate::sequenced::topics_of(&plan, Self::output_topics(&plan)),
+        );
+        let project = crate::project::ProjectOutput::of(&plan);
         let state_cf = scope.state_cf();
         let partitions = source.partition_count() as usize;
         // The watermark runs over a joined stream's partitions too, after
@@ -295,6 +312,8 @@ impl Runtime {
             options,
             outbox: Vec::new(),
             outbox_seq: 0,
+            sequenced,
+            project,
             last_commit: Instant::now(),
             last_meta: None,
             failed_commit: None,
@@ -540,6 +559,7 @@ impl Runtime {
         if drained {
             self.advance_log_time(complete)?;
         }
+        self.append_ahead()?;
         self.caught_up = drained;
         self.progress.add_processed(processed);
         Ok(processed)
@@ -858,7 +878,7 @@ impl Runtime {
             // The first stage of a repartitioned view: re-key, nothing more.
             let grouped = crate::operator::aggregate::GroupedEvent::of(spec, &event);
             self.outbox.push(OutRecord {
-                topic: topic.clone(),
+                topic: Arc::from(topic.as_str()),
                 key: Some(String::from_utf8_lossy(grouped.key_bytes()).into_owned()),
                 value: String::from_utf8_lossy(&event.raw_value).into_owned(),
                 timestamp: event.record_timestamp,
@@ -870,18 +890,14 @@ impl Runtime {
         }
         match &self.plan.operation {
             Operation::Project { columns } => {
-                let row: serde_json::Map<String, Value> = columns
-                    .iter()
-                    .map(|(name, e)| (name.clone(), e.eval(&event)))
-                    .collect();
-                if let Sink::Topic(topic) = &self.plan.sink {
+                if let Some(project) = &mut self.project {
                     self.outbox.push(OutRecord {
-                        topic: topic.clone(),
+                        topic: project.topic.clone(),
                         key: match &self.plan.partition_by {
                             Some(by) => crate::expr::stringify(&by.eval(&event)),
                             None => event.key_text().map(str::to_string),
                         },
-                        value: Value::Object(row).to_string(),
+                        value: project.row.write(columns, &event),
                         timestamp: event.event_time,
                         source: None,
                         joined: None,

@@ -255,9 +255,11 @@ impl Lcg {
 /// Runs the steps; every `{"run": true}` (and the end) processes what was
 /// produced so far. With `crash_seed`, the runtime polls two records at a
 /// time and, at random points, commits, crashes (dropped without a commit,
-/// log and store reopened), or crashes inside a commit (after the RocksDB
-/// write, or after the output append); such runs keep one state entry
-/// cached. Returns the harness for reading.
+/// log and store reopened), or crashes inside a commit (inside or after the
+/// sequenced output append, after the RocksDB write, or after the stored
+/// outbox's append); such runs keep one state entry cached and append
+/// sequenced outputs ahead after every poll. Returns the harness for
+/// reading.
 pub fn run_steps(plan: &Plan, steps: &[Step], crash_seed: Option<u64>) -> Harness {
     run_steps_with(plan, steps, crash_seed, 1)
 }
@@ -288,6 +290,11 @@ pub fn run_steps_with(
             RunOptions::default().state_cache_entries
         },
         workers,
+        append_ahead_records: if crash_seed.is_some() {
+            1
+        } else {
+            RunOptions::default().append_ahead_records
+        },
         ..RunOptions::default()
     };
     let mut rng = Lcg(crash_seed.unwrap_or(0));
@@ -315,10 +322,11 @@ pub fn run_steps_with(
                     *rt = Some(h.open_runtime(plan, options()));
                 }
                 3 => {
-                    let point = if rng.next(2) == 0 {
-                        CrashPoint::AfterCommit
-                    } else {
-                        CrashPoint::AfterAppend
+                    let point = match rng.next(4) {
+                        0 => CrashPoint::AfterCommit,
+                        1 => CrashPoint::AfterAppend,
+                        2 => CrashPoint::BeforeCommit,
+                        _ => CrashPoint::InsideAppend,
                     };
                     let _ = r.commit_crashing(point);
                     drop(rt.take());

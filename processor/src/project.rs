@@ -1,0 +1,157 @@
+//! A derived stream's output row: the projection's columns
+//! ([`crate::plan::Operation::Project`]) written straight into the JSON
+//! text of the record's value, without building a map first.
+//!
+//! The text is byte for byte what serializing a `serde_json::Map` of the
+//! columns gave before (the crate is built without `preserve_order`, so a
+//! map lists its keys sorted, and a name given twice keeps its last
+//! column): an output topic's records stay the same across this change,
+//! and live and in replay. [`RowWriter::write`] is the one place a
+//! projection's value is made.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::expr::{Expr, Row};
+use crate::plan::{Operation, Plan, Sink};
+
+/// Where a projection's rows go and how they are written.
+#[derive(Debug, Clone)]
+pub(crate) struct ProjectOutput {
+    /// The sink topic (shared by its records).
+    pub(crate) topic: Arc<str>,
+    /// Writes each row.
+    pub(crate) row: RowWriter,
+}
+
+impl ProjectOutput {
+    /// The output of `plan` when it is a projection into a topic.
+    pub(crate) fn of(plan: &Plan) -> Option<ProjectOutput> {
+        match (&plan.operation, &plan.sink) {
+            (Operation::Project { columns }, Sink::Topic(topic)) => Some(ProjectOutput {
+                topic: Arc::from(topic.as_str()),
+                row: RowWriter::new(columns),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Writes a projection's row as a JSON object.
+#[derive(Debug, Clone)]
+pub(crate) struct RowWriter {
+    /// The columns in the order the object lists them — by name, a
+    /// repeated name only once, for its last column — each as the index
+    /// of its column and its name already written (`"name":`).
+    columns: Vec<(usize, Vec<u8>)>,
+    /// Bytes the last row took: the next one's first allocation.
+    last_len: usize,
+}
+
+impl RowWriter {
+    /// The writer of rows of `columns` (name, expression).
+    pub(crate) fn new(columns: &[(String, Expr)]) -> RowWriter {
+        let mut order: Vec<usize> = (0..columns.len()).collect();
+        // Stable: a repeated name's columns stay in plan order, the last
+        // one wins below as it did in the map.
+        order.sort_by(|&a, &b| columns[a].0.cmp(&columns[b].0));
+        let mut kept: Vec<usize> = Vec::with_capacity(order.len());
+        for i in order {
+            match kept.last_mut() {
+                Some(last) if columns[*last].0 == columns[i].0 => *last = i,
+                _ => kept.push(i),
+            }
+        }
+        let columns = kept
+            .into_iter()
+            .map(|i| {
+                let mut name = serde_json::to_vec(&columns[i].0).expect("a string serializes");
+                name.push(b':');
+                (i, name)
+            })
+            .collect();
+        RowWriter {
+            columns,
+            last_len: 64,
+        }
+    }
+
+    /// The JSON text of `event`'s row (`columns` as given to [`RowWriter::new`]).
+    pub(crate) fn write(&mut self, columns: &[(String, Expr)], event: &dyn Row) -> String {
+        let mut out = Vec::with_capacity(self.last_len + self.last_len / 8);
+        out.push(b'{');
+        for (n, (i, name)) in self.columns.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(name);
+            let value = columns[*i].1.eval_ref(event);
+            write_value(&mut out, &value);
+        }
+        out.push(b'}');
+        self.last_len = out.len();
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+}
+
+/// Appends `value`'s compact JSON text (as `Value::to_string` gives it).
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    serde_json::to_writer(&mut *out, value).expect("writing to a Vec cannot fail");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An event's value, as a row.
+    struct Fields(Value);
+
+    impl Row for Fields {
+        fn field(&self, path: &[String]) -> Option<&Value> {
+            crate::expr::get_path(&self.0, path)
+        }
+        fn key(&self) -> Option<&str> {
+            None
+        }
+        fn record_timestamp(&self) -> i64 {
+            0
+        }
+    }
+
+    /// What the runtime wrote before: a map of the columns, serialized.
+    fn as_map(columns: &[(String, Expr)], event: &dyn Row) -> String {
+        let row: serde_json::Map<String, Value> = columns
+            .iter()
+            .map(|(name, e)| (name.clone(), e.eval(event)))
+            .collect();
+        Value::Object(row).to_string()
+    }
+
+    #[test]
+    fn rows_are_written_as_the_map_of_their_columns_was() {
+        let columns: Vec<(String, Expr)> = [
+            ("price", Expr::field("price")),
+            ("auction", Expr::field("auction")),
+            ("b", Expr::lit(json!(1.5))),
+            ("a\"quoted\"", Expr::field("extra")),
+            ("b", Expr::field("nested")),
+            ("big", Expr::field("big")),
+            ("neg", Expr::field("neg")),
+            ("missing", Expr::field("nope")),
+            ("é", Expr::lit(json!([true, null, "x\n"]))),
+        ]
+        .into_iter()
+        .map(|(n, e)| (n.to_string(), e))
+        .collect();
+        let e = Fields(json!({
+            "price": 0.908, "auction": 1001, "extra": "a \"b\" \u{1}",
+            "nested": {"z": 1, "a": [1, 2]}, "big": u64::MAX, "neg": -7,
+        }));
+        let mut writer = RowWriter::new(&columns);
+        assert_eq!(writer.write(&columns, &e), as_map(&columns, &e));
+        let empty: Vec<(String, Expr)> = Vec::new();
+        assert_eq!(RowWriter::new(&empty).write(&empty, &e), "{}");
+    }
+}
