@@ -392,8 +392,18 @@ impl Runtime {
         let mut outbox = std::mem::take(&mut self.outbox);
         let mut kept = Vec::new();
         let mut handed = 0;
+        // The records of one topic share its name: looked up once.
+        let mut last: Option<(Arc<str>, Option<usize>)> = None;
         for record in outbox.drain(..) {
-            match self.sequenced.index(&record.topic) {
+            let index = match &last {
+                Some((topic, index)) if Arc::ptr_eq(topic, &record.topic) => *index,
+                _ => {
+                    let index = self.sequenced.index(&record.topic);
+                    last = Some((record.topic.clone(), index));
+                    index
+                }
+            };
+            match index {
                 Some(topic) => {
                     self.sequenced.push(topic, record)?;
                     handed += 1;

@@ -91,6 +91,9 @@ impl RowWriter {
         }
         out.push(b'}');
         self.last_len = out.len();
+        // Exactly its length: the log takes the text without another
+        // allocation (`Bytes` from a full `Vec`).
+        out.shrink_to_fit();
         String::from_utf8(out).expect("serde_json writes UTF-8")
     }
 }

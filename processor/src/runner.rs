@@ -102,7 +102,7 @@ pub struct RunOptions {
     /// [`crate::parallel::MAX_WORKERS`].
     pub workers: usize,
     /// Records of a derived stream (or another sequenced output,
-    /// [`crate::sequenced`]) waiting after a poll beyond which they are
+    /// `crate::sequenced`) waiting after a poll beyond which they are
     /// appended at once, ahead of the commit (default 4,096): the log
     /// writes them while the version goes on processing, and they do not
     /// pile up in memory until the commit.

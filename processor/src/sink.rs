@@ -3,13 +3,17 @@
 //! the server hands in): the one interface its outbox is appended through,
 //! exactly once.
 //!
-//! The commit writes the output records into the version's outbox in the
-//! same RocksDB write as the state that made them ([`crate::commit`]);
-//! after the write they are appended, then cleared. The built-in log
-//! deduplicates a re-append by an idempotency key. A Kafka cluster's sink
-//! (`kappa-cluster`) appends each outbox entry in one Kafka transaction,
-//! the entry's number in a header, and skips on a restart the entries the
-//! topic already holds.
+//! This is the stored outbox's path ([`crate::commit`]): the commit writes
+//! the output records into the version's outbox in the same RocksDB write
+//! as the state that made them; after the write they are appended, then
+//! cleared. The built-in log deduplicates a re-append by an idempotency
+//! key. A Kafka cluster's sink (`kappa-cluster`) appends each outbox entry
+//! in one Kafka transaction, the entry's number in a header, and skips on a
+//! restart the entries the topic already holds. A derived stream's (or a
+//! late topic's) records over the built-in log take the faster sequenced
+//! path instead, appended ahead of the commit (`crate::sequenced`); this
+//! module then serves only what that path leaves: an aggregate's row
+//! changes, cluster topics, and versions reading a cluster.
 
 use std::fmt;
 use std::sync::Arc;
