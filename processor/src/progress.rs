@@ -2,6 +2,7 @@
 //! readers (the API, metrics): committed offsets and watermark, and
 //! counters of what happened to input records.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +26,9 @@ pub struct Progress {
     started: Instant,
     /// The workers of a version running in parallel (empty: one thread).
     workers: Mutex<Vec<Arc<WorkerProgress>>>,
+    /// Entries each stateful operator keeps in memory, by its gauge name
+    /// (`crate::sql::explain`), as of the last poll.
+    operator_state: Mutex<BTreeMap<&'static str, u64>>,
     /// Row changes of recent commits, for change-feed readers.
     pub changes: ChangeFeed,
 }
@@ -104,6 +108,9 @@ pub struct ProgressSnapshot {
     pub rate_per_second: f64,
     /// The workers, when the version runs in parallel (else empty).
     pub workers: Vec<WorkerSnapshot>,
+    /// Entries each stateful operator keeps in memory, by gauge name
+    /// (`crate::sql::explain`).
+    pub operator_state: BTreeMap<String, u64>,
 }
 
 impl Progress {
@@ -125,6 +132,7 @@ impl Progress {
             invalid: AtomicU64::new(0),
             started: Instant::now(),
             workers: Mutex::new(Vec::new()),
+            operator_state: Mutex::new(BTreeMap::new()),
             changes: ChangeFeed::default(),
         }
     }
@@ -230,6 +238,22 @@ impl Progress {
                     }
                 })
                 .collect(),
+            operator_state: self
+                .operator_state
+                .lock()
+                .expect("progress")
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
         }
+    }
+
+    /// Records that the operator reporting under `gauge` keeps `entries`
+    /// in memory now.
+    pub fn set_operator_state(&self, gauge: &'static str, entries: u64) {
+        self.operator_state
+            .lock()
+            .expect("progress")
+            .insert(gauge, entries);
     }
 }

@@ -562,7 +562,26 @@ impl Runtime {
         self.append_ahead()?;
         self.caught_up = drained;
         self.progress.add_processed(processed);
+        self.report_operator_state();
         Ok(processed)
+    }
+
+    /// Tells [`Progress`] how many entries each stateful operator keeps
+    /// (what `EXPLAIN` of a running view shows).
+    fn report_operator_state(&self) {
+        use crate::sql::explain::{DEDUP_GAUGE, STREAM_JOIN_GAUGE, TABLE_JOIN_GAUGE};
+        if let Some(j) = &self.stream_join {
+            self.progress
+                .set_operator_state(STREAM_JOIN_GAUGE, j.buffered() as u64);
+        }
+        if let Some(j) = &self.join {
+            self.progress
+                .set_operator_state(TABLE_JOIN_GAUGE, j.keys() as u64);
+        }
+        if let Some(d) = &self.dedup {
+            self.progress
+                .set_operator_state(DEDUP_GAUGE, d.ids() as u64);
+        }
     }
 
     /// Before a batch appended at `append_time`: time passes up to just

@@ -202,6 +202,49 @@ fn table_rows(client: &Client) -> BTreeMap<String, (u64, i64)> {
         .collect()
 }
 
+/// `EXPLAIN` of the running table shows its operators in order, the
+/// filter applied before the join, and how many events the join keeps
+/// now; `EXPLAIN CREATE ..` plans without creating anything.
+fn explain(client: &Client) {
+    let result = &client.sql_ok("EXPLAIN paid_per_user")[0];
+    let operators = result["operators"].as_array().unwrap();
+    let names: Vec<&str> = operators
+        .iter()
+        .map(|o| o["operator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["source", "join", "filter", "aggregate", "sink"],
+        "{result}"
+    );
+    let join = &operators[1];
+    let detail = join["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("WITHIN (1 min before, 0 ms after)")
+            && detail.contains("the joined events pass (o.amount > 3)"),
+        "{detail}"
+    );
+    // The last events of each stream wait for a pair.
+    assert!(join["state_entries"].as_u64().unwrap() >= 1, "{join}");
+    assert!(result["state_bytes"].as_u64().is_some(), "{result}");
+    assert!(
+        result["text"].as_str().unwrap().contains("-> join"),
+        "{result}"
+    );
+
+    let planned = &client.sql_ok(&format!(
+        "EXPLAIN {}",
+        PAID_ORDERS.replace("paid_orders", "not_made")
+    ))[0];
+    assert_eq!(planned["name"], "not_made", "{planned}");
+    assert!(
+        planned["operators"][1]["state_entries"].is_null(),
+        "{planned}"
+    );
+    let (status, _) = client.get("/v1/views/not_made");
+    assert_eq!(status, 404);
+}
+
 #[test]
 fn joins_of_two_streams_equal_a_naive_join_across_a_crash() {
     let mut server = Server::start(&[]);
@@ -231,6 +274,7 @@ fn joins_of_two_streams_equal_a_naive_join_across_a_crash() {
         Duration::from_secs(60),
         || (table_rows(&client) == want).then_some(()),
     );
+    explain(&client);
     // Nothing more comes: each row came once.
     assert_eq!(
         client.read_all("paid_orders", 0).len(),

@@ -62,6 +62,7 @@
 
 mod build;
 mod cast;
+mod display;
 mod eval;
 mod functions;
 #[cfg(test)]

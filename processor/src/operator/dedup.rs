@@ -22,6 +22,11 @@ pub struct Dedup {
 }
 
 impl Dedup {
+    /// Ids remembered.
+    pub fn ids(&self) -> usize {
+        self.seen.len()
+    }
+
     /// An empty operator.
     pub fn new(spec: DedupSpec, state_cf: String) -> Self {
         Dedup {

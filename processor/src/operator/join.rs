@@ -66,6 +66,11 @@ impl TableJoin {
         }
     }
 
+    /// Keys the table holds.
+    pub fn keys(&self) -> usize {
+        self.rows.len()
+    }
+
     /// The table's time column, if it declares one.
     pub fn time_field(&self) -> Option<&[String]> {
         self.spec.table_time.as_deref()

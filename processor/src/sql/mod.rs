@@ -33,6 +33,7 @@ mod aggregate;
 pub mod brief;
 pub mod defaults;
 mod error;
+pub mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
 mod ksql;
@@ -61,7 +62,7 @@ pub use limits::{
 };
 pub use pull::{PullQuery, TimeRange};
 pub use types::{
-    ColumnDecl, CreateAs, DedupDecl, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,
+    ColumnDecl, CreateAs, DedupDecl, Explain, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,
 };
 
 use crate::plan::Plan;

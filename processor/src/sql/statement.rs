@@ -13,7 +13,7 @@ use super::ksql::{extract_query_clauses, Properties, QueryTokens};
 use super::lex::{self, lower_first, Cursor, Name, StatementTokens, DIALECT};
 use super::query::QueryParts;
 use super::types::{
-    ColumnDecl, CreateAs, DedupDecl, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,
+    ColumnDecl, CreateAs, DedupDecl, Explain, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,
 };
 use super::{limits, pull, types};
 
@@ -52,6 +52,22 @@ const CREATE_AS_PROPERTIES: &[&str] = &[
     "PARALLELISM",
 ];
 
+/// The text of `EXPLAIN <statement>` after `EXPLAIN` (and the blanks and
+/// comments before the statement).
+fn explained_text(text: &str) -> String {
+    let mut rest = text.get("EXPLAIN".len()..).unwrap_or_default();
+    loop {
+        rest = rest.trim_start();
+        if let Some(comment) = rest.strip_prefix("--") {
+            rest = comment.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            rest = comment.split_once("*/").map_or("", |(_, after)| after);
+        } else {
+            return rest.to_string();
+        }
+    }
+}
+
 /// Parses every statement of `sql`.
 pub(crate) fn parse_all(sql: &str) -> Result<Vec<Statement>> {
     let statements = lex::split(sql)?;
@@ -75,8 +91,22 @@ fn parse_statement(st: &StatementTokens) -> Result<Statement> {
         Ok(Statement::Describe(name.normalized()))
     } else if c.is_kw("SELECT") {
         pull::parse(st).map(Statement::Select)
+    } else if c.eat_kw("EXPLAIN") {
+        if c.is_kw("CREATE") {
+            let inner = StatementTokens {
+                tokens: st.tokens[1..].to_vec(),
+                text: explained_text(&st.text),
+                start: st.tokens[1].span.start,
+                end: st.end,
+            };
+            let (create, _) = parse_create_as(&inner)?;
+            return Ok(Statement::Explain(Explain::Create(Box::new(create))));
+        }
+        let name = c.name("CREATE .. AS SELECT .. or the name of a view after EXPLAIN")?;
+        c.expect_end("end of statement after EXPLAIN name")?;
+        Ok(Statement::Explain(Explain::View(name.normalized())))
     } else {
-        Err(c.expected("CREATE, DROP, SHOW, DESCRIBE or SELECT"))
+        Err(c.expected("CREATE, DROP, SHOW, DESCRIBE, SELECT or EXPLAIN"))
     }
 }
 

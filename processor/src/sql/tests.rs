@@ -1004,3 +1004,47 @@ fn a_stream_over_a_cluster_keeps_its_cluster_into_the_plan() {
         "{e}"
     );
 }
+
+#[test]
+fn explain_lists_the_operators_an_event_meets_with_their_state() {
+    let p = plan_sql(
+        "CREATE TABLE x WITH (DEDUP_BY='event_type') AS SELECT e.user_id, COUNT(*) AS n \
+         FROM user_events e JOIN clicks c WITHIN 10 MINUTES GRACE PERIOD 1 MINUTE \
+         ON e.user_id = c.user_id WINDOW TUMBLING (SIZE 1 HOUR) \
+         WHERE e.event_type = 'purchase' AND c.page <> 'home' AND e.amount > c.at GROUP BY e.user_id",
+    );
+    let ops = explain::operators(&p);
+    let names: Vec<&str> = ops.iter().map(|o| o.operator).collect();
+    assert_eq!(
+        names,
+        ["source", "dedup", "join", "filter", "aggregate", "sink"]
+    );
+    let join = &ops[2];
+    assert!(
+        join.detail
+            .contains("WITHIN (10 min before, 10 min after) GRACE PERIOD 1 min")
+            && join
+                .detail
+                .contains("the stream's events pass (event_type = 'purchase')")
+            && join
+                .detail
+                .contains("the joined events pass (c.page <> 'home')")
+            && !join.detail.contains("amount"),
+        "{}",
+        join.detail
+    );
+    assert!(
+        join.state.as_deref().unwrap().contains("11 min"),
+        "{join:?}"
+    );
+    assert_eq!(join.gauge, Some(explain::STREAM_JOIN_GAUGE));
+    assert!(
+        ops[4].detail.contains("WINDOW TUMBLING 1 h"),
+        "{:?}",
+        ops[4]
+    );
+    let live = [(explain::STREAM_JOIN_GAUGE.to_string(), 7u64)].into();
+    let text = explain::render(&ops, &live, Some(123));
+    assert!(text.contains("(now 7 entries in memory)"), "{text}");
+    assert!(text.contains("-> aggregate [key-shard workers]"), "{text}");
+}

@@ -31,6 +31,7 @@ fn first_error(sql: &str) -> Option<SqlError> {
     let cat = catalog();
     statements.iter().find_map(|s| match s {
         Statement::CreateAs(c) => plan(c, &cat).err(),
+        Statement::Explain(Explain::Create(c)) => plan(c, &cat).err(),
         _ => None,
     })
 }
@@ -38,7 +39,7 @@ fn first_error(sql: &str) -> Option<SqlError> {
 const CASES: &[(&str, &str)] = &[
     // Statement level.
     ("¦", "expected a statement"),
-    ("¦SELEC * FROM v", "expected CREATE, DROP, SHOW, DESCRIBE or SELECT, found 'SELEC'"),
+    ("¦SELEC * FROM v", "expected CREATE, DROP, SHOW, DESCRIBE, SELECT or EXPLAIN, found 'SELEC'"),
     ("SHOW ¦FUNCTIONS", "expected STREAMS, TABLES, VIEWS, TOPICS or CLUSTERS"),
     ("DROP STREAM IF EXISTS¦", "expected the name of the stream to drop, found end of statement"),
     ("DESCRIBE a ¦b", "expected end of statement after DESCRIBE name"),
@@ -114,6 +115,12 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE STREAM x WITH (DEDUP_TTL=¦'1 HOUR') AS SELECT * FROM user_events", "DEDUP_TTL needs DEDUP_BY"),
     ("CREATE STREAM x WITH (DEDUP_BY=¦'nope') AS SELECT * FROM user_events", "DEDUP_BY 'nope': unknown column 'nope'"),
     ("CREATE STREAM x WITH (PARTITIONS=¦0) AS SELECT * FROM user_events", "PARTITIONS must be a whole number"),
+    // EXPLAIN.
+    ("EXPLAIN¦", "expected CREATE .. AS SELECT .. or the name of a view after EXPLAIN"),
+    ("EXPLAIN v ¦w", "expected end of statement after EXPLAIN name"),
+    ("EXPLAIN CREATE STREAM x AS SELECT ¦nope FROM user_events", "unknown column 'nope'"),
+    ("EXPLAIN ¦CREATE TABLE x AS SELECT user_id FROM user_events", "CREATE TABLE .. AS needs GROUP BY"),
+    ("EXPLAIN CREATE STREAM x ¦(a INT) WITH (KAFKA_TOPIC='t')", "WITH or AS"),
     // Pull queries.
     ("SELECT * FROM v WHERE ¦a > 1", "a pull query's WHERE takes <key column> = value"),
     ("SELECT * FROM v ¦EMIT CHANGES", "push queries (SELECT .. EMIT) are not supported"),

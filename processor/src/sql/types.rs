@@ -31,6 +31,18 @@ pub enum Statement {
     Describe(String),
     /// A pull query on a view.
     Select(PullQuery),
+    /// `EXPLAIN ..`: a plan's operators.
+    Explain(Explain),
+}
+
+/// What `EXPLAIN` explains.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Explain {
+    /// `EXPLAIN CREATE .. AS SELECT ..`: the plan it would run (nothing is
+    /// created).
+    Create(Box<CreateAs>),
+    /// `EXPLAIN name`: the plan view `name` serves, with its state now.
+    View(String),
 }
 
 /// Stream (an append-only sequence of events) or table (latest row per key).

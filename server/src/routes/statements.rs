@@ -129,6 +129,8 @@ fn statement_object(statement: &sql::Statement) -> String {
         sql::Statement::CreateAs(create) => create.name.clone(),
         sql::Statement::Drop { name, .. } | sql::Statement::Describe(name) => name.clone(),
         sql::Statement::Select(query) => query.view.clone(),
+        sql::Statement::Explain(sql::Explain::Create(create)) => create.name.clone(),
+        sql::Statement::Explain(sql::Explain::View(name)) => name.clone(),
         sql::Statement::Show(_) => String::new(),
     }
 }

@@ -21,7 +21,8 @@ use kappa_processor::plan::{Operation, Plan, Sink};
 use kappa_processor::sql::{self, CreateAs, ObjectKind, ShowWhat, SourceDecl, SqlError, Statement};
 
 use crate::dto::statements::{
-    CreatedOut, DeclaredOut, DescribedOut, DroppedOut, SettingsOut, ShowRow, ShownOut, StatementOut,
+    CreatedOut, DeclaredOut, DescribedOut, DroppedOut, ExplainedOut, OperatorOut, SettingsOut,
+    ShowRow, ShownOut, StatementOut,
 };
 use crate::dto::IntoWire;
 use crate::views::manager::{Change, Swap, ViewSettings};
@@ -174,6 +175,53 @@ impl Executor<'_> {
             Statement::Show(what) => StatementOut::Shown(self.show(what)),
             Statement::Describe(name) => StatementOut::Described(Box::new(self.describe(&name)?)),
             Statement::Select(query) => StatementOut::Selected(self.select(&query)?),
+            Statement::Explain(what) => StatementOut::Explained(self.explain(what)?),
+        })
+    }
+
+    /// `EXPLAIN`: the operators of the plan a `CREATE .. AS` would run
+    /// (planned, not created), or of the plan a view serves with the state
+    /// each keeps now.
+    fn explain(&self, what: sql::Explain) -> Result<ExplainedOut, StatementError> {
+        use kappa_processor::sql::explain;
+        let (name, plan, live, state_bytes) = match what {
+            sql::Explain::Create(create) => {
+                let plan = sql::plan(&create, &Sources(self.views.catalog()))?;
+                (create.name, plan, Default::default(), None)
+            }
+            sql::Explain::View(name) => {
+                let catalog = self.views.catalog();
+                let view = catalog
+                    .views
+                    .get(&name)
+                    .ok_or_else(|| ViewError::UnknownView(name.clone()))?;
+                let described = self.views.describe(&name)?;
+                let live = self.views.operator_state(&name, view.served.version);
+                (
+                    name,
+                    view.served.plan.clone(),
+                    live,
+                    Some(described.served_version.state_bytes),
+                )
+            }
+        };
+        let operators = explain::operators(&plan);
+        let text = explain::render(&operators, &live, state_bytes);
+        Ok(ExplainedOut {
+            statement: "EXPLAIN".to_string(),
+            name,
+            operators: operators
+                .into_iter()
+                .map(|o| OperatorOut {
+                    state_entries: o.gauge.and_then(|g| live.get(g).copied()),
+                    operator: o.operator.to_string(),
+                    detail: o.detail,
+                    runs_on: o.runs_on.to_string(),
+                    state: o.state,
+                })
+                .collect(),
+            state_bytes,
+            text,
         })
     }
 

@@ -498,6 +498,20 @@ impl ViewManager {
         names.iter().filter_map(|n| self.describe(n).ok()).collect()
     }
 
+    /// Entries each stateful operator of version `version` of view `name`
+    /// keeps in memory, by gauge name (empty when it does not run here).
+    pub fn operator_state(
+        &self,
+        name: &str,
+        version: u64,
+    ) -> std::collections::BTreeMap<String, u64> {
+        let st = lock(&self.state);
+        st.running
+            .get(&scope(name, version))
+            .map(|p| p.progress().operator_state)
+            .unwrap_or_default()
+    }
+
     /// Describes view `name`: versions, lag, progress, state size.
     pub fn describe(&self, name: &str) -> Result<ViewOut> {
         let (view, mut served, building, retry) = {

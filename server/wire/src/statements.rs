@@ -44,6 +44,8 @@ pub enum StatementOut {
     Described(Box<DescribedOut>),
     /// A pull query.
     Selected(SelectedOut),
+    /// `EXPLAIN ..`.
+    Explained(ExplainedOut),
 }
 
 /// Stream (an append-only sequence of events) or table (latest row per key).
@@ -357,6 +359,42 @@ pub struct SelectedOut {
     pub rows: RowsOut,
     /// True when more rows matched than were answered.
     pub truncated: bool,
+}
+
+/// An `EXPLAIN`: the operators an event meets, in order.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ExplainedOut {
+    /// `"EXPLAIN"`.
+    pub statement: String,
+    /// The view explained, or the one the explained statement would make.
+    pub name: String,
+    /// The operators, in the order an event meets them.
+    pub operators: Vec<OperatorOut>,
+    /// The version's state on disk (bytes): of the served version, for
+    /// `EXPLAIN view`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bytes: Option<u64>,
+    /// The same as text, one operator per line and its state below it.
+    pub text: String,
+}
+
+/// One operator of an `EXPLAIN`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OperatorOut {
+    /// `source`, `dedup`, `join`, `filter`, `aggregate`, `project` or
+    /// `sink`.
+    pub operator: String,
+    /// What it does.
+    pub detail: String,
+    /// Where it runs when the version has several workers.
+    pub runs_on: String,
+    /// The state it keeps and what bounds it (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Entries its state holds in memory now (`EXPLAIN view` of a running
+    /// version; absent when not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_entries: Option<u64>,
 }
 
 impl std::fmt::Display for SqlType {

@@ -238,6 +238,11 @@ impl StreamJoin {
         })
     }
 
+    /// Events buffered, of both streams.
+    pub fn buffered(&self) -> usize {
+        self.left.by_time.len() + self.right.by_time.len()
+    }
+
     /// State writes waiting for the next commit.
     pub fn pending_writes(&self) -> usize {
         self.pending.len()
@@ -537,7 +542,7 @@ impl StreamJoin {
 
 /// The conjuncts of `filter` each side's events must pass before the join
 /// (see the module doc): `(stream's, joined stream's)`.
-fn side_filters(
+pub(crate) fn side_filters(
     filter: Option<&Expr>,
     alias: &str,
     kind: JoinKind,

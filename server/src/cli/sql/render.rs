@@ -16,6 +16,7 @@ pub fn render(result: &Value) -> String {
     let text = match statement {
         "SELECT" => select(result),
         "DESCRIBE" => describe(result),
+        "EXPLAIN" => result["text"].as_str().map(str::to_string),
         s if s.starts_with("SHOW") => show(result),
         s if s.starts_with("CREATE") || s.starts_with("DROP") => Some(status(result)),
         _ => None,
