@@ -1158,6 +1158,12 @@ impl Runtime {
     pub fn positions(&self) -> &[u64] {
         self.order.stream_positions()
     }
+
+    /// Offsets of the joined table's (or joined stream's) topic processed
+    /// so far; empty without a join.
+    pub fn joined_positions(&self) -> &[u64] {
+        self.order.table_positions()
+    }
 }
 
 /// The aggregate operator of `plan` (`None` for a projection), holding at
