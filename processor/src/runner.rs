@@ -478,6 +478,18 @@ impl Runtime {
         // read only for a late side output or by an aggregate reading the key.
         let reads_record =
             late_side_output || grouped.as_ref().is_none_or(|(spec, _)| spec.reads_key());
+        // A derived stream's rows are made where its events are decoded
+        // when the coordinator needs nothing else of them.
+        let project = match (&self.plan.operation, &self.project) {
+            (Operation::Project { columns }, Some(output)) if !coordinator_reads_events => {
+                Some(crate::parallel::SourceProjection {
+                    columns: Arc::from(columns.as_slice()),
+                    row: output.row.clone(),
+                    partition_by: self.plan.partition_by.clone(),
+                })
+            }
+            _ => None,
+        };
         let work = SourceWork {
             decoder: match reads_record {
                 true => self.decoder.clone(),
@@ -485,6 +497,7 @@ impl Runtime {
             },
             grouped,
             late_side_output,
+            project,
         };
         self.sources = Some(SourcePool::start(
             workers,
@@ -846,6 +859,20 @@ impl Runtime {
                 return Ok(());
             }
             Prepared::Event { event, filtered } => (event, filtered),
+            Prepared::Projected(record) => {
+                self.observe(partition, record.event_time, append_time)?;
+                let project = self.project.as_ref().expect("a projection's version");
+                self.outbox.push(OutRecord {
+                    topic: project.topic.clone(),
+                    key: record.key,
+                    value: record.value,
+                    timestamp: record.event_time,
+                    source: None,
+                    joined: None,
+                    seq: self.event_seq,
+                });
+                return Ok(());
+            }
         };
         let advanced = self.observe(partition, event.event_time, append_time)?;
         if let Some(d) = &mut self.dedup {

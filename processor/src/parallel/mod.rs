@@ -72,7 +72,7 @@ pub(crate) mod shard;
 pub(crate) mod source;
 
 pub(crate) use shard::{Mark, ShardContext, ShardEvent, ShardPool};
-pub(crate) use source::{Item, Prepared, SourcePool, SourceWork};
+pub(crate) use source::{Item, Prepared, SourcePool, SourceProjection, SourceWork};
 
 /// Most workers of each kind a version runs with (a shard needs at least
 /// one key group).

@@ -16,9 +16,11 @@ use super::shard::ShardEvent;
 use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
+use crate::expr::Expr;
 use crate::order::{NextBatch, Side};
 use crate::plan::AggregateSpec;
 use crate::progress::{Progress, WorkerProgress, WorkerRole};
+use crate::project::RowWriter;
 
 /// A record as a source worker hands it to the coordinator.
 #[derive(Debug)]
@@ -38,6 +40,48 @@ pub(crate) enum Prepared {
         /// The filter was applied (and passed).
         filtered: bool,
     },
+    /// An event of a projection that passed the filter, projected by the
+    /// source worker ([`SourceWork::project`]): its output record.
+    Projected(ProjectedRecord),
+}
+
+/// A derived stream's output record, made by a source worker: all the
+/// coordinator needs of the event is its time (for the watermark and the
+/// record's timestamp).
+#[derive(Debug)]
+pub(crate) struct ProjectedRecord {
+    /// The event's time.
+    pub(crate) event_time: i64,
+    /// The output record's key.
+    pub(crate) key: Option<String>,
+    /// The output record's value (the row's JSON text).
+    pub(crate) value: String,
+}
+
+/// A projection made in the source workers: its columns, the row writer
+/// and the `PARTITION BY` expression, when nothing before the projection
+/// needs the coordinator (no dedup or join, the filter applied early).
+#[derive(Debug, Clone)]
+pub(crate) struct SourceProjection {
+    /// The projection's columns.
+    pub(crate) columns: Arc<[(String, Expr)]>,
+    /// Writes each row.
+    pub(crate) row: RowWriter,
+    /// Keys the output records, if given.
+    pub(crate) partition_by: Option<Expr>,
+}
+
+impl SourceProjection {
+    fn project(&mut self, event: &Event) -> ProjectedRecord {
+        ProjectedRecord {
+            event_time: event.event_time,
+            key: match &self.partition_by {
+                Some(by) => crate::expr::stringify(&by.eval(event)),
+                None => event.key_text().map(str::to_string),
+            },
+            value: self.row.write(&self.columns, event),
+        }
+    }
 }
 
 /// A batch's records as a source worker prepared them: its number of
@@ -172,13 +216,15 @@ pub(crate) struct SourceWork {
     pub(crate) grouped: Option<(AggregateSpec, usize)>,
     /// Late events go to a side output: a grouped event keeps its record.
     pub(crate) late_side_output: bool,
+    /// The projection, when source workers make a derived stream's rows.
+    pub(crate) project: Option<SourceProjection>,
 }
 
 impl SourceWork {
     /// The records of `next`, checked and prepared (invalid ones are
     /// counted in `progress`); `expected` kept records are made room for.
     /// A damaged batch gives its damage and nothing else.
-    fn prepare(&self, next: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
+    fn prepare(&mut self, next: &NextBatch, progress: &Progress, expected: usize) -> PreparedBatch {
         let append_time = next.batch.append_time();
         // Events share the batch's bytes through a reference count of this
         // batch alone: the log's buffer is one mapping of a whole segment,
@@ -201,6 +247,11 @@ impl SourceWork {
                 Decoded::Future(event) => out.push(Prepared::Future(event)),
                 Decoded::Filtered { event_time } => out.push(Prepared::Filtered { event_time }),
                 Decoded::Valid { event, filtered } => match &self.grouped {
+                    _ if self.project.is_some() => {
+                        debug_assert!(filtered || !self.decoder.filters());
+                        let project = self.project.as_mut().expect("a projection");
+                        out.push(Prepared::Projected(project.project(&event)));
+                    }
                     Some((spec, shards)) => {
                         debug_assert!(filtered || !self.decoder.filters());
                         // The event's memory (its fields, and its share of
@@ -421,7 +472,7 @@ impl Drop for SourcePool {
 /// Source worker `index`: prepares the batches of `jobs` in turn into
 /// `results` until the pool drops its end of `jobs`.
 fn run(
-    work: SourceWork,
+    mut work: SourceWork,
     progress: &Progress,
     worker: &WorkerProgress,
     jobs: Receiver<Job>,
