@@ -45,6 +45,15 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
     let (decl, parsed) = statement::parse_create_as(st)?;
     let at = st.start;
     let parts = QueryParts::of(&parsed.query, st.end)?;
+    let distinct_items = distinct_items(&parts, decl.kind, at)?;
+    // `SELECT DISTINCT items` groups by its items: one row per distinct value.
+    let parts = match &distinct_items {
+        Some(items) => QueryParts {
+            group_by: items,
+            ..parts
+        },
+        None => parts,
+    };
     let stream = lookup(catalog, &parts.from, ObjectKind::Stream)?;
     let mut scope = Scope {
         stream: Side {
@@ -184,6 +193,45 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
     };
     plan.validate().map_err(|reason| SqlError::at(at, reason))?;
     Ok(plan)
+}
+
+/// The items of `SELECT DISTINCT items` (the `GROUP BY` they make), or
+/// `None` without `DISTINCT`; refuses what `DISTINCT` does not fit: a
+/// stream (its events are not rows of a key), `GROUP BY`, aggregates,
+/// `HAVING` and `*`.
+fn distinct_items(
+    parts: &QueryParts<'_>,
+    kind: ObjectKind,
+    at: Location,
+) -> Result<Option<Vec<ast::Expr>>> {
+    let Some(span) = parts.distinct else {
+        return Ok(None);
+    };
+    if kind == ObjectKind::Stream {
+        return Err(SqlError::span(
+            span,
+            "SELECT DISTINCT makes a table of the distinct rows: use CREATE TABLE .. AS SELECT DISTINCT, or DEDUP_BY to drop repeated events from a stream",
+        ));
+    }
+    if !parts.group_by.is_empty() || parts.select.having.is_some() || is_aggregated(parts, at)? {
+        return Err(SqlError::span(
+            span,
+            "SELECT DISTINCT with GROUP BY, HAVING or aggregates: the rows are already one per group",
+        ));
+    }
+    parts
+        .select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Ok(e.clone()),
+            other => Err(SqlError::span(
+                known(other.span(), at),
+                "SELECT DISTINCT needs its columns listed, not *",
+            )),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }
 
 /// `PARTITION BY expr`: the expression, read over the event (after the

@@ -101,6 +101,12 @@ pub(crate) fn parse(st: &StatementTokens) -> Result<PullQuery> {
             "a pull query reads one view: JOIN is not allowed",
         ));
     }
+    if let Some(span) = parts.distinct {
+        return Err(SqlError::span(
+            span,
+            "SELECT DISTINCT in a pull query is not supported: a view has one row per key",
+        ));
+    }
     if let Some(g) = parts.group_by.first() {
         return Err(SqlError::span(
             known(g.span(), at),

@@ -7,8 +7,8 @@
 //! node limits (`super::limits`) before any caller recurses over them.
 
 use sqlparser::ast::{
-    Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, ObjectName, ObjectNamePart,
-    Query, Select, SelectItem, SetExpr, Spanned, TableFactor, TableWithJoins,
+    Distinct, Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, ObjectName,
+    ObjectNamePart, Query, Select, SelectItem, SetExpr, Spanned, TableFactor, TableWithJoins,
 };
 use sqlparser::tokenizer::{Location, Span};
 
@@ -59,6 +59,8 @@ pub(crate) struct QueryParts<'q> {
     pub limit: Option<Span>,
     /// The `LIMIT` expression, if given.
     pub limit_expr: Option<&'q Expr>,
+    /// `SELECT DISTINCT`: where `DISTINCT` is.
+    pub distinct: Option<Span>,
 }
 
 /// A span, or `fallback` when `sqlparser` could not tell (empty spans).
@@ -145,16 +147,17 @@ impl<'q> QueryParts<'q> {
             group_by,
             limit,
             limit_expr,
+            distinct: select
+                .distinct
+                .as_ref()
+                .map(|_| known(select.select_token.0.span, at)),
         })
     }
 }
 
 fn check_select_extras(select: &Select, at: Location) -> Result<()> {
-    if select.distinct.is_some() {
-        return Err(SqlError::at(
-            at,
-            "SELECT DISTINCT is not supported; deduplicate with DEDUP_BY, or use COUNT_DISTINCT",
-        ));
+    if let Some(Distinct::On(_)) = &select.distinct {
+        return Err(SqlError::at(at, "DISTINCT ON is not supported"));
     }
     if select.top.is_some() || select.into.is_some() {
         return Err(SqlError::at(at, "TOP and INTO are not supported"));

@@ -1048,3 +1048,24 @@ fn explain_lists_the_operators_an_event_meets_with_their_state() {
     assert!(text.contains("(now 7 entries in memory)"), "{text}");
     assert!(text.contains("-> aggregate [key-shard workers]"), "{text}");
 }
+
+#[test]
+fn select_distinct_makes_a_table_grouped_by_its_items() {
+    let p = plan_sql(
+        "CREATE TABLE kinds AS SELECT DISTINCT user_id, UPPER(event_type) AS kind \
+         FROM user_events WHERE amount > 1",
+    );
+    let Operation::Aggregate(spec) = &p.operation else {
+        panic!("not an aggregate: {p:?}")
+    };
+    assert_eq!(
+        spec.group_by,
+        vec![
+            f("user_id"),
+            Expr::Function(Function::Upper, vec![f("event_type")])
+        ]
+    );
+    assert!(spec.aggregates.is_empty(), "{spec:?}");
+    let names: Vec<&str> = spec.columns.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["user_id", "kind"]);
+}

@@ -93,6 +93,11 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE TABLE x AS SELECT user_id, ¦SUM(DISTINCT amount) FROM user_events GROUP BY user_id", "only COUNT(DISTINCT x)"),
     ("CREATE STREAM x AS SELECT user_id, ¦event_type AS user_id FROM user_events", "duplicate output column 'user_id'"),
     ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ON ¦e.user_id = u.name", "expected ON <stream expression> = <table key column>"),
+    // SELECT DISTINCT.
+    ("CREATE STREAM x AS ¦SELECT DISTINCT user_id FROM user_events", "SELECT DISTINCT makes a table of the distinct rows"),
+    ("CREATE TABLE x AS ¦SELECT DISTINCT user_id, COUNT(*) FROM user_events GROUP BY user_id", "the rows are already one per group"),
+    ("CREATE TABLE x AS SELECT DISTINCT ¦* FROM user_events", "SELECT DISTINCT needs its columns listed"),
+    ("¦SELECT DISTINCT * FROM v", "SELECT DISTINCT in a pull query is not supported"),
     // Joins of two streams.
     ("CREATE STREAM x AS SELECT * FROM user_events e JOIN ¦clicks c ON e.user_id = c.user_id", "a join of two streams needs a time bound, e.g. JOIN clicks WITHIN 10 MINUTES"),
     ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ¦WITHIN 1 HOUR ON e.user_id = u.id", "WITHIN bounds a join of two streams; a table is joined as of each event's time"),
