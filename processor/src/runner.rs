@@ -72,7 +72,8 @@ pub struct RunOptions {
     /// event time that closes many windows cannot pile up unbounded writes.
     pub pending_entries_max: usize,
     /// State entries in memory (cached slots, open windows, sessions,
-    /// hopping slices) after a commit beyond which the version fails with
+    /// hopping slices, events a join of two streams keeps) after a commit
+    /// beyond which the version fails with
     /// a [`ProcessorError::StateLimit`] naming the limit (default
     /// 10,000,000, roughly 1.5 GB; at least `state_cache_entries`).
     pub state_entries_max: usize,
@@ -525,14 +526,20 @@ impl Runtime {
     /// Fails with [`ProcessorError::StateLimit`] when the state in memory
     /// outgrew [`RunOptions::state_entries_max`] (checked after commits).
     pub(crate) fn check_state_limit(&self) -> Result<()> {
-        let entries = self
+        let aggregate = self
             .aggregate
             .as_ref()
             .map_or(0, Aggregation::memory_entries);
+        let joined = self.stream_join.as_ref().map_or(0, StreamJoin::buffered);
+        let entries = aggregate + joined;
         let max = self.options.state_entries_max;
         if entries > max {
+            let remedy = match joined > aggregate {
+                true => format!("{joined} of them are events a join of two streams keeps: a shorter WITHIN or GRACE PERIOD, or a WHERE on one stream, keeps it within"),
+                false => "fewer groups or windows (a shorter window, RETENTION, a smaller GROUP BY) keep it within".to_string(),
+            };
             return Err(ProcessorError::StateLimit(format!(
-                "{}@{} holds {entries} state entries in memory, more than its limit of {max}: fewer groups or windows (a shorter window, RETENTION, a smaller GROUP BY) keep it within",
+                "{}@{} holds {entries} state entries in memory, more than its limit of {max}: {remedy}",
                 self.scope.name, self.scope.version
             )));
         }

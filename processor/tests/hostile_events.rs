@@ -12,7 +12,7 @@ use common::{Harness, Step};
 use kappa_processor::dsl::{self, Hopping, Pipeline, Tumbling};
 use kappa_processor::error::ProcessorError;
 use kappa_processor::expr::{DataType, Expr};
-use kappa_processor::plan::{LateHandling, Plan};
+use kappa_processor::plan::{JoinKind, LateHandling, Plan, WithinSpec};
 use kappa_processor::runner::{RunOptions, Runtime};
 use serde_json::{json, Value};
 
@@ -229,6 +229,45 @@ fn state_beyond_the_memory_limit_fails_the_version_with_a_reason() {
     let text = err.to_string();
     assert!(text.contains("limit of 100"), "{text}");
     assert!(text.contains("clicks_per_ms"), "{text}");
+}
+
+#[test]
+fn a_join_of_two_streams_keeping_too_many_events_fails_with_a_reason() {
+    // Clicks joined with themselves within a day: every click is kept on
+    // both sides, and none leaves before the watermark passes a day.
+    let mut plan = Pipeline::from_topic("clicks")
+        .event_time_field("ts")
+        .join_table("clicks", Expr::field("page"), "c", JoinKind::Inner)
+        .key_by([("page", Expr::field("page"))])
+        .aggregate([dsl::count("n")])
+        .to_view("click_pairs");
+    let join = plan.join.as_mut().expect("a join");
+    join.table_time = Some(vec!["ts".into()]);
+    join.within = Some(WithinSpec {
+        before_ms: 86_400_000,
+        after_ms: 86_400_000,
+        grace_ms: 0,
+        joined_key: Expr::field("c.page"),
+        typed_fields: Vec::new(),
+    });
+    let h = Harness::new();
+    let t0 = recent();
+    for i in 0..300 {
+        h.produce(&click(&format!("p{}", i % 3), t0 + i));
+    }
+    let options = RunOptions {
+        state_entries_max: 100,
+        ..RunOptions::default()
+    };
+    let mut rt = h.open_runtime(&plan, options);
+    rt.poll_once().unwrap();
+    let err = rt.commit().unwrap_err();
+    assert!(matches!(err, ProcessorError::StateLimit(_)), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("limit of 100") && text.contains("WITHIN"),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------------------
