@@ -62,7 +62,8 @@ pub use limits::{
 };
 pub use pull::{PullQuery, TimeRange};
 pub use types::{
-    ColumnDecl, CreateAs, DedupDecl, Explain, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,
+    ColumnDecl, CreateAs, DedupDecl, Explain, InsertInto, ObjectKind, ShowWhat, SourceDecl,
+    SqlType, Statement,
 };
 
 use crate::plan::Plan;
@@ -92,6 +93,40 @@ impl SourceCatalog for Vec<SourceDecl> {
 /// Parses one or more `;`-separated statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
     statement::parse_all(sql)
+}
+
+/// The `CREATE STREAM .. AS` an `INSERT INTO` runs, writing to `topic` (the
+/// target stream's): `CREATE STREAM <query id> WITH (KAFKA_TOPIC='topic')
+/// AS <the SELECT>`, its errors pointing into the `INSERT`'s text.
+pub fn insert_create(insert: &InsertInto, topic: &str) -> Result<CreateAs, SqlError> {
+    let name = insert
+        .query_id
+        .clone()
+        .unwrap_or_else(|| format!("insert_into_{}", insert.target));
+    // The SELECT starts on the second line at its own column, so a
+    // position in it is its position in the INSERT shifted by lines only.
+    // An error about the whole statement points at the line before the
+    // SELECT's (the first line when the statement is on one line).
+    let text = format!(
+        "CREATE STREAM \"{}\" WITH (KAFKA_TOPIC='{}') AS\n{}{}",
+        name.replace('"', "\"\""),
+        topic.replace('\'', "''"),
+        " ".repeat(insert.column.saturating_sub(1) as usize),
+        insert.select_sql
+    );
+    let shift = |e: SqlError| e.shifted(insert.line.saturating_sub(1), 1);
+    match statement::parse_all(&text).map_err(shift)?.as_slice() {
+        [Statement::CreateAs(create)] => Ok(CreateAs {
+            line: insert.line.saturating_sub(1),
+            column: 1,
+            ..create.clone()
+        }),
+        _ => Err(SqlError::new(
+            "expected one SELECT after INSERT INTO name",
+            insert.line,
+            insert.column,
+        )),
+    }
 }
 
 /// Compiles a `CREATE .. AS SELECT` into a validated plan, resolving its

@@ -13,7 +13,8 @@ use super::ksql::{extract_query_clauses, Properties, QueryTokens};
 use super::lex::{self, lower_first, Cursor, Name, StatementTokens, DIALECT};
 use super::query::QueryParts;
 use super::types::{
-    ColumnDecl, CreateAs, DedupDecl, Explain, ObjectKind, ShowWhat, SourceDecl, SqlType, Statement,
+    ColumnDecl, CreateAs, DedupDecl, Explain, InsertInto, ObjectKind, ShowWhat, SourceDecl,
+    SqlType, Statement,
 };
 use super::{limits, pull, types};
 
@@ -51,6 +52,45 @@ const CREATE_AS_PROPERTIES: &[&str] = &[
     "VERSION_GRACE",
     "PARALLELISM",
 ];
+
+/// `INSERT INTO name [WITH (QUERY_ID='id')] SELECT ..` (`INSERT` eaten).
+fn parse_insert(st: &StatementTokens, c: &mut Cursor<'_>) -> Result<Statement> {
+    c.expect_kw("INTO", "INTO after INSERT")?;
+    let target = c.name("the name of the stream to insert into")?;
+    let mut query_id = None;
+    if c.eat_kw("WITH") {
+        let mut props = Properties::parse(c)?;
+        query_id = props
+            .string(&["QUERY_ID"])?
+            .map(|(id, _)| id.to_lowercase());
+        props.finish("INSERT INTO", &["QUERY_ID"])?;
+    }
+    if !c.is_kw("SELECT") {
+        return Err(c.expected("SELECT after INSERT INTO name"));
+    }
+    let at = c.here();
+    Ok(Statement::InsertInto(InsertInto {
+        target: target.normalized(),
+        query_id,
+        select_sql: text_from(st, at),
+        line: at.line,
+        column: at.column,
+    }))
+}
+
+/// The text of statement `st` from `at` (a location in it) to its end.
+fn text_from(st: &StatementTokens, at: Location) -> String {
+    let mut chars = st.text.chars().peekable();
+    let (mut line, mut column) = (st.start.line, st.start.column);
+    while (line, column) < (at.line, at.column) {
+        match chars.next() {
+            Some('\n') => (line, column) = (line + 1, 1),
+            Some(_) => column += 1,
+            None => break,
+        }
+    }
+    chars.collect()
+}
 
 /// The text of `EXPLAIN <statement>` after `EXPLAIN` (and the blanks and
 /// comments before the statement).
@@ -91,6 +131,8 @@ fn parse_statement(st: &StatementTokens) -> Result<Statement> {
         Ok(Statement::Describe(name.normalized()))
     } else if c.is_kw("SELECT") {
         pull::parse(st).map(Statement::Select)
+    } else if c.eat_kw("INSERT") {
+        parse_insert(st, &mut c)
     } else if c.eat_kw("EXPLAIN") {
         if c.is_kw("CREATE") {
             let inner = StatementTokens {
@@ -106,7 +148,7 @@ fn parse_statement(st: &StatementTokens) -> Result<Statement> {
         c.expect_end("end of statement after EXPLAIN name")?;
         Ok(Statement::Explain(Explain::View(name.normalized())))
     } else {
-        Err(c.expected("CREATE, DROP, SHOW, DESCRIBE, SELECT or EXPLAIN"))
+        Err(c.expected("CREATE, DROP, SHOW, DESCRIBE, SELECT, EXPLAIN or INSERT"))
     }
 }
 

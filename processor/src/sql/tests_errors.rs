@@ -32,6 +32,9 @@ fn first_error(sql: &str) -> Option<SqlError> {
     statements.iter().find_map(|s| match s {
         Statement::CreateAs(c) => plan(c, &cat).err(),
         Statement::Explain(Explain::Create(c)) => plan(c, &cat).err(),
+        Statement::InsertInto(i) => insert_create(i, "target")
+            .and_then(|c| plan(&c, &cat))
+            .err(),
         _ => None,
     })
 }
@@ -39,7 +42,7 @@ fn first_error(sql: &str) -> Option<SqlError> {
 const CASES: &[(&str, &str)] = &[
     // Statement level.
     ("¦", "expected a statement"),
-    ("¦SELEC * FROM v", "expected CREATE, DROP, SHOW, DESCRIBE, SELECT or EXPLAIN, found 'SELEC'"),
+    ("¦SELEC * FROM v", "expected CREATE, DROP, SHOW, DESCRIBE, SELECT, EXPLAIN or INSERT, found 'SELEC'"),
     ("SHOW ¦FUNCTIONS", "expected STREAMS, TABLES, VIEWS, TOPICS or CLUSTERS"),
     ("DROP STREAM IF EXISTS¦", "expected the name of the stream to drop, found end of statement"),
     ("DESCRIBE a ¦b", "expected end of statement after DESCRIBE name"),
@@ -120,6 +123,10 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE STREAM x WITH (DEDUP_TTL=¦'1 HOUR') AS SELECT * FROM user_events", "DEDUP_TTL needs DEDUP_BY"),
     ("CREATE STREAM x WITH (DEDUP_BY=¦'nope') AS SELECT * FROM user_events", "DEDUP_BY 'nope': unknown column 'nope'"),
     ("CREATE STREAM x WITH (PARTITIONS=¦0) AS SELECT * FROM user_events", "PARTITIONS must be a whole number"),
+    // INSERT INTO.
+    ("INSERT ¦x SELECT * FROM user_events", "expected INTO after INSERT"),
+    ("INSERT INTO s ¦VALUES (1)", "expected SELECT after INSERT INTO name"),
+    ("INSERT INTO s WITH (¦FOO='x') SELECT * FROM user_events", "unknown property FOO in INSERT INTO"),
     // EXPLAIN.
     ("EXPLAIN¦", "expected CREATE .. AS SELECT .. or the name of a view after EXPLAIN"),
     ("EXPLAIN v ¦w", "expected end of statement after EXPLAIN name"),
@@ -127,6 +134,8 @@ const CASES: &[(&str, &str)] = &[
     ("EXPLAIN ¦CREATE TABLE x AS SELECT user_id FROM user_events", "CREATE TABLE .. AS needs GROUP BY"),
     ("EXPLAIN CREATE STREAM x ¦(a INT) WITH (KAFKA_TOPIC='t')", "WITH or AS"),
     // Pull queries.
+    ("INSERT INTO s\n  SELECT user_id,\n    ¦nope FROM user_events", "unknown column 'nope'"),
+    ("¦INSERT INTO s WITH (QUERY_ID='q') SELECT COUNT(*) FROM user_events", "CREATE STREAM .. AS cannot aggregate"),
     ("SELECT * FROM v WHERE ¦a > 1", "a pull query's WHERE takes <key column> = value"),
     ("SELECT * FROM v ¦EMIT CHANGES", "push queries (SELECT .. EMIT) are not supported"),
     ("SELECT * FROM v WHERE k = 'a' AND WINDOWSTART >= ¦'yesterday'", "expected a timestamp (epoch milliseconds or RFC 3339)"),

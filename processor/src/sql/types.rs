@@ -33,6 +33,26 @@ pub enum Statement {
     Select(PullQuery),
     /// `EXPLAIN ..`: a plan's operators.
     Explain(Explain),
+    /// `INSERT INTO stream [WITH (QUERY_ID='id')] SELECT ..`: a processor
+    /// appending to an existing stream's topic.
+    InsertInto(InsertInto),
+}
+
+/// `INSERT INTO target SELECT ..`: made a `CREATE STREAM .. AS` into the
+/// target's topic once the target is known ([`super::insert_create`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertInto {
+    /// The (normalized) name of the stream written to.
+    pub target: String,
+    /// `QUERY_ID`: the name of the processor (and view) it makes; by
+    /// default `insert_into_<target>`.
+    pub query_id: Option<String>,
+    /// The text from `SELECT` to the statement's end.
+    pub select_sql: String,
+    /// 1-based line of `SELECT` in the text given to [`super::parse`].
+    pub line: u64,
+    /// 1-based column of `SELECT`.
+    pub column: u64,
 }
 
 /// What `EXPLAIN` explains.

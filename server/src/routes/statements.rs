@@ -118,6 +118,7 @@ fn statement_kind(statement: &sql::Statement) -> &'static str {
         sql::Statement::CreateSource(_) => "SQL CREATE (declaration)",
         sql::Statement::CreateAs(_) => "SQL CREATE AS SELECT",
         sql::Statement::Drop { .. } => "SQL DROP",
+        sql::Statement::InsertInto(_) => "SQL INSERT INTO",
         _ => "SQL",
     }
 }
@@ -131,6 +132,7 @@ fn statement_object(statement: &sql::Statement) -> String {
         sql::Statement::Select(query) => query.view.clone(),
         sql::Statement::Explain(sql::Explain::Create(create)) => create.name.clone(),
         sql::Statement::Explain(sql::Explain::View(name)) => name.clone(),
+        sql::Statement::InsertInto(insert) => insert.target.clone(),
         sql::Statement::Show(_) => String::new(),
     }
 }

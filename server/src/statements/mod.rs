@@ -176,6 +176,81 @@ impl Executor<'_> {
             Statement::Describe(name) => StatementOut::Described(Box::new(self.describe(&name)?)),
             Statement::Select(query) => StatementOut::Selected(self.select(&query)?),
             Statement::Explain(what) => StatementOut::Explained(self.explain(what)?),
+            Statement::InsertInto(insert) => StatementOut::Created(self.insert_into(insert)?),
+        })
+    }
+
+    /// `INSERT INTO target SELECT ..`: a derived stream appending to the
+    /// topic of stream `target` (declared, or made by a query), named by
+    /// its `QUERY_ID`. Refused into a table, into a stream on a Kafka
+    /// cluster, from the target itself (it would read what it writes), and
+    /// with columns the target does not declare.
+    fn insert_into(&self, insert: sql::InsertInto) -> Result<CreatedOut, StatementError> {
+        let catalog = self.views.catalog();
+        let target = &insert.target;
+        let bad = |reason: String| Err(StatementError::BadRequest(reason));
+        let (topic, columns): (String, Option<Vec<String>>) = if let Some(decl) =
+            catalog.sources.get(target)
+        {
+            if decl.kind == ObjectKind::Table {
+                return bad(format!(
+                    "INSERT INTO writes a stream; '{target}' is a table"
+                ));
+            }
+            if let Some(cluster) = &decl.cluster {
+                return bad(format!(
+                        "INSERT INTO a stream on a Kafka cluster is not supported; '{target}' lives on cluster '{cluster}'"
+                    ));
+            }
+            let declared: Vec<String> = decl.columns.iter().map(|c| c.name.clone()).collect();
+            (
+                decl.topic.clone(),
+                (!declared.is_empty()).then_some(declared),
+            )
+        } else if let Some(view) = catalog.views.get(target) {
+            let Some(topic) = view.output_topic() else {
+                return bad(format!(
+                    "INSERT INTO writes a stream; '{target}' is a table"
+                ));
+            };
+            if view.served.plan.sink_cluster.is_some() {
+                return bad(format!(
+                        "INSERT INTO a stream on a Kafka cluster is not supported; '{target}' writes to one"
+                    ));
+            }
+            let columns = match &view.served.plan.operation {
+                Operation::Project { columns } => {
+                    Some(columns.iter().map(|(n, _)| n.clone()).collect())
+                }
+                Operation::Aggregate(_) => None,
+            };
+            (topic.to_string(), columns)
+        } else {
+            return Err(ViewError::UnknownView(target.clone()).into());
+        };
+        let create = sql::insert_create(&insert, &topic)?;
+        let plan = sql::plan(&create, &Sources(catalog.clone()))?;
+        let reads_target = plan.source.topic == topic
+            || plan.join.as_ref().is_some_and(|j| j.table_topic == topic);
+        if reads_target {
+            return bad(format!(
+                "INSERT INTO '{target}' reads '{target}' itself: it would read what it writes, without end"
+            ));
+        }
+        if let (Some(columns), Operation::Project { columns: selected }) =
+            (&columns, &plan.operation)
+        {
+            if let Some((name, _)) = selected.iter().find(|(n, _)| !columns.contains(n)) {
+                return bad(format!(
+                    "INSERT INTO '{target}': column '{name}' is not a column of '{target}' ({})",
+                    columns.join(", ")
+                ));
+            }
+        }
+        let created = self.create_as(create)?;
+        Ok(CreatedOut {
+            statement: "INSERT INTO".to_string(),
+            ..created
         })
     }
 

@@ -18,7 +18,9 @@ pub fn render(result: &Value) -> String {
         "DESCRIBE" => describe(result),
         "EXPLAIN" => result["text"].as_str().map(str::to_string),
         s if s.starts_with("SHOW") => show(result),
-        s if s.starts_with("CREATE") || s.starts_with("DROP") => Some(status(result)),
+        s if s.starts_with("CREATE") || s.starts_with("DROP") || s == "INSERT INTO" => {
+            Some(status(result))
+        }
         _ => None,
     };
     let text = text.unwrap_or_else(|| json_text(result));
