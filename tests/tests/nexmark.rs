@@ -1,7 +1,9 @@
 //! Nexmark (issue 38): the queries in tools/nexmark/kappa/ run over events
 //! from `kappa-datagen nexmark`, and each query's rows after all events
 //! equal an independent oracle's: DuckDB (in the tests' venv) answering the
-//! query's meaning over the same NDJSON files.
+//! query's meaning over the same NDJSON files — on one thread, and again
+//! with two workers of each kind (`WITH (PARALLELISM=2)`), as the
+//! benchmark runs them.
 //!
 //! Synchronization: each query's served version is polled (bounded) until
 //! it has committed its input's end offsets; nothing sleeps.
@@ -141,8 +143,24 @@ print(json.dumps([[plain(v) for v in row] for row in con.execute({sql:?}).fetcha
     rows
 }
 
-/// Kappa's rows of `query` (its `columns` in order), sorted.
-fn kappa_rows(client: &Client, query: &Query) -> Vec<String> {
+/// `text` (one `CREATE .. AS` of `name`) made `name_w2` with two workers.
+fn with_two_workers(text: &str, name: &str) -> String {
+    let kind = if text.contains(&format!("CREATE TABLE {name} AS")) {
+        "TABLE"
+    } else {
+        "STREAM"
+    };
+    let head = format!("CREATE {kind} {name} AS");
+    assert!(text.contains(&head), "{name}: expected {head}");
+    text.replace(
+        &head,
+        &format!("CREATE {kind} {name}_w2 WITH (PARALLELISM=2) AS"),
+    )
+}
+
+/// Kappa's rows of `query` (its `columns` in order) as `name` made them,
+/// sorted.
+fn kappa_rows(client: &Client, query: &Query, name: &str) -> Vec<String> {
     let pick = |row: &Value| {
         normalized(query.columns.iter().map(|c| {
             row.get(*c)
@@ -152,15 +170,15 @@ fn kappa_rows(client: &Client, query: &Query) -> Vec<String> {
     };
     let mut rows: Vec<String> = match query.output {
         Output::Stream => {
-            let partitions = client.end_offsets(query.name).len() as u32;
+            let partitions = client.end_offsets(name).len() as u32;
             (0..partitions)
-                .flat_map(|p| client.read_all(query.name, p))
+                .flat_map(|p| client.read_all(name, p))
                 .map(|record| pick(&record["value"]))
                 .collect()
         }
         Output::View => {
             let mut rows = Vec::new();
-            let mut page = client.view_rows(query.name, "limit=10000");
+            let mut page = client.view_rows(name, "limit=10000");
             loop {
                 rows.extend(
                     page["rows"]
@@ -172,7 +190,7 @@ fn kappa_rows(client: &Client, query: &Query) -> Vec<String> {
                 let Some(cursor) = page["next_cursor"].as_str() else {
                     break rows;
                 };
-                page = client.view_rows(query.name, &format!("limit=10000&cursor={cursor}"));
+                page = client.view_rows(name, &format!("limit=10000&cursor={cursor}"));
             }
         }
     };
@@ -247,22 +265,33 @@ fn nexmark_queries_equal_duckdb_over_the_same_events() {
     for query in QUERIES {
         let text = std::fs::read_to_string(queries.join(query.file)).unwrap();
         client.sql_ok(&text);
-        wait_caught_up(&client, query.name, query.input);
+        let parallel = format!("{}_w2", query.name);
+        client.sql_ok(&with_two_workers(&text, query.name));
         let want = oracle_rows(dir.path(), query.oracle);
         assert!(
             !want.is_empty(),
             "{}: the data set gives it rows",
             query.name
         );
-        let got = kappa_rows(&client, query);
+        for name in [query.name, parallel.as_str()] {
+            wait_caught_up(&client, name, query.input);
+            check(query, name, &kappa_rows(&client, query, name), &want);
+        }
+    }
+}
+
+/// Fails naming what differs unless `got` (the rows `name` made of
+/// `query`) equals `want`.
+fn check(query: &Query, name: &str, got: &[String], want: &[String]) {
+    {
         if got != want {
             let (got_set, want_set): (HashSet<&String>, HashSet<&String>) =
                 (got.iter().collect(), want.iter().collect());
             let missing: Vec<&&String> = want_set.difference(&got_set).take(5).collect();
             let extra: Vec<&&String> = got_set.difference(&want_set).take(5).collect();
             panic!(
-                "{}: {} rows, DuckDB {}; missing e.g. {missing:?}; extra e.g. {extra:?}",
-                query.name,
+                "{name} ({}): {} rows, DuckDB {}; missing e.g. {missing:?}; extra e.g. {extra:?}",
+                query.file,
                 got.len(),
                 want.len()
             );
