@@ -24,6 +24,8 @@ files = {
  "pull_query.sql": "SELECT * FROM purchase_stats WHERE user_id = 'u1' AND WINDOWSTART >= '2024-01-01T00:00:00Z' LIMIT 10;",
  "ddl_mix.sql": S + " SHOW TABLES; DESCRIBE s; DROP TABLE IF EXISTS x; DROP STREAM s;",
  "functions.sql": "CREATE STREAM f AS SELECT COALESCE(grp, 'none') AS g, SUBSTRING(grp, 2, 3) AS sub, CAST(amount AS DOUBLE) / 2 AS half, amount BETWEEN 1 AND 5 AS mid, grp LIKE 'a%' AS a, grp IN ('x', 'y') AS xy FROM s;",
+ "stream_join.sql": "CREATE TABLE paid AS SELECT e.user_id, COUNT(*) AS n FROM user_events e LEFT JOIN clicks c WITHIN (0 SECONDS, 1 HOUR) GRACE PERIOD 10 MINUTES ON e.user_id = c.user_id WINDOW TUMBLING (SIZE 10 MINUTES) WHERE c.page <> 'home' AND e.amount > c.at GROUP BY e.user_id;",
+ "explain_insert_distinct.sql": "EXPLAIN CREATE TABLE k AS SELECT DISTINCT user_id FROM user_events; INSERT INTO t WITH (QUERY_ID = 'q') SELECT user_id AS grp, 1 AS amount FROM user_events; EXPLAIN k;",
  "syntax_error.sql": "CREATE TABLE AS SELECT FROM WHERE;",
  "unterminated_string.sql": "SELECT * FROM v WHERE k = 'abc",
  # Issue 11's crashers and the limits around them.

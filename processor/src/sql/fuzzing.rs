@@ -19,6 +19,7 @@ const SOURCES: &[&str] = &[
     super::brief::USER_EVENTS,
     "CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR, tier VARCHAR) WITH (TOPIC='users');",
     "CREATE STREAM s (grp VARCHAR, amount INT) WITH (KAFKA_TOPIC = 's');",
+    "CREATE STREAM clicks (user_id VARCHAR KEY, page VARCHAR, at BIGINT) WITH (TOPIC='clicks', TIMESTAMP='at');",
 ];
 
 struct Event(Value);
@@ -72,12 +73,23 @@ fn parse_and_plan(text: &str) {
                              "event_time": 1_700_000_000_000i64, "grp": "g", "id": "u"}),
     );
     for statement in statements {
-        let Statement::CreateAs(create) = statement else {
-            continue;
+        let create = match statement {
+            Statement::CreateAs(create) => create,
+            Statement::Explain(super::Explain::Create(create)) => *create,
+            Statement::InsertInto(insert) => match super::insert_create(&insert, "t") {
+                Ok(create) => create,
+                Err(e) => {
+                    assert!(e.line >= 1 && e.column >= 1, "{e:?}");
+                    continue;
+                }
+            },
+            _ => continue,
         };
         let Ok(p) = plan(&create, &catalog) else {
             continue;
         };
+        let operators = super::explain::operators(&p);
+        super::explain::render(&operators, &Default::default(), None);
         assert_eq!(p.validate(), Ok(()), "the planner returns valid plans");
         plan_complexity(&p).check().expect("within the limits");
         if let Some(f) = &p.filter {

@@ -270,6 +270,17 @@ mod fuzz {
             "-",
             "1e400",
             "9223372036854775808",
+            "WITHIN",
+            "(1 HOUR, 2 MINUTES)",
+            "clicks c",
+            "c.user_id",
+            "FULL",
+            "LEFT",
+            "DISTINCT",
+            "EXPLAIN",
+            "INSERT",
+            "INTO",
+            "QUERY_ID='q'",
         ])
         .prop_map(str::to_owned)
     }
@@ -283,10 +294,15 @@ mod fuzz {
             if let Ok(statements) = super::parse(&sql) {
                 let cat = super::catalog();
                 for s in statements {
-                    if let super::Statement::CreateAs(c) = s {
-                        if let Ok(p) = super::plan(&c, &cat) {
-                            prop_assert!(p.validate().is_ok());
-                        }
+                    let create = match s {
+                        super::Statement::CreateAs(c) => Ok(c),
+                        super::Statement::Explain(super::Explain::Create(c)) => Ok(*c),
+                        super::Statement::InsertInto(i) => super::insert_create(&i, "t"),
+                        _ => continue,
+                    };
+                    if let Ok(p) = create.and_then(|c| super::plan(&c, &cat)) {
+                        prop_assert!(p.validate().is_ok());
+                        let _ = crate::sql::explain::operators(&p);
                     }
                 }
             } else if let Err(e) = super::parse(&sql) {
@@ -305,6 +321,10 @@ fn every_prefix_of_valid_statements_fails_cleanly_or_parses() {
          WINDOW HOPPING (SIZE 10 MINUTES, ADVANCE BY 1 MINUTE, GRACE PERIOD 1 SECOND) \
          WHERE u.tier = 'gold' GROUP BY user_id HAVING n > 1 EMIT FINAL",
         "SELECT * FROM v WHERE k = 'a' AND WINDOWSTART BETWEEN 1 AND '2024-01-01T00:00:00Z' LIMIT 3",
+        "EXPLAIN CREATE TABLE t AS SELECT e.user_id, COUNT(*) AS n FROM user_events e \
+         FULL JOIN clicks c WITHIN (1 HOUR, 2 MINUTES) GRACE PERIOD 1 SECOND \
+         ON e.user_id = c.user_id GROUP BY e.user_id",
+        "INSERT INTO s WITH (QUERY_ID='q') SELECT DISTINCT user_id FROM user_events",
     ];
     let cat = catalog();
     for text in texts {
@@ -313,8 +333,13 @@ fn every_prefix_of_valid_statements_fails_cleanly_or_parses() {
             match parse(prefix) {
                 Ok(statements) => {
                     for s in statements {
-                        if let Statement::CreateAs(c) = s {
-                            let _ = plan(&c, &cat);
+                        match s {
+                            Statement::CreateAs(c) => drop(plan(&c, &cat)),
+                            Statement::Explain(Explain::Create(c)) => drop(plan(&c, &cat)),
+                            Statement::InsertInto(i) => {
+                                drop(insert_create(&i, "t").and_then(|c| plan(&c, &cat)))
+                            }
+                            _ => {}
                         }
                     }
                 }

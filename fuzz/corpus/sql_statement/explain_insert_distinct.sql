@@ -1,0 +1,1 @@
+EXPLAIN CREATE TABLE k AS SELECT DISTINCT user_id FROM user_events; INSERT INTO t WITH (QUERY_ID = 'q') SELECT user_id AS grp, 1 AS amount FROM user_events; EXPLAIN k;

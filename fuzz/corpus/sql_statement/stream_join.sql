@@ -1,0 +1,1 @@
+CREATE TABLE paid AS SELECT e.user_id, COUNT(*) AS n FROM user_events e LEFT JOIN clicks c WITHIN (0 SECONDS, 1 HOUR) GRACE PERIOD 10 MINUTES ON e.user_id = c.user_id WINDOW TUMBLING (SIZE 10 MINUTES) WHERE c.page <> 'home' AND e.amount > c.at GROUP BY e.user_id;
