@@ -128,27 +128,28 @@ impl Buffer {
         }
     }
 
-    /// Removes the entries older than `before` (time), oldest first.
+    /// Removes the entries older than `before` (time). A key's entries
+    /// are in time order, so its expired ones are a prefix of them, taken
+    /// off at once (a hot key's many entries are not shifted one by one).
     fn expire(&mut self, before: i64) -> Vec<(String, Entry)> {
-        let mut out = Vec::new();
+        let mut expired: HashMap<String, usize> = HashMap::new();
         while let Some(entry) = self.by_time.first_entry() {
             if entry.key().0 >= before {
                 break;
             }
-            let ((_, partition, offset), join_key) = entry.remove_entry();
+            *expired.entry(entry.remove()).or_default() += 1;
+        }
+        let mut out = Vec::new();
+        for (join_key, n) in expired {
             let entries = self
                 .by_key
                 .get_mut(&join_key)
                 .expect("indexed by time and key");
-            let at = entries
-                .iter()
-                .position(|e| e.partition == partition && e.offset == offset)
-                .expect("indexed by time and key");
-            let entry = entries.remove(at);
+            debug_assert!(entries[..n].iter().all(|e| e.event.event_time < before));
+            out.extend(entries.drain(..n).map(|e| (join_key.clone(), e)));
             if entries.is_empty() {
                 self.by_key.remove(&join_key);
             }
-            out.push((join_key, entry));
         }
         out
     }
