@@ -46,7 +46,7 @@
 //!
 //! A restart reads the buffers back and decodes each value whole.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -213,11 +213,13 @@ pub struct StreamJoin {
     /// `WHERE`'s conjuncts applied to each side's events before the join.
     left_filter: Option<Expr>,
     right_filter: Option<Expr>,
-    /// State writes of the next commit by key (`None` deletes).
+    /// State writes of the next commit by key (`None` deletes): of events
+    /// a commit wrote before.
     pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Entries added since the last commit (never written: dropping one
-    /// drops its pending write instead of deleting it).
-    unstored: HashSet<(JoinSide, u32, u64)>,
+    /// Events kept since the last commit, with their join key and time:
+    /// the next commit writes those still kept (most leave first, and are
+    /// never encoded).
+    unstored: HashMap<(JoinSide, u32, u64), (String, i64)>,
 }
 
 impl StreamJoin {
@@ -235,7 +237,7 @@ impl StreamJoin {
             left_filter,
             right_filter,
             pending: BTreeMap::new(),
-            unstored: HashSet::new(),
+            unstored: HashMap::new(),
         })
     }
 
@@ -246,7 +248,7 @@ impl StreamJoin {
 
     /// State writes waiting for the next commit.
     pub fn pending_writes(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.unstored.len()
     }
 
     /// Decodes a record of the joined stream appended at `append_time`:
@@ -356,6 +358,10 @@ impl StreamJoin {
             rows.push(pair(&event, &right.event));
             if full && !right.matched {
                 right.matched = true;
+                let id = (JoinSide::Right, right.partition, right.offset);
+                if self.unstored.contains_key(&id) {
+                    continue;
+                }
                 self.pending.insert(
                     key::stream_join_entry(JoinSide::Right.tag(), right.partition, right.offset),
                     Some(encode(&join_key, right)),
@@ -407,6 +413,10 @@ impl StreamJoin {
             rows.push(pair(&left.event, &event));
             if outer && !left.matched {
                 left.matched = true;
+                let id = (JoinSide::Left, left.partition, left.offset);
+                if self.unstored.contains_key(&id) {
+                    continue;
+                }
                 self.pending.insert(
                     key::stream_join_entry(JoinSide::Left.tag(), left.partition, left.offset),
                     Some(encode(&join_key, left)),
@@ -424,10 +434,10 @@ impl StreamJoin {
     }
 
     fn add(&mut self, side: JoinSide, join_key: String, entry: Entry) {
-        let state_key = key::stream_join_entry(side.tag(), entry.partition, entry.offset);
-        self.pending
-            .insert(state_key, Some(encode(&join_key, &entry)));
-        self.unstored.insert((side, entry.partition, entry.offset));
+        self.unstored.insert(
+            (side, entry.partition, entry.offset),
+            (join_key.clone(), entry.event.event_time),
+        );
         match side {
             JoinSide::Left => self.left.insert(join_key, entry),
             JoinSide::Right => self.right.insert(join_key, entry),
@@ -452,8 +462,9 @@ impl StreamJoin {
                 let id = (side, entry.partition, entry.offset);
                 let state_key = key::stream_join_entry(side.tag(), entry.partition, entry.offset);
                 match self.unstored.remove(&id) {
-                    true => self.pending.remove(&state_key),
-                    false => self.pending.insert(state_key, None),
+                    // Never written: nothing to delete.
+                    Some(_) => self.pending.remove(&state_key),
+                    None => self.pending.insert(state_key, None),
                 };
                 let emits = !entry.matched
                     && match side {
@@ -477,13 +488,29 @@ impl StreamJoin {
 
     /// Adds the buffers' changes to the commit.
     pub fn flush(&mut self, batch: &mut Batch) {
+        for ((side, partition, offset), (join_key, time)) in self.unstored.drain() {
+            let buffer = match side {
+                JoinSide::Left => &self.left,
+                JoinSide::Right => &self.right,
+            };
+            let order = (time, partition, offset);
+            let entry = buffer.by_key.get(&join_key).and_then(|entries| {
+                let at = entries.partition_point(|e| e.order() < order);
+                entries.get(at).filter(|e| e.order() == order)
+            });
+            let entry = entry.expect("an unstored event is kept until it is written or dropped");
+            batch.put(
+                &self.state_cf,
+                key::stream_join_entry(side.tag(), partition, offset),
+                encode(&join_key, entry),
+            );
+        }
         for (k, v) in std::mem::take(&mut self.pending) {
             match v {
                 Some(bytes) => batch.put(&self.state_cf, k, bytes),
                 None => batch.delete(&self.state_cf, k),
             }
         }
-        self.unstored.clear();
     }
 
     /// Loads the buffers.
