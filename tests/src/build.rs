@@ -53,21 +53,19 @@ pub fn inspect_bin() -> &'static Path {
 /// built when missing or older than its sources.
 pub fn datagen_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        workspace_bin(
-            "kappa-tools",
-            "kappa-datagen",
-            &[
-                "tools/src",
-                "tools/Cargo.toml",
-                "log/src",
-                "log/Cargo.toml",
-                "processor/src",
-                "processor/Cargo.toml",
-            ],
-        )
-    })
+    BIN.get_or_init(|| workspace_bin("kappa-tools", "kappa-datagen", TOOLS_SOURCES))
 }
+
+/// What the `kappa-tools` binaries that read SQL or events (`kappa-datagen`,
+/// `kappa-bench`) are built from.
+pub const TOOLS_SOURCES: &[&str] = &[
+    "tools/src",
+    "tools/Cargo.toml",
+    "log/src",
+    "log/Cargo.toml",
+    "processor/src",
+    "processor/Cargo.toml",
+];
 
 /// What `kappa` is built from (workspace-relative directories and files).
 const KAPPA_SOURCES: &[&str] = &[

@@ -52,7 +52,9 @@ use std::time::Duration;
 
 pub use serde_json::{json, Value};
 
-pub use build::{datagen_bin, inspect_bin, kappa_bin, run_cli, workspace_bin, workspace_root};
+pub use build::{
+    datagen_bin, inspect_bin, kappa_bin, run_cli, workspace_bin, workspace_root, TOOLS_SOURCES,
+};
 pub use client::{
     after_param, assert_error, assert_error_of, eventually, produced_of, user_event, Client,
     Produced, Reply,

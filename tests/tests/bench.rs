@@ -33,18 +33,9 @@ fn bench_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| match std::env::var_os("KAPPA_BENCH_BIN") {
         Some(bin) => PathBuf::from(bin),
-        None => kappa_tests::workspace_bin(
-            "kappa-tools",
-            "kappa-bench",
-            &[
-                "tools/src",
-                "tools/Cargo.toml",
-                "log/src",
-                "log/Cargo.toml",
-                "processor/src",
-                "processor/Cargo.toml",
-            ],
-        ),
+        None => {
+            kappa_tests::workspace_bin("kappa-tools", "kappa-bench", kappa_tests::TOOLS_SOURCES)
+        }
     })
 }
 

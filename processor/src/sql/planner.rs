@@ -484,16 +484,7 @@ fn stream_join_spec(
         .as_ref()
         .map(|t| t.field.clone())
         .unwrap_or_default();
-    let reads = |e: &Expr| {
-        let (mut stream, mut joined) = (false, false);
-        e.walk(&mut |node| match node {
-            Expr::Field(path) if path.first() == Some(&alias) => joined = true,
-            Expr::Column(c) if c == JOINED_KEY_COLUMN => joined = true,
-            Expr::Field(_) | Expr::Key | Expr::RecordTimestamp => stream = true,
-            _ => {}
-        });
-        (stream, joined)
-    };
+    let reads = |e: &Expr| crate::operator::stream_join::sides_read(e, &alias);
     let (stream_key, joined_key) = match (reads(&l), reads(&r)) {
         ((true, false), (false, true)) => (l, r),
         ((false, true), (true, false)) => (r, l),

@@ -581,14 +581,7 @@ pub(crate) fn side_filters(
     }
     let (mut left, mut right) = (Vec::new(), Vec::new());
     for c in conjuncts {
-        let (mut stream, mut joined) = (false, false);
-        c.walk(&mut |node| match node {
-            Expr::Field(path) if path.first().map(String::as_str) == Some(alias) => joined = true,
-            Expr::Column(name) if name == crate::event::JOINED_KEY_COLUMN => joined = true,
-            Expr::Field(_) | Expr::Key | Expr::RecordTimestamp | Expr::Column(_) => stream = true,
-            _ => {}
-        });
-        match (stream, joined) {
+        match sides_read(c, alias) {
             (true, false) if kind != JoinKind::Full => left.push(c.clone()),
             (false, true) if kind == JoinKind::Inner => right.push(c.clone()),
             _ => {}
@@ -599,6 +592,20 @@ pub(crate) fn side_filters(
             .reduce(|a, b| Expr::Binary(BinaryOp::And, Box::new(a), Box::new(b)))
     };
     (all(left), all(right))
+}
+
+/// Whether `e` reads the stream (`FROM`) and whether it reads the joined
+/// stream, whose columns are under `alias` and whose key is the column
+/// [`crate::event::JOINED_KEY_COLUMN`].
+pub(crate) fn sides_read(e: &Expr, alias: &str) -> (bool, bool) {
+    let (mut stream, mut joined) = (false, false);
+    e.walk(&mut |node| match node {
+        Expr::Field(path) if path.first().map(String::as_str) == Some(alias) => joined = true,
+        Expr::Column(name) if name == crate::event::JOINED_KEY_COLUMN => joined = true,
+        Expr::Field(_) | Expr::Key | Expr::RecordTimestamp | Expr::Column(_) => stream = true,
+        _ => {}
+    });
+    (stream, joined)
 }
 
 fn split_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
