@@ -96,12 +96,19 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
     // arriving: a connection that is never closed to make room), waiting
     // 10 s: long enough for the checks below on a loaded machine. Until its
     // request is marked authenticated, a new connection may close it to
-    // make room — also the one that asks /metrics whether it waits — so a
-    // closed one is tried again with a new connection.
+    // make room — also the one that asks /metrics whether it waits, and the
+    // server may then still report it waiting for a moment before it is
+    // gone — so an attempt counts only if no connection was closed for room
+    // since it began; otherwise it is tried again with a new connection.
+    let metrics = |addr| {
+        let answer = raw_request(addr, "GET", "/metrics", &close, b"");
+        String::from_utf8_lossy(&answer.body).into_owned()
+    };
     let mut attempts = 0;
     let mut poll = loop {
         attempts += 1;
         assert!(attempts <= 50, "no long-poll took the only slot");
+        let closed_before = closed_for_room(&metrics(server.addr()));
         let mut poll = RawConnection::connect(server.addr());
         poll.send(
             "GET",
@@ -115,8 +122,11 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
                 started.elapsed() < Duration::from_secs(10),
                 "the long-poll neither waited nor was closed"
             );
-            let metrics = raw_request(server.addr(), "GET", "/metrics", &close, b"");
-            if String::from_utf8_lossy(&metrics.body).contains("kappa_http_long_polls_waiting 1") {
+            let text = metrics(server.addr());
+            if closed_for_room(&text) != closed_before {
+                break false;
+            }
+            if text.contains("kappa_http_long_polls_waiting 1") {
                 break true;
             }
             if !poll.nothing_received() {
@@ -147,6 +157,15 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
     assert_eq!(poll.receive().status, 200);
     drop(poll);
     assert_eq!(data.receive().status, 200, "served once the slot freed");
+}
+
+/// How many connections the server has closed to make room, by the
+/// metrics text `text`.
+fn closed_for_room(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with("kappa_http_connections_closed_total{reason=\"connection_limit"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// Sends the head of a POST announcing a 100,000-byte body, and the body's
