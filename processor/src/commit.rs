@@ -239,7 +239,17 @@ impl Runtime {
         if let Some(a) = &mut self.aggregate {
             let (taken, rows, late) = a.flush(&self.store, &mut batch)?;
             changes = taken;
-            self.progress.add_output(rows);
+            match &mut self.rows_aggregate {
+                // The inner rows' changes go to the outer aggregate, whose
+                // rows are the view's (read before this batch is written:
+                // the store holds each inner row's previous version).
+                Some(outer) => {
+                    outer.apply(&self.store, &changes)?;
+                    changes = outer.take_changes()?;
+                    self.progress.add_output(outer.flush(&mut batch));
+                }
+                None => self.progress.add_output(rows),
+            }
             if !late.is_empty() {
                 // Key-shard workers' late events, back in processing order.
                 self.outbox.extend(late);

@@ -247,6 +247,7 @@ impl Pipeline {
             sink_cluster: None,
             partition_by: None,
             spread_stage: None,
+            then: None,
         }
     }
 }

@@ -42,6 +42,13 @@ pub struct Plan {
     /// input record's key; a `NULL` value gives a record without a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_by: Option<Expr>,
+    /// An aggregate over the rows `operation` (an aggregate) makes — the
+    /// outer query of a subquery or CTE in `FROM`: each change of one of
+    /// those rows retracts its previous version and adds its new one
+    /// ([`crate::operator::table_aggregate`]), and the view's rows are
+    /// this aggregate's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<RowsAggregate>,
     /// The stage this plan is of a view spread over a Kappa cluster's
     /// nodes whose `GROUP BY` is not the record key (never set by SQL:
     /// [`crate::spread::repartition`] derives both stages).
@@ -379,6 +386,84 @@ impl AggregateSpec {
     }
 }
 
+/// An aggregate over the rows of another aggregate (a table's changes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowsAggregate {
+    /// Keep only inner rows for which this is true (the outer `WHERE`);
+    /// reads the inner rows' columns as fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Expr>,
+    /// The aggregate: unwindowed, its expressions reading the inner rows'
+    /// columns as fields, its last aggregate the hidden `COUNT(*)`
+    /// [`crate::operator::table_aggregate::ROWS_AGGREGATE`].
+    pub aggregate: AggregateSpec,
+}
+
+impl RowsAggregate {
+    /// Whether the rows of `inner` reach the outer aggregate once each:
+    /// its windows emit final rows.
+    pub fn inner_rows_are_final(inner: &AggregateSpec) -> bool {
+        inner.window.as_ref().is_some_and(|w| w.emit == Emit::Final)
+    }
+
+    /// Checks it can aggregate the rows of `inner`.
+    pub fn validate(&self, inner: &AggregateSpec) -> Result<(), String> {
+        let a = &self.aggregate;
+        if a.window.is_some() {
+            return Err("an aggregate over a table's rows takes no WINDOW".into());
+        }
+        match a.aggregates.last() {
+            Some(last)
+                if last.name == crate::operator::table_aggregate::ROWS_AGGREGATE
+                    && last.kind == AggregateKind::CountAll => {}
+            _ => return Err("an aggregate over a table's rows ends with its row count".into()),
+        }
+        if let Some(k) = a.aggregates.iter().find(|c| c.kind.retracting().is_none()) {
+            return Err(format!(
+                "{} cannot aggregate a table's rows: they have no offsets (use MIN, MAX, COUNT, SUM, AVG or COUNT_DISTINCT)",
+                match k.kind {
+                    AggregateKind::Latest => "LATEST_BY_OFFSET",
+                    _ => "EARLIEST_BY_OFFSET",
+                }
+            ));
+        }
+        let mut reads_event = false;
+        for e in a
+            .group_by
+            .iter()
+            .chain(a.aggregates.iter().filter_map(|c| c.input.as_ref()))
+            .chain(&self.filter)
+        {
+            e.walk(&mut |e| {
+                reads_event |= matches!(e, Expr::Key | Expr::RecordTimestamp | Expr::Column(_))
+            });
+        }
+        if reads_event {
+            return Err(
+                "an aggregate over a table's rows reads only the rows' columns (no ROWKEY or ROWTIME)"
+                    .into(),
+            );
+        }
+        if let Some(w) = &inner.window {
+            if w.retention_ms.is_some() {
+                return Err(
+                    "a windowed subquery keeps its windows' rows: RETENTION is not supported there"
+                        .into(),
+                );
+            }
+            if matches!(w.window, crate::window::WindowSpec::Hopping { .. })
+                && w.emit == Emit::Changes
+            {
+                return Err(
+                    "a subquery over HOPPING windows feeds its windows' final rows: write EMIT FINAL"
+                        .into(),
+                );
+            }
+        }
+        a.validate()
+    }
+}
+
 /// Where results go.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -464,6 +549,15 @@ impl Plan {
             return Err(
                 "PARTITION BY applies to CREATE STREAM .. AS (a view is keyed by GROUP BY)".into(),
             );
+        }
+        if let Some(rows) = &self.then {
+            let Operation::Aggregate(inner) = &self.operation else {
+                return Err("an aggregate over rows needs an aggregate to read".into());
+            };
+            if self.sink != Sink::View {
+                return Err("an aggregate over a table's rows feeds a view".into());
+            }
+            rows.validate(inner)?;
         }
         match &self.operation {
             Operation::Project { columns } if columns.is_empty() => {

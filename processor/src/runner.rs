@@ -24,6 +24,7 @@ use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
 use crate::operator::stream_join::{Joined, JoinedInput, JoinedRecord, StreamJoin};
+use crate::operator::table_aggregate::TableAggregate;
 use crate::order::{InputOrder, NextBatch, Side};
 use crate::parallel::{
     Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
@@ -157,6 +158,8 @@ pub struct Runtime {
     /// The stream-stream join (`JOIN .. WITHIN`), instead of `join`.
     pub(crate) stream_join: Option<StreamJoin>,
     pub(crate) aggregate: Option<Aggregation>,
+    /// The aggregate over `aggregate`'s rows ([`Plan::then`]): the view's.
+    pub(crate) rows_aggregate: Option<TableAggregate>,
     /// Source workers, when the version runs in parallel.
     pub(crate) sources: Option<SourcePool>,
     pub(crate) outbox: Vec<OutRecord>,
@@ -240,6 +243,19 @@ impl Runtime {
             version,
         };
         store.ensure(&scope)?;
+        let rows_aggregate = match (&plan.then, &plan.operation) {
+            (Some(rows), Operation::Aggregate(inner)) => {
+                store.ensure_cf(&scope.stage_cf())?;
+                Some(TableAggregate::new(
+                    rows,
+                    inner,
+                    scope.stage_cf(),
+                    scope.view_cf(),
+                    options.state_cache_entries,
+                )?)
+            }
+            _ => None,
+        };
         let source = input_source.open(&plan.source.topic)?;
         let on_cluster = match (&plan.sink, &plan.sink_cluster) {
             (Sink::Topic(t), Some(_)) => Some(t.clone()),
@@ -300,6 +316,7 @@ impl Runtime {
                 .and_then(|j| StreamJoin::new(j, state_cf.clone(), plan.filter.as_ref())),
             aggregate: aggregate_op(&plan, &scope, options.state_cache_entries)
                 .map(|op| Aggregation::Local(Box::new(op))),
+            rows_aggregate,
             sources: None,
             progress: Arc::new(Progress::new(partitions, &plan.name, version)),
             decoder: Decoder::new(&plan),
@@ -324,7 +341,12 @@ impl Runtime {
             source_dedup: None,
         };
         rt.restore(partitions)?;
-        if let Operation::Aggregate(spec) = &rt.plan.operation {
+        let view_spec = match (&rt.plan.then, &rt.plan.operation) {
+            (Some(rows), _) => Some(&rows.aggregate),
+            (None, Operation::Aggregate(spec)) => Some(spec),
+            (None, Operation::Project { .. }) => None,
+        };
+        if let Some(spec) = view_spec {
             // Readers compute a view's rows from its accumulators with the spec.
             let mut batch = Batch::default();
             let json = serde_json::to_vec(spec).expect("plans serialize");
@@ -521,6 +543,10 @@ impl Runtime {
                 .aggregate
                 .as_ref()
                 .map_or(0, Aggregation::pending_entries)
+            + self
+                .rows_aggregate
+                .as_ref()
+                .map_or(0, TableAggregate::pending_entries)
     }
 
     /// Fails with [`ProcessorError::StateLimit`] when the state in memory
@@ -530,6 +556,11 @@ impl Runtime {
             .aggregate
             .as_ref()
             .map_or(0, Aggregation::memory_entries);
+        let aggregate = aggregate
+            + self
+                .rows_aggregate
+                .as_ref()
+                .map_or(0, TableAggregate::memory_entries);
         let joined = self.stream_join.as_ref().map_or(0, StreamJoin::buffered);
         let entries = aggregate + joined;
         let max = self.options.state_entries_max;
@@ -564,10 +595,19 @@ impl Runtime {
     /// log time: the append time of the batch at hand, or, once the input
     /// is drained, the log's completeness bound.
     pub fn poll_once(&mut self) -> Result<u64> {
-        if let Some(a) = &mut self.aggregate {
-            if !a.emits_changes() && self.progress.changes.is_enabled() {
-                a.set_emit_changes(true)?;
+        match (&mut self.rows_aggregate, &mut self.aggregate) {
+            // The inner aggregate always hands its changes to the outer.
+            (Some(rows), _) => {
+                if self.progress.changes.is_enabled() {
+                    rows.set_emit_changes(true);
+                }
             }
+            (None, Some(a)) => {
+                if !a.emits_changes() && self.progress.changes.is_enabled() {
+                    a.set_emit_changes(true)?;
+                }
+            }
+            (None, None) => {}
         }
         self.order.check_topics(self.source.as_ref())?;
         // Read before any fetch: every batch at or before it is readable.
@@ -1180,7 +1220,7 @@ impl Runtime {
     /// Approximate bytes of this version's state and view rows.
     pub fn state_bytes(&self) -> u64 {
         let size = |cf: String| self.store.size(&cf).unwrap_or(0);
-        size(self.scope.state_cf()) + size(self.scope.view_cf())
+        size(self.scope.state_cf()) + size(self.scope.view_cf()) + size(self.scope.stage_cf())
     }
 
     /// The version's scope (name and version).
@@ -1204,6 +1244,16 @@ impl Runtime {
 /// most `cache` clean slots in memory.
 fn aggregate_op(plan: &Plan, scope: &Scope, cache: usize) -> Option<AggregateOp> {
     match &plan.operation {
+        // An aggregate whose rows another aggregates (`Plan::then`) keeps
+        // them in the stage column family and always hands out changes.
+        Operation::Aggregate(spec) if plan.then.is_some() => Some(AggregateOp::new(
+            spec.clone(),
+            scope.state_cf(),
+            scope.stage_cf(),
+            cache,
+            true,
+            true,
+        )),
         Operation::Aggregate(spec) => Some(AggregateOp::new(
             spec.clone(),
             scope.state_cf(),

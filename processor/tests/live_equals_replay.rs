@@ -15,6 +15,10 @@
 //! drawn at random, and a replay on one thread must give the same rows and
 //! counts: a parallel version's results are the single-threaded engine's.
 //!
+//! Issue 38: aggregates over an aggregate's rows (subqueries) are among
+//! the plans, and their rows also equal a naive aggregate over the rows
+//! the inner aggregate has alone.
+//!
 //! Log time is a manual clock, so the gaps take no wall time.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
@@ -150,7 +154,125 @@ fn plans() -> Vec<Plan> {
                 .aggregate(sums())
                 .to_view("stream_join_left"),
         ),
+        // Aggregates over an aggregate's rows (issue 38: a table's changes,
+        // with retractions), over a running, a tumbling (EMIT CHANGES) and
+        // a hopping (final rows) inner aggregate.
+        sql_plan(
+            "CREATE TABLE nested AS SELECT n, COUNT(*) AS users, SUM(spent) AS spent, MAX(spent) AS top,
+               MIN(spent) AS least, AVG(spent) AS mean, COUNT_DISTINCT(spent) AS amounts
+             FROM (SELECT \"user\", COUNT(*) AS n, SUM(amount) AS spent FROM buys GROUP BY \"user\") q
+             WHERE spent > 20 GROUP BY n;",
+        ),
+        sql_plan(
+            "CREATE TABLE nested_windowed AS WITH q AS (
+               SELECT \"user\", COUNT(*) AS n, SUM(amount) AS spent FROM buys
+               WINDOW TUMBLING (SIZE 2 SECONDS, GRACE PERIOD 500 MILLISECONDS) GROUP BY \"user\" EMIT CHANGES)
+             SELECT COUNT(*) AS users, SUM(spent) AS spent, MAX(spent) AS top, MIN(n) AS least,
+               AVG(spent) AS mean, COUNT_DISTINCT(n) AS amounts FROM q;",
+        ),
+        sql_plan(
+            "CREATE TABLE nested_final AS SELECT \"user\", COUNT(*) AS users, SUM(n) AS spent, MAX(spent) AS top,
+               MIN(spent) AS least, AVG(n) AS mean, COUNT_DISTINCT(n) AS amounts
+             FROM (SELECT \"user\", COUNT(*) AS n, SUM(amount) AS spent FROM buys
+               WINDOW HOPPING (SIZE 2 SECONDS, ADVANCE BY 500 MILLISECONDS, GRACE PERIOD 200 MILLISECONDS)
+               GROUP BY \"user\") q
+             GROUP BY \"user\";",
+        ),
     ]
+}
+
+/// A plan from SQL over `buys` (the source the DSL plans read).
+fn sql_plan(sql: &str) -> Plan {
+    let catalog = kappa_processor::sql::parse(
+        "CREATE STREAM buys (id BIGINT, \"user\" VARCHAR, amount BIGINT, ts BIGINT)
+           WITH (KAFKA_TOPIC='buys', TIMESTAMP='ts', WATERMARK_DELAY='300 MILLISECONDS', IDLE_TIMEOUT='1 SECOND');",
+    )
+    .unwrap()
+    .into_iter()
+    .map(|s| match s {
+        kappa_processor::sql::Statement::CreateSource(d) => d,
+        other => panic!("{other:?}"),
+    })
+    .collect::<Vec<_>>();
+    match kappa_processor::sql::parse(sql).unwrap().remove(0) {
+        kappa_processor::sql::Statement::CreateAs(c) => {
+            kappa_processor::sql::plan(&c, &catalog).unwrap()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// What an aggregate over `plan`'s inner rows (`plan.then`) must hold, by
+/// recomputing it naively from `inner`, the rows the inner aggregate alone
+/// has as a view: the rows passing the outer `WHERE`, grouped by the
+/// outer's `GROUP BY`, each aggregate computed from all of a group's rows.
+fn naive_outer(plan: &Plan, inner: &[Value]) -> Vec<Value> {
+    use kappa_processor::accumulators::AggregateKind;
+    use kappa_processor::event::OutputRow;
+    use std::collections::BTreeMap;
+    let rows = plan.then.as_ref().unwrap();
+    let spec = &rows.aggregate;
+    /// A group's values and its rows.
+    type Group = (Vec<Value>, Vec<serde_json::Map<String, Value>>);
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    for r in inner {
+        let columns = r["row"].as_object().unwrap();
+        let row = OutputRow { columns };
+        if rows.filter.as_ref().is_some_and(|f| !f.is_true(&row)) {
+            continue;
+        }
+        let group: Vec<Value> = spec.group_by.iter().map(|e| e.eval(&row)).collect();
+        // The view key: a single string as itself, else JSON text.
+        let key = match &group[..] {
+            [Value::String(s)] => s.clone(),
+            [v] => v.to_string(),
+            many => Value::Array(many.to_vec()).to_string(),
+        };
+        groups
+            .entry(key)
+            .or_insert_with(|| (group, Vec::new()))
+            .1
+            .push(columns.clone());
+    }
+    let mut out = Vec::new();
+    for (key, (group, members)) in groups {
+        let mut row = serde_json::Map::new();
+        for (name, source) in &spec.columns {
+            let value = match source {
+                kappa_processor::plan::ColumnSource::GroupKey(i) => group[*i].clone(),
+                kappa_processor::plan::ColumnSource::Aggregate(i) => {
+                    let a = &spec.aggregates[*i];
+                    let inputs: Vec<Value> = members
+                        .iter()
+                        .map(|m| {
+                            a.input
+                                .as_ref()
+                                .map_or(Value::Null, |e| e.eval(&OutputRow { columns: m }))
+                        })
+                        .filter(|v| a.kind == AggregateKind::CountAll || !v.is_null())
+                        .collect();
+                    let ints: Vec<i64> = inputs.iter().filter_map(Value::as_i64).collect();
+                    match a.kind {
+                        AggregateKind::CountAll | AggregateKind::Count => json!(inputs.len()),
+                        AggregateKind::Sum => json!(ints.iter().sum::<i64>()),
+                        AggregateKind::Max => json!(ints.iter().max()),
+                        AggregateKind::Min => json!(ints.iter().min()),
+                        AggregateKind::Avg => {
+                            json!(ints.iter().sum::<i64>() as f64 / ints.len() as f64)
+                        }
+                        AggregateKind::CountDistinct => {
+                            json!(ints.iter().collect::<std::collections::BTreeSet<_>>().len())
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+                other => panic!("{other:?}"),
+            };
+            row.insert(name.clone(), value);
+        }
+        out.push(json!({"key": key, "start": null, "end": null, "row": row}));
+    }
+    out
 }
 
 /// `plan` with its join of `tiers` made a join of two streams: within
@@ -363,6 +485,24 @@ fn live_equals_replay(
                 "{}: live ({} workers) {live_counts:?} {live_rows:#?}\nreplay ({} workers) {replay_counts:?} {replay_rows:#?}",
                 plan.name, workers[0], workers[1]
             ));
+        }
+        if plan.then.is_some() {
+            // The outer rows equal a naive aggregate over the inner rows.
+            let inner_plan = Plan {
+                name: format!("{}_inner", plan.name),
+                then: None,
+                ..plan.clone()
+            };
+            let mut inner = world.open(&inner_plan, 1, 1);
+            world.drain(&mut inner);
+            let (inner_rows, _) = world.outcome(&inner, &inner_plan.name, 1);
+            let expected = naive_outer(plan, &inner_rows);
+            if replay_rows != expected {
+                return Err(format!(
+                    "{}: replay {replay_rows:#?}\nnaive over the inner rows {expected:#?}\ninner {inner_rows:#?}",
+                    plan.name
+                ));
+            }
         }
         if replay_rows != single_rows || replay_counts != single_counts {
             return Err(format!(

@@ -462,6 +462,14 @@ CREATE STREAM joined_streams AS
 CREATE TABLE self_join AS
   SELECT a.name, COUNT(*) AS n FROM events a LEFT JOIN events b WITHIN 1 HOUR ON a.id = b.id
   GROUP BY a.name;
+CREATE TABLE over_rows AS
+  SELECT n, COUNT(*) AS names, SUM(total) AS total, AVG(total) AS mean, MIN(total) AS least,
+         MAX(total) AS most, COUNT_DISTINCT(total) AS totals
+  FROM (SELECT name, COUNT(*) AS n, SUM(x) AS total FROM events GROUP BY name) AS per_name
+  WHERE total > 0 GROUP BY n;
+CREATE TABLE over_windows AS
+  WITH per_hour AS (SELECT name, COUNT(*) AS n FROM events WINDOW TUMBLING (SIZE 1 HOUR) GROUP BY name)
+  SELECT MAX(n) AS busiest FROM per_hour;
 ";
 
 /// The declarations and plans of [`PLAN_SOURCES`] and [`PLAN_STATEMENTS`],

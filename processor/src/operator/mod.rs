@@ -7,6 +7,7 @@ pub mod dedup;
 pub mod join;
 pub mod slices;
 pub mod stream_join;
+pub mod table_aggregate;
 
 use serde_json::Value;
 

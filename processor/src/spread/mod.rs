@@ -120,8 +120,14 @@ pub trait Assignments: Send + Sync + fmt::Debug {
 /// grouping by another column than the record key is re-keyed through a
 /// repartition topic ([`repartition`]), which is not built for one that
 /// joins a table first. A join of two streams runs on one node: its
-/// buffers are not split by partition yet.
+/// buffers are not split by partition yet; nor are the groups of an
+/// aggregate over another aggregate's rows.
 pub fn check_spreadable(plan: &Plan) -> Result<()> {
+    if plan.then.is_some() {
+        return Err(ProcessorError::InvalidPlan(
+            "an aggregate over a subquery's rows runs on a single node: it cannot be spread over a Kappa cluster's nodes yet".into(),
+        ));
+    }
     if plan.join.as_ref().is_some_and(|j| j.joins_stream()) {
         return Err(ProcessorError::InvalidPlan(
             "a join of two streams (JOIN .. WITHIN) runs on a single node: it cannot be spread over a Kappa cluster's nodes yet".into(),

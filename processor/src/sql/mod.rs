@@ -44,6 +44,7 @@ mod pull;
 mod query;
 mod resolve;
 mod statement;
+mod subquery;
 mod translate;
 mod types;
 

@@ -12,20 +12,22 @@ use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan};
 use super::aggregate::aggregate_spec;
 use super::defaults;
 use super::error::{Result, SqlError};
-use super::ksql::WithinClause;
+use super::ksql::{QueryTokens, WithinClause};
 use super::lex::{self, normalize, DIALECT};
 use super::limits;
 use super::query::{known, object_name, JoinParts, QueryParts, Relation};
 use super::resolve::{Resolved, Scope, Side, TableSide};
 use super::statement::{self, parse_sql_expr};
 use super::translate::{aggregate_call, Translator};
-use super::types::{CreateAs, ObjectKind, SourceDecl};
+use super::types::{ColumnDecl, CreateAs, ObjectKind, SourceDecl, SqlType};
 use super::SourceCatalog;
+use crate::accumulators::AggregateKind;
 use crate::event::JOINED_KEY_COLUMN;
 use crate::expr::{DataType, Expr};
+use crate::operator::table_aggregate::ROWS_AGGREGATE;
 use crate::plan::{
-    DedupSpec, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan, Sink, SourceSpec,
-    WindowedSpec, WithinSpec,
+    AggregateColumn, DedupSpec, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan,
+    RowsAggregate, Sink, SourceSpec, WindowedSpec, WithinSpec,
 };
 
 /// Plans `stmt`; error positions are in the text it was parsed from.
@@ -44,7 +46,169 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
     };
     let (decl, parsed) = statement::parse_create_as(st)?;
     let at = st.start;
-    let parts = QueryParts::of(&parsed.query, st.end)?;
+    let dedup_span = parsed.dedup_span;
+    match &parsed.inner {
+        None => plan_select(
+            &decl,
+            &parsed.query,
+            &parsed.clauses,
+            dedup_span,
+            catalog,
+            at,
+            st.end,
+        ),
+        Some(inner) => {
+            let mut plan = match decl.kind {
+                ObjectKind::Table => {
+                    plan_select(&decl, &inner.query, &inner.clauses, dedup_span, catalog, at, st.end)?
+                }
+                ObjectKind::Stream => {
+                    return Err(SqlError::at(
+                        at,
+                        "CREATE STREAM .. AS cannot read a subquery: a query over another query's rows aggregates them into a table; use CREATE TABLE .. AS",
+                    ))
+                }
+            };
+            // A windowed subquery hands over its windows' final rows unless
+            // it says EMIT CHANGES, as Flink's window aggregates do.
+            if let (Operation::Aggregate(spec), None) = (&mut plan.operation, inner.clauses.emit) {
+                if let Some(w) = &mut spec.window {
+                    w.emit = crate::plan::Emit::Final;
+                }
+            }
+            plan.then = Some(rows_aggregate(&plan, &parsed, inner, at, st.end)?);
+            plan.validate().map_err(|reason| SqlError::at(at, reason))?;
+            Ok(plan)
+        }
+    }
+}
+
+/// The outer query of `parsed`, aggregating the rows of `inner` (planned
+/// as `plan`): `GROUP BY` and aggregates over the inner query's output
+/// columns, its `WHERE` over its rows; no window, join or other clause.
+fn rows_aggregate(
+    plan: &Plan,
+    parsed: &statement::ParsedCreateAs,
+    inner: &statement::InnerQuery,
+    at: Location,
+    end: Location,
+) -> Result<RowsAggregate> {
+    let Operation::Aggregate(inner_spec) = &plan.operation else {
+        return Err(SqlError::at(at, "the subquery must aggregate (GROUP BY)"));
+    };
+    let clauses = &parsed.clauses;
+    let refused = |span: Span, what: &str| {
+        Err(SqlError::span(
+            span,
+            format!("{what} applies to the subquery: the query over its rows aggregates a table"),
+        ))
+    };
+    if let Some(w) = &clauses.window {
+        return refused(w.span, "WINDOW");
+    }
+    if let Some(w) = &clauses.within {
+        return refused(w.span, "WITHIN");
+    }
+    if let Some((_, span)) = &clauses.emit {
+        return refused(*span, "EMIT");
+    }
+    if let Some((_, span)) = &clauses.partition_by {
+        return refused(*span, "PARTITION BY");
+    }
+    let parts = QueryParts::of(&parsed.query, end)?;
+    if let Some(j) = &parts.join {
+        return Err(SqlError::span(
+            j.table.name.span,
+            "a query over a subquery's rows cannot JOIN (join inside the subquery)",
+        ));
+    }
+    if parts.from.name.normalized() != inner.name.normalized() {
+        return Err(SqlError::span(
+            parts.from.name.span,
+            format!(
+                "a query with a common table expression reads it: FROM {}",
+                inner.name.value
+            ),
+        ));
+    }
+    let distinct_items = distinct_items(&parts, ObjectKind::Table, at)?;
+    let parts = match &distinct_items {
+        Some(items) => QueryParts {
+            group_by: items,
+            ..parts
+        },
+        None => parts,
+    };
+    if !is_aggregated(&parts, at)? {
+        return Err(SqlError::at(
+            at,
+            "a query over a subquery's rows must aggregate them (GROUP BY or an aggregate); to filter the subquery's rows, give it a HAVING",
+        ));
+    }
+    // The inner rows as a table of their output columns.
+    let decl = SourceDecl {
+        name: inner.name.normalized(),
+        kind: ObjectKind::Table,
+        columns: inner_spec
+            .columns
+            .iter()
+            .map(|(name, _)| ColumnDecl {
+                name: name.clone(),
+                sql_type: SqlType::Json,
+                key: false,
+            })
+            .collect(),
+        topic: String::new(),
+        cluster: None,
+        value_format: "JSON".into(),
+        timestamp: None,
+        watermark_delay_ms: 0,
+        idle_timeout_ms: 1,
+        partitions: None,
+        sql: String::new(),
+    };
+    let scope = Scope {
+        stream: Side {
+            qualifiers: qualifiers(&parts.from),
+            decl,
+        },
+        table: None,
+    };
+    let filter = match &parts.select.selection {
+        Some(w) => Some(
+            Translator {
+                names: &scope.names("WHERE", "filter aggregated rows with HAVING"),
+                at,
+            }
+            .expr(w)?,
+        ),
+        None => None,
+    };
+    let mut aggregate = aggregate_spec(&parts, &scope, None, at)?;
+    aggregate.aggregates.push(AggregateColumn {
+        name: ROWS_AGGREGATE.to_string(),
+        kind: AggregateKind::CountAll,
+        input: None,
+    });
+    let rows = RowsAggregate { filter, aggregate };
+    rows.validate(inner_spec)
+        .map_err(|reason| SqlError::span(inner.span, reason))?;
+    Ok(rows)
+}
+
+/// Plans one `SELECT` reading a stream (the whole query, or the inner one
+/// of a subquery or CTE, which is planned as a table).
+#[allow(clippy::too_many_arguments)]
+fn plan_select(
+    decl: &CreateAs,
+    query: &ast::Query,
+    clauses: &QueryTokens,
+    dedup_span: Option<Span>,
+    catalog: &dyn SourceCatalog,
+    at: Location,
+    end: Location,
+) -> Result<Plan> {
+    let parts = QueryParts::of(query, end)?;
     let distinct_items = distinct_items(&parts, decl.kind, at)?;
     // `SELECT DISTINCT items` groups by its items: one row per distinct value.
     let parts = match &distinct_items {
@@ -66,11 +230,11 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         Some(j) => Some(join_spec(
             catalog,
             j,
-            parsed.clauses.within.as_ref(),
+            clauses.within.as_ref(),
             &mut scope,
             at,
         )?),
-        None => match &parsed.clauses.within {
+        None => match &clauses.within {
             Some(w) => {
                 return Err(SqlError::span(
                     w.span,
@@ -80,7 +244,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
             None => None,
         },
     };
-    let dedup = match (&decl.dedup, parsed.dedup_span) {
+    let dedup = match (&decl.dedup, dedup_span) {
         (Some(d), Some(span)) => Some(dedup_spec(&d.by, d.ttl_ms, span, &scope)?),
         _ => None,
     };
@@ -94,13 +258,13 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         ),
         None => None,
     };
-    let window = parsed.clauses.window.as_ref().map(|w| WindowedSpec {
+    let window = clauses.window.as_ref().map(|w| WindowedSpec {
         window: w.spec,
         grace_ms: w.grace_ms.unwrap_or(defaults::GRACE_MS),
-        emit: parsed.clauses.emit.map_or(defaults::EMIT, |(emit, _)| emit),
+        emit: clauses.emit.map_or(defaults::EMIT, |(emit, _)| emit),
         retention_ms: w.retention_ms,
     });
-    if let (None, Some((crate::plan::Emit::Final, span))) = (&window, parsed.clauses.emit) {
+    if let (None, Some((crate::plan::Emit::Final, span))) = (&window, clauses.emit) {
         return Err(SqlError::span(
             span,
             "EMIT FINAL needs a WINDOW clause: a row is final when its window closes",
@@ -122,7 +286,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
                 "CREATE TABLE .. AS needs GROUP BY or an aggregate; use CREATE STREAM .. AS for a per-event projection",
             ));
         }
-        if let Some(w) = &parsed.clauses.window {
+        if let Some(w) = &clauses.window {
             return Err(SqlError::span(
                 w.span,
                 "a WINDOW clause needs GROUP BY or an aggregate",
@@ -133,7 +297,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         }
     };
     let late = match &decl.late_topic {
-        Some(t) if parsed.clauses.window.is_some() => LateHandling::SideOutput(t.clone()),
+        Some(t) if clauses.window.is_some() => LateHandling::SideOutput(t.clone()),
         Some(_) => {
             return Err(SqlError::at(
                 at,
@@ -158,7 +322,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         }
         (None, None) => None,
     };
-    let partition_by = match &parsed.clauses.partition_by {
+    let partition_by = match &clauses.partition_by {
         Some((tokens, span)) => {
             if decl.kind == ObjectKind::Table {
                 return Err(SqlError::span(
@@ -172,7 +336,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
     };
     let plan = Plan {
         name: decl.name.clone(),
-        source: source_spec(&decl, &scope.stream.decl),
+        source: source_spec(decl, &scope.stream.decl),
         dedup,
         join,
         filter,
@@ -190,6 +354,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         },
         partition_by,
         spread_stage: None,
+        then: None,
     };
     plan.validate().map_err(|reason| SqlError::at(at, reason))?;
     Ok(plan)

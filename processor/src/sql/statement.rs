@@ -16,7 +16,7 @@ use super::types::{
     ColumnDecl, CreateAs, DedupDecl, Explain, InsertInto, ObjectKind, ShowWhat, SourceDecl,
     SqlType, Statement,
 };
-use super::{limits, pull, types};
+use super::{limits, pull, subquery, types};
 
 /// Properties of `CREATE STREAM|TABLE name (..) WITH (..)`.
 const SOURCE_PROPERTIES: &[&str] = &[
@@ -505,12 +505,28 @@ fn positive_ms(props: &mut Properties, name: &str) -> Result<Option<i64>> {
 
 /// A parsed `CREATE .. AS SELECT`: the typed statement and its query.
 pub(crate) struct ParsedCreateAs {
-    /// The query (window and emit clauses taken out).
+    /// The query (window and emit clauses taken out); with a subquery or
+    /// CTE, the outer query reading it by name.
     pub query: Box<Query>,
     /// The ksqlDB clauses.
     pub clauses: QueryTokens,
     /// `DEDUP_BY` and where its value is.
     pub dedup_span: Option<sqlparser::tokenizer::Span>,
+    /// The subquery in `FROM` or the CTE, if any.
+    pub inner: Option<InnerQuery>,
+}
+
+/// The inner query of a query over another query's rows.
+#[derive(Debug)]
+pub(crate) struct InnerQuery {
+    /// The name the outer query reads it by.
+    pub name: Name,
+    /// The query (its window and emit clauses taken out).
+    pub query: Box<Query>,
+    /// Its ksqlDB clauses.
+    pub clauses: QueryTokens,
+    /// Where it is.
+    pub span: sqlparser::tokenizer::Span,
 }
 
 /// Parses `CREATE [OR REPLACE] STREAM|TABLE name [WITH (..)] AS SELECT ..`.
@@ -524,10 +540,11 @@ pub(crate) fn parse_create_as(st: &StatementTokens) -> Result<(CreateAs, ParsedC
         expected = "AS SELECT or end of statement after the WITH list";
     }
     c.expect_kw("AS", expected)?;
-    if !c.is_kw("SELECT") {
+    if !c.is_kw("SELECT") && !c.is_kw("WITH") {
         return Err(c.expected("SELECT after AS"));
     }
-    let clauses = extract_query_clauses(c.rest(), st.end)?;
+    let (outer, inner) = subquery::cut(c.rest(), st.end)?;
+    let clauses = extract_query_clauses(&outer, st.end)?;
     let query = parse_sql_query(clauses.tokens.clone(), st.end)?;
     let parts = QueryParts::of(&query, st.end)?;
     if let Some(limit) = parts.limit {
@@ -536,8 +553,32 @@ pub(crate) fn parse_create_as(st: &StatementTokens) -> Result<(CreateAs, ParsedC
             "LIMIT is only allowed in pull queries",
         ));
     }
-    let mut sources = vec![parts.from.name.normalized()];
-    if let Some(j) = &parts.join {
+    let inner = match inner {
+        Some(sub) => {
+            let clauses = extract_query_clauses(&sub.tokens, st.end)?;
+            let query = parse_sql_query(clauses.tokens.clone(), st.end)?;
+            Some(InnerQuery {
+                name: sub.name,
+                query,
+                clauses,
+                span: sub.span,
+            })
+        }
+        None => None,
+    };
+    // The sources read: the inner query's, with a subquery.
+    let read = match &inner {
+        Some(i) => QueryParts::of(&i.query, st.end)?,
+        None => parts,
+    };
+    if let Some(limit) = read.limit {
+        return Err(SqlError::span(
+            limit,
+            "LIMIT is only allowed in pull queries",
+        ));
+    }
+    let mut sources = vec![read.from.name.normalized()];
+    if let Some(j) = &read.join {
         sources.push(j.table.name.normalized());
     }
     let (stmt, dedup_span) = create_as_decl(st, head, props, sources)?;
@@ -547,6 +588,7 @@ pub(crate) fn parse_create_as(st: &StatementTokens) -> Result<(CreateAs, ParsedC
             query,
             clauses,
             dedup_span,
+            inner,
         },
     ))
 }

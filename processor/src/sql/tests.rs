@@ -206,6 +206,7 @@ fn brief_purchase_stats_plans_a_tumbling_aggregate_into_a_view() {
         sink_cluster: None,
         partition_by: None,
         spread_stage: None,
+        then: None,
     };
     assert_eq!(p, want);
 }
@@ -234,6 +235,7 @@ fn brief_high_value_alerts_plans_a_filtered_projection_into_a_topic() {
         sink_cluster: None,
         partition_by: None,
         spread_stage: None,
+        then: None,
     };
     assert_eq!(p, want);
 }
@@ -1068,4 +1070,87 @@ fn select_distinct_makes_a_table_grouped_by_its_items() {
     assert!(spec.aggregates.is_empty(), "{spec:?}");
     let names: Vec<&str> = spec.columns.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["user_id", "kind"]);
+}
+
+#[test]
+fn subqueries_and_ctes_plan_an_aggregate_over_an_aggregates_rows() {
+    let sub = plan_sql(
+        "CREATE TABLE pages_per_count AS SELECT n, COUNT(*) AS pages, SUM(n) AS clicks
+         FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) AS per_page
+         WHERE n > 1 GROUP BY n;",
+    );
+    let cte = plan_sql(
+        "CREATE TABLE pages_per_count AS WITH per_page AS (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page)
+         SELECT n, COUNT(*) AS pages, SUM(n) AS clicks FROM per_page WHERE n > 1 GROUP BY n;",
+    );
+    assert_eq!(sub, cte);
+    let inner = aggregate(&sub);
+    assert_eq!(inner.group_by, vec![f("page")]);
+    let rows = sub.then.as_ref().expect("an aggregate over rows");
+    assert_eq!(rows.aggregate.group_by, vec![f("n")]);
+    assert_eq!(rows.filter, Some(bin(BinaryOp::Gt, f("n"), lit(json!(1)))));
+    let names: Vec<&str> = rows
+        .aggregate
+        .aggregates
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["pages", "clicks", "#rows"]);
+    assert_eq!(sub.sink, Sink::View);
+
+    // A windowed subquery hands over final rows unless it says otherwise.
+    let windowed = plan_sql(
+        "CREATE TABLE busiest AS SELECT MAX(n) AS most FROM (
+           SELECT page, COUNT(*) AS n FROM clicks WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY page) q;",
+    );
+    let w = aggregate(&windowed).window.as_ref().unwrap();
+    assert_eq!(w.emit, Emit::Final);
+    assert!(windowed
+        .then
+        .as_ref()
+        .unwrap()
+        .aggregate
+        .group_by
+        .is_empty());
+}
+
+#[test]
+fn what_a_query_over_a_subquery_cannot_do_is_refused_with_a_reason() {
+    for (sql, wanted) in [
+        (
+            "CREATE STREAM s2 AS SELECT n FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q;",
+            "use CREATE TABLE",
+        ),
+        (
+            "CREATE TABLE t AS SELECT n FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q;",
+            "must aggregate them",
+        ),
+        (
+            "CREATE TABLE t AS SELECT COUNT(*) AS c FROM (SELECT page FROM clicks) q GROUP BY page;",
+            "needs GROUP BY or an aggregate",
+        ),
+        (
+            "CREATE TABLE t AS SELECT LATEST_BY_OFFSET(n) AS l FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q;",
+            "LATEST_BY_OFFSET cannot aggregate a table's rows",
+        ),
+        (
+            "CREATE TABLE t AS SELECT COUNT(*) AS c FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q WINDOW TUMBLING (SIZE 1 MINUTE);",
+            "WINDOW applies to the subquery",
+        ),
+        (
+            "CREATE TABLE t AS SELECT COUNT(*) AS c FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q GROUP BY nope;",
+            "unknown column 'nope'",
+        ),
+        (
+            "CREATE TABLE t AS SELECT COUNT(*) AS c FROM (SELECT page, COUNT(*) AS n FROM clicks WINDOW HOPPING (SIZE 1 MINUTE, ADVANCE BY 10 SECONDS) GROUP BY page EMIT CHANGES) q;",
+            "write EMIT FINAL",
+        ),
+        (
+            "CREATE TABLE t AS WITH q AS (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) SELECT COUNT(*) AS c FROM clicks;",
+            "FROM q",
+        ),
+    ] {
+        let e = plan_err(sql);
+        assert!(e.message.contains(wanted), "{sql}\n{e:?}");
+    }
 }

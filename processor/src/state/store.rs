@@ -34,6 +34,11 @@ impl Scope {
     pub fn view_cf(&self) -> String {
         format!("{}@{}.view", self.name, self.version)
     }
+    /// Column family of an inner aggregate's rows, for a view aggregating
+    /// them (a subquery or CTE in `FROM`); made only for such a view.
+    pub fn stage_cf(&self) -> String {
+        format!("{}@{}.stage", self.name, self.version)
+    }
 }
 
 type Db = DBWithThreadMode<MultiThreaded>;
@@ -363,9 +368,18 @@ impl Store {
         Ok(())
     }
 
+    /// Creates the column family `name` if missing.
+    pub fn ensure_cf(&self, name: &str) -> Result<()> {
+        if self.db.cf_handle(name).is_none() {
+            self.db
+                .create_cf(name, &cf_options(self.write_buffer_bytes))?;
+        }
+        Ok(())
+    }
+
     /// Drops the scope's column families (the version's state and rows).
     pub fn drop_scope(&self, scope: &Scope) -> Result<()> {
-        for name in [scope.state_cf(), scope.view_cf()] {
+        for name in [scope.state_cf(), scope.view_cf(), scope.stage_cf()] {
             if self.db.cf_handle(&name).is_some() {
                 self.db.drop_cf(&name)?;
             }

@@ -28,7 +28,7 @@ use kappa_processor::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
 use kappa_processor::host::StartFrom;
 use kappa_processor::plan::{
     AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,
-    LateHandling, Operation, Plan, Sink, SourceSpec, WindowedSpec, WithinSpec,
+    LateHandling, Operation, Plan, RowsAggregate, Sink, SourceSpec, WindowedSpec, WithinSpec,
 };
 use kappa_processor::sql::{ColumnDecl, ObjectKind, SourceDecl, SqlType};
 use kappa_processor::window::WindowSpec;
@@ -359,6 +359,42 @@ pub struct StoredPlan {
         skip_serializing_if = "Option::is_none"
     )]
     pub partition_by: Option<StoredExpr>,
+    /// `then`: the aggregate over the rows of `operation` (a subquery or
+    /// CTE in `FROM`); absent when the view is one aggregate.
+    #[serde(rename = "then", default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<StoredRowsAggregate>,
+}
+
+/// An aggregate over another aggregate's rows: `{"filter"?, "aggregate"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRowsAggregate {
+    /// `filter`: the outer `WHERE` over the inner rows; absent without one.
+    #[serde(rename = "filter", default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<StoredExpr>,
+    /// `aggregate`: the outer aggregate, ending with the hidden `#rows`
+    /// count.
+    #[serde(rename = "aggregate")]
+    pub aggregate: StoredAggregateSpec,
+}
+
+impl From<RowsAggregate> for StoredRowsAggregate {
+    fn from(r: RowsAggregate) -> Self {
+        let RowsAggregate { filter, aggregate } = r;
+        StoredRowsAggregate {
+            filter: filter.map(Into::into),
+            aggregate: aggregate.into(),
+        }
+    }
+}
+
+impl From<StoredRowsAggregate> for RowsAggregate {
+    fn from(r: StoredRowsAggregate) -> Self {
+        let StoredRowsAggregate { filter, aggregate } = r;
+        RowsAggregate {
+            filter: filter.map(Into::into),
+            aggregate: aggregate.into(),
+        }
+    }
 }
 
 /// Where event time comes from: `"record_timestamp"` or `{"field": [path]}`.
@@ -1371,6 +1407,7 @@ impl From<Plan> for StoredPlan {
             partition_by,
             // A stage of a spread view is made at run time, never stored.
             spread_stage: _,
+            then,
         } = p;
         StoredPlan {
             name,
@@ -1383,6 +1420,7 @@ impl From<Plan> for StoredPlan {
             late: late.into(),
             sink_cluster,
             partition_by: partition_by.map(Into::into),
+            then: then.map(Into::into),
         }
     }
 }
@@ -1400,6 +1438,7 @@ impl From<StoredPlan> for Plan {
             late,
             sink_cluster,
             partition_by,
+            then,
         } = p;
         Plan {
             name,
@@ -1413,6 +1452,7 @@ impl From<StoredPlan> for Plan {
             sink_cluster,
             partition_by: partition_by.map(Into::into),
             spread_stage: None,
+            then: then.map(Into::into),
         }
     }
 }

@@ -16,6 +16,10 @@
 //! string of its exact decimal text beyond. Inputs arrive as JSON numbers
 //! read into doubles, so each input is exact up to 15 significant digits.
 
+mod retracting;
+
+pub use retracting::{ExactSum, Multiset};
+
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +102,31 @@ impl AggregateKind {
                 average: true,
             })),
         }
+    }
+
+    /// A fresh accumulator that can take values back
+    /// ([`Accumulator::retract`]), for an aggregate over a table's changes;
+    /// `None` for `LATEST_BY_OFFSET` and `EARLIEST_BY_OFFSET`, which have
+    /// no meaning there (a table's rows have no offsets).
+    pub fn retracting(self) -> Option<Accumulator> {
+        Some(match self {
+            AggregateKind::CountAll | AggregateKind::Count => Accumulator::Count(0),
+            AggregateKind::SumDecimal { .. } | AggregateKind::AvgDecimal { .. } => {
+                self.accumulator()
+            }
+            AggregateKind::Sum => Accumulator::Exact(Box::new(ExactSum::new(false))),
+            AggregateKind::Avg => Accumulator::Exact(Box::new(ExactSum::new(true))),
+            AggregateKind::Min => {
+                Accumulator::Values(Box::new(Multiset::new(retracting::Reduce::Min)))
+            }
+            AggregateKind::Max => {
+                Accumulator::Values(Box::new(Multiset::new(retracting::Reduce::Max)))
+            }
+            AggregateKind::CountDistinct => {
+                Accumulator::Values(Box::new(Multiset::new(retracting::Reduce::Distinct)))
+            }
+            AggregateKind::Latest | AggregateKind::Earliest => return None,
+        })
     }
 
     /// The exact form of `SUM`/`AVG` for an input of `DECIMAL(p, scale)`;
@@ -185,24 +214,17 @@ pub struct DecimalSum {
 
 impl DecimalSum {
     fn add(&mut self, n: &serde_json::Number) {
-        // Whole numbers need no text (this runs for every event).
-        let units = match n.as_i64() {
-            Some(i) => 10_i128
-                .checked_pow(self.scale)
-                .and_then(|unit| i128::from(i).checked_mul(unit)),
-            // The number's text as serde_json writes it, on the stack (no
-            // allocation): itoa for a large integer, zmij for a double.
-            None => match n.as_u64() {
-                Some(u) => decimal_units(itoa::Buffer::new().format(u), self.scale),
-                None => n.as_f64().and_then(|f| {
-                    float_units(f, self.scale)
-                        .or_else(|| decimal_units(zmij::Buffer::new().format_finite(f), self.scale))
-                }),
-            },
-        };
-        if let Some(units) = units {
+        if let Some(units) = number_units(n, self.scale) {
             self.units = self.units.saturating_add(units);
             self.count += 1;
+        }
+    }
+
+    /// Takes back a value [`DecimalSum::add`] took.
+    fn retract(&mut self, n: &serde_json::Number) {
+        if let Some(units) = number_units(n, self.scale) {
+            self.units = self.units.saturating_sub(units);
+            self.count = self.count.saturating_sub(1);
         }
     }
 
@@ -229,6 +251,26 @@ impl DecimalSum {
             q
         };
         decimal_value(rounded, self.scale + EXTRA)
+    }
+}
+
+/// The JSON number `n` in units of `10^-scale` (half away from zero);
+/// `None` if it does not fit.
+pub(crate) fn number_units(n: &serde_json::Number, scale: u32) -> Option<i128> {
+    // Whole numbers need no text (this runs for every event).
+    match n.as_i64() {
+        Some(i) => 10_i128
+            .checked_pow(scale)
+            .and_then(|unit| i128::from(i).checked_mul(unit)),
+        // The number's text as serde_json writes it, on the stack (no
+        // allocation): itoa for a large integer, zmij for a double.
+        None => match n.as_u64() {
+            Some(u) => decimal_units(itoa::Buffer::new().format(u), scale),
+            None => n.as_f64().and_then(|f| {
+                float_units(f, scale)
+                    .or_else(|| decimal_units(zmij::Buffer::new().format_finite(f), scale))
+            }),
+        },
     }
 }
 
@@ -383,6 +425,12 @@ pub enum Accumulator {
     Earliest(ByOffset),
     /// SUM or AVG over DECIMAL, exact (boxed: rare, and larger).
     Decimal(Box<DecimalSum>),
+    /// SUM or AVG over a table's changes: exact, so values taken back
+    /// leave no residue ([`ExactSum`]).
+    Exact(Box<ExactSum>),
+    /// MIN, MAX or COUNT_DISTINCT over a table's changes: every value
+    /// with its count ([`Multiset`]).
+    Values(Box<Multiset>),
 }
 
 fn float(f: f64) -> Value {
@@ -440,6 +488,8 @@ impl Accumulator {
             Accumulator::Distinct(set) => {
                 set.insert(value.to_string());
             }
+            Accumulator::Exact(sum) => sum.add(value),
+            Accumulator::Values(values) => values.add(value),
             Accumulator::Latest(slot) => {
                 if slot.as_ref().is_none_or(|held| position >= held.0) {
                     *slot = Some(Box::new((position, value.clone())));
@@ -450,6 +500,33 @@ impl Accumulator {
                     *slot = Some(Box::new((position, value.clone())));
                 }
             }
+        }
+    }
+
+    /// Takes back one row [`Accumulator::add`] took (a table row's old
+    /// version, as its change replaces it); only the forms
+    /// [`AggregateKind::retracting`] makes, and `COUNT`, take values back —
+    /// the others ignore it.
+    pub fn retract(&mut self, value: &Value, count_all: bool) {
+        if count_all {
+            if let Accumulator::Count(n) = self {
+                *n = n.saturating_sub(1);
+            }
+            return;
+        }
+        if value.is_null() {
+            return;
+        }
+        match self {
+            Accumulator::Count(n) => *n = n.saturating_sub(1),
+            Accumulator::Decimal(d) => {
+                if let Value::Number(n) = value {
+                    d.retract(n);
+                }
+            }
+            Accumulator::Exact(sum) => sum.retract(value),
+            Accumulator::Values(values) => values.retract(value),
+            _ => {}
         }
     }
 
@@ -496,6 +573,8 @@ impl Accumulator {
             }
             Accumulator::Distinct(set) => (set.len() as u64).into(),
             Accumulator::Decimal(d) => d.result(),
+            Accumulator::Exact(sum) => sum.result(),
+            Accumulator::Values(values) => values.result(),
             Accumulator::Latest(slot) | Accumulator::Earliest(slot) => {
                 slot.as_ref().map_or(Value::Null, |held| held.1.clone())
             }
