@@ -26,6 +26,9 @@ files = {
  "functions.sql": "CREATE STREAM f AS SELECT COALESCE(grp, 'none') AS g, SUBSTRING(grp, 2, 3) AS sub, CAST(amount AS DOUBLE) / 2 AS half, amount BETWEEN 1 AND 5 AS mid, grp LIKE 'a%' AS a, grp IN ('x', 'y') AS xy FROM s;",
  "stream_join.sql": "CREATE TABLE paid AS SELECT e.user_id, COUNT(*) AS n FROM user_events e LEFT JOIN clicks c WITHIN (0 SECONDS, 1 HOUR) GRACE PERIOD 10 MINUTES ON e.user_id = c.user_id WINDOW TUMBLING (SIZE 10 MINUTES) WHERE c.page <> 'home' AND e.amount > c.at GROUP BY e.user_id;",
  "explain_insert_distinct.sql": "EXPLAIN CREATE TABLE k AS SELECT DISTINCT user_id FROM user_events; INSERT INTO t WITH (QUERY_ID = 'q') SELECT user_id AS grp, 1 AS amount FROM user_events; EXPLAIN k;",
+ "subquery.sql": "CREATE TABLE hist AS SELECT n, COUNT(*) AS users, AVG(spent) AS mean, MAX(spent) AS top FROM (SELECT user_id, COUNT(*) AS n, SUM(amount) AS spent FROM user_events WINDOW TUMBLING (SIZE 1 HOUR) WHERE event_type = 'purchase' GROUP BY user_id HAVING COUNT(*) > 1 EMIT CHANGES) AS per_user WHERE spent > 10 GROUP BY n HAVING COUNT(*) > 2;",
+ "cte.sql": "EXPLAIN CREATE TABLE c AS WITH q AS (SELECT e.user_id, COUNT(*) AS n FROM user_events e JOIN users u ON e.user_id = u.id GROUP BY e.user_id) SELECT COUNT_DISTINCT(n) AS kinds, MIN(n) AS least FROM q;",
+ "subquery_nested_deep.sql": "CREATE TABLE d AS SELECT COUNT(*) AS c FROM " + "(SELECT n FROM "*1000 + "s" + ") q"*1000 + ";",
  "syntax_error.sql": "CREATE TABLE AS SELECT FROM WHERE;",
  "unterminated_string.sql": "SELECT * FROM v WHERE k = 'abc",
  # Issue 11's crashers and the limits around them.

@@ -87,17 +87,23 @@ pub fn plan_complexity(plan: &Plan) -> Complexity {
     exprs.extend(plan.dedup.as_ref().map(|d| &d.id));
     exprs.extend(plan.join.as_ref().map(|j| &j.stream_key));
     exprs.extend(&plan.partition_by);
-    match &plan.operation {
-        Operation::Project { columns } => exprs.extend(columns.iter().map(|(_, e)| e)),
-        Operation::Aggregate(a) => {
-            exprs.extend(&a.group_by);
-            exprs.extend(a.aggregates.iter().filter_map(|c| c.input.as_ref()));
-            exprs.extend(&a.having);
-            exprs.extend(a.columns.iter().filter_map(|(_, c)| match c {
-                ColumnSource::Computed(e) => Some(e),
-                _ => None,
-            }));
+    let outer = plan.then.as_ref();
+    exprs.extend(outer.and_then(|r| r.filter.as_ref()));
+    let aggregates = match &plan.operation {
+        Operation::Project { columns } => {
+            exprs.extend(columns.iter().map(|(_, e)| e));
+            None
         }
+        Operation::Aggregate(a) => Some(a),
+    };
+    for a in aggregates.into_iter().chain(outer.map(|r| &r.aggregate)) {
+        exprs.extend(&a.group_by);
+        exprs.extend(a.aggregates.iter().filter_map(|c| c.input.as_ref()));
+        exprs.extend(&a.having);
+        exprs.extend(a.columns.iter().filter_map(|(_, c)| match c {
+            ColumnSource::Computed(e) => Some(e),
+            _ => None,
+        }));
     }
     exprs
         .into_iter()

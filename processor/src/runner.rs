@@ -629,7 +629,13 @@ impl Runtime {
     /// Tells [`Progress`] how many entries each stateful operator keeps
     /// (what `EXPLAIN` of a running view shows).
     fn report_operator_state(&self) {
-        use crate::sql::explain::{DEDUP_GAUGE, STREAM_JOIN_GAUGE, TABLE_JOIN_GAUGE};
+        use crate::sql::explain::{
+            DEDUP_GAUGE, ROWS_AGGREGATE_GAUGE, STREAM_JOIN_GAUGE, TABLE_JOIN_GAUGE,
+        };
+        if let Some(r) = &self.rows_aggregate {
+            self.progress
+                .set_operator_state(ROWS_AGGREGATE_GAUGE, r.memory_entries() as u64);
+        }
         if let Some(j) = &self.stream_join {
             self.progress
                 .set_operator_state(STREAM_JOIN_GAUGE, j.buffered() as u64);

@@ -9,8 +9,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::accumulators::AggregateKind;
+use crate::operator::table_aggregate::ROWS_AGGREGATE;
 use crate::plan::{
-    AggregateSpec, ColumnSource, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan, Sink,
+    AggregateSpec, ColumnSource, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan,
+    RowsAggregate, Sink,
 };
 use crate::window::WindowSpec;
 
@@ -20,12 +23,15 @@ pub const STREAM_JOIN_GAUGE: &str = "stream_join";
 pub const TABLE_JOIN_GAUGE: &str = "table_join";
 /// The gauge deduplication reports its remembered ids under.
 pub const DEDUP_GAUGE: &str = "dedup";
+/// The gauge an aggregate over a subquery's rows reports its groups in
+/// memory under.
+pub const ROWS_AGGREGATE_GAUGE: &str = "aggregate_rows";
 
 /// One operator of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OperatorInfo {
-    /// `source`, `dedup`, `join`, `filter`, `aggregate`, `project` or
-    /// `sink`.
+    /// `source`, `dedup`, `join`, `filter`, `aggregate`,
+    /// `aggregate_rows`, `project` or `sink`.
     pub operator: &'static str,
     /// What it does.
     pub detail: String,
@@ -106,7 +112,12 @@ pub fn operators(plan: &Plan) -> Vec<OperatorInfo> {
         ));
     }
     match &plan.operation {
-        Operation::Aggregate(spec) => ops.push(aggregate(spec, plan)),
+        Operation::Aggregate(spec) => {
+            ops.push(aggregate(spec, plan));
+            if let Some(rows) = &plan.then {
+                ops.push(rows_aggregate(rows));
+            }
+        }
         Operation::Project { columns } => {
             let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
             let mut detail = format!("{} column(s): {}", columns.len(), names.join(", "));
@@ -229,8 +240,13 @@ fn aggregate(spec: &AggregateSpec, plan: &Plan) -> OperatorInfo {
     if let Some(h) = &spec.having {
         let _ = write!(detail, "; HAVING {h}");
     }
+    // A subquery's rows feed the outer aggregate, not the view.
+    let place = match plan.then {
+        Some(_) => "in state (the stage column family), each change handed to the next operator at the commit",
+        None => "in the view",
+    };
     let state = match &spec.window {
-        None => "one row per group in the view, kept".to_string(),
+        None => format!("one row per group {place}, kept"),
         Some(w) => {
             let kept = match w.retention_ms {
                 Some(r) => format!("deleted {} after its window ends", duration(r)),
@@ -266,12 +282,57 @@ fn aggregate(spec: &AggregateSpec, plan: &Plan) -> OperatorInfo {
                 let _ = write!(detail, "; late events to '{t}'");
             }
             format!(
-                "one row per group and window in the view, {kept}; a window is open until its end plus {} is behind the watermark{extra}",
+                "one row per group and window {place}, {kept}; a window is open until its end plus {} is behind the watermark{extra}",
                 duration(w.grace_ms)
             )
         }
     };
     op("aggregate", detail, "key-shard workers", Some(state), None)
+}
+
+fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
+    let spec = &rows.aggregate;
+    let keys: Vec<String> = spec.group_by.iter().map(ToString::to_string).collect();
+    let aggregates: Vec<String> = spec
+        .aggregates
+        .iter()
+        .filter(|a| a.name != ROWS_AGGREGATE)
+        .map(|a| match &a.input {
+            Some(input) => format!("{:?}({input})", a.kind),
+            None => format!("{:?}", a.kind),
+        })
+        .collect();
+    let mut detail = "the subquery's rows as they change, each change retracting the row's previous version and adding its new one".to_string();
+    if let Some(f) = &rows.filter {
+        let _ = write!(detail, "; WHERE {f}");
+    }
+    match keys.is_empty() {
+        true => detail.push_str("; one global group"),
+        false => {
+            let _ = write!(detail, "; GROUP BY {}", keys.join(", "));
+        }
+    }
+    let _ = write!(detail, "; {}", aggregates.join(", "));
+    if let Some(h) = &spec.having {
+        let _ = write!(detail, "; HAVING {h}");
+    }
+    let multisets = spec.aggregates.iter().any(|a| {
+        matches!(
+            a.kind,
+            AggregateKind::Min | AggregateKind::Max | AggregateKind::CountDistinct
+        )
+    });
+    let mut state = "one row per group in the view, deleted when the group holds no subquery row; the subquery's rows are its own state".to_string();
+    if multisets {
+        state.push_str("; MIN, MAX and COUNT_DISTINCT keep every distinct value of their group");
+    }
+    op(
+        "aggregate_rows",
+        detail,
+        "coordinator, at each commit",
+        Some(state),
+        Some(ROWS_AGGREGATE_GAUGE),
+    )
 }
 
 fn sink(plan: &Plan) -> OperatorInfo {

@@ -58,13 +58,26 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
             st.end,
         ),
         Some(inner) => {
+            let inner_parts = QueryParts::of(&inner.query, st.end)?;
+            if !is_aggregated(&inner_parts, inner.span.start)? {
+                return Err(SqlError::span(
+                    inner.span,
+                    "the subquery must aggregate (GROUP BY or an aggregate): the query over it aggregates its rows",
+                ));
+            }
             let mut plan = match decl.kind {
-                ObjectKind::Table => {
-                    plan_select(&decl, &inner.query, &inner.clauses, dedup_span, catalog, at, st.end)?
-                }
+                ObjectKind::Table => plan_select(
+                    &decl,
+                    &inner.query,
+                    &inner.clauses,
+                    dedup_span,
+                    catalog,
+                    inner.span.start,
+                    st.end,
+                )?,
                 ObjectKind::Stream => {
-                    return Err(SqlError::at(
-                        at,
+                    return Err(SqlError::span(
+                        inner.span,
                         "CREATE STREAM .. AS cannot read a subquery: a query over another query's rows aggregates them into a table; use CREATE TABLE .. AS",
                     ))
                 }

@@ -81,22 +81,7 @@ pub(crate) fn cut(
     if is_kw(tokens.first(), "WITH") {
         return cut_cte(tokens, end);
     }
-    // `FROM (` at the top level.
-    let mut depth = 0usize;
-    for i in 0..tokens.len() {
-        match tokens[i].token {
-            Token::LParen => depth += 1,
-            Token::RParen => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        let from_paren = depth == 0
-            && is_kw(tokens.get(i), "FROM")
-            && matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LParen))
-            && is_kw(tokens.get(i + 2), "SELECT");
-        if !from_paren {
-            continue;
-        }
-        let open = i + 1;
+    if let Some(open) = from_subquery(tokens) {
         let close = closing(tokens, open)?;
         let span = Span::new(tokens[open].span.start, tokens[close].span.end);
         let mut after = close + 1;
@@ -118,7 +103,7 @@ pub(crate) fn cut(
         outer.push(placeholder(&name, span));
         outer.extend_from_slice(&tokens[after + 1..]);
         let inner = tokens[open + 1..close].to_vec();
-        check_one_level(&inner, end)?;
+        check_one_level(&inner)?;
         return Ok((
             outer,
             Some(Subquery {
@@ -129,6 +114,26 @@ pub(crate) fn cut(
         ));
     }
     Ok((tokens.to_vec(), None))
+}
+
+/// Where the `(` of a top-level `FROM (SELECT` is, if there is one.
+fn from_subquery(tokens: &[TokenWithSpan]) -> Option<usize> {
+    let mut depth = 0usize;
+    for i in 0..tokens.len() {
+        match tokens[i].token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0
+            && is_kw(tokens.get(i), "FROM")
+            && matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LParen))
+            && is_kw(tokens.get(i + 2), "SELECT")
+        {
+            return Some(i + 1);
+        }
+    }
+    None
 }
 
 /// `WITH name AS (SELECT ..) SELECT ..`.
@@ -166,7 +171,7 @@ fn cut_cte(
         ));
     }
     let inner = tokens[4..close].to_vec();
-    check_one_level(&inner, end)?;
+    check_one_level(&inner)?;
     Ok((
         tokens[close + 1..].to_vec(),
         Some(Subquery {
@@ -177,20 +182,21 @@ fn cut_cte(
     ))
 }
 
-/// Refuses a subquery or CTE inside the inner query.
-fn check_one_level(inner: &[TokenWithSpan], end: Location) -> Result<()> {
+/// Refuses a subquery or CTE inside the inner query (without recursing:
+/// nesting is user input).
+fn check_one_level(inner: &[TokenWithSpan]) -> Result<()> {
     if is_kw(inner.first(), "WITH") {
         return Err(SqlError::at(
             inner[0].span.start,
             "a common table expression inside a subquery is not supported",
         ));
     }
-    match cut(inner, end)? {
-        (_, Some(nested)) => Err(SqlError::span(
-            nested.span,
+    match from_subquery(inner) {
+        Some(open) => Err(SqlError::at(
+            inner[open].span.start,
             "only one level of subquery is supported",
         )),
-        (_, None) => Ok(()),
+        None => Ok(()),
     }
 }
 

@@ -1127,7 +1127,7 @@ fn what_a_query_over_a_subquery_cannot_do_is_refused_with_a_reason() {
         ),
         (
             "CREATE TABLE t AS SELECT COUNT(*) AS c FROM (SELECT page FROM clicks) q GROUP BY page;",
-            "needs GROUP BY or an aggregate",
+            "the subquery must aggregate",
         ),
         (
             "CREATE TABLE t AS SELECT LATEST_BY_OFFSET(n) AS l FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q;",

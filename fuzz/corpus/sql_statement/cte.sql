@@ -1,0 +1,1 @@
+EXPLAIN CREATE TABLE c AS WITH q AS (SELECT e.user_id, COUNT(*) AS n FROM user_events e JOIN users u ON e.user_id = u.id GROUP BY e.user_id) SELECT COUNT_DISTINCT(n) AS kinds, MIN(n) AS least FROM q;

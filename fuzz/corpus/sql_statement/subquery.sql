@@ -1,0 +1,1 @@
+CREATE TABLE hist AS SELECT n, COUNT(*) AS users, AVG(spent) AS mean, MAX(spent) AS top FROM (SELECT user_id, COUNT(*) AS n, SUM(amount) AS spent FROM user_events WINDOW TUMBLING (SIZE 1 HOUR) WHERE event_type = 'purchase' GROUP BY user_id HAVING COUNT(*) > 1 EMIT CHANGES) AS per_user WHERE spent > 10 GROUP BY n HAVING COUNT(*) > 2;
