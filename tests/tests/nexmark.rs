@@ -77,6 +77,17 @@ const QUERIES: &[Query] = &[
                  WHERE a.category = 10 AND p.state IN ('OR', 'ID', 'CA')",
     },
     Query {
+        file: "q4.sql",
+        name: "nexmark_q4",
+        input: "bid",
+        output: Output::View,
+        columns: &["category", "avg_final"],
+        oracle: "SELECT category, AVG(final) FROM (SELECT a.id, a.category, MAX(b.price) AS final \
+                 FROM auction a JOIN bid b ON a.id = b.auction \
+                 WHERE b.date_time BETWEEN a.date_time AND a.expires GROUP BY a.id, a.category) \
+                 GROUP BY category",
+    },
+    Query {
         file: "q8.sql",
         name: "nexmark_q8",
         input: "auction",
