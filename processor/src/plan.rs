@@ -395,9 +395,36 @@ pub struct RowsAggregate {
     pub filter: Option<Expr>,
     /// The aggregate: unwindowed, its expressions reading the inner rows'
     /// columns as fields, its last aggregate the hidden `COUNT(*)`
-    /// [`crate::operator::table_aggregate::ROWS_AGGREGATE`].
+    /// [`crate::operator::table_aggregate::ROWS_AGGREGATE`]. With
+    /// [`RowsAggregate::top`]: the columns of the rows kept, each a
+    /// `LATEST_BY_OFFSET` of its expression over the inner row (how a
+    /// view stores a row's values), and no group.
     pub aggregate: AggregateSpec,
+    /// Instead of aggregating: keep the first rows of each partition
+    /// (`QUALIFY ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..) <= n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<TopSpec>,
 }
+
+/// Top-N per partition of a subquery's rows
+/// ([`crate::operator::top_n`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopSpec {
+    /// The partition of a row (`PARTITION BY`); empty: one partition.
+    pub partition_by: Vec<Expr>,
+    /// What rows are ranked by (`ORDER BY`).
+    pub order_by: Expr,
+    /// Largest first (`DESC`).
+    pub descending: bool,
+    /// How many ranks are kept (`<= n`).
+    pub limit: u64,
+    /// `RANK()`: rows tied with the last kept one are kept too; else
+    /// `ROW_NUMBER()`: exactly `limit` rows, ties broken by the row's key.
+    pub ties: bool,
+}
+
+/// Most ranks a top-N keeps per partition.
+pub const MAX_TOP_N: u64 = 10_000;
 
 impl RowsAggregate {
     /// Whether the rows of `inner` reach the outer aggregate once each:
@@ -406,11 +433,50 @@ impl RowsAggregate {
         inner.window.as_ref().is_some_and(|w| w.emit == Emit::Final)
     }
 
-    /// Checks it can aggregate the rows of `inner`.
+    /// Checks it can aggregate (or rank) the rows of `inner`.
     pub fn validate(&self, inner: &AggregateSpec) -> Result<(), String> {
         let a = &self.aggregate;
         if a.window.is_some() {
             return Err("an aggregate over a table's rows takes no WINDOW".into());
+        }
+        let mut reads_event = false;
+        let top_exprs = self
+            .top
+            .iter()
+            .flat_map(|t| t.partition_by.iter().chain([&t.order_by]));
+        for e in a
+            .group_by
+            .iter()
+            .chain(a.aggregates.iter().filter_map(|c| c.input.as_ref()))
+            .chain(&self.filter)
+            .chain(top_exprs)
+        {
+            e.walk(&mut |e| {
+                reads_event |= matches!(e, Expr::Key | Expr::RecordTimestamp | Expr::Column(_))
+            });
+        }
+        if reads_event {
+            return Err(
+                "a query over a subquery's rows reads only the rows' columns (no ROWKEY or ROWTIME)"
+                    .into(),
+            );
+        }
+        self.validate_inner(inner)?;
+        if let Some(top) = &self.top {
+            if top.limit == 0 || top.limit > MAX_TOP_N {
+                return Err(format!(
+                    "a top-N keeps 1 to {MAX_TOP_N} ranks per partition (got {})",
+                    top.limit
+                ));
+            }
+            let holds_values = a
+                .aggregates
+                .iter()
+                .all(|c| c.kind == AggregateKind::Latest && c.input.is_some());
+            if !a.group_by.is_empty() || !holds_values {
+                return Err("a top-N's rows are its columns' values".into());
+            }
+            return a.validate();
         }
         match a.aggregates.last() {
             Some(last)
@@ -427,23 +493,11 @@ impl RowsAggregate {
                 }
             ));
         }
-        let mut reads_event = false;
-        for e in a
-            .group_by
-            .iter()
-            .chain(a.aggregates.iter().filter_map(|c| c.input.as_ref()))
-            .chain(&self.filter)
-        {
-            e.walk(&mut |e| {
-                reads_event |= matches!(e, Expr::Key | Expr::RecordTimestamp | Expr::Column(_))
-            });
-        }
-        if reads_event {
-            return Err(
-                "an aggregate over a table's rows reads only the rows' columns (no ROWKEY or ROWTIME)"
-                    .into(),
-            );
-        }
+        a.validate()
+    }
+
+    /// Checks the inner aggregate's rows can be followed.
+    fn validate_inner(&self, inner: &AggregateSpec) -> Result<(), String> {
         if let Some(w) = &inner.window {
             if w.retention_ms.is_some() {
                 return Err(
@@ -460,7 +514,7 @@ impl RowsAggregate {
                 );
             }
         }
-        a.validate()
+        Ok(())
     }
 }
 

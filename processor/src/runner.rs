@@ -25,6 +25,8 @@ use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
 use crate::operator::stream_join::{Joined, JoinedInput, JoinedRecord, StreamJoin};
 use crate::operator::table_aggregate::TableAggregate;
+use crate::operator::top_n::TopN;
+use crate::operator::RowsStage;
 use crate::order::{InputOrder, NextBatch, Side};
 use crate::parallel::{
     Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
@@ -158,8 +160,8 @@ pub struct Runtime {
     /// The stream-stream join (`JOIN .. WITHIN`), instead of `join`.
     pub(crate) stream_join: Option<StreamJoin>,
     pub(crate) aggregate: Option<Aggregation>,
-    /// The aggregate over `aggregate`'s rows ([`Plan::then`]): the view's.
-    pub(crate) rows_aggregate: Option<TableAggregate>,
+    /// What takes `aggregate`'s rows ([`Plan::then`]): the view's.
+    pub(crate) rows_aggregate: Option<RowsStage>,
     /// Source workers, when the version runs in parallel.
     pub(crate) sources: Option<SourcePool>,
     pub(crate) outbox: Vec<OutRecord>,
@@ -246,13 +248,23 @@ impl Runtime {
         let rows_aggregate = match (&plan.then, &plan.operation) {
             (Some(rows), Operation::Aggregate(inner)) => {
                 store.ensure_cf(&scope.stage_cf())?;
-                Some(TableAggregate::new(
-                    rows,
-                    inner,
-                    scope.stage_cf(),
-                    scope.view_cf(),
-                    options.state_cache_entries,
-                )?)
+                Some(match rows.top {
+                    Some(_) => RowsStage::Top(TopN::new(
+                        rows,
+                        inner,
+                        scope.stage_cf(),
+                        scope.view_cf(),
+                        scope.state_cf(),
+                        options.state_cache_entries,
+                    )?),
+                    None => RowsStage::Aggregate(TableAggregate::new(
+                        rows,
+                        inner,
+                        scope.stage_cf(),
+                        scope.view_cf(),
+                        options.state_cache_entries,
+                    )?),
+                })
             }
             _ => None,
         };
@@ -546,7 +558,7 @@ impl Runtime {
             + self
                 .rows_aggregate
                 .as_ref()
-                .map_or(0, TableAggregate::pending_entries)
+                .map_or(0, RowsStage::pending_entries)
     }
 
     /// Fails with [`ProcessorError::StateLimit`] when the state in memory
@@ -560,7 +572,7 @@ impl Runtime {
             + self
                 .rows_aggregate
                 .as_ref()
-                .map_or(0, TableAggregate::memory_entries);
+                .map_or(0, RowsStage::memory_entries);
         let joined = self.stream_join.as_ref().map_or(0, StreamJoin::buffered);
         let entries = aggregate + joined;
         let max = self.options.state_entries_max;

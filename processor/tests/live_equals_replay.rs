@@ -15,9 +15,9 @@
 //! drawn at random, and a replay on one thread must give the same rows and
 //! counts: a parallel version's results are the single-threaded engine's.
 //!
-//! Issue 38: aggregates over an aggregate's rows (subqueries) are among
-//! the plans, and their rows also equal a naive aggregate over the rows
-//! the inner aggregate has alone.
+//! Issue 38: aggregates and top-Ns over an aggregate's rows (subqueries)
+//! are among the plans, and their rows also equal a naive aggregate (or
+//! ranking) over the rows the inner aggregate has alone.
 //!
 //! Log time is a manual clock, so the gaps take no wall time.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
@@ -154,9 +154,14 @@ fn plans() -> Vec<Plan> {
                 .aggregate(sums())
                 .to_view("stream_join_left"),
         ),
-        // Aggregates over an aggregate's rows (issue 38: a table's changes,
-        // with retractions), over a running, a tumbling (EMIT CHANGES) and
-        // a hopping (final rows) inner aggregate.
+    ]
+}
+
+/// The definitions over an aggregate's rows (issue 38): aggregates of a
+/// table's changes, with retractions, over a running, a tumbling (EMIT
+/// CHANGES) and a hopping (final rows) inner aggregate; top-Ns.
+fn row_plans() -> Vec<Plan> {
+    vec![
         sql_plan(
             "CREATE TABLE nested AS SELECT n, COUNT(*) AS users, SUM(spent) AS spent, MAX(spent) AS top,
                MIN(spent) AS least, AVG(spent) AS mean, COUNT_DISTINCT(spent) AS amounts
@@ -178,7 +183,78 @@ fn plans() -> Vec<Plan> {
                GROUP BY \"user\") q
              GROUP BY \"user\";",
         ),
+        // Top-N of an aggregate's rows: the biggest spenders overall
+        // (ties broken by key), and per window with ties.
+        sql_plan(
+            "CREATE TABLE top_spenders AS SELECT \"user\", spent FROM (
+               SELECT \"user\", SUM(amount) AS spent FROM buys GROUP BY \"user\") q
+             QUALIFY ROW_NUMBER() OVER (ORDER BY spent DESC) <= 2;",
+        ),
+        sql_plan(
+            "CREATE TABLE top_per_window AS SELECT \"user\", n, ws FROM (
+               SELECT \"user\", WINDOWSTART AS ws, COUNT(*) AS n FROM buys
+               WINDOW TUMBLING (SIZE 2 SECONDS, GRACE PERIOD 500 MILLISECONDS) GROUP BY \"user\" EMIT CHANGES) q
+             WHERE n > 1
+             QUALIFY RANK() OVER (PARTITION BY ws ORDER BY n DESC) <= 1;",
+        ),
     ]
+}
+
+/// What a top-N over `plan`'s inner rows must hold, recomputed naively
+/// from `inner`, the rows the inner aggregate has alone as a view: each
+/// partition's rows passing the outer `WHERE`, sorted, the first `limit`
+/// (and, for `RANK`, those tied with the last), keyed as the inner rows.
+fn naive_top(plan: &Plan, inner: &[Value]) -> Vec<Value> {
+    use kappa_processor::accumulators::total_order;
+    use kappa_processor::event::OutputRow;
+    use std::collections::BTreeMap;
+    let rows = plan.then.as_ref().unwrap();
+    let top = rows.top.as_ref().unwrap();
+    let mut partitions: BTreeMap<String, Vec<(Value, String, Value)>> = BTreeMap::new();
+    for r in inner {
+        let columns = r["row"].as_object().unwrap();
+        let row = OutputRow { columns };
+        if rows.filter.as_ref().is_some_and(|f| !f.is_true(&row)) {
+            continue;
+        }
+        let part: Vec<Value> = top.partition_by.iter().map(|e| e.eval(&row)).collect();
+        let key = match r["start"].as_i64() {
+            Some(start) => json!([r["key"], start, r["end"]]).to_string(),
+            None => r["key"].as_str().unwrap().to_string(),
+        };
+        let shown: serde_json::Map<String, Value> = rows
+            .aggregate
+            .aggregates
+            .iter()
+            .map(|a| (a.name.clone(), a.input.as_ref().unwrap().eval(&row)))
+            .collect();
+        partitions
+            .entry(Value::Array(part).to_string())
+            .or_default()
+            .push((top.order_by.eval(&row), key, Value::Object(shown)));
+    }
+    let mut out = Vec::new();
+    for mut members in partitions.into_values() {
+        members.sort_by(|a, b| {
+            let o = total_order(&a.0, &b.0);
+            let o = if top.descending { o.reverse() } else { o };
+            o.then_with(|| a.1.cmp(&b.1))
+        });
+        let limit = (top.limit as usize).min(members.len());
+        let mut kept = limit;
+        while top.ties
+            && kept > 0
+            && kept < members.len()
+            && total_order(&members[kept].0, &members[limit - 1].0).is_eq()
+        {
+            kept += 1;
+        }
+        for (_, key, row) in members.into_iter().take(kept) {
+            out.push(json!({"key": key, "start": null, "end": null, "row": row}));
+        }
+    }
+    out.sort_by(|a, b| a["key"].as_str().cmp(&b["key"].as_str()));
+    out
 }
 
 /// A plan from SQL over `buys` (the source the DSL plans read).
@@ -424,9 +500,9 @@ fn live_equals_replay(
     table_partitions: u32,
     ops: &[Op],
     workers: [usize; 2],
+    plans: &[Plan],
 ) -> Result<(), String> {
     let world = World::new(partitions, table_partitions);
-    let plans = plans();
     let mut live: Vec<Runtime> = plans.iter().map(|p| world.open(p, 1, workers[0])).collect();
     for op in ops {
         let now = world.time.get();
@@ -486,7 +562,7 @@ fn live_equals_replay(
                 plan.name, workers[0], workers[1]
             ));
         }
-        if plan.then.is_some() {
+        if let Some(then) = &plan.then {
             // The outer rows equal a naive aggregate over the inner rows.
             let inner_plan = Plan {
                 name: format!("{}_inner", plan.name),
@@ -496,7 +572,10 @@ fn live_equals_replay(
             let mut inner = world.open(&inner_plan, 1, 1);
             world.drain(&mut inner);
             let (inner_rows, _) = world.outcome(&inner, &inner_plan.name, 1);
-            let expected = naive_outer(plan, &inner_rows);
+            let expected = match then.top {
+                Some(_) => naive_top(plan, &inner_rows),
+                None => naive_outer(plan, &inner_rows),
+            };
             if replay_rows != expected {
                 return Err(format!(
                     "{}: replay {replay_rows:#?}\nnaive over the inner rows {expected:#?}\ninner {inner_rows:#?}",
@@ -523,7 +602,21 @@ proptest! {
         live_workers in workers(),
         replay_workers in workers(),
     ) {
-        if let Err(e) = live_equals_replay(partitions, table_partitions, &ops, [live_workers, replay_workers]) {
+        if let Err(e) = live_equals_replay(partitions, table_partitions, &ops, [live_workers, replay_workers], &plans()) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #[test]
+    fn a_replay_of_a_query_over_rows_equals_the_live_run_and_a_naive_recomputation(
+        (partitions, ops) in (2u32..=4).prop_flat_map(|p| (Just(p), ops(p))),
+        live_workers in workers(),
+        replay_workers in workers(),
+    ) {
+        if let Err(e) = live_equals_replay(partitions, 1, &ops, [live_workers, replay_workers], &row_plans()) {
             prop_assert!(false, "{}", e);
         }
     }

@@ -470,6 +470,9 @@ CREATE TABLE over_rows AS
 CREATE TABLE over_windows AS
   WITH per_hour AS (SELECT name, COUNT(*) AS n FROM events WINDOW TUMBLING (SIZE 1 HOUR) GROUP BY name)
   SELECT MAX(n) AS busiest FROM per_hour;
+CREATE TABLE top_names AS
+  SELECT name, n FROM (SELECT name, COUNT(*) AS n FROM events GROUP BY name) q
+  WHERE n > 1 QUALIFY RANK() OVER (PARTITION BY n ORDER BY name DESC) <= 3;
 ";
 
 /// The declarations and plans of [`PLAN_SOURCES`] and [`PLAN_STATEMENTS`],

@@ -30,7 +30,11 @@ SELECT COUNT(*) AS users, AVG(spent) AS mean FROM per_user WHERE spent > 5;";
 
 fn event(i: u64) -> (String, &'static str, f64) {
     let user = format!("u{}", (i * 7) % 11);
-    let kind = if i.is_multiple_of(4) { "view" } else { "purchase" };
+    let kind = if i.is_multiple_of(4) {
+        "view"
+    } else {
+        "purchase"
+    };
     (user, kind, (i % 5) as f64 + 0.25)
 }
 

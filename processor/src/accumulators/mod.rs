@@ -18,7 +18,7 @@
 
 mod retracting;
 
-pub use retracting::{ExactSum, Multiset};
+pub use retracting::{total_order, ExactSum, Multiset};
 
 use std::collections::BTreeSet;
 

@@ -8,6 +8,7 @@ pub mod join;
 pub mod slices;
 pub mod stream_join;
 pub mod table_aggregate;
+pub mod top_n;
 
 use serde_json::Value;
 
@@ -21,4 +22,69 @@ pub struct RowChange {
     pub window: Option<(i64, i64)>,
     /// The row, or `None` when it was removed.
     pub row: Option<Value>,
+}
+
+/// What follows an aggregate whose rows are a query's input
+/// ([`crate::plan::Plan::then`]): it takes the aggregate's row changes at
+/// each commit, and its rows are the view's.
+#[derive(Debug)]
+pub enum RowsStage {
+    /// An aggregate over the rows.
+    Aggregate(table_aggregate::TableAggregate),
+    /// The top rows of each partition.
+    Top(top_n::TopN),
+}
+
+impl RowsStage {
+    /// Applies the inner rows' changes of a commit, before it is written.
+    pub fn apply(
+        &mut self,
+        store: &crate::state::store::Store,
+        changes: &[RowChange],
+    ) -> crate::error::Result<()> {
+        match self {
+            RowsStage::Aggregate(a) => a.apply(store, changes),
+            RowsStage::Top(t) => t.apply(store, changes),
+        }
+    }
+
+    /// The view's row changes of the commit (empty unless emitted).
+    pub fn take_changes(&mut self) -> crate::error::Result<Vec<RowChange>> {
+        match self {
+            RowsStage::Aggregate(a) => a.take_changes(),
+            RowsStage::Top(t) => t.take_changes(),
+        }
+    }
+
+    /// Adds the commit's writes to `batch`; returns the view rows written.
+    pub fn flush(&mut self, batch: &mut crate::state::store::Batch) -> u64 {
+        match self {
+            RowsStage::Aggregate(a) => a.flush(batch),
+            RowsStage::Top(t) => t.flush(batch),
+        }
+    }
+
+    /// Starts (or stops) handing out row changes.
+    pub fn set_emit_changes(&mut self, on: bool) {
+        match self {
+            RowsStage::Aggregate(a) => a.set_emit_changes(on),
+            RowsStage::Top(t) => t.set_emit_changes(on),
+        }
+    }
+
+    /// Entries waiting for the next commit.
+    pub fn pending_entries(&self) -> usize {
+        match self {
+            RowsStage::Aggregate(a) => a.pending_entries(),
+            RowsStage::Top(t) => t.pending_entries(),
+        }
+    }
+
+    /// Entries in memory.
+    pub fn memory_entries(&self) -> usize {
+        match self {
+            RowsStage::Aggregate(a) => a.memory_entries(),
+            RowsStage::Top(t) => t.memory_entries(),
+        }
+    }
 }

@@ -159,20 +159,7 @@ impl TableAggregate {
     /// The inner row of `change`'s key and window as the last commit
     /// stored it, if it had one.
     fn stored_inner_row(&self, store: &Store, change: &RowChange) -> Result<Option<Value>> {
-        let k = match change.window {
-            Some((start, end)) => key::windowed(change.key.as_bytes(), start, end),
-            None => key::plain(change.key.as_bytes()),
-        };
-        let Some(bytes) = store.get(&self.inner_cf, &k)? else {
-            return Ok(None);
-        };
-        let (form, accs) =
-            slot::decode(&bytes).ok_or_else(|| corrupt(&self.inner_cf, "bad accumulator value"))?;
-        let group = form
-            .values(&change.key)
-            .ok_or_else(|| corrupt(&self.inner_cf, "bad group key"))?;
-        let window = change.window.map(|(start, end)| Window { start, end });
-        Ok(row_of(&self.inner, &group, window, &accs))
+        stored_inner_row(store, &self.inner_cf, &self.inner, change)
     }
 
     fn passes(&self, row: &Value) -> bool {
@@ -294,6 +281,31 @@ impl TableAggregate {
         }
         dirty.len() as u64
     }
+}
+
+/// The row of the aggregate `inner` (its slots in `inner_cf`) under
+/// `change`'s key and window as the last commit stored it, if it had one:
+/// the version a change replaces.
+pub(crate) fn stored_inner_row(
+    store: &Store,
+    inner_cf: &str,
+    inner: &AggregateSpec,
+    change: &RowChange,
+) -> Result<Option<Value>> {
+    let k = match change.window {
+        Some((start, end)) => key::windowed(change.key.as_bytes(), start, end),
+        None => key::plain(change.key.as_bytes()),
+    };
+    let Some(bytes) = store.get(inner_cf, &k)? else {
+        return Ok(None);
+    };
+    let (form, accs) =
+        slot::decode(&bytes).ok_or_else(|| corrupt(inner_cf, "bad accumulator value"))?;
+    let group = form
+        .values(&change.key)
+        .ok_or_else(|| corrupt(inner_cf, "bad group key"))?;
+    let window = change.window.map(|(start, end)| Window { start, end });
+    Ok(row_of(inner, &group, window, &accs))
 }
 
 /// Fresh retracting accumulators for `spec`'s aggregates.

@@ -31,7 +31,7 @@ pub const ROWS_AGGREGATE_GAUGE: &str = "aggregate_rows";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OperatorInfo {
     /// `source`, `dedup`, `join`, `filter`, `aggregate`,
-    /// `aggregate_rows`, `project` or `sink`.
+    /// `aggregate_rows`, `top_n`, `project` or `sink`.
     pub operator: &'static str,
     /// What it does.
     pub detail: String,
@@ -292,6 +292,35 @@ fn aggregate(spec: &AggregateSpec, plan: &Plan) -> OperatorInfo {
 
 fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
     let spec = &rows.aggregate;
+    if let Some(top) = &rows.top {
+        let mut detail = "the subquery's rows as they change".to_string();
+        if let Some(f) = &rows.filter {
+            let _ = write!(detail, "; WHERE {f}");
+        }
+        let parts: Vec<String> = top.partition_by.iter().map(ToString::to_string).collect();
+        let _ = write!(
+            detail,
+            "; keeps the first {} by {} {} {}, {}",
+            top.limit,
+            top.order_by,
+            if top.descending { "DESC" } else { "ASC" },
+            match parts.is_empty() {
+                true => "of all rows".to_string(),
+                false => format!("in each partition of {}", parts.join(", ")),
+            },
+            match top.ties {
+                true => "with ties (RANK)",
+                false => "ties broken by the row's key (ROW_NUMBER)",
+            }
+        );
+        return op(
+            "top_n",
+            detail,
+            "coordinator, at each commit",
+            Some("every subquery row of each partition in state (the kept ones in the view); partitions touched recently in memory".into()),
+            Some(ROWS_AGGREGATE_GAUGE),
+        );
+    }
     let keys: Vec<String> = spec.group_by.iter().map(ToString::to_string).collect();
     let aggregates: Vec<String> = spec
         .aggregates

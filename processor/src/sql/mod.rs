@@ -45,6 +45,7 @@ mod query;
 mod resolve;
 mod statement;
 mod subquery;
+mod top_n;
 mod translate;
 mod types;
 

@@ -144,42 +144,7 @@ fn rows_aggregate(
             ),
         ));
     }
-    let distinct_items = distinct_items(&parts, ObjectKind::Table, at)?;
-    let parts = match &distinct_items {
-        Some(items) => QueryParts {
-            group_by: items,
-            ..parts
-        },
-        None => parts,
-    };
-    if !is_aggregated(&parts, at)? {
-        return Err(SqlError::at(
-            at,
-            "a query over a subquery's rows must aggregate them (GROUP BY or an aggregate); to filter the subquery's rows, give it a HAVING",
-        ));
-    }
-    // The inner rows as a table of their output columns.
-    let decl = SourceDecl {
-        name: inner.name.normalized(),
-        kind: ObjectKind::Table,
-        columns: inner_spec
-            .columns
-            .iter()
-            .map(|(name, _)| ColumnDecl {
-                name: name.clone(),
-                sql_type: SqlType::Json,
-                key: false,
-            })
-            .collect(),
-        topic: String::new(),
-        cluster: None,
-        value_format: "JSON".into(),
-        timestamp: None,
-        watermark_delay_ms: 0,
-        idle_timeout_ms: 1,
-        partitions: None,
-        sql: String::new(),
-    };
+    let decl = rows_table(inner, inner_spec);
     let scope = Scope {
         stream: Side {
             qualifiers: qualifiers(&parts.from),
@@ -197,16 +162,71 @@ fn rows_aggregate(
         ),
         None => None,
     };
+    if let Some(q) = parts.qualify {
+        let (top, aggregate) = super::top_n::top_n(&parts, q, &scope, at)?;
+        let rows = RowsAggregate {
+            filter,
+            aggregate,
+            top: Some(top),
+        };
+        rows.validate(inner_spec)
+            .map_err(|reason| SqlError::span(inner.span, reason))?;
+        return Ok(rows);
+    }
+    let distinct_items = distinct_items(&parts, ObjectKind::Table, at)?;
+    let parts = match &distinct_items {
+        Some(items) => QueryParts {
+            group_by: items,
+            ..parts
+        },
+        None => parts,
+    };
+    if !is_aggregated(&parts, at)? {
+        return Err(SqlError::at(
+            at,
+            "a query over a subquery's rows must aggregate them (GROUP BY or an aggregate); to filter the subquery's rows, give it a HAVING",
+        ));
+    }
     let mut aggregate = aggregate_spec(&parts, &scope, None, at)?;
     aggregate.aggregates.push(AggregateColumn {
         name: ROWS_AGGREGATE.to_string(),
         kind: AggregateKind::CountAll,
         input: None,
     });
-    let rows = RowsAggregate { filter, aggregate };
+    let rows = RowsAggregate {
+        filter,
+        aggregate,
+        top: None,
+    };
     rows.validate(inner_spec)
         .map_err(|reason| SqlError::span(inner.span, reason))?;
     Ok(rows)
+}
+
+/// The rows of the subquery `inner` (planned as `spec`) as a table of its
+/// output columns, for the outer query to read.
+fn rows_table(inner: &statement::InnerQuery, spec: &crate::plan::AggregateSpec) -> SourceDecl {
+    SourceDecl {
+        name: inner.name.normalized(),
+        kind: ObjectKind::Table,
+        columns: spec
+            .columns
+            .iter()
+            .map(|(name, _)| ColumnDecl {
+                name: name.clone(),
+                sql_type: SqlType::Json,
+                key: false,
+            })
+            .collect(),
+        topic: String::new(),
+        cluster: None,
+        value_format: "JSON".into(),
+        timestamp: None,
+        watermark_delay_ms: 0,
+        idle_timeout_ms: 1,
+        partitions: None,
+        sql: String::new(),
+    }
 }
 
 /// Plans one `SELECT` reading a stream (the whole query, or the inner one
@@ -222,6 +242,7 @@ fn plan_select(
     end: Location,
 ) -> Result<Plan> {
     let parts = QueryParts::of(query, end)?;
+    parts.refuse_qualify(at)?;
     let distinct_items = distinct_items(&parts, decl.kind, at)?;
     // `SELECT DISTINCT items` groups by its items: one row per distinct value.
     let parts = match &distinct_items {
@@ -757,7 +778,7 @@ fn dedup_spec(by: &str, ttl_ms: i64, span: Span, scope: &Scope) -> Result<DedupS
 
 /// True if the query groups: GROUP BY, HAVING, or an aggregate at the top
 /// of a SELECT item.
-fn is_aggregated(parts: &QueryParts<'_>, at: Location) -> Result<bool> {
+pub(super) fn is_aggregated(parts: &QueryParts<'_>, at: Location) -> Result<bool> {
     if !parts.group_by.is_empty() || parts.select.having.is_some() {
         return Ok(true);
     }
@@ -799,7 +820,11 @@ pub(crate) fn default_name(e: &ast::Expr, position: usize, scope: &Scope) -> Str
 }
 
 /// Output columns of a per-event projection.
-fn projection(parts: &QueryParts<'_>, scope: &Scope, at: Location) -> Result<Vec<(String, Expr)>> {
+pub(super) fn projection(
+    parts: &QueryParts<'_>,
+    scope: &Scope,
+    at: Location,
+) -> Result<Vec<(String, Expr)>> {
     let names = scope.names(
         "SELECT",
         "an aggregate needs CREATE TABLE .. AS (with GROUP BY)",

@@ -94,6 +94,7 @@ pub(crate) fn parse(st: &StatementTokens) -> Result<PullQuery> {
     }
     let query = parse_sql_query(clauses.tokens, st.end)?;
     let parts = QueryParts::of(&query, st.end)?;
+    parts.refuse_qualify(st.start)?;
     let at = st.start;
     if parts.join.is_some() {
         return Err(SqlError::at(

@@ -61,6 +61,22 @@ pub(crate) struct QueryParts<'q> {
     pub limit_expr: Option<&'q Expr>,
     /// `SELECT DISTINCT`: where `DISTINCT` is.
     pub distinct: Option<Span>,
+    /// `QUALIFY`: the top-N of a query over a subquery's rows.
+    pub qualify: Option<&'q Expr>,
+}
+
+impl QueryParts<'_> {
+    /// Refuses `QUALIFY` where it has no meaning (anywhere but a query
+    /// over a subquery's rows).
+    pub fn refuse_qualify(&self, at: Location) -> Result<()> {
+        match self.qualify {
+            Some(q) => Err(SqlError::span(
+                known(q.span(), at),
+                "QUALIFY ranks the rows of a subquery: SELECT .. FROM (SELECT .. GROUP BY ..) q QUALIFY ROW_NUMBER() OVER (..) <= n",
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A span, or `fallback` when `sqlparser` could not tell (empty spans).
@@ -137,7 +153,8 @@ impl<'q> QueryParts<'q> {
                 .chain(group_by)
                 .chain(&select.having)
                 .chain(join.as_ref().map(|j| j.on))
-                .chain(limit_expr),
+                .chain(limit_expr)
+                .chain(&select.qualify),
             at,
         )?;
         Ok(QueryParts {
@@ -151,6 +168,7 @@ impl<'q> QueryParts<'q> {
                 .distinct
                 .as_ref()
                 .map(|_| known(select.select_token.0.span, at)),
+            qualify: select.qualify.as_ref(),
         })
     }
 }
@@ -168,10 +186,10 @@ fn check_select_extras(select: &Select, at: Location) -> Result<()> {
             "expected WINDOW TUMBLING, HOPPING or SESSION",
         ));
     }
-    if select.qualify.is_some() || !select.lateral_views.is_empty() || select.prewhere.is_some() {
+    if !select.lateral_views.is_empty() || select.prewhere.is_some() {
         return Err(SqlError::at(
             at,
-            "QUALIFY, LATERAL VIEW and PREWHERE are not supported",
+            "LATERAL VIEW and PREWHERE are not supported",
         ));
     }
     if !select.sort_by.is_empty()

@@ -1154,3 +1154,46 @@ fn what_a_query_over_a_subquery_cannot_do_is_refused_with_a_reason() {
         assert!(e.message.contains(wanted), "{sql}\n{e:?}");
     }
 }
+
+#[test]
+fn qualify_plans_a_top_n_of_a_subquerys_rows() {
+    let p = plan_sql(
+        "CREATE TABLE top_pages AS SELECT page, n FROM (
+           SELECT page, COUNT(*) AS n FROM clicks WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY page) q
+         WHERE n > 1
+         QUALIFY RANK() OVER (PARTITION BY page ORDER BY n DESC) <= 3;",
+    );
+    let rows = p.then.as_ref().unwrap();
+    let top = rows.top.as_ref().unwrap();
+    assert_eq!(top.partition_by, vec![f("page")]);
+    assert_eq!(top.order_by, f("n"));
+    assert!(top.descending && top.ties);
+    assert_eq!(top.limit, 3);
+    assert_eq!(rows.filter, Some(bin(BinaryOp::Gt, f("n"), lit(json!(1)))));
+    let names: Vec<&str> = rows
+        .aggregate
+        .columns
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(names, ["page", "n"]);
+
+    let one = plan_sql(
+        "CREATE TABLE top_page AS SELECT * FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q
+         QUALIFY ROW_NUMBER() OVER (ORDER BY n) < 2;",
+    );
+    let top = one.then.as_ref().unwrap().top.as_ref().unwrap();
+    assert!(!top.descending && !top.ties && top.partition_by.is_empty());
+    assert_eq!(top.limit, 1);
+
+    for (sql, wanted) in [
+        ("CREATE TABLE t AS SELECT page FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q QUALIFY DENSE_RANK() OVER (ORDER BY n) <= 1;", "expected QUALIFY ROW_NUMBER()"),
+        ("CREATE TABLE t AS SELECT page FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q QUALIFY ROW_NUMBER() OVER (ORDER BY n) <= 0;", "1 to 10000 ranks"),
+        ("CREATE TABLE t AS SELECT page FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q QUALIFY ROW_NUMBER() OVER (PARTITION BY page) <= 1;", "one ORDER BY"),
+        ("CREATE TABLE t AS SELECT COUNT(*) AS c FROM (SELECT page, COUNT(*) AS n FROM clicks GROUP BY page) q QUALIFY ROW_NUMBER() OVER (ORDER BY n) <= 1;", "no GROUP BY, aggregates"),
+        ("CREATE TABLE t AS SELECT page, COUNT(*) AS c FROM clicks GROUP BY page QUALIFY ROW_NUMBER() OVER (ORDER BY page) <= 1;", "QUALIFY ranks the rows of a subquery"),
+    ] {
+        let e = plan_err(sql);
+        assert!(e.message.contains(wanted), "{sql}\n{e:?}");
+    }
+}

@@ -21,6 +21,7 @@
 //! | `0x02` [`ns::DEDUP`] | the dedup id, UTF-8 as is ([`dedup_id`]) | event time of its last sighting, `i64` little-endian |
 //! | `0x03` [`ns::TABLE`] | the table record's key, UTF-8 as is ([`table_row`]) | `0x01` + JSON `[[timestamp_ms, value-or-null], ..]` (before history: the JSON value alone) |
 //! | `0x04` [`ns::STREAM_JOIN`] | side (`l` the stream, `r` the joined stream) + partition (`u32`) + offset (`u64`), big-endian ([`stream_join_entry`]) | `0x01` + header JSON + `\n` + the record's value (`crate::operator::stream_join`) |
+//! | `0x05` [`ns::TOP_N`] | the partition's view key, escaped and terminated ([`encode_group_key`]), then the row's view key | the subquery's row, as JSON (`crate::operator::top_n`) |
 //! | `0x10` [`ns::META`] | a [`Meta`] name, ASCII | per [`Meta`] variant |
 //!
 //! The meta entries of one commit ([`Meta`]): `offset/{p}` and
@@ -111,6 +112,8 @@ pub mod ns {
     pub const TABLE: u8 = 0x03;
     /// A stream-stream join's buffered events by side, partition, offset.
     pub const STREAM_JOIN: u8 = 0x04;
+    /// A top-N's rows by partition and row.
+    pub const TOP_N: u8 = 0x05;
     /// Offsets, watermark, outbox, spec: see [`super::Meta`].
     pub const META: u8 = 0x10;
 }

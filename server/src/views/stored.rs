@@ -28,7 +28,8 @@ use kappa_processor::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
 use kappa_processor::host::StartFrom;
 use kappa_processor::plan::{
     AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,
-    LateHandling, Operation, Plan, RowsAggregate, Sink, SourceSpec, WindowedSpec, WithinSpec,
+    LateHandling, Operation, Plan, RowsAggregate, Sink, SourceSpec, TopSpec, WindowedSpec,
+    WithinSpec,
 };
 use kappa_processor::sql::{ColumnDecl, ObjectKind, SourceDecl, SqlType};
 use kappa_processor::window::WindowSpec;
@@ -372,27 +373,93 @@ pub struct StoredRowsAggregate {
     #[serde(rename = "filter", default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<StoredExpr>,
     /// `aggregate`: the outer aggregate, ending with the hidden `#rows`
-    /// count.
+    /// count; of a top-N, its columns (a `latest` of each).
     #[serde(rename = "aggregate")]
     pub aggregate: StoredAggregateSpec,
+    /// `top`: the top-N per partition kept instead of aggregating; absent
+    /// for an aggregate.
+    #[serde(rename = "top", default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<StoredTopSpec>,
+}
+
+/// A top-N per partition: `{"partition_by", "order_by", "descending",
+/// "limit", "ties"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredTopSpec {
+    /// `partition_by`: `PARTITION BY` expressions (empty: one partition).
+    #[serde(rename = "partition_by")]
+    pub partition_by: Vec<StoredExpr>,
+    /// `order_by`: what rows are ranked by.
+    #[serde(rename = "order_by")]
+    pub order_by: StoredExpr,
+    /// `descending`: largest first.
+    #[serde(rename = "descending")]
+    pub descending: bool,
+    /// `limit`: ranks kept.
+    #[serde(rename = "limit")]
+    pub limit: u64,
+    /// `ties`: `RANK()` (ties of the last rank kept too), else
+    /// `ROW_NUMBER()`.
+    #[serde(rename = "ties")]
+    pub ties: bool,
 }
 
 impl From<RowsAggregate> for StoredRowsAggregate {
     fn from(r: RowsAggregate) -> Self {
-        let RowsAggregate { filter, aggregate } = r;
+        let RowsAggregate {
+            filter,
+            aggregate,
+            top,
+        } = r;
         StoredRowsAggregate {
             filter: filter.map(Into::into),
             aggregate: aggregate.into(),
+            top: top.map(|t| {
+                let TopSpec {
+                    partition_by,
+                    order_by,
+                    descending,
+                    limit,
+                    ties,
+                } = t;
+                StoredTopSpec {
+                    partition_by: partition_by.into_iter().map(Into::into).collect(),
+                    order_by: order_by.into(),
+                    descending,
+                    limit,
+                    ties,
+                }
+            }),
         }
     }
 }
 
 impl From<StoredRowsAggregate> for RowsAggregate {
     fn from(r: StoredRowsAggregate) -> Self {
-        let StoredRowsAggregate { filter, aggregate } = r;
+        let StoredRowsAggregate {
+            filter,
+            aggregate,
+            top,
+        } = r;
         RowsAggregate {
             filter: filter.map(Into::into),
             aggregate: aggregate.into(),
+            top: top.map(|t| {
+                let StoredTopSpec {
+                    partition_by,
+                    order_by,
+                    descending,
+                    limit,
+                    ties,
+                } = t;
+                TopSpec {
+                    partition_by: partition_by.into_iter().map(Into::into).collect(),
+                    order_by: order_by.into(),
+                    descending,
+                    limit,
+                    ties,
+                }
+            }),
         }
     }
 }

@@ -1,0 +1,405 @@
+//! Top-N per partition of a subquery's rows: `SELECT .. FROM (SELECT ..
+//! GROUP BY ..) q QUALIFY ROW_NUMBER() OVER (PARTITION BY p ORDER BY o
+//! DESC) <= n` (or `RANK()`, which keeps ties) — Nexmark's hot items and
+//! highest bids.
+//!
+//! Its input is the inner aggregate's row changes at each commit, as for
+//! [`super::table_aggregate`] (the previous version of a row is the one
+//! the last commit stored). Each partition holds all of its inner rows,
+//! ranked by the order value (then by the row's key, so ranks are
+//! deterministic); a change moves one row, and the commit writes the
+//! partition's kept rows that came, went or changed. The view's rows are
+//! the kept rows, keyed by the inner row's key (with its window, for a
+//! windowed subquery), stored as every view row is (a slot whose
+//! accumulators hold the columns' values), so reads, pull queries and
+//! change feeds work as for any view.
+//!
+//! State: each partition's rows in the version's state, namespace
+//! [`key::ns::TOP_N`] (partition key, then the row's view key → the inner
+//! row as JSON), written with the commit; in memory, the partitions
+//! touched recently (clean ones beyond the cache bound are dropped and read
+//! back when touched again). A partition holds every row of its partition,
+//! kept or not: a kept row that leaves is replaced by the next.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::aggregate::{corrupt, view_key};
+use super::table_aggregate::stored_inner_row;
+use super::RowChange;
+use crate::accumulators::{total_order, Accumulator};
+use crate::error::{ProcessorError, Result};
+use crate::event::OutputRow;
+use crate::expr::Expr;
+use crate::plan::{AggregateSpec, RowsAggregate, TopSpec};
+use crate::state::key;
+use crate::state::slot::{self, GroupForm};
+use crate::state::store::{Batch, Store};
+
+/// One row of a partition.
+#[derive(Debug, Clone)]
+struct Ranked {
+    /// The order value.
+    order: Value,
+    /// The view key of the row (the inner row's key, and window).
+    key: String,
+    /// The inner row.
+    row: Value,
+}
+
+/// A partition's rows, in rank order.
+#[derive(Debug, Default)]
+struct Partition {
+    rows: Vec<Ranked>,
+    /// Changed since the last flush.
+    dirty: bool,
+}
+
+/// The top-N operator.
+#[derive(Debug)]
+pub struct TopN {
+    top: TopSpec,
+    /// The view's columns: a `LATEST_BY_OFFSET` of each one's expression.
+    columns: AggregateSpec,
+    filter: Option<Expr>,
+    inner: AggregateSpec,
+    inner_cf: String,
+    inner_final: bool,
+    view_cf: String,
+    state_cf: String,
+    partitions: HashMap<String, Partition>,
+    /// The kept rows (view key → row) of each partition changed this
+    /// commit, as they were before it.
+    before: BTreeMap<String, Vec<(String, Value)>>,
+    /// State entries to write at the flush (`None`: delete).
+    state_writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// View rows to write at the flush (`None`: delete), and the changes
+    /// handed out.
+    view_writes: BTreeMap<String, Option<Value>>,
+    emit_changes: bool,
+    cache_limit: usize,
+}
+
+impl TopN {
+    /// The operator keeping `rows.top` of the rows of the aggregate
+    /// `inner` (its slots in `inner_cf`), in the view's `view_cf`, its
+    /// partitions in `state_cf`; at most `cache_limit` clean partitions
+    /// stay in memory.
+    pub fn new(
+        rows: &RowsAggregate,
+        inner: &AggregateSpec,
+        inner_cf: String,
+        view_cf: String,
+        state_cf: String,
+        cache_limit: usize,
+    ) -> Result<TopN> {
+        rows.validate(inner).map_err(ProcessorError::InvalidPlan)?;
+        let top = rows
+            .top
+            .clone()
+            .ok_or_else(|| ProcessorError::InvalidPlan("not a top-N".into()))?;
+        Ok(TopN {
+            top,
+            columns: rows.aggregate.clone(),
+            filter: rows.filter.clone(),
+            inner: inner.clone(),
+            inner_cf,
+            inner_final: RowsAggregate::inner_rows_are_final(inner),
+            view_cf,
+            state_cf,
+            partitions: HashMap::new(),
+            before: BTreeMap::new(),
+            state_writes: BTreeMap::new(),
+            view_writes: BTreeMap::new(),
+            emit_changes: false,
+            cache_limit,
+        })
+    }
+
+    /// Starts (or stops) handing out row changes.
+    pub fn set_emit_changes(&mut self, on: bool) {
+        self.emit_changes = on;
+    }
+
+    /// Entries waiting for the next commit.
+    pub fn pending_entries(&self) -> usize {
+        self.state_writes.len() + self.view_writes.len()
+    }
+
+    /// Rows held in memory.
+    pub fn memory_entries(&self) -> usize {
+        self.partitions
+            .values()
+            .map(|p| p.rows.len())
+            .sum::<usize>()
+            + self.pending_entries()
+    }
+
+    /// Ranks `a` before `b`: by order value (largest first when
+    /// descending), then by key.
+    fn rank(&self, a: &Ranked, b: &Ranked) -> Ordering {
+        let by_order = total_order(&a.order, &b.order);
+        let by_order = if self.top.descending {
+            by_order.reverse()
+        } else {
+            by_order
+        };
+        by_order.then_with(|| a.key.cmp(&b.key))
+    }
+
+    /// The kept rows of `p`: the first `limit`, and with ties those equal
+    /// in order to the last of them.
+    fn kept<'p>(&self, p: &'p Partition) -> &'p [Ranked] {
+        let limit = (self.top.limit as usize).min(p.rows.len());
+        if !self.top.ties || limit == 0 {
+            return &p.rows[..limit];
+        }
+        let last = &p.rows[limit - 1].order;
+        let ties = p.rows[limit..]
+            .iter()
+            .take_while(|r| total_order(&r.order, last) == Ordering::Equal)
+            .count();
+        &p.rows[..limit + ties]
+    }
+
+    /// The state key prefix of partition `part`.
+    fn prefix(part: &str) -> Vec<u8> {
+        let mut k = vec![key::ns::TOP_N];
+        key::encode_group_key(&mut k, part.as_bytes());
+        k
+    }
+
+    /// Loads partition `part` into memory if it is not there.
+    fn load(&mut self, store: &Store, part: &str) -> Result<()> {
+        if self.partitions.contains_key(part) {
+            return Ok(());
+        }
+        let lower = Self::prefix(part);
+        let mut upper = lower.clone();
+        *upper.last_mut().expect("terminated") += 1;
+        let mut rows = Vec::new();
+        store.for_each_entry(&self.state_cf, &lower, Some(&upper), |k, v| {
+            let view = String::from_utf8_lossy(&k[lower.len()..]).into_owned();
+            let row: Value = serde_json::from_slice(v)
+                .map_err(|e| corrupt(&self.state_cf, format!("bad top-N row: {e}")))?;
+            rows.push(Ranked {
+                order: self.top.order_by.eval(&row_of(&row)),
+                key: view,
+                row,
+            });
+            Ok(())
+        })?;
+        rows.sort_by(|a, b| self.rank(a, b));
+        self.partitions
+            .insert(part.to_string(), Partition { rows, dirty: false });
+        Ok(())
+    }
+
+    fn passes(&self, row: &Value) -> bool {
+        match (&self.filter, row) {
+            (None, _) => true,
+            (Some(f), Value::Object(columns)) => f.is_true(&OutputRow { columns }),
+            (Some(_), _) => false,
+        }
+    }
+
+    /// Applies the inner aggregate's row changes of one commit, before the
+    /// commit writes them.
+    pub fn apply(&mut self, store: &Store, changes: &[RowChange]) -> Result<()> {
+        for change in changes {
+            let view = match change.window {
+                Some((start, end)) => {
+                    Value::Array(vec![change.key.clone().into(), start.into(), end.into()])
+                        .to_string()
+                }
+                None => change.key.clone(),
+            };
+            let old = match self.inner_final {
+                true => None,
+                false => stored_inner_row(store, &self.inner_cf, &self.inner, change)?,
+            };
+            if let Some(old) = old.filter(|r| self.passes(r)) {
+                self.remove(store, &old, &view)?;
+            }
+            if let Some(new) = change.row.clone().filter(|r| self.passes(r)) {
+                self.insert(store, new, view)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The partition of `row`, loaded, its kept rows noted as they were
+    /// before this commit.
+    fn partition_of(&mut self, store: &Store, row: &Value) -> Result<String> {
+        let r = row_of(row);
+        let values: Vec<Value> = self.top.partition_by.iter().map(|e| e.eval(&r)).collect();
+        let part = view_key(&values);
+        self.load(store, &part)?;
+        if !self.before.contains_key(&part) {
+            let p = &self.partitions[&part];
+            let kept = self
+                .kept(p)
+                .iter()
+                .map(|r| (r.key.clone(), r.row.clone()))
+                .collect();
+            self.before.insert(part.clone(), kept);
+        }
+        Ok(part)
+    }
+
+    fn remove(&mut self, store: &Store, row: &Value, view: &str) -> Result<()> {
+        let part = self.partition_of(store, row)?;
+        let p = self.partitions.get_mut(&part).expect("loaded");
+        p.rows.retain(|r| r.key != view);
+        p.dirty = true;
+        let mut k = Self::prefix(&part);
+        k.extend_from_slice(view.as_bytes());
+        self.state_writes.insert(k, None);
+        Ok(())
+    }
+
+    fn insert(&mut self, store: &Store, row: Value, view: String) -> Result<()> {
+        let part = self.partition_of(store, &row)?;
+        let mut k = Self::prefix(&part);
+        k.extend_from_slice(view.as_bytes());
+        self.state_writes
+            .insert(k, Some(serde_json::to_vec(&row).expect("rows serialize")));
+        let ranked = Ranked {
+            order: self.top.order_by.eval(&row_of(&row)),
+            key: view,
+            row,
+        };
+        let p = &self.partitions[&part];
+        let at = p
+            .rows
+            .partition_point(|r| self.rank(r, &ranked) == Ordering::Less);
+        let p = self.partitions.get_mut(&part).expect("loaded");
+        p.rows.insert(at, ranked);
+        p.dirty = true;
+        Ok(())
+    }
+
+    /// Works out which kept rows came, went or changed in the partitions
+    /// this commit touched; hands them out (in key order) when changes are
+    /// emitted. Call before [`TopN::flush`].
+    pub fn take_changes(&mut self) -> Result<Vec<RowChange>> {
+        let mut gone: Vec<String> = Vec::new();
+        let mut came: Vec<(String, Value)> = Vec::new();
+        for (part, before) in std::mem::take(&mut self.before) {
+            let p = &self.partitions[&part];
+            let now: HashMap<&str, &Value> = self
+                .kept(p)
+                .iter()
+                .map(|r| (r.key.as_str(), &r.row))
+                .collect();
+            for (k, _) in &before {
+                if !now.contains_key(k.as_str()) {
+                    gone.push(k.clone());
+                }
+            }
+            let was: HashMap<&str, &Value> = before.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            for (k, row) in now {
+                if was.get(k) != Some(&row) {
+                    came.push((k.to_string(), row.clone()));
+                }
+            }
+        }
+        // A row that left one partition and came to another is written.
+        for k in gone {
+            self.view_writes.insert(k, None);
+        }
+        for (k, row) in came {
+            self.view_writes.insert(k, Some(row));
+        }
+        if !self.emit_changes {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .view_writes
+            .iter()
+            .map(|(k, row)| RowChange {
+                key: k.clone(),
+                window: None,
+                row: row.as_ref().map(|r| self.view_row(r)),
+            })
+            .collect())
+    }
+
+    /// The view row of inner row `row`: its columns.
+    fn view_row(&self, row: &Value) -> Value {
+        let r = row_of(row);
+        Value::Object(
+            self.columns
+                .columns
+                .iter()
+                .zip(&self.columns.aggregates)
+                .map(|((name, _), a)| {
+                    let v = a.input.as_ref().map_or(Value::Null, |e| e.eval(&r));
+                    (name.clone(), v)
+                })
+                .collect(),
+        )
+    }
+
+    /// Adds the view rows and partition entries changed to `batch`, and
+    /// drops clean partitions beyond the cache bound; returns the view rows
+    /// written.
+    pub fn flush(&mut self, batch: &mut Batch) -> u64 {
+        let mut value = Vec::new();
+        let written = self.view_writes.len() as u64;
+        for (k, row) in std::mem::take(&mut self.view_writes) {
+            let rk = key::plain(k.as_bytes());
+            match row {
+                None => batch.delete(&self.view_cf, &rk),
+                Some(row) => {
+                    let r = row_of(&row);
+                    let accs: Vec<Accumulator> = self
+                        .columns
+                        .aggregates
+                        .iter()
+                        .map(|a| {
+                            let v = a.input.as_ref().map_or(Value::Null, |e| e.eval(&r));
+                            Accumulator::Latest(Some(Box::new(((0, 0), v))))
+                        })
+                        .collect();
+                    slot::encode_into(&mut value, GroupForm::String, &accs);
+                    batch.put(&self.view_cf, &rk, &value);
+                }
+            }
+        }
+        for (k, v) in std::mem::take(&mut self.state_writes) {
+            match v {
+                Some(v) => batch.put(&self.state_cf, &k, &v),
+                None => batch.delete(&self.state_cf, &k),
+            }
+        }
+        for p in self.partitions.values_mut() {
+            p.dirty = false;
+        }
+        if self.partitions.len() > self.cache_limit {
+            let mut excess = self.partitions.len() - self.cache_limit;
+            self.partitions.retain(|_, p| {
+                if excess > 0 && !p.dirty {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        written
+    }
+}
+
+/// An inner row as expressions read it (its columns as fields).
+fn row_of(row: &Value) -> OutputRow<'_> {
+    static EMPTY: std::sync::OnceLock<serde_json::Map<String, Value>> = std::sync::OnceLock::new();
+    match row {
+        Value::Object(columns) => OutputRow { columns },
+        _ => OutputRow {
+            columns: EMPTY.get_or_init(serde_json::Map::new),
+        },
+    }
+}
