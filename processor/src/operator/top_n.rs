@@ -85,8 +85,8 @@ pub struct TopN {
 impl TopN {
     /// The operator keeping `rows.top` of the rows of the aggregate
     /// `inner` (its slots in `inner_cf`), in the view's `view_cf`, its
-    /// partitions in `state_cf`; at most `cache_limit` clean partitions
-    /// stay in memory.
+    /// partitions in `state_cf`; after a commit, partitions holding at
+    /// most `cache_limit` rows in all stay in memory.
     pub fn new(
         rows: &RowsAggregate,
         inner: &AggregateSpec,
@@ -378,11 +378,12 @@ impl TopN {
         for p in self.partitions.values_mut() {
             p.dirty = false;
         }
-        if self.partitions.len() > self.cache_limit {
-            let mut excess = self.partitions.len() - self.cache_limit;
+        // The bound is on rows: a partition holds all of its rows.
+        let mut held: usize = self.partitions.values().map(|p| p.rows.len()).sum();
+        if held > self.cache_limit {
             self.partitions.retain(|_, p| {
-                if excess > 0 && !p.dirty {
-                    excess -= 1;
+                if held > self.cache_limit {
+                    held -= p.rows.len();
                     false
                 } else {
                     true
