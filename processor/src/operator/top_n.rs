@@ -38,21 +38,21 @@ use crate::state::key;
 use crate::state::slot::{self, GroupForm};
 use crate::state::store::{Batch, Store};
 
-/// One row of a partition.
+/// One row of a partition: its order value and the inner row.
 #[derive(Debug, Clone)]
 struct Ranked {
     /// The order value.
     order: Value,
-    /// The view key of the row (the inner row's key, and window).
-    key: String,
     /// The inner row.
     row: Value,
 }
 
-/// A partition's rows, in rank order.
+/// A partition's rows by view key (the inner row's key, and window), and
+/// the kept ones in rank order as of the last commit.
 #[derive(Debug, Default)]
 struct Partition {
-    rows: Vec<Ranked>,
+    rows: HashMap<String, Ranked>,
+    kept: Vec<(String, Value)>,
     /// Changed since the last flush.
     dirty: bool,
 }
@@ -137,31 +137,47 @@ impl TopN {
             + self.pending_entries()
     }
 
-    /// Ranks `a` before `b`: by order value (largest first when
-    /// descending), then by key.
-    fn rank(&self, a: &Ranked, b: &Ranked) -> Ordering {
-        let by_order = total_order(&a.order, &b.order);
-        let by_order = if self.top.descending {
-            by_order.reverse()
+    /// Orders order values: largest first when descending.
+    fn by_order(&self, a: &Value, b: &Value) -> Ordering {
+        let o = total_order(a, b);
+        if self.top.descending {
+            o.reverse()
         } else {
-            by_order
-        };
-        by_order.then_with(|| a.key.cmp(&b.key))
+            o
+        }
     }
 
-    /// The kept rows of `p`: the first `limit`, and with ties those equal
-    /// in order to the last of them.
-    fn kept<'p>(&self, p: &'p Partition) -> &'p [Ranked] {
-        let limit = (self.top.limit as usize).min(p.rows.len());
-        if !self.top.ties || limit == 0 {
-            return &p.rows[..limit];
+    /// The kept rows of `rows`, in rank order (by order value, then by
+    /// key): the first `limit`, and with ties those equal in order to the
+    /// last of them. One pass selects them; only the kept are sorted.
+    fn kept(&self, rows: &HashMap<String, Ranked>) -> Vec<(String, Value)> {
+        let mut all: Vec<(&String, &Ranked)> = rows.iter().collect();
+        let rank = |a: &(&String, &Ranked), b: &(&String, &Ranked)| {
+            self.by_order(&a.1.order, &b.1.order)
+                .then_with(|| a.0.cmp(b.0))
+        };
+        let limit = (self.top.limit as usize).min(all.len());
+        if limit == 0 {
+            return Vec::new();
         }
-        let last = &p.rows[limit - 1].order;
-        let ties = p.rows[limit..]
-            .iter()
-            .take_while(|r| total_order(&r.order, last) == Ordering::Equal)
-            .count();
-        &p.rows[..limit + ties]
+        if limit < all.len() {
+            all.select_nth_unstable_by(limit - 1, rank);
+            let (first, rest) = all.split_at(limit);
+            // The last kept row is the worst of the first `limit`.
+            let last = &first[limit - 1].1.order;
+            let mut kept = first.to_vec();
+            if self.top.ties {
+                kept.extend(
+                    rest.iter()
+                        .filter(|r| total_order(&r.1.order, last) == Ordering::Equal),
+                );
+            }
+            all = kept;
+        }
+        all.sort_by(rank);
+        all.into_iter()
+            .map(|(k, r)| (k.clone(), r.row.clone()))
+            .collect()
     }
 
     /// The state key prefix of partition `part`.
@@ -179,21 +195,24 @@ impl TopN {
         let lower = Self::prefix(part);
         let mut upper = lower.clone();
         *upper.last_mut().expect("terminated") += 1;
-        let mut rows = Vec::new();
+        let mut rows = HashMap::new();
         store.for_each_entry(&self.state_cf, &lower, Some(&upper), |k, v| {
             let view = String::from_utf8_lossy(&k[lower.len()..]).into_owned();
             let row: Value = serde_json::from_slice(v)
                 .map_err(|e| corrupt(&self.state_cf, format!("bad top-N row: {e}")))?;
-            rows.push(Ranked {
-                order: self.top.order_by.eval(&row_of(&row)),
-                key: view,
-                row,
-            });
+            let order = self.top.order_by.eval(&row_of(&row));
+            rows.insert(view, Ranked { order, row });
             Ok(())
         })?;
-        rows.sort_by(|a, b| self.rank(a, b));
-        self.partitions
-            .insert(part.to_string(), Partition { rows, dirty: false });
+        let kept = self.kept(&rows);
+        self.partitions.insert(
+            part.to_string(),
+            Partition {
+                rows,
+                kept,
+                dirty: false,
+            },
+        );
         Ok(())
     }
 
@@ -238,12 +257,7 @@ impl TopN {
         let part = view_key(&values);
         self.load(store, &part)?;
         if !self.before.contains_key(&part) {
-            let p = &self.partitions[&part];
-            let kept = self
-                .kept(p)
-                .iter()
-                .map(|r| (r.key.clone(), r.row.clone()))
-                .collect();
+            let kept = self.partitions[&part].kept.clone();
             self.before.insert(part.clone(), kept);
         }
         Ok(part)
@@ -252,7 +266,7 @@ impl TopN {
     fn remove(&mut self, store: &Store, row: &Value, view: &str) -> Result<()> {
         let part = self.partition_of(store, row)?;
         let p = self.partitions.get_mut(&part).expect("loaded");
-        p.rows.retain(|r| r.key != view);
+        p.rows.remove(view);
         p.dirty = true;
         let mut k = Self::prefix(&part);
         k.extend_from_slice(view.as_bytes());
@@ -266,17 +280,9 @@ impl TopN {
         k.extend_from_slice(view.as_bytes());
         self.state_writes
             .insert(k, Some(serde_json::to_vec(&row).expect("rows serialize")));
-        let ranked = Ranked {
-            order: self.top.order_by.eval(&row_of(&row)),
-            key: view,
-            row,
-        };
-        let p = &self.partitions[&part];
-        let at = p
-            .rows
-            .partition_point(|r| self.rank(r, &ranked) == Ordering::Less);
+        let order = self.top.order_by.eval(&row_of(&row));
         let p = self.partitions.get_mut(&part).expect("loaded");
-        p.rows.insert(at, ranked);
+        p.rows.insert(view, Ranked { order, row });
         p.dirty = true;
         Ok(())
     }
@@ -288,12 +294,10 @@ impl TopN {
         let mut gone: Vec<String> = Vec::new();
         let mut came: Vec<(String, Value)> = Vec::new();
         for (part, before) in std::mem::take(&mut self.before) {
-            let p = &self.partitions[&part];
-            let now: HashMap<&str, &Value> = self
-                .kept(p)
-                .iter()
-                .map(|r| (r.key.as_str(), &r.row))
-                .collect();
+            let kept = self.kept(&self.partitions[&part].rows);
+            let p = self.partitions.get_mut(&part).expect("touched");
+            p.kept = kept;
+            let now: HashMap<&str, &Value> = p.kept.iter().map(|(k, v)| (k.as_str(), v)).collect();
             for (k, _) in &before {
                 if !now.contains_key(k.as_str()) {
                     gone.push(k.clone());
