@@ -31,7 +31,7 @@ use crate::order::{InputOrder, NextBatch, Side};
 use crate::parallel::{
     Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
 };
-use crate::plan::{LateHandling, Operation, Plan, Sink};
+use crate::plan::{LateHandling, Operation, Plan, RowsAggregate, Sink};
 use crate::progress::Progress;
 use crate::sink::{LogOutput, OutputSink};
 use crate::source::{LogSource, Source, SourceTopic};
@@ -1263,14 +1263,16 @@ impl Runtime {
 fn aggregate_op(plan: &Plan, scope: &Scope, cache: usize) -> Option<AggregateOp> {
     match &plan.operation {
         // An aggregate whose rows another aggregates (`Plan::then`) keeps
-        // them in the stage column family and always hands out changes.
+        // them in the stage column family and always hands out changes; a
+        // hopping window's final row, handed out once, is not kept (nothing
+        // reads it again).
         Operation::Aggregate(spec) if plan.then.is_some() => Some(AggregateOp::new(
             spec.clone(),
             scope.state_cf(),
             scope.stage_cf(),
             cache,
             true,
-            true,
+            !RowsAggregate::inner_rows_are_final(spec),
         )),
         Operation::Aggregate(spec) => Some(AggregateOp::new(
             spec.clone(),

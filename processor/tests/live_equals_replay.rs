@@ -197,6 +197,13 @@ fn row_plans() -> Vec<Plan> {
              WHERE n > 1
              QUALIFY RANK() OVER (PARTITION BY ws ORDER BY n DESC) <= 1;",
         ),
+        sql_plan(
+            "CREATE TABLE top_final AS SELECT \"user\", n, ws FROM (
+               SELECT \"user\", WINDOWSTART AS ws, COUNT(*) AS n FROM buys
+               WINDOW HOPPING (SIZE 2 SECONDS, ADVANCE BY 500 MILLISECONDS, GRACE PERIOD 200 MILLISECONDS)
+               GROUP BY \"user\") q
+             QUALIFY ROW_NUMBER() OVER (PARTITION BY ws ORDER BY n DESC) <= 2;",
+        ),
     ]
 }
 

@@ -19,7 +19,9 @@
 //! row as JSON), written with the commit; in memory, the partitions
 //! touched recently (clean ones beyond the cache bound are dropped and read
 //! back when touched again). A partition holds every row of its partition,
-//! kept or not: a kept row that leaves is replaced by the next.
+//! kept or not: a kept row that leaves is replaced by the next — unless the
+//! inner rows are windows' final rows, which never leave: then a row not
+//! kept never will be, and only the kept rows are held.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -297,6 +299,25 @@ impl TopN {
             let kept = self.kept(&self.partitions[&part].rows);
             let p = self.partitions.get_mut(&part).expect("touched");
             p.kept = kept;
+            if self.inner_final {
+                // Rows only come (none is taken back): a row not kept now
+                // never will be, and is forgotten.
+                let keep: std::collections::HashSet<&str> =
+                    p.kept.iter().map(|(k, _)| k.as_str()).collect();
+                let prefix = Self::prefix(&part);
+                p.rows.retain(|k, _| {
+                    let kept = keep.contains(k.as_str());
+                    if !kept {
+                        let mut sk = prefix.clone();
+                        sk.extend_from_slice(k.as_bytes());
+                        // Written this commit: never stored; else delete it.
+                        if self.state_writes.remove(&sk).is_none() {
+                            self.state_writes.insert(sk, None);
+                        }
+                    }
+                    kept
+                });
+            }
             let now: HashMap<&str, &Value> = p.kept.iter().map(|(k, v)| (k.as_str(), v)).collect();
             for (k, _) in &before {
                 if !now.contains_key(k.as_str()) {
