@@ -29,6 +29,7 @@ files = {
  "subquery.sql": "CREATE TABLE hist AS SELECT n, COUNT(*) AS users, AVG(spent) AS mean, MAX(spent) AS top FROM (SELECT user_id, COUNT(*) AS n, SUM(amount) AS spent FROM user_events WINDOW TUMBLING (SIZE 1 HOUR) WHERE event_type = 'purchase' GROUP BY user_id HAVING COUNT(*) > 1 EMIT CHANGES) AS per_user WHERE spent > 10 GROUP BY n HAVING COUNT(*) > 2;",
  "cte.sql": "EXPLAIN CREATE TABLE c AS WITH q AS (SELECT e.user_id, COUNT(*) AS n FROM user_events e JOIN users u ON e.user_id = u.id GROUP BY e.user_id) SELECT COUNT_DISTINCT(n) AS kinds, MIN(n) AS least FROM q;",
  "subquery_nested_deep.sql": "CREATE TABLE d AS SELECT COUNT(*) AS c FROM " + "(SELECT n FROM "*1000 + "s" + ") q"*1000 + ";",
+ "top_n.sql": "CREATE TABLE t AS SELECT user_id, n, ws FROM (SELECT user_id, COUNT(*) AS n, WINDOWSTART AS ws FROM user_events WINDOW HOPPING (SIZE 10 SECONDS, ADVANCE BY 2 SECONDS) GROUP BY user_id EMIT FINAL) q WHERE n > 1 QUALIFY RANK() OVER (PARTITION BY ws ORDER BY n DESC) <= 3; EXPLAIN t;",
  "syntax_error.sql": "CREATE TABLE AS SELECT FROM WHERE;",
  "unterminated_string.sql": "SELECT * FROM v WHERE k = 'abc",
  # Issue 11's crashers and the limits around them.

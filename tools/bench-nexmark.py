@@ -5,7 +5,7 @@
 Generates EVENTS (default 2,000,000) Nexmark events with `kappa-datagen
 nexmark` (seed 1, nexmark's default 10,000 events/s of event time) into
 OUT_DIR/data as NDJSON, then, for each query of QUERIES (default the ones
-tools/nexmark/kappa/ holds: q0 q1 q2 q3 q8 q11), ROUNDS (default 3) rounds in
+tools/nexmark/kappa/ holds: q0 q1 q2 q3 q4 q5 q7 q8 q11), ROUNDS (default 3) rounds in
 turn of:
 
 - **Kappa** with 1 and 2 workers (`WITH (PARALLELISM=n)`): one release
@@ -44,7 +44,7 @@ TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/kappa-t
 BIN = os.environ.get("BIN_DIR", os.path.join(TARGET, "release"))
 EVENTS = int(os.environ.get("EVENTS", "2000000"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
-QUERIES = os.environ.get("QUERIES", "q0 q1 q2 q3 q8 q11").split()
+QUERIES = os.environ.get("QUERIES", "q0 q1 q2 q3 q4 q5 q7 q8 q11").split()
 # The input whose end a query's version must commit: the stream it reads
 # FROM. q3 and q8 read auction (joined with person, whose batches come
 # before auction's last one in the log, so they are processed by then).

@@ -1,9 +1,10 @@
 //! A query over another query's rows (issue 38): `FROM (SELECT ..)` and
 //! `WITH .. AS`, aggregating the rows of an aggregate as they change — a
 //! user's row moves from one group to the next as it grows, its old
-//! version retracted — equal to the aggregate computed here from the
-//! events, across a `kill -9` and a restart; `EXPLAIN` shows the operator;
-//! what cannot be run is refused with the reason.
+//! version retracted — or keeping their top-N (`QUALIFY RANK() ..`), equal
+//! to what is computed here from the events, across a `kill -9` and a
+//! restart; `EXPLAIN` shows the operators; what cannot be run is refused
+//! with the reason.
 //!
 //! Synchronization: the view is polled (bounded) until it holds the
 //! expected rows; nothing sleeps.
@@ -168,6 +169,82 @@ fn explain(client: &Client) {
         "{rows}"
     );
     assert!(rows["state_entries"].as_u64().is_some(), "{rows}");
+}
+
+/// The three biggest spenders, with ties (`RANK`).
+const TOP_SPENDERS: &str = "CREATE TABLE top_spenders AS
+SELECT user_id, spent FROM (
+  SELECT user_id, SUM(amount) AS spent FROM user_events
+  WHERE event_type = 'purchase' GROUP BY user_id) AS per_user
+QUALIFY RANK() OVER (ORDER BY spent DESC) <= 3;";
+
+/// The users of events `0..to` ranked third or better by spending, ties
+/// kept.
+fn top_spenders(to: u64) -> BTreeMap<String, f64> {
+    let mut users: Vec<(String, f64)> =
+        per_user(to).into_iter().map(|(u, (_, s))| (u, s)).collect();
+    users.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let third = users[2.min(users.len() - 1)].1;
+    users
+        .into_iter()
+        .filter(|(_, s)| *s >= third - 1e-9)
+        .collect()
+}
+
+fn wait_for_top(client: &Client, to: u64) {
+    let want = top_spenders(to);
+    eventually(
+        "top_spenders holds the three biggest spenders",
+        Duration::from_secs(60),
+        || {
+            let rows = client.view_rows("top_spenders", "limit=100")["rows"].clone();
+            let got: BTreeMap<String, f64> = rows
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        r["row"]["user_id"].as_str().unwrap().to_string(),
+                        r["row"]["spent"].as_f64().unwrap(),
+                    )
+                })
+                .collect();
+            (got.len() == want.len()
+                && got
+                    .iter()
+                    .zip(&want)
+                    .all(|((a, x), (b, y))| a == b && (x - y).abs() < 1e-6))
+            .then_some(())
+        },
+    );
+}
+
+#[test]
+fn a_top_n_of_an_aggregates_rows_follows_the_ranking_as_rows_change() {
+    let mut server = Server::start(&[]);
+    let client = server.client();
+    client.sql_ok(USER_EVENTS);
+    client.sql_ok(TOP_SPENDERS);
+    produce(&client, 0, 40);
+    wait_for_top(&client, 40);
+    let result = &client.sql_ok("EXPLAIN top_spenders")[0];
+    let names: Vec<&str> = result["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["operator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["source", "filter", "aggregate", "top_n", "sink"],
+        "{result}"
+    );
+    // Users overtake each other after a crash and a restart.
+    server.kill9();
+    let server = server.restart();
+    let client = server.client();
+    produce(&client, 40, 150);
+    wait_for_top(&client, 150);
 }
 
 #[test]
