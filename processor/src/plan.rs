@@ -568,6 +568,47 @@ impl Plan {
         Some(names)
     }
 
+    /// The top-level fields of a joined stream's values the plan reads
+    /// (under the join's alias, its time column), or `None` if it reads
+    /// them whole or joins no stream.
+    pub fn joined_fields(&self) -> Option<Vec<String>> {
+        let join = self.join.as_ref()?;
+        let within = join.within.as_ref()?;
+        let mut exprs: Vec<&Expr> = vec![&within.joined_key, &join.stream_key];
+        exprs.extend(&self.filter);
+        exprs.extend(self.dedup.as_ref().map(|d| &d.id));
+        exprs.extend(&self.partition_by);
+        match &self.operation {
+            Operation::Project { columns } => exprs.extend(columns.iter().map(|(_, e)| e)),
+            Operation::Aggregate(a) => {
+                exprs.extend(&a.group_by);
+                exprs.extend(a.aggregates.iter().filter_map(|c| c.input.as_ref()));
+            }
+        }
+        let mut names: Vec<String> = join
+            .table_time
+            .iter()
+            .filter_map(|p| p.first().cloned())
+            .collect();
+        let mut whole = false;
+        for e in exprs {
+            e.walk(&mut |e| {
+                if let Expr::Field(path) = e {
+                    match path.as_slice() {
+                        [alias] if *alias == join.alias => whole = true,
+                        [alias, name, ..] if *alias == join.alias => {
+                            if !names.contains(name) {
+                                names.push(name.clone());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            });
+        }
+        (!whole).then_some(names)
+    }
+
     /// Checks the plan is executable: windows valid, grace and TTLs not
     /// negative, column references in range, names non-empty.
     pub fn validate(&self) -> Result<(), String> {

@@ -325,7 +325,8 @@ impl Runtime {
             stream_join: plan
                 .join
                 .clone()
-                .and_then(|j| StreamJoin::new(j, state_cf.clone(), plan.filter.as_ref())),
+                .and_then(|j| StreamJoin::new(j, state_cf.clone(), plan.filter.as_ref()))
+                .map(|j| j.reading(plan.joined_fields())),
             aggregate: aggregate_op(&plan, &scope, options.state_cache_entries)
                 .map(|op| Aggregation::Local(Box::new(op))),
             rows_aggregate,

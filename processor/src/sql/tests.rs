@@ -668,6 +668,11 @@ fn stream_stream_joins_within_a_time_bound() {
     let cols = project(&p);
     assert_eq!(cols[1].1, Expr::Field(vec!["c".into(), "page".into()]));
     assert_eq!(cols[2].1, joined_key);
+    // The joined stream's values are decoded for its time and the column read.
+    assert_eq!(
+        p.joined_fields(),
+        Some(vec!["at".to_string(), "page".to_string()])
+    );
     // Either side of ON may come first; FULL joins two streams; WITHIN d
     // is both bounds, and the grace defaults to a window's.
     let p = plan_sql(

@@ -14,7 +14,7 @@ CREATE TABLE nexmark_q4 AS
 SELECT category, AVG(final) AS avg_final
 FROM (
   SELECT a.id AS id, a.category AS category, MAX(b.price) AS final
-  FROM bid b JOIN auction a WITHIN (1 MINUTE, 0 SECONDS) GRACE PERIOD 10 SECONDS ON b.auction = a.id
+  FROM bid b JOIN auction a WITHIN (1 MINUTE, 0 SECONDS) GRACE PERIOD 0 SECONDS ON b.auction = a.id
   WHERE b.date_time BETWEEN a.date_time AND a.expires
   GROUP BY a.id, a.category
 ) AS q

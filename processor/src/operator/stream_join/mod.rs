@@ -47,6 +47,7 @@
 //! A restart reads the buffers back and decodes each value whole.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -220,6 +221,9 @@ pub struct StreamJoin {
     /// the next commit writes those still kept (most leave first, and are
     /// never encoded).
     unstored: HashMap<(JoinSide, u32, u64), (String, i64)>,
+    /// The fields of the joined stream's values the plan reads (`None`:
+    /// all of them).
+    joined_fields: Option<Arc<[String]>>,
 }
 
 impl StreamJoin {
@@ -238,7 +242,33 @@ impl StreamJoin {
             right_filter,
             pending: BTreeMap::new(),
             unstored: HashMap::new(),
+            joined_fields: None,
         })
+    }
+
+    /// The same join decoding only `fields` of the joined stream's values
+    /// (all that the plan reads of them, [`crate::plan::Plan::joined_fields`]):
+    /// a pair then copies those, not the whole value.
+    pub fn reading(mut self, fields: Option<Vec<String>>) -> Self {
+        self.joined_fields = fields.map(Arc::from);
+        self
+    }
+
+    /// A joined stream's value as the join holds it: whole, or only the
+    /// fields read (missing and null ones left out).
+    fn decode_value(&self, bytes: &[u8]) -> serde_json::Result<Value> {
+        let Some(names) = &self.joined_fields else {
+            return serde_json::from_slice(bytes);
+        };
+        let values = crate::event::decode_fields(bytes, names)?;
+        Ok(Value::Object(
+            names
+                .iter()
+                .zip(values)
+                .filter(|(_, v)| !v.is_null())
+                .map(|(n, v)| (n.clone(), v))
+                .collect(),
+        ))
     }
 
     /// Events buffered, of both streams.
@@ -261,7 +291,7 @@ impl StreamJoin {
         append_time: i64,
         max_future_ms: i64,
     ) -> JoinedRecord {
-        let Ok(value) = serde_json::from_slice::<Value>(record.value) else {
+        let Ok(value) = self.decode_value(record.value) else {
             return JoinedRecord::Invalid;
         };
         let typed = self
@@ -525,8 +555,11 @@ impl StreamJoin {
                 _ => return Err(self.corrupt("an entry of neither side")),
             };
             let (header, raw) = decode(&v).ok_or_else(|| self.corrupt("a malformed entry"))?;
-            let value: Value = serde_json::from_slice(raw)
-                .map_err(|e| self.corrupt(&format!("a value that is not JSON: {e}")))?;
+            let value: Value = match side {
+                JoinSide::Left => serde_json::from_slice(raw),
+                JoinSide::Right => self.decode_value(raw),
+            }
+            .map_err(|e| self.corrupt(&format!("a value that is not JSON: {e}")))?;
             let raw = Bytes::copy_from_slice(raw);
             let event = match side {
                 JoinSide::Left => Event {
