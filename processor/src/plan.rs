@@ -596,10 +596,8 @@ impl Plan {
                 if let Expr::Field(path) = e {
                     match path.as_slice() {
                         [alias] if *alias == join.alias => whole = true,
-                        [alias, name, ..] if *alias == join.alias => {
-                            if !names.contains(name) {
-                                names.push(name.clone());
-                            }
+                        [alias, name, ..] if *alias == join.alias && !names.contains(name) => {
+                            names.push(name.clone());
                         }
                         _ => {}
                     }
