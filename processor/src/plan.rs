@@ -539,9 +539,10 @@ pub enum LateHandling {
 }
 
 impl Plan {
-    /// The top-level value fields the plan reads, or `None` if it reads
-    /// whole values (so a record's value must be decoded in full).
-    pub fn used_fields(&self) -> Option<Vec<String>> {
+    /// The expressions the plan evaluates on events: filter, dedup id,
+    /// join key, `PARTITION BY`, and the projection's columns or the
+    /// aggregate's group keys and inputs.
+    fn event_exprs(&self) -> Vec<&Expr> {
         let mut exprs: Vec<&Expr> = Vec::new();
         exprs.extend(&self.filter);
         exprs.extend(self.dedup.as_ref().map(|d| &d.id));
@@ -554,6 +555,13 @@ impl Plan {
                 exprs.extend(a.aggregates.iter().filter_map(|c| c.input.as_ref()));
             }
         }
+        exprs
+    }
+
+    /// The top-level value fields the plan reads, or `None` if it reads
+    /// whole values (so a record's value must be decoded in full).
+    pub fn used_fields(&self) -> Option<Vec<String>> {
+        let exprs = self.event_exprs();
         let mut paths: Vec<Vec<String>> = exprs.iter().flat_map(|e| e.fields()).collect();
         if let EventTime::Field(path) = &self.source.event_time {
             paths.push(path.clone());
@@ -574,17 +582,8 @@ impl Plan {
     pub fn joined_fields(&self) -> Option<Vec<String>> {
         let join = self.join.as_ref()?;
         let within = join.within.as_ref()?;
-        let mut exprs: Vec<&Expr> = vec![&within.joined_key, &join.stream_key];
-        exprs.extend(&self.filter);
-        exprs.extend(self.dedup.as_ref().map(|d| &d.id));
-        exprs.extend(&self.partition_by);
-        match &self.operation {
-            Operation::Project { columns } => exprs.extend(columns.iter().map(|(_, e)| e)),
-            Operation::Aggregate(a) => {
-                exprs.extend(&a.group_by);
-                exprs.extend(a.aggregates.iter().filter_map(|c| c.input.as_ref()));
-            }
-        }
+        let mut exprs = self.event_exprs();
+        exprs.push(&within.joined_key);
         let mut names: Vec<String> = join
             .table_time
             .iter()

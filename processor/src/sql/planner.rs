@@ -152,16 +152,7 @@ fn rows_aggregate(
         },
         table: None,
     };
-    let filter = match &parts.select.selection {
-        Some(w) => Some(
-            Translator {
-                names: &scope.names("WHERE", "filter aggregated rows with HAVING"),
-                at,
-            }
-            .expr(w)?,
-        ),
-        None => None,
-    };
+    let filter = where_filter(&parts, &scope, at)?;
     if let Some(q) = parts.qualify {
         let (top, aggregate) = super::top_n::top_n(&parts, q, &scope, at)?;
         let rows = RowsAggregate {
@@ -201,6 +192,22 @@ fn rows_aggregate(
     rows.validate(inner_spec)
         .map_err(|reason| SqlError::span(inner.span, reason))?;
     Ok(rows)
+}
+
+/// The query's `WHERE`, translated over `scope`.
+fn where_filter(parts: &QueryParts<'_>, scope: &Scope, at: Location) -> Result<Option<Expr>> {
+    parts
+        .select
+        .selection
+        .as_ref()
+        .map(|w| {
+            Translator {
+                names: &scope.names("WHERE", "filter aggregated rows with HAVING"),
+                at,
+            }
+            .expr(w)
+        })
+        .transpose()
 }
 
 /// The rows of the subquery `inner` (planned as `spec`) as a table of its
@@ -282,16 +289,7 @@ fn plan_select(
         (Some(d), Some(span)) => Some(dedup_spec(&d.by, d.ttl_ms, span, &scope)?),
         _ => None,
     };
-    let filter = match &parts.select.selection {
-        Some(w) => Some(
-            Translator {
-                names: &scope.names("WHERE", "filter aggregated rows with HAVING"),
-                at,
-            }
-            .expr(w)?,
-        ),
-        None => None,
-    };
+    let filter = where_filter(&parts, &scope, at)?;
     let window = clauses.window.as_ref().map(|w| WindowedSpec {
         window: w.spec,
         grace_ms: w.grace_ms.unwrap_or(defaults::GRACE_MS),
