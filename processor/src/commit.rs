@@ -256,6 +256,15 @@ impl Runtime {
                 self.outbox.sort_by_key(|r| r.seq);
             }
         }
+        if let (Some(rows), Some(outer)) = (&mut self.table_rows, &mut self.rows_aggregate) {
+            // A declared table's changed rows go to the aggregate over them
+            // (read before this batch is written: the store holds each
+            // row's previous version).
+            outer.apply(&self.store, &rows.changes())?;
+            changes = outer.take_changes()?;
+            self.progress.add_output(outer.flush(&mut batch));
+            rows.flush(&mut batch);
+        }
         if let Some(d) = &mut self.dedup {
             d.flush(&mut batch);
         }

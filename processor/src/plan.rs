@@ -426,6 +426,38 @@ pub struct TopSpec {
 /// Most ranks a top-N keeps per partition.
 pub const MAX_TOP_N: u64 = 10_000;
 
+/// The rows a [`RowsAggregate`] reads: what its plan's
+/// [`Plan::operation`] makes of the input.
+#[derive(Debug, Clone, Copy)]
+pub enum InnerRows<'p> {
+    /// The rows of an aggregate (a subquery or CTE in `FROM`).
+    Aggregate(&'p AggregateSpec),
+    /// A declared table's rows: a projection of each record of its topic,
+    /// the latest per record key (a record with a null value deletes its
+    /// key's row), as Kafka Streams reads a topic into a `KTable`.
+    Table,
+}
+
+impl<'p> InnerRows<'p> {
+    /// The inner rows of `plan`, if it aggregates (or ranks) rows.
+    pub fn of(plan: &'p Plan) -> Option<InnerRows<'p>> {
+        plan.then.as_ref()?;
+        Some(match &plan.operation {
+            Operation::Aggregate(spec) => InnerRows::Aggregate(spec),
+            Operation::Project { .. } => InnerRows::Table,
+        })
+    }
+
+    /// Whether each row reaches the outer aggregate once, never changed
+    /// again: an inner aggregate's windows emit final rows.
+    pub fn are_final(self) -> bool {
+        match self {
+            InnerRows::Aggregate(inner) => RowsAggregate::inner_rows_are_final(inner),
+            InnerRows::Table => false,
+        }
+    }
+}
+
 impl RowsAggregate {
     /// Whether the rows of `inner` reach the outer aggregate once each:
     /// its windows emit final rows.
@@ -434,7 +466,7 @@ impl RowsAggregate {
     }
 
     /// Checks it can aggregate (or rank) the rows of `inner`.
-    pub fn validate(&self, inner: &AggregateSpec) -> Result<(), String> {
+    pub fn validate(&self, inner: InnerRows<'_>) -> Result<(), String> {
         let a = &self.aggregate;
         if a.window.is_some() {
             return Err("an aggregate over a table's rows takes no WINDOW".into());
@@ -457,11 +489,13 @@ impl RowsAggregate {
         }
         if reads_event {
             return Err(
-                "a query over a subquery's rows reads only the rows' columns (no ROWKEY or ROWTIME)"
+                "a query over a table's rows (a subquery's or a declared table's) reads only the rows' columns (no ROWKEY or ROWTIME)"
                     .into(),
             );
         }
-        self.validate_inner(inner)?;
+        if let InnerRows::Aggregate(inner) = inner {
+            self.validate_inner(inner)?;
+        }
         if let Some(top) = &self.top {
             if top.limit == 0 || top.limit > MAX_TOP_N {
                 return Err(format!(
@@ -539,6 +573,22 @@ pub enum LateHandling {
 }
 
 impl Plan {
+    /// Whether it aggregates (or ranks) a declared table's rows
+    /// ([`InnerRows::Table`]): its projection's rows, latest per key.
+    pub fn reads_table_rows(&self) -> bool {
+        matches!(InnerRows::of(self), Some(InnerRows::Table))
+    }
+
+    /// The aggregate whose rows the view holds: the query over rows'
+    /// ([`Plan::then`]), else the plan's own; `None` for a projection.
+    pub fn view_aggregate(&self) -> Option<&AggregateSpec> {
+        match (&self.then, &self.operation) {
+            (Some(rows), _) => Some(&rows.aggregate),
+            (None, Operation::Aggregate(spec)) => Some(spec),
+            (None, Operation::Project { .. }) => None,
+        }
+    }
+
     /// The expressions the plan evaluates on events: filter, dedup id,
     /// join key, `PARTITION BY`, and the projection's columns or the
     /// aggregate's group keys and inputs.
@@ -642,12 +692,14 @@ impl Plan {
                 "PARTITION BY applies to CREATE STREAM .. AS (a view is keyed by GROUP BY)".into(),
             );
         }
-        if let Some(rows) = &self.then {
-            let Operation::Aggregate(inner) = &self.operation else {
-                return Err("an aggregate over rows needs an aggregate to read".into());
-            };
+        if let (Some(rows), Some(inner)) = (&self.then, InnerRows::of(self)) {
             if self.sink != Sink::View {
                 return Err("an aggregate over a table's rows feeds a view".into());
+            }
+            if self.reads_table_rows() && (self.filter.is_some() || self.join.is_some()) {
+                return Err(
+                    "a declared table's rows are read whole: the query's WHERE filters them".into(),
+                );
             }
             rows.validate(inner)?;
         }

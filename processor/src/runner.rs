@@ -25,13 +25,14 @@ use crate::operator::dedup::Dedup;
 use crate::operator::join::TableJoin;
 use crate::operator::stream_join::{Joined, JoinedInput, JoinedRecord, StreamJoin};
 use crate::operator::table_aggregate::TableAggregate;
+use crate::operator::table_rows::TableRows;
 use crate::operator::top_n::TopN;
 use crate::operator::RowsStage;
 use crate::order::{InputOrder, NextBatch, Side};
 use crate::parallel::{
     Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
 };
-use crate::plan::{LateHandling, Operation, Plan, RowsAggregate, Sink};
+use crate::plan::{InnerRows, LateHandling, Operation, Plan, RowsAggregate, Sink};
 use crate::progress::Progress;
 use crate::sink::{LogOutput, OutputSink};
 use crate::source::{LogSource, Source, SourceTopic};
@@ -160,8 +161,12 @@ pub struct Runtime {
     /// The stream-stream join (`JOIN .. WITHIN`), instead of `join`.
     pub(crate) stream_join: Option<StreamJoin>,
     pub(crate) aggregate: Option<Aggregation>,
-    /// What takes `aggregate`'s rows ([`Plan::then`]): the view's.
+    /// What takes `aggregate`'s (or `table_rows`') rows ([`Plan::then`]):
+    /// the view's.
     pub(crate) rows_aggregate: Option<RowsStage>,
+    /// A declared table's latest rows, when the plan aggregates (or ranks)
+    /// them ([`Plan::reads_table_rows`]).
+    pub(crate) table_rows: Option<TableRows>,
     /// Source workers, when the version runs in parallel.
     pub(crate) sources: Option<SourcePool>,
     pub(crate) outbox: Vec<OutRecord>,
@@ -235,7 +240,10 @@ impl Runtime {
             ));
         }
         plan.validate().map_err(ProcessorError::InvalidPlan)?;
-        if matches!(plan.operation, Operation::Project { .. }) && plan.sink == Sink::View {
+        if matches!(plan.operation, Operation::Project { .. })
+            && plan.sink == Sink::View
+            && !plan.reads_table_rows()
+        {
             return Err(ProcessorError::InvalidPlan(
                 "a projection must sink to a topic".into(),
             ));
@@ -245,8 +253,8 @@ impl Runtime {
             version,
         };
         store.ensure(&scope)?;
-        let rows_aggregate = match (&plan.then, &plan.operation) {
-            (Some(rows), Operation::Aggregate(inner)) => {
+        let rows_aggregate = match (&plan.then, InnerRows::of(&plan)) {
+            (Some(rows), Some(inner)) => {
                 store.ensure_cf(&scope.stage_cf())?;
                 Some(match rows.top {
                     Some(_) => RowsStage::Top(TopN::new(
@@ -330,6 +338,9 @@ impl Runtime {
             aggregate: aggregate_op(&plan, &scope, options.state_cache_entries)
                 .map(|op| Aggregation::Local(Box::new(op))),
             rows_aggregate,
+            table_rows: plan
+                .reads_table_rows()
+                .then(|| TableRows::new(scope.stage_cf())),
             sources: None,
             progress: Arc::new(Progress::new(partitions, &plan.name, version)),
             decoder: Decoder::new(&plan),
@@ -354,12 +365,7 @@ impl Runtime {
             source_dedup: None,
         };
         rt.restore(partitions)?;
-        let view_spec = match (&rt.plan.then, &rt.plan.operation) {
-            (Some(rows), _) => Some(&rows.aggregate),
-            (None, Operation::Aggregate(spec)) => Some(spec),
-            (None, Operation::Project { .. }) => None,
-        };
-        if let Some(spec) = view_spec {
+        if let Some(spec) = rt.plan.view_aggregate() {
             // Readers compute a view's rows from its accumulators with the spec.
             let mut batch = Batch::default();
             let json = serde_json::to_vec(spec).expect("plans serialize");
@@ -472,7 +478,9 @@ impl Runtime {
     /// its own key groups; starts the source workers.
     fn start_workers(&mut self, partitions: usize, watermark: i64) -> Result<()> {
         let workers = self.options.workers.clamp(1, crate::parallel::MAX_WORKERS);
-        if workers == 1 {
+        // A table's records are taken whole on this thread (each replaces
+        // its key's row; one with a null value deletes it).
+        if workers == 1 || self.table_rows.is_some() {
             if let Some(Aggregation::Local(a)) = &mut self.aggregate {
                 a.restore(&self.store, watermark)?;
             }
@@ -560,6 +568,10 @@ impl Runtime {
                 .rows_aggregate
                 .as_ref()
                 .map_or(0, RowsStage::pending_entries)
+            + self
+                .table_rows
+                .as_ref()
+                .map_or(0, TableRows::pending_entries)
     }
 
     /// Fails with [`ProcessorError::StateLimit`] when the state in memory
@@ -594,6 +606,11 @@ impl Runtime {
     /// again).
     pub(crate) fn input_topic(&self) -> Arc<dyn SourceTopic> {
         self.order.stream_topic()
+    }
+
+    /// The plan this runtime runs.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// The shared progress (offsets, watermark, counters) of this runtime.
@@ -876,6 +893,9 @@ impl Runtime {
                 return Ok(());
             }
         }
+        if self.table_rows.is_some() && is_tombstone(record.value) {
+            return self.delete_table_row(partition, &record, append_time);
+        }
         let prepared = match self.decoder.decode(partition, record, buffer, append_time) {
             Decoded::Invalid => {
                 self.progress.count_invalid();
@@ -903,6 +923,27 @@ impl Runtime {
             }
         };
         self.process_prepared(partition, prepared, append_time)
+    }
+
+    /// A declared table's record with a null value (`partition`, appended
+    /// at `append_time`): its key's row is deleted. Its record timestamp
+    /// moves the watermark (it has no value to read a time from).
+    fn delete_table_row(
+        &mut self,
+        partition: u32,
+        record: &RecordRef<'_>,
+        append_time: i64,
+    ) -> Result<()> {
+        self.event_seq += 1;
+        self.observe(partition, record.timestamp, append_time)?;
+        let key = record
+            .key
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .unwrap_or_default();
+        if let Some(rows) = &mut self.table_rows {
+            rows.upsert(key, None);
+        }
+        Ok(())
     }
 
     /// Processes one decoded record of `partition`, appended at
@@ -1002,7 +1043,14 @@ impl Runtime {
         }
         match &self.plan.operation {
             Operation::Project { columns } => {
-                if let Some(project) = &mut self.project {
+                if let Some(rows) = &mut self.table_rows {
+                    let row: serde_json::Map<String, Value> = columns
+                        .iter()
+                        .map(|(name, e)| (name.clone(), e.eval(&event)))
+                        .collect();
+                    let key = event.key_text().unwrap_or_default().to_string();
+                    rows.upsert(key, Some(Value::Object(row)));
+                } else if let Some(project) = &mut self.project {
                     self.outbox.push(OutRecord {
                         topic: project.topic.clone(),
                         key: match &self.plan.partition_by {
@@ -1285,4 +1333,10 @@ fn aggregate_op(plan: &Plan, scope: &Scope, cache: usize) -> Option<AggregateOp>
         )),
         Operation::Project { .. } => None,
     }
+}
+
+/// Whether a table's record value is a deletion: empty, or JSON `null`.
+fn is_tombstone(value: &[u8]) -> bool {
+    let trimmed = value.trim_ascii();
+    trimmed.is_empty() || trimmed == b"null"
 }

@@ -55,7 +55,8 @@ enum Op {
         amount: i64,
         skew: i64,
     },
-    /// A tier change of a user, effective at `clock + skew`.
+    /// A tier change of a user, effective at `clock + skew`; tier 3 is a
+    /// deletion (a record with a null value).
     Tier { user: u8, tier: u8, skew: i64 },
     /// Log time passes.
     Gap(i64),
@@ -76,7 +77,7 @@ fn ops(partitions: u32) -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
         5 => (0..partitions, 1u8..=4, 0u8..24, 0u8..4, 1i64..50, -3_000i64..500)
             .prop_map(|(partition, count, id, user, amount, skew)| Op::Event { partition, count, id, user, amount, skew }),
-        2 => (0u8..4, 0u8..3, -2_000i64..200).prop_map(|(user, tier, skew)| Op::Tier { user, tier, skew }),
+        2 => (0u8..4, 0u8..4, -2_000i64..200).prop_map(|(user, tier, skew)| Op::Tier { user, tier, skew }),
         3 => prop_oneof![0i64..50, 200i64..1_500, Just(IDLE_MS as i64), 2_000i64..5_000].prop_map(Op::Gap),
         3 => any::<bool>().prop_map(|commit| Op::Poll { commit }),
         1 => workers().prop_map(|workers| Op::Restart { workers }),
@@ -157,7 +158,7 @@ fn plans() -> Vec<Plan> {
     ]
 }
 
-/// The definitions over an aggregate's rows (issue 38): aggregates of a
+/// The definitions over rows (issue 38): aggregates of a
 /// table's changes, with retractions, over a running, a tumbling (EMIT
 /// CHANGES) and a hopping (final rows) inner aggregate; top-Ns.
 fn row_plans() -> Vec<Plan> {
@@ -203,6 +204,17 @@ fn row_plans() -> Vec<Plan> {
                WINDOW HOPPING (SIZE 2 SECONDS, ADVANCE BY 500 MILLISECONDS, GRACE PERIOD 200 MILLISECONDS)
                GROUP BY \"user\") q
              QUALIFY ROW_NUMBER() OVER (PARTITION BY ws ORDER BY n DESC) <= 2;",
+        ),
+        // A declared table's latest rows (tier changes and deletions),
+        // aggregated and ranked.
+        sql_plan(
+            "CREATE TABLE users_per_tier AS SELECT tier, COUNT(*) AS users, SUM(since) AS since,
+               MAX(since) AS latest, MIN(since) AS first, AVG(since) AS mean, COUNT_DISTINCT(since) AS times
+             FROM tiers WHERE tier <> 't0' GROUP BY tier;",
+        ),
+        sql_plan(
+            "CREATE TABLE latest_per_tier AS SELECT \"user\", tier, since FROM tiers
+             QUALIFY RANK() OVER (PARTITION BY tier ORDER BY since DESC) <= 1;",
         ),
     ]
 }
@@ -264,11 +276,14 @@ fn naive_top(plan: &Plan, inner: &[Value]) -> Vec<Value> {
     out
 }
 
-/// A plan from SQL over `buys` (the source the DSL plans read).
+/// A plan from SQL over `buys` (the source the DSL plans read) or the
+/// table `tiers`.
 fn sql_plan(sql: &str) -> Plan {
     let catalog = kappa_processor::sql::parse(
         "CREATE STREAM buys (id BIGINT, \"user\" VARCHAR, amount BIGINT, ts BIGINT)
-           WITH (KAFKA_TOPIC='buys', TIMESTAMP='ts', WATERMARK_DELAY='300 MILLISECONDS', IDLE_TIMEOUT='1 SECOND');",
+           WITH (KAFKA_TOPIC='buys', TIMESTAMP='ts', WATERMARK_DELAY='300 MILLISECONDS', IDLE_TIMEOUT='1 SECOND');
+         CREATE TABLE tiers (\"user\" VARCHAR PRIMARY KEY, tier VARCHAR, since BIGINT)
+           WITH (KAFKA_TOPIC='tiers');",
     )
     .unwrap()
     .into_iter()
@@ -463,7 +478,10 @@ impl World {
                 .map(|p| p.end_offset())
                 .collect()
         };
-        let (ends, joined_ends) = (ends("buys"), ends("tiers"));
+        let (ends, joined_ends) = match rt.plan().source.topic.as_str() {
+            "tiers" => (ends("tiers"), Vec::new()),
+            _ => (ends("buys"), ends("tiers")),
+        };
         let done = |rt: &Runtime| {
             rt.positions() == ends.as_slice()
                 && (rt.joined_positions().is_empty()
@@ -511,6 +529,8 @@ fn live_equals_replay(
 ) -> Result<(), String> {
     let world = World::new(partitions, table_partitions);
     let mut live: Vec<Runtime> = plans.iter().map(|p| world.open(p, 1, workers[0])).collect();
+    // Each user's latest tier record (null: deleted).
+    let mut tiers: std::collections::BTreeMap<String, Value> = Default::default();
     for op in ops {
         let now = world.time.get();
         match *op {
@@ -529,12 +549,14 @@ fn live_equals_replay(
                     .map(|k| json!({"id": id + k, "user": format!("u{user}"), "amount": amount + k as i64, "ts": now + skew - 100 * k as i64}))
                     .collect(),
             ),
-            Op::Tier { user, tier, skew } => world.append(
-                "tiers",
-                None,
-                format!("u{user}"),
-                json!({"tier": format!("t{tier}"), "since": now + skew}),
-            ),
+            Op::Tier { user, tier, skew } => {
+                let value = match tier {
+                    3 => Value::Null,
+                    _ => json!({"tier": format!("t{tier}"), "since": now + skew}),
+                };
+                tiers.insert(format!("u{user}"), value.clone());
+                world.append("tiers", None, format!("u{user}"), value);
+            }
             Op::Gap(ms) => world.time.advance(ms),
             Op::Poll { commit } => {
                 for rt in &mut live {
@@ -570,15 +592,30 @@ fn live_equals_replay(
             ));
         }
         if let Some(then) = &plan.then {
-            // The outer rows equal a naive aggregate over the inner rows.
-            let inner_plan = Plan {
-                name: format!("{}_inner", plan.name),
-                then: None,
-                ..plan.clone()
+            // The outer rows equal a naive aggregate over the inner rows:
+            // a table's latest rows, or the rows the inner aggregate has
+            // alone as a view.
+            let inner_rows = match plan.reads_table_rows() {
+                true => tiers
+                    .iter()
+                    .filter(|(_, value)| !value.is_null())
+                    .map(|(user, value)| {
+                        let mut row = value.clone();
+                        row["user"] = json!(user);
+                        json!({"key": user, "start": null, "end": null, "row": row})
+                    })
+                    .collect(),
+                false => {
+                    let inner_plan = Plan {
+                        name: format!("{}_inner", plan.name),
+                        then: None,
+                        ..plan.clone()
+                    };
+                    let mut inner = world.open(&inner_plan, 1, 1);
+                    world.drain(&mut inner);
+                    world.outcome(&inner, &inner_plan.name, 1).0
+                }
             };
-            let mut inner = world.open(&inner_plan, 1, 1);
-            world.drain(&mut inner);
-            let (inner_rows, _) = world.outcome(&inner, &inner_plan.name, 1);
             let expected = match then.top {
                 Some(_) => naive_top(plan, &inner_rows),
                 None => naive_outer(plan, &inner_rows),

@@ -8,6 +8,7 @@ pub mod join;
 pub mod slices;
 pub mod stream_join;
 pub mod table_aggregate;
+pub mod table_rows;
 pub mod top_n;
 
 use serde_json::Value;

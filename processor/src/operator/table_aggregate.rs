@@ -33,16 +33,16 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::aggregate::{corrupt, row_of, view_key};
+use super::table_rows::InnerStage;
 use super::RowChange;
 use crate::accumulators::{Accumulator, AggregateKind};
 use crate::error::{ProcessorError, Result};
 use crate::event::OutputRow;
 use crate::expr::Expr;
-use crate::plan::{AggregateSpec, RowsAggregate};
+use crate::plan::{AggregateSpec, InnerRows, RowsAggregate};
 use crate::state::key;
 use crate::state::slot::{self, GroupForm};
 use crate::state::store::{Batch, Store};
-use crate::window::Window;
 
 /// The name of the hidden `COUNT(*)` that ends an aggregate over a table's
 /// changes: the rows its group holds; `#` starts no output column's name.
@@ -71,13 +71,8 @@ impl Slot {
 pub struct TableAggregate {
     outer: AggregateSpec,
     filter: Option<Expr>,
-    /// The inner aggregate's spec: an inner row's previous version is
-    /// computed from its stored slot with it.
-    inner: AggregateSpec,
-    /// Where the inner aggregate's slots are stored.
-    inner_cf: String,
-    /// The inner rows are windows' final rows: each arrives once.
-    inner_final: bool,
+    /// Where an inner row's previous version is found.
+    inner: InnerStage,
     /// The view's rows: the outer slots.
     view_cf: String,
     cache: HashMap<Vec<u8>, Slot>,
@@ -91,12 +86,12 @@ pub struct TableAggregate {
 }
 
 impl TableAggregate {
-    /// The operator aggregating `rows`' input, the rows of the aggregate
-    /// `inner` (its slots in `inner_cf`), into the view's rows in
-    /// `view_cf`; at most `cache_limit` clean slots stay in memory.
+    /// The operator aggregating `rows`' input, the rows `inner` (stored in
+    /// `inner_cf`), into the view's rows in `view_cf`; at most
+    /// `cache_limit` clean slots stay in memory.
     pub fn new(
         rows: &RowsAggregate,
-        inner: &AggregateSpec,
+        inner: InnerRows<'_>,
         inner_cf: String,
         view_cf: String,
         cache_limit: usize,
@@ -105,9 +100,7 @@ impl TableAggregate {
         Ok(TableAggregate {
             outer: rows.aggregate.clone(),
             filter: rows.filter.clone(),
-            inner: inner.clone(),
-            inner_cf,
-            inner_final: RowsAggregate::inner_rows_are_final(inner),
+            inner: InnerStage::new(inner, inner_cf),
             view_cf,
             cache: HashMap::new(),
             dirty: Vec::new(),
@@ -141,11 +134,7 @@ impl TableAggregate {
     /// version).
     pub fn apply(&mut self, store: &Store, changes: &[RowChange]) -> Result<()> {
         for change in changes {
-            let old = if self.inner_final {
-                None
-            } else {
-                self.stored_inner_row(store, change)?
-            };
+            let old = self.inner.previous(store, change)?;
             if let Some(old) = old.filter(|r| self.passes(r)) {
                 self.change(store, &old, false)?;
             }
@@ -154,12 +143,6 @@ impl TableAggregate {
             }
         }
         Ok(())
-    }
-
-    /// The inner row of `change`'s key and window as the last commit
-    /// stored it, if it had one.
-    fn stored_inner_row(&self, store: &Store, change: &RowChange) -> Result<Option<Value>> {
-        stored_inner_row(store, &self.inner_cf, &self.inner, change)
     }
 
     fn passes(&self, row: &Value) -> bool {
@@ -281,31 +264,6 @@ impl TableAggregate {
         }
         dirty.len() as u64
     }
-}
-
-/// The row of the aggregate `inner` (its slots in `inner_cf`) under
-/// `change`'s key and window as the last commit stored it, if it had one:
-/// the version a change replaces.
-pub(crate) fn stored_inner_row(
-    store: &Store,
-    inner_cf: &str,
-    inner: &AggregateSpec,
-    change: &RowChange,
-) -> Result<Option<Value>> {
-    let k = match change.window {
-        Some((start, end)) => key::windowed(change.key.as_bytes(), start, end),
-        None => key::plain(change.key.as_bytes()),
-    };
-    let Some(bytes) = store.get(inner_cf, &k)? else {
-        return Ok(None);
-    };
-    let (form, accs) =
-        slot::decode(&bytes).ok_or_else(|| corrupt(inner_cf, "bad accumulator value"))?;
-    let group = form
-        .values(&change.key)
-        .ok_or_else(|| corrupt(inner_cf, "bad group key"))?;
-    let window = change.window.map(|(start, end)| Window { start, end });
-    Ok(row_of(inner, &group, window, &accs))
 }
 
 /// Fresh retracting accumulators for `spec`'s aggregates.

@@ -29,13 +29,13 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::aggregate::{corrupt, view_key};
-use super::table_aggregate::stored_inner_row;
+use super::table_rows::InnerStage;
 use super::RowChange;
 use crate::accumulators::{total_order, Accumulator};
 use crate::error::{ProcessorError, Result};
 use crate::event::OutputRow;
 use crate::expr::Expr;
-use crate::plan::{AggregateSpec, RowsAggregate, TopSpec};
+use crate::plan::{AggregateSpec, InnerRows, RowsAggregate, TopSpec};
 use crate::state::key;
 use crate::state::slot::{self, GroupForm};
 use crate::state::store::{Batch, Store};
@@ -66,9 +66,8 @@ pub struct TopN {
     /// The view's columns: a `LATEST_BY_OFFSET` of each one's expression.
     columns: AggregateSpec,
     filter: Option<Expr>,
-    inner: AggregateSpec,
-    inner_cf: String,
-    inner_final: bool,
+    /// Where an inner row's previous version is found.
+    inner: InnerStage,
     view_cf: String,
     state_cf: String,
     partitions: HashMap<String, Partition>,
@@ -85,13 +84,13 @@ pub struct TopN {
 }
 
 impl TopN {
-    /// The operator keeping `rows.top` of the rows of the aggregate
-    /// `inner` (its slots in `inner_cf`), in the view's `view_cf`, its
+    /// The operator keeping `rows.top` of the rows `inner` (stored in
+    /// `inner_cf`), in the view's `view_cf`, its
     /// partitions in `state_cf`; after a commit, partitions holding at
     /// most `cache_limit` rows in all stay in memory.
     pub fn new(
         rows: &RowsAggregate,
-        inner: &AggregateSpec,
+        inner: InnerRows<'_>,
         inner_cf: String,
         view_cf: String,
         state_cf: String,
@@ -106,9 +105,7 @@ impl TopN {
             top,
             columns: rows.aggregate.clone(),
             filter: rows.filter.clone(),
-            inner: inner.clone(),
-            inner_cf,
-            inner_final: RowsAggregate::inner_rows_are_final(inner),
+            inner: InnerStage::new(inner, inner_cf),
             view_cf,
             state_cf,
             partitions: HashMap::new(),
@@ -237,10 +234,7 @@ impl TopN {
                 }
                 None => change.key.clone(),
             };
-            let old = match self.inner_final {
-                true => None,
-                false => stored_inner_row(store, &self.inner_cf, &self.inner, change)?,
-            };
+            let old = self.inner.previous(store, change)?;
             if let Some(old) = old.filter(|r| self.passes(r)) {
                 self.remove(store, &old, &view)?;
             }
@@ -299,7 +293,7 @@ impl TopN {
             let kept = self.kept(&self.partitions[&part].rows);
             let p = self.partitions.get_mut(&part).expect("touched");
             p.kept = kept;
-            if self.inner_final {
+            if self.inner.rows_are_final() {
                 // Rows only come (none is taken back): a row not kept now
                 // never will be, and is forgotten.
                 let keep: std::collections::HashSet<&str> =

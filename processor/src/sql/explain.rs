@@ -118,6 +118,26 @@ pub fn operators(plan: &Plan) -> Vec<OperatorInfo> {
                 ops.push(rows_aggregate(rows));
             }
         }
+        Operation::Project { columns } if plan.then.is_some() => {
+            let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+            ops.push(op(
+                "table_rows",
+                format!(
+                    "each record replaces its key's row of {} column(s): {}; a record with a null value deletes it",
+                    columns.len(),
+                    names.join(", ")
+                ),
+                "coordinator",
+                Some(
+                    "the latest row per key, in state (the stage column family); each commit's changed rows handed to the next operator"
+                        .into(),
+                ),
+                None,
+            ));
+            if let Some(rows) = &plan.then {
+                ops.push(rows_aggregate(rows));
+            }
+        }
         Operation::Project { columns } => {
             let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
             let mut detail = format!("{} column(s): {}", columns.len(), names.join(", "));
@@ -293,7 +313,7 @@ fn aggregate(spec: &AggregateSpec, plan: &Plan) -> OperatorInfo {
 fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
     let spec = &rows.aggregate;
     if let Some(top) = &rows.top {
-        let mut detail = "the subquery's rows as they change".to_string();
+        let mut detail = "the rows as they change".to_string();
         if let Some(f) = &rows.filter {
             let _ = write!(detail, "; WHERE {f}");
         }
@@ -317,7 +337,7 @@ fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
             "top_n",
             detail,
             "coordinator, at each commit",
-            Some("every subquery row of each partition in state (the kept ones in the view); partitions touched recently in memory".into()),
+            Some("every row of each partition in state (the kept ones in the view); partitions touched recently in memory".into()),
             Some(ROWS_AGGREGATE_GAUGE),
         );
     }
@@ -331,7 +351,7 @@ fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
             None => format!("{:?}", a.kind),
         })
         .collect();
-    let mut detail = "the subquery's rows as they change, each change retracting the row's previous version and adding its new one".to_string();
+    let mut detail = "the rows as they change, each change retracting the row's previous version and adding its new one".to_string();
     if let Some(f) = &rows.filter {
         let _ = write!(detail, "; WHERE {f}");
     }

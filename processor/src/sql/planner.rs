@@ -26,8 +26,8 @@ use crate::event::JOINED_KEY_COLUMN;
 use crate::expr::{DataType, Expr};
 use crate::operator::table_aggregate::ROWS_AGGREGATE;
 use crate::plan::{
-    AggregateColumn, DedupSpec, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan,
-    RowsAggregate, Sink, SourceSpec, WindowedSpec, WithinSpec,
+    AggregateColumn, DedupSpec, EventTime, InnerRows, JoinKind, JoinSpec, LateHandling, Operation,
+    Plan, RowsAggregate, Sink, SourceSpec, WindowedSpec, WithinSpec,
 };
 
 /// Plans `stmt`; error positions are in the text it was parsed from.
@@ -48,15 +48,23 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
     let at = st.start;
     let dedup_span = parsed.dedup_span;
     match &parsed.inner {
-        None => plan_select(
-            &decl,
-            &parsed.query,
-            &parsed.clauses,
-            dedup_span,
-            catalog,
-            at,
-            st.end,
-        ),
+        None => {
+            let parts = QueryParts::of(&parsed.query, st.end)?;
+            match catalog.source(&parts.from.name.normalized()) {
+                Some(table) if table.kind == ObjectKind::Table => {
+                    plan_table_rows(&decl, &parsed, parts, table, dedup_span, at)
+                }
+                _ => plan_select(
+                    &decl,
+                    &parsed.query,
+                    &parsed.clauses,
+                    dedup_span,
+                    catalog,
+                    at,
+                    st.end,
+                ),
+            }
+        }
         Some(inner) => {
             let inner_parts = QueryParts::of(&inner.query, st.end)?;
             if !is_aggregated(&inner_parts, inner.span.start)? {
@@ -109,25 +117,6 @@ fn rows_aggregate(
     let Operation::Aggregate(inner_spec) = &plan.operation else {
         return Err(SqlError::at(at, "the subquery must aggregate (GROUP BY)"));
     };
-    let clauses = &parsed.clauses;
-    let refused = |span: Span, what: &str| {
-        Err(SqlError::span(
-            span,
-            format!("{what} applies to the subquery: the query over its rows aggregates a table"),
-        ))
-    };
-    if let Some(w) = &clauses.window {
-        return refused(w.span, "WINDOW");
-    }
-    if let Some(w) = &clauses.within {
-        return refused(w.span, "WITHIN");
-    }
-    if let Some((_, span)) = &clauses.emit {
-        return refused(*span, "EMIT");
-    }
-    if let Some((_, span)) = &clauses.partition_by {
-        return refused(*span, "PARTITION BY");
-    }
     let parts = QueryParts::of(&parsed.query, end)?;
     if let Some(j) = &parts.join {
         return Err(SqlError::span(
@@ -144,25 +133,77 @@ fn rows_aggregate(
             ),
         ));
     }
-    let decl = rows_table(inner, inner_spec);
+    let reads = RowsRead {
+        decl: rows_table(inner, inner_spec),
+        inner: InnerRows::Aggregate(inner_spec),
+        inner_span: inner.span,
+        refusal: |what| {
+            format!("{what} applies to the subquery: the query over its rows aggregates a table")
+        },
+    };
+    aggregate_rows(parts, &parsed.clauses, reads, at)
+}
+
+/// What a query over rows reads: the rows, and how to word a refusal.
+struct RowsRead<'a> {
+    /// The rows as a table of their columns.
+    decl: SourceDecl,
+    /// Where they come from.
+    inner: InnerRows<'a>,
+    /// Where the rows' query or table is named, for errors about them.
+    inner_span: Span,
+    /// Why a clause of a query over them is refused (`WINDOW`, ..).
+    refusal: fn(&str) -> String,
+}
+
+/// The query `parts` over the rows `reads` describes: `GROUP BY` and
+/// aggregates over their columns (the last a hidden row count), or a
+/// top-N (`QUALIFY`); its `WHERE` over the rows.
+fn aggregate_rows(
+    parts: QueryParts<'_>,
+    clauses: &QueryTokens,
+    reads: RowsRead<'_>,
+    at: Location,
+) -> Result<RowsAggregate> {
+    let refused = |span: Span, what: &str| Err(SqlError::span(span, (reads.refusal)(what)));
+    if let Some(w) = &clauses.window {
+        return refused(w.span, "WINDOW");
+    }
+    if let Some(w) = &clauses.within {
+        return refused(w.span, "WITHIN");
+    }
+    if let Some((_, span)) = &clauses.emit {
+        return refused(*span, "EMIT");
+    }
+    if let Some((_, span)) = &clauses.partition_by {
+        return refused(*span, "PARTITION BY");
+    }
+    if let Some(j) = &parts.join {
+        return Err(SqlError::span(
+            j.table.name.span,
+            "a query over a table's rows cannot JOIN: a join of two tables is not supported",
+        ));
+    }
     let scope = Scope {
         stream: Side {
             qualifiers: qualifiers(&parts.from),
-            decl,
+            decl: reads.decl,
         },
         table: None,
     };
     let filter = where_filter(&parts, &scope, at)?;
+    let validated = |rows: RowsAggregate| {
+        rows.validate(reads.inner)
+            .map_err(|reason| SqlError::span(reads.inner_span, reason))?;
+        Ok(rows)
+    };
     if let Some(q) = parts.qualify {
         let (top, aggregate) = super::top_n::top_n(&parts, q, &scope, at)?;
-        let rows = RowsAggregate {
+        return validated(RowsAggregate {
             filter,
             aggregate,
             top: Some(top),
-        };
-        rows.validate(inner_spec)
-            .map_err(|reason| SqlError::span(inner.span, reason))?;
-        return Ok(rows);
+        });
     }
     let distinct_items = distinct_items(&parts, ObjectKind::Table, at)?;
     let parts = match &distinct_items {
@@ -175,7 +216,10 @@ fn rows_aggregate(
     if !is_aggregated(&parts, at)? {
         return Err(SqlError::at(
             at,
-            "a query over a subquery's rows must aggregate them (GROUP BY or an aggregate); to filter the subquery's rows, give it a HAVING",
+            match reads.inner {
+                InnerRows::Aggregate(_) => "a query over a subquery's rows must aggregate them (GROUP BY or an aggregate); to filter the subquery's rows, give it a HAVING",
+                InnerRows::Table => "CREATE TABLE .. AS over a table aggregates its rows (GROUP BY or an aggregate) or ranks them (QUALIFY); to enrich a stream from it, JOIN it",
+            },
         ));
     }
     let mut aggregate = aggregate_spec(&parts, &scope, None, at)?;
@@ -184,14 +228,114 @@ fn rows_aggregate(
         kind: AggregateKind::CountAll,
         input: None,
     });
-    let rows = RowsAggregate {
+    validated(RowsAggregate {
         filter,
         aggregate,
         top: None,
+    })
+}
+
+/// `CREATE TABLE .. AS SELECT .. FROM table ..`: the query `parts` over
+/// the rows of the declared table `table` — the latest row per record key
+/// of its topic — aggregating (or ranking) them as they change.
+fn plan_table_rows(
+    decl: &CreateAs,
+    parsed: &statement::ParsedCreateAs,
+    parts: QueryParts<'_>,
+    table: SourceDecl,
+    dedup_span: Option<Span>,
+    at: Location,
+) -> Result<Plan> {
+    let from = parts.from.name.span;
+    if decl.kind == ObjectKind::Stream {
+        return Err(SqlError::span(
+            from,
+            format!(
+                "'{}' is a table, not a stream: CREATE STREAM .. AS reads a stream; aggregate a table's rows with CREATE TABLE .. AS, or JOIN it to a stream",
+                table.name
+            ),
+        ));
+    }
+    if let Some(span) = dedup_span {
+        return Err(SqlError::span(
+            span,
+            "DEDUP_BY drops repeated events of a stream; a table holds one row per key",
+        ));
+    }
+    if table.columns.is_empty() {
+        return Err(SqlError::span(
+            from,
+            format!(
+                "a query over table '{}' reads its declared columns, and it declares none",
+                table.name
+            ),
+        ));
+    }
+    let reading = Scope {
+        stream: Side {
+            qualifiers: qualifiers(&parts.from),
+            decl: table.clone(),
+        },
+        table: None,
     };
-    rows.validate(inner_spec)
-        .map_err(|reason| SqlError::span(inner.span, reason))?;
-    Ok(rows)
+    // Each record becomes the row of its key: the table's columns, the
+    // key column read from the record key.
+    let columns = table
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), reading.stream_column(c)))
+        .collect();
+    let rows_decl = SourceDecl {
+        columns: table
+            .columns
+            .iter()
+            .map(|c| ColumnDecl {
+                key: false,
+                ..c.clone()
+            })
+            .collect(),
+        ..table.clone()
+    };
+    let reads = RowsRead {
+        decl: rows_decl,
+        inner: InnerRows::Table,
+        inner_span: from,
+        refusal: |what| {
+            format!("{what} does not apply to a table's rows: a query over them follows each row's latest version")
+        },
+    };
+    let then = aggregate_rows(parts, &parsed.clauses, reads, at)?;
+    let late = match &decl.late_topic {
+        Some(_) => {
+            return Err(SqlError::at(
+                at,
+                "LATE_TOPIC needs a WINDOW clause: only windowed aggregates have late events",
+            ))
+        }
+        None => LateHandling::Drop,
+    };
+    if decl.join_history_ms.is_some() {
+        return Err(SqlError::at(
+            at,
+            "JOIN_HISTORY needs a JOIN: it says how long a joined table's history is kept",
+        ));
+    }
+    let plan = Plan {
+        name: decl.name.clone(),
+        source: source_spec(decl, &table),
+        dedup: None,
+        join: None,
+        filter: None,
+        operation: Operation::Project { columns },
+        sink: Sink::View,
+        late,
+        sink_cluster: None,
+        partition_by: None,
+        spread_stage: None,
+        then: Some(then),
+    };
+    plan.validate().map_err(|reason| SqlError::at(at, reason))?;
+    Ok(plan)
 }
 
 /// The query's `WHERE`, translated over `scope`.

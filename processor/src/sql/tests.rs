@@ -1202,3 +1202,63 @@ fn qualify_plans_a_top_n_of_a_subquerys_rows() {
         assert!(e.message.contains(wanted), "{sql}\n{e:?}");
     }
 }
+
+#[test]
+fn a_query_over_a_declared_table_aggregates_or_ranks_its_latest_rows() {
+    let p = plan_sql(
+        "CREATE TABLE per_tier AS SELECT tier, COUNT(*) AS users, COUNT_DISTINCT(name) AS names
+         FROM users WHERE tier <> 'none' GROUP BY tier;",
+    );
+    assert_eq!(p.source.topic, "users");
+    assert_eq!(p.sink, Sink::View);
+    assert!(p.reads_table_rows());
+    assert_eq!(
+        p.filter, None,
+        "the WHERE filters the rows, not the records"
+    );
+    // Each record becomes its key's row: the declared columns, the key
+    // column read from the record key.
+    assert_eq!(
+        project(&p),
+        [
+            ("id".to_string(), Expr::Key),
+            ("name".to_string(), f("name")),
+            ("tier".to_string(), f("tier")),
+        ]
+    );
+    let rows = p.then.as_ref().unwrap();
+    assert_eq!(rows.aggregate.group_by, vec![f("tier")]);
+    assert_eq!(
+        rows.filter,
+        Some(bin(BinaryOp::NotEq, f("tier"), lit(json!("none"))))
+    );
+    let names: Vec<&str> = rows
+        .aggregate
+        .aggregates
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["users", "names", "#rows"]);
+
+    // The key column is a column of the rows.
+    let top = plan_sql(
+        "CREATE TABLE first_users AS SELECT id, name FROM users u
+         QUALIFY ROW_NUMBER() OVER (PARTITION BY tier ORDER BY id) <= 2;",
+    );
+    let rows = top.then.as_ref().unwrap();
+    assert_eq!(rows.top.as_ref().unwrap().order_by, f("id"));
+
+    for (sql, wanted) in [
+        ("CREATE STREAM s AS SELECT id FROM users;", "'users' is a table, not a stream: CREATE STREAM .. AS reads a stream"),
+        ("CREATE TABLE t AS SELECT id, name FROM users;", "aggregates its rows (GROUP BY or an aggregate) or ranks them"),
+        ("CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM users WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY tier;", "WINDOW does not apply to a table's rows"),
+        ("CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM users GROUP BY tier EMIT CHANGES;", "EMIT does not apply to a table's rows"),
+        ("CREATE TABLE t AS SELECT u.tier, COUNT(*) AS n FROM users u JOIN users v ON u.id = v.id GROUP BY u.tier;", "a join of two tables is not supported"),
+        ("CREATE TABLE t AS SELECT tier, LATEST_BY_OFFSET(name) AS n FROM users GROUP BY tier;", "LATEST_BY_OFFSET cannot aggregate a table's rows"),
+        ("CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM users WHERE ROWTIME > 0 GROUP BY tier;", "reads only the rows' columns"),
+        ("CREATE TABLE t WITH (DEDUP_BY='id') AS SELECT tier, COUNT(*) AS n FROM users GROUP BY tier;", "a table holds one row per key"),
+    ] {
+        let e = plan_err(sql);
+        assert!(e.message.contains(wanted), "{sql}\n{e:?}");
+    }
+}

@@ -8,7 +8,7 @@
 use kappa_processor::accumulators::AggregateKind;
 use kappa_processor::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
 use kappa_processor::plan::{
-    group_key_input, AggregateSpec, ColumnSource, Operation, Plan, WINDOW_END_INPUT,
+    group_key_input, AggregateSpec, ColumnSource, InnerRows, Operation, Plan, WINDOW_END_INPUT,
     WINDOW_START_INPUT,
 };
 use kappa_processor::sql::SqlType;
@@ -20,9 +20,22 @@ use crate::dto::IntoWire;
 /// Digits an exact `SUM`/`AVG` of decimals holds (an `i128` of units).
 const DECIMAL_SUM_PRECISION: u32 = 38;
 
-/// `plan`'s output columns in SELECT order.
+/// `plan`'s output columns in SELECT order: a view over rows
+/// ([`Plan::then`]) has the outer query's.
 pub fn columns(plan: &Plan) -> Vec<ColumnOut> {
-    let typed = Types { plan, inputs: None };
+    // The fields an aggregate over a subquery's rows reads are the
+    // subquery's columns, not the stream's: their types are not known here.
+    let fields = match InnerRows::of(plan) {
+        Some(InnerRows::Aggregate(_)) => &[][..],
+        _ => &plan.source.typed_fields[..],
+    };
+    let typed = Types {
+        fields,
+        inputs: None,
+    };
+    if let Some(rows) = &plan.then {
+        return aggregate_columns(&rows.aggregate, fields);
+    }
     match &plan.operation {
         Operation::Project { columns } => columns
             .iter()
@@ -32,44 +45,51 @@ pub fn columns(plan: &Plan) -> Vec<ColumnOut> {
                 key: false,
             })
             .collect(),
-        Operation::Aggregate(a) => a
-            .columns
-            .iter()
-            .map(|(name, source)| {
-                let (sql_type, key) = match source {
-                    ColumnSource::GroupKey(i) => {
-                        (a.group_by.get(*i).and_then(|e| typed.of(e)), true)
-                    }
-                    ColumnSource::WindowStart | ColumnSource::WindowEnd => {
-                        (Some(SqlType::Timestamp), false)
-                    }
-                    ColumnSource::Aggregate(i) => (
-                        a.aggregates
-                            .get(*i)
-                            .and_then(|agg| typed.aggregate(agg.kind, agg.input.as_ref())),
-                        false,
-                    ),
-                    ColumnSource::Computed(e) => {
-                        let over = Types {
-                            plan,
-                            inputs: Some(a),
-                        };
-                        (over.of(e), false)
-                    }
-                };
-                ColumnOut {
-                    name: name.clone(),
-                    sql_type: sql_type.into_wire(),
-                    key,
-                }
-            })
-            .collect(),
+        Operation::Aggregate(a) => aggregate_columns(a, fields),
     }
+}
+
+/// The columns of the aggregate `a`, whose inputs read `fields`.
+fn aggregate_columns(a: &AggregateSpec, fields: &[(String, DataType)]) -> Vec<ColumnOut> {
+    let typed = Types {
+        fields,
+        inputs: None,
+    };
+    a.columns
+        .iter()
+        .map(|(name, source)| {
+            let (sql_type, key) = match source {
+                ColumnSource::GroupKey(i) => (a.group_by.get(*i).and_then(|e| typed.of(e)), true),
+                ColumnSource::WindowStart | ColumnSource::WindowEnd => {
+                    (Some(SqlType::Timestamp), false)
+                }
+                ColumnSource::Aggregate(i) => (
+                    a.aggregates
+                        .get(*i)
+                        .and_then(|agg| typed.aggregate(agg.kind, agg.input.as_ref())),
+                    false,
+                ),
+                ColumnSource::Computed(e) => {
+                    let over = Types {
+                        fields,
+                        inputs: Some(a),
+                    };
+                    (over.of(e), false)
+                }
+            };
+            ColumnOut {
+                name: name.clone(),
+                sql_type: sql_type.into_wire(),
+                key,
+            }
+        })
+        .collect()
 }
 
 /// Types of a plan's expressions.
 struct Types<'a> {
-    plan: &'a Plan,
+    /// The input's fields of a known type.
+    fields: &'a [(String, DataType)],
     /// The aggregate whose inputs a computed column's [`Expr::Column`]s
     /// name ([`AggregateSpec::inputs`]).
     inputs: Option<&'a AggregateSpec>,
@@ -108,9 +128,7 @@ impl Types<'_> {
         match expr {
             Expr::Field(path) => match path.as_slice() {
                 [name] => self
-                    .plan
-                    .source
-                    .typed_fields
+                    .fields
                     .iter()
                     .find(|(field, _)| field == name)
                     .map(|(_, t)| sql_type(*t)),

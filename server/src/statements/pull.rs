@@ -3,7 +3,7 @@
 //! key and window bounds, at most `LIMIT`) and the projection of the
 //! selected columns.
 
-use kappa_processor::plan::{ColumnSource, Operation};
+use kappa_processor::plan::ColumnSource;
 use kappa_processor::sql::PullQuery;
 use serde_json::{json, Value};
 
@@ -83,14 +83,14 @@ impl Executor<'_> {
         let Some(view) = catalog.views.get(&query.view) else {
             return Err(ViewError::UnknownView(query.view.clone()).into());
         };
-        let keys: Vec<&str> = match &view.served.plan.operation {
-            Operation::Aggregate(a) => a
+        let keys: Vec<&str> = match view.served.plan.view_aggregate() {
+            Some(a) => a
                 .columns
                 .iter()
                 .filter(|(_, s)| matches!(s, ColumnSource::GroupKey(_)))
                 .map(|(n, _)| n.as_str())
                 .collect(),
-            Operation::Project { .. } => Vec::new(),
+            None => Vec::new(),
         };
         match keys.as_slice() {
             [key] if key.eq_ignore_ascii_case(column) => Ok(()),

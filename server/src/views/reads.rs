@@ -135,14 +135,17 @@ struct Target {
 
 /// A table's columns in SELECT order.
 fn columns(plan: &Plan) -> Vec<String> {
-    match &plan.operation {
-        Operation::Aggregate(a) => a.columns.iter().map(|(name, _)| name.clone()).collect(),
-        Operation::Project { columns } => columns.iter().map(|(name, _)| name.clone()).collect(),
+    match (plan.view_aggregate(), &plan.operation) {
+        (Some(a), _) => a.columns.iter().map(|(name, _)| name.clone()).collect(),
+        (None, Operation::Project { columns }) => {
+            columns.iter().map(|(name, _)| name.clone()).collect()
+        }
+        (None, Operation::Aggregate(_)) => Vec::new(),
     }
 }
 
 fn windowed(plan: &Plan) -> bool {
-    matches!(&plan.operation, Operation::Aggregate(a) if a.window.is_some())
+    plan.view_aggregate().is_some_and(|a| a.window.is_some())
 }
 
 /// The catalog entry of view `name`, which must be a table (rows are read

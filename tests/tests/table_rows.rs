@@ -1,0 +1,218 @@
+//! A query over a declared table's rows (issue 38, "FROM a table"):
+//! `CREATE TABLE .. AS SELECT .. FROM accounts GROUP BY tier` aggregates
+//! the latest row of each key of the table's topic as rows change tier,
+//! change credit or are deleted (a record with a null value), each change
+//! retracting the row's previous version — as Kafka Streams'
+//! `KTable.groupBy(..).aggregate` does. A top-N (`QUALIFY`) over the rows
+//! follows them too. Both equal what is computed here from the records,
+//! across a `kill -9` and a restart, and a view created after the records
+//! (one pass over the whole history) ends with the same rows.
+//!
+//! Synchronization: the view is polled (bounded) until it holds the
+//! expected rows; nothing sleeps.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kappa_tests::{eventually, json, Client, Server, Value};
+
+const ACCOUNTS: &str = "CREATE TABLE accounts (id VARCHAR PRIMARY KEY, tier VARCHAR, credit BIGINT)
+  WITH (KAFKA_TOPIC='accounts', PARTITIONS=2);";
+
+/// Accounts, credit and the largest credit per tier, over accounts whose
+/// credit is not negative.
+fn per_tier_sql(name: &str) -> String {
+    format!(
+        "CREATE TABLE {name} AS SELECT tier, COUNT(*) AS accounts, SUM(credit) AS credit, MAX(credit) AS top
+         FROM accounts WHERE credit >= 0 GROUP BY tier;"
+    )
+}
+
+/// The two accounts with the most credit per tier (ties by key).
+const RICHEST: &str = "CREATE TABLE richest AS SELECT id, tier, credit FROM accounts
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY tier ORDER BY credit DESC) <= 2;";
+
+const TIERS: [&str; 3] = ["gold", "silver", "free"];
+
+/// Record `i` of the history: an account's new row, or its deletion.
+fn record(i: u64) -> (String, Option<(&'static str, i64)>) {
+    let id = format!("a{}", (i * 5) % 13);
+    if i % 9 == 8 {
+        return (id, None);
+    }
+    let tier = TIERS[((i * 7) % 3) as usize];
+    (id, Some((tier, ((i * 37) % 50) as i64 - 5)))
+}
+
+fn produce(client: &Client, from: u64, to: u64) {
+    let records: Vec<Value> = (from..to)
+        .map(|i| match record(i) {
+            (id, Some((tier, credit))) => {
+                json!({"key": id, "value": {"tier": tier, "credit": credit}})
+            }
+            (id, None) => json!({"key": id, "value": null}),
+        })
+        .collect();
+    client.produce("accounts", &json!(records));
+}
+
+/// Each account's latest row after records `0..to`.
+fn latest(to: u64) -> BTreeMap<String, (&'static str, i64)> {
+    let mut rows = BTreeMap::new();
+    for i in 0..to {
+        match record(i) {
+            (id, Some(row)) => rows.insert(id, row),
+            (id, None) => rows.remove(&id),
+        };
+    }
+    rows
+}
+
+/// Per tier: accounts, credit, top — over rows with credit >= 0.
+fn per_tier(to: u64) -> BTreeMap<String, (u64, i64, i64)> {
+    let mut tiers: BTreeMap<String, (u64, i64, i64)> = BTreeMap::new();
+    for (tier, credit) in latest(to).into_values().filter(|(_, c)| *c >= 0) {
+        let t = tiers.entry(tier.to_string()).or_insert((0, 0, i64::MIN));
+        t.0 += 1;
+        t.1 += credit;
+        t.2 = t.2.max(credit);
+    }
+    tiers
+}
+
+/// Per tier, the two accounts with the most credit (ties by id).
+fn richest(to: u64) -> BTreeMap<String, (String, i64)> {
+    let mut by_tier: BTreeMap<&str, Vec<(i64, String)>> = BTreeMap::new();
+    for (id, (tier, credit)) in latest(to) {
+        by_tier.entry(tier).or_default().push((credit, id));
+    }
+    let mut kept = BTreeMap::new();
+    for (tier, mut rows) in by_tier {
+        rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (credit, id) in rows.into_iter().take(2) {
+            kept.insert(id, (tier.to_string(), credit));
+        }
+    }
+    kept
+}
+
+fn wait_for_per_tier(client: &Client, view: &str, to: u64) {
+    let want = per_tier(to);
+    eventually(
+        &format!("{view} holds each tier's accounts after {to} records"),
+        Duration::from_secs(60),
+        || {
+            let rows = client.view_rows(view, "limit=100")["rows"].clone();
+            let got: BTreeMap<String, (u64, i64, i64)> = rows
+                .as_array()?
+                .iter()
+                .map(|r| {
+                    let r = &r["row"];
+                    let tier = r["tier"].as_str().unwrap_or_default().to_string();
+                    let n = r["accounts"].as_u64().unwrap_or_default();
+                    let credit = r["credit"].as_i64().unwrap_or_default();
+                    (tier, (n, credit, r["top"].as_i64().unwrap_or_default()))
+                })
+                .collect();
+            (got == want).then_some(())
+        },
+    );
+}
+
+fn wait_for_richest(client: &Client, to: u64) {
+    let want = richest(to);
+    eventually(
+        &format!("richest holds the two richest accounts per tier after {to} records"),
+        Duration::from_secs(60),
+        || {
+            let rows = client.view_rows("richest", "limit=100")["rows"].clone();
+            let got: BTreeMap<String, (String, i64)> = rows
+                .as_array()?
+                .iter()
+                .map(|r| {
+                    let r = &r["row"];
+                    let id = r["id"].as_str().unwrap_or_default().to_string();
+                    let tier = r["tier"].as_str().unwrap_or_default().to_string();
+                    (id, (tier, r["credit"].as_i64().unwrap_or_default()))
+                })
+                .collect();
+            (got == want).then_some(())
+        },
+    );
+}
+
+#[test]
+fn an_aggregate_over_a_tables_rows_follows_updates_and_deletions() {
+    let mut server = Server::start(&[]);
+    let client = server.client();
+    client.sql_ok(ACCOUNTS);
+    client.sql_ok(&per_tier_sql("per_tier"));
+    client.sql_ok(RICHEST);
+    produce(&client, 0, 60);
+    wait_for_per_tier(&client, "per_tier", 60);
+    wait_for_richest(&client, 60);
+
+    let described = &client.sql_ok("DESCRIBE per_tier")[0];
+    let columns: Vec<&str> = described["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        columns,
+        ["tier", "accounts", "credit", "top"],
+        "{described}"
+    );
+    let explained = &client.sql_ok("EXPLAIN per_tier")[0];
+    let operators: Vec<&str> = explained["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["operator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        operators,
+        ["source", "table_rows", "aggregate_rows", "sink"],
+        "{explained}"
+    );
+
+    // Rows keep changing groups after a crash and a restart.
+    server.kill9();
+    let server = server.restart();
+    let client = server.client();
+    produce(&client, 60, 150);
+    wait_for_per_tier(&client, "per_tier", 150);
+    wait_for_richest(&client, 150);
+
+    // One pass over the whole history ends with the same rows.
+    client.sql_ok(&per_tier_sql("per_tier_again"));
+    wait_for_per_tier(&client, "per_tier_again", 150);
+}
+
+#[test]
+fn what_a_query_over_a_table_cannot_do_is_refused_with_the_reason() {
+    let server = Server::start(&[]);
+    let client = server.client();
+    client.sql_ok(ACCOUNTS);
+    for (sql, wanted) in [
+        (
+            "CREATE STREAM s AS SELECT id FROM accounts;",
+            "'accounts' is a table, not a stream",
+        ),
+        (
+            "CREATE TABLE t AS SELECT id, tier FROM accounts;",
+            "aggregates its rows",
+        ),
+        (
+            "CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM accounts WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY tier;",
+            "WINDOW does not apply to a table's rows",
+        ),
+    ] {
+        let (status, body) = client.sql(sql);
+        assert_eq!(status, 400, "{sql}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(wanted), "{sql}: {body}");
+    }
+}
