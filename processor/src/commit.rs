@@ -257,12 +257,19 @@ impl Runtime {
             }
         }
         if let (Some(rows), Some(outer)) = (&mut self.table_rows, &mut self.rows_aggregate) {
-            // A declared table's changed rows go to the aggregate over them
-            // (read before this batch is written: the store holds each
-            // row's previous version).
-            outer.apply(&self.store, &rows.changes())?;
+            // A declared table's changed rows (joined, for a join of
+            // tables) go to the query over them (read before this batch is
+            // written: the store holds each row's previous version).
+            let input = match &self.tables_join {
+                Some(join) => join.changes(&self.store, rows)?,
+                None => rows.changes(),
+            };
+            outer.apply(&self.store, &input)?;
             changes = outer.take_changes()?;
             self.progress.add_output(outer.flush(&mut batch));
+            if let Some(join) = &mut self.tables_join {
+                join.flush(&self.store, rows, &mut batch)?;
+            }
             rows.flush(&mut batch);
         }
         if let Some(d) = &mut self.dedup {

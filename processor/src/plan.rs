@@ -404,6 +404,40 @@ pub struct RowsAggregate {
     /// (`QUALIFY ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..) <= n`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top: Option<TopSpec>,
+    /// Instead of aggregating or ranking: each row passing the filter is a
+    /// view row of `aggregate`'s columns, under the row's key — a query
+    /// over a declared table's rows without `GROUP BY` (a filtered
+    /// projection of the table, or a join of two tables).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub each_row: bool,
+    /// The rows are a declared table's, each joined with the row of
+    /// another declared table its `ON` expression names (a table-table
+    /// join).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join: Option<RowsJoin>,
+}
+
+/// A join of a declared table's rows with another declared table's latest
+/// rows, on the other table's key: a primary-key join when `on` is the
+/// first table's key column, a foreign-key join when it is another
+/// column (`crate::operator::tables_join`). Each joined row is the first
+/// table's row with the other's row (or, for a left join without one,
+/// `null`) under [`RowsJoin::alias`]; it is keyed by the first table's
+/// key, and changes when either row does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowsJoin {
+    /// The joined table's topic.
+    pub topic: String,
+    /// An expression over a row of the `FROM` table whose value, as text,
+    /// is the key of the joined table's row it joins (`NULL`: none).
+    pub on: Expr,
+    /// The column the joined table's row appears under.
+    pub alias: String,
+    /// Inner (a row without a joined row is absent) or left.
+    pub kind: JoinKind,
+    /// The joined table's `PRIMARY KEY` column, read from its record key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_column: Option<String>,
 }
 
 /// Top-N per partition of a subquery's rows
@@ -496,6 +530,30 @@ impl RowsAggregate {
         if let InnerRows::Aggregate(inner) = inner {
             self.validate_inner(inner)?;
         }
+        if let Some(j) = &self.join {
+            if !matches!(inner, InnerRows::Table) {
+                return Err("a join of rows joins a declared table's rows".into());
+            }
+            if j.kind == JoinKind::Full {
+                return Err("a join of two tables is an inner or a left join".into());
+            }
+            let mut reads_event = false;
+            j.on.walk(&mut |e| {
+                reads_event |= matches!(e, Expr::Key | Expr::RecordTimestamp | Expr::Column(_))
+            });
+            if reads_event {
+                return Err("a join of tables is ON the first table's columns".into());
+            }
+        }
+        if self.each_row && self.top.is_some() {
+            return Err("a query over rows either ranks them or shows each one".into());
+        }
+        if self.each_row {
+            if !matches!(inner, InnerRows::Table) {
+                return Err("each row of a subquery is shown by the subquery itself".into());
+            }
+            return self.validate_values();
+        }
         if let Some(top) = &self.top {
             if top.limit == 0 || top.limit > MAX_TOP_N {
                 return Err(format!(
@@ -503,14 +561,7 @@ impl RowsAggregate {
                     top.limit
                 ));
             }
-            let holds_values = a
-                .aggregates
-                .iter()
-                .all(|c| c.kind == AggregateKind::Latest && c.input.is_some());
-            if !a.group_by.is_empty() || !holds_values {
-                return Err("a top-N's rows are its columns' values".into());
-            }
-            return a.validate();
+            return self.validate_values();
         }
         match a.aggregates.last() {
             Some(last)
@@ -526,6 +577,20 @@ impl RowsAggregate {
                     _ => "EARLIEST_BY_OFFSET",
                 }
             ));
+        }
+        a.validate()
+    }
+
+    /// Checks the view's rows are the values of its columns: no group,
+    /// each aggregate a `LATEST_BY_OFFSET` of its column's expression.
+    fn validate_values(&self) -> Result<(), String> {
+        let a = &self.aggregate;
+        let holds_values = a
+            .aggregates
+            .iter()
+            .all(|c| c.kind == AggregateKind::Latest && c.input.is_some());
+        if !a.group_by.is_empty() || !holds_values {
+            return Err("the rows of a top-N or of a query over a table's rows without GROUP BY are its columns' values".into());
         }
         a.validate()
     }

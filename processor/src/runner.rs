@@ -22,10 +22,12 @@ use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
+use crate::operator::each_row::EachRow;
 use crate::operator::join::TableJoin;
 use crate::operator::stream_join::{Joined, JoinedInput, JoinedRecord, StreamJoin};
 use crate::operator::table_aggregate::TableAggregate;
 use crate::operator::table_rows::TableRows;
+use crate::operator::tables_join::TablesJoin;
 use crate::operator::top_n::TopN;
 use crate::operator::RowsStage;
 use crate::order::{InputOrder, NextBatch, Side};
@@ -167,6 +169,8 @@ pub struct Runtime {
     /// A declared table's latest rows, when the plan aggregates (or ranks)
     /// them ([`Plan::reads_table_rows`]).
     pub(crate) table_rows: Option<TableRows>,
+    /// The table `table_rows` are joined with ([`crate::plan::RowsJoin`]).
+    pub(crate) tables_join: Option<TablesJoin>,
     /// Source workers, when the version runs in parallel.
     pub(crate) sources: Option<SourcePool>,
     pub(crate) outbox: Vec<OutRecord>,
@@ -256,7 +260,9 @@ impl Runtime {
         let rows_aggregate = match (&plan.then, InnerRows::of(&plan)) {
             (Some(rows), Some(inner)) => {
                 store.ensure_cf(&scope.stage_cf())?;
+                rows.validate(inner).map_err(ProcessorError::InvalidPlan)?;
                 Some(match rows.top {
+                    _ if rows.each_row => RowsStage::Each(EachRow::new(rows, scope.view_cf())),
                     Some(_) => RowsStage::Top(TopN::new(
                         rows,
                         inner,
@@ -270,6 +276,7 @@ impl Runtime {
                         inner,
                         scope.stage_cf(),
                         scope.view_cf(),
+                        scope.state_cf(),
                         options.state_cache_entries,
                     )?),
                 })
@@ -341,6 +348,11 @@ impl Runtime {
             table_rows: plan
                 .reads_table_rows()
                 .then(|| TableRows::new(scope.stage_cf())),
+            tables_join: plan
+                .then
+                .as_ref()
+                .and_then(|t| t.join.clone())
+                .map(|j| TablesJoin::new(j, scope.state_cf())),
             sources: None,
             progress: Arc::new(Progress::new(partitions, &plan.name, version)),
             decoder: Decoder::new(&plan),
@@ -416,9 +428,14 @@ impl Runtime {
             };
             positions.push(start.max(source.start_offset(part)?));
         }
-        let table = match &self.plan.join {
-            Some(join) => {
-                let table = self.source.open(&join.table_topic)?;
+        let table_topic = match (&self.plan.join, &self.plan.then) {
+            (Some(join), _) => Some(&join.table_topic),
+            (None, Some(rows)) => rows.join.as_ref().map(|j| &j.topic),
+            (None, None) => None,
+        };
+        let table = match table_topic {
+            Some(topic) => {
+                let table = self.source.open(topic)?;
                 let positions = (0..table.partition_count())
                     .map(|p| Ok(self.get_u64(Meta::TableOffset(p as usize))?.unwrap_or(0)))
                     .collect::<Result<_>>()?;
@@ -572,6 +589,10 @@ impl Runtime {
                 .table_rows
                 .as_ref()
                 .map_or(0, TableRows::pending_entries)
+            + self
+                .tables_join
+                .as_ref()
+                .map_or(0, TablesJoin::pending_entries)
     }
 
     /// Fails with [`ProcessorError::StateLimit`] when the state in memory
@@ -800,6 +821,22 @@ impl Runtime {
             return self.apply_joined_stream_batch(next);
         }
         let batch = self.order.check(next)?;
+        if let Some(join) = &mut self.tables_join {
+            let mut applied = 0;
+            for r in batch.record_refs() {
+                let key = r
+                    .key
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .unwrap_or_default();
+                match join.row_of_record(&key, r.value) {
+                    Some(row) => join.upsert(key, row),
+                    None => self.progress.count_invalid(),
+                }
+                applied += 1;
+                self.uncommitted_records += 1;
+            }
+            return Ok(applied);
+        }
         let Some(join) = &mut self.join else {
             return Ok(0);
         };

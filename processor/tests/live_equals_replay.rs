@@ -216,6 +216,24 @@ fn row_plans() -> Vec<Plan> {
             "CREATE TABLE latest_per_tier AS SELECT \"user\", tier, since FROM tiers
              QUALIFY RANK() OVER (PARTITION BY tier ORDER BY since DESC) <= 1;",
         ),
+        // Joins of tables: each user with its mentor (a foreign key: the
+        // user `since` names), shown, aggregated and ranked; a mentor's
+        // change reaches each of its mentees.
+        sql_plan(
+            "CREATE TABLE mentors AS SELECT a.\"user\", a.tier, m.tier AS mentor_tier, m.since AS mentor_since
+             FROM tiers a LEFT JOIN tiers m ON 'u' || CAST(a.since % 4 AS VARCHAR) = m.\"user\"
+             WHERE a.tier <> 't1';",
+        ),
+        sql_plan(
+            "CREATE TABLE mentees_per_tier AS SELECT m.tier, COUNT(*) AS mentees, MAX(a.since) AS latest
+             FROM tiers a JOIN tiers m ON 'u' || CAST(a.since % 4 AS VARCHAR) = m.\"user\"
+             GROUP BY m.tier;",
+        ),
+        sql_plan(
+            "CREATE TABLE newest_mentee AS SELECT a.\"user\", m.\"user\" AS mentor, a.since
+             FROM tiers a JOIN tiers m ON 'u' || CAST(a.since % 4 AS VARCHAR) = m.\"user\"
+             QUALIFY ROW_NUMBER() OVER (PARTITION BY m.tier ORDER BY a.since DESC) <= 1;",
+        ),
     ]
 }
 
@@ -273,6 +291,67 @@ fn naive_top(plan: &Plan, inner: &[Value]) -> Vec<Value> {
         }
     }
     out.sort_by(|a, b| a["key"].as_str().cmp(&b["key"].as_str()));
+    out
+}
+
+/// The rows of the table `tiers` (`tiers`: each user's latest record,
+/// null when deleted), joined as `then` joins them, as view rows: a naive
+/// join of the two tables as they ended.
+fn naive_table_rows(
+    then: &kappa_processor::plan::RowsAggregate,
+    tiers: &std::collections::BTreeMap<String, Value>,
+) -> Vec<Value> {
+    use kappa_processor::event::OutputRow;
+    let rows: std::collections::BTreeMap<&String, Value> = tiers
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(user, value)| {
+            let mut row = value.clone();
+            row["user"] = json!(user);
+            (user, row)
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (user, row) in &rows {
+        let mut row = row.clone();
+        if let Some(j) = &then.join {
+            let joined_key = j.on.eval(&OutputRow {
+                columns: row.as_object().unwrap(),
+            });
+            let joined = joined_key
+                .as_str()
+                .and_then(|k| rows.iter().find(|(u, _)| u.as_str() == k))
+                .map(|(_, r)| r.clone());
+            if joined.is_none() && j.kind == JoinKind::Inner {
+                continue;
+            }
+            row[&j.alias] = joined.unwrap_or(Value::Null);
+        }
+        out.push(json!({"key": user, "start": null, "end": null, "row": row}));
+    }
+    out
+}
+
+/// What a query showing each of `plan`'s inner rows must hold: each row
+/// passing the `WHERE`, its columns computed from it.
+fn naive_each(plan: &Plan, inner: &[Value]) -> Vec<Value> {
+    use kappa_processor::event::OutputRow;
+    let rows = plan.then.as_ref().unwrap();
+    let mut out = Vec::new();
+    for r in inner {
+        let columns = r["row"].as_object().unwrap();
+        let row = OutputRow { columns };
+        if rows.filter.as_ref().is_some_and(|f| !f.is_true(&row)) {
+            continue;
+        }
+        let shown: serde_json::Map<String, Value> = rows
+            .aggregate
+            .aggregates
+            .iter()
+            .map(|a| (a.name.clone(), a.input.as_ref().unwrap().eval(&row)))
+            .collect();
+        out.push(json!({"key": r["key"], "start": null, "end": null, "row": shown}));
+    }
     out
 }
 
@@ -478,10 +557,13 @@ impl World {
                 .map(|p| p.end_offset())
                 .collect()
         };
-        let (ends, joined_ends) = match rt.plan().source.topic.as_str() {
-            "tiers" => (ends("tiers"), Vec::new()),
-            _ => (ends("buys"), ends("tiers")),
+        let plan = rt.plan();
+        let joined = match (&plan.join, &plan.then) {
+            (Some(j), _) => Some(j.table_topic.as_str()),
+            (None, Some(rows)) => rows.join.as_ref().map(|j| j.topic.as_str()),
+            (None, None) => None,
         };
+        let (ends, joined_ends) = (ends(&plan.source.topic), joined.map_or(Vec::new(), ends));
         let done = |rt: &Runtime| {
             rt.positions() == ends.as_slice()
                 && (rt.joined_positions().is_empty()
@@ -596,15 +678,7 @@ fn live_equals_replay(
             // a table's latest rows, or the rows the inner aggregate has
             // alone as a view.
             let inner_rows = match plan.reads_table_rows() {
-                true => tiers
-                    .iter()
-                    .filter(|(_, value)| !value.is_null())
-                    .map(|(user, value)| {
-                        let mut row = value.clone();
-                        row["user"] = json!(user);
-                        json!({"key": user, "start": null, "end": null, "row": row})
-                    })
-                    .collect(),
+                true => naive_table_rows(then, &tiers),
                 false => {
                     let inner_plan = Plan {
                         name: format!("{}_inner", plan.name),
@@ -618,6 +692,7 @@ fn live_equals_replay(
             };
             let expected = match then.top {
                 Some(_) => naive_top(plan, &inner_rows),
+                None if then.each_row => naive_each(plan, &inner_rows),
                 None => naive_outer(plan, &inner_rows),
             };
             if replay_rows != expected {

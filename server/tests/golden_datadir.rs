@@ -473,6 +473,14 @@ CREATE TABLE over_windows AS
 CREATE TABLE top_names AS
   SELECT name, n FROM (SELECT name, COUNT(*) AS n FROM events GROUP BY name) q
   WHERE n > 1 QUALIFY RANK() OVER (PARTITION BY n ORDER BY name DESC) <= 3;
+CREATE TABLE accounts_per_tier AS
+  SELECT tier, COUNT(*) AS n FROM accounts WHERE tier <> 'none' GROUP BY tier;
+CREATE TABLE newest_accounts AS
+  SELECT id, tier FROM accounts QUALIFY ROW_NUMBER() OVER (PARTITION BY tier ORDER BY since DESC) <= 1;
+CREATE TABLE account_tiers AS
+  SELECT a.id, b.tier AS other FROM accounts a LEFT JOIN accounts b ON a.tier = b.id WHERE a.id <> 'x';
+CREATE TABLE tier_links AS
+  SELECT b.tier, COUNT(*) AS n FROM accounts a JOIN accounts b ON a.tier = b.id GROUP BY b.tier;
 ";
 
 /// The declarations and plans of [`PLAN_SOURCES`] and [`PLAN_STATEMENTS`],

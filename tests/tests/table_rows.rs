@@ -8,6 +8,12 @@
 //! across a `kill -9` and a restart, and a view created after the records
 //! (one pass over the whole history) ends with the same rows.
 //!
+//! Joins of tables: each account with its tier's rate (a foreign-key
+//! join: an account's `tier` names a rate's key), shown row by row and
+//! aggregated per tier, follow changes on either side — a rate's change
+//! reaches every account of its tier, a rate's deletion drops them from the
+//! inner join.
+//!
 //! Synchronization: the view is polled (bounded) until it holds the
 //! expected rows; nothing sleeps.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
@@ -202,8 +208,12 @@ fn what_a_query_over_a_table_cannot_do_is_refused_with_the_reason() {
             "'accounts' is a table, not a stream",
         ),
         (
-            "CREATE TABLE t AS SELECT id, tier FROM accounts;",
-            "aggregates its rows",
+            "CREATE TABLE t AS SELECT a.id FROM accounts a FULL JOIN accounts b ON a.tier = b.id;",
+            "a table is joined with JOIN or LEFT JOIN",
+        ),
+        (
+            "CREATE TABLE t AS SELECT a.id FROM accounts a JOIN accounts b ON a.tier = b.tier;",
+            "a table is joined on its PRIMARY KEY",
         ),
         (
             "CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM accounts WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY tier;",
@@ -215,4 +225,137 @@ fn what_a_query_over_a_table_cannot_do_is_refused_with_the_reason() {
         let message = body["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(wanted), "{sql}: {body}");
     }
+}
+
+const RATES: &str = "CREATE TABLE rates (tier VARCHAR PRIMARY KEY, rate BIGINT)
+  WITH (KAFKA_TOPIC='rates', PARTITIONS=1);";
+
+/// Each account with its tier's rate (only accounts whose tier has one).
+const ACCOUNT_RATES: &str = "CREATE TABLE account_rates AS
+  SELECT a.id, a.tier, r.rate, a.credit * r.rate AS weighted
+  FROM accounts a JOIN rates r ON a.tier = r.tier;";
+
+/// The weighted credit per tier, every account kept (LEFT JOIN).
+const WEIGHTED: &str = "CREATE TABLE weighted_per_tier AS
+  SELECT a.tier, COUNT(*) AS accounts, SUM(a.credit * COALESCE(r.rate, 0)) AS weighted
+  FROM accounts a LEFT JOIN rates r ON a.tier = r.tier GROUP BY a.tier;";
+
+fn set_rates(client: &Client, rates: &[(&str, Option<i64>)]) {
+    let records: Vec<Value> = rates
+        .iter()
+        .map(|(tier, rate)| match rate {
+            Some(rate) => json!({"key": tier, "value": {"rate": rate}}),
+            None => json!({"key": tier, "value": null}),
+        })
+        .collect();
+    client.produce("rates", &json!(records));
+}
+
+fn wait_for_joins(client: &Client, to: u64, rates: &BTreeMap<&str, i64>) {
+    let accounts = latest(to);
+    let want_rows: BTreeMap<String, (String, i64, i64)> = accounts
+        .iter()
+        .filter_map(|(id, (tier, credit))| {
+            let rate = *rates.get(tier)?;
+            Some((id.clone(), (tier.to_string(), rate, credit * rate)))
+        })
+        .collect();
+    let mut want_tiers: BTreeMap<String, (u64, i64)> = BTreeMap::new();
+    for (tier, credit) in accounts.values() {
+        let t = want_tiers.entry(tier.to_string()).or_default();
+        t.0 += 1;
+        t.1 += credit * rates.get(tier).copied().unwrap_or(0);
+    }
+    eventually(
+        &format!("account_rates joins each account with its rate after {to} records"),
+        Duration::from_secs(60),
+        || {
+            let rows = client.view_rows("account_rates", "limit=100")["rows"].clone();
+            let got: BTreeMap<String, (String, i64, i64)> = rows
+                .as_array()?
+                .iter()
+                .map(|r| {
+                    let r = &r["row"];
+                    (
+                        r["id"].as_str().unwrap_or_default().to_string(),
+                        (
+                            r["tier"].as_str().unwrap_or_default().to_string(),
+                            r["rate"].as_i64().unwrap_or_default(),
+                            r["weighted"].as_i64().unwrap_or_default(),
+                        ),
+                    )
+                })
+                .collect();
+            (got == want_rows).then_some(())
+        },
+    );
+    eventually(
+        &format!("weighted_per_tier sums each tier after {to} records"),
+        Duration::from_secs(60),
+        || {
+            let rows = client.view_rows("weighted_per_tier", "limit=100")["rows"].clone();
+            let got: BTreeMap<String, (u64, i64)> = rows
+                .as_array()?
+                .iter()
+                .map(|r| {
+                    let r = &r["row"];
+                    (
+                        r["tier"].as_str().unwrap_or_default().to_string(),
+                        (
+                            r["accounts"].as_u64().unwrap_or_default(),
+                            r["weighted"].as_i64().unwrap_or_default(),
+                        ),
+                    )
+                })
+                .collect();
+            (got == want_tiers).then_some(())
+        },
+    );
+}
+
+#[test]
+fn a_join_of_tables_follows_changes_on_either_side() {
+    let mut server = Server::start(&[]);
+    let client = server.client();
+    client.sql_ok(ACCOUNTS);
+    client.sql_ok(RATES);
+    client.sql_ok(ACCOUNT_RATES);
+    client.sql_ok(WEIGHTED);
+    set_rates(&client, &[("gold", Some(3)), ("silver", Some(2))]);
+    produce(&client, 0, 50);
+    let mut rates = BTreeMap::from([("gold", 3), ("silver", 2)]);
+    wait_for_joins(&client, 50, &rates);
+
+    let explained = &client.sql_ok("EXPLAIN account_rates")[0];
+    let operators: Vec<&str> = explained["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["operator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        operators,
+        ["source", "table_rows", "join_tables", "each_row", "sink"],
+        "{explained}"
+    );
+
+    // A rate's change reaches every account of its tier; a deleted rate
+    // drops its accounts from the inner join; a new one brings its own.
+    set_rates(
+        &client,
+        &[("gold", Some(5)), ("silver", None), ("free", Some(1))],
+    );
+    rates.insert("gold", 5);
+    rates.remove("silver");
+    rates.insert("free", 1);
+    wait_for_joins(&client, 50, &rates);
+
+    // Both sides keep changing across a crash and a restart.
+    server.kill9();
+    let server = server.restart();
+    let client = server.client();
+    produce(&client, 50, 120);
+    set_rates(&client, &[("silver", Some(7))]);
+    rates.insert("silver", 7);
+    wait_for_joins(&client, 120, &rates);
 }

@@ -4,11 +4,13 @@
 
 pub mod aggregate;
 pub mod dedup;
+pub mod each_row;
 pub mod join;
 pub mod slices;
 pub mod stream_join;
 pub mod table_aggregate;
 pub mod table_rows;
+pub mod tables_join;
 pub mod top_n;
 
 use serde_json::Value;
@@ -25,15 +27,17 @@ pub struct RowChange {
     pub row: Option<Value>,
 }
 
-/// What follows an aggregate whose rows are a query's input
-/// ([`crate::plan::Plan::then`]): it takes the aggregate's row changes at
-/// each commit, and its rows are the view's.
+/// What follows an aggregate or a table whose rows are a query's input
+/// ([`crate::plan::Plan::then`]): it takes their row changes at each
+/// commit, and its rows are the view's.
 #[derive(Debug)]
 pub enum RowsStage {
     /// An aggregate over the rows.
     Aggregate(table_aggregate::TableAggregate),
     /// The top rows of each partition.
     Top(top_n::TopN),
+    /// Each row a view row.
+    Each(each_row::EachRow),
 }
 
 impl RowsStage {
@@ -46,6 +50,10 @@ impl RowsStage {
         match self {
             RowsStage::Aggregate(a) => a.apply(store, changes),
             RowsStage::Top(t) => t.apply(store, changes),
+            RowsStage::Each(e) => {
+                e.apply(changes);
+                Ok(())
+            }
         }
     }
 
@@ -54,6 +62,7 @@ impl RowsStage {
         match self {
             RowsStage::Aggregate(a) => a.take_changes(),
             RowsStage::Top(t) => t.take_changes(),
+            RowsStage::Each(e) => Ok(e.take_changes()),
         }
     }
 
@@ -62,6 +71,7 @@ impl RowsStage {
         match self {
             RowsStage::Aggregate(a) => a.flush(batch),
             RowsStage::Top(t) => t.flush(batch),
+            RowsStage::Each(e) => e.flush(batch),
         }
     }
 
@@ -70,6 +80,7 @@ impl RowsStage {
         match self {
             RowsStage::Aggregate(a) => a.set_emit_changes(on),
             RowsStage::Top(t) => t.set_emit_changes(on),
+            RowsStage::Each(e) => e.set_emit_changes(on),
         }
     }
 
@@ -78,6 +89,7 @@ impl RowsStage {
         match self {
             RowsStage::Aggregate(a) => a.pending_entries(),
             RowsStage::Top(t) => t.pending_entries(),
+            RowsStage::Each(e) => e.pending_entries(),
         }
     }
 
@@ -86,6 +98,7 @@ impl RowsStage {
         match self {
             RowsStage::Aggregate(a) => a.memory_entries(),
             RowsStage::Top(t) => t.memory_entries(),
+            RowsStage::Each(e) => e.pending_entries(),
         }
     }
 }

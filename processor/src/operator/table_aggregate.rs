@@ -33,6 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::aggregate::{corrupt, row_of, view_key};
+use super::each_row::passes;
 use super::table_rows::InnerStage;
 use super::RowChange;
 use crate::accumulators::{Accumulator, AggregateKind};
@@ -87,20 +88,21 @@ pub struct TableAggregate {
 
 impl TableAggregate {
     /// The operator aggregating `rows`' input, the rows `inner` (stored in
-    /// `inner_cf`), into the view's rows in `view_cf`; at most
-    /// `cache_limit` clean slots stay in memory.
+    /// `inner_cf`; a join's joined rows in `state_cf`), into the view's
+    /// rows in `view_cf`; at most `cache_limit` clean slots stay in memory.
     pub fn new(
         rows: &RowsAggregate,
         inner: InnerRows<'_>,
         inner_cf: String,
         view_cf: String,
+        state_cf: String,
         cache_limit: usize,
     ) -> Result<TableAggregate> {
         rows.validate(inner).map_err(ProcessorError::InvalidPlan)?;
         Ok(TableAggregate {
             outer: rows.aggregate.clone(),
             filter: rows.filter.clone(),
-            inner: InnerStage::new(inner, inner_cf),
+            inner: InnerStage::new(inner, inner_cf, rows.join.as_ref(), state_cf),
             view_cf,
             cache: HashMap::new(),
             dirty: Vec::new(),
@@ -146,11 +148,7 @@ impl TableAggregate {
     }
 
     fn passes(&self, row: &Value) -> bool {
-        match (&self.filter, row) {
-            (None, _) => true,
-            (Some(f), Value::Object(columns)) => f.is_true(&OutputRow { columns }),
-            (Some(_), _) => false,
-        }
+        passes(self.filter.as_ref(), row)
     }
 
     /// Adds an inner row to its outer group (`add`), or takes it back.

@@ -23,13 +23,24 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::aggregate::{corrupt, row_of};
+use super::tables_join::previous_joined_row;
 use super::RowChange;
 use crate::error::Result;
-use crate::plan::{AggregateSpec, InnerRows};
+use crate::plan::{AggregateSpec, InnerRows, RowsJoin};
 use crate::state::key;
 use crate::state::slot;
 use crate::state::store::{Batch, Store};
 use crate::window::Window;
+
+/// The row of `key` in `stage_cf` as the last commit stored it.
+fn stored_row(store: &Store, stage_cf: &str, key: &str) -> Result<Option<Value>> {
+    let Some(bytes) = store.get(stage_cf, &key::plain(key.as_bytes()))? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| corrupt(stage_cf, format!("bad table row: {e}")))
+}
 
 /// Where an aggregate over rows finds an inner row's previous version.
 #[derive(Debug)]
@@ -37,6 +48,9 @@ pub struct InnerStage {
     /// The inner aggregate whose slots hold the rows; `None`: the rows are
     /// stored whole ([`TableRows`]).
     slots: Option<AggregateSpec>,
+    /// The table rows are joined with another table's, whose rows are in
+    /// this state column family.
+    join: Option<(RowsJoin, String)>,
     /// The stage column family.
     cf: String,
     /// Each row arrives once (an inner window's final rows): there is no
@@ -45,13 +59,20 @@ pub struct InnerStage {
 }
 
 impl InnerStage {
-    /// The stage of `inner`'s rows, stored in `cf`.
-    pub fn new(inner: InnerRows<'_>, cf: String) -> InnerStage {
+    /// The stage of `inner`'s rows, stored in `cf`; a table's rows are
+    /// joined by `join`, its joined rows in `state_cf`.
+    pub fn new(
+        inner: InnerRows<'_>,
+        cf: String,
+        join: Option<&RowsJoin>,
+        state_cf: String,
+    ) -> InnerStage {
         InnerStage {
             slots: match inner {
                 InnerRows::Aggregate(spec) => Some(spec.clone()),
                 InnerRows::Table => None,
             },
+            join: join.map(|j| (j.clone(), state_cf)),
             cf,
             final_rows: inner.are_final(),
         }
@@ -68,17 +89,21 @@ impl InnerStage {
         if self.final_rows {
             return Ok(None);
         }
+        let Some(inner) = &self.slots else {
+            let Some(row) = stored_row(store, &self.cf, &change.key)? else {
+                return Ok(None);
+            };
+            return match &self.join {
+                Some((join, state_cf)) => previous_joined_row(join, store, state_cf, row),
+                None => Ok(Some(row)),
+            };
+        };
         let k = match change.window {
             Some((start, end)) => key::windowed(change.key.as_bytes(), start, end),
             None => key::plain(change.key.as_bytes()),
         };
         let Some(bytes) = store.get(&self.cf, &k)? else {
             return Ok(None);
-        };
-        let Some(inner) = &self.slots else {
-            return serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| corrupt(&self.cf, format!("bad table row: {e}")));
         };
         let (form, accs) =
             slot::decode(&bytes).ok_or_else(|| corrupt(&self.cf, "bad accumulator value"))?;
@@ -116,6 +141,16 @@ impl TableRows {
     /// Keys changed since the last flush.
     pub fn pending_entries(&self) -> usize {
         self.pending.len()
+    }
+
+    /// The rows changed since the last flush, by key (`None`: deleted).
+    pub fn pending(&self) -> &BTreeMap<String, Option<Value>> {
+        &self.pending
+    }
+
+    /// The row of `key` as the last commit stored it.
+    pub fn stored_row(&self, store: &Store, key: &str) -> Result<Option<Value>> {
+        stored_row(store, &self.stage_cf, key)
     }
 
     /// The rows changed since the last flush, in key order, for the outer
@@ -168,7 +203,7 @@ mod tests {
     #[test]
     fn a_change_replaces_the_row_the_last_commit_stored() {
         let (_dir, store, scope) = store();
-        let stage = InnerStage::new(InnerRows::Table, scope.stage_cf());
+        let stage = InnerStage::new(InnerRows::Table, scope.stage_cf(), None, scope.state_cf());
         let mut rows = TableRows::new(scope.stage_cf());
         rows.upsert("u1".into(), Some(json!({"id": "u1", "tier": "gold"})));
         rows.upsert("u2".into(), Some(json!({"id": "u2", "tier": "free"})));

@@ -29,15 +29,14 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::aggregate::{corrupt, view_key};
+use super::each_row::{passes, row_of, values_row, write_values_row};
 use super::table_rows::InnerStage;
 use super::RowChange;
-use crate::accumulators::{total_order, Accumulator};
+use crate::accumulators::total_order;
 use crate::error::{ProcessorError, Result};
-use crate::event::OutputRow;
 use crate::expr::Expr;
 use crate::plan::{AggregateSpec, InnerRows, RowsAggregate, TopSpec};
 use crate::state::key;
-use crate::state::slot::{self, GroupForm};
 use crate::state::store::{Batch, Store};
 
 /// One row of a partition: its order value and the inner row.
@@ -105,7 +104,7 @@ impl TopN {
             top,
             columns: rows.aggregate.clone(),
             filter: rows.filter.clone(),
-            inner: InnerStage::new(inner, inner_cf),
+            inner: InnerStage::new(inner, inner_cf, rows.join.as_ref(), state_cf.clone()),
             view_cf,
             state_cf,
             partitions: HashMap::new(),
@@ -216,11 +215,7 @@ impl TopN {
     }
 
     fn passes(&self, row: &Value) -> bool {
-        match (&self.filter, row) {
-            (None, _) => true,
-            (Some(f), Value::Object(columns)) => f.is_true(&OutputRow { columns }),
-            (Some(_), _) => false,
-        }
+        passes(self.filter.as_ref(), row)
     }
 
     /// Applies the inner aggregate's row changes of one commit, before the
@@ -348,18 +343,7 @@ impl TopN {
 
     /// The view row of inner row `row`: its columns.
     fn view_row(&self, row: &Value) -> Value {
-        let r = row_of(row);
-        Value::Object(
-            self.columns
-                .columns
-                .iter()
-                .zip(&self.columns.aggregates)
-                .map(|((name, _), a)| {
-                    let v = a.input.as_ref().map_or(Value::Null, |e| e.eval(&r));
-                    (name.clone(), v)
-                })
-                .collect(),
-        )
+        values_row(&self.columns, row)
     }
 
     /// Adds the view rows and partition entries changed to `batch`, and
@@ -369,24 +353,14 @@ impl TopN {
         let mut value = Vec::new();
         let written = self.view_writes.len() as u64;
         for (k, row) in std::mem::take(&mut self.view_writes) {
-            let rk = key::plain(k.as_bytes());
-            match row {
-                None => batch.delete(&self.view_cf, &rk),
-                Some(row) => {
-                    let r = row_of(&row);
-                    let accs: Vec<Accumulator> = self
-                        .columns
-                        .aggregates
-                        .iter()
-                        .map(|a| {
-                            let v = a.input.as_ref().map_or(Value::Null, |e| e.eval(&r));
-                            Accumulator::Latest(Some(Box::new(((0, 0), v))))
-                        })
-                        .collect();
-                    slot::encode_into(&mut value, GroupForm::String, &accs);
-                    batch.put(&self.view_cf, &rk, &value);
-                }
-            }
+            write_values_row(
+                batch,
+                &self.view_cf,
+                &k,
+                &self.columns,
+                row.as_ref(),
+                &mut value,
+            );
         }
         for (k, v) in std::mem::take(&mut self.state_writes) {
             match v {
@@ -410,16 +384,5 @@ impl TopN {
             });
         }
         written
-    }
-}
-
-/// An inner row as expressions read it (its columns as fields).
-fn row_of(row: &Value) -> OutputRow<'_> {
-    static EMPTY: std::sync::OnceLock<serde_json::Map<String, Value>> = std::sync::OnceLock::new();
-    match row {
-        Value::Object(columns) => OutputRow { columns },
-        _ => OutputRow {
-            columns: EMPTY.get_or_init(serde_json::Map::new),
-        },
     }
 }

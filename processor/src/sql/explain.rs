@@ -13,7 +13,7 @@ use crate::accumulators::AggregateKind;
 use crate::operator::table_aggregate::ROWS_AGGREGATE;
 use crate::plan::{
     AggregateSpec, ColumnSource, EventTime, JoinKind, JoinSpec, LateHandling, Operation, Plan,
-    RowsAggregate, Sink,
+    RowsAggregate, RowsJoin, Sink,
 };
 use crate::window::WindowSpec;
 
@@ -135,6 +135,9 @@ pub fn operators(plan: &Plan) -> Vec<OperatorInfo> {
                 None,
             ));
             if let Some(rows) = &plan.then {
+                if let Some(j) = &rows.join {
+                    ops.push(tables_join(j));
+                }
                 ops.push(rows_aggregate(rows));
             }
         }
@@ -310,8 +313,49 @@ fn aggregate(spec: &AggregateSpec, plan: &Plan) -> OperatorInfo {
     op("aggregate", detail, "key-shard workers", Some(state), None)
 }
 
+/// A join of the table's rows with another table's.
+fn tables_join(j: &RowsJoin) -> OperatorInfo {
+    op(
+        "join_tables",
+        format!(
+            "{} the latest row of table topic '{}' whose key is {}, as {}; a joined row changes when either row does",
+            match j.kind {
+                JoinKind::Left => "LEFT JOIN:",
+                _ => "JOIN:",
+            },
+            j.topic,
+            j.on,
+            j.alias
+        ),
+        "coordinator, at each commit",
+        Some(
+            "the joined table's latest row per key, and an index of the rows by the key they join, in state"
+                .into(),
+        ),
+        None,
+    )
+}
+
 fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
     let spec = &rows.aggregate;
+    if rows.each_row {
+        let names: Vec<&str> = spec.columns.iter().map(|(n, _)| n.as_str()).collect();
+        let mut detail = format!(
+            "each row a view row of {} column(s): {}",
+            names.len(),
+            names.join(", ")
+        );
+        if let Some(f) = &rows.filter {
+            let _ = write!(detail, "; WHERE {f}");
+        }
+        return op(
+            "each_row",
+            detail,
+            "coordinator, at each commit",
+            None,
+            None,
+        );
+    }
     if let Some(top) = &rows.top {
         let mut detail = "the rows as they change".to_string();
         if let Some(f) = &rows.filter {

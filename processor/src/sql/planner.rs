@@ -27,7 +27,7 @@ use crate::expr::{DataType, Expr};
 use crate::operator::table_aggregate::ROWS_AGGREGATE;
 use crate::plan::{
     AggregateColumn, DedupSpec, EventTime, InnerRows, JoinKind, JoinSpec, LateHandling, Operation,
-    Plan, RowsAggregate, Sink, SourceSpec, WindowedSpec, WithinSpec,
+    Plan, RowsAggregate, RowsJoin, Sink, SourceSpec, WindowedSpec, WithinSpec,
 };
 
 /// Plans `stmt`; error positions are in the text it was parsed from.
@@ -52,7 +52,7 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
             let parts = QueryParts::of(&parsed.query, st.end)?;
             match catalog.source(&parts.from.name.normalized()) {
                 Some(table) if table.kind == ObjectKind::Table => {
-                    plan_table_rows(&decl, &parsed, parts, table, dedup_span, at)
+                    plan_table_rows(&decl, &parsed, parts, table, dedup_span, catalog, at)
                 }
                 _ => plan_select(
                     &decl,
@@ -134,7 +134,14 @@ fn rows_aggregate(
         ));
     }
     let reads = RowsRead {
-        decl: rows_table(inner, inner_spec),
+        scope: Scope {
+            stream: Side {
+                qualifiers: qualifiers(&parts.from),
+                decl: rows_table(inner, inner_spec),
+            },
+            table: None,
+        },
+        join: None,
         inner: InnerRows::Aggregate(inner_spec),
         inner_span: inner.span,
         refusal: |what| {
@@ -146,8 +153,10 @@ fn rows_aggregate(
 
 /// What a query over rows reads: the rows, and how to word a refusal.
 struct RowsRead<'a> {
-    /// The rows as a table of their columns.
-    decl: SourceDecl,
+    /// The rows' columns (and a joined table's) in scope.
+    scope: Scope,
+    /// The join of a declared table's rows with another table's.
+    join: Option<RowsJoin>,
     /// Where they come from.
     inner: InnerRows<'a>,
     /// Where the rows' query or table is named, for errors about them.
@@ -178,19 +187,7 @@ fn aggregate_rows(
     if let Some((_, span)) = &clauses.partition_by {
         return refused(*span, "PARTITION BY");
     }
-    if let Some(j) = &parts.join {
-        return Err(SqlError::span(
-            j.table.name.span,
-            "a query over a table's rows cannot JOIN: a join of two tables is not supported",
-        ));
-    }
-    let scope = Scope {
-        stream: Side {
-            qualifiers: qualifiers(&parts.from),
-            decl: reads.decl,
-        },
-        table: None,
-    };
+    let scope = reads.scope;
     let filter = where_filter(&parts, &scope, at)?;
     let validated = |rows: RowsAggregate| {
         rows.validate(reads.inner)
@@ -203,6 +200,8 @@ fn aggregate_rows(
             filter,
             aggregate,
             top: Some(top),
+            each_row: false,
+            join: reads.join,
         });
     }
     let distinct_items = distinct_items(&parts, ObjectKind::Table, at)?;
@@ -214,13 +213,21 @@ fn aggregate_rows(
         None => parts,
     };
     if !is_aggregated(&parts, at)? {
-        return Err(SqlError::at(
-            at,
-            match reads.inner {
-                InnerRows::Aggregate(_) => "a query over a subquery's rows must aggregate them (GROUP BY or an aggregate); to filter the subquery's rows, give it a HAVING",
-                InnerRows::Table => "CREATE TABLE .. AS over a table aggregates its rows (GROUP BY or an aggregate) or ranks them (QUALIFY); to enrich a stream from it, JOIN it",
-            },
-        ));
+        if let InnerRows::Aggregate(_) = reads.inner {
+            return Err(SqlError::at(
+                at,
+                "a query over a subquery's rows must aggregate them (GROUP BY or an aggregate); to filter the subquery's rows, give it a HAVING",
+            ));
+        }
+        // Each row of the table (or of the join) is a view row.
+        let columns = projection(&parts, &scope, at)?;
+        return validated(RowsAggregate {
+            filter,
+            aggregate: super::top_n::values_spec(columns),
+            top: None,
+            each_row: true,
+            join: reads.join,
+        });
     }
     let mut aggregate = aggregate_spec(&parts, &scope, None, at)?;
     aggregate.aggregates.push(AggregateColumn {
@@ -232,6 +239,8 @@ fn aggregate_rows(
         filter,
         aggregate,
         top: None,
+        each_row: false,
+        join: reads.join,
     })
 }
 
@@ -244,6 +253,7 @@ fn plan_table_rows(
     parts: QueryParts<'_>,
     table: SourceDecl,
     dedup_span: Option<Span>,
+    catalog: &dyn SourceCatalog,
     at: Location,
 ) -> Result<Plan> {
     let from = parts.from.name.span;
@@ -296,8 +306,20 @@ fn plan_table_rows(
             .collect(),
         ..table.clone()
     };
+    let mut scope = Scope {
+        stream: Side {
+            qualifiers: qualifiers(&parts.from),
+            decl: rows_decl,
+        },
+        table: None,
+    };
+    let join = match &parts.join {
+        Some(j) => Some(tables_join(catalog, j, &parsed.clauses, &mut scope, at)?),
+        None => None,
+    };
     let reads = RowsRead {
-        decl: rows_decl,
+        scope,
+        join,
         inner: InnerRows::Table,
         inner_span: from,
         refusal: |what| {
@@ -336,6 +358,40 @@ fn plan_table_rows(
     };
     plan.validate().map_err(|reason| SqlError::at(at, reason))?;
     Ok(plan)
+}
+
+/// The join of the declared table in `scope` with the table `j` names
+/// (put in scope): `ON` an expression over the first table's columns `=`
+/// the joined table's key column.
+fn tables_join(
+    catalog: &dyn SourceCatalog,
+    j: &JoinParts<'_>,
+    clauses: &QueryTokens,
+    scope: &mut Scope,
+    at: Location,
+) -> Result<RowsJoin> {
+    let joined_name = j.table.name.normalized();
+    let joined = catalog.source(&joined_name);
+    if let Some(s) = joined.as_ref().filter(|s| s.kind == ObjectKind::Stream) {
+        return Err(SqlError::span(
+            j.table.name.span,
+            format!(
+                "'{}' is a stream: a table joins a table here; to enrich a stream's events from a table, write FROM the stream JOIN the table",
+                s.name
+            ),
+        ));
+    }
+    let spec = join_spec(catalog, j, clauses.within.as_ref(), scope, at)?;
+    let key_column = joined
+        .and_then(|t| t.columns.into_iter().find(|c| c.key))
+        .map(|c| c.name);
+    Ok(RowsJoin {
+        topic: spec.table_topic,
+        on: spec.stream_key,
+        alias: spec.alias,
+        kind: spec.kind,
+        key_column,
+    })
 }
 
 /// The query's `WHERE`, translated over `scope`.

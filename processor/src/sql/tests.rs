@@ -50,11 +50,19 @@ fn create_as(sql: &str) -> CreateAs {
     }
 }
 
+const TIERS: &str = "CREATE TABLE tiers (tier VARCHAR PRIMARY KEY, name VARCHAR, rank BIGINT)
+  WITH (TOPIC='tiers');";
+
 const CLICKS: &str = "CREATE STREAM clicks (user_id VARCHAR KEY, page VARCHAR, at BIGINT)
   WITH (TOPIC='clicks', TIMESTAMP='at');";
 
 fn catalog() -> Vec<SourceDecl> {
-    vec![source(USER_EVENTS), source(USERS), source(CLICKS)]
+    vec![
+        source(USER_EVENTS),
+        source(USERS),
+        source(CLICKS),
+        source(TIERS),
+    ]
 }
 
 fn plan_sql(sql: &str) -> Plan {
@@ -1250,10 +1258,11 @@ fn a_query_over_a_declared_table_aggregates_or_ranks_its_latest_rows() {
 
     for (sql, wanted) in [
         ("CREATE STREAM s AS SELECT id FROM users;", "'users' is a table, not a stream: CREATE STREAM .. AS reads a stream"),
-        ("CREATE TABLE t AS SELECT id, name FROM users;", "aggregates its rows (GROUP BY or an aggregate) or ranks them"),
         ("CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM users WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY tier;", "WINDOW does not apply to a table's rows"),
         ("CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM users GROUP BY tier EMIT CHANGES;", "EMIT does not apply to a table's rows"),
-        ("CREATE TABLE t AS SELECT u.tier, COUNT(*) AS n FROM users u JOIN users v ON u.id = v.id GROUP BY u.tier;", "a join of two tables is not supported"),
+        ("CREATE TABLE t AS SELECT u.id FROM users u JOIN clicks c ON u.id = c.user_id;", "'clicks' is a stream: a table joins a table here"),
+        ("CREATE TABLE t AS SELECT u.id FROM users u JOIN tiers t ON u.tier = t.name;", "a table is joined on its PRIMARY KEY"),
+        ("CREATE TABLE t AS SELECT u.id FROM users u FULL JOIN tiers t ON u.tier = t.tier;", "FULL JOIN joins two streams"),
         ("CREATE TABLE t AS SELECT tier, LATEST_BY_OFFSET(name) AS n FROM users GROUP BY tier;", "LATEST_BY_OFFSET cannot aggregate a table's rows"),
         ("CREATE TABLE t AS SELECT tier, COUNT(*) AS n FROM users WHERE ROWTIME > 0 GROUP BY tier;", "reads only the rows' columns"),
         ("CREATE TABLE t WITH (DEDUP_BY='id') AS SELECT tier, COUNT(*) AS n FROM users GROUP BY tier;", "a table holds one row per key"),
@@ -1261,4 +1270,52 @@ fn a_query_over_a_declared_table_aggregates_or_ranks_its_latest_rows() {
         let e = plan_err(sql);
         assert!(e.message.contains(wanted), "{sql}\n{e:?}");
     }
+}
+
+#[test]
+fn a_query_over_a_table_without_group_by_shows_each_row_and_joins_tables() {
+    // A filtered projection of a table's rows.
+    let each = plan_sql(
+        "CREATE TABLE named AS SELECT id, UPPER(name) AS name FROM users WHERE tier = 'gold';",
+    );
+    let rows = each.then.as_ref().unwrap();
+    assert!(rows.each_row && rows.join.is_none() && rows.top.is_none());
+    assert_eq!(
+        rows.filter,
+        Some(bin(BinaryOp::Eq, f("tier"), lit(json!("gold"))))
+    );
+
+    // A foreign-key join: users.tier names a tier's key.
+    let fk = plan_sql(
+        "CREATE TABLE user_tiers AS SELECT u.id, u.name, t.name AS tier_name, t.tier
+         FROM users u LEFT JOIN tiers t ON u.tier = t.tier WHERE t.rank > 1;",
+    );
+    let rows = fk.then.as_ref().unwrap();
+    let join = rows.join.as_ref().unwrap();
+    assert_eq!(join.topic, "tiers");
+    assert_eq!(join.on, f("tier"));
+    assert_eq!(join.alias, "t");
+    assert_eq!(join.kind, JoinKind::Left);
+    assert_eq!(join.key_column.as_deref(), Some("tier"));
+    let inputs: Vec<Expr> = rows
+        .aggregate
+        .aggregates
+        .iter()
+        .map(|a| a.input.clone().unwrap())
+        .collect();
+    assert_eq!(inputs[2], Expr::Field(vec!["t".into(), "name".into()]));
+    assert!(rows.each_row);
+    assert_eq!(fk.join, None, "the stream-table join is not used");
+
+    // A join of tables aggregated: users per tier name.
+    let grouped = plan_sql(
+        "CREATE TABLE per_tier_name AS SELECT t.name, COUNT(*) AS users
+         FROM users u JOIN tiers t ON u.tier = t.tier GROUP BY t.name;",
+    );
+    let rows = grouped.then.as_ref().unwrap();
+    assert!(!rows.each_row && rows.join.is_some());
+    assert_eq!(
+        rows.aggregate.group_by,
+        vec![Expr::Field(vec!["t".into(), "name".into()])]
+    );
 }

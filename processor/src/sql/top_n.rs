@@ -16,6 +16,7 @@ use super::query::{known, QueryParts};
 use super::resolve::Scope;
 use super::translate::Translator;
 use crate::accumulators::AggregateKind;
+use crate::expr::Expr;
 use crate::plan::{AggregateColumn, AggregateSpec, ColumnSource, TopSpec, MAX_TOP_N};
 
 const SHAPE: &str =
@@ -99,26 +100,7 @@ pub(crate) fn top_n(
         .map(|e| tr.expr(e))
         .collect::<Result<Vec<_>>>()?;
     let order_by = tr.expr(&order.expr)?;
-    let columns = projection(parts, scope, at)?;
-    let aggregates = columns
-        .iter()
-        .map(|(name, e)| AggregateColumn {
-            name: name.clone(),
-            kind: AggregateKind::Latest,
-            input: Some(e.clone()),
-        })
-        .collect();
-    let spec = AggregateSpec {
-        group_by: Vec::new(),
-        window: None,
-        aggregates,
-        columns: columns
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| (name.clone(), ColumnSource::Aggregate(i)))
-            .collect(),
-        having: None,
-    };
+    let spec = values_spec(projection(parts, scope, at)?);
     Ok((
         TopSpec {
             partition_by,
@@ -129,4 +111,29 @@ pub(crate) fn top_n(
         },
         spec,
     ))
+}
+
+/// The view columns of rows shown as they are (a top-N's kept rows, each
+/// row of a table): each column a `LATEST_BY_OFFSET` of its expression
+/// over the row, how a view stores a row's values; no group.
+pub(crate) fn values_spec(columns: Vec<(String, Expr)>) -> AggregateSpec {
+    let aggregates = columns
+        .iter()
+        .map(|(name, e)| AggregateColumn {
+            name: name.clone(),
+            kind: AggregateKind::Latest,
+            input: Some(e.clone()),
+        })
+        .collect();
+    AggregateSpec {
+        group_by: Vec::new(),
+        window: None,
+        aggregates,
+        columns: columns
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (name.clone(), ColumnSource::Aggregate(i)))
+            .collect(),
+        having: None,
+    }
 }

@@ -22,6 +22,8 @@
 //! | `0x03` [`ns::TABLE`] | the table record's key, UTF-8 as is ([`table_row`]) | `0x01` + JSON `[[timestamp_ms, value-or-null], ..]` (before history: the JSON value alone) |
 //! | `0x04` [`ns::STREAM_JOIN`] | side (`l` the stream, `r` the joined stream) + partition (`u32`) + offset (`u64`), big-endian ([`stream_join_entry`]) | `0x01` + header JSON + `\n` + the record's value (`crate::operator::stream_join`) |
 //! | `0x05` [`ns::TOP_N`] | the partition's view key, escaped and terminated ([`encode_group_key`]), then the row's view key | the subquery's row, as JSON (`crate::operator::top_n`) |
+//! | `0x06` [`ns::JOINED_ROW`] | a joined table's record key, UTF-8 as is | its latest row, JSON (`crate::operator::tables_join`) |
+//! | `0x07` [`ns::JOIN_INDEX`] | the joined key a row names ([`encode_group_key`]), then the row's key | empty (`crate::operator::tables_join`) |
 //! | `0x10` [`ns::META`] | a [`Meta`] name, ASCII | per [`Meta`] variant |
 //!
 //! The meta entries of one commit ([`Meta`]): `offset/{p}` and
@@ -114,6 +116,10 @@ pub mod ns {
     pub const STREAM_JOIN: u8 = 0x04;
     /// A top-N's rows by partition and row.
     pub const TOP_N: u8 = 0x05;
+    /// A join of tables: the joined table's latest rows by record key.
+    pub const JOINED_ROW: u8 = 0x06;
+    /// A join of tables: the left rows by the joined key they name.
+    pub const JOIN_INDEX: u8 = 0x07;
     /// Offsets, watermark, outbox, spec: see [`super::Meta`].
     pub const META: u8 = 0x10;
 }

@@ -28,8 +28,8 @@ use kappa_processor::expr::{BinaryOp, DataType, Expr, Function, UnaryOp};
 use kappa_processor::host::StartFrom;
 use kappa_processor::plan::{
     AggregateColumn, AggregateSpec, ColumnSource, DedupSpec, Emit, EventTime, JoinKind, JoinSpec,
-    LateHandling, Operation, Plan, RowsAggregate, Sink, SourceSpec, TopSpec, WindowedSpec,
-    WithinSpec,
+    LateHandling, Operation, Plan, RowsAggregate, RowsJoin, Sink, SourceSpec, TopSpec,
+    WindowedSpec, WithinSpec,
 };
 use kappa_processor::sql::{ColumnDecl, ObjectKind, SourceDecl, SqlType};
 use kappa_processor::window::WindowSpec;
@@ -366,7 +366,8 @@ pub struct StoredPlan {
     pub then: Option<StoredRowsAggregate>,
 }
 
-/// An aggregate over another aggregate's rows: `{"filter"?, "aggregate"}`.
+/// What follows the plan's operation: an aggregate over its rows, a top-N
+/// or each row (`{"filter"?, "aggregate", "top"?, "each_row"?, "join"?}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRowsAggregate {
     /// `filter`: the outer `WHERE` over the inner rows; absent without one.
@@ -380,6 +381,82 @@ pub struct StoredRowsAggregate {
     /// for an aggregate.
     #[serde(rename = "top", default, skip_serializing_if = "Option::is_none")]
     pub top: Option<StoredTopSpec>,
+    /// `each_row`: `true` when each row is a view row of `aggregate`'s
+    /// columns (a query over a declared table's rows without `GROUP BY`);
+    /// absent otherwise.
+    #[serde(
+        rename = "each_row",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub each_row: bool,
+    /// `join`: the declared table the rows are joined with; absent
+    /// without a table-table join.
+    #[serde(rename = "join", default, skip_serializing_if = "Option::is_none")]
+    pub join: Option<StoredRowsJoin>,
+}
+
+/// A join of a declared table's rows with another table's: `{"topic",
+/// "on", "alias", "kind", "key_column"?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRowsJoin {
+    /// `topic`: the joined table's topic.
+    #[serde(rename = "topic")]
+    pub topic: String,
+    /// `on`: the expression over a row naming the joined row's key.
+    #[serde(rename = "on")]
+    pub on: StoredExpr,
+    /// `alias`: the column the joined row appears under.
+    #[serde(rename = "alias")]
+    pub alias: String,
+    /// `kind`: `"inner"` or `"left"`.
+    #[serde(rename = "kind")]
+    pub kind: StoredJoinKind,
+    /// `key_column`: the joined table's key column; absent without one.
+    #[serde(
+        rename = "key_column",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub key_column: Option<String>,
+}
+
+impl From<RowsJoin> for StoredRowsJoin {
+    fn from(j: RowsJoin) -> Self {
+        let RowsJoin {
+            topic,
+            on,
+            alias,
+            kind,
+            key_column,
+        } = j;
+        StoredRowsJoin {
+            topic,
+            on: on.into(),
+            alias,
+            kind: kind.into(),
+            key_column,
+        }
+    }
+}
+
+impl From<StoredRowsJoin> for RowsJoin {
+    fn from(j: StoredRowsJoin) -> Self {
+        let StoredRowsJoin {
+            topic,
+            on,
+            alias,
+            kind,
+            key_column,
+        } = j;
+        RowsJoin {
+            topic,
+            on: on.into(),
+            alias,
+            kind: kind.into(),
+            key_column,
+        }
+    }
 }
 
 /// A top-N per partition: `{"partition_by", "order_by", "descending",
@@ -410,8 +487,12 @@ impl From<RowsAggregate> for StoredRowsAggregate {
             filter,
             aggregate,
             top,
+            each_row,
+            join,
         } = r;
         StoredRowsAggregate {
+            each_row,
+            join: join.map(Into::into),
             filter: filter.map(Into::into),
             aggregate: aggregate.into(),
             top: top.map(|t| {
@@ -440,8 +521,12 @@ impl From<StoredRowsAggregate> for RowsAggregate {
             filter,
             aggregate,
             top,
+            each_row,
+            join,
         } = r;
         RowsAggregate {
+            each_row,
+            join: join.map(Into::into),
             filter: filter.map(Into::into),
             aggregate: aggregate.into(),
             top: top.map(|t| {

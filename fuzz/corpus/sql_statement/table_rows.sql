@@ -1,0 +1,1 @@
+CREATE TABLE per_tier AS SELECT tier, COUNT(*) AS n, COUNT_DISTINCT(name) AS names FROM users WHERE tier <> 'x' GROUP BY tier; CREATE TABLE named AS SELECT id, UPPER(name) AS name FROM users WHERE tier = 'gold'; CREATE TABLE newest AS SELECT id, tier FROM users QUALIFY ROW_NUMBER() OVER (PARTITION BY tier ORDER BY name DESC) <= 2; EXPLAIN per_tier;

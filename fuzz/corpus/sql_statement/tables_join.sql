@@ -1,0 +1,1 @@
+CREATE TABLE mentors AS SELECT a.id, b.name AS mentor FROM users a LEFT JOIN users b ON a.tier = b.id WHERE a.name IS NOT NULL; CREATE TABLE per_mentor AS SELECT b.name, COUNT(*) AS n FROM users a JOIN users b ON 'u' || a.tier = b.id GROUP BY b.name; CREATE TABLE bad AS SELECT a.id FROM users a JOIN clicks c ON a.id = c.user_id;
