@@ -644,6 +644,17 @@ impl Plan {
         matches!(InnerRows::of(self), Some(InnerRows::Table))
     }
 
+    /// The topic of the table (or stream) the plan joins, read beside its
+    /// input: a stream's joined table or stream, or the table a declared
+    /// table's rows are joined with.
+    pub fn joined_topic(&self) -> Option<&str> {
+        match (&self.join, &self.then) {
+            (Some(join), _) => Some(&join.table_topic),
+            (None, Some(rows)) => rows.join.as_ref().map(|j| j.topic.as_str()),
+            (None, None) => None,
+        }
+    }
+
     /// The aggregate whose rows the view holds: the query over rows'
     /// ([`Plan::then`]), else the plan's own; `None` for a projection.
     pub fn view_aggregate(&self) -> Option<&AggregateSpec> {

@@ -428,12 +428,7 @@ impl Runtime {
             };
             positions.push(start.max(source.start_offset(part)?));
         }
-        let table_topic = match (&self.plan.join, &self.plan.then) {
-            (Some(join), _) => Some(&join.table_topic),
-            (None, Some(rows)) => rows.join.as_ref().map(|j| &j.topic),
-            (None, None) => None,
-        };
-        let table = match table_topic {
+        let table = match self.plan.joined_topic() {
             Some(topic) => {
                 let table = self.source.open(topic)?;
                 let positions = (0..table.partition_count())

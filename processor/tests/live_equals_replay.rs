@@ -558,12 +558,10 @@ impl World {
                 .collect()
         };
         let plan = rt.plan();
-        let joined = match (&plan.join, &plan.then) {
-            (Some(j), _) => Some(j.table_topic.as_str()),
-            (None, Some(rows)) => rows.join.as_ref().map(|j| j.topic.as_str()),
-            (None, None) => None,
-        };
-        let (ends, joined_ends) = (ends(&plan.source.topic), joined.map_or(Vec::new(), ends));
+        let (ends, joined_ends) = (
+            ends(&plan.source.topic),
+            plan.joined_topic().map_or(Vec::new(), ends),
+        );
         let done = |rt: &Runtime| {
             rt.positions() == ends.as_slice()
                 && (rt.joined_positions().is_empty()

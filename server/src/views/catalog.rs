@@ -284,8 +284,8 @@ impl ViewEntry {
         let mut topics = Vec::new();
         for v in self.versions() {
             topics.push(v.plan.source.topic.clone());
-            if let Some(j) = &v.plan.join {
-                topics.push(j.table_topic.clone());
+            if let Some(joined) = v.plan.joined_topic() {
+                topics.push(joined.to_string());
             }
         }
         topics.sort();

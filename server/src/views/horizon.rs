@@ -75,8 +75,8 @@ pub fn horizon(log: &Log, entry: &VersionEntry) -> ReplayHorizon {
         "input",
         entry.first_offsets.as_deref(),
     )];
-    if let Some(join) = &plan.join {
-        topics.push(topic_horizon(log, &join.table_topic, "table", None));
+    if let Some(joined) = plan.joined_topic() {
+        topics.push(topic_horizon(log, joined, "table", None));
     }
     let topics: Vec<TopicHorizon> = topics.into_iter().flatten().collect();
     ReplayHorizon {
