@@ -63,7 +63,7 @@ pub mod spread;
 pub mod sql;
 pub mod state;
 pub mod stop;
-mod time;
+pub mod time;
 mod version;
 pub mod view;
 mod watermark;

@@ -153,6 +153,9 @@ pub struct ServerConfig {
     /// clients (librdkafka, the Java client, kcat, ...) produce to and
     /// consume from the same log there; see docs/kafka.md.
     pub kafka_listen: Option<SocketAddr>,
+    /// Address of the PostgreSQL-protocol listener (default none: off):
+    /// `psql` and PostgreSQL drivers query views there; see docs/pg.md.
+    pub pg_listen: Option<SocketAddr>,
     /// Kafka requests larger than this are refused and the connection
     /// closed (default 100 MiB, Kafka's `socket.request.max.bytes`).
     pub kafka_max_request_bytes: usize,
@@ -244,6 +247,7 @@ impl Default for ServerConfig {
             tls_key: None,
             allowed_origins: Vec::new(),
             kafka_listen: None,
+            pg_listen: None,
             kafka_max_request_bytes: 100 << 20,
             clusters: BTreeMap::new(),
             cluster_id: None,
@@ -334,6 +338,9 @@ pub struct Overrides {
     /// Serve the Kafka protocol on this address too (e.g. 127.0.0.1:9092) [default: off].
     #[arg(long, env = "KAPPA_KAFKA_LISTEN")]
     pub kafka_listen: Option<SocketAddr>,
+    /// Serve the PostgreSQL protocol on this address too (e.g. 127.0.0.1:5432) [default: off].
+    #[arg(long, env = "KAPPA_PG_LISTEN")]
+    pub pg_listen: Option<SocketAddr>,
     /// A Kafka-protocol cluster streams may live on, NAME=host:port[,host:port...]
     /// (plain TCP; TLS and SASL in the config file); repeatable.
     #[arg(long = "cluster", value_name = "NAME=BROKERS")]
@@ -471,6 +478,9 @@ impl ServerConfig {
         }
         if o.kafka_listen.is_some() {
             config.kafka_listen = o.kafka_listen;
+        }
+        if o.pg_listen.is_some() {
+            config.pg_listen = o.pg_listen;
         }
         for flag in &o.clusters {
             let (name, cluster) = ClusterConfig::parse_flag(flag)?;
@@ -624,6 +634,16 @@ impl ServerConfig {
                 );
             }
         }
+        if let Some(pg) = self.pg_listen {
+            if self.auth == AuthMode::None && !pg.ip().is_loopback() && !self.insecure_no_auth {
+                bail!(
+                    "refusing to serve PostgreSQL clients on {pg} with auth = \"none\": anyone \
+                     who can reach it could read every view and run any statement. Use auth = \
+                     \"tokens\" (clients log in with a token as the password), a loopback \
+                     address, or --insecure-no-auth"
+                );
+            }
+        }
         if self.auth == AuthMode::None && !self.listen.ip().is_loopback() && !self.insecure_no_auth
         {
             bail!(
@@ -755,6 +775,21 @@ mod tests {
         config.allowed_origins = vec!["https://dash.example.com:443".into()];
         assert!(config.validate().is_err());
         config.allowed_origins = vec!["https://dash.example.com:8443".into()];
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn a_public_pg_listener_without_auth_needs_the_override() {
+        let mut config = ServerConfig {
+            pg_listen: Some("0.0.0.0:5432".parse().unwrap()),
+            ..ServerConfig::default()
+        };
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("PostgreSQL clients on 0.0.0.0:5432"), "{error}");
+        config.auth = AuthMode::Tokens;
+        config.validate().unwrap();
+        config.auth = AuthMode::None;
+        config.pg_listen = Some("127.0.0.1:5432".parse().unwrap());
         config.validate().unwrap();
     }
 

@@ -36,6 +36,7 @@ pub mod kafka;
 mod metrics;
 mod node;
 mod nodes;
+pub mod pg;
 pub mod routes;
 mod statements;
 pub mod tls;
@@ -63,16 +64,41 @@ pub async fn run(
     run_with_log_config(config, log_config, listener, shutdown).await
 }
 
-/// [`run`] with the Kafka listener (if `kafka_listen` is set) bound by the
-/// caller, so it can report the address first.
+/// The protocol listeners besides HTTP, each on when its address is set.
+#[derive(Default)]
+pub struct Listeners {
+    /// The Kafka protocol's (`kafka_listen`).
+    pub kafka: Option<TcpListener>,
+    /// The PostgreSQL protocol's (`pg_listen`).
+    pub pg: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the listeners `config` sets.
+    pub async fn bind(config: &ServerConfig) -> anyhow::Result<Listeners> {
+        Ok(Listeners {
+            kafka: match config.kafka_listen {
+                Some(addr) => Some(kafka::bind(addr).await?),
+                None => None,
+            },
+            pg: match config.pg_listen {
+                Some(addr) => Some(pg::bind(addr).await?),
+                None => None,
+            },
+        })
+    }
+}
+
+/// [`run`] with the Kafka and PostgreSQL listeners (those set) bound by
+/// the caller, so it can report their addresses first.
 pub async fn run_listening(
     config: ServerConfig,
     listener: TcpListener,
-    kafka: Option<TcpListener>,
+    listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let log_config = config.log_config();
-    serve_all(config, log_config, listener, kafka, shutdown).await
+    serve_all(config, log_config, listener, listeners, shutdown).await
 }
 
 /// [`run`] with the log configured by `log_config` instead of
@@ -84,20 +110,17 @@ pub async fn run_with_log_config(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let kafka = match config.kafka_listen {
-        Some(addr) => Some(kafka::bind(addr).await?),
-        None => None,
-    };
-    serve_all(config, log_config, listener, kafka, shutdown).await
+    let listeners = Listeners::bind(&config).await?;
+    serve_all(config, log_config, listener, listeners, shutdown).await
 }
 
-/// Opens the data directory and serves HTTP (and Kafka, with a listener)
-/// until `shutdown`.
+/// Opens the data directory and serves HTTP (and Kafka and PostgreSQL,
+/// with their listeners) until `shutdown`.
 async fn serve_all(
     config: ServerConfig,
     log_config: kappa_log::LogConfig,
     listener: TcpListener,
-    kafka: Option<TcpListener>,
+    listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     // Before anything is opened: one server per data directory.
@@ -160,8 +183,12 @@ async fn serve_all(
     let cluster_monitor = state.clusters.spawn_monitor(state.shutting_down.clone());
     // One certificate for the HTTPS API and the Kafka listener.
     let (tls, reloads) = tls::start(&state.config)?.unzip();
-    let kafka =
-        kafka.map(|listener| tokio::spawn(kafka::serve(listener, state.clone(), tls.clone())));
+    let kafka = listeners
+        .kafka
+        .map(|listener| tokio::spawn(kafka::serve(listener, state.clone(), tls.clone())));
+    let pg = listeners
+        .pg
+        .map(|listener| tokio::spawn(pg::serve(listener, state.clone(), tls.clone())));
     let router = routes::router(state.clone());
     let shutdown = async move {
         shutdown.await;
@@ -178,6 +205,9 @@ async fn serve_all(
     }
     if let Some(kafka) = kafka {
         let _ = kafka.await;
+    }
+    if let Some(pg) = pg {
+        let _ = pg.await;
     }
 
     let views = state.views.clone();

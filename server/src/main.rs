@@ -88,18 +88,19 @@ fn serve(config_file: Option<PathBuf>, overrides: Overrides) -> anyhow::Result<(
             .await
             .with_context(|| format!("binding {}", config.listen))?;
         let address = listener.local_addr()?;
-        let kafka = match config.kafka_listen {
-            Some(addr) => Some(kappa_server::kafka::bind(addr).await?),
-            None => None,
-        };
+        let listeners = kappa_server::Listeners::bind(&config).await?;
         tracing::info!(%address, data_dir = %config.data_dir.display(), "kappa serving");
         // The one line on stdout: tools and tests read the bound address here
-        // (and the Kafka listener's on a second line when it is on).
+        // (then the Kafka listener's and the PostgreSQL listener's, each on
+        // a line of its own when it is on).
         println!("listening on {address}");
-        if let Some(kafka) = &kafka {
+        if let Some(kafka) = &listeners.kafka {
             println!("kafka listening on {}", kafka.local_addr()?);
         }
-        kappa_server::run_listening(config, listener, kafka, shutdown_signal()).await
+        if let Some(pg) = &listeners.pg {
+            println!("pg listening on {}", pg.local_addr()?);
+        }
+        kappa_server::run_listening(config, listener, listeners, shutdown_signal()).await
     })
 }
 

@@ -124,6 +124,16 @@ impl Tls {
             .clone()
     }
 
+    /// An acceptor of the certificate served now for PostgreSQL clients:
+    /// the same config, its ALPN protocol `postgresql` (libpq 17 offers
+    /// it; an older client offers none).
+    pub fn pg_acceptor(&self) -> TlsAcceptor {
+        let serving = self.serving.read().unwrap_or_else(PoisonError::into_inner);
+        let mut config = (*serving.config).clone();
+        config.alpn_protocols = vec![b"postgresql".to_vec()];
+        TlsAcceptor::from(Arc::new(config))
+    }
+
     /// Reads both files again and, if they load, serves them from the next
     /// handshake on (with a new session cache); on error the previous
     /// certificate stays. Blocking (file I/O).

@@ -21,6 +21,7 @@ pub struct Server {
     addr: SocketAddr,
     /// The Kafka listener's address, when started with `--kafka-listen`.
     kafka_addr: Option<SocketAddr>,
+    pg_addr: Option<SocketAddr>,
     data_dir: PathBuf,
     owned_data: Option<tempfile::TempDir>,
     args: Vec<String>,
@@ -125,8 +126,11 @@ impl Server {
         let stdout = child.stdout.take().expect("piped stdout");
         let (first_tx, first_rx) = mpsc::channel();
         let (rest_tx, rest_rx) = mpsc::channel();
-        // With a Kafka listener, its address is the second line.
-        let lines = 1 + usize::from(args.iter().any(|a| a.starts_with("--kafka-listen")));
+        // With a Kafka listener, its address is the next line; then the
+        // PostgreSQL listener's.
+        let kafka_on = args.iter().any(|a| a.starts_with("--kafka-listen"));
+        let pg_on = args.iter().any(|a| a.starts_with("--pg-listen"));
+        let lines = 1 + usize::from(kafka_on) + usize::from(pg_on);
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             for _ in 0..lines {
@@ -157,22 +161,25 @@ impl Server {
                  got {line:?}, exit {status:?}\nstderr:\n{log}"
             );
         };
-        let kafka_addr = (lines > 1).then(|| {
+        let listener_line = |prefix: &str| {
             let line = first_rx.recv_timeout(STARTUP_TIMEOUT);
             match &line {
                 Ok(Ok(l)) => l
                     .trim_end()
-                    .strip_prefix("kafka listening on ")
+                    .strip_prefix(prefix)
                     .and_then(|a| a.parse::<SocketAddr>().ok())
-                    .unwrap_or_else(|| panic!("expected `kafka listening on ADDR`, got {l:?}")),
-                other => panic!("no Kafka address line: {other:?}"),
+                    .unwrap_or_else(|| panic!("expected `{prefix}ADDR`, got {l:?}")),
+                other => panic!("no `{prefix}ADDR` line: {other:?}"),
             }
-        });
+        };
+        let kafka_addr = kafka_on.then(|| listener_line("kafka listening on "));
+        let pg_addr = pg_on.then(|| listener_line("pg listening on "));
         let client = Client::new(format!("http://{addr}"));
         Server {
             child: Some(child),
             addr,
             kafka_addr,
+            pg_addr,
             data_dir,
             owned_data,
             args,
@@ -191,6 +198,13 @@ impl Server {
     /// The listening address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The PostgreSQL listener's address; panics unless the server was
+    /// started with `--pg-listen`.
+    pub fn pg_addr(&self) -> SocketAddr {
+        self.pg_addr
+            .expect("the server was started without --pg-listen")
     }
 
     /// The Kafka listener's address (`host:port` for `bootstrap.servers`);

@@ -51,65 +51,74 @@ pub async fn run(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let results = on_sql_thread(move || {
-        let statements = sql::parse(&text)?;
-        if statements.is_empty() {
-            return Err(ApiError::bad_request("the request has no statements"));
-        }
-        if statements.len() > MAX_STATEMENTS {
-            return Err(ApiError::too_large(format!(
-                "more than {MAX_STATEMENTS} statements in one request"
-            )));
-        }
-        for (i, statement) in statements.iter().enumerate() {
-            let need = auth::statement_need(statement);
-            if let Err(mut e) =
-                super::authenticate::require(&principal, &need, "run this statement")
-            {
-                e.details.insert("statement".into(), json!(i));
-                return Err(e);
-            }
-        }
-        // In a Kappa cluster, a request that changes the catalog runs on
-        // every node, in the control topic's order; this node answers
-        // what it did here.
-        let audited: Vec<_> = statements
-            .iter()
-            .map(|s| {
-                (auth::statement_need(s) == auth::Need::Admin)
-                    .then(|| (statement_kind(s), statement_object(s)))
-            })
-            .collect();
-        let applied = match &state.nodes {
-            Some(nodes) if statements.iter().any(changes_catalog) => {
-                nodes.submit(&text).map_err(ApiError::from)?
-            }
-            _ => Executor::across_nodes(&state, authorization).execute_all(statements),
-        };
-        let failed = applied.failed.map(|(i, e)| (i, ApiError::from(e)));
-        for (i, audit) in audited.into_iter().enumerate() {
-            let status = match &failed {
-                Some((f, e)) if *f == i => e.status,
-                Some((f, _)) if *f < i => break,
-                _ => StatusCode::OK,
-            };
-            if let Some((kind, object)) = audit {
-                auth::audit::admin_action(&principal, kind, &object, status.as_u16());
-            }
-        }
-        if let Some((i, mut e)) = failed {
+    let results = on_sql_thread(move || run_text(&state, &principal, &text, authorization)).await?;
+    Ok(Json(StatementsOut { results }).into_response())
+}
+
+/// Runs the statements of `text` as `principal` (every statement checked
+/// against its grants first): what `POST /v1/statements` and the
+/// PostgreSQL listener answer. `authorization` is passed on with a pull
+/// query's reads to the other nodes of a Kappa cluster. Blocks: call it on
+/// a statement thread ([`on_sql_thread`]).
+pub(crate) fn run_text(
+    state: &AppState,
+    principal: &Principal,
+    text: &str,
+    authorization: Option<String>,
+) -> ApiResult<Vec<StatementOut>> {
+    let statements = sql::parse(text)?;
+    if statements.is_empty() {
+        return Err(ApiError::bad_request("the request has no statements"));
+    }
+    if statements.len() > MAX_STATEMENTS {
+        return Err(ApiError::too_large(format!(
+            "more than {MAX_STATEMENTS} statements in one request"
+        )));
+    }
+    for (i, statement) in statements.iter().enumerate() {
+        let need = auth::statement_need(statement);
+        if let Err(mut e) = super::authenticate::require(principal, &need, "run this statement") {
             e.details.insert("statement".into(), json!(i));
             return Err(e);
         }
-        let results: Vec<StatementOut> = applied
-            .results
-            .into_iter()
-            .map(|r| visible(r, &principal))
-            .collect();
-        Ok(results)
-    })
-    .await?;
-    Ok(Json(StatementsOut { results }).into_response())
+    }
+    // In a Kappa cluster, a request that changes the catalog runs on
+    // every node, in the control topic's order; this node answers
+    // what it did here.
+    let audited: Vec<_> = statements
+        .iter()
+        .map(|s| {
+            (auth::statement_need(s) == auth::Need::Admin)
+                .then(|| (statement_kind(s), statement_object(s)))
+        })
+        .collect();
+    let applied = match &state.nodes {
+        Some(nodes) if statements.iter().any(changes_catalog) => {
+            nodes.submit(text).map_err(ApiError::from)?
+        }
+        _ => Executor::across_nodes(state, authorization).execute_all(statements),
+    };
+    let failed = applied.failed.map(|(i, e)| (i, ApiError::from(e)));
+    for (i, audit) in audited.into_iter().enumerate() {
+        let status = match &failed {
+            Some((f, e)) if *f == i => e.status,
+            Some((f, _)) if *f < i => break,
+            _ => StatusCode::OK,
+        };
+        if let Some((kind, object)) = audit {
+            auth::audit::admin_action(principal, kind, &object, status.as_u16());
+        }
+    }
+    if let Some((i, mut e)) = failed {
+        e.details.insert("statement".into(), json!(i));
+        return Err(e);
+    }
+    let results: Vec<StatementOut> = applied
+        .results
+        .into_iter()
+        .map(|r| visible(r, principal))
+        .collect();
+    Ok(results)
 }
 
 /// The kind of a statement that changes the catalog, for the audit line.
@@ -163,7 +172,7 @@ pub const MAX_SQL_THREADS: usize = 8;
 /// of its own with a [`sql::SQL_STACK_BYTES`] stack (the SQL front end
 /// bounds its recursion well inside it), never on an async worker whose
 /// stack size is not ours to know.
-async fn on_sql_thread<T: Send + 'static>(
+pub(crate) async fn on_sql_thread<T: Send + 'static>(
     f: impl FnOnce() -> ApiResult<T> + Send + 'static,
 ) -> ApiResult<T> {
     static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_SQL_THREADS);

@@ -13,6 +13,9 @@
 
 pub(crate) mod dependents;
 mod describe;
+
+/// A view's output columns, their SQL types and which are its key.
+pub(crate) use describe::columns as view_columns;
 mod pull;
 mod sources;
 
@@ -230,8 +233,8 @@ impl Executor<'_> {
         };
         let create = sql::insert_create(&insert, &topic)?;
         let plan = sql::plan(&create, &Sources(catalog.clone()))?;
-        let reads_target = plan.source.topic == topic
-            || plan.join.as_ref().is_some_and(|j| j.table_topic == topic);
+        let reads_target =
+            plan.source.topic == topic || plan.joined_topic() == Some(topic.as_str());
         if reads_target {
             return bad(format!(
                 "INSERT INTO '{target}' reads '{target}' itself: it would read what it writes, without end"

@@ -1,0 +1,190 @@
+//! One PostgreSQL connection: its startup and its simple queries.
+//!
+//! Startup: without tokens (`--auth none`) every client is let in as the
+//! anonymous principal, as over HTTP. With tokens, the client's password
+//! is a token (`PGPASSWORD=kp_..`; the user name is not checked), sent in
+//! cleartext, which is taken only over TLS (`sslmode=require`) or from a
+//! loopback address, so it never crosses a network in the clear. The
+//! token's grants decide what each statement may do, and a token revoked
+//! while the connection is open fails its next statement.
+
+use std::fmt::Debug;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt};
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
+    DefaultServerParameterProvider, StartupHandler,
+};
+use pgwire::api::query::SimpleQueryHandler;
+use pgwire::api::results::Response;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::startup::Authentication;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+
+use super::answer;
+use crate::auth::Principal;
+use crate::config::AuthMode;
+use crate::AppState;
+
+/// The PostgreSQL version reported to clients (`server_version`): the
+/// protocol and catalog behaviour they may assume.
+pub const SERVER_VERSION: &str = "15.0 (Kappa)";
+
+/// One connection's handler factory (pgwire asks it for each handler).
+pub struct Session {
+    connection: Arc<Connection>,
+}
+
+impl Session {
+    /// A connection from `peer` to the server `app`.
+    pub fn new(app: AppState, peer: SocketAddr) -> Session {
+        Session {
+            connection: Arc::new(Connection {
+                app,
+                peer,
+                principal: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+impl PgWireServerHandlers for Session {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.connection.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.connection.clone()
+    }
+}
+
+/// One connection: its server and who it is.
+pub struct Connection {
+    app: AppState,
+    peer: SocketAddr,
+    /// Set by the startup.
+    principal: Mutex<Option<Principal>>,
+}
+
+impl Connection {
+    fn principal(&self) -> Option<Principal> {
+        self.principal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn admit(&self, principal: Principal) {
+        *self
+            .principal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(principal);
+    }
+
+    fn parameters() -> DefaultServerParameterProvider {
+        let mut parameters = DefaultServerParameterProvider::default();
+        parameters.server_version = SERVER_VERSION.to_string();
+        parameters
+    }
+
+    /// The principal a token sent as the password stands for, or why the
+    /// login is refused.
+    fn login(&self, secure: bool, password: &str) -> Result<Principal, Box<ErrorInfo>> {
+        if !secure && !self.peer.ip().is_loopback() {
+            return Err(Box::new(ErrorInfo::new(
+                "FATAL".into(),
+                "28000".into(),
+                "a token is taken as the password only over TLS: connect with sslmode=require"
+                    .into(),
+            )));
+        }
+        self.app.auth.store.authenticate(password).ok_or_else(|| {
+            crate::auth::audit::denied("invalid_token", None, "PostgreSQL login");
+            Box::new(ErrorInfo::new(
+                "FATAL".into(),
+                "28P01".into(),
+                "password authentication failed: the password must be a valid token".into(),
+            ))
+        })
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Connection {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                if self.app.auth.mode == AuthMode::None {
+                    self.admit(Principal::anonymous());
+                    finish_authentication(client, &Self::parameters()).await?;
+                } else {
+                    client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                    client
+                        .send(PgWireBackendMessage::Authentication(
+                            Authentication::CleartextPassword,
+                        ))
+                        .await?;
+                }
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(pwd) => {
+                let pwd = pwd.into_password()?;
+                match self.login(client.is_secure(), &pwd.password) {
+                    Ok(principal) => {
+                        self.admit(principal);
+                        finish_authentication(client, &Self::parameters()).await?;
+                    }
+                    Err(refused) => return Err(PgWireError::UserError(refused)),
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(principal) = self.principal() else {
+            return Ok(vec![answer::error(answer::not_logged_in())]);
+        };
+        if !self.app.auth.store.is_current(&principal) {
+            return Ok(vec![answer::error(answer::revoked())]);
+        }
+        if let Some(responses) = answer::session_statement(query) {
+            return Ok(responses);
+        }
+        let app = self.app.clone();
+        let text = query.to_string();
+        let run = crate::routes::statements::on_sql_thread(move || {
+            let results = crate::routes::statements::run_text(&app, &principal, &text, None)?;
+            Ok(answer::results(&app, results))
+        })
+        .await;
+        Ok(match run {
+            Ok(responses) => responses,
+            Err(e) => vec![answer::error(answer::api_error(&e, query))],
+        })
+    }
+}

@@ -1,0 +1,202 @@
+//! Views over the PostgreSQL wire protocol (issue 39), with a client
+//! written by others: Debian's `psql` against the real binary started with
+//! `--pg-listen`. A pull query answers the rows the HTTP rows API answers;
+//! `SHOW`, `DESCRIBE` and `EXPLAIN` answer rows; statements run; errors
+//! come with their SQLSTATE and do not end the connection; with tokens, a
+//! token is the password and its grants decide what runs.
+//!
+//! Synchronization: the view is polled over HTTP (bounded) until it holds
+//! every event; nothing sleeps.
+#![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
+use kappa_tests::{eventually, json, Server, Value};
+
+/// `psql` output of `sql` against `server` (unaligned, `|`-separated,
+/// tuples only), with `password` if given; `Err` with stderr if psql
+/// failed.
+fn psql(server: &Server, password: Option<&str>, sql: &str) -> Result<String, String> {
+    let addr = server.pg_addr();
+    let mut cmd = Command::new("psql");
+    cmd.args([
+        "-X",
+        "-A",
+        "-t",
+        "-F",
+        "|",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-h",
+        &addr.ip().to_string(),
+        "-p",
+        &addr.port().to_string(),
+        "-U",
+        "kappa",
+        "-d",
+        "kappa",
+        "-c",
+        sql,
+    ]);
+    cmd.env("PGCONNECT_TIMEOUT", "10")
+        .env("PGSSLMODE", "disable");
+    match password {
+        Some(p) => cmd.env("PGPASSWORD", p),
+        None => cmd.env_remove("PGPASSWORD"),
+    };
+    let out = cmd
+        .output()
+        .expect("running psql (Debian's postgresql-client)");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+fn produce(server: &Server) -> usize {
+    let events: Vec<Value> = (0..30)
+        .map(|i| {
+            json!({"key": format!("u{}", i % 4), "value": {
+                "user_id": format!("u{}", i % 4),
+                "event_type": if i % 3 == 0 { "view" } else { "purchase" },
+                "amount": (i % 7) as f64 * 10.5,
+                "event_time": 1_767_225_600_000_i64 + i * 1_000}})
+        })
+        .collect();
+    server.client().produce("user_events", &json!(events));
+    events.len()
+}
+
+/// The view's rows over HTTP once it has read `n` events.
+fn http_rows(server: &Server, n: usize) -> Vec<Value> {
+    eventually(
+        "purchase_stats read every event",
+        Duration::from_secs(60),
+        || {
+            let view = server.client().get("/v1/views/purchase_stats").1;
+            let read: u64 = view["served_version"]["partitions"]
+                .as_array()?
+                .iter()
+                .map(|p| p["committed"].as_u64().unwrap_or(0))
+                .sum();
+            (read == n as u64).then_some(())
+        },
+    );
+    let body = server.client().view_rows("purchase_stats", "limit=1000");
+    body["rows"].as_array().unwrap().clone()
+}
+
+#[test]
+fn psql_reads_views_and_runs_statements() {
+    let server = Server::start(&["--pg-listen", "127.0.0.1:0"]);
+    psql(&server, None, USER_EVENTS).unwrap();
+    psql(&server, None, PURCHASE_STATS).unwrap();
+    let n = produce(&server);
+    let rows = http_rows(&server, n);
+    assert!(!rows.is_empty());
+
+    // The pull query answers the HTTP rows API's rows, column by column.
+    let columns: Vec<String> = server.client().view_rows("purchase_stats", "limit=1")["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    let out = psql(&server, None, "SELECT * FROM purchase_stats").unwrap();
+    let got: Vec<Vec<String>> = out
+        .lines()
+        .map(|l| l.split('|').map(str::to_string).collect())
+        .collect();
+    assert_eq!(got.len(), rows.len(), "{out}");
+    for (line, row) in got.iter().zip(&rows) {
+        for (value, column) in line.iter().zip(&columns) {
+            let want = &row["row"][column];
+            let ok = match want {
+                // A window bound: a timestamp, written as PostgreSQL writes one.
+                Value::Number(n) if column.starts_with("window") => {
+                    let iso = kappa_processor::time::format_timestamp(n.as_i64().unwrap()).unwrap();
+                    value == &iso.replace('T', " ").replace('Z', "+00")
+                }
+                Value::Number(n) if n.is_f64() => {
+                    (value.parse::<f64>().unwrap() - n.as_f64().unwrap()).abs() < 1e-9
+                }
+                Value::Number(n) => value == &n.to_string(),
+                Value::String(s) => value == s,
+                Value::Null => value.is_empty(),
+                other => value == &other.to_string(),
+            };
+            assert!(ok, "{column}: psql {value:?}, HTTP {want}\n{out}");
+        }
+    }
+
+    // A key lookup answers that key's rows only.
+    let one = psql(
+        &server,
+        None,
+        "SELECT * FROM purchase_stats WHERE user_id = 'u1'",
+    )
+    .unwrap();
+    assert!(one.lines().count() >= 1);
+    assert!(one.lines().all(|l| l.starts_with("u1|")), "{one}");
+
+    // SHOW, DESCRIBE, EXPLAIN answer rows; session statements answer.
+    let tables = psql(&server, None, "SHOW TABLES").unwrap();
+    assert!(
+        tables.lines().any(|l| l.starts_with("purchase_stats|")),
+        "{tables}"
+    );
+    let described = psql(&server, None, "DESCRIBE purchase_stats").unwrap();
+    let described: BTreeMap<&str, &str> = described
+        .lines()
+        .map(|l| {
+            let mut f = l.split('|');
+            (f.next().unwrap(), f.next().unwrap_or(""))
+        })
+        .collect();
+    assert_eq!(described.get("user_id"), Some(&"VARCHAR"), "{described:?}");
+    let plan = psql(&server, None, "EXPLAIN purchase_stats").unwrap();
+    assert!(plan.contains("aggregate"), "{plan}");
+    let version = psql(&server, None, "SELECT version()").unwrap();
+    assert!(version.contains("Kappa"), "{version}");
+    psql(&server, None, "SET extra_float_digits = 3; BEGIN; COMMIT").unwrap();
+
+    // Errors come with their SQLSTATE and position; the server goes on.
+    let e = psql(&server, None, "SELECT * FROM nowhere").unwrap_err();
+    assert!(e.contains("ERROR:") && e.contains("nowhere"), "{e}");
+    let e = psql(&server, None, "SELEKT 1").unwrap_err();
+    assert!(e.contains("ERROR:"), "{e}");
+    let e = psql(&server, None, "SHOW no_such_setting").unwrap_err();
+    assert!(e.contains("unrecognized configuration parameter"), "{e}");
+    assert!(psql(&server, None, "SELECT * FROM purchase_stats").is_ok());
+}
+
+#[test]
+fn with_tokens_the_password_is_a_token_and_its_grants_decide() {
+    const BOOTSTRAP: &str = "bootstrap-secret-for-the-pg-tests";
+    let server = Server::start_env(
+        &["--auth", "tokens", "--pg-listen", "127.0.0.1:0"],
+        &[("KAPPA_BOOTSTRAP_TOKEN", BOOTSTRAP)],
+    );
+    psql(&server, Some(BOOTSTRAP), USER_EVENTS).unwrap();
+    psql(&server, Some(BOOTSTRAP), PURCHASE_STATS).unwrap();
+
+    let e = psql(&server, Some("not-a-token"), "SELECT 1").unwrap_err();
+    assert!(e.contains("password authentication failed"), "{e}");
+    let e = psql(&server, None, "SELECT 1").unwrap_err();
+    assert!(e.contains("password"), "{e}");
+
+    let (status, body) = server.client().with_token(BOOTSTRAP).post_json(
+        "/v1/tokens",
+        &json!({"name": "reader", "grants": ["read-view:purchase_stats"]}),
+    );
+    assert_eq!(status, 201, "{body}");
+    let reader = body["token"].as_str().unwrap().to_string();
+    psql(&server, Some(&reader), "SELECT * FROM purchase_stats").unwrap();
+    let e = psql(&server, Some(&reader), "DROP TABLE purchase_stats").unwrap_err();
+    assert!(e.contains("ERROR:"), "{e}");
+    // The view is still there.
+    psql(&server, Some(BOOTSTRAP), "DESCRIBE purchase_stats").unwrap();
+}
