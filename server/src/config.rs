@@ -785,7 +785,10 @@ mod tests {
             ..ServerConfig::default()
         };
         let error = config.validate().unwrap_err().to_string();
-        assert!(error.contains("PostgreSQL clients on 0.0.0.0:5432"), "{error}");
+        assert!(
+            error.contains("PostgreSQL clients on 0.0.0.0:5432"),
+            "{error}"
+        );
         config.auth = AuthMode::Tokens;
         config.validate().unwrap();
         config.auth = AuthMode::None;
