@@ -21,6 +21,7 @@ fn layer_of(module: &str) -> Option<&'static str> {
         // The HTTP frontend: accept loop, routes and console, status map.
         "http" | "routes" | "error" => "http frontend",
         "kafka" => "kafka frontend",
+        "pg" => "pg frontend",
         "cli" => "cli frontend",
         "node" | "auth" | "config" | "datadir" | "views" | "statements" | "history" | "metrics"
         | "tls" | "clusters" | "nodes" => "core",
@@ -215,7 +216,7 @@ fn the_kafka_listener_asks_the_one_authorization_decision() {
 }
 
 /// The processor's modules the server may use: the language (SQL, plans,
-/// expressions), the data it answers with (rows, changes, diffs,
+/// expressions, timestamps), the data it answers with (rows, changes, diffs,
 /// progress, errors), `host`, the one way to run views and read them, and
 /// `source`, the interface their inputs are read through (the server hands
 /// in its clusters), and `spread`, the interfaces of a version spread over
@@ -238,6 +239,7 @@ const PROCESSOR_SURFACE: &[&str] = &[
     "source",
     "spread",
     "sql",
+    "time",
     "view",
     "window",
 ];

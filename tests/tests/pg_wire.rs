@@ -200,3 +200,123 @@ fn with_tokens_the_password_is_a_token_and_its_grants_decide() {
     // The view is still there.
     psql(&server, Some(BOOTSTRAP), "DESCRIBE purchase_stats").unwrap();
 }
+
+/// The rows of `purchase_stats` over HTTP as `[user_id, events, ms of
+/// window_start]`, sorted, to compare with what a driver read.
+fn http_summary(server: &Server) -> Vec<Value> {
+    let mut rows: Vec<Value> = server.client().view_rows("purchase_stats", "limit=1000")["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let row = &r["row"];
+            json!([row["user_id"], row["purchase_count"], row["window_start"]])
+        })
+        .collect();
+    rows.sort_by_key(|r| r.to_string());
+    rows
+}
+
+/// A server with `--pg-listen` whose `purchase_stats` has read every
+/// event produced.
+fn serving_purchase_stats() -> Server {
+    let server = Server::start(&["--pg-listen", "127.0.0.1:0"]);
+    server.client().sql_ok(USER_EVENTS);
+    server.client().sql_ok(PURCHASE_STATS);
+    let n = produce(&server);
+    http_rows(&server, n);
+    server
+}
+
+/// psycopg 3 (from the Python registry): the extended protocol with a
+/// parameter, a server-side prepared statement run twice, the simple
+/// protocol, typed results (int8, timestamptz) and an error that leaves
+/// the connection usable.
+#[test]
+fn psycopg_reads_with_parameters_and_prepared_statements() {
+    let server = serving_purchase_stats();
+    let port = server.pg_addr().port();
+    let script = format!(
+        r#"
+import json, psycopg
+conn = psycopg.connect(host="127.0.0.1", port={port}, user="kappa", dbname="kappa",
+                       sslmode="disable", autocommit=True)
+def rows(cur):
+    names = [d.name for d in cur.description]
+    out = []
+    for r in cur.fetchall():
+        row = dict(zip(names, r))
+        out.append([row["user_id"], row["purchase_count"],
+                    int(row["window_start"].timestamp() * 1000)])
+    return sorted(out, key=json.dumps)
+every = rows(conn.execute("SELECT * FROM purchase_stats"))
+simple = rows(psycopg.ClientCursor(conn).execute("SELECT * FROM purchase_stats"))
+one = [rows(conn.execute("SELECT * FROM purchase_stats WHERE user_id = %s", ("u1",), prepare=True))
+       for _ in range(2)]
+types = [type(v).__name__ for v in conn.execute("SELECT * FROM purchase_stats").fetchone()]
+try:
+    conn.execute("SELECT * FROM nowhere")
+    error = None
+except psycopg.Error as e:
+    error = e.sqlstate
+after = len(conn.execute("SELECT * FROM purchase_stats").fetchall())
+print(json.dumps({{"every": every, "simple": simple, "one": one, "types": types,
+                  "error": error, "after": after}}))
+"#
+    );
+    let out = kappa_tests::run_python(&script, "the psycopg client");
+    let got: Value = serde_json::from_slice(&out).unwrap();
+    let want = http_summary(&server);
+    assert_eq!(got["every"], json!(want), "{got}");
+    assert_eq!(got["simple"], json!(want), "{got}");
+    let u1: Vec<&Value> = want.iter().filter(|r| r[0] == "u1").collect();
+    assert_eq!(got["one"], json!([u1, u1]), "{got}");
+    assert_eq!(got["types"][0], "str", "{got}");
+    assert_eq!(got["types"][1], "datetime", "{got}");
+    assert_eq!(got["error"], "42P01", "{got}");
+    assert_eq!(got["after"], json!(want.len()), "{got}");
+}
+
+/// node-postgres (`pg` from the npm registry): a parameterized query (the
+/// extended protocol) and a plain one (the simple protocol).
+#[test]
+fn node_postgres_reads_with_parameters() {
+    let server = serving_purchase_stats();
+    let modules = kappa_tests::kafkajs_modules();
+    let script = format!(
+        r#"
+const {{ Client }} = require(require('path').join({modules:?}, 'pg'));
+(async () => {{
+  const c = new Client({{ host: '127.0.0.1', port: {port}, user: 'kappa', database: 'kappa' }});
+  await c.connect();
+  const summary = (r) => r.rows
+    .map((row) => [row.user_id, Number(row.purchase_count), row.window_start.getTime()])
+    .sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1);
+  const every = summary(await c.query('SELECT * FROM purchase_stats'));
+  const one = summary(await c.query('SELECT * FROM purchase_stats WHERE user_id = $1', ['u1']));
+  let error = null;
+  try {{ await c.query('SELECT * FROM nowhere WHERE user_id = $1', ['x']); }} catch (e) {{ error = e.code; }}
+  await c.end();
+  console.log(JSON.stringify({{ every, one, error }}));
+}})().catch((e) => {{ console.error(e); process.exit(1); }});
+"#,
+        modules = modules.display().to_string(),
+        port = server.pg_addr().port()
+    );
+    let out = Command::new("node")
+        .arg("-e")
+        .arg(&script)
+        .output()
+        .expect("running node");
+    assert!(
+        out.status.success(),
+        "node-postgres failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = http_summary(&server);
+    assert_eq!(got["every"], json!(want), "{got}");
+    let u1: Vec<&Value> = want.iter().filter(|r| r[0] == "u1").collect();
+    assert_eq!(got["one"], json!(u1), "{got}");
+    assert_eq!(got["error"], "42P01", "{got}");
+}

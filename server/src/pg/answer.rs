@@ -18,10 +18,15 @@ use pgwire::api::Type;
 use pgwire::error::ErrorInfo;
 use serde_json::Value;
 
+use kappa_processor::sql::SqlError;
+
+use crate::auth::{Principal, Refusal};
 use crate::dto::statements::{
     ColumnOut, DescribedOut, ExplainedOut, SelectedOut, ShownOut, SqlType, StatementOut,
 };
-use crate::error::ApiError;
+use crate::statements::run::{RunError, MAX_STATEMENTS};
+use crate::statements::StatementError;
+use crate::views::ViewError;
 use crate::AppState;
 
 /// An error answered in place of a statement's result.
@@ -46,30 +51,103 @@ pub fn revoked() -> ErrorInfo {
     )
 }
 
-/// `e` (what HTTP would have answered) as a PostgreSQL error: its
-/// SQLSTATE from its code and status, and a SQL error's position as the
-/// character index into `query`.
-pub fn api_error(e: &ApiError, query: &str) -> ErrorInfo {
-    let code = match (e.code, e.status.as_u16()) {
-        ("sql_error", _) if e.message.starts_with("unknown") => "42P01",
-        ("sql_error", _) => "42601",
-        ("invalid_plan", _) => "42P17",
-        (_, 401) => "28000",
-        (_, 403) => "42501",
-        (_, 404) => "42P01",
-        (_, 409) => "42P07",
-        (_, 413) => "54000",
-        (_, 503) => "57P03",
-        (_, 507) => "53100",
-        (_, 400) => "22023",
-        _ => "XX000",
+/// A statement that could not be run at all (no statement thread).
+pub fn internal(reason: String) -> ErrorInfo {
+    error_info("XX000", reason)
+}
+
+/// Why `query`'s statements did not all run, as a PostgreSQL error: its
+/// SQLSTATE and a SQL error's position (the character index into
+/// `query`). A refusal is logged as HTTP's are; the administrative
+/// statements that ran are audited.
+pub fn run_error(e: RunError, principal: &Principal, query: &str) -> ErrorInfo {
+    match e {
+        RunError::Sql(e) => sql_error(&e, query),
+        RunError::Empty => error_info("42601", "the query has no statements"),
+        RunError::TooMany => error_info(
+            "54000",
+            format!("more than {MAX_STATEMENTS} statements in one query"),
+        ),
+        RunError::Refused { refusal, .. } => {
+            let action = "run this statement";
+            match refusal {
+                Refusal::Unauthenticated => {
+                    crate::auth::audit::denied("revoked", Some(&principal.name), action);
+                    revoked()
+                }
+                Refusal::Missing(need) => {
+                    crate::auth::audit::denied("forbidden", Some(&principal.name), action);
+                    error_info(
+                        "42501",
+                        format!(
+                            "token {:?} may not {action}: it needs the grant {}",
+                            principal.name,
+                            need.describe()
+                        ),
+                    )
+                }
+            }
+        }
+        RunError::Cluster(e) => statement_error(&e, query),
+        RunError::Failed {
+            index,
+            error,
+            audit,
+        } => {
+            let info = statement_error(&error, query);
+            audit.record(principal, Some((index, audit_status(&info.code))));
+            info
+        }
+    }
+}
+
+/// A failed statement's error and SQLSTATE.
+fn statement_error(e: &StatementError, query: &str) -> ErrorInfo {
+    let code = match e {
+        StatementError::Sql(e) => return sql_error(e, query),
+        StatementError::Log(_) => "58000",
+        StatementError::View(v) => match v.as_ref() {
+            ViewError::UnknownView(_)
+            | ViewError::UnknownSource(_)
+            | ViewError::UnknownVersion { .. } => "42P01",
+            ViewError::Exists(_) => "42P07",
+            ViewError::HasDependents { .. } => "2BP01",
+            ViewError::InvalidPlan(_) => "42P17",
+            ViewError::NotATable(_) => "42809",
+            ViewError::BadRequest(_) => "22023",
+            ViewError::Refused { .. } => "42501",
+            ViewError::Behind { .. } | ViewError::Closed | ViewError::Unavailable { .. } => "57P03",
+            ViewError::Processor(_) | ViewError::Catalog(_) => "XX000",
+        },
+        StatementError::BadRequest(_) => "22023",
+        StatementError::Unavailable(_) => "57P03",
+    };
+    error_info(code, e.to_string())
+}
+
+/// A SQL error: undefined (`42P01`) when it names an unknown object, else
+/// a syntax error (`42601`), with its position.
+fn sql_error(e: &SqlError, query: &str) -> ErrorInfo {
+    let code = match e.message.starts_with("unknown") {
+        true => "42P01",
+        false => "42601",
     };
     let mut info = error_info(code, e.message.clone());
-    let at = |k: &str| e.details.get(k).and_then(Value::as_u64);
-    if let (Some(line), Some(column)) = (at("line"), at("column")) {
-        info.position = position(query, line, column).map(|p| p.to_string());
-    }
+    info.position = position(query, e.line, e.column).map(|p| p.to_string());
     info
+}
+
+/// The HTTP status an audit line shows for a statement that failed with
+/// SQLSTATE `code` over PostgreSQL.
+fn audit_status(code: &str) -> u16 {
+    match code {
+        "42501" => 403,
+        "42P01" => 404,
+        "42P07" | "2BP01" => 409,
+        "57P03" => 503,
+        "58000" | "XX000" => 500,
+        _ => 400,
+    }
 }
 
 /// The 1-based character index of `line`:`column` (both 1-based) in
@@ -90,41 +168,37 @@ fn position(text: &str, line: u64, column: u64) -> Option<usize> {
 /// `SHOW` of a setting, `SELECT version()`, a transaction's `BEGIN` and
 /// `COMMIT`), or `None` for a statement Kappa runs. Kappa's statements
 /// take effect at once: a transaction groups nothing.
-pub fn session_statement(query: &str) -> Option<Vec<Response>> {
+pub fn session_statement(query: &str) -> Option<Result<Answer, ErrorInfo>> {
     let text = query.trim().trim_end_matches(';').trim();
     let lower = text.to_ascii_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
-    let tag = |t: &str| Some(vec![Response::Execution(Tag::new(t))]);
+    let done = |t: &str| Some(Ok(Answer::Done(t.to_string())));
     match words.as_slice() {
-        ["set", ..] => tag("SET"),
-        ["reset", ..] => tag("RESET"),
-        ["discard", ..] => tag("DISCARD ALL"),
-        ["begin", ..] | ["start", "transaction", ..] => {
-            Some(vec![Response::TransactionStart(Tag::new("BEGIN"))])
-        }
-        ["commit", ..] | ["end", ..] => Some(vec![Response::TransactionEnd(Tag::new("COMMIT"))]),
-        ["rollback", ..] | ["abort", ..] => {
-            Some(vec![Response::TransactionEnd(Tag::new("ROLLBACK"))])
-        }
-        ["show", name] if !KAPPA_SHOWS.contains(name) => Some(vec![match setting(name) {
-            Some(value) => one_value(name, value),
-            None => error(error_info(
+        ["set", ..] => done("SET"),
+        ["reset", ..] => done("RESET"),
+        ["discard", ..] => done("DISCARD ALL"),
+        ["begin", ..] | ["start", "transaction", ..] => Some(Ok(Answer::Begin)),
+        ["commit", ..] | ["end", ..] => Some(Ok(Answer::End("COMMIT"))),
+        ["rollback", ..] | ["abort", ..] => Some(Ok(Answer::End("ROLLBACK"))),
+        ["show", name] if !KAPPA_SHOWS.contains(name) => Some(match setting(name) {
+            Some(value) => Ok(one_value(name, value)),
+            None => Err(error_info(
                 "42704",
                 format!("unrecognized configuration parameter \"{name}\""),
             )),
-        }]),
-        ["select", "version()"] => Some(vec![one_value(
+        }),
+        ["select", "version()"] => Some(Ok(one_value(
             "version",
             &format!(
                 "PostgreSQL {} on Kappa {}",
                 super::session::SERVER_VERSION,
                 env!("CARGO_PKG_VERSION")
             ),
-        )]),
+        ))),
         ["select", "current_schema()"] | ["select", "current_schema"] => {
-            Some(vec![one_value("current_schema", "public")])
+            Some(Ok(one_value("current_schema", "public")))
         }
-        ["select", "current_database()"] => Some(vec![one_value("current_database", "kappa")]),
+        ["select", "current_database()"] => Some(Ok(one_value("current_database", "kappa"))),
         _ => None,
     }
 }
@@ -151,12 +225,65 @@ fn setting(name: &str) -> Option<&'static str> {
 }
 
 /// A one-row, one-column text answer.
-fn one_value(column: &str, value: &str) -> Response {
-    text_rows(
-        &[(column.to_string(), Type::TEXT)],
-        vec![vec![Some(value.to_string())]],
-        "SELECT",
-    )
+fn one_value(column: &str, value: &str) -> Answer {
+    Answer::Rows {
+        columns: vec![(column.to_string(), Type::TEXT)],
+        rows: vec![vec![Some(value.to_string())]],
+        command: "SELECT",
+    }
+}
+
+/// A statement's answer before it is encoded: what both query protocols
+/// send, and what a `Describe` tells of it.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// Rows of text values under named, typed columns, tagged `command`
+    /// and their count.
+    Rows {
+        /// Name and type of each column.
+        columns: Vec<(String, Type)>,
+        /// The values (`None`: `NULL`), in PostgreSQL's text format.
+        rows: Vec<Vec<Option<String>>>,
+        /// The command tag's word (`SELECT`, `SHOW`, ..).
+        command: &'static str,
+    },
+    /// A command tag without rows.
+    Done(String),
+    /// `BEGIN`.
+    Begin,
+    /// `COMMIT` or `ROLLBACK` (the tag).
+    End(&'static str),
+}
+
+impl Answer {
+    /// The row description a `Describe` answers (empty: no data).
+    pub fn fields(&self) -> Vec<FieldInfo> {
+        match self {
+            Answer::Rows { columns, .. } => fields(columns),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The response sending it (rows in the text format).
+    pub fn into_response(self) -> Response {
+        match self {
+            Answer::Rows {
+                columns,
+                rows,
+                command,
+            } => text_rows(&columns, rows, command),
+            Answer::Done(tag) => Response::Execution(Tag::new(&tag)),
+            Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+            Answer::End(tag) => Response::TransactionEnd(Tag::new(tag)),
+        }
+    }
+}
+
+fn fields(columns: &[(String, Type)]) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .map(|(name, ty)| FieldInfo::new(name.clone(), None, None, ty.clone(), FieldFormat::Text))
+        .collect()
 }
 
 /// Rows of text values under `columns` (name, type), tagged `command`.
@@ -165,14 +292,7 @@ fn text_rows(
     rows: Vec<Vec<Option<String>>>,
     command: &str,
 ) -> Response {
-    let schema = Arc::new(
-        columns
-            .iter()
-            .map(|(name, ty)| {
-                FieldInfo::new(name.clone(), None, None, ty.clone(), FieldFormat::Text)
-            })
-            .collect::<Vec<_>>(),
-    );
+    let schema = Arc::new(fields(columns));
     let count = rows.len();
     let mut encoder = DataRowEncoder::new(schema.clone());
     let encoded: Vec<_> = rows
@@ -189,20 +309,20 @@ fn text_rows(
     Response::Query(response)
 }
 
-/// The responses of statements' results, one each.
-pub fn results(app: &AppState, results: Vec<StatementOut>) -> Vec<Response> {
+/// The answers of statements' results, one each.
+pub fn results(app: &AppState, results: Vec<StatementOut>) -> Vec<Answer> {
     results.into_iter().map(|r| result(app, r)).collect()
 }
 
-fn result(app: &AppState, result: StatementOut) -> Response {
+fn result(app: &AppState, result: StatementOut) -> Answer {
     match result {
         StatementOut::Selected(selected) => selected_rows(app, selected),
         StatementOut::Shown(shown) => shown_rows(shown),
         StatementOut::Described(described) => described_rows(*described),
         StatementOut::Explained(explained) => explained_rows(explained),
-        StatementOut::Declared(d) => Response::Execution(Tag::new(&d.statement)),
-        StatementOut::Created(c) => Response::Execution(Tag::new(&c.statement)),
-        StatementOut::Dropped(d) => Response::Execution(Tag::new(&d.statement)),
+        StatementOut::Declared(d) => Answer::Done(d.statement),
+        StatementOut::Created(c) => Answer::Done(c.statement),
+        StatementOut::Dropped(d) => Answer::Done(d.statement),
     }
 }
 
@@ -233,7 +353,7 @@ fn text_value(v: &Value, ty: &Type) -> Option<String> {
     }
 }
 
-fn selected_rows(app: &AppState, selected: SelectedOut) -> Response {
+fn selected_rows(app: &AppState, selected: SelectedOut) -> Answer {
     let rows = selected.rows;
     let types = view_columns(app, &rows.view);
     let columns: Vec<(String, Type)> = rows
@@ -254,7 +374,11 @@ fn selected_rows(app: &AppState, selected: SelectedOut) -> Response {
                 .collect()
         })
         .collect();
-    text_rows(&columns, values, "SELECT")
+    Answer::Rows {
+        columns,
+        rows: values,
+        command: "SELECT",
+    }
 }
 
 /// The output columns of view `name` with their types (empty when it is
@@ -268,7 +392,7 @@ fn view_columns(app: &AppState, name: &str) -> Vec<ColumnOut> {
         .unwrap_or_default()
 }
 
-fn shown_rows(shown: ShownOut) -> Response {
+fn shown_rows(shown: ShownOut) -> Answer {
     let objects: Vec<serde_json::Map<String, Value>> = shown
         .rows
         .iter()
@@ -296,15 +420,20 @@ fn shown_rows(shown: ShownOut) -> Response {
                 .collect()
         })
         .collect();
-    text_rows(&columns, rows, "SHOW")
+    Answer::Rows {
+        columns,
+        rows,
+        command: "SHOW",
+    }
 }
 
-fn described_rows(described: DescribedOut) -> Response {
-    let columns = [
+fn described_rows(described: DescribedOut) -> Answer {
+    let columns = vec![
         ("column".to_string(), Type::TEXT),
         ("type".to_string(), Type::TEXT),
         ("key".to_string(), Type::BOOL),
     ];
+    let flag = |b: bool| Some(if b { "t" } else { "f" }.to_string());
     let rows: Vec<Vec<Option<String>>> = match (&described.columns, &described.source) {
         (Some(cols), _) => cols
             .iter()
@@ -312,7 +441,7 @@ fn described_rows(described: DescribedOut) -> Response {
                 vec![
                     Some(c.name.clone()),
                     c.sql_type.as_ref().map(ToString::to_string),
-                    Some(if c.key { "t" } else { "f" }.into()),
+                    flag(c.key),
                 ]
             })
             .collect(),
@@ -323,22 +452,30 @@ fn described_rows(described: DescribedOut) -> Response {
                 vec![
                     Some(c.name.clone()),
                     Some(c.sql_type.to_string()),
-                    Some(if c.key { "t" } else { "f" }.into()),
+                    flag(c.key),
                 ]
             })
             .collect(),
         (None, None) => Vec::new(),
     };
-    text_rows(&columns, rows, "DESCRIBE")
+    Answer::Rows {
+        columns,
+        rows,
+        command: "DESCRIBE",
+    }
 }
 
-fn explained_rows(explained: ExplainedOut) -> Response {
+fn explained_rows(explained: ExplainedOut) -> Answer {
     let rows = explained
         .text
         .lines()
         .map(|l| vec![Some(l.to_string())])
         .collect();
-    text_rows(&[("QUERY PLAN".to_string(), Type::TEXT)], rows, "EXPLAIN")
+    Answer::Rows {
+        columns: vec![("QUERY PLAN".to_string(), Type::TEXT)],
+        rows,
+        command: "EXPLAIN",
+    }
 }
 
 #[cfg(test)]

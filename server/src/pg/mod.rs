@@ -4,6 +4,8 @@
 //!
 //! - [`session`]: one connection's handlers — the startup (a token as the
 //!   password) and the simple query protocol.
+//! - [`extended`]: the extended query protocol (parse, bind, describe,
+//!   execute), its parameters bound into the statement's text.
 //! - [`answer`]: a statement's result as PostgreSQL rows or a command
 //!   tag, an error as an `ErrorResponse` with its SQLSTATE, and the
 //!   session statements clients send on their own (`SET`, `SHOW`,
@@ -14,6 +16,7 @@
 //! `max_connections` like the other listeners'.
 
 mod answer;
+mod extended;
 mod session;
 
 use std::net::SocketAddr;

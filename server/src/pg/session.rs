@@ -18,16 +18,17 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     DefaultServerParameterProvider, StartupHandler,
 };
-use pgwire::api::query::SimpleQueryHandler;
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::Response;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
-use super::answer;
+use super::answer::{self, Answer};
 use crate::auth::Principal;
 use crate::config::AuthMode;
+use crate::statements::run::{on_sql_thread, run_as};
 use crate::AppState;
 
 /// The PostgreSQL version reported to clients (`server_version`): the
@@ -47,6 +48,7 @@ impl Session {
                 app,
                 peer,
                 principal: Mutex::new(None),
+                described: Mutex::new(None),
             }),
         }
     }
@@ -54,6 +56,10 @@ impl Session {
 
 impl PgWireServerHandlers for Session {
     fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.connection.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
         self.connection.clone()
     }
 
@@ -68,6 +74,9 @@ pub struct Connection {
     peer: SocketAddr,
     /// Set by the startup.
     principal: Mutex<Option<Principal>>,
+    /// The answer a `Describe` ran for, and its SQL text, kept for the
+    /// `Execute` of the same text that follows (`super::extended`).
+    pub(super) described: Mutex<Option<(String, Answer)>>,
 }
 
 impl Connection {
@@ -76,6 +85,40 @@ impl Connection {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Who runs this connection's statements: its principal while its
+    /// token is valid.
+    pub(super) fn current_principal(&self) -> Result<Principal, Box<ErrorInfo>> {
+        let Some(principal) = self.principal() else {
+            return Err(Box::new(answer::not_logged_in()));
+        };
+        if !self.app.auth.store.is_current(&principal) {
+            return Err(Box::new(answer::revoked()));
+        }
+        Ok(principal)
+    }
+
+    /// Runs `query` (its statements in order, or a session statement) as
+    /// `principal`: the answers, or the error that stopped them.
+    pub(super) async fn run(
+        &self,
+        principal: Principal,
+        query: &str,
+    ) -> Result<Vec<Answer>, Box<ErrorInfo>> {
+        if let Some(answered) = answer::session_statement(query) {
+            return answered.map(|a| vec![a]).map_err(Box::new);
+        }
+        let app = self.app.clone();
+        let text = query.to_string();
+        let ran = on_sql_thread(move || {
+            run_as(&app, &principal, &text, None)
+                .map(|results| answer::results(&app, results))
+                .map_err(|e| Box::new(answer::run_error(e, &principal, &text)))
+        })
+        .await
+        .map_err(|e| Box::new(answer::internal(e)))?;
+        ran
     }
 
     fn admit(&self, principal: Principal) {
@@ -166,25 +209,13 @@ impl SimpleQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let Some(principal) = self.principal() else {
-            return Ok(vec![answer::error(answer::not_logged_in())]);
+        let principal = match self.current_principal() {
+            Ok(p) => p,
+            Err(e) => return Ok(vec![answer::error(*e)]),
         };
-        if !self.app.auth.store.is_current(&principal) {
-            return Ok(vec![answer::error(answer::revoked())]);
-        }
-        if let Some(responses) = answer::session_statement(query) {
-            return Ok(responses);
-        }
-        let app = self.app.clone();
-        let text = query.to_string();
-        let run = crate::routes::statements::on_sql_thread(move || {
-            let results = crate::routes::statements::run_text(&app, &principal, &text, None)?;
-            Ok(answer::results(&app, results))
-        })
-        .await;
-        Ok(match run {
-            Ok(responses) => responses,
-            Err(e) => vec![answer::error(answer::api_error(&e, query))],
+        Ok(match self.run(principal, query).await {
+            Ok(answers) => answers.into_iter().map(Answer::into_response).collect(),
+            Err(e) => vec![answer::error(*e)],
         })
     }
 }

@@ -12,7 +12,7 @@ mod history;
 pub mod openapi;
 pub(crate) mod records;
 mod replay;
-pub(crate) mod statements;
+mod statements;
 mod tokens;
 mod topics;
 mod views;

@@ -17,6 +17,7 @@ mod describe;
 /// A view's output columns, their SQL types and which are its key.
 pub(crate) use describe::columns as view_columns;
 mod pull;
+pub mod run;
 mod sources;
 
 use kappa_log::{Log, LogError, TopicConfig};
