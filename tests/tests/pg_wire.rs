@@ -254,6 +254,7 @@ simple = rows(psycopg.ClientCursor(conn).execute("SELECT * FROM purchase_stats")
 one = [rows(conn.execute("SELECT * FROM purchase_stats WHERE user_id = %s", ("u1",), prepare=True))
        for _ in range(2)]
 types = [type(v).__name__ for v in conn.execute("SELECT * FROM purchase_stats").fetchone()]
+quoted = len(conn.execute("SELECT * FROM purchase_stats WHERE user_id = %s", ("u1' OR 'a'='a",)).fetchall())
 try:
     conn.execute("SELECT * FROM nowhere")
     error = None
@@ -261,7 +262,7 @@ except psycopg.Error as e:
     error = e.sqlstate
 after = len(conn.execute("SELECT * FROM purchase_stats").fetchall())
 print(json.dumps({{"every": every, "simple": simple, "one": one, "types": types,
-                  "error": error, "after": after}}))
+                  "quoted": quoted, "error": error, "after": after}}))
 "#
     );
     let out = kappa_tests::run_python(&script, "the psycopg client");
@@ -273,6 +274,8 @@ print(json.dumps({{"every": every, "simple": simple, "one": one, "types": types,
     assert_eq!(got["one"], json!([u1, u1]), "{got}");
     assert_eq!(got["types"][0], "str", "{got}");
     assert_eq!(got["types"][1], "datetime", "{got}");
+    // A parameter is a value, never SQL: a quote in it matches no key.
+    assert_eq!(got["quoted"], 0, "{got}");
     assert_eq!(got["error"], "42P01", "{got}");
     assert_eq!(got["after"], json!(want.len()), "{got}");
 }

@@ -400,6 +400,10 @@ mod tests {
         assert_eq!(literal("5", &Type::TEXT), "'5'");
         assert_eq!(literal("5; DROP", &Type::INT8), "'5; DROP'");
         assert_eq!(literal("t", &Type::BOOL), "TRUE");
+        // A value cannot end its string: quotes are doubled, and
+        // backslashes are not escapes in Kappa's SQL.
+        assert_eq!(literal("x' OR '1'='1", &Type::TEXT), "'x'' OR ''1''=''1'");
+        assert_eq!(literal("x\\' --", &Type::TEXT), "'x\\'' --'");
         let e = bind("SELECT $2", &[Some("1".into())], &[Type::TEXT]).unwrap_err();
         assert!(e.message.contains("no parameter $2"), "{}", e.message);
     }

@@ -22,7 +22,8 @@ use crate::AppState;
 /// Most statements in one request.
 pub const MAX_STATEMENTS: usize = 100;
 
-/// Most statement requests handled at once (one thread each); more wait.
+/// Most statement requests handled at once (one statement thread each);
+/// more wait.
 pub const MAX_SQL_THREADS: usize = 8;
 
 /// Why a request's statements did not all run.
@@ -174,27 +175,58 @@ fn visible(result: StatementOut, principal: &Principal) -> StatementOut {
     }
 }
 
-/// Runs `f` (parsing, planning, blocking calls into the views) on a thread
-/// of its own with a [`sql::SQL_STACK_BYTES`] stack (the SQL front end
-/// bounds its recursion well inside it), never on an async worker whose
-/// stack size is not ours to know; at most [`MAX_SQL_THREADS`] at once.
-/// `Err` says why it could not run.
+/// A job for a statement thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The statement threads: [`MAX_SQL_THREADS`] threads with a
+/// [`sql::SQL_STACK_BYTES`] stack, started on first use, taking jobs from
+/// one queue (a request beyond them waits its turn). Kept, not spawned per
+/// statement: a point lookup costs about as much as starting a thread.
+fn statement_threads() -> &'static std::sync::Mutex<std::sync::mpsc::Sender<Job>> {
+    static QUEUE: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        for i in 0..MAX_SQL_THREADS {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("kappa-sql-{i}"))
+                .stack_size(sql::SQL_STACK_BYTES)
+                .spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    // A panicking statement ends its job (its caller hears
+                    // no answer), not the thread.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "starting a statement thread");
+            }
+        }
+        std::sync::Mutex::new(tx)
+    })
+}
+
+/// Runs `f` (parsing, planning, blocking calls into the views) on a
+/// statement thread ([`statement_threads`]): a stack the SQL front end
+/// bounds its recursion well inside, never an async worker whose stack
+/// size is not ours to know. `Err` says why it could not run.
 pub async fn on_sql_thread<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
-    static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_SQL_THREADS);
-    let _slot = SLOTS
-        .acquire()
-        .await
-        .map_err(|e| format!("statement threads: {e}"))?;
     let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("kappa-sql".into())
-        .stack_size(sql::SQL_STACK_BYTES)
-        .spawn(move || {
-            let _ = tx.send(f());
-        })
-        .map_err(|e| format!("starting a statement thread: {e}"))?;
+    let job: Job = Box::new(move || {
+        let _ = tx.send(f());
+    });
+    statement_threads()
+        .lock()
+        .map_err(|_| "the statement threads are gone".to_string())?
+        .send(job)
+        .map_err(|_| "the statement threads are gone".to_string())?;
     rx.await
         .map_err(|_| "the statement thread ended without an answer".to_string())
 }
