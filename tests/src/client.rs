@@ -326,6 +326,18 @@ impl Client {
         body
     }
 
+    /// `EXPLAIN view`'s operator names in order, and the whole result.
+    pub fn explain_operators(&self, view: &str) -> (Vec<String>, Value) {
+        let result = self.sql_ok(&format!("EXPLAIN {view}")).remove(0);
+        let names = result["operators"]
+            .as_array()
+            .expect("EXPLAIN answers operators")
+            .iter()
+            .map(|o| o["operator"].as_str().unwrap_or_default().to_string())
+            .collect();
+        (names, result)
+    }
+
     /// `GET /v1/topics/{topic}`; asserts `200`.
     pub fn describe(&self, topic: &str) -> Value {
         let (status, body) = self.get(&format!("/v1/topics/{topic}"));

@@ -227,13 +227,7 @@ fn a_top_n_of_an_aggregates_rows_follows_the_ranking_as_rows_change() {
     client.sql_ok(TOP_SPENDERS);
     produce(&client, 0, 40);
     wait_for_top(&client, 40);
-    let result = &client.sql_ok("EXPLAIN top_spenders")[0];
-    let names: Vec<&str> = result["operators"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["operator"].as_str().unwrap())
-        .collect();
+    let (names, result) = client.explain_operators("top_spenders");
     assert_eq!(
         names,
         ["source", "filter", "aggregate", "top_n", "sink"],

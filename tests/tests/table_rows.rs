@@ -171,13 +171,7 @@ fn an_aggregate_over_a_tables_rows_follows_updates_and_deletions() {
         ["tier", "accounts", "credit", "top"],
         "{described}"
     );
-    let explained = &client.sql_ok("EXPLAIN per_tier")[0];
-    let operators: Vec<&str> = explained["operators"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["operator"].as_str().unwrap())
-        .collect();
+    let (operators, explained) = client.explain_operators("per_tier");
     assert_eq!(
         operators,
         ["source", "table_rows", "aggregate_rows", "sink"],
@@ -326,13 +320,7 @@ fn a_join_of_tables_follows_changes_on_either_side() {
     let mut rates = BTreeMap::from([("gold", 3), ("silver", 2)]);
     wait_for_joins(&client, 50, &rates);
 
-    let explained = &client.sql_ok("EXPLAIN account_rates")[0];
-    let operators: Vec<&str> = explained["operators"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["operator"].as_str().unwrap())
-        .collect();
+    let (operators, explained) = client.explain_operators("account_rates");
     assert_eq!(
         operators,
         ["source", "table_rows", "join_tables", "each_row", "sink"],

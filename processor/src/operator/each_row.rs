@@ -63,7 +63,7 @@ pub(crate) fn values_row(columns: &AggregateSpec, row: &Value) -> Value {
 /// Adds the view row `columns` make of `row` (`None`: delete) under view
 /// key `k` of `view_cf` to `batch`, in the stored form of a view row;
 /// `buffer` is reused between calls.
-pub(crate) fn write_values_row(
+fn write_values_row(
     batch: &mut Batch,
     view_cf: &str,
     k: &str,
@@ -87,6 +87,38 @@ pub(crate) fn write_values_row(
         .collect();
     slot::encode_into(buffer, GroupForm::String, &accs);
     batch.put(view_cf, &rk, &*buffer);
+}
+
+/// The view row changes `writes` (input rows by view key, `None`:
+/// deleted) make, in key order, for a change feed.
+pub(crate) fn values_changes(
+    columns: &AggregateSpec,
+    writes: &BTreeMap<String, Option<Value>>,
+) -> Vec<RowChange> {
+    writes
+        .iter()
+        .map(|(k, row)| RowChange {
+            key: k.clone(),
+            window: None,
+            row: row.as_ref().map(|r| values_row(columns, r)),
+        })
+        .collect()
+}
+
+/// Adds the view rows `columns` make of `writes` (input rows by view key,
+/// `None`: delete) to `batch`; returns how many.
+pub(crate) fn write_values_rows(
+    batch: &mut Batch,
+    view_cf: &str,
+    columns: &AggregateSpec,
+    writes: BTreeMap<String, Option<Value>>,
+) -> u64 {
+    let mut buffer = Vec::new();
+    let written = writes.len() as u64;
+    for (k, row) in writes {
+        write_values_row(batch, view_cf, &k, columns, row.as_ref(), &mut buffer);
+    }
+    written
 }
 
 /// The operator making each input row a view row.
@@ -140,30 +172,16 @@ impl EachRow {
         if !self.emit_changes {
             return Vec::new();
         }
-        self.writes
-            .iter()
-            .map(|(k, row)| RowChange {
-                key: k.clone(),
-                window: None,
-                row: row.as_ref().map(|r| values_row(&self.columns, r)),
-            })
-            .collect()
+        values_changes(&self.columns, &self.writes)
     }
 
     /// Adds the view rows to `batch`; returns how many.
     pub fn flush(&mut self, batch: &mut Batch) -> u64 {
-        let mut buffer = Vec::new();
-        let written = self.writes.len() as u64;
-        for (k, row) in std::mem::take(&mut self.writes) {
-            write_values_row(
-                batch,
-                &self.view_cf,
-                &k,
-                &self.columns,
-                row.as_ref(),
-                &mut buffer,
-            );
-        }
-        written
+        write_values_rows(
+            batch,
+            &self.view_cf,
+            &self.columns,
+            std::mem::take(&mut self.writes),
+        )
     }
 }

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::aggregate::{corrupt, view_key};
-use super::each_row::{passes, row_of, values_row, write_values_row};
+use super::each_row::{passes, row_of, values_changes, write_values_rows};
 use super::table_rows::InnerStage;
 use super::RowChange;
 use crate::accumulators::total_order;
@@ -330,38 +330,19 @@ impl TopN {
         if !self.emit_changes {
             return Ok(Vec::new());
         }
-        Ok(self
-            .view_writes
-            .iter()
-            .map(|(k, row)| RowChange {
-                key: k.clone(),
-                window: None,
-                row: row.as_ref().map(|r| self.view_row(r)),
-            })
-            .collect())
-    }
-
-    /// The view row of inner row `row`: its columns.
-    fn view_row(&self, row: &Value) -> Value {
-        values_row(&self.columns, row)
+        Ok(values_changes(&self.columns, &self.view_writes))
     }
 
     /// Adds the view rows and partition entries changed to `batch`, and
     /// drops clean partitions beyond the cache bound; returns the view rows
     /// written.
     pub fn flush(&mut self, batch: &mut Batch) -> u64 {
-        let mut value = Vec::new();
-        let written = self.view_writes.len() as u64;
-        for (k, row) in std::mem::take(&mut self.view_writes) {
-            write_values_row(
-                batch,
-                &self.view_cf,
-                &k,
-                &self.columns,
-                row.as_ref(),
-                &mut value,
-            );
-        }
+        let written = write_values_rows(
+            batch,
+            &self.view_cf,
+            &self.columns,
+            std::mem::take(&mut self.view_writes),
+        );
         for (k, v) in std::mem::take(&mut self.state_writes) {
             match v {
                 Some(v) => batch.put(&self.state_cf, &k, &v),
