@@ -79,6 +79,21 @@ impl RawConnection {
         waiting
     }
 
+    /// Reads (and drops) whatever else arrives until the server closes the
+    /// connection; panics if it stays open past the read timeout.
+    pub fn wait_closed(&mut self) {
+        self.buf.clear();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+                Err(e) => panic!("waiting for the server to close the connection: {e}"),
+            }
+        }
+    }
+
     /// Reads one response; panics if the connection ends before one.
     pub fn receive(&mut self) -> RawResponse {
         self.try_receive().unwrap_or_else(|e| panic!("{e}"))

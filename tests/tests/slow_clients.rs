@@ -100,14 +100,25 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
     // server may then still report it waiting for a moment before it is
     // gone — so an attempt counts only if no connection was closed for room
     // since it began; otherwise it is tried again with a new connection.
+    // Each read of /metrics waits until the server has closed its
+    // connection: one still open when the long-poll's connection arrives
+    // would be closed for room itself (an idle connection), and the attempt
+    // would be counted as spoiled (on a loaded machine, every attempt).
     let metrics = |addr| {
-        let answer = raw_request(addr, "GET", "/metrics", &close, b"");
+        let mut conn = RawConnection::connect(addr);
+        conn.send("GET", "/metrics", &close, b"");
+        let answer = conn.receive();
+        conn.wait_closed();
         String::from_utf8_lossy(&answer.body).into_owned()
     };
     let mut attempts = 0;
+    let mut spoiled = Vec::new();
     let mut poll = loop {
         attempts += 1;
-        assert!(attempts <= 50, "no long-poll took the only slot");
+        assert!(
+            attempts <= 50,
+            "no long-poll took the only slot; the attempts ended: {spoiled:?}"
+        );
         let closed_before = closed_for_room(&metrics(server.addr()));
         let mut poll = RawConnection::connect(server.addr());
         poll.send(
@@ -124,12 +135,14 @@ fn the_connection_limit_queues_data_requests_until_a_slot_frees_and_probes_answe
             );
             let text = metrics(server.addr());
             if closed_for_room(&text) != closed_before {
+                spoiled.push("a connection was closed for room".to_string());
                 break false;
             }
             if text.contains("kappa_http_long_polls_waiting 1") {
                 break true;
             }
             if !poll.nothing_received() {
+                spoiled.push(format!("the long-poll ended: {:?}", poll.try_receive()));
                 break false;
             }
             std::thread::sleep(Duration::from_millis(20));
