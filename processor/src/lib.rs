@@ -54,6 +54,7 @@ mod order;
 mod parallel;
 pub mod plan;
 pub mod progress;
+pub mod read_cancel;
 mod project;
 pub mod runner;
 mod sequenced;

@@ -295,6 +295,12 @@ impl Collector<'_> {
         }
         match self.filter.max_scanned {
             Some(max) if self.scanned >= max.max(1) => Next::Stop(Some(k.to_vec()), true),
+            // A cancelled statement's read ends like a capped one.
+            _ if self.scanned.is_multiple_of(crate::read_cancel::CHECK_EVERY)
+                && crate::read_cancel::requested() =>
+            {
+                Next::Stop(Some(k.to_vec()), true)
+            }
             _ => Next::Go,
         }
     }

@@ -118,6 +118,49 @@ pub fn kafka_connections(delta: f64) {
     gauge!(KAFKA_CONNECTIONS).increment(delta);
 }
 
+/// PostgreSQL-protocol connections open now.
+pub const PG_CONNECTIONS: &str = "kappa_pg_connections";
+/// PostgreSQL-protocol connections refused, by reason (`connection_limit`).
+pub const PG_REFUSED: &str = "kappa_pg_connections_refused_total";
+/// PostgreSQL statements answered, by outcome (`ok`, `error`, `cancelled`).
+pub const PG_STATEMENTS: &str = "kappa_pg_statements_total";
+/// PostgreSQL statements whose work runs now (a cancelled one counts until
+/// its thread has stopped it).
+pub const PG_STATEMENTS_RUNNING: &str = "kappa_pg_statements_running";
+
+/// Moves the open PostgreSQL connections gauge by `delta`.
+pub fn pg_connections(delta: f64) {
+    gauge!(PG_CONNECTIONS).increment(delta);
+}
+
+/// Counts a PostgreSQL connection refused for `reason`.
+pub fn count_pg_refused(reason: &'static str) {
+    counter!(PG_REFUSED, "reason" => reason).increment(1);
+}
+
+/// Counts a PostgreSQL statement answered with `outcome`.
+pub fn count_pg_statement(outcome: &'static str) {
+    counter!(PG_STATEMENTS, "outcome" => outcome).increment(1);
+}
+
+/// Counts a PostgreSQL statement's work as running until the returned
+/// guard is dropped.
+pub fn pg_statement_running() -> RunningPgStatement {
+    gauge!(PG_STATEMENTS_RUNNING).increment(1.0);
+    RunningPgStatement(())
+}
+
+/// A PostgreSQL statement's work, counted while it lives (see
+/// [`pg_statement_running`]).
+#[derive(Debug)]
+pub struct RunningPgStatement(());
+
+impl Drop for RunningPgStatement {
+    fn drop(&mut self) {
+        gauge!(PG_STATEMENTS_RUNNING).decrement(1.0);
+    }
+}
+
 /// Change-feed streams ended because their client fell behind by more
 /// than its buffer (`routes/changes.rs`), by view.
 pub const CHANGE_FEED_BEHIND: &str = "kappa_change_feed_clients_behind_total";

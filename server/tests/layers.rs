@@ -221,8 +221,9 @@ fn the_kafka_listener_asks_the_one_authorization_decision() {
 /// `source`, the interface their inputs are read through (the server hands
 /// in its clusters), and `spread`, the interfaces of a version spread over
 /// a Kappa cluster's nodes (the server hands in which partitions this node
-/// owns and where checkpoints go). Runners, stores and RocksDB stay
-/// behind `host`.
+/// owns and where checkpoints go), and `read_cancel`, how whoever runs a
+/// statement stops the view reads it started. Runners, stores and RocksDB
+/// stay behind `host`.
 const PROCESSOR_SURFACE: &[&str] = &[
     "accumulators",
     "changes",
@@ -232,6 +233,7 @@ const PROCESSOR_SURFACE: &[&str] = &[
     "event",
     "expr",
     "host",
+    "read_cancel",
     "limits",
     "plan",
     "progress",

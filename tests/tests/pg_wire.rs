@@ -231,7 +231,8 @@ fn serving_purchase_stats() -> Server {
 /// psycopg 3 (from the Python registry): the extended protocol with a
 /// parameter, a server-side prepared statement run twice, the simple
 /// protocol, typed results (int8, timestamptz) and an error that leaves
-/// the connection usable.
+/// the connection usable; binary results equal the text ones, and a
+/// parameter sent in binary binds as one sent as text.
 #[test]
 fn psycopg_reads_with_parameters_and_prepared_statements() {
     let server = serving_purchase_stats();
@@ -261,8 +262,17 @@ try:
 except psycopg.Error as e:
     error = e.sqlstate
 after = len(conn.execute("SELECT * FROM purchase_stats").fetchall())
+# Binary results (every column type of the view) and a binary parameter.
+as_text = sorted(map(repr, conn.execute("SELECT * FROM purchase_stats").fetchall()))
+as_binary = sorted(map(repr, conn.execute("SELECT * FROM purchase_stats", binary=True).fetchall()))
+binary_types = sorted({{type(v).__name__ for v in
+                       conn.execute("SELECT * FROM purchase_stats", binary=True).fetchone()}})
+binary_one = rows(conn.execute("SELECT * FROM purchase_stats WHERE user_id = %b", ("u1",),
+                               binary=True, prepare=True))
 print(json.dumps({{"every": every, "simple": simple, "one": one, "types": types,
-                  "quoted": quoted, "error": error, "after": after}}))
+                  "quoted": quoted, "error": error, "after": after,
+                  "binary_same": as_text == as_binary, "binary_types": binary_types,
+                  "binary_one": binary_one}}))
 "#
     );
     let out = kappa_tests::run_python(&script, "the psycopg client");
@@ -278,6 +288,13 @@ print(json.dumps({{"every": every, "simple": simple, "one": one, "types": types,
     assert_eq!(got["quoted"], 0, "{got}");
     assert_eq!(got["error"], "42P01", "{got}");
     assert_eq!(got["after"], json!(want.len()), "{got}");
+    assert_eq!(got["binary_same"], true, "{got}");
+    assert_eq!(
+        got["binary_types"],
+        json!(["Decimal", "datetime", "int", "str"]),
+        "{got}"
+    );
+    assert_eq!(got["binary_one"], json!(u1), "{got}");
 }
 
 /// node-postgres (`pg` from the npm registry): a parameterized query (the

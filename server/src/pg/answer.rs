@@ -2,7 +2,8 @@
 //! command tags, errors with their SQLSTATE, and the session statements
 //! drivers and `psql` send on their own.
 //!
-//! Rows are sent in the text format. A view's column has the PostgreSQL
+//! Rows are held in the text format and sent in it, or in the binary
+//! format a `Bind` asks for ([`super::binary`]). A view's column has the PostgreSQL
 //! type its SQL type maps to (`DESCRIBE` tells it): `BOOLEAN` → `bool`,
 //! `INT`/`BIGINT` → `int8`, `DOUBLE` → `float8`, `DECIMAL` → `numeric`,
 //! `VARCHAR` → `text`, `TIMESTAMP` → `timestamptz` (written
@@ -20,6 +21,7 @@ use serde_json::Value;
 
 use kappa_processor::sql::SqlError;
 
+use super::binary::Cell;
 use crate::auth::{Principal, Refusal};
 use crate::dto::statements::{
     ColumnOut, DescribedOut, ExplainedOut, SelectedOut, ShownOut, SqlType, StatementOut,
@@ -256,22 +258,32 @@ pub enum Answer {
 }
 
 impl Answer {
-    /// The row description a `Describe` answers (empty: no data).
-    pub fn fields(&self) -> Vec<FieldInfo> {
+    /// The number of columns of its rows (0: it has none).
+    pub fn column_count(&self) -> usize {
         match self {
-            Answer::Rows { columns, .. } => fields(columns),
+            Answer::Rows { columns, .. } => columns.len(),
+            _ => 0,
+        }
+    }
+
+    /// The row description a `Describe` answers (empty: no data), column
+    /// `i` in `formats[i]` (text where `formats` ends).
+    pub fn fields(&self, formats: &[FieldFormat]) -> Vec<FieldInfo> {
+        match self {
+            Answer::Rows { columns, .. } => fields(columns, formats),
             _ => Vec::new(),
         }
     }
 
-    /// The response sending it (rows in the text format).
-    pub fn into_response(self) -> Response {
+    /// The response sending it, column `i` of its rows in `formats[i]`
+    /// (text where `formats` ends).
+    pub fn into_response(self, formats: &[FieldFormat]) -> Response {
         match self {
             Answer::Rows {
                 columns,
                 rows,
                 command,
-            } => text_rows(&columns, rows, command),
+            } => encoded_rows(&columns, formats, rows, command),
             Answer::Done(tag) => Response::Execution(Tag::new(&tag)),
             Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
             Answer::End(tag) => Response::TransactionEnd(Tag::new(tag)),
@@ -279,27 +291,34 @@ impl Answer {
     }
 }
 
-fn fields(columns: &[(String, Type)]) -> Vec<FieldInfo> {
+fn fields(columns: &[(String, Type)], formats: &[FieldFormat]) -> Vec<FieldInfo> {
     columns
         .iter()
-        .map(|(name, ty)| FieldInfo::new(name.clone(), None, None, ty.clone(), FieldFormat::Text))
+        .enumerate()
+        .map(|(i, (name, ty))| {
+            let format = formats.get(i).copied().unwrap_or(FieldFormat::Text);
+            FieldInfo::new(name.clone(), None, None, ty.clone(), format)
+        })
         .collect()
 }
 
-/// Rows of text values under `columns` (name, type), tagged `command`.
-fn text_rows(
+/// Rows of text values under `columns` (name, type), column `i` sent in
+/// `formats[i]` (text where `formats` ends), tagged `command`. A value
+/// that cannot be sent in binary ends the rows with an error naming it.
+fn encoded_rows(
     columns: &[(String, Type)],
+    formats: &[FieldFormat],
     rows: Vec<Vec<Option<String>>>,
     command: &str,
 ) -> Response {
-    let schema = Arc::new(fields(columns));
+    let schema = Arc::new(fields(columns, formats));
     let count = rows.len();
     let mut encoder = DataRowEncoder::new(schema.clone());
     let encoded: Vec<_> = rows
         .into_iter()
         .map(|row| {
             for value in &row {
-                encoder.encode_field(value)?;
+                encoder.encode_field(&Cell(value.as_deref()))?;
             }
             Ok(encoder.take_row())
         })

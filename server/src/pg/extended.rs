@@ -5,15 +5,16 @@
 //! so a portal's `$1`, `$2`, .. are replaced by its bound values as SQL
 //! literals before it runs ([`bind`]): a number sent for a numeric
 //! parameter type as itself, anything else as a quoted string, `NULL` as
-//! `NULL`. Values come in the text format; a binary parameter is refused.
+//! `NULL`. Values come in the text format, or in the binary format of
+//! their parameter type (read back to text, [`binary::parameter_text`]).
 //!
 //! A `Describe` must tell the result's columns before the `Execute`: a
 //! statement that only reads (a pull query, `SHOW`, `DESCRIBE`,
 //! `EXPLAIN`, a session statement) is run to find them, and its answer is
 //! kept for the `Execute` of the same text that follows, so the rows a
 //! client is sent are the rows that were described; any other statement
-//! describes as returning no rows. Results are sent in the text format;
-//! a client asking for binary results is refused.
+//! describes as returning no rows. Each result column is sent in the
+//! format the `Bind` asks for, text or binary ([`super::binary`]).
 
 use std::fmt::Debug;
 use std::sync::PoisonError;
@@ -23,7 +24,8 @@ use futures::Sink;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::ExtendedQueryHandler;
 use pgwire::api::results::{
-    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, Response,
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat, FieldInfo,
+    Response,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
@@ -32,6 +34,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 
 use super::answer::Answer;
+use super::binary;
 use super::session::Connection;
 
 /// Statements are their SQL text, parsed when they run.
@@ -134,12 +137,18 @@ impl Connection {
 
     /// The columns `sql` answers: run (and kept for its `Execute`) when it
     /// only reads; none otherwise.
-    async fn describe(&self, sql: &str) -> PgWireResult<Vec<FieldInfo>> {
+    /// The columns `sql` answers, in the formats `formats` asks for (`None`:
+    /// a statement's describe, before any `Bind`: text).
+    async fn describe(&self, sql: &str, formats: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
         if !only_reads(sql) {
             return Ok(Vec::new());
         }
         let answer = self.answer(sql).await?;
-        let fields = answer.fields();
+        let formats = match formats {
+            Some(f) => column_formats(f, answer.column_count())?,
+            None => Vec::new(),
+        };
+        let fields = answer.fields(&formats);
         *self
             .described
             .lock()
@@ -149,17 +158,22 @@ impl Connection {
 }
 
 /// Checks a portal asks for text results.
-fn text_results(portal: &Portal<String>) -> PgWireResult<()> {
-    match portal.result_column_format {
-        Format::UnifiedBinary => Err(refuse(
-            "0A000",
-            "binary results are not supported yet: ask for text results",
+/// The format of each of `count` result columns by a `Bind`'s result
+/// format codes: none (all text), one (all in it), or one per column.
+fn column_formats(format: &Format, count: usize) -> PgWireResult<Vec<FieldFormat>> {
+    match format {
+        Format::UnifiedText => Ok(vec![FieldFormat::Text; count]),
+        Format::UnifiedBinary => Ok(vec![FieldFormat::Binary; count]),
+        Format::Individual(codes) if codes.len() == count => {
+            Ok(codes.iter().map(|c| FieldFormat::from(*c)).collect())
+        }
+        Format::Individual(codes) => Err(refuse(
+            "08P01",
+            &format!(
+                "the Bind gave {} result format codes for {count} result columns",
+                codes.len()
+            ),
         )),
-        Format::Individual(ref formats) if formats.iter().any(|f| *f != 0) => Err(refuse(
-            "0A000",
-            "binary results are not supported yet: ask for text results",
-        )),
-        _ => Ok(()),
     }
 }
 
@@ -200,7 +214,7 @@ impl ExtendedQueryHandler for Connection {
         // A statement that fails with NULLs (a key lookup, say) describes
         // no columns: the portal's `Describe` before each `Execute` tells
         // them.
-        let fields = self.describe(&sql).await.unwrap_or_default();
+        let fields = self.describe(&sql, None).await.unwrap_or_default();
         // The answer kept was for NULL parameters, not the ones to come.
         self.described
             .lock()
@@ -223,9 +237,10 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        text_results(portal)?;
         let sql = bound(portal)?;
-        let fields = self.describe(&sql).await?;
+        let fields = self
+            .describe(&sql, Some(&portal.result_column_format))
+            .await?;
         Ok(DescribePortalResponse::new(fields))
     }
 
@@ -241,37 +256,56 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        text_results(portal)?;
         let sql = bound(portal)?;
-        Ok(self.answer(&sql).await?.into_response())
+        let answer = self.answer(&sql).await?;
+        let formats = column_formats(&portal.result_column_format, answer.column_count())?;
+        Ok(answer.into_response(&formats))
     }
 }
 
 /// The portal's statement with its parameters bound.
 fn bound(portal: &Portal<String>) -> PgWireResult<String> {
-    if portal
-        .parameters
-        .iter()
-        .enumerate()
-        .any(|(i, p)| p.is_some() && !portal.parameter_format.is_text(i))
-    {
-        return Err(refuse(
-            "0A000",
-            "binary parameters are not supported yet: send parameters as text",
-        ));
-    }
-    let types: Vec<Type> = portal
-        .statement
-        .parameter_types
-        .iter()
-        .map(|t| t.clone().unwrap_or(Type::TEXT))
+    let types: Vec<Type> = (0..portal.parameters.len())
+        .map(|i| {
+            portal
+                .statement
+                .parameter_types
+                .get(i)
+                .cloned()
+                .flatten()
+                .unwrap_or(Type::TEXT)
+        })
         .collect();
+    let formats = parameter_formats(&portal.parameter_format, portal.parameters.len())?;
     let values: Vec<Option<String>> = portal
         .parameters
         .iter()
-        .map(|p| p.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()))
-        .collect();
+        .zip(&formats)
+        .zip(&types)
+        .map(|((p, format), ty)| match (p, format) {
+            (None, _) => Ok(None),
+            (Some(b), FieldFormat::Text) => Ok(Some(String::from_utf8_lossy(b).into_owned())),
+            (Some(b), FieldFormat::Binary) => binary::parameter_text(b, ty)
+                .map(Some)
+                .map_err(|e| refuse("22P03", &e)),
+        })
+        .collect::<PgWireResult<_>>()?;
     bind(&portal.statement.statement, &values, &types).map_err(user_error)
+}
+
+/// The format of each of `count` parameters by a `Bind`'s parameter
+/// format codes: none (all text), one (all in it), or one per parameter.
+fn parameter_formats(format: &Format, count: usize) -> PgWireResult<Vec<FieldFormat>> {
+    match format {
+        Format::Individual(codes) if codes.len() != count => Err(refuse(
+            "08P01",
+            &format!(
+                "the Bind gave {} parameter format codes for {count} parameters",
+                codes.len()
+            ),
+        )),
+        other => column_formats(other, count),
+    }
 }
 
 /// The highest `$n` in `sql` outside quotes and comments.

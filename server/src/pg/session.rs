@@ -10,6 +10,7 @@
 
 use std::fmt::Debug;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -18,6 +19,7 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     DefaultServerParameterProvider, StartupHandler,
 };
+use pgwire::api::cancel::CancelHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::Response;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers};
@@ -26,6 +28,9 @@ use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::answer::{self, Answer};
+use super::cancel::{self, Cancels, Registration};
+use kappa_processor::read_cancel;
+
 use crate::auth::Principal;
 use crate::config::AuthMode;
 use crate::statements::run::{on_sql_thread, run_as};
@@ -42,13 +47,15 @@ pub struct Session {
 
 impl Session {
     /// A connection from `peer` to the server `app`.
-    pub fn new(app: AppState, peer: SocketAddr) -> Session {
+    pub fn new(app: AppState, peer: SocketAddr, cancels: Arc<Cancels>) -> Session {
         Session {
             connection: Arc::new(Connection {
                 app,
                 peer,
                 principal: Mutex::new(None),
                 described: Mutex::new(None),
+                cancels,
+                registration: Mutex::new(None),
             }),
         }
     }
@@ -66,6 +73,10 @@ impl PgWireServerHandlers for Session {
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         self.connection.clone()
     }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.connection.cancels.handler()
+    }
 }
 
 /// One connection: its server and who it is.
@@ -77,6 +88,10 @@ pub struct Connection {
     /// The answer a `Describe` ran for, and its SQL text, kept for the
     /// `Execute` of the same text that follows (`super::extended`).
     pub(super) described: Mutex<Option<(String, Answer)>>,
+    /// The listener's cancellable connections.
+    cancels: Arc<Cancels>,
+    /// This connection's place among them, from its login on.
+    registration: Mutex<Option<Arc<Registration>>>,
 }
 
 impl Connection {
@@ -111,14 +126,50 @@ impl Connection {
         }
         let app = self.app.clone();
         let text = query.to_string();
-        let ran = on_sql_thread(move || {
-            run_as(&app, &principal, &text, None)
-                .map(|results| answer::results(&app, results))
-                .map_err(|e| Box::new(answer::run_error(e, &principal, &text)))
-        })
-        .await
-        .map_err(|e| Box::new(answer::internal(e)))?;
+        let flag = Arc::new(AtomicBool::new(false));
+        let scoped = flag.clone();
+        let catalog = super::catalog::reads_catalog(query);
+        let work = on_sql_thread(move || {
+            let _running = crate::metrics::pg_statement_running();
+            read_cancel::scoped(scoped, || match catalog {
+                true => super::catalog::answer(&app, &principal, &text).map_err(Box::new),
+                false => run_as(&app, &principal, &text, None)
+                    .map(|results| answer::results(&app, results))
+                    .map_err(|e| Box::new(answer::run_error(e, &principal, &text))),
+            })
+        });
+        let registration = self
+            .registration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(registration) = registration else {
+            return work.await.map_err(|e| Box::new(answer::internal(e)))?;
+        };
+        let watch = registration.start().await;
+        let ran = tokio::select! {
+            ran = work => ran.map_err(|e| Box::new(answer::internal(e)))?,
+            () = watch.cancelled() => {
+                flag.store(true, Ordering::Release);
+                crate::metrics::count_pg_statement("cancelled");
+                return Err(Box::new(cancel::cancelled()));
+            }
+        };
+        crate::metrics::count_pg_statement(match ran {
+            Ok(_) => "ok",
+            Err(_) => "error",
+        });
         ran
+    }
+
+    /// Makes the connection cancellable: its process id and secret key
+    /// are sent at the end of the login.
+    fn register<C: ClientInfo>(&self, client: &mut C) {
+        let registration = Arc::new(self.cancels.register(client));
+        *self
+            .registration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(registration);
     }
 
     fn admit(&self, principal: Principal) {
@@ -172,6 +223,7 @@ impl StartupHandler for Connection {
             PgWireFrontendMessage::Startup(ref startup) => {
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
+                self.register(client);
                 if self.app.auth.mode == AuthMode::None {
                     self.admit(Principal::anonymous());
                     finish_authentication(client, &Self::parameters()).await?;
@@ -214,7 +266,7 @@ impl SimpleQueryHandler for Connection {
             Err(e) => return Ok(vec![answer::error(*e)]),
         };
         Ok(match self.run(principal, query).await {
-            Ok(answers) => answers.into_iter().map(Answer::into_response).collect(),
+            Ok(answers) => answers.into_iter().map(|a| a.into_response(&[])).collect(),
             Err(e) => vec![answer::error(*e)],
         })
     }
