@@ -96,7 +96,12 @@ fn simple_rows(stream: &mut TcpStream, sql: &str) -> usize {
     stream.write_all(&message(b'Q', &body)).unwrap();
     let got = until_ready(stream);
     assert_eq!(sqlstate(&got), None, "{sql}: {got:?}");
-    got.iter().filter(|m| m.0 == b'D').count()
+    let rows = got.iter().filter(|m| m.0 == b'D').count();
+    // The command tag is the command's word and the row count, once.
+    let tag = got.iter().find(|m| m.0 == b'C').map(|m| m.1.clone());
+    let word = sql.split_whitespace().next().unwrap_or("").to_uppercase();
+    assert_eq!(tag, Some(format!("{word} {rows}\0").into_bytes()), "{sql}");
+    rows
 }
 
 /// Everything the server sends until it closes the connection.

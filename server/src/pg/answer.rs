@@ -312,7 +312,6 @@ fn encoded_rows(
     command: &str,
 ) -> Response {
     let schema = Arc::new(fields(columns, formats));
-    let count = rows.len();
     let mut encoder = DataRowEncoder::new(schema.clone());
     let encoded: Vec<_> = rows
         .into_iter()
@@ -324,7 +323,7 @@ fn encoded_rows(
         })
         .collect();
     let mut response = QueryResponse::new(schema, stream::iter(encoded));
-    response.set_command_tag(&format!("{command} {count}"));
+    response.set_command_tag(command);
     Response::Query(response)
 }
 

@@ -132,7 +132,7 @@ impl Connection {
         let work = on_sql_thread(move || {
             let _running = crate::metrics::pg_statement_running();
             read_cancel::scoped(scoped, || match catalog {
-                true => super::catalog::answer(&app, &principal, &text).map_err(Box::new),
+                true => super::catalog::answer(&app, &principal, &text),
                 false => run_as(&app, &principal, &text, None)
                     .map(|results| answer::results(&app, results))
                     .map_err(|e| Box::new(answer::run_error(e, &principal, &text))),
