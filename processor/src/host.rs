@@ -29,7 +29,7 @@ use crate::spread::{
 use crate::state::key::Meta;
 use crate::state::store::Store;
 use crate::state::stores::Stores;
-use crate::view::{self, AsOf, Page, RowFilter, ViewQuery, ViewRow};
+use crate::view::{self, AsOf, Page, RowFilter, RowTest, ViewQuery, ViewRow};
 
 pub use crate::runner::{RunOptions, StartFrom};
 pub use crate::state::store::Scope;
@@ -589,18 +589,27 @@ impl ViewReader {
     /// at `cursor`, and the input offsets and watermark those rows
     /// reflect (`partitions`: the input's partition count; for a version
     /// spread over nodes, partitions not held here answer offset 0).
+    #[allow(clippy::too_many_arguments)] // One read: what, which rows, where, how many.
     pub fn page(
         &self,
         query: &ViewQuery,
         filter: &RowFilter,
+        test: Option<&RowTest<'_>>,
         cursor: Option<&[u8]>,
         limit: usize,
         partitions: usize,
     ) -> Result<(Page, AsOf)> {
         match &self.parts {
-            Parts::One(store) => {
-                view::query_page_as_of(store, &self.scope, query, filter, cursor, limit, partitions)
-            }
+            Parts::One(store) => view::query_page_as_of(
+                store,
+                &self.scope,
+                query,
+                filter,
+                test,
+                cursor,
+                limit,
+                partitions,
+            ),
             Parts::Tasks(tasks) => {
                 let mut pages = Vec::with_capacity(tasks.len());
                 let mut as_of = Vec::with_capacity(tasks.len());
@@ -610,6 +619,7 @@ impl ViewReader {
                         &task.scope,
                         query,
                         filter,
+                        test,
                         cursor,
                         limit,
                         1,
@@ -636,7 +646,7 @@ impl ViewReader {
         match &self.parts {
             Parts::One(store) => view::query(store, &self.scope, query, cursor, limit),
             Parts::Tasks(_) => {
-                let (page, _) = self.page(query, &RowFilter::default(), cursor, limit, 0)?;
+                let (page, _) = self.page(query, &RowFilter::default(), None, cursor, limit, 0)?;
                 Ok((page.rows, page.next_cursor))
             }
         }

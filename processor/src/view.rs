@@ -53,9 +53,27 @@ pub enum ViewQuery {
     },
     /// Rows whose key starts with this.
     Prefix(String),
+    /// The rows of these keys (sorted, without repeats), each key's range
+    /// read in turn from one snapshot.
+    Keys(Vec<String>),
+    /// Rows whose key lies between two bounds, in key (byte) order.
+    Range {
+        /// The smallest key, and whether it is included (`None`: from the
+        /// first key).
+        lower: Option<(String, bool)>,
+        /// The largest key, and whether it is included (`None`: to the
+        /// last key).
+        upper: Option<(String, bool)>,
+    },
     /// Every row.
     All,
 }
+
+/// A test a read applies to each row its range and [`RowFilter`] admit,
+/// in key order, inside the read's snapshot: a row it rejects is examined
+/// but not returned. A test may also fold the rows it sees (an aggregate
+/// over a range) and reject them all.
+pub type RowTest<'a> = dyn Fn(&ViewRow) -> bool + Send + Sync + 'a;
 
 /// Where the rows were read: the committed input position.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -188,19 +206,39 @@ impl RowReader<'_> {
     }
 }
 
-/// The key range a query covers.
-fn bounds(query: &ViewQuery) -> (Vec<u8>, Option<Vec<u8>>) {
+/// A range of stored keys: `[lower, upper)`, `upper` `None` to the end.
+type KeyRange = (Vec<u8>, Option<Vec<u8>>);
+
+/// The key ranges a query covers, in key order, not overlapping.
+fn ranges(query: &ViewQuery) -> Vec<KeyRange> {
+    let group = |k: &str| {
+        let (lower, upper) = key::group_range(k.as_bytes());
+        (lower, Some(upper))
+    };
     match query {
-        ViewQuery::Key(k) => {
-            let (lower, upper) = key::group_range(k.as_bytes());
-            (lower, Some(upper))
-        }
+        ViewQuery::Key(k) => vec![group(k)],
         ViewQuery::KeyWindows { key: k, from, to } => {
             let (lower, upper) = key::window_range(k.as_bytes(), *from, *to);
-            (lower, Some(upper))
+            vec![(lower, Some(upper))]
         }
-        ViewQuery::Prefix(p) => key::group_prefix_range(p.as_bytes()),
-        ViewQuery::All => (Vec::new(), None),
+        ViewQuery::Prefix(p) => vec![key::group_prefix_range(p.as_bytes())],
+        ViewQuery::Keys(keys) => {
+            let mut keys: Vec<&String> = keys.iter().collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().map(|k| group(k)).collect()
+        }
+        ViewQuery::Range { lower, upper } => {
+            fn as_bytes(b: &Option<(String, bool)>) -> Option<(&[u8], bool)> {
+                b.as_ref().map(|(k, inclusive)| (k.as_bytes(), *inclusive))
+            }
+            let (lower, upper) = key::group_key_range(as_bytes(lower), as_bytes(upper));
+            match &upper {
+                Some(u) if *u <= lower => Vec::new(),
+                _ => vec![(lower, upper)],
+            }
+        }
+        ViewQuery::All => vec![(Vec::new(), None)],
     }
 }
 
@@ -233,20 +271,23 @@ pub fn query_as_of(
     Ok((rows, next, read_as_of(&snapshot, scope, partitions)?))
 }
 
-/// A page of `query`'s rows that pass `filter`: at most `limit`, starting
-/// after `cursor`, examining at most [`RowFilter::max_scanned`] rows; and
-/// the committed position the rows reflect, read from the same snapshot.
+/// A page of `query`'s rows that pass `filter` and `test`: at most
+/// `limit`, starting after `cursor`, examining at most
+/// [`RowFilter::max_scanned`] rows; and the committed position the rows
+/// reflect, read from the same snapshot.
+#[allow(clippy::too_many_arguments)] // One read: what, which rows, where, how many.
 pub fn query_page_as_of(
     store: &Store,
     scope: &Scope,
     query: &ViewQuery,
     filter: &RowFilter,
+    test: Option<&RowTest<'_>>,
     cursor: Option<&[u8]>,
     limit: usize,
     partitions: usize,
 ) -> Result<(Page, AsOf)> {
     let snapshot = store.snapshot();
-    let page = read_page(&snapshot, scope, query, filter, cursor, limit)?;
+    let page = read_page(&snapshot, scope, query, filter, test, cursor, limit)?;
     Ok((page, read_as_of(&snapshot, scope, partitions)?))
 }
 
@@ -259,13 +300,22 @@ pub(crate) fn read_rows(
     cursor: Option<&[u8]>,
     limit: usize,
 ) -> Result<(Vec<ViewRow>, Option<Vec<u8>>)> {
-    let page = read_page(snapshot, scope, query, &RowFilter::default(), cursor, limit)?;
+    let page = read_page(
+        snapshot,
+        scope,
+        query,
+        &RowFilter::default(),
+        None,
+        cursor,
+        limit,
+    )?;
     Ok((page.rows, page.next_cursor))
 }
 
 /// The rows a page collects: those its filter admits, up to the limit.
 struct Collector<'f> {
     filter: &'f RowFilter,
+    test: Option<&'f RowTest<'f>>,
     limit: usize,
     rows: Vec<ViewRow>,
     /// Key of the last row taken: the cursor of a full page.
@@ -285,7 +335,8 @@ impl Collector<'_> {
     /// Examines the row under `k` (`None`: hidden).
     fn offer(&mut self, k: &[u8], row: Option<ViewRow>) -> Next {
         self.scanned += 1;
-        if let Some(row) = row.filter(|r| self.filter.admits(r)) {
+        let kept = |r: &ViewRow| self.filter.admits(r) && self.test.is_none_or(|test| test(r));
+        if let Some(row) = row.filter(kept) {
             if self.rows.len() == self.limit {
                 // A row past the limit: there is more.
                 return Next::Stop(self.last_taken.take(), false);
@@ -322,6 +373,7 @@ fn read_page(
     scope: &Scope,
     query: &ViewQuery,
     filter: &RowFilter,
+    test: Option<&RowTest<'_>>,
     cursor: Option<&[u8]>,
     limit: usize,
 ) -> Result<Page> {
@@ -338,28 +390,6 @@ fn read_page(
         spec,
         watermark: read_u64(snapshot, scope, Meta::Watermark)?.map_or(i64::MIN, |w| w as i64),
     };
-    let (lower, upper) = bounds(query);
-    let mut start = match cursor {
-        Some(c) if c > lower.as_slice() => {
-            let mut after = c.to_vec();
-            after.push(0);
-            after
-        }
-        _ => lower,
-    };
-    // Open hopping windows (EMIT CHANGES) are not stored as rows: they are
-    // merged from their slices and interleaved with the stored rows.
-    let hopping_changes = matches!(
-        reader.spec.window.as_ref().map(|w| (w.window, w.emit)),
-        Some((WindowSpec::Hopping { .. }, Emit::Changes))
-    );
-    let mut open = OpenRows::new(
-        snapshot,
-        &reader,
-        (&start, upper.as_deref()),
-        hopping_changes,
-        OPEN_SLICES_CHUNK,
-    );
     // Hidden rows (HAVING, open EMIT FINAL windows) and rows the filter
     // rejects are skipped, so read pages until one row past the limit is
     // found, the scan cap is reached or the range ends.
@@ -369,23 +399,68 @@ fn read_page(
     }
     let mut out = Collector {
         filter,
+        test,
         limit,
         rows: Vec::new(),
         last_taken: None,
         scanned: 0,
     };
+    for (lower, upper) in ranges(query) {
+        let start = match cursor {
+            // The cursor is past this range: its rows were read.
+            Some(c) if upper.as_ref().is_some_and(|u| u.as_slice() <= c) => continue,
+            Some(c) if c >= lower.as_slice() => {
+                let mut after = c.to_vec();
+                after.push(0);
+                after
+            }
+            _ => lower,
+        };
+        if let Some((next, capped)) =
+            read_range(snapshot, &reader, (start, upper), chunk, &mut out)?
+        {
+            return Ok(out.page(next, capped));
+        }
+    }
+    Ok(out.page(None, false))
+}
+
+/// Offers the rows of one key range (`[start, upper)`) to `out`, stored and
+/// open ones interleaved in key order; where the page stopped (its cursor,
+/// and whether the scan cap stopped it), or `None` if the range ended
+/// first.
+fn read_range(
+    snapshot: &Snapshot<'_>,
+    reader: &RowReader<'_>,
+    (mut start, upper): KeyRange,
+    chunk: usize,
+    out: &mut Collector<'_>,
+) -> Result<Option<(Option<Vec<u8>>, bool)>> {
+    // Open hopping windows (EMIT CHANGES) are not stored as rows: they are
+    // merged from their slices and interleaved with the stored rows.
+    let hopping_changes = matches!(
+        reader.spec.window.as_ref().map(|w| (w.window, w.emit)),
+        Some((WindowSpec::Hopping { .. }, Emit::Changes))
+    );
+    let mut open = OpenRows::new(
+        snapshot,
+        reader,
+        (&start, upper.as_deref()),
+        hopping_changes,
+        OPEN_SLICES_CHUNK,
+    );
     loop {
-        let raw = snapshot.scan(&scope.view_cf(), &start, upper.as_deref(), chunk)?;
+        let raw = snapshot.scan(&reader.scope.view_cf(), &start, upper.as_deref(), chunk)?;
         let exhausted = raw.len() < chunk;
         for (k, v) in &raw {
             while open.peek_key()?.is_some_and(|ok| ok < k.as_slice()) {
                 let (ok, row) = open.pop().expect("peeked");
                 if let Next::Stop(next, capped) = out.offer(&ok, Some(row)) {
-                    return Ok(out.page(next, capped));
+                    return Ok(Some((next, capped)));
                 }
             }
             if let Next::Stop(next, capped) = out.offer(k, reader.row(k, v)?) {
-                return Ok(out.page(next, capped));
+                return Ok(Some((next, capped)));
             }
         }
         match raw.last() {
@@ -399,10 +474,10 @@ fn read_page(
     while open.peek_key()?.is_some() {
         let (ok, row) = open.pop().expect("peeked");
         if let Next::Stop(next, capped) = out.offer(&ok, Some(row)) {
-            return Ok(out.page(next, capped));
+            return Ok(Some((next, capped)));
         }
     }
-    Ok(out.page(None, false))
+    Ok(None)
 }
 
 /// A hopping slice's start and accumulators.

@@ -42,7 +42,7 @@ const BAD_SQL: &[(&str, &str)] = &[
     ("CREATE STREAM x WITH (PARTITIONS=¦0) AS SELECT * FROM user_events;", "PARTITIONS must be a whole number"),
     // Not supported.
     ("CREATE TABLE x AS SELECT user_id, COUNT(*) FROM user_events GROUP BY user_id ¦PARTITION BY user_id;", "PARTITION BY applies to CREATE STREAM .. AS"),
-    ("SELECT * FROM purchase_stats WHERE ¦amount > 1;", "a pull query's WHERE takes <key column> = value"),
+    ("SELECT * FROM purchase_stats WHERE ¦WINDOWSTART <> 1;", "WINDOWSTART and WINDOWEND are compared with timestamps"),
     // Multi-line texts: the line and column in the whole text.
     (
         "SHOW TABLES;\n\nCREATE STREAM x AS\n  SELECT user_id\n  FROM user_events\n  WHERE amount > ¦> 3;",

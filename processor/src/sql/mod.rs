@@ -62,7 +62,10 @@ pub use error::SqlError;
 pub use limits::{
     MAX_KEEP_VERSIONS, MAX_NESTING_DEPTH, MAX_PARALLELISM, MAX_STATEMENT_TOKENS, SQL_STACK_BYTES,
 };
-pub use pull::{PullQuery, TimeRange};
+pub use pull::{
+    admits, eval_over, KeyCondition, KeyTest, PullAggregate, PullOrder, PullQuery, PullRead,
+    ReadHow, TimeRange, MAX_PULL_OFFSET,
+};
 pub use types::{
     ColumnDecl, CreateAs, DedupDecl, Explain, InsertInto, ObjectKind, ShowWhat, SourceDecl,
     SqlType, Statement,

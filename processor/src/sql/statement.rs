@@ -144,7 +144,17 @@ fn parse_statement(st: &StatementTokens) -> Result<Statement> {
             let (create, _) = parse_create_as(&inner)?;
             return Ok(Statement::Explain(Explain::Create(Box::new(create))));
         }
-        let name = c.name("CREATE .. AS SELECT .. or the name of a view after EXPLAIN")?;
+        if c.is_kw("SELECT") {
+            let inner = StatementTokens {
+                tokens: st.tokens[1..].to_vec(),
+                text: explained_text(&st.text),
+                start: st.tokens[1].span.start,
+                end: st.end,
+            };
+            return pull::parse(&inner).map(|q| Statement::Explain(Explain::Select(Box::new(q))));
+        }
+        let name =
+            c.name("CREATE .. AS SELECT .., a pull query or the name of a view after EXPLAIN")?;
         c.expect_end("end of statement after EXPLAIN name")?;
         Ok(Statement::Explain(Explain::View(name.normalized())))
     } else {

@@ -829,9 +829,14 @@ fn pull_queries_map_to_view_queries() {
         panic!()
     };
     assert_eq!(q.view, "purchase_stats");
-    assert_eq!(q.key.as_deref(), Some("u1"));
-    assert_eq!(q.key_column.as_deref(), Some("user_id"));
-    assert_eq!(q.view_query(), ViewQuery::Key("u1".into()));
+    let read = q.read(Some("user_id"));
+    assert_eq!(read.query, ViewQuery::Key("u1".into()));
+    assert_eq!(read.how, ReadHow::Lookup);
+    assert!(read.residual.is_empty());
+    // Not the key: a condition on a value, over every row.
+    let read = q.read(Some("other"));
+    assert_eq!((read.query, read.how), (ViewQuery::All, ReadHow::Scan));
+    assert_eq!(read.residual.len(), 1);
     let Statement::Select(q) = one(
         "SELECT user_id, total_amount FROM purchase_stats WHERE user_id = 'u1' \
          AND WINDOWSTART >= '2024-01-01T00:00:00Z' AND WINDOWSTART < 1704067500000 AND WINDOWEND <= 1704067800000 LIMIT 10",
@@ -858,7 +863,7 @@ fn pull_queries_map_to_view_queries() {
     );
     assert_eq!(q.limit, Some(10));
     assert_eq!(
-        q.view_query(),
+        q.read(Some("USER_ID")).query,
         ViewQuery::KeyWindows {
             key: "u1".into(),
             from: 1_704_067_200_000,
@@ -871,25 +876,122 @@ fn pull_queries_map_to_view_queries() {
         window_end: Some(we),
         row: json!({}),
     };
-    assert!(q.matches(&row(1_704_067_200_000, 1_704_067_500_000)));
-    assert!(!q.matches(&row(1_704_067_500_000, 1_704_067_800_000)));
+    assert!(q
+        .row_filter(None)
+        .admits(&row(1_704_067_200_000, 1_704_067_500_000)));
+    assert!(!q
+        .row_filter(None)
+        .admits(&row(1_704_067_500_000, 1_704_067_800_000)));
     let Statement::Select(q) =
         one("SELECT * FROM counts WHERE id = 42 AND WINDOWSTART BETWEEN 0 AND 10")
     else {
         panic!()
     };
-    assert_eq!(q.key.as_deref(), Some("42"));
     assert_eq!(
-        q.window_start,
-        TimeRange {
-            from_ms: Some(0),
-            to_ms: Some(11)
+        q.read(Some("id")).query,
+        ViewQuery::KeyWindows {
+            key: "42".into(),
+            from: 0,
+            to: 11
         }
     );
     let Statement::Select(q) = one("SELECT * FROM counts") else {
         panic!()
     };
-    assert_eq!(q.view_query(), ViewQuery::All);
+    assert_eq!(q.read(Some("id")).query, ViewQuery::All);
+}
+
+#[test]
+fn pull_queries_read_key_lists_prefixes_and_ranges_and_filter_the_rest() {
+    let read = |sql: &str| {
+        let Statement::Select(q) = one(sql) else {
+            panic!("{sql}")
+        };
+        q.read(Some("k"))
+    };
+    let r = read("SELECT * FROM v WHERE k IN ('b', 'a', 'b') AND n > 1");
+    assert_eq!(r.query, ViewQuery::Keys(vec!["a".into(), "b".into()]));
+    assert_eq!((r.how, r.residual.len()), (ReadHow::Lookups(2), 1));
+    let r = read("SELECT * FROM v WHERE k LIKE 'ab%'");
+    assert_eq!(
+        (r.query, r.how),
+        (ViewQuery::Prefix("ab".into()), ReadHow::Prefix)
+    );
+    // Not a prefix: every row is tested.
+    let r = read("SELECT * FROM v WHERE k LIKE 'a_%'");
+    assert_eq!((r.how, r.residual.len()), (ReadHow::Scan, 1));
+    let r = read("SELECT * FROM v WHERE k >= 'b' AND k < 'd'");
+    assert_eq!(
+        r.query,
+        ViewQuery::Range {
+            lower: Some(("b".into(), true)),
+            upper: None
+        }
+    );
+    assert_eq!((r.how, r.residual.len()), (ReadHow::Range, 1));
+    let r = read("SELECT * FROM v WHERE k BETWEEN 'b' AND 'd'");
+    assert_eq!(
+        r.query,
+        ViewQuery::Range {
+            lower: Some(("b".into(), true)),
+            upper: Some(("d".into(), true))
+        }
+    );
+    // A number key is not in number order: its range is a scan.
+    let r = read("SELECT * FROM v WHERE k > 5");
+    assert_eq!((r.how, r.residual.len()), (ReadHow::Scan, 1));
+    // An equality wins over a range; the range is still tested.
+    let r = read("SELECT * FROM v WHERE k > 'a' AND k = 'b'");
+    assert_eq!((r.query, r.residual.len()), (ViewQuery::Key("b".into()), 1));
+    // OR is a condition over every row.
+    let r = read("SELECT * FROM v WHERE k = 'a' OR k = 'b'");
+    assert_eq!(r.how, ReadHow::Scan);
+    let Statement::Select(q) = one(
+        "SELECT * FROM v WHERE amount >= 10.5 AND (tier = 'gold' OR tier IS NULL) ORDER BY k DESC LIMIT 5 OFFSET 10",
+    ) else {
+        panic!()
+    };
+    assert_eq!(q.offset, 10);
+    assert_eq!(
+        q.order,
+        Some(PullOrder {
+            column: "k".into(),
+            descending: true
+        })
+    );
+    let row = |v: serde_json::Value| ViewRow {
+        key: "x".into(),
+        window_start: None,
+        window_end: None,
+        row: v,
+    };
+    assert!(admits(
+        &q.conditions,
+        &row(json!({"amount": 11, "tier": "gold"}))
+    ));
+    assert!(admits(&q.conditions, &row(json!({"AMOUNT": 11}))));
+    assert!(!admits(
+        &q.conditions,
+        &row(json!({"amount": 10, "tier": "gold"}))
+    ));
+    assert!(!admits(
+        &q.conditions,
+        &row(json!({"amount": 11, "tier": "silver"}))
+    ));
+}
+
+#[test]
+fn pull_query_aggregates_are_named_as_postgresql_names_them() {
+    let Statement::Select(q) =
+        one("SELECT COUNT(*), SUM(total) AS spent, max(total) FROM v WHERE k LIKE 'u%'")
+    else {
+        panic!()
+    };
+    let aggs = q.aggregates.unwrap();
+    let names: Vec<&str> = aggs.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["count", "spent", "max"]);
+    assert_eq!(aggs[0].kind, AggregateKind::CountAll);
+    assert_eq!(aggs[1].column.as_deref(), Some("total"));
 }
 
 #[test]

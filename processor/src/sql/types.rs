@@ -63,6 +63,9 @@ pub enum Explain {
     Create(Box<CreateAs>),
     /// `EXPLAIN name`: the plan view `name` serves, with its state now.
     View(String),
+    /// `EXPLAIN SELECT ..`: how a pull query reads its view (nothing is
+    /// read).
+    Select(Box<PullQuery>),
 }
 
 /// Stream (an append-only sequence of events) or table (latest row per key).

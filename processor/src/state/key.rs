@@ -319,6 +319,27 @@ pub fn group_prefix_range(prefix: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
     (lower, upper)
 }
 
+/// The range `[lower, upper)` of every row whose group key lies between
+/// two bounds (each a key and whether it is included; `None`: unbounded),
+/// in byte order of the keys (`upper` `None`: to the end). The escaping
+/// keeps byte order, and a key's windowed rows sort after its plain key
+/// and before the next key.
+pub fn group_key_range(
+    lower: Option<(&[u8], bool)>,
+    upper: Option<(&[u8], bool)>,
+) -> (Vec<u8>, Option<Vec<u8>>) {
+    let lower = match lower {
+        None => Vec::new(),
+        Some((k, true)) => plain(k),
+        Some((k, false)) => group_range(k).1,
+    };
+    let upper = upper.map(|(k, inclusive)| match inclusive {
+        true => group_range(k).1,
+        false => plain(k),
+    });
+    (lower, upper)
+}
+
 /// Terminator after an escaped group key.
 const TERMINATOR: [u8; 2] = [0x00, 0x01];
 
@@ -559,6 +580,16 @@ mod tests {
             let (plo, phi) = group_prefix_range(&key);
             let in_prefix = |k: &[u8]| plo.as_slice() <= k && phi.as_ref().is_none_or(|h| k < h.as_slice());
             prop_assert_eq!(in_prefix(&windowed(&other, s, s)), other.starts_with(&key));
+        }
+
+        #[test]
+        fn key_ranges_hold_exactly_the_keys_between_their_bounds(lo in proptest::collection::vec(0u8..3, 0..4), hi in proptest::collection::vec(0u8..3, 0..4), other in proptest::collection::vec(0u8..3, 0..4), lo_in: bool, hi_in: bool, s in any::<i64>()) {
+            let (l, u) = group_key_range(Some((&lo, lo_in)), Some((&hi, hi_in)));
+            let inside = |k: &[u8]| l.as_slice() <= k && u.as_ref().is_none_or(|h| k < h.as_slice());
+            let above = if lo_in { other >= lo } else { other > lo };
+            let below = if hi_in { other <= hi } else { other < hi };
+            prop_assert_eq!(inside(&plain(&other)), above && below);
+            prop_assert_eq!(inside(&windowed(&other, s, s)), above && below);
         }
 
         #[test]

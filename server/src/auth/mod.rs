@@ -141,6 +141,9 @@ pub fn statement_need(statement: &Statement) -> Need {
         Statement::Explain(kappa_processor::sql::Explain::View(name)) => {
             Need::ReadView(name.clone())
         }
+        Statement::Explain(kappa_processor::sql::Explain::Select(query)) => {
+            Need::ReadView(query.view.clone())
+        }
     }
 }
 

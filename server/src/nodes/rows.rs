@@ -120,7 +120,10 @@ pub fn query_string(request: &RowsRequest) -> String {
         ViewQuery::Prefix(prefix) => {
             q.append_pair("prefix", prefix);
         }
-        ViewQuery::All => {}
+        // Key lists and ranges are pull queries' reads, answered by the
+        // node that runs them (`statements::pull` refuses them for a view
+        // spread over nodes): they are never forwarded.
+        ViewQuery::Keys(_) | ViewQuery::Range { .. } | ViewQuery::All => {}
     }
     q.append_pair("limit", &request.limit.to_string());
     if let Some(cursor) = &request.cursor {
@@ -191,7 +194,9 @@ pub fn partition_of_key(key: &str, partitions: usize) -> u32 {
 fn key_of(query: &ViewQuery) -> Option<&str> {
     match query {
         ViewQuery::Key(k) | ViewQuery::KeyWindows { key: k, .. } => Some(k),
-        ViewQuery::Prefix(_) | ViewQuery::All => None,
+        ViewQuery::Prefix(_) | ViewQuery::Keys(_) | ViewQuery::Range { .. } | ViewQuery::All => {
+            None
+        }
     }
 }
 
@@ -535,6 +540,7 @@ mod tests {
     fn a_query_string_says_the_request_again() {
         let request = RowsRequest {
             max_staleness: None,
+            test: None,
             query: ViewQuery::KeyWindows {
                 key: "a b&c".into(),
                 from: 10,

@@ -327,6 +327,74 @@ fn encoded_rows(
     Response::Query(response)
 }
 
+/// What the last pull query answer of a connection reflected: its view and
+/// the committed input offset of each input partition
+/// (`SELECT * FROM kappa_offsets()`).
+#[derive(Debug, Clone)]
+pub struct Offsets {
+    view: String,
+    partitions: Vec<(u32, u64)>,
+}
+
+/// The offsets the last pull query among `results` reflects.
+pub fn offsets_of(results: &[StatementOut]) -> Option<Offsets> {
+    results.iter().rev().find_map(|r| match r {
+        StatementOut::Selected(s) => Some(Offsets {
+            view: s.rows.view.clone(),
+            partitions: s
+                .rows
+                .as_of
+                .offsets
+                .iter()
+                .map(|p| (p.partition, p.offset))
+                .collect(),
+        }),
+        _ => None,
+    })
+}
+
+/// Whether `query` asks for the offsets of the connection's last answer:
+/// `SELECT * FROM kappa_offsets()` (any case, blanks and a final `;`).
+pub fn asks_offsets(query: &str) -> bool {
+    let words: String = query
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_ascii_lowercase();
+    words == "select * from kappa_offsets()"
+}
+
+/// The rows of `kappa_offsets()`: `view`, `partition`, `offset` (every
+/// record of the partition before `offset` is in the answer), one per
+/// input partition of the connection's last pull query; none before one.
+pub fn offsets_rows(last: Option<&Offsets>) -> Answer {
+    let rows = last
+        .map(|o| {
+            o.partitions
+                .iter()
+                .map(|(p, off)| {
+                    vec![
+                        Some(o.view.clone()),
+                        Some(p.to_string()),
+                        Some(off.to_string()),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Answer::Rows {
+        columns: vec![
+            ("view".to_string(), Type::TEXT),
+            ("partition".to_string(), Type::INT8),
+            ("offset".to_string(), Type::INT8),
+        ],
+        rows,
+        command: "SELECT",
+    }
+}
+
 /// The answers of statements' results, one each.
 pub fn results(app: &AppState, results: Vec<StatementOut>) -> Vec<Answer> {
     results.into_iter().map(|r| result(app, r)).collect()
@@ -356,6 +424,30 @@ fn pg_type(t: Option<&SqlType>) -> Type {
     }
 }
 
+/// The type of a column that is not a view's (a pull query's aggregate):
+/// `int8` when every value is a whole number, `numeric` when every value is
+/// a number, `bool` when every one is a boolean, else `text` (`NULL`s and
+/// missing values aside).
+fn type_of_values<'a>(values: impl Iterator<Item = Option<&'a Value>>) -> Type {
+    let mut ty: Option<Type> = None;
+    for v in values.flatten() {
+        let this = match v {
+            Value::Null => continue,
+            Value::Number(n) if n.is_i64() || n.is_u64() => Type::INT8,
+            Value::Number(_) => Type::NUMERIC,
+            Value::Bool(_) => Type::BOOL,
+            _ => return Type::TEXT,
+        };
+        ty = Some(match (ty, this) {
+            (None, t) => t,
+            (Some(a), b) if a == b => a,
+            (Some(Type::INT8 | Type::NUMERIC), Type::INT8 | Type::NUMERIC) => Type::NUMERIC,
+            _ => return Type::TEXT,
+        });
+    }
+    ty.unwrap_or(Type::TEXT)
+}
+
 /// `v` as the text of a value of type `ty` (`None`: SQL `NULL`).
 fn text_value(v: &Value, ty: &Type) -> Option<String> {
     match v {
@@ -378,8 +470,12 @@ fn selected_rows(app: &AppState, selected: SelectedOut) -> Answer {
         .columns
         .iter()
         .map(|name| {
-            let t = types.iter().find(|c| &c.name == name);
-            (name.clone(), pg_type(t.and_then(|c| c.sql_type.as_ref())))
+            let ty = match types.iter().find(|c| &c.name == name) {
+                Some(c) => pg_type(c.sql_type.as_ref()),
+                // An aggregate (or a window bound): typed by its values.
+                None => type_of_values(rows.rows.iter().map(|r| r.row.get(name))),
+            };
+            (name.clone(), ty)
         })
         .collect();
     let values = rows

@@ -56,6 +56,7 @@ impl Session {
                 described: Mutex::new(None),
                 cancels,
                 registration: Mutex::new(None),
+                offsets: Mutex::new(None),
             }),
         }
     }
@@ -92,6 +93,8 @@ pub struct Connection {
     cancels: Arc<Cancels>,
     /// This connection's place among them, from its login on.
     registration: Mutex<Option<Arc<Registration>>>,
+    /// What its last pull query answer reflected (`kappa_offsets()`).
+    offsets: Mutex<Option<answer::Offsets>>,
 }
 
 impl Connection {
@@ -124,6 +127,10 @@ impl Connection {
         if let Some(answered) = answer::session_statement(query) {
             return answered.map(|a| vec![a]).map_err(Box::new);
         }
+        if answer::asks_offsets(query) {
+            let last = self.offsets.lock().unwrap_or_else(PoisonError::into_inner);
+            return Ok(vec![answer::offsets_rows(last.as_ref())]);
+        }
         let app = self.app.clone();
         let text = query.to_string();
         let flag = Arc::new(AtomicBool::new(false));
@@ -132,9 +139,12 @@ impl Connection {
         let work = on_sql_thread(move || {
             let _running = crate::metrics::pg_statement_running();
             read_cancel::scoped(scoped, || match catalog {
-                true => super::catalog::answer(&app, &principal, &text),
+                true => super::catalog::answer(&app, &principal, &text).map(|a| (a, None)),
                 false => run_as(&app, &principal, &text, None)
-                    .map(|results| answer::results(&app, results))
+                    .map(|results| {
+                        let offsets = answer::offsets_of(&results);
+                        (answer::results(&app, results), offsets)
+                    })
                     .map_err(|e| Box::new(answer::run_error(e, &principal, &text))),
             })
         });
@@ -144,7 +154,8 @@ impl Connection {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let Some(registration) = registration else {
-            return work.await.map_err(|e| Box::new(answer::internal(e)))?;
+            let ran = work.await.map_err(|e| Box::new(answer::internal(e)))?;
+            return self.keep_offsets(ran);
         };
         let watch = registration.start().await;
         let ran = tokio::select! {
@@ -159,7 +170,20 @@ impl Connection {
             Ok(_) => "ok",
             Err(_) => "error",
         });
-        ran
+        self.keep_offsets(ran)
+    }
+
+    /// The answers of a run, keeping the offsets its last pull query
+    /// reflected for `kappa_offsets()`.
+    fn keep_offsets(
+        &self,
+        ran: Result<(Vec<Answer>, Option<answer::Offsets>), Box<ErrorInfo>>,
+    ) -> Result<Vec<Answer>, Box<ErrorInfo>> {
+        let (answers, offsets) = ran?;
+        if let Some(offsets) = offsets {
+            *self.offsets.lock().unwrap_or_else(PoisonError::into_inner) = Some(offsets);
+        }
+        Ok(answers)
     }
 
     /// Makes the connection cancellable: its process id and secret key

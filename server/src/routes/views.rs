@@ -207,6 +207,7 @@ fn rows_request(params: &mut Params) -> ApiResult<RowsRequest> {
         after: after.unwrap_or_default(),
         max_wait: Duration::from_millis(max_wait),
         max_staleness: max_staleness.map(Duration::from_millis),
+        test: None,
     })
 }
 

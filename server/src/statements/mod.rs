@@ -264,6 +264,7 @@ impl Executor<'_> {
     fn explain(&self, what: sql::Explain) -> Result<ExplainedOut, StatementError> {
         use kappa_processor::sql::explain;
         let (name, plan, live, state_bytes) = match what {
+            sql::Explain::Select(query) => return self.explain_select(&query),
             sql::Explain::Create(create) => {
                 let plan = sql::plan(&create, &Sources(self.views.catalog()))?;
                 (create.name, plan, Default::default(), None)

@@ -1,10 +1,25 @@
-//! Pull queries (`SELECT .. FROM view [WHERE ..] [LIMIT n]`): the key
-//! column check, the read of the served version (the rows that match the
-//! key and window bounds, at most `LIMIT`) and the projection of the
-//! selected columns.
+//! Pull queries (`SELECT .. FROM view [WHERE ..] [ORDER BY ..] [LIMIT n]
+//! [OFFSET m]`): which key range of the served version is read (the view's
+//! key column decides, [`PullQuery::read`]), the conditions tested on each
+//! row inside the read, the order, the offset, the aggregates, and the
+//! projection of the selected columns.
+//!
+//! Every answer comes from one read, so from one snapshot of the view
+//! (per worker store, as every read of a view): rows, aggregates and the
+//! input offsets they reflect (`as_of`) agree. Rows the conditions reject
+//! are examined inside the read, not sent anywhere; `ORDER BY .. DESC`
+//! keeps the last rows of the range while reading it and an aggregate
+//! folds the rows it reads, so neither holds more than its answer.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use kappa_processor::accumulators::{Accumulator, AggregateKind};
+use kappa_processor::expr::Expr;
 use kappa_processor::plan::ColumnSource;
-use kappa_processor::sql::PullQuery;
+use kappa_processor::sql::{self, PullAggregate, PullQuery, PullRead, ReadHow};
+use kappa_processor::view::{row_key, ViewRow};
 use serde_json::{json, Value};
 
 use super::{Executor, StatementError};
@@ -12,50 +27,268 @@ use super::{Executor, StatementError};
 /// Most rows a pull query examines (stored rows and open windows, matching
 /// or not) before it answers what it found with `truncated: true`: window
 /// bounds without a key are no key range, and a query finding few matches
-/// must not walk a view of any size.
+/// must not walk a view of any size. An aggregate or `ORDER BY .. DESC`
+/// that would examine more is refused (its answer would be wrong).
 pub const MAX_PULL_QUERY_SCANNED: usize = 1_000_000;
-use crate::dto::statements::SelectedOut;
+use crate::dto::statements::{ExplainedOut, OperatorOut, SelectedOut, SqlType};
 use crate::dto::{RowOut, RowsOut};
 use crate::nodes::rows;
 use crate::views::RowsOutExt;
-use crate::views::{RowsRequest, ViewError, MAX_ROWS_PER_PAGE};
+use crate::views::{RowsRequest, RowsTest, ViewError, MAX_ROWS_PER_PAGE};
+
+/// How a pull query runs on its view, once the view is known.
+struct PullPlan {
+    read: PullRead,
+    /// `ORDER BY .. DESC`.
+    descending: bool,
+    /// The view's columns with their SQL types.
+    columns: Vec<crate::dto::statements::ColumnOut>,
+    /// The view's key column, if it has one.
+    key_column: Option<String>,
+}
 
 impl Executor<'_> {
     /// Runs a pull query on the served version of its view: one read of
-    /// the key range, with the window bounds applied inside it and at most
-    /// [`MAX_PULL_QUERY_SCANNED`] rows examined.
+    /// the key range, with the window bounds and the other conditions
+    /// applied inside it and at most [`MAX_PULL_QUERY_SCANNED`] rows
+    /// examined.
     pub(super) fn select(&self, query: &PullQuery) -> Result<SelectedOut, StatementError> {
-        self.check_key_column(query)?;
+        let plan = self.pull_plan(query)?;
+        let out = match &query.aggregates {
+            Some(aggregates) => self.aggregate(query, &plan, aggregates)?,
+            None if plan.descending => self.rows_descending(query, &plan)?,
+            None => self.rows_ascending(query, &plan)?,
+        };
+        let truncated = out.next_cursor.is_some();
+        Ok(SelectedOut {
+            statement: "SELECT".to_string(),
+            rows: out,
+            truncated,
+        })
+    }
+
+    /// Which key range `query` reads, and the checks of its `ORDER BY`
+    /// and of a view spread over a Kappa cluster's nodes.
+    fn pull_plan(&self, query: &PullQuery) -> Result<PullPlan, StatementError> {
+        let catalog = self.views.catalog();
+        let Some(view) = catalog.views.get(&query.view) else {
+            return Err(ViewError::UnknownView(query.view.clone()).into());
+        };
+        let keys: Vec<&str> = match view.served.plan.view_aggregate() {
+            Some(a) => a
+                .columns
+                .iter()
+                .filter(|(_, s)| matches!(s, ColumnSource::GroupKey(_)))
+                .map(|(n, _)| n.as_str())
+                .collect(),
+            None => Vec::new(),
+        };
+        let key_column = match keys.as_slice() {
+            [key] => Some(key.to_string()),
+            _ => None,
+        };
+        let read = query.read(key_column.as_deref());
+        let descending = match &query.order {
+            None => false,
+            Some(o) if key_column.as_deref().is_some_and(|k| k.eq_ignore_ascii_case(&o.column)) => {
+                o.descending
+            }
+            Some(o) if o.column.eq_ignore_ascii_case("WINDOWSTART") && read.how == ReadHow::Lookup => {
+                o.descending
+            }
+            Some(o) => {
+                return Err(StatementError::BadRequest(format!(
+                    "a pull query on {:?} answers in key order: ORDER BY {} [DESC], or ORDER BY WINDOWSTART [DESC] with WHERE {} = ..; not ORDER BY {}",
+                    query.view,
+                    key_column.as_deref().unwrap_or("its key"),
+                    key_column.as_deref().unwrap_or("its key"),
+                    o.column
+                )))
+            }
+        };
+        let columns = crate::statements::view_columns(&view.served.plan);
+        drop(catalog);
+        check_columns(query, &columns)?;
+        let plain = read.residual.is_empty()
+            && !descending
+            && query.offset == 0
+            && query.aggregates.is_none()
+            && matches!(read.how, ReadHow::Lookup | ReadHow::Prefix | ReadHow::Scan);
+        if !plain && self.spread(&query.view)? {
+            return Err(StatementError::BadRequest(format!(
+                "view {:?} is spread over a Kappa cluster's nodes: its pull queries read one key, a prefix or every row, with window bounds and LIMIT (conditions on other columns, key lists and ranges, ORDER BY .. DESC, OFFSET and aggregates read a view held by one node)",
+                query.view
+            )));
+        }
+        Ok(PullPlan {
+            read,
+            descending,
+            columns,
+            key_column,
+        })
+    }
+
+    /// Whether `view` is spread over a Kappa cluster's nodes.
+    fn spread(&self, view: &str) -> Result<bool, StatementError> {
+        match &self.across {
+            Some(_) => Ok(self.views.spread_of(view, None)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
+    /// The rows in key order: `OFFSET + LIMIT` read, the first `OFFSET`
+    /// dropped.
+    fn rows_ascending(
+        &self,
+        query: &PullQuery,
+        plan: &PullPlan,
+    ) -> Result<RowsOut, StatementError> {
         let limit = query
             .limit
             .unwrap_or(MAX_ROWS_PER_PAGE)
             .min(MAX_ROWS_PER_PAGE);
-        let request = RowsRequest {
+        let residual = plan.read.residual.clone();
+        let test = (!residual.is_empty())
+            .then(|| RowsTest(Arc::new(move |row: &ViewRow| sql::admits(&residual, row))));
+        let request = self.request(query, plan, query.offset + limit, test);
+        let mut out = self.read(&query.view, &request)?;
+        let rows = std::mem::take(&mut out.rows);
+        out.rows = rows
+            .into_iter()
+            .skip(query.offset)
+            .map(|row| project(row, query.columns.as_deref()))
+            .collect();
+        self.select_columns(query, &mut out);
+        Ok(out)
+    }
+
+    /// The rows in descending key (or window) order: the whole range read
+    /// once, the last `OFFSET + LIMIT` rows kept as it goes.
+    fn rows_descending(
+        &self,
+        query: &PullQuery,
+        plan: &PullPlan,
+    ) -> Result<RowsOut, StatementError> {
+        let limit = query
+            .limit
+            .unwrap_or(MAX_ROWS_PER_PAGE)
+            .min(MAX_ROWS_PER_PAGE);
+        let keep = query.offset + limit;
+        let last: Arc<Mutex<BinaryHeap<Reverse<Ordered>>>> = Arc::default();
+        let residual = plan.read.residual.clone();
+        let kept = last.clone();
+        let test = RowsTest(Arc::new(move |row: &ViewRow| {
+            if sql::admits(&residual, row) {
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                kept.push(Reverse(Ordered(row_key(row), row.clone())));
+                if kept.len() > keep {
+                    kept.pop();
+                }
+            }
+            false
+        }));
+        let request = self.request(query, plan, 1, Some(test));
+        let mut out = self.read(&query.view, &request)?;
+        if out.next_cursor.is_some() {
+            return Err(whole_range_too_big(query, "ORDER BY .. DESC"));
+        }
+        let mut rows: Vec<Ordered> =
+            std::mem::take(&mut *last.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_iter()
+                .map(|Reverse(o)| o)
+                .collect();
+        rows.sort_by(|a, b| b.0.cmp(&a.0));
+        out.rows = rows
+            .into_iter()
+            .skip(query.offset)
+            .take(limit)
+            .map(|Ordered(_, r)| project(row_out(r), query.columns.as_deref()))
+            .collect();
+        self.select_columns(query, &mut out);
+        Ok(out)
+    }
+
+    /// One row of aggregates over the rows the query covers, folded as the
+    /// read goes.
+    fn aggregate(
+        &self,
+        query: &PullQuery,
+        plan: &PullPlan,
+        aggregates: &[PullAggregate],
+    ) -> Result<RowsOut, StatementError> {
+        let kinds: Vec<AggregateKind> = aggregates
+            .iter()
+            .map(|a| exact_kind(a, &plan.columns))
+            .collect();
+        let accumulators: Arc<Mutex<Vec<Accumulator>>> =
+            Arc::new(Mutex::new(kinds.iter().map(|k| k.accumulator()).collect()));
+        let args: Vec<(Option<Expr>, bool)> = aggregates
+            .iter()
+            .map(|a| (a.arg.clone(), a.kind == AggregateKind::CountAll))
+            .collect();
+        let residual = plan.read.residual.clone();
+        let folded = accumulators.clone();
+        let test = RowsTest(Arc::new(move |row: &ViewRow| {
+            if sql::admits(&residual, row) {
+                let mut accs = folded.lock().unwrap_or_else(PoisonError::into_inner);
+                for (acc, (arg, count_all)) in accs.iter_mut().zip(&args) {
+                    let value = arg.as_ref().map_or(Value::Null, |e| sql::eval_over(e, row));
+                    acc.add(&value, *count_all, (0, 0));
+                }
+            }
+            false
+        }));
+        let request = self.request(query, plan, 1, Some(test));
+        let mut out = self.read(&query.view, &request)?;
+        if out.next_cursor.is_some() {
+            return Err(whole_range_too_big(query, "an aggregate"));
+        }
+        let accs = accumulators.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut row = serde_json::Map::new();
+        for (a, acc) in aggregates.iter().zip(accs.iter()) {
+            row.insert(a.name.clone(), acc.result());
+        }
+        out.columns = aggregates.iter().map(|a| a.name.clone()).collect();
+        out.rows = match query.offset {
+            0 => vec![RowOut {
+                key: String::new(),
+                window_start: None,
+                window_end: None,
+                row: Value::Object(row),
+            }],
+            _ => Vec::new(),
+        };
+        Ok(out)
+    }
+
+    /// The read of `query`'s key range under `plan`: its window bounds, at
+    /// most [`MAX_PULL_QUERY_SCANNED`] rows examined, `limit` rows
+    /// answered, `test` applied to each.
+    fn request(
+        &self,
+        query: &PullQuery,
+        plan: &PullPlan,
+        limit: usize,
+        test: Option<RowsTest>,
+    ) -> RowsRequest {
+        RowsRequest {
             max_staleness: None,
-            query: query.view_query(),
+            query: plan.read.query.clone(),
             filter: query.row_filter(Some(MAX_PULL_QUERY_SCANNED)),
             cursor: None,
             limit,
             version: None,
             after: Vec::new(),
             max_wait: std::time::Duration::ZERO,
-        };
-        let mut out = self.read(&query.view, &request)?;
-        // More rows matched, or the scan cap stopped the read first.
-        let truncated = out.next_cursor.is_some();
-        let columns = query.columns.as_deref();
-        out.rows = std::mem::take(&mut out.rows)
-            .into_iter()
-            .map(|row| project(row, columns))
-            .collect();
+            test,
+        }
+    }
+
+    /// Names the selected columns of `out` as [`project`] does.
+    fn select_columns(&self, query: &PullQuery, out: &mut RowsOut) {
         if let Some(selected) = &query.columns {
             out.columns = selected_columns(&out.columns, selected);
         }
-        Ok(SelectedOut {
-            statement: "SELECT".to_string(),
-            rows: out,
-            truncated,
-        })
     }
 
     /// The rows `request` asks of `view`: from the nodes holding them when
@@ -73,33 +306,232 @@ impl Executor<'_> {
         Ok(RowsOut::from_answer(view.to_string(), answer))
     }
 
-    /// Checks that a pull query's `WHERE col = ..` names the view's one
-    /// GROUP BY column: rows are looked up by that key.
-    fn check_key_column(&self, query: &PullQuery) -> Result<(), StatementError> {
-        let Some(column) = &query.key_column else {
-            return Ok(());
-        };
-        let catalog = self.views.catalog();
-        let Some(view) = catalog.views.get(&query.view) else {
-            return Err(ViewError::UnknownView(query.view.clone()).into());
-        };
-        let keys: Vec<&str> = match view.served.plan.view_aggregate() {
-            Some(a) => a
-                .columns
-                .iter()
-                .filter(|(_, s)| matches!(s, ColumnSource::GroupKey(_)))
-                .map(|(n, _)| n.as_str())
-                .collect(),
-            None => Vec::new(),
-        };
-        match keys.as_slice() {
-            [key] if key.eq_ignore_ascii_case(column) => Ok(()),
-            _ => Err(StatementError::BadRequest(format!(
-                "a pull query on {:?} looks rows up by its key column {keys:?}, not {column:?}",
-                query.view
-            ))),
+    /// `EXPLAIN SELECT ..`: how the pull query reads its view, without
+    /// reading it.
+    pub(super) fn explain_select(&self, query: &PullQuery) -> Result<ExplainedOut, StatementError> {
+        let plan = self.pull_plan(query)?;
+        let mut operators = vec![operator("read", read_detail(&plan))];
+        if !query.window_start.is_unbounded() || !query.window_end.is_unbounded() {
+            operators.push(operator(
+                "filter",
+                format!(
+                    "window bounds inside the read: WINDOWSTART {}, WINDOWEND {}",
+                    range_text(&query.window_start),
+                    range_text(&query.window_end)
+                ),
+            ));
+        }
+        if !plan.read.residual.is_empty() {
+            let conditions: Vec<String> =
+                plan.read.residual.iter().map(|e| e.to_string()).collect();
+            operators.push(operator(
+                "filter",
+                format!("on each row read: {}", conditions.join(" AND ")),
+            ));
+        }
+        if let Some(aggregates) = &query.aggregates {
+            let names: Vec<&str> = aggregates.iter().map(|a| a.text.as_str()).collect();
+            operators.push(operator(
+                "aggregate",
+                format!(
+                    "{} over the rows read, folded as they are read: one row",
+                    names.join(", ")
+                ),
+            ));
+        } else {
+            let order = match (plan.descending, &query.order) {
+                (true, _) => {
+                    "descending key order: the whole range is read, the last rows kept".to_string()
+                }
+                (false, Some(o))
+                    if !plan
+                        .key_column
+                        .as_deref()
+                        .is_some_and(|k| k.eq_ignore_ascii_case(&o.column)) =>
+                {
+                    "window order of the one key (the read's own order)".to_string()
+                }
+                _ => "key order (the read's own order)".to_string(),
+            };
+            operators.push(operator("order", order));
+            let limit = query
+                .limit
+                .unwrap_or(MAX_ROWS_PER_PAGE)
+                .min(MAX_ROWS_PER_PAGE);
+            operators.push(operator(
+                "limit",
+                match query.offset {
+                    0 => format!("at most {limit} rows"),
+                    n => format!("{n} rows skipped, then at most {limit}"),
+                },
+            ));
+        }
+        let text = std::iter::once(format!("pull query on view {:?}", query.view))
+            .chain(
+                operators
+                    .iter()
+                    .map(|o| format!("-> {}: {}", o.operator, o.detail)),
+            )
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(ExplainedOut {
+            statement: "EXPLAIN".to_string(),
+            name: query.view.clone(),
+            operators,
+            state_bytes: None,
+            text,
+        })
+    }
+}
+
+/// Refuses a pull query naming a column its view does not have (in
+/// `WHERE`, an aggregate or `ORDER BY`): a condition on a missing column
+/// would quietly match nothing.
+fn check_columns(
+    query: &PullQuery,
+    columns: &[crate::dto::statements::ColumnOut],
+) -> Result<(), StatementError> {
+    let known = |name: &str| {
+        columns.iter().any(|c| c.name.eq_ignore_ascii_case(name))
+            || name.eq_ignore_ascii_case("WINDOWSTART")
+            || name.eq_ignore_ascii_case("WINDOWEND")
+    };
+    let mut named: Vec<String> = query
+        .conditions
+        .iter()
+        .chain(query.aggregates.iter().flatten().filter_map(|a| a.arg.as_ref()))
+        .flat_map(|e| e.fields())
+        .filter_map(|path| path.into_iter().next())
+        .collect();
+    named.extend(query.order.as_ref().map(|o| o.column.clone()));
+    match named.into_iter().find(|n| !known(n)) {
+        None => Ok(()),
+        Some(unknown) => {
+            let have: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+            Err(StatementError::BadRequest(format!(
+                "view {:?} has no column {unknown:?}: its columns are {}",
+                query.view,
+                have.join(", ")
+            )))
         }
     }
+}
+
+/// A row and its stored key: ordered as the view stores rows.
+struct Ordered(Vec<u8>, ViewRow);
+
+impl PartialEq for Ordered {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Ordered {}
+
+impl PartialOrd for Ordered {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ordered {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+fn row_out(r: ViewRow) -> RowOut {
+    RowOut {
+        key: r.key,
+        window_start: r.window_start,
+        window_end: r.window_end,
+        row: r.row,
+    }
+}
+
+/// The refusal of a query that must read its whole range (`what`) when the
+/// range holds more rows than a read may examine.
+fn whole_range_too_big(query: &PullQuery, what: &str) -> StatementError {
+    StatementError::BadRequest(format!(
+        "{what} reads every row of the range it covers, and the range of view {:?} holds more than {MAX_PULL_QUERY_SCANNED} rows: narrow it with a condition on the key",
+        query.view
+    ))
+}
+
+/// The aggregate kind of `a`: `SUM` and `AVG` of a `DECIMAL(p, s)` column
+/// sum exactly, as in a view.
+fn exact_kind(a: &PullAggregate, columns: &[crate::dto::statements::ColumnOut]) -> AggregateKind {
+    let scale = a.column.as_ref().and_then(|c| {
+        columns
+            .iter()
+            .find(|col| col.name.eq_ignore_ascii_case(c))
+            .and_then(|col| match col.sql_type {
+                Some(SqlType::Decimal { scale, .. }) => Some(scale),
+                _ => None,
+            })
+    });
+    match scale {
+        Some(scale) => a.kind.for_decimal(scale),
+        None => a.kind,
+    }
+}
+
+fn operator(name: &str, detail: String) -> OperatorOut {
+    OperatorOut {
+        operator: name.to_string(),
+        detail,
+        runs_on: "the statement's thread".to_string(),
+        state: None,
+        state_entries: None,
+    }
+}
+
+/// What the read of a pull query covers.
+fn read_detail(plan: &PullPlan) -> String {
+    use kappa_processor::view::ViewQuery as Q;
+    let key = plan.key_column.as_deref().unwrap_or("key");
+    let what = match &plan.read.query {
+        Q::Key(k) | Q::KeyWindows { key: k, .. } => format!("{key} = {k:?}"),
+        Q::Keys(keys) => {
+            let shown: Vec<String> = keys.iter().take(5).map(|k| format!("{k:?}")).collect();
+            let more = if keys.len() > 5 { ", .." } else { "" };
+            format!("{key} IN ({}{more})", shown.join(", "))
+        }
+        Q::Prefix(p) => format!("{key} starting with {p:?}"),
+        Q::Range { lower, upper } => format!(
+            "{key} in {}{}, {}{}",
+            if lower.as_ref().is_some_and(|l| l.1) {
+                "["
+            } else {
+                "("
+            },
+            lower
+                .as_ref()
+                .map_or("..".to_string(), |l| format!("{:?}", l.0)),
+            upper
+                .as_ref()
+                .map_or("..".to_string(), |u| format!("{:?}", u.0)),
+            if upper.as_ref().is_some_and(|u| u.1) {
+                "]"
+            } else {
+                ")"
+            },
+        ),
+        Q::All => format!("every row, at most {MAX_PULL_QUERY_SCANNED} examined"),
+    };
+    format!(
+        "{} of the served version's key order: {what}",
+        plan.read.how.describe()
+    )
+}
+
+/// A time range as `[from, to)` in epoch ms (`..` unbounded).
+fn range_text(r: &kappa_processor::view::TimeRange) -> String {
+    format!(
+        "[{}, {})",
+        r.from_ms.map_or("..".to_string(), |t| t.to_string()),
+        r.to_ms.map_or("..".to_string(), |t| t.to_string())
+    )
 }
 
 /// The names `project` gives the selected columns: a view column's own

@@ -151,6 +151,7 @@ fn statement_object(statement: &sql::Statement) -> String {
         sql::Statement::Select(query) => query.view.clone(),
         sql::Statement::Explain(sql::Explain::Create(create)) => create.name.clone(),
         sql::Statement::Explain(sql::Explain::View(name)) => name.clone(),
+        sql::Statement::Explain(sql::Explain::Select(query)) => query.view.clone(),
         sql::Statement::InsertInto(insert) => insert.target.clone(),
         sql::Statement::Show(_) => String::new(),
     }

@@ -19,7 +19,7 @@ mod supervisor;
 use kappa_processor::error::ProcessorError;
 
 pub use manager::{ManagerConfig, ViewManager};
-pub use reads::{RowsAnswer, RowsOutExt, RowsRequest, SpreadRows, MAX_ROWS_PER_PAGE};
+pub use reads::{RowsAnswer, RowsOutExt, RowsRequest, RowsTest, SpreadRows, MAX_ROWS_PER_PAGE};
 pub use retry::Clock;
 
 /// What can go wrong hosting views; `crate::error` maps each to a status.

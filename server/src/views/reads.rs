@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use kappa_processor::host::{Scope, ViewReader};
 use kappa_processor::plan::{Operation, Plan};
 use kappa_processor::progress::{Progress, WorkerRole};
-use kappa_processor::view::{AsOf, RowFilter, ViewQuery, ViewRow};
+use kappa_processor::view::{AsOf, RowFilter, RowTest, ViewQuery, ViewRow};
 
 use super::catalog::{VersionEntry, ViewEntry};
 use super::manager::{lock, scope, ViewManager};
@@ -55,6 +55,20 @@ pub struct RowsRequest {
     /// standby here this far behind its input at most may answer (`None`:
     /// only the partitions' owners answer).
     pub max_staleness: Option<Duration>,
+    /// A test rows must also pass, applied inside the read's snapshot (a
+    /// pull query's conditions on value columns, or its aggregate folding
+    /// the rows); never forwarded to another node.
+    pub test: Option<RowsTest>,
+}
+
+/// A [`RowTest`] a [`RowsRequest`] carries.
+#[derive(Clone)]
+pub struct RowsTest(pub Arc<RowTest<'static>>);
+
+impl std::fmt::Debug for RowsTest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RowsTest")
+    }
 }
 
 /// Rows and where they were read.
@@ -308,6 +322,7 @@ impl ViewManager {
             .page(
                 &request.query,
                 &request.filter,
+                request.test.as_ref().map(|t| t.0.as_ref()),
                 request.cursor.as_deref(),
                 request.limit,
                 target.partitions,

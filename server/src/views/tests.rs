@@ -467,6 +467,7 @@ fn damaged_state_of_one_view_fails_that_view_only_and_a_replay_rebuilds_it() {
             view,
             &super::RowsRequest {
                 max_staleness: None,
+                test: None,
                 filter: Default::default(),
                 query: kappa_processor::view::ViewQuery::All,
                 cursor: None,
@@ -854,6 +855,7 @@ fn read_all(f: &Fixture, view: &str) -> super::RowsAnswer {
             view,
             &super::RowsRequest {
                 max_staleness: None,
+                test: None,
                 filter: Default::default(),
                 query: kappa_processor::view::ViewQuery::All,
                 cursor: None,
