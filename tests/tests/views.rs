@@ -618,7 +618,11 @@ fn a_derived_stream_writes_its_topic_once_across_a_replacement() {
     // A pull query's conditions name the view's columns.
     let (status, body) = client.sql("SELECT * FROM purchase_stats WHERE event_type = 'x';");
     assert_error("unknown column", status, &body, 400, "bad_request");
-    assert!(body.to_string().contains("has no column \\\"event_type\\\""), "{body}");
+    assert!(
+        body.to_string()
+            .contains("has no column \\\"event_type\\\""),
+        "{body}"
+    );
     client.sql_ok("DROP STREAM high_value;");
     let (status, _) = client.get("/v1/views/high_value");
     assert_eq!(status, 404);

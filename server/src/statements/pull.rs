@@ -399,7 +399,13 @@ fn check_columns(
     let mut named: Vec<String> = query
         .conditions
         .iter()
-        .chain(query.aggregates.iter().flatten().filter_map(|a| a.arg.as_ref()))
+        .chain(
+            query
+                .aggregates
+                .iter()
+                .flatten()
+                .filter_map(|a| a.arg.as_ref()),
+        )
         .flat_map(|e| e.fields())
         .filter_map(|path| path.into_iter().next())
         .collect();
