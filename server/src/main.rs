@@ -20,6 +20,11 @@ use kappa_server::cli::http::ClientOptions;
 use kappa_server::cli::ClientCommand;
 use kappa_server::config::{LogFormat, Overrides, ServerConfig};
 
+/// mimalloc rather than glibc's malloc: statements allocate many small
+/// short-lived values (BENCHMARKS.md, "PostgreSQL listener").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Kappa: an event log and stream processor in one binary.
 #[derive(Parser)]
 #[command(name = "kappa", version)]

@@ -498,11 +498,8 @@ fn selected_rows(app: &AppState, selected: SelectedOut) -> Answer {
 /// The output columns of view `name` with their types (empty when it is
 /// gone).
 fn view_columns(app: &AppState, name: &str) -> Vec<ColumnOut> {
-    let catalog = app.views.catalog();
-    catalog
-        .views
-        .get(name)
-        .map(|v| crate::statements::view_columns(&v.served.plan))
+    app.views
+        .with_view(name, |v| crate::statements::view_columns(&v.served.plan))
         .unwrap_or_default()
 }
 

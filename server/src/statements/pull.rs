@@ -70,22 +70,24 @@ impl Executor<'_> {
     /// Which key range `query` reads, and the checks of its `ORDER BY`
     /// and of a view spread over a Kappa cluster's nodes.
     fn pull_plan(&self, query: &PullQuery) -> Result<PullPlan, StatementError> {
-        let catalog = self.views.catalog();
-        let Some(view) = catalog.views.get(&query.view) else {
+        let Some((key_column, columns)) = self.views.with_view(&query.view, |view| {
+            let plan = &view.served.plan;
+            let keys: Vec<&str> = match plan.view_aggregate() {
+                Some(a) => a
+                    .columns
+                    .iter()
+                    .filter(|(_, s)| matches!(s, ColumnSource::GroupKey(_)))
+                    .map(|(n, _)| n.as_str())
+                    .collect(),
+                None => Vec::new(),
+            };
+            let key_column = match keys.as_slice() {
+                [key] => Some(key.to_string()),
+                _ => None,
+            };
+            (key_column, crate::statements::view_columns(plan))
+        }) else {
             return Err(ViewError::UnknownView(query.view.clone()).into());
-        };
-        let keys: Vec<&str> = match view.served.plan.view_aggregate() {
-            Some(a) => a
-                .columns
-                .iter()
-                .filter(|(_, s)| matches!(s, ColumnSource::GroupKey(_)))
-                .map(|(n, _)| n.as_str())
-                .collect(),
-            None => Vec::new(),
-        };
-        let key_column = match keys.as_slice() {
-            [key] => Some(key.to_string()),
-            _ => None,
         };
         let read = query.read(key_column.as_deref());
         let descending = match &query.order {
@@ -106,8 +108,6 @@ impl Executor<'_> {
                 )))
             }
         };
-        let columns = crate::statements::view_columns(&view.served.plan);
-        drop(catalog);
         check_columns(query, &columns)?;
         let plain = read.residual.is_empty()
             && !descending

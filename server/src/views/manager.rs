@@ -468,6 +468,13 @@ impl ViewManager {
         lock(&self.state).catalog.clone()
     }
 
+    /// `f` of view `name`'s entry, read under the catalog's lock without
+    /// copying the catalog (a pull query's per-statement look at its
+    /// view); `None` if there is no such view. `f` must be quick.
+    pub fn with_view<T>(&self, name: &str, f: impl FnOnce(&ViewEntry) -> T) -> Option<T> {
+        lock(&self.state).catalog.views.get(name).map(f)
+    }
+
     /// Refuses to let topic `topic` go while the catalog uses it: streams or
     /// tables declared over it, views reading it, views writing it.
     pub fn check_topic_unused(&self, topic: &str) -> Result<()> {

@@ -143,7 +143,10 @@ pub struct SpreadStats {
 /// A version resolved for reading.
 struct Target {
     scope: Scope,
-    plan: Plan,
+    /// Its columns in SELECT order.
+    columns: Vec<String>,
+    /// Whether its rows are windows.
+    windowed: bool,
     partitions: usize,
 }
 
@@ -212,7 +215,8 @@ impl ViewManager {
         };
         Ok(Target {
             scope: s,
-            plan: entry.plan.clone(),
+            columns: columns(&entry.plan),
+            windowed: windowed(&entry.plan),
             partitions,
         })
     }
@@ -296,7 +300,7 @@ impl ViewManager {
             Some(self.wait_for(name, &request.after, request.max_wait)?)
         };
         let target = self.resolve(name, request.version.or(waited))?;
-        if matches!(request.query, ViewQuery::KeyWindows { .. }) && !windowed(&target.plan) {
+        if matches!(request.query, ViewQuery::KeyWindows { .. }) && !target.windowed {
             return Err(ViewError::BadRequest(format!(
                 "view {name:?} is not windowed: from and to do not apply"
             )));
@@ -332,7 +336,7 @@ impl ViewManager {
         Ok(RowsAnswer {
             partitions_read: reader.partitions_held(),
             version: target.scope.version,
-            columns: columns(&target.plan),
+            columns: target.columns,
             rows: page.rows,
             next_cursor: page.next_cursor,
             as_of,
