@@ -142,6 +142,27 @@ fn psql_reads_views_and_runs_statements() {
     assert!(one.lines().count() >= 1);
     assert!(one.lines().all(|l| l.starts_with("u1|")), "{one}");
 
+    // A key range answers the rows API's rows of those keys, in key order.
+    let range = psql(
+        &server,
+        None,
+        "SELECT user_id, purchase_count FROM purchase_stats WHERE user_id >= 'u1' AND user_id < 'u3'",
+    )
+    .unwrap();
+    let want: Vec<String> = rows
+        .iter()
+        .filter(|r| ("u1".."u3").contains(&r["key"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "{}|{}",
+                r["row"]["user_id"].as_str().unwrap(),
+                r["row"]["purchase_count"]
+            )
+        })
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(range.lines().collect::<Vec<_>>(), want, "{range}");
+
     // SHOW, DESCRIBE, EXPLAIN answer rows; session statements answer.
     let tables = psql(&server, None, "SHOW TABLES").unwrap();
     assert!(
