@@ -326,6 +326,20 @@ impl Client {
         body
     }
 
+    /// Waits, at most `within`, until view `view`'s served version has
+    /// committed `records` input records over all its partitions.
+    pub fn wait_view_committed(&self, view: &str, records: u64, within: Duration) {
+        eventually(&format!("{view} read {records} records"), within, || {
+            let d = self.get(&format!("/v1/views/{view}")).1;
+            let read: u64 = d["served_version"]["partitions"]
+                .as_array()?
+                .iter()
+                .map(|p| p["committed"].as_u64().unwrap_or(0))
+                .sum();
+            (read == records).then_some(())
+        });
+    }
+
     /// `EXPLAIN view`'s operator names in order, and the whole result.
     pub fn explain_operators(&self, view: &str) -> (Vec<String>, Value) {
         let result = self.sql_ok(&format!("EXPLAIN {view}")).remove(0);

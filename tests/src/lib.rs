@@ -42,6 +42,7 @@ mod kcat;
 pub mod marks;
 mod moto;
 mod node;
+mod psql;
 mod python;
 mod raw_http;
 mod server;
@@ -63,6 +64,7 @@ pub use kafka_clients::{produce_records, read_committed, read_committed_records}
 pub use kcat::{kcat, kcat_output, sasl_args};
 pub use moto::Moto;
 pub use node::kafkajs_modules;
+pub use psql::psql;
 pub use python::{kafka_script, python, run_python};
 pub use raw_http::{chunked, raw_request, request_bytes, RawConnection, RawResponse};
 pub use server::{refused_start, Server};

@@ -11,50 +11,8 @@
 //! No view needs rows here: catalogs describe views, so nothing waits.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
-use std::process::Command;
-
 use kappa_tests::brief::{HIGH_VALUE_ALERTS, PURCHASE_STATS, USER_EVENTS};
-use kappa_tests::{json, Server, Value};
-
-/// `psql` output of `sql` (a `\` command or a query) against `server`
-/// (unaligned, `|`-separated, tuples only), with `password` if given;
-/// `Err` with stderr if psql failed.
-fn psql(server: &Server, password: Option<&str>, sql: &str) -> Result<String, String> {
-    let addr = server.pg_addr();
-    let mut cmd = Command::new("psql");
-    cmd.args([
-        "-X",
-        "-A",
-        "-t",
-        "-F",
-        "|",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-h",
-        &addr.ip().to_string(),
-        "-p",
-        &addr.port().to_string(),
-        "-U",
-        "kappa",
-        "-d",
-        "kappa",
-        "-c",
-        sql,
-    ]);
-    cmd.env("PGCONNECT_TIMEOUT", "10")
-        .env("PGSSLMODE", "disable");
-    match password {
-        Some(p) => cmd.env("PGPASSWORD", p),
-        None => cmd.env_remove("PGPASSWORD"),
-    };
-    let out = cmd
-        .output()
-        .expect("running psql (Debian's postgresql-client)");
-    match out.status.success() {
-        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
-    }
-}
+use kappa_tests::{json, psql, Server, Value};
 
 /// The `|`-separated fields of each line of psql's output.
 fn lines(out: &str) -> Vec<Vec<String>> {

@@ -14,47 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
-use kappa_tests::{eventually, json, Server, Value};
-
-/// `psql` output of `sql` against `server` (unaligned, `|`-separated,
-/// tuples only), with `password` if given; `Err` with stderr if psql
-/// failed.
-fn psql(server: &Server, password: Option<&str>, sql: &str) -> Result<String, String> {
-    let addr = server.pg_addr();
-    let mut cmd = Command::new("psql");
-    cmd.args([
-        "-X",
-        "-A",
-        "-t",
-        "-F",
-        "|",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-h",
-        &addr.ip().to_string(),
-        "-p",
-        &addr.port().to_string(),
-        "-U",
-        "kappa",
-        "-d",
-        "kappa",
-        "-c",
-        sql,
-    ]);
-    cmd.env("PGCONNECT_TIMEOUT", "10")
-        .env("PGSSLMODE", "disable");
-    match password {
-        Some(p) => cmd.env("PGPASSWORD", p),
-        None => cmd.env_remove("PGPASSWORD"),
-    };
-    let out = cmd
-        .output()
-        .expect("running psql (Debian's postgresql-client)");
-    match out.status.success() {
-        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
-    }
-}
+use kappa_tests::{json, psql, Server, Value};
 
 fn produce(server: &Server) -> usize {
     let events: Vec<Value> = (0..30)
@@ -72,19 +32,9 @@ fn produce(server: &Server) -> usize {
 
 /// The view's rows over HTTP once it has read `n` events.
 fn http_rows(server: &Server, n: usize) -> Vec<Value> {
-    eventually(
-        "purchase_stats read every event",
-        Duration::from_secs(60),
-        || {
-            let view = server.client().get("/v1/views/purchase_stats").1;
-            let read: u64 = view["served_version"]["partitions"]
-                .as_array()?
-                .iter()
-                .map(|p| p["committed"].as_u64().unwrap_or(0))
-                .sum();
-            (read == n as u64).then_some(())
-        },
-    );
+    server
+        .client()
+        .wait_view_committed("purchase_stats", n as u64, Duration::from_secs(60));
     let body = server.client().view_rows("purchase_stats", "limit=1000");
     body["rows"].as_array().unwrap().clone()
 }

@@ -254,19 +254,9 @@ fn a_cancel_request_stops_a_long_scan_and_the_connection_goes_on() {
     let server = serving();
     let users = 100_000;
     produce_users(&server, users);
-    eventually(
-        "purchase_stats read every event",
-        Duration::from_secs(120),
-        || {
-            let view = server.client().get("/v1/views/purchase_stats").1;
-            let read: u64 = view["served_version"]["partitions"]
-                .as_array()?
-                .iter()
-                .map(|p| p["committed"].as_u64().unwrap_or(0))
-                .sum();
-            (read == users as u64).then_some(())
-        },
-    );
+    server
+        .client()
+        .wait_view_committed("purchase_stats", users as u64, Duration::from_secs(120));
     // No row's window starts in 2100: the query examines every row.
     let script = format!(
         r#"

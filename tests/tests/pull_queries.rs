@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use kappa_tests::brief::{PURCHASE_STATS, USER_EVENTS};
-use kappa_tests::{eventually, json, Server, Value};
+use kappa_tests::{json, Server, Value};
 
 const BASE: i64 = 1_767_225_600_000;
 
@@ -43,19 +43,9 @@ fn serving() -> (Server, Vec<Value>) {
     let events = events();
     server.client().produce("user_events", &json!(events));
     let n = events.len() as u64;
-    eventually(
-        "purchase_stats read every event",
-        Duration::from_secs(60),
-        || {
-            let view = server.client().get("/v1/views/purchase_stats").1;
-            let read: u64 = view["served_version"]["partitions"]
-                .as_array()?
-                .iter()
-                .map(|p| p["committed"].as_u64().unwrap_or(0))
-                .sum();
-            (read == n).then_some(())
-        },
-    );
+    server
+        .client()
+        .wait_view_committed("purchase_stats", n, Duration::from_secs(60));
     let all = server.client().view_rows("purchase_stats", "limit=1000")["rows"]
         .as_array()
         .unwrap()

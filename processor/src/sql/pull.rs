@@ -582,6 +582,16 @@ enum Bound {
     End,
 }
 
+impl Bound {
+    /// The query's range this bound narrows.
+    fn range(self, q: &mut PullQuery) -> &mut TimeRange {
+        match self {
+            Bound::Start => &mut q.window_start,
+            Bound::End => &mut q.window_end,
+        }
+    }
+}
+
 fn bound_of(e: &ast::Expr) -> Option<Bound> {
     match e {
         ast::Expr::Identifier(id) if id.quote_style.is_none() => {
@@ -683,6 +693,18 @@ fn is_window_bound(e: &ast::Expr) -> bool {
     }
 }
 
+/// `op` with its operands swapped: `5 < x` is `x > 5`.
+fn flipped(op: &BinaryOperator) -> BinaryOperator {
+    use BinaryOperator as B;
+    match op {
+        B::Lt => B::Gt,
+        B::LtEq => B::GtEq,
+        B::Gt => B::Lt,
+        B::GtEq => B::LtEq,
+        other => other.clone(),
+    }
+}
+
 /// Puts a window bound into the query's ranges.
 fn window_bound(e: &ast::Expr, q: &mut PullQuery, at: Location) -> Result<()> {
     use BinaryOperator as B;
@@ -696,10 +718,7 @@ fn window_bound(e: &ast::Expr, q: &mut PullQuery, at: Location) -> Result<()> {
         } => {
             let b = bound_of(expr).ok_or_else(|| SqlError::span(span, WHERE_SHAPE))?;
             let (low, high) = (timestamp(low, at)?, timestamp(high, at)?);
-            let range = match b {
-                Bound::Start => &mut q.window_start,
-                Bound::End => &mut q.window_end,
-            };
+            let range = b.range(q);
             range.lower(low);
             range.upper(high.saturating_add(1));
             Ok(())
@@ -707,23 +726,13 @@ fn window_bound(e: &ast::Expr, q: &mut PullQuery, at: Location) -> Result<()> {
         ast::Expr::BinaryOp { left, op, right } => {
             // Put the bound on the left: `5 < WINDOWSTART` is `WINDOWSTART > 5`.
             let (col, op, value) = if bound_of(left).is_none() {
-                let flipped = match op {
-                    B::Lt => B::Gt,
-                    B::LtEq => B::GtEq,
-                    B::Gt => B::Lt,
-                    B::GtEq => B::LtEq,
-                    other => other.clone(),
-                };
-                (right, flipped, left)
+                (right, flipped(op), left)
             } else {
                 (left, op.clone(), right)
             };
             let b = bound_of(col).ok_or_else(|| SqlError::span(span, WHERE_SHAPE))?;
             let t = timestamp(value, at)?;
-            let range = match b {
-                Bound::Start => &mut q.window_start,
-                Bound::End => &mut q.window_end,
-            };
+            let range = b.range(q);
             match op {
                 B::Eq => {
                     range.lower(t);
@@ -756,16 +765,7 @@ fn key_test(e: &ast::Expr, at: Location) -> Result<Option<(String, KeyTest)>> {
         ast::Expr::BinaryOp { left, op, right } => {
             let (col, op, v) = match (column(left), column(right)) {
                 (Some(c), _) if constant(right, at).is_some() => (c, op.clone(), value(right)?),
-                (_, Some(c)) if constant(left, at).is_some() => {
-                    let flipped = match op {
-                        B::Lt => B::Gt,
-                        B::LtEq => B::GtEq,
-                        B::Gt => B::Lt,
-                        B::GtEq => B::LtEq,
-                        other => other.clone(),
-                    };
-                    (c, flipped, value(left)?)
-                }
+                (_, Some(c)) if constant(left, at).is_some() => (c, flipped(op), value(left)?),
                 _ => return Ok(None),
             };
             let Some(v) = v else { return Ok(None) };

@@ -3,23 +3,25 @@
 //! one to cancel by the process id and secret key it was given at login
 //! (`BackendKeyData`), as PostgreSQL does.
 //!
-//! The statement's connection answers at once with SQLSTATE `57014`
-//! (`canceling statement due to user request`) and stays usable; the
-//! statement's thread is told through [`kappa_processor::read_cancel`], so
-//! a view scan it runs ends within [`kappa_processor::read_cancel::CHECK_EVERY`]
-//! rows. A statement that changes something (`CREATE`, `DROP`, ..) is not
-//! undone: once begun it finishes, and the client is told it was
-//! cancelled only if it was still running when the request came.
+//! pgwire does the protocol's part: a connection whose
+//! [`ConnectionHandle`] is in its session extensions has each query raced
+//! against a cancel request naming it, and answers `57014` (`canceling
+//! statement due to user request`) at once, dropping the query. Kappa's
+//! part is [`Running`]: a statement dropped before it finished sets the
+//! flag its thread reads through [`kappa_processor::read_cancel`], so a
+//! view scan it runs ends within
+//! [`kappa_processor::read_cancel::CHECK_EVERY`] rows. The connection stays
+//! usable. A statement that changes something (`CREATE`, `DROP`, ..) is
+//! not undone: once begun it finishes. A client that disconnects mid-scan
+//! stops its scan the same way.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use futures::channel::oneshot;
 use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::{
-    ClientInfo, ConnectionGuard, ConnectionHandle, ConnectionManager, PidSecretKeyGenerator,
-    RandomPidSecretKeyGenerator,
+    ClientInfo, ConnectionManager, PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
 };
-use pgwire::error::ErrorInfo;
 
 /// The listener's connections that may be cancelled, by process id and
 /// secret key.
@@ -46,51 +48,52 @@ impl Cancels {
     }
 
     /// Gives `client` its process id and secret key (sent at the end of
-    /// the login) and makes it cancellable until the returned
-    /// registration is dropped.
-    pub fn register<C: ClientInfo>(&self, client: &mut C) -> Registration {
+    /// the login) and makes its queries cancellable while it lives: its
+    /// handle (which pgwire races each query against) and the guard
+    /// unregistering it go into its session extensions.
+    pub fn register<C: ClientInfo>(&self, client: &mut C) {
         let (pid, key) = self.keys.generate(client);
         client.set_pid_and_secret_key(pid, key.clone());
         let (handle, guard) = self.manager.register(pid, key);
-        Registration {
-            handle,
-            _guard: guard,
+        client.session_extensions().insert(handle);
+        client.session_extensions().insert(guard);
+    }
+}
+
+/// A statement's work until it finishes: dropped before [`Running::done`]
+/// (pgwire dropped the query for a cancel request, or the connection
+/// ended), it tells the statement's thread to stop its reads and counts
+/// the statement cancelled.
+pub struct Running {
+    flag: Arc<AtomicBool>,
+    finished: bool,
+}
+
+impl Running {
+    /// A statement starts.
+    pub fn new() -> Running {
+        Running {
+            flag: Arc::new(AtomicBool::new(false)),
+            finished: false,
         }
     }
-}
 
-/// One connection's place among the cancellable ones.
-pub struct Registration {
-    handle: Arc<ConnectionHandle>,
-    _guard: ConnectionGuard,
-}
+    /// The flag its thread reads ([`kappa_processor::read_cancel::scoped`]).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.flag.clone()
+    }
 
-impl Registration {
-    /// Starts a statement: the returned watch resolves if a cancel request
-    /// names this connection before the next statement starts.
-    pub async fn start(&self) -> Watch {
-        Watch(self.handle.start_query().await)
+    /// The statement finished.
+    pub fn done(mut self) {
+        self.finished = true;
     }
 }
 
-/// A statement's watch for a cancel request.
-pub struct Watch(oneshot::Receiver<()>);
-
-impl Watch {
-    /// Resolves when a cancel request for the statement arrives; never
-    /// otherwise.
-    pub async fn cancelled(self) {
-        if self.0.await.is_err() {
-            std::future::pending::<()>().await;
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.flag.store(true, Ordering::Release);
+            crate::metrics::count_pg_statement("cancelled");
         }
     }
-}
-
-/// The error a cancelled statement answers.
-pub fn cancelled() -> ErrorInfo {
-    ErrorInfo::new(
-        "ERROR".into(),
-        "57014".into(),
-        "canceling statement due to user request".into(),
-    )
 }

@@ -198,16 +198,7 @@ impl ExtendedQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let count = parameter_count(&target.statement);
-        let types: Vec<Type> = (0..count)
-            .map(|i| {
-                target
-                    .parameter_types
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or(Type::TEXT)
-            })
-            .collect();
+        let types = parameter_types(target, count);
         // Unbound parameters read as NULL: the columns do not depend on them.
         let nulls = vec![None; count];
         let sql = bind(&target.statement, &nulls, &types).map_err(user_error)?;
@@ -265,17 +256,7 @@ impl ExtendedQueryHandler for Connection {
 
 /// The portal's statement with its parameters bound.
 fn bound(portal: &Portal<String>) -> PgWireResult<String> {
-    let types: Vec<Type> = (0..portal.parameters.len())
-        .map(|i| {
-            portal
-                .statement
-                .parameter_types
-                .get(i)
-                .cloned()
-                .flatten()
-                .unwrap_or(Type::TEXT)
-        })
-        .collect();
+    let types = parameter_types(&portal.statement, portal.parameters.len());
     let formats = parameter_formats(&portal.parameter_format, portal.parameters.len())?;
     let values: Vec<Option<String>> = portal
         .parameters
@@ -291,6 +272,21 @@ fn bound(portal: &Portal<String>) -> PgWireResult<String> {
         })
         .collect::<PgWireResult<_>>()?;
     bind(&portal.statement.statement, &values, &types).map_err(user_error)
+}
+
+/// The types of the first `count` parameters of `statement`: as its
+/// `Parse` declared them, `text` where it did not.
+fn parameter_types(statement: &StoredStatement<String>, count: usize) -> Vec<Type> {
+    (0..count)
+        .map(|i| {
+            statement
+                .parameter_types
+                .get(i)
+                .cloned()
+                .flatten()
+                .unwrap_or(Type::TEXT)
+        })
+        .collect()
 }
 
 /// The format of each of `count` parameters by a `Bind`'s parameter

@@ -10,7 +10,6 @@
 
 use std::fmt::Debug;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -28,7 +27,7 @@ use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::answer::{self, Answer};
-use super::cancel::{self, Cancels, Registration};
+use super::cancel::{Cancels, Running};
 use kappa_processor::read_cancel;
 
 use crate::auth::Principal;
@@ -55,7 +54,6 @@ impl Session {
                 principal: Mutex::new(None),
                 described: Mutex::new(None),
                 cancels,
-                registration: Mutex::new(None),
                 offsets: Mutex::new(None),
             }),
         }
@@ -91,8 +89,6 @@ pub struct Connection {
     pub(super) described: Mutex<Option<(String, Answer)>>,
     /// The listener's cancellable connections.
     cancels: Arc<Cancels>,
-    /// This connection's place among them, from its login on.
-    registration: Mutex<Option<Arc<Registration>>>,
     /// What its last pull query answer reflected (`kappa_offsets()`).
     offsets: Mutex<Option<answer::Offsets>>,
 }
@@ -133,12 +129,12 @@ impl Connection {
         }
         let app = self.app.clone();
         let text = query.to_string();
-        let flag = Arc::new(AtomicBool::new(false));
-        let scoped = flag.clone();
+        let running = Running::new();
+        let flag = running.flag();
         let catalog = super::catalog::reads_catalog(query);
-        let work = on_sql_thread(move || {
+        let ran = on_sql_thread(move || {
             let _running = crate::metrics::pg_statement_running();
-            read_cancel::scoped(scoped, || match catalog {
+            read_cancel::scoped(flag, || match catalog {
                 true => super::catalog::answer(&app, &principal, &text).map(|a| (a, None)),
                 false => run_as(&app, &principal, &text, None)
                     .map(|results| {
@@ -147,25 +143,10 @@ impl Connection {
                     })
                     .map_err(|e| Box::new(answer::run_error(e, &principal, &text))),
             })
-        });
-        let registration = self
-            .registration
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let Some(registration) = registration else {
-            let ran = work.await.map_err(|e| Box::new(answer::internal(e)))?;
-            return self.keep_offsets(ran);
-        };
-        let watch = registration.start().await;
-        let ran = tokio::select! {
-            ran = work => ran.map_err(|e| Box::new(answer::internal(e)))?,
-            () = watch.cancelled() => {
-                flag.store(true, Ordering::Release);
-                crate::metrics::count_pg_statement("cancelled");
-                return Err(Box::new(cancel::cancelled()));
-            }
-        };
+        })
+        .await;
+        running.done();
+        let ran = ran.map_err(|e| Box::new(answer::internal(e)))?;
         crate::metrics::count_pg_statement(match ran {
             Ok(_) => "ok",
             Err(_) => "error",
@@ -184,16 +165,6 @@ impl Connection {
             *self.offsets.lock().unwrap_or_else(PoisonError::into_inner) = Some(offsets);
         }
         Ok(answers)
-    }
-
-    /// Makes the connection cancellable: its process id and secret key
-    /// are sent at the end of the login.
-    fn register<C: ClientInfo>(&self, client: &mut C) {
-        let registration = Arc::new(self.cancels.register(client));
-        *self
-            .registration
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(registration);
     }
 
     fn admit(&self, principal: Principal) {
@@ -247,7 +218,7 @@ impl StartupHandler for Connection {
             PgWireFrontendMessage::Startup(ref startup) => {
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
-                self.register(client);
+                self.cancels.register(client);
                 if self.app.auth.mode == AuthMode::None {
                     self.admit(Principal::anonymous());
                     finish_authentication(client, &Self::parameters()).await?;

@@ -143,10 +143,7 @@ impl Executor<'_> {
         query: &PullQuery,
         plan: &PullPlan,
     ) -> Result<RowsOut, StatementError> {
-        let limit = query
-            .limit
-            .unwrap_or(MAX_ROWS_PER_PAGE)
-            .min(MAX_ROWS_PER_PAGE);
+        let limit = row_limit(query);
         let residual = plan.read.residual.clone();
         let test = (!residual.is_empty())
             .then(|| RowsTest(Arc::new(move |row: &ViewRow| sql::admits(&residual, row))));
@@ -169,37 +166,23 @@ impl Executor<'_> {
         query: &PullQuery,
         plan: &PullPlan,
     ) -> Result<RowsOut, StatementError> {
-        let limit = query
-            .limit
-            .unwrap_or(MAX_ROWS_PER_PAGE)
-            .min(MAX_ROWS_PER_PAGE);
+        let limit = row_limit(query);
         let keep = query.offset + limit;
         let last: Arc<Mutex<BinaryHeap<Reverse<Ordered>>>> = Arc::default();
-        let residual = plan.read.residual.clone();
         let kept = last.clone();
-        let test = RowsTest(Arc::new(move |row: &ViewRow| {
-            if sql::admits(&residual, row) {
-                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-                kept.push(Reverse(Ordered(row_key(row), row.clone())));
-                if kept.len() > keep {
-                    kept.pop();
-                }
+        let mut out = self.visit_whole_range(query, plan, "ORDER BY .. DESC", move |row| {
+            let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.push(Reverse(Ordered(row_key(row), row.clone())));
+            if kept.len() > keep {
+                kept.pop();
             }
-            false
-        }));
-        let request = self.request(query, plan, 1, Some(test));
-        let mut out = self.read(&query.view, &request)?;
-        if out.next_cursor.is_some() {
-            return Err(whole_range_too_big(query, "ORDER BY .. DESC"));
-        }
-        let mut rows: Vec<Ordered> =
-            std::mem::take(&mut *last.lock().unwrap_or_else(PoisonError::into_inner))
-                .into_iter()
-                .map(|Reverse(o)| o)
-                .collect();
-        rows.sort_by(|a, b| b.0.cmp(&a.0));
-        out.rows = rows
+        })?;
+        let kept = std::mem::take(&mut *last.lock().unwrap_or_else(PoisonError::into_inner));
+        // Ascending order of `Reverse`: the rows in descending key order.
+        out.rows = kept
+            .into_sorted_vec()
             .into_iter()
+            .map(|Reverse(o)| o)
             .skip(query.offset)
             .take(limit)
             .map(|Ordered(_, r)| project(row_out(r), query.columns.as_deref()))
@@ -226,23 +209,14 @@ impl Executor<'_> {
             .iter()
             .map(|a| (a.arg.clone(), a.kind == AggregateKind::CountAll))
             .collect();
-        let residual = plan.read.residual.clone();
         let folded = accumulators.clone();
-        let test = RowsTest(Arc::new(move |row: &ViewRow| {
-            if sql::admits(&residual, row) {
-                let mut accs = folded.lock().unwrap_or_else(PoisonError::into_inner);
-                for (acc, (arg, count_all)) in accs.iter_mut().zip(&args) {
-                    let value = arg.as_ref().map_or(Value::Null, |e| sql::eval_over(e, row));
-                    acc.add(&value, *count_all, (0, 0));
-                }
+        let mut out = self.visit_whole_range(query, plan, "an aggregate", move |row| {
+            let mut accs = folded.lock().unwrap_or_else(PoisonError::into_inner);
+            for (acc, (arg, count_all)) in accs.iter_mut().zip(&args) {
+                let value = arg.as_ref().map_or(Value::Null, |e| sql::eval_over(e, row));
+                acc.add(&value, *count_all, (0, 0));
             }
-            false
-        }));
-        let request = self.request(query, plan, 1, Some(test));
-        let mut out = self.read(&query.view, &request)?;
-        if out.next_cursor.is_some() {
-            return Err(whole_range_too_big(query, "an aggregate"));
-        }
+        })?;
         let accs = accumulators.lock().unwrap_or_else(PoisonError::into_inner);
         let mut row = serde_json::Map::new();
         for (a, acc) in aggregates.iter().zip(accs.iter()) {
@@ -259,6 +233,31 @@ impl Executor<'_> {
             _ => Vec::new(),
         };
         Ok(out)
+    }
+
+    /// Reads the whole range `query` covers under `plan`, handing `visit`
+    /// each row that passes the conditions and answering none; refused for
+    /// `what` when the range holds more rows than a read may examine (the
+    /// visit would have missed some).
+    fn visit_whole_range(
+        &self,
+        query: &PullQuery,
+        plan: &PullPlan,
+        what: &str,
+        visit: impl Fn(&ViewRow) + Send + Sync + 'static,
+    ) -> Result<RowsOut, StatementError> {
+        let residual = plan.read.residual.clone();
+        let test = RowsTest(Arc::new(move |row: &ViewRow| {
+            if sql::admits(&residual, row) {
+                visit(row);
+            }
+            false
+        }));
+        let out = self.read(&query.view, &self.request(query, plan, 1, Some(test)))?;
+        match out.next_cursor {
+            Some(_) => Err(whole_range_too_big(query, what)),
+            None => Ok(out),
+        }
     }
 
     /// The read of `query`'s key range under `plan`: its window bounds, at
@@ -354,10 +353,7 @@ impl Executor<'_> {
                 _ => "key order (the read's own order)".to_string(),
             };
             operators.push(operator("order", order));
-            let limit = query
-                .limit
-                .unwrap_or(MAX_ROWS_PER_PAGE)
-                .min(MAX_ROWS_PER_PAGE);
+            let limit = row_limit(query);
             operators.push(operator(
                 "limit",
                 match query.offset {
@@ -421,6 +417,15 @@ fn check_columns(
             )))
         }
     }
+}
+
+/// The most rows `query` answers: its `LIMIT`, at most
+/// [`MAX_ROWS_PER_PAGE`].
+fn row_limit(query: &PullQuery) -> usize {
+    query
+        .limit
+        .unwrap_or(MAX_ROWS_PER_PAGE)
+        .min(MAX_ROWS_PER_PAGE)
 }
 
 /// A row and its stored key: ordered as the view stores rows.
