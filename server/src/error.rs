@@ -178,6 +178,9 @@ impl From<StatementError> for ApiError {
             StatementError::Unavailable(m) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cluster_unavailable", m)
             }
+            StatementError::OffsetOutOfRange(m) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "offset_out_of_range", m)
+            }
         }
     }
 }

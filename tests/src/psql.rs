@@ -7,7 +7,8 @@ use crate::Server;
 
 /// `psql` output of `sql` (a `\` command or queries) against `server`'s
 /// PostgreSQL listener (unaligned, `|`-separated, tuples only), with
-/// `password` if given; `Err` with stderr if psql failed.
+/// `password` if given; `Err` with stderr if psql failed (each error
+/// with its SQLSTATE).
 pub fn psql(server: &Server, password: Option<&str>, sql: &str) -> Result<String, String> {
     let addr = server.pg_addr();
     let mut cmd = Command::new("psql");
@@ -19,6 +20,9 @@ pub fn psql(server: &Server, password: Option<&str>, sql: &str) -> Result<String
         "|",
         "-v",
         "ON_ERROR_STOP=1",
+        // Errors name their SQLSTATE: `ERROR:  42P01: ..`.
+        "-v",
+        "VERBOSITY=verbose",
         "-h",
         &addr.ip().to_string(),
         "-p",

@@ -889,6 +889,24 @@ fn a_replacement_swaps_in_on_every_node_together_and_a_rollback_on_one_rolls_bac
     let (rows, offsets, _) = rows_of_version(&nodes[2].client(), 10_000).unwrap();
     assert_eq!(rows, rows_at(&events, &offsets));
     assert_eq!(offsets.iter().sum::<u64>(), events.len() as u64);
+
+    // The SQL statement on another node rolls the rollback back on every
+    // node; it runs in a request of its own.
+    let (status, body) = nodes[0]
+        .client()
+        .sql("DROP TABLE IF EXISTS nothing; ROLLBACK TABLE purchase_stats;");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(served(&nodes[0]), 1);
+    let results = nodes[0].sql_ok("ROLLBACK TABLE purchase_stats");
+    assert_eq!(results[0]["served_version"], 2, "{results:?}");
+    assert_eq!(results[0]["previous_version"], 1, "{results:?}");
+    for node in &nodes {
+        eventually(
+            "every node to serve version 2 again",
+            Duration::from_secs(30),
+            || (served(node) == 2).then_some(()),
+        );
+    }
 }
 
 /// Every row of `view` through `client`: key → (n, total); `None` while a

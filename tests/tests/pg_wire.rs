@@ -144,6 +144,86 @@ fn psql_reads_views_and_runs_statements() {
     assert!(psql(&server, None, "SELECT * FROM purchase_stats").is_ok());
 }
 
+/// `REPLAY`, `PROMOTE` and `ROLLBACK` over psql run as the HTTP routes
+/// do: a version replayed from the input's end with a manual swap waits
+/// while queries keep answering the served version's rows (a query during
+/// a rebuild), `PROMOTE` serves it, `ROLLBACK` serves the first again.
+/// Refusals come with their SQLSTATE; a transaction's own `ROLLBACK` is
+/// still one.
+#[test]
+fn psql_replays_promotes_and_rolls_back_while_queries_read_the_served_version() {
+    let server = Server::start(&["--pg-listen", "127.0.0.1:0"]);
+    psql(&server, None, USER_EVENTS).unwrap();
+    psql(&server, None, PURCHASE_STATS).unwrap();
+    let n = produce(&server);
+    let all = http_rows(&server, n).len();
+    assert!(all > 0);
+    let count = || -> usize {
+        let out = psql(&server, None, "SELECT COUNT(*) FROM purchase_stats").unwrap();
+        out.trim().parse().unwrap()
+    };
+    assert_eq!(count(), all);
+
+    let e = psql(&server, None, "PROMOTE TABLE purchase_stats").unwrap_err();
+    assert!(
+        e.contains("55000") && e.contains("no version being built"),
+        "{e}"
+    );
+    let e = psql(
+        &server,
+        None,
+        "REPLAY purchase_stats FROM OFFSETS (1000000)",
+    )
+    .unwrap_err();
+    assert!(e.contains("22023") && e.contains("beyond the end"), "{e}");
+    let e = psql(&server, None, "REPLAY TABLE nowhere").unwrap_err();
+    assert!(e.contains("42P01") && e.contains("nowhere"), "{e}");
+
+    // A version reading only what comes after now, waiting for PROMOTE.
+    let replayed = psql(
+        &server,
+        None,
+        "REPLAY TABLE purchase_stats FROM LATEST WITH (SWAP = 'MANUAL')",
+    )
+    .unwrap();
+    assert_eq!(replayed.trim(), "purchase_stats|2||", "{replayed}");
+    kappa_tests::eventually("version 2 ready", Duration::from_secs(60), || {
+        let view = server.client().describe_view("purchase_stats");
+        (view["status"] == "ready").then_some(())
+    });
+    // During the rebuild queries answer the served version, as HTTP does.
+    assert_eq!(count(), all);
+    assert_eq!(
+        server.client().view_rows("purchase_stats", "limit=1000")["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        all
+    );
+
+    let promoted = psql(&server, None, "PROMOTE purchase_stats").unwrap();
+    assert_eq!(promoted.trim(), "purchase_stats||2|1", "{promoted}");
+    assert_eq!(count(), 0, "version 2 read nothing yet");
+    let rolled = psql(&server, None, "ROLLBACK TABLE purchase_stats").unwrap();
+    assert_eq!(rolled.trim(), "purchase_stats||1|2", "{rolled}");
+    assert_eq!(count(), all);
+
+    // A transaction's ROLLBACK ends a transaction, as before.
+    psql(&server, None, "ROLLBACK").unwrap();
+    psql(&server, None, "ROLLBACK WORK").unwrap();
+    // The same statement over HTTP answers the same fields.
+    let results = server
+        .client()
+        .sql_ok("REPLAY purchase_stats FROM EARLIEST");
+    assert_eq!(results[0]["statement"], "REPLAY", "{results:?}");
+    assert_eq!(results[0]["name"], "purchase_stats");
+    assert_eq!(results[0]["from"], "earliest");
+    assert!(
+        results[0]["building_version"].as_u64().unwrap() > 2,
+        "{results:?}"
+    );
+}
+
 #[test]
 fn with_tokens_the_password_is_a_token_and_its_grants_decide() {
     const BOOTSTRAP: &str = "bootstrap-secret-for-the-pg-tests";
@@ -168,6 +248,18 @@ fn with_tokens_the_password_is_a_token_and_its_grants_decide() {
     psql(&server, Some(&reader), "SELECT * FROM purchase_stats").unwrap();
     let e = psql(&server, Some(&reader), "DROP TABLE purchase_stats").unwrap_err();
     assert!(e.contains("ERROR:"), "{e}");
+    // Replay, promote and rollback need the admin grant, as over HTTP.
+    for statement in [
+        "REPLAY TABLE purchase_stats",
+        "PROMOTE purchase_stats",
+        "ROLLBACK TABLE purchase_stats",
+    ] {
+        let e = psql(&server, Some(&reader), statement).unwrap_err();
+        assert!(
+            e.contains("42501") && e.contains("admin"),
+            "{statement}: {e}"
+        );
+    }
     // The view is still there.
     psql(&server, Some(BOOTSTRAP), "DESCRIBE purchase_stats").unwrap();
 }

@@ -148,6 +148,21 @@ impl Properties {
         }
     }
 
+    /// A `TRUE`/`FALSE` property.
+    pub fn bool(&mut self, names: &[&str]) -> Result<Option<bool>> {
+        match self.take(names) {
+            None => Ok(None),
+            Some(Property {
+                value: PropValue::Bool(b),
+                ..
+            }) => Ok(Some(b)),
+            Some(p) => Err(SqlError::span(
+                p.span,
+                format!("expected TRUE or FALSE as the value of {}", p.name),
+            )),
+        }
+    }
+
     /// A duration property: `'5 SECONDS'` or a number of milliseconds.
     pub fn duration(&mut self, names: &[&str]) -> Result<Option<i64>> {
         let Some(p) = self.take(names) else {

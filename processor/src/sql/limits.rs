@@ -422,3 +422,8 @@ pub const MAX_PARALLELISM: u32 = crate::parallel::MAX_WORKERS as u32;
 /// Most previous versions a view may keep (`KEEP_VERSIONS`,
 /// `view_keep_versions`): each keeps following its input.
 pub const MAX_KEEP_VERSIONS: u32 = 16;
+
+/// Most offsets `REPLAY .. FROM OFFSETS (..)` takes: one per partition of
+/// the view's input, and a topic has at most
+/// [`kappa_log::MAX_PARTITIONS_PER_TOPIC`].
+pub const MAX_REPLAY_OFFSETS: usize = kappa_log::MAX_PARTITIONS_PER_TOPIC as usize;

@@ -68,7 +68,7 @@ pub use pull::{
 };
 pub use types::{
     ColumnDecl, CreateAs, DedupDecl, Explain, InsertInto, ObjectKind, ShowWhat, SourceDecl,
-    SqlType, Statement,
+    SqlType, Statement, VersionChange,
 };
 
 use crate::plan::Plan;

@@ -14,7 +14,7 @@ use super::lex::{self, lower_first, Cursor, Name, StatementTokens, DIALECT};
 use super::query::QueryParts;
 use super::types::{
     ColumnDecl, CreateAs, DedupDecl, Explain, InsertInto, ObjectKind, ShowWhat, SourceDecl,
-    SqlType, Statement,
+    SqlType, Statement, VersionChange,
 };
 use super::{limits, pull, subquery, types};
 
@@ -133,6 +133,14 @@ fn parse_statement(st: &StatementTokens) -> Result<Statement> {
         pull::parse(st).map(Statement::Select)
     } else if c.eat_kw("INSERT") {
         parse_insert(st, &mut c)
+    } else if c.eat_kw("REPLAY") {
+        parse_replay(&mut c)
+    } else if c.eat_kw("PROMOTE") {
+        let name = version_target(&mut c, "PROMOTE")?;
+        Ok(Statement::ChangeVersion(VersionChange::Promote { name }))
+    } else if c.eat_kw("ROLLBACK") {
+        let name = version_target(&mut c, "ROLLBACK")?;
+        Ok(Statement::ChangeVersion(VersionChange::Rollback { name }))
     } else if c.eat_kw("EXPLAIN") {
         if c.is_kw("CREATE") {
             let inner = StatementTokens {
@@ -158,7 +166,127 @@ fn parse_statement(st: &StatementTokens) -> Result<Statement> {
         c.expect_end("end of statement after EXPLAIN name")?;
         Ok(Statement::Explain(Explain::View(name.normalized())))
     } else {
-        Err(c.expected("CREATE, DROP, SHOW, DESCRIBE, SELECT, EXPLAIN or INSERT"))
+        Err(c.expected(
+            "CREATE, DROP, SHOW, DESCRIBE, SELECT, EXPLAIN, INSERT, REPLAY, PROMOTE or ROLLBACK",
+        ))
+    }
+}
+
+/// Properties of `REPLAY name .. WITH (..)`.
+const REPLAY_PROPERTIES: &[&str] = &["SWAP", "ALLOW_TRUNCATED"];
+
+/// `[TABLE | STREAM | VIEW] name` after `PROMOTE` or `ROLLBACK` (`keyword`),
+/// ending the statement: the normalized name.
+fn version_target(c: &mut Cursor<'_>, keyword: &str) -> Result<String> {
+    let name = view_name(c, keyword)?;
+    c.expect_end(&format!("end of statement after {keyword} name"))?;
+    Ok(name)
+}
+
+/// `[TABLE | STREAM | VIEW] name` after `keyword`: the kind word is
+/// optional (a view named `table` is still a name when nothing follows).
+fn view_name(c: &mut Cursor<'_>, keyword: &str) -> Result<String> {
+    let has_kind = ["TABLE", "STREAM", "VIEW"].iter().any(|kw| c.is_kw(kw));
+    if has_kind && c.rest().len() > 1 {
+        c.next_token();
+    }
+    Ok(c.name(&format!("the name of a view after {keyword}"))?
+        .normalized())
+}
+
+/// `REPLAY [TABLE|STREAM] name [FROM EARLIEST | LATEST | TIMESTAMP t |
+/// OFFSETS (n, ..)] [WITH (SWAP = 'AUTO'|'MANUAL', ALLOW_TRUNCATED = TRUE)]`
+/// (`REPLAY` eaten). `t` is milliseconds since the epoch or an RFC 3339
+/// string.
+fn parse_replay(c: &mut Cursor<'_>) -> Result<Statement> {
+    use crate::runner::StartFrom;
+    let name = view_name(c, "REPLAY")?;
+    let mut from = StartFrom::Earliest;
+    if c.eat_kw("FROM") {
+        from = if c.eat_kw("EARLIEST") {
+            StartFrom::Earliest
+        } else if c.eat_kw("LATEST") {
+            StartFrom::Latest
+        } else if c.eat_kw("TIMESTAMP") {
+            let at = c.here();
+            let ms = match c.next_token().map(|t| &t.token) {
+                Some(Token::Number(n, _)) => n.parse::<i64>().ok().filter(|ms| *ms >= 0),
+                Some(Token::SingleQuotedString(text)) => crate::time::parse_timestamp_text(text),
+                _ => None,
+            };
+            StartFrom::Timestamp(ms.ok_or_else(|| {
+                SqlError::at(
+                    at,
+                    "expected milliseconds since the epoch or an RFC 3339 time such as \
+                     '2026-01-01T00:00:00Z' after FROM TIMESTAMP",
+                )
+            })?)
+        } else if c.eat_kw("OFFSETS") {
+            StartFrom::Offsets(replay_offsets(c)?)
+        } else {
+            return Err(c.expected("EARLIEST, LATEST, TIMESTAMP or OFFSETS after FROM"));
+        };
+    }
+    let (mut swap_manual, mut allow_truncated) = (false, false);
+    if c.eat_kw("WITH") {
+        let mut props = Properties::parse(c)?;
+        if let Some((mode, span)) = props.string(&["SWAP"])? {
+            swap_manual = match mode.to_ascii_uppercase().as_str() {
+                "AUTO" => false,
+                "MANUAL" => true,
+                _ => {
+                    return Err(SqlError::span(
+                        span,
+                        format!("SWAP must be 'AUTO' or 'MANUAL', got {mode:?}"),
+                    ))
+                }
+            };
+        }
+        allow_truncated = props.bool(&["ALLOW_TRUNCATED"])?.unwrap_or(false);
+        props.finish("REPLAY", REPLAY_PROPERTIES)?;
+    }
+    c.expect_end("FROM .., WITH (..) or the end of statement after REPLAY name")?;
+    Ok(Statement::ChangeVersion(VersionChange::Replay {
+        name,
+        from,
+        swap_manual,
+        allow_truncated,
+    }))
+}
+
+/// `(n, ..)`: one start offset per partition, at most
+/// [`limits::MAX_REPLAY_OFFSETS`].
+fn replay_offsets(c: &mut Cursor<'_>) -> Result<Vec<u64>> {
+    c.expect(&Token::LParen, "( after OFFSETS")?;
+    let mut offsets = Vec::new();
+    loop {
+        let at = c.here();
+        match c.next_token().map(|t| &t.token) {
+            Some(Token::Number(n, _)) => match n.parse::<u64>() {
+                Ok(offset) if offsets.len() < limits::MAX_REPLAY_OFFSETS => offsets.push(offset),
+                Ok(_) => {
+                    return Err(SqlError::at(
+                        at,
+                        format!(
+                            "more than {} offsets after OFFSETS",
+                            limits::MAX_REPLAY_OFFSETS
+                        ),
+                    ))
+                }
+                Err(_) => {
+                    return Err(SqlError::at(
+                        at,
+                        format!("an offset is a whole number from 0, got {n}"),
+                    ))
+                }
+            },
+            _ => return Err(SqlError::at(at, "expected an offset (a whole number)")),
+        }
+        if c.eat(&Token::Comma) {
+            continue;
+        }
+        c.expect(&Token::RParen, "',' or ')' after an offset")?;
+        return Ok(offsets);
     }
 }
 

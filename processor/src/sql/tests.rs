@@ -824,6 +824,50 @@ fn drop_show_describe() {
 }
 
 #[test]
+fn replay_promote_rollback() {
+    use crate::runner::StartFrom;
+    let replay = |sql: &str| match one(sql) {
+        Statement::ChangeVersion(VersionChange::Replay {
+            name,
+            from,
+            swap_manual,
+            allow_truncated,
+        }) => (name, from, swap_manual, allow_truncated),
+        other => panic!("{sql}: {other:?}"),
+    };
+    assert_eq!(
+        replay("REPLAY TABLE Purchase_Stats"),
+        ("purchase_stats".into(), StartFrom::Earliest, false, false)
+    );
+    assert_eq!(
+        replay("replay v from latest with (swap = 'manual')"),
+        ("v".into(), StartFrom::Latest, true, false)
+    );
+    assert_eq!(
+        replay("REPLAY STREAM s FROM OFFSETS (3, 0, 17) WITH (ALLOW_TRUNCATED = TRUE)"),
+        ("s".into(), StartFrom::Offsets(vec![3, 0, 17]), false, true)
+    );
+    assert_eq!(
+        replay("REPLAY v FROM TIMESTAMP 1000").1,
+        StartFrom::Timestamp(1000)
+    );
+    assert_eq!(
+        replay("REPLAY v FROM TIMESTAMP '1970-01-01T00:00:01Z'").1,
+        StartFrom::Timestamp(1000)
+    );
+    // A view named like a kind word.
+    assert_eq!(replay("REPLAY table").0, "table");
+    assert_eq!(
+        one("PROMOTE TABLE v"),
+        Statement::ChangeVersion(VersionChange::Promote { name: "v".into() })
+    );
+    assert_eq!(
+        one("rollback \"V\""),
+        Statement::ChangeVersion(VersionChange::Rollback { name: "V".into() })
+    );
+}
+
+#[test]
 fn pull_queries_map_to_view_queries() {
     let Statement::Select(q) = one("SELECT * FROM purchase_stats WHERE user_id = 'u1'") else {
         panic!()

@@ -42,7 +42,18 @@ fn first_error(sql: &str) -> Option<SqlError> {
 const CASES: &[(&str, &str)] = &[
     // Statement level.
     ("¦", "expected a statement"),
-    ("¦SELEC * FROM v", "expected CREATE, DROP, SHOW, DESCRIBE, SELECT, EXPLAIN or INSERT, found 'SELEC'"),
+    ("¦SELEC * FROM v", "expected CREATE, DROP, SHOW, DESCRIBE, SELECT, EXPLAIN, INSERT, REPLAY, PROMOTE or ROLLBACK, found 'SELEC'"),
+    // Version changes.
+    ("REPLAY v FROM ¦YESTERDAY", "expected EARLIEST, LATEST, TIMESTAMP or OFFSETS after FROM"),
+    ("REPLAY v FROM TIMESTAMP ¦'soon'", "expected milliseconds since the epoch or an RFC 3339 time"),
+    ("REPLAY v FROM OFFSETS (1, ¦-2)", "expected an offset (a whole number)"),
+    ("REPLAY v FROM OFFSETS (1¦", "expected ',' or ')' after an offset"),
+    ("REPLAY v WITH (SWAP = ¦'LATER')", "SWAP must be 'AUTO' or 'MANUAL'"),
+    ("REPLAY v WITH (ALLOW_TRUNCATED = ¦'yes')", "expected TRUE or FALSE as the value of ALLOW_TRUNCATED"),
+    ("REPLAY v WITH (¦COLOR = 'red')", "unknown property COLOR in REPLAY"),
+    ("REPLAY v ¦NOW", "expected FROM .., WITH (..) or the end of statement after REPLAY name"),
+    ("PROMOTE v ¦w", "expected end of statement after PROMOTE name"),
+    ("ROLLBACK¦", "expected the name of a view after ROLLBACK"),
     ("SHOW ¦FUNCTIONS", "expected STREAMS, TABLES, VIEWS, TOPICS or CLUSTERS"),
     ("DROP STREAM IF EXISTS¦", "expected the name of the stream to drop, found end of statement"),
     ("DESCRIBE a ¦b", "expected end of statement after DESCRIBE name"),

@@ -36,6 +36,58 @@ pub enum Statement {
     /// `INSERT INTO stream [WITH (QUERY_ID='id')] SELECT ..`: a processor
     /// appending to an existing stream's topic.
     InsertInto(InsertInto),
+    /// `REPLAY`, `PROMOTE` or `ROLLBACK` of a view: which of its versions
+    /// is built and served.
+    ChangeVersion(VersionChange),
+}
+
+/// A change of which version of a view is built or served: the SQL forms
+/// of `POST /v1/views/{view}/replay`, `/promote` and `/rollback`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VersionChange {
+    /// `REPLAY [TABLE|STREAM] name [FROM ..] [WITH (SWAP = .., ALLOW_TRUNCATED = ..)]`:
+    /// a new version of the view's definition, built from `from`.
+    Replay {
+        /// The (normalized) view name.
+        name: String,
+        /// Where the new version starts reading (default: earliest).
+        from: crate::runner::StartFrom,
+        /// `SWAP = 'MANUAL'`: the new version waits in `ready` for `PROMOTE`.
+        swap_manual: bool,
+        /// `ALLOW_TRUNCATED = TRUE`: replay even though retention deleted
+        /// input the served version saw.
+        allow_truncated: bool,
+    },
+    /// `PROMOTE [TABLE] name`: serve the version being built now.
+    Promote {
+        /// The (normalized) view name.
+        name: String,
+    },
+    /// `ROLLBACK [TABLE] name`: serve the previous version again.
+    Rollback {
+        /// The (normalized) view name.
+        name: String,
+    },
+}
+
+impl VersionChange {
+    /// The view it changes.
+    pub fn name(&self) -> &str {
+        match self {
+            VersionChange::Replay { name, .. }
+            | VersionChange::Promote { name }
+            | VersionChange::Rollback { name } => name,
+        }
+    }
+
+    /// The statement's keyword: `REPLAY`, `PROMOTE` or `ROLLBACK`.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            VersionChange::Replay { .. } => "REPLAY",
+            VersionChange::Promote { .. } => "PROMOTE",
+            VersionChange::Rollback { .. } => "ROLLBACK",
+        }
+    }
 }
 
 /// `INSERT INTO target SELECT ..`: made a `CREATE STREAM .. AS` into the

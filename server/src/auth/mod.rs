@@ -137,7 +137,7 @@ pub fn statement_need(statement: &Statement) -> Need {
         Statement::Select(query) => Need::ReadView(query.view.clone()),
         // Explaining a statement shows what creating it would run.
         Statement::Explain(kappa_processor::sql::Explain::Create(_)) => Need::Admin,
-        Statement::InsertInto(_) => Need::Admin,
+        Statement::InsertInto(_) | Statement::ChangeVersion(_) => Need::Admin,
         Statement::Explain(kappa_processor::sql::Explain::View(name)) => {
             Need::ReadView(name.clone())
         }

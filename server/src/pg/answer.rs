@@ -25,6 +25,7 @@ use super::binary::Cell;
 use crate::auth::{Principal, Refusal};
 use crate::dto::statements::{
     ColumnOut, DescribedOut, ExplainedOut, SelectedOut, ShownOut, SqlType, StatementOut,
+    VersionChangedOut,
 };
 use crate::statements::run::{RunError, MAX_STATEMENTS};
 use crate::statements::StatementError;
@@ -117,12 +118,19 @@ fn statement_error(e: &StatementError, query: &str) -> ErrorInfo {
             ViewError::InvalidPlan(_) => "42P17",
             ViewError::NotATable(_) => "42809",
             ViewError::BadRequest(_) => "22023",
-            ViewError::Refused { .. } => "42501",
+            // dependent_objects_still_exist; else
+            // object_not_in_prerequisite_state (nothing to promote, ..).
+            ViewError::Refused {
+                code: "has_dependents",
+                ..
+            } => "2BP01",
+            ViewError::Refused { .. } => "55000",
             ViewError::Behind { .. } | ViewError::Closed | ViewError::Unavailable { .. } => "57P03",
             ViewError::Processor(_) | ViewError::Catalog(_) => "XX000",
         },
         StatementError::BadRequest(_) => "22023",
         StatementError::Unavailable(_) => "57P03",
+        StatementError::OffsetOutOfRange(_) => "22023",
     };
     error_info(code, e.to_string())
 }
@@ -181,7 +189,11 @@ pub fn session_statement(query: &str) -> Option<Result<Answer, ErrorInfo>> {
         ["discard", ..] => done("DISCARD ALL"),
         ["begin", ..] | ["start", "transaction", ..] => Some(Ok(Answer::Begin)),
         ["commit", ..] | ["end", ..] => Some(Ok(Answer::End("COMMIT"))),
-        ["rollback", ..] | ["abort", ..] => Some(Ok(Answer::End("ROLLBACK"))),
+        // `ROLLBACK [WORK | TRANSACTION] [AND [NO] CHAIN]`; `ROLLBACK [TABLE]
+        // name` is Kappa's statement.
+        ["rollback"] | ["rollback", "work" | "transaction" | "and", ..] | ["abort", ..] => {
+            Some(Ok(Answer::End("ROLLBACK")))
+        }
         ["show", name] if !KAPPA_SHOWS.contains(name) => Some(match setting(name) {
             Some(value) => Ok(one_value(name, value)),
             None => Err(error_info(
@@ -409,6 +421,34 @@ fn result(app: &AppState, result: StatementOut) -> Answer {
         StatementOut::Declared(d) => Answer::Done(d.statement),
         StatementOut::Created(c) => Answer::Done(c.statement),
         StatementOut::Dropped(d) => Answer::Done(d.statement),
+        StatementOut::VersionChanged(changed) => version_rows(changed),
+    }
+}
+
+/// A version change's one row: the view, the version being built and
+/// the ones served now and before (NULL where the change has none), under
+/// the statement's tag (`REPLAY 1`, ..).
+fn version_rows(changed: VersionChangedOut) -> Answer {
+    let command = match changed.statement.as_str() {
+        "PROMOTE" => "PROMOTE",
+        "ROLLBACK" => "ROLLBACK",
+        _ => "REPLAY",
+    };
+    let version = |v: Option<u64>| v.map(|v| v.to_string());
+    Answer::Rows {
+        columns: vec![
+            ("name".to_string(), Type::TEXT),
+            ("building_version".to_string(), Type::INT8),
+            ("served_version".to_string(), Type::INT8),
+            ("previous_version".to_string(), Type::INT8),
+        ],
+        rows: vec![vec![
+            Some(changed.name),
+            version(changed.building_version),
+            version(changed.served_version),
+            version(changed.previous_version),
+        ]],
+        command,
     }
 }
 

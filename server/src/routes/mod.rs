@@ -11,7 +11,6 @@ mod groups;
 mod history;
 pub mod openapi;
 pub(crate) mod records;
-mod replay;
 mod statements;
 mod tokens;
 mod topics;

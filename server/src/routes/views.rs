@@ -16,17 +16,12 @@ use kappa_processor::view::ViewQuery;
 
 use super::{blocking, body, json, Params};
 use crate::auth::Principal;
-use crate::dto::{
-    cursor_bytes, diff_out, DiffOut, ReplayOut, ReplayRequest, RowsOut, ServedOut, ViewsOut,
-};
+use crate::dto::{cursor_bytes, diff_out, DiffOut, ReplayRequest, RowsOut, ServedOut, ViewsOut};
 use crate::error::{ApiError, ApiResult};
-use crate::nodes::record::Operation;
-use crate::nodes::{rows, Outcome};
-use crate::views::manager::{Change, Swap};
-use crate::views::review::Served;
+use crate::nodes::rows;
+use crate::statements::versions::Versions;
 use crate::views::RowsOutExt;
 use crate::views::RowsRequest;
-use crate::views::ViewManager;
 use crate::views::MAX_ROWS_PER_PAGE;
 use crate::AppState;
 
@@ -246,7 +241,7 @@ fn after(value: &str) -> ApiResult<Vec<(u32, u64)>> {
     Ok(pairs)
 }
 
-/// `POST /v1/views/{view}/replay`.
+/// `POST /v1/views/{view}/replay` ([`Versions::replay`]).
 pub async fn replay(
     State(state): State<AppState>,
     Path(view): Path<String>,
@@ -254,52 +249,21 @@ pub async fn replay(
 ) -> ApiResult<Response> {
     let bytes = body(raw, state.config.max_body_bytes)?;
     let request: ReplayRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
-        ReplayRequest {
-            from: crate::dto::StartFrom::Earliest,
-            allow_truncated: false,
-            swap: crate::dto::SwapMode::Auto,
-        }
+        ReplayRequest::default()
     } else {
         json(&bytes)?
     };
-    let from = crate::dto::start_from(request.from.clone());
-    super::replay::check_start(&state, &view, &from)?;
-    if !request.allow_truncated {
-        super::replay::check_history(&state, &view, &from)?;
+    let out = blocking(move || Ok(versions(&state).replay(&view, request)?)).await?;
+    Ok((StatusCode::ACCEPTED, Json(out)).into_response())
+}
+
+/// The version changes of the node `state`.
+fn versions(state: &AppState) -> Versions<'_> {
+    Versions {
+        log: &state.log,
+        views: &state.views,
+        nodes: state.nodes.as_deref(),
     }
-    let views = state.views.clone();
-    let name = view.clone();
-    let swap = match request.swap {
-        crate::dto::SwapMode::Auto => Swap::Auto,
-        crate::dto::SwapMode::Manual => Swap::Manual,
-    };
-    let change = match state.nodes.clone() {
-        // In a Kappa cluster every node builds the new version.
-        Some(nodes) => {
-            let op = Operation::Replay {
-                view: view.clone(),
-                request: request.clone(),
-            };
-            blocking(move || match nodes.operate(op)? {
-                Outcome::Replayed(change) => Ok(change?),
-                other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-            })
-            .await?
-        }
-        None => blocking(move || Ok(views.replay(&name, from, swap)?)).await?,
-    };
-    let (building_version, served_version) = match change {
-        Change::Building(version) => (Some(version), None),
-        Change::Served(version) => (None, Some(version)),
-        Change::Unchanged => (None, None),
-    };
-    let body = ReplayOut {
-        view,
-        building_version,
-        served_version,
-        from: request.from,
-    };
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
 /// `GET /v1/views/{view}/diff`: how the candidate's rows differ from the
@@ -337,67 +301,21 @@ fn optional_u64(params: &mut Params, name: &str) -> ApiResult<Option<u64>> {
 }
 
 /// `POST /v1/views/{view}/promote`: serves the version being built now.
-pub async fn promote(state: State<AppState>, view: Path<String>) -> ApiResult<Json<ServedOut>> {
-    serve(state, view, ViewManager::promote, |views, view| {
-        let building = views
-            .describe(view)?
-            .building_version
-            .map(|b| b.version.version)
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::CONFLICT,
-                    "nothing_to_promote",
-                    format!("view {view:?} has no version being built to promote"),
-                )
-            })?;
-        Ok(Operation::Promote {
-            view: view.to_string(),
-            version: building,
-        })
-    })
-    .await
+pub async fn promote(
+    State(state): State<AppState>,
+    Path(view): Path<String>,
+) -> ApiResult<Json<ServedOut>> {
+    let out = blocking(move || Ok(versions(&state).promote(&view)?)).await?;
+    Ok(Json(out))
 }
 
 /// `POST /v1/views/{view}/rollback`: serves the previous version again.
-pub async fn rollback(state: State<AppState>, view: Path<String>) -> ApiResult<Json<ServedOut>> {
-    serve(state, view, ViewManager::rollback, |_, view| {
-        Ok(Operation::Rollback {
-            view: view.to_string(),
-        })
-    })
-    .await
-}
-
-/// Runs a promote or rollback and answers which version serves now: on
-/// this node, or in a Kappa cluster on every node (`cluster_op`).
-async fn serve(
+pub async fn rollback(
     State(state): State<AppState>,
     Path(view): Path<String>,
-    change: fn(&ViewManager, &str) -> crate::views::Result<Served>,
-    cluster_op: fn(&ViewManager, &str) -> ApiResult<Operation>,
 ) -> ApiResult<Json<ServedOut>> {
-    let views = state.views.clone();
-    let name = view.clone();
-    let nodes = state.nodes.clone();
-    let done = blocking(move || match nodes {
-        Some(nodes) => match nodes.operate(cluster_op(&views, &name)?)? {
-            Outcome::Served(Ok(Some(served))) => Ok(served),
-            Outcome::Served(Ok(None)) => Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "nothing_to_promote",
-                format!("view {name:?}: the version is no longer being built"),
-            )),
-            Outcome::Served(Err(e)) => Err(e.into()),
-            other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-        },
-        None => Ok(change(&views, &name)?),
-    })
-    .await?;
-    Ok(Json(ServedOut {
-        view,
-        served_version: done.served,
-        previous_version: done.previous,
-    }))
+    let out = blocking(move || Ok(versions(&state).rollback(&view)?)).await?;
+    Ok(Json(out))
 }
 
 #[cfg(test)]

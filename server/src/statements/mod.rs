@@ -19,14 +19,17 @@ pub(crate) use describe::columns as view_columns;
 mod pull;
 pub mod run;
 mod sources;
+pub mod versions;
 
 use kappa_log::{Log, LogError, TopicConfig};
 use kappa_processor::plan::{Operation, Plan, Sink};
-use kappa_processor::sql::{self, CreateAs, ObjectKind, ShowWhat, SourceDecl, SqlError, Statement};
+use kappa_processor::sql::{
+    self, CreateAs, ObjectKind, ShowWhat, SourceDecl, SqlError, Statement, VersionChange,
+};
 
 use crate::dto::statements::{
     CreatedOut, DeclaredOut, DescribedOut, DroppedOut, ExplainedOut, OperatorOut, SettingsOut,
-    ShowRow, ShownOut, StatementOut,
+    ShowRow, ShownOut, StatementOut, VersionChangedOut,
 };
 use crate::dto::IntoWire;
 use crate::views::manager::{Change, Swap, ViewSettings};
@@ -53,6 +56,10 @@ pub enum StatementError {
     /// answer, or this node has not read that far yet).
     #[error("{0}")]
     Unavailable(String),
+    /// A replay's start offsets are not in its input (more offsets than
+    /// partitions, or one beyond a partition's end).
+    #[error("{0}")]
+    OffsetOutOfRange(String),
 }
 
 /// What running a request's statements did: each one's result up to the
@@ -181,6 +188,63 @@ impl Executor<'_> {
             Statement::Select(query) => StatementOut::Selected(self.select(&query)?),
             Statement::Explain(what) => StatementOut::Explained(self.explain(what)?),
             Statement::InsertInto(insert) => StatementOut::Created(self.insert_into(insert)?),
+            Statement::ChangeVersion(change) => {
+                StatementOut::VersionChanged(self.change_version(change)?)
+            }
+        })
+    }
+
+    /// `REPLAY`, `PROMOTE` or `ROLLBACK`: as the HTTP routes run them, on
+    /// every node of a Kappa cluster when this executor reaches across
+    /// nodes ([`versions`]).
+    fn change_version(&self, change: VersionChange) -> Result<VersionChangedOut, StatementError> {
+        let versions = versions::Versions {
+            log: self.log,
+            views: self.views,
+            nodes: self.across.as_ref().map(|a| a.nodes),
+        };
+        let statement = change.keyword().to_string();
+        Ok(match change {
+            VersionChange::Replay {
+                name,
+                from,
+                swap_manual,
+                allow_truncated,
+            } => {
+                let request = crate::dto::ReplayRequest {
+                    from: from.into_wire(),
+                    allow_truncated,
+                    swap: if swap_manual {
+                        crate::dto::SwapMode::Manual
+                    } else {
+                        crate::dto::SwapMode::Auto
+                    },
+                };
+                let out = versions.replay(&name, request)?;
+                VersionChangedOut {
+                    statement,
+                    name,
+                    building_version: out.building_version,
+                    served_version: out.served_version,
+                    previous_version: None,
+                    from: Some(out.from),
+                }
+            }
+            VersionChange::Promote { name } | VersionChange::Rollback { name } => {
+                let out = if statement == "PROMOTE" {
+                    versions.promote(&name)?
+                } else {
+                    versions.rollback(&name)?
+                };
+                VersionChangedOut {
+                    statement,
+                    name,
+                    building_version: None,
+                    served_version: Some(out.served_version),
+                    previous_version: Some(out.previous_version),
+                    from: None,
+                }
+            }
         })
     }
 

@@ -111,6 +111,20 @@ pub fn run_as(
             .collect(),
     };
     let applied = match &state.nodes {
+        // A version change runs on every node as its own operation
+        // (`versions`), not as a statement of the control topic.
+        Some(_)
+            if statements.iter().any(changes_catalog)
+                && statements
+                    .iter()
+                    .any(|s| matches!(s, sql::Statement::ChangeVersion(_))) =>
+        {
+            return Err(RunError::Cluster(StatementError::BadRequest(
+                "in a Kappa cluster, REPLAY, PROMOTE and ROLLBACK run in a request of their own, \
+                 not with CREATE, DROP or INSERT INTO"
+                    .to_string(),
+            )))
+        }
         Some(nodes) if statements.iter().any(changes_catalog) => {
             nodes.submit(text).map_err(RunError::Cluster)?
         }
@@ -138,6 +152,9 @@ fn statement_kind(statement: &sql::Statement) -> &'static str {
         sql::Statement::CreateAs(_) => "SQL CREATE AS SELECT",
         sql::Statement::Drop { .. } => "SQL DROP",
         sql::Statement::InsertInto(_) => "SQL INSERT INTO",
+        sql::Statement::ChangeVersion(sql::VersionChange::Replay { .. }) => "SQL REPLAY",
+        sql::Statement::ChangeVersion(sql::VersionChange::Promote { .. }) => "SQL PROMOTE",
+        sql::Statement::ChangeVersion(sql::VersionChange::Rollback { .. }) => "SQL ROLLBACK",
         _ => "SQL",
     }
 }
@@ -153,6 +170,7 @@ fn statement_object(statement: &sql::Statement) -> String {
         sql::Statement::Explain(sql::Explain::View(name)) => name.clone(),
         sql::Statement::Explain(sql::Explain::Select(query)) => query.view.clone(),
         sql::Statement::InsertInto(insert) => insert.target.clone(),
+        sql::Statement::ChangeVersion(change) => change.name().to_string(),
         sql::Statement::Show(_) => String::new(),
     }
 }

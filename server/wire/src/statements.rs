@@ -46,6 +46,32 @@ pub enum StatementOut {
     Selected(SelectedOut),
     /// `EXPLAIN ..`.
     Explained(ExplainedOut),
+    /// `REPLAY`, `PROMOTE` or `ROLLBACK` of a view.
+    VersionChanged(VersionChangedOut),
+}
+
+/// `REPLAY`, `PROMOTE` or `ROLLBACK`: which versions of the view are built
+/// and served after it (the answers of `POST /v1/views/{view}/replay`,
+/// `/promote` and `/rollback`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct VersionChangedOut {
+    /// `"REPLAY"`, `"PROMOTE"` or `"ROLLBACK"`.
+    pub statement: String,
+    /// The view.
+    pub name: String,
+    /// The version being built now (a replayed table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub building_version: Option<u64>,
+    /// The version served now, when it changed (a promote, a rollback, a
+    /// replayed derived stream, which takes over at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_version: Option<u64>,
+    /// The version served before a promote or rollback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<u64>,
+    /// Where a replay's new version starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<crate::StartFrom>,
 }
 
 /// Stream (an append-only sequence of events) or table (latest row per key).

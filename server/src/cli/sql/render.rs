@@ -21,6 +21,7 @@ pub fn render(result: &Value) -> String {
         s if s.starts_with("CREATE") || s.starts_with("DROP") || s == "INSERT INTO" => {
             Some(status(result))
         }
+        "REPLAY" | "PROMOTE" | "ROLLBACK" => version_change(result),
         _ => None,
     };
     let text = text.unwrap_or_else(|| json_text(result));
@@ -79,6 +80,24 @@ fn status(result: &Value) -> String {
         (other, _) => format!("{statement} {name}: {other}"),
     };
     line + "\n"
+}
+
+/// One line for REPLAY, PROMOTE and ROLLBACK: which version builds or
+/// serves now.
+fn version_change(result: &Value) -> Option<String> {
+    let name = field(result, "name");
+    let building = result["building_version"].as_u64();
+    let served = result["served_version"].as_u64();
+    let previous = result["previous_version"].as_u64();
+    Some(match (building, served, previous) {
+        (Some(v), _, _) => format!(
+            "{name}: version {v} is building; the served version answers until it takes over \
+             (follow it with `kappa views {name}`)\n"
+        ),
+        (None, Some(v), Some(p)) => format!("{name}: version {v} is served (was {p})\n"),
+        (None, Some(v), None) => format!("{name}: version {v} is served\n"),
+        (None, None, _) => format!("{name}: unchanged\n"),
+    })
 }
 
 /// SHOW: a table of the rows' fields, in the order the server gives them
@@ -254,6 +273,16 @@ mod tests {
             r(json!({"statement": "DROP TABLE", "name": "p", "status": "dropped"})),
             "dropped table p\n"
         );
+        assert_eq!(
+            r(
+                json!({"statement": "PROMOTE", "name": "p", "served_version": 2, "previous_version": 1})
+            ),
+            "p: version 2 is served (was 1)\n"
+        );
+        assert!(r(
+            json!({"statement": "REPLAY", "name": "p", "building_version": 3, "from": "latest"})
+        )
+        .starts_with("p: version 3 is building"));
         assert_eq!(
             r(json!({"statement": "EXPLAIN", "x": 1})),
             "{\n  \"statement\": \"EXPLAIN\",\n  \"x\": 1\n}\n\n"
