@@ -41,6 +41,7 @@ mod lex;
 mod limits;
 mod planner;
 mod pull;
+mod pull_fast;
 mod query;
 mod resolve;
 mod statement;
@@ -97,6 +98,9 @@ impl SourceCatalog for Vec<SourceDecl> {
 
 /// Parses one or more `;`-separated statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
+    if let Some(query) = pull_fast::key_lookup(sql) {
+        return Ok(vec![Statement::Select(query)]);
+    }
     statement::parse_all(sql)
 }
 

@@ -432,7 +432,7 @@ pub(crate) fn parse(st: &StatementTokens) -> Result<PullQuery> {
 
 /// The aggregates of a `SELECT` whose items are all aggregate calls;
 /// `None` if none is one.
-fn aggregates(items: &[SelectItem], at: Location) -> Result<Option<Vec<PullAggregate>>> {
+pub(super) fn aggregates(items: &[SelectItem], at: Location) -> Result<Option<Vec<PullAggregate>>> {
     fn call(e: &ast::Expr, at: Location) -> Result<Option<(&ast::Function, AggCall<'_>)>> {
         match e {
             ast::Expr::Function(f) => aggregate_call(f, at).map(|c| c.map(|c| (f, c))),
@@ -541,7 +541,7 @@ fn order(order_by: &ast::OrderBy, q: &PullQuery, at: Location) -> Result<PullOrd
     })
 }
 
-fn columns(items: &[SelectItem], at: Location) -> Result<Option<Vec<String>>> {
+pub(super) fn columns(items: &[SelectItem], at: Location) -> Result<Option<Vec<String>>> {
     if let [SelectItem::Wildcard(_)] = items {
         return Ok(None);
     }
@@ -650,7 +650,7 @@ fn timestamp(e: &ast::Expr, at: Location) -> Result<i64> {
 
 /// Splits `WHERE` at its `AND`s: window bounds into the query's ranges,
 /// every other condition into [`PullQuery::conditions`].
-fn conditions(e: &ast::Expr, q: &mut PullQuery, at: Location) -> Result<()> {
+pub(super) fn conditions(e: &ast::Expr, q: &mut PullQuery, at: Location) -> Result<()> {
     match e {
         ast::Expr::Nested(inner) => conditions(inner, q, at),
         ast::Expr::BinaryOp {

@@ -201,32 +201,27 @@ type Job = Box<dyn FnOnce() + Send>;
 /// [`sql::SQL_STACK_BYTES`] stack, started on first use, taking jobs from
 /// one queue (a request beyond them waits its turn). Kept, not spawned per
 /// statement: a point lookup costs about as much as starting a thread.
-fn statement_threads() -> &'static std::sync::Mutex<std::sync::mpsc::Sender<Job>> {
-    static QUEUE: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Job>>> =
-        std::sync::OnceLock::new();
+fn statement_threads() -> &'static crossbeam_channel::Sender<Job> {
+    static QUEUE: std::sync::OnceLock<crossbeam_channel::Sender<Job>> = std::sync::OnceLock::new();
     QUEUE.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         for i in 0..MAX_SQL_THREADS {
             let rx = rx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("kappa-sql-{i}"))
                 .stack_size(sql::SQL_STACK_BYTES)
-                .spawn(move || loop {
-                    let job = match rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok(job) = job else { return };
-                    // A panicking statement ends its job (its caller hears
-                    // no answer), not the thread.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                .spawn(move || {
+                    for job in rx {
+                        // A panicking statement ends its job (its caller
+                        // hears no answer), not the thread.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    }
                 });
             if let Err(e) = spawned {
                 tracing::error!(error = %e, "starting a statement thread");
             }
         }
-        std::sync::Mutex::new(tx)
+        tx
     })
 }
 
@@ -242,8 +237,6 @@ pub async fn on_sql_thread<T: Send + 'static>(
         let _ = tx.send(f());
     });
     statement_threads()
-        .lock()
-        .map_err(|_| "the statement threads are gone".to_string())?
         .send(job)
         .map_err(|_| "the statement threads are gone".to_string())?;
     rx.await
