@@ -42,6 +42,7 @@ mod limits;
 mod planner;
 mod pull;
 mod pull_fast;
+pub use pull_fast::key_lookup;
 mod query;
 mod resolve;
 mod statement;

@@ -21,7 +21,7 @@ use super::pull::{self, PullQuery, TimeRange};
 /// The pull query of `text` when it is `SELECT * | a, b, .. FROM v WHERE
 /// c = 'text' [;]` with plain names (letters, digits, `_`; none a SQL
 /// keyword), in any case and spacing; `None` for any other text.
-pub(crate) fn key_lookup(text: &str) -> Option<PullQuery> {
+pub fn key_lookup(text: &str) -> Option<PullQuery> {
     let mut s = Scan { rest: text };
     s.keyword("SELECT")?;
     let projection = if s.symbol('*') {

@@ -23,6 +23,14 @@ pub fn reads_catalog(query: &str) -> bool {
     if query.len() > MAX_SCANNED_BYTES {
         return false;
     }
+    // The common key lookup, without tokenizing: its plain names are its
+    // only words, and none is qualified.
+    if let Some(lookup) = kappa_processor::sql::key_lookup(query) {
+        let names = std::iter::once(&lookup.view)
+            .chain(lookup.columns.iter().flatten())
+            .chain(lookup.key_conditions.iter().map(|c| &c.column));
+        return names.map(|n| n.to_lowercase()).any(|n| is_system(&n));
+    }
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, query).tokenize() else {
         return false;
     };
@@ -53,16 +61,18 @@ pub fn reads_catalog(query: &str) -> bool {
             return true;
         }
         let after_period = i > 0 && matches!(words.get(i - 1), Some(Token::Period));
-        if !qualifies
-            && !after_period
-            && SYSTEM
-                .iter()
-                .any(|r| r.schema == "pg_catalog" && r.name == name)
-        {
+        if !qualifies && !after_period && is_system(&name) {
             return true;
         }
     }
     !has_from
+}
+
+/// Whether `name` (lower-cased) is a relation of `pg_catalog`.
+fn is_system(name: &str) -> bool {
+    SYSTEM
+        .iter()
+        .any(|r| r.schema == "pg_catalog" && r.name == name)
 }
 
 #[cfg(test)]
@@ -83,6 +93,10 @@ mod tests {
             "SELECT current_setting('server_version_num')::int/100 as version"
         ));
         assert!(reads_catalog("SELECT 1"));
+        assert!(reads_catalog("SELECT * FROM PG_Class WHERE relname = 'x'"));
+        assert!(reads_catalog(
+            "SELECT relname FROM pg_class WHERE oid = '1'"
+        ));
         assert!(reads_catalog(
             "WITH t AS (SELECT 1) SELECT * FROM t JOIN pg_namespace n ON true"
         ));
