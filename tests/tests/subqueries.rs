@@ -147,6 +147,70 @@ fn an_aggregate_over_an_aggregates_rows_follows_each_row_as_it_changes() {
     wait_for_big_spenders(&client, 150);
 }
 
+/// `FROM` a table defined by a query reads that query's rows: the
+/// histogram over `per_user` by name equals the one over the same query as
+/// a subquery; the definition is copied when the statement is planned, so
+/// dropping `per_user` leaves the histogram following the stream.
+#[test]
+fn from_a_table_by_name_reads_its_querys_rows() {
+    let server = Server::start(&[]);
+    let client = server.client();
+    client.sql_ok(USER_EVENTS);
+    client.sql_ok(
+        "CREATE TABLE per_user AS SELECT user_id, COUNT(*) AS purchases, SUM(amount) AS spent
+         FROM user_events WHERE event_type = 'purchase' GROUP BY user_id;",
+    );
+    client.sql_ok(
+        "CREATE TABLE purchase_histogram AS
+         SELECT purchases, COUNT(*) AS users, SUM(spent) AS spent, MAX(spent) AS top
+         FROM per_user GROUP BY purchases;",
+    );
+    produce(&client, 0, 60);
+    wait_for_histogram(&client, 60);
+    let (operators, _) = client.explain_operators("purchase_histogram");
+    assert!(
+        operators.iter().any(|o| o == "aggregate_rows"),
+        "{operators:?}"
+    );
+    client.sql_ok("DROP TABLE per_user;");
+    produce(&client, 60, 120);
+    wait_for_histogram(&client, 120);
+
+    // What a subquery cannot carry is refused, naming the table.
+    client.sql_ok(
+        "CREATE TABLE late_per_user WITH (WATERMARK_DELAY = '1 MINUTE') AS
+         SELECT user_id, COUNT(*) AS n FROM user_events GROUP BY user_id;
+         CREATE TABLE accounts (id VARCHAR PRIMARY KEY, tier VARCHAR) WITH (KAFKA_TOPIC = 'accounts');
+         CREATE TABLE per_tier AS SELECT tier, COUNT(*) AS n FROM accounts GROUP BY tier;
+         CREATE TABLE nested AS SELECT purchases, COUNT(*) AS users FROM
+           (SELECT user_id, COUNT(*) AS purchases FROM user_events GROUP BY user_id) AS q
+         GROUP BY purchases;",
+    );
+    for (sql, wanted) in [
+        (
+            "CREATE TABLE t AS SELECT n, COUNT(*) AS c FROM late_per_user GROUP BY n;",
+            "sets WATERMARK_DELAY",
+        ),
+        (
+            "CREATE TABLE t AS SELECT n, COUNT(*) AS c FROM per_tier GROUP BY n;",
+            "reads the declared table \"accounts\"",
+        ),
+        (
+            "CREATE TABLE t AS SELECT c, COUNT(*) AS k FROM purchase_histogram GROUP BY c;",
+            "reads \"per_user\", which is not a stream",
+        ),
+        (
+            "CREATE TABLE t AS SELECT users, COUNT(*) AS k FROM nested GROUP BY users;",
+            "reads a subquery",
+        ),
+    ] {
+        let (status, body) = client.sql(sql);
+        assert_eq!(status, 400, "{sql}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(wanted), "{sql}: {body}");
+    }
+}
+
 /// `EXPLAIN` shows the inner aggregate feeding the aggregate over its rows.
 fn explain(client: &Client) {
     let result = &client.sql_ok("EXPLAIN purchase_histogram")[0];

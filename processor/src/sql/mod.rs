@@ -50,6 +50,7 @@ mod subquery;
 mod top_n;
 mod translate;
 mod types;
+mod view_ref;
 
 #[cfg(test)]
 mod marks;
@@ -81,6 +82,12 @@ pub trait SourceCatalog {
     /// The declaration of `name` (already normalized: lower-cased unless it
     /// was quoted), if any.
     fn source(&self, name: &str) -> Option<SourceDecl>;
+
+    /// The `CREATE TABLE .. AS` text of `name` when it is a table defined
+    /// by a query (`FROM` it reads that query's rows as a subquery's).
+    fn table_query(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// A catalog over a fixed list of declarations (tests, tools).

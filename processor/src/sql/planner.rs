@@ -45,6 +45,34 @@ fn build(stmt: &CreateAs, catalog: &dyn SourceCatalog) -> Result<Plan> {
         ));
     };
     let (decl, parsed) = statement::parse_create_as(st)?;
+    if parsed.inner.is_none() {
+        let parts = QueryParts::of(&parsed.query, st.end)?;
+        let name = parts.from.name.normalized();
+        if catalog.source(&name).is_none() {
+            if let Some(sql) = catalog.table_query(&name) {
+                let inlined = super::view_ref::inline(
+                    st,
+                    parts.from.name.span,
+                    &name,
+                    &sql,
+                    parts.from.alias.is_some(),
+                    catalog,
+                )?;
+                let (decl, parsed) = statement::parse_create_as(&inlined)?;
+                return build_parsed(&inlined, decl, parsed, catalog);
+            }
+        }
+    }
+    build_parsed(st, decl, parsed, catalog)
+}
+
+/// Plans a parsed `CREATE .. AS` (`st`'s).
+fn build_parsed(
+    st: &lex::StatementTokens,
+    decl: CreateAs,
+    parsed: statement::ParsedCreateAs,
+    catalog: &dyn SourceCatalog,
+) -> Result<Plan> {
     let at = st.start;
     let dedup_span = parsed.dedup_span;
     match &parsed.inner {

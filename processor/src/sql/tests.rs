@@ -823,6 +823,44 @@ fn drop_show_describe() {
     assert_eq!(all.len(), 2);
 }
 
+/// The brief's catalog plus one table defined by a query, `per_user`.
+struct WithTable(Vec<SourceDecl>);
+
+impl SourceCatalog for WithTable {
+    fn source(&self, name: &str) -> Option<SourceDecl> {
+        self.0.source(name)
+    }
+
+    fn table_query(&self, name: &str) -> Option<String> {
+        (name == "per_user").then(|| {
+            "CREATE TABLE per_user WITH (KEEP_VERSIONS = 2) AS\n  SELECT user_id, COUNT(*) AS n, SUM(amount) AS spent\n  FROM user_events GROUP BY user_id".to_string()
+        })
+    }
+}
+
+#[test]
+fn from_a_table_by_name_plans_as_its_query_in_a_subquery() {
+    let catalog = WithTable(catalog());
+    let planned = |sql: &str| plan(&create_as(sql), &catalog);
+    let by_name = planned(
+        "CREATE TABLE h AS SELECT n, COUNT(*) AS users, MAX(spent) AS top FROM per_user GROUP BY n",
+    )
+    .unwrap();
+    let inlined = planned("CREATE TABLE h AS SELECT n, COUNT(*) AS users, MAX(spent) AS top FROM (SELECT user_id, COUNT(*) AS n, SUM(amount) AS spent FROM user_events GROUP BY user_id) AS per_user GROUP BY n").unwrap();
+    assert_eq!(by_name, inlined);
+    // Under an alias.
+    let aliased = planned("CREATE TABLE h AS SELECT p.n, COUNT(*) AS users, MAX(p.spent) AS top FROM per_user p GROUP BY p.n").unwrap();
+    assert_eq!(aliased.then, inlined.then);
+    // An error after the name keeps its position in this statement.
+    let e = planned("CREATE TABLE h AS SELECT n, COUNT(*) AS c FROM per_user GROUP BY nope")
+        .unwrap_err();
+    assert_eq!(
+        (e.line, e.column, e.message.contains("nope")),
+        (1, 66, true),
+        "{e}"
+    );
+}
+
 #[test]
 fn replay_promote_rollback() {
     use crate::runner::StartFrom;

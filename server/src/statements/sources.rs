@@ -1,5 +1,6 @@
-//! What a statement's `FROM` can name: the declared sources, plus every
-//! derived stream as a schemaless stream over its output topic.
+//! What a statement's `FROM` can name: the declared sources, every
+//! derived stream as a schemaless stream over its output topic, and every
+//! table defined by a query, through its defining query.
 
 use kappa_processor::sql::{self, ObjectKind, SourceCatalog, SourceDecl};
 
@@ -28,5 +29,13 @@ impl SourceCatalog for Sources {
             partitions: None,
             sql: view.served.sql.clone().unwrap_or_default(),
         })
+    }
+
+    fn table_query(&self, name: &str) -> Option<String> {
+        let view = self.0.views.get(name)?;
+        if !view.is_table() {
+            return None;
+        }
+        view.served.sql.clone()
     }
 }
