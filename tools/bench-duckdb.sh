@@ -23,8 +23,11 @@
 #      columns), reading and parsing the file included), and the machine's
 #      own speed-up of two busy processes over one (a fixed CPU loop in
 #      Python, timed alone, in two processes at once, alone again: on a VM two
-#      busy vCPUs need not give twice one's work), in an order that turns by
-#      one place each round.
+#      busy vCPUs need not give twice one's work), and the user's path
+#      (issue 41: another fresh server, the file loaded with four concurrent
+#      NDJSON uploads by curl, then the seed's CREATE TABLE, timed from its
+#      answer until the served version has committed every event, no
+#      restart in between), in an order that turns by one place each round.
 # So every engine and worker count runs once in each round, next to the
 # others: a machine whose speed drifts over minutes (a VM's neighbours)
 # slows all of them alike, and each ratio is taken within a round. The
@@ -117,6 +120,84 @@ print(json.dumps({"times_s": times, "median_s": statistics.median(times),
                   "rows": rows,
                   "purchases": int(purchases), "events": events, "threads": threads,
                   "query": " ".join(query.split())}))
+PY
+
+# The user's path (issue 41), against a fresh server at URL: the events
+# loaded with four concurrent NDJSON uploads (curl, 10,000 records a body:
+# the server's max_records_per_request; records keyed by user_id) into a
+# topic of PARTITIONS partitions, the seed's stream declared with
+# TIMESTAMP='event_time' (as kappa-bench build declares it, so windows follow
+# event time as DuckDB's do), then the seed's CREATE TABLE
+# purchase_stats, timed from its answer until the served
+# version has committed every event (GET /v1/views/purchase_stats every
+# 5 ms). No restart between load and build. Prints one JSON line.
+cat >"$SCRATCH/user_path.py" <<'PY'
+import json, os, subprocess, sys, threading, time, urllib.request
+
+url, path, partitions, events = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+chunks_dir = path + ".records"
+if not os.path.isdir(chunks_dir):
+    os.makedirs(chunks_dir)
+    n, size, out = 0, 0, None
+    with open(path) as f:
+        for line in f:
+            if out is None or size >= 10_000:
+                if out:
+                    out.close()
+                out, size, n = open(f"{chunks_dir}/{n:05d}.ndjson", "w"), 0, n + 1
+            event = json.loads(line)
+            record = json.dumps({"key": event["user_id"], "value": event}) + "\n"
+            out.write(record)
+            size += 1
+    out.close()
+chunks = sorted(os.listdir(chunks_dir))
+
+def http(method, route, body=None, content_type="application/json"):
+    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+    request = urllib.request.Request(url + route, data=data, method=method,
+                                     headers={"content-type": content_type})
+    with urllib.request.urlopen(request, timeout=600) as r:
+        return json.loads(r.read() or b"null")
+
+http("POST", "/v1/topics", {"name": "user_events", "partitions": partitions})
+http("POST", "/v1/statements", b"CREATE STREAM user_events (user_id VARCHAR, event_type VARCHAR, "
+     b"amount DECIMAL(10,2), event_time TIMESTAMP) WITH (KAFKA_TOPIC='user_events', VALUE_FORMAT='JSON', "
+     b"TIMESTAMP='event_time');",
+     "application/sql")
+def upload(k):
+    for chunk in chunks[k::4]:
+        subprocess.run(["curl", "-sSf", "-o", "/dev/null", "-H", "content-type: application/x-ndjson",
+                        "--data-binary", f"@{chunks_dir}/{chunk}", url + "/v1/topics/user_events/records"],
+                       check=True)
+t0 = time.perf_counter()
+uploads = [threading.Thread(target=upload, args=(k,)) for k in range(4)]
+for u in uploads:
+    u.start()
+for u in uploads:
+    u.join()
+load_s = time.perf_counter() - t0
+http("POST", "/v1/statements", b"CREATE TABLE purchase_stats AS SELECT user_id, WINDOWSTART as window_start, "
+     b"WINDOWEND as window_end, COUNT(*) as purchase_count, SUM(amount) as total_amount, "
+     b"AVG(amount) as avg_amount FROM user_events WINDOW TUMBLING (SIZE 5 MINUTES) "
+     b"WHERE event_type = 'purchase' GROUP BY user_id EMIT CHANGES;", "application/sql")
+t0 = time.perf_counter()
+while True:
+    view = http("GET", "/v1/views/purchase_stats")
+    if sum(p["committed"] for p in view["served_version"]["partitions"]) >= events:
+        break
+    if time.perf_counter() - t0 > 600:
+        sys.exit("the view did not commit every event within 600 s")
+    time.sleep(0.005)
+build_s = time.perf_counter() - t0
+rows, purchases, cursor = 0, 0, ""
+while True:
+    page = http("GET", "/v1/views/purchase_stats/rows?limit=10000" + cursor)
+    rows += len(page["rows"])
+    purchases += sum(r["row"]["purchase_count"] for r in page["rows"])
+    if not page.get("next_cursor"):
+        break
+    cursor = "&cursor=" + page["next_cursor"]
+print(json.dumps({"load_s": load_s, "build_s": build_s, "rows": rows, "purchases": purchases}))
 PY
 
 # The machine's own parallel speed-up: a fixed CPU loop (no memory shared)
@@ -225,6 +306,32 @@ def ratios(values):
     shown = ", ".join("–" if v is None else f"{v:.2f}×" for v in values) or "–"
     present = [v for v in values if v is not None]
     return shown, f"**{med(present):.2f}×**" if present else "–"
+print()
+print("The user's path: a fresh server, the events loaded with 4 concurrent NDJSON uploads, "
+      "then CREATE TABLE; build = from the statement's answer until every event is committed.")
+print()
+print("| events | partitions | load | Kappa first build | Kappa events/s | DuckDB | Kappa / DuckDB time, per round | median "
+      "| rows Kappa / DuckDB | purchases Kappa / DuckDB |")
+print("|--:|--:|--:|--:|--:|--:|--|--:|--:|--:|")
+for group, events, partitions, pars in groups:
+    if group == "skipped":
+        continue
+    n = int(events)
+    user = [load(f"{out}/{group}.r{r}.user.json") for r in range(1, runs + 1)]
+    duck = [load(f"{out}/{group}.r{r}.duckdb.json") for r in range(1, runs + 1)]
+    done = [u for u in user if u]
+    if not done:
+        print(f"| {n:,} | {partitions} | failed | | | | | | | |")
+        continue
+    per_round = [u["build_s"] / d["median_s"] if u and d else None for u, d in zip(user, duck)]
+    shown, median = ratios(per_round)
+    ks = med([u["build_s"] for u in done])
+    ds = med([d["median_s"] for d in duck if d])
+    duck_ok = [d for d in duck if d]
+    print(f"| {n:,} | {partitions} | {med([u['load_s'] for u in done]):.2f} s | {ks:.2f} s | {n / ks:,.0f} "
+          f"| {ds:.2f} s | {shown} | {median} "
+          f"| {agree([u['rows'] for u in done])} / {agree([d['rows'] for d in duck_ok]) if duck_ok else '–'} "
+          f"| {agree([u['purchases'] for u in done])} / {agree([d['purchases'] for d in duck_ok]) if duck_ok else '–'} |")
 if speedups:
     print()
     print("| events | partitions | workers | build time of the first / this, per round | median "
@@ -264,12 +371,26 @@ run_group() {
         $(parallelism_args "${pars[0]}") --runs 1 --keep >"$OUT/$group.load.md" 2>"$OUT/$group.load.stderr.log"; then
         say "$group: loading failed: $(tail -1 "$OUT/$group.load.stderr.log")"
     fi
-    steps=("${pars[@]}" duckdb machine)
+    steps=("${pars[@]}" duckdb machine userpath)
     for round in $(seq "$RUNS"); do
         local turn=$(((round - 1) % ${#steps[@]}))
         for step in "${steps[@]:turn}" "${steps[@]:0:turn}"; do
             if [[ $step == machine ]]; then
                 "$VENV/bin/python" "$SCRATCH/machine_speedup.py" >"$OUT/$group.r$round.machine.json"
+                continue
+            fi
+            if [[ $step == userpath ]]; then
+                say "== $group round $round: kappa, the user's path (a fresh server, load, build)"
+                local server_url=$URL server_pid=$SERVER_PID
+                start_server "$group-user-r$round"
+                if ! "$VENV/bin/python" "$SCRATCH/user_path.py" "$URL" "$file" "$partitions" "$events" \
+                    >"$OUT/$group.r$round.user.json" 2>"$OUT/$group.r$round.user.stderr.log"; then
+                    say "$group round $round: the user's path failed: $(tail -1 "$OUT/$group.r$round.user.stderr.log")"
+                    rm -f "$OUT/$group.r$round.user.json"
+                fi
+                stop_server
+                rm -rf "$SCRATCH/$group-user-r$round-data"
+                URL=$server_url SERVER_PID=$server_pid
                 continue
             fi
             if [[ $step == duckdb ]]; then
