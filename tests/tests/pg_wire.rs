@@ -133,6 +133,19 @@ fn psql_reads_views_and_runs_statements() {
     let version = psql(&server, None, "SELECT version()").unwrap();
     assert!(version.contains("Kappa"), "{version}");
     psql(&server, None, "SET extra_float_digits = 3; BEGIN; COMMIT").unwrap();
+    // Session statements beside Kappa's in one query: each is answered,
+    // in order (the SET used to answer for the whole query).
+    let mixed = psql(
+        &server,
+        None,
+        "SET extra_float_digits = 3; SELECT user_id FROM purchase_stats WHERE user_id = 'u1'; SHOW TABLES",
+    )
+    .unwrap();
+    assert!(mixed.lines().any(|l| l == "u1"), "{mixed}");
+    assert!(
+        mixed.lines().any(|l| l.starts_with("purchase_stats|")),
+        "{mixed}"
+    );
 
     // Errors come with their SQLSTATE and position; the server goes on.
     let e = psql(&server, None, "SELECT * FROM nowhere").unwrap_err();

@@ -25,6 +25,7 @@ mod cancel;
 mod catalog;
 mod extended;
 mod session;
+mod split;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -260,9 +260,20 @@ impl SimpleQueryHandler for Connection {
             Ok(p) => p,
             Err(e) => return Ok(vec![answer::error(*e)]),
         };
-        Ok(match self.run(principal, query).await {
-            Ok(answers) => answers.into_iter().map(|a| a.into_response(&[])).collect(),
-            Err(e) => vec![answer::error(*e)],
-        })
+        // `SET ..; SELECT ..`: the session statements answered here, the
+        // others run, in order; the first error ends the query.
+        let parts = super::split::parts_with_session_statements(query)
+            .unwrap_or_else(|| vec![query.to_string()]);
+        let mut responses = Vec::new();
+        for part in parts {
+            match self.run(principal.clone(), &part).await {
+                Ok(answers) => responses.extend(answers.into_iter().map(|a| a.into_response(&[]))),
+                Err(e) => {
+                    responses.push(answer::error(*e));
+                    break;
+                }
+            }
+        }
+        Ok(responses)
     }
 }
