@@ -287,6 +287,17 @@ impl Client {
         (r.status, r.body)
     }
 
+    /// Runs SQL statements that must be refused: asserts `400` and returns
+    /// the error's message.
+    pub fn sql_refused(&self, text: &str) -> String {
+        let (status, body) = self.sql(text);
+        assert_eq!(status, 400, "{text}\n{body}");
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// Runs SQL statements; asserts `200` and returns the `results` array.
     pub fn sql_ok(&self, text: &str) -> Vec<Value> {
         let (status, body) = self.sql(text);

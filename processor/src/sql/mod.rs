@@ -42,7 +42,7 @@ mod limits;
 mod planner;
 mod pull;
 mod pull_fast;
-pub use pull_fast::key_lookup;
+pub use pull_fast::{key_lookup, key_lookup_names, KeyLookupNames};
 mod query;
 mod resolve;
 mod statement;

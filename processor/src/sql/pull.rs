@@ -399,25 +399,12 @@ pub(crate) fn parse(st: &StatementTokens) -> Result<PullQuery> {
             "a pull query's view takes no alias",
         ));
     }
-    let aggregates = aggregates(&parts.select.projection, at)?;
-    let mut q = PullQuery {
-        view: parts.from.name.normalized(),
-        columns: match aggregates {
-            Some(_) => None,
-            None => columns(&parts.select.projection, at)?,
-        },
-        window_start: TimeRange::default(),
-        window_end: TimeRange::default(),
-        conditions: Vec::new(),
-        key_conditions: Vec::new(),
-        order: None,
-        offset: 0,
-        limit: None,
-        aggregates,
-    };
-    if let Some(w) = &parts.select.selection {
-        conditions(w, &mut q, at)?;
-    }
+    let mut q = select(
+        parts.from.name.normalized(),
+        &parts.select.projection,
+        parts.select.selection.as_ref(),
+        at,
+    )?;
     if let (Some(span), Some(e)) = (parts.limit, parts.limit_expr) {
         q.limit = Some(limit(e, span)?);
     }
@@ -430,9 +417,39 @@ pub(crate) fn parse(st: &StatementTokens) -> Result<PullQuery> {
     Ok(q)
 }
 
+/// The query `SELECT projection FROM view [WHERE selection]` asks of view
+/// `view` (normalized), before any order, limit or offset.
+pub(super) fn select(
+    view: String,
+    projection: &[SelectItem],
+    selection: Option<&ast::Expr>,
+    at: Location,
+) -> Result<PullQuery> {
+    let aggregates = aggregates(projection, at)?;
+    let mut q = PullQuery {
+        view,
+        columns: match aggregates {
+            Some(_) => None,
+            None => columns(projection, at)?,
+        },
+        window_start: TimeRange::default(),
+        window_end: TimeRange::default(),
+        conditions: Vec::new(),
+        key_conditions: Vec::new(),
+        order: None,
+        offset: 0,
+        limit: None,
+        aggregates,
+    };
+    if let Some(w) = selection {
+        conditions(w, &mut q, at)?;
+    }
+    Ok(q)
+}
+
 /// The aggregates of a `SELECT` whose items are all aggregate calls;
 /// `None` if none is one.
-pub(super) fn aggregates(items: &[SelectItem], at: Location) -> Result<Option<Vec<PullAggregate>>> {
+fn aggregates(items: &[SelectItem], at: Location) -> Result<Option<Vec<PullAggregate>>> {
     fn call(e: &ast::Expr, at: Location) -> Result<Option<(&ast::Function, AggCall<'_>)>> {
         match e {
             ast::Expr::Function(f) => aggregate_call(f, at).map(|c| c.map(|c| (f, c))),
@@ -541,7 +558,7 @@ fn order(order_by: &ast::OrderBy, q: &PullQuery, at: Location) -> Result<PullOrd
     })
 }
 
-pub(super) fn columns(items: &[SelectItem], at: Location) -> Result<Option<Vec<String>>> {
+fn columns(items: &[SelectItem], at: Location) -> Result<Option<Vec<String>>> {
     if let [SelectItem::Wildcard(_)] = items {
         return Ok(None);
     }
@@ -650,7 +667,7 @@ fn timestamp(e: &ast::Expr, at: Location) -> Result<i64> {
 
 /// Splits `WHERE` at its `AND`s: window bounds into the query's ranges,
 /// every other condition into [`PullQuery::conditions`].
-pub(super) fn conditions(e: &ast::Expr, q: &mut PullQuery, at: Location) -> Result<()> {
+fn conditions(e: &ast::Expr, q: &mut PullQuery, at: Location) -> Result<()> {
     match e {
         ast::Expr::Nested(inner) => conditions(inner, q, at),
         ast::Expr::BinaryOp {

@@ -6,6 +6,9 @@
 //! Tokenizing and parsing were ~10% of a point lookup's CPU over
 //! PostgreSQL (BENCHMARKS.md).
 //!
+//! The scan alone ([`key_lookup_names`]) tells the PostgreSQL frontend's
+//! catalog check which names such a text holds, without building anything.
+//!
 //! Anything else — another shape, a quoted or keyword name, a string with
 //! a quote or backslash, a comment — is left to the general parser
 //! (`None`), as is a text the shared code refuses, so errors keep their
@@ -16,22 +19,46 @@ use sqlparser::keywords::ALL_KEYWORDS;
 use sqlparser::tokenizer::{Location, Span};
 
 use super::lex;
-use super::pull::{self, PullQuery, TimeRange};
+use super::pull::{self, PullQuery};
 
-/// The pull query of `text` when it is `SELECT * | a, b, .. FROM v WHERE
-/// c = 'text' [;]` with plain names (letters, digits, `_`; none a SQL
-/// keyword), in any case and spacing; `None` for any other text.
-pub fn key_lookup(text: &str) -> Option<PullQuery> {
+/// The words of a key lookup's text, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyLookupNames<'a> {
+    /// The selected columns (`None`: `*`).
+    pub columns: Option<Vec<&'a str>>,
+    /// The view.
+    pub view: &'a str,
+    /// The column compared.
+    pub column: &'a str,
+    /// The string it is compared with (no quotes).
+    pub value: &'a str,
+}
+
+impl<'a> KeyLookupNames<'a> {
+    /// Every name it holds: the view, the selected columns, the column
+    /// compared.
+    pub fn names(&self) -> impl Iterator<Item = &'a str> + '_ {
+        std::iter::once(self.view)
+            .chain(self.columns.iter().flatten().copied())
+            .chain(std::iter::once(self.column))
+    }
+}
+
+/// The words of `text` when it is `SELECT * | a, b, .. FROM v WHERE c =
+/// 'text' [;]` with plain names (letters, digits, `_`; none a SQL
+/// keyword), in any case and spacing; `None` for any other text. A scan
+/// only: nothing is built.
+pub fn key_lookup_names(text: &str) -> Option<KeyLookupNames<'_>> {
     let mut s = Scan { rest: text };
     s.keyword("SELECT")?;
-    let projection = if s.symbol('*') {
-        vec![SelectItem::Wildcard(Default::default())]
+    let columns = if s.symbol('*') {
+        None
     } else {
-        let mut items = vec![SelectItem::UnnamedExpr(ast::Expr::Identifier(s.name()?))];
+        let mut names = vec![s.name()?];
         while s.symbol(',') {
-            items.push(SelectItem::UnnamedExpr(ast::Expr::Identifier(s.name()?)));
+            names.push(s.name()?);
         }
-        items
+        Some(names)
     };
     s.keyword("FROM")?;
     let view = s.name()?;
@@ -45,33 +72,35 @@ pub fn key_lookup(text: &str) -> Option<PullQuery> {
     if !s.rest.trim_start().is_empty() {
         return None;
     }
-    let at = Location::new(1, 1);
+    Some(KeyLookupNames {
+        columns,
+        view,
+        column,
+        value,
+    })
+}
+
+/// The pull query of `text` when [`key_lookup_names`] takes it (and the
+/// shared code does not refuse it); `None` for any other text.
+pub fn key_lookup(text: &str) -> Option<PullQuery> {
+    let lookup = key_lookup_names(text)?;
+    let projection = match &lookup.columns {
+        None => vec![SelectItem::Wildcard(Default::default())],
+        Some(columns) => columns
+            .iter()
+            .map(|c| SelectItem::UnnamedExpr(ast::Expr::Identifier(Ident::new(*c))))
+            .collect(),
+    };
     let condition = ast::Expr::BinaryOp {
-        left: Box::new(ast::Expr::Identifier(column)),
+        left: Box::new(ast::Expr::Identifier(Ident::new(lookup.column))),
         op: ast::BinaryOperator::Eq,
         right: Box::new(ast::Expr::Value(ValueWithSpan {
-            value: ast::Value::SingleQuotedString(value.to_string()),
+            value: ast::Value::SingleQuotedString(lookup.value.to_string()),
             span: Span::empty(),
         })),
     };
-    let aggregates = pull::aggregates(&projection, at).ok()?;
-    let mut q = PullQuery {
-        view: lex::normalize(&view.value, false),
-        columns: match aggregates {
-            Some(_) => None,
-            None => pull::columns(&projection, at).ok()?,
-        },
-        window_start: TimeRange::default(),
-        window_end: TimeRange::default(),
-        conditions: Vec::new(),
-        key_conditions: Vec::new(),
-        order: None,
-        offset: 0,
-        limit: None,
-        aggregates,
-    };
-    pull::conditions(&condition, &mut q, at).ok()?;
-    Some(q)
+    let view = lex::normalize(lookup.view, false);
+    pull::select(view, &projection, Some(&condition), Location::new(1, 1)).ok()
 }
 
 /// What is left of the text.
@@ -102,13 +131,13 @@ impl<'a> Scan<'a> {
     }
 
     /// An unquoted name that is no SQL keyword.
-    fn name(&mut self) -> Option<Ident> {
+    fn name(&mut self) -> Option<&'a str> {
         let word = self.word()?;
         let upper = word.to_ascii_uppercase();
         if ALL_KEYWORDS.binary_search(&upper.as_str()).is_ok() {
             return None;
         }
-        Some(Ident::new(word))
+        Some(word)
     }
 
     /// The one-character symbol `c`, if next.

@@ -14,7 +14,7 @@
 //! what its rows are (watermark, deduplication, late events, join history)
 //! is refused: its query over the stream alone would give other rows.
 
-use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Word};
+use sqlparser::tokenizer::{Span, Token, TokenWithSpan};
 
 use super::error::{Result, SqlError};
 use super::lex::{self, Cursor, StatementTokens};
@@ -106,9 +106,9 @@ fn changes_rows(decl: &CreateAs) -> Option<&'static str> {
 fn select_tokens(st: &StatementTokens) -> Result<&[TokenWithSpan]> {
     let mut c = Cursor::new(&st.tokens, st.end);
     while !c.at_end() {
-        let is_as = matches!(&c.peek().map(|t| &t.token), Some(Token::Word(Word { value, quote_style: None, .. })) if value.eq_ignore_ascii_case("AS"));
-        c.next_token();
-        if is_as && (c.is_kw("SELECT") || c.is_kw("WITH")) {
+        if !c.eat_kw("AS") {
+            c.next_token();
+        } else if c.is_kw("SELECT") || c.is_kw("WITH") {
             return Ok(c.rest());
         }
     }

@@ -15,18 +15,17 @@ pub fn parts_with_session_statements(query: &str) -> Option<Vec<String>> {
     if !query.trim_end().trim_end_matches(';').contains(';') {
         return None;
     }
-    let statements = statements(query);
-    if statements.len() < 2
-        || !statements
-            .iter()
-            .any(|s| answer::session_statement(s).is_some())
-    {
+    let statements: Vec<(&str, bool)> = statements(query)
+        .into_iter()
+        .map(|s| (s, answer::session_statement(s).is_some()))
+        .collect();
+    if statements.len() < 2 || !statements.iter().any(|(_, session)| *session) {
         return None;
     }
     let mut parts: Vec<String> = Vec::new();
     let mut kappa: Vec<&str> = Vec::new();
-    for statement in statements {
-        if answer::session_statement(statement).is_some() {
+    for (statement, session) in statements {
+        if session {
             if !kappa.is_empty() {
                 parts.push(kappa.join(";\n"));
                 kappa.clear();

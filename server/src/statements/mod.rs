@@ -204,6 +204,14 @@ impl Executor<'_> {
             nodes: self.across.as_ref().map(|a| a.nodes),
         };
         let statement = change.keyword().to_string();
+        let served = |name: String, out: crate::dto::ServedOut| VersionChangedOut {
+            statement: statement.clone(),
+            name,
+            building_version: None,
+            served_version: Some(out.served_version),
+            previous_version: Some(out.previous_version),
+            from: None,
+        };
         Ok(match change {
             VersionChange::Replay {
                 name,
@@ -222,7 +230,7 @@ impl Executor<'_> {
                 };
                 let out = versions.replay(&name, request)?;
                 VersionChangedOut {
-                    statement,
+                    statement: statement.clone(),
                     name,
                     building_version: out.building_version,
                     served_version: out.served_version,
@@ -230,21 +238,8 @@ impl Executor<'_> {
                     from: Some(out.from),
                 }
             }
-            VersionChange::Promote { name } | VersionChange::Rollback { name } => {
-                let out = if statement == "PROMOTE" {
-                    versions.promote(&name)?
-                } else {
-                    versions.rollback(&name)?
-                };
-                VersionChangedOut {
-                    statement,
-                    name,
-                    building_version: None,
-                    served_version: Some(out.served_version),
-                    previous_version: Some(out.previous_version),
-                    from: None,
-                }
-            }
+            VersionChange::Promote { name } => served(name.clone(), versions.promote(&name)?),
+            VersionChange::Rollback { name } => served(name.clone(), versions.rollback(&name)?),
         })
     }
 

@@ -120,13 +120,11 @@ impl Versions<'_> {
         let StartFrom::Offsets(offsets) = from else {
             return Ok(());
         };
-        let catalog = self.views.catalog();
-        let entry = catalog
+        let topic_name = self
             .views
-            .get(view)
+            .with_view(view, |entry| entry.latest().plan.source.topic.clone())
             .ok_or_else(|| ViewError::UnknownView(view.to_string()))?;
-        let topic_name = &entry.latest().plan.source.topic;
-        let topic = self.log.topic(topic_name)?;
+        let topic = self.log.topic(&topic_name)?;
         if offsets.len() > topic.partitions().len() {
             return Err(StatementError::OffsetOutOfRange(format!(
                 "replay of {view:?}: {} offsets given, topic {topic_name:?} has {} partitions",
@@ -150,12 +148,12 @@ impl Versions<'_> {
     /// version it replaces: refused (`history_truncated`, naming what is
     /// gone) unless the request allows it.
     fn check_history(&self, view: &str, from: &StartFrom) -> Result<(), StatementError> {
-        let catalog = self.views.catalog();
-        let entry = catalog
+        let horizon = self
             .views
-            .get(view)
+            .with_view(view, |entry| {
+                crate::views::horizon::horizon(self.log, &entry.served)
+            })
             .ok_or_else(|| ViewError::UnknownView(view.to_string()))?;
-        let horizon = crate::views::horizon::horizon(self.log, &entry.served);
         let mut missing = match from {
             StartFrom::Earliest => horizon.describe_missing(),
             _ => Vec::new(),

@@ -25,11 +25,8 @@ pub fn reads_catalog(query: &str) -> bool {
     }
     // The common key lookup, without tokenizing: its plain names are its
     // only words, and none is qualified.
-    if let Some(lookup) = kappa_processor::sql::key_lookup(query) {
-        let names = std::iter::once(&lookup.view)
-            .chain(lookup.columns.iter().flatten())
-            .chain(lookup.key_conditions.iter().map(|c| &c.column));
-        return names.map(|n| n.to_lowercase()).any(|n| is_system(&n));
+    if let Some(lookup) = kappa_processor::sql::key_lookup_names(query) {
+        return lookup.names().any(|n| is_system(&n.to_lowercase()));
     }
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, query).tokenize() else {
         return false;
