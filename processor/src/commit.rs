@@ -275,7 +275,7 @@ impl Runtime {
         if let Some(d) = &mut self.dedup {
             d.flush(&mut batch);
         }
-        if let Some(j) = &mut self.join {
+        for j in &mut self.tables {
             j.flush(&mut batch);
         }
         if let Some(j) = &mut self.stream_join {

@@ -435,7 +435,7 @@ fn new_event(
         value,
         fields,
         event_time,
-        joined: None,
+        joined: Vec::new(),
         joined_key: None,
     }
 }

@@ -112,6 +112,7 @@ pub struct Pipeline {
     source: SourceSpec,
     dedup: Option<DedupSpec>,
     join: Option<JoinSpec>,
+    more_joins: Vec<JoinSpec>,
     filter: Option<Expr>,
     late: LateHandling,
 }
@@ -132,6 +133,7 @@ impl Pipeline {
             },
             dedup: None,
             join: None,
+            more_joins: Vec::new(),
             filter: None,
             late: LateHandling::Drop,
         }
@@ -179,7 +181,9 @@ impl Pipeline {
     }
 
     /// Joins the latest value per key of `table_topic`, matched on
-    /// `stream_key`; the table row is visible as field `alias`.
+    /// `stream_key`; the table row is visible as field `alias`. Called
+    /// again, joins a further table ([`Plan::more_joins`]), whose key may
+    /// read the rows joined before it.
     pub fn join_table(
         mut self,
         table_topic: &str,
@@ -187,7 +191,7 @@ impl Pipeline {
         alias: &str,
         kind: JoinKind,
     ) -> Self {
-        self.join = Some(JoinSpec {
+        let join = JoinSpec {
             table_topic: table_topic.to_string(),
             stream_key,
             alias: alias.to_string(),
@@ -195,7 +199,11 @@ impl Pipeline {
             table_time: None,
             history_ms: None,
             within: None,
-        });
+        };
+        match self.join {
+            None => self.join = Some(join),
+            Some(_) => self.more_joins.push(join),
+        }
         self
     }
 
@@ -240,6 +248,7 @@ impl Pipeline {
             source: self.source,
             dedup: self.dedup,
             join: self.join,
+            more_joins: self.more_joins,
             filter: self.filter,
             operation,
             sink,

@@ -40,9 +40,9 @@ pub struct Event {
     pub fields: Option<(Arc<[String]>, Vec<Value>)>,
     /// Event time (ms).
     pub event_time: i64,
-    /// The joined table row (or joined stream event's value), under its
-    /// alias.
-    pub joined: Option<(String, Value)>,
+    /// The joined table rows (or joined stream event's value), each under
+    /// its alias, in join order (`Null`: a left join found none).
+    pub joined: Vec<(String, Value)>,
     /// The record key of the joined stream's event as a JSON string, read
     /// as the column [`JOINED_KEY_COLUMN`] (a stream-stream join).
     pub joined_key: Option<Value>,
@@ -76,10 +76,8 @@ impl Event {
 impl Row for Event {
     fn field(&self, path: &[String]) -> Option<&Value> {
         let (first, rest) = path.split_first()?;
-        if let Some((alias, row)) = &self.joined {
-            if first == alias {
-                return get_path(row, rest);
-            }
+        if let Some((_, row)) = self.joined.iter().find(|(alias, _)| first == alias) {
+            return get_path(row, rest);
         }
         match &self.fields {
             Some((names, values)) => {

@@ -47,6 +47,7 @@ pub mod error;
 pub mod event;
 pub mod expr;
 pub mod host;
+mod joined_tables;
 pub mod limits;
 mod metrics;
 mod operator;

@@ -28,6 +28,11 @@ pub const MAX_EXPR_DEPTH: usize = 250;
 /// items) in one statement or plan, all its expressions together.
 pub const MAX_EXPR_NODES: usize = 10_000;
 
+/// Most joins in one query (a first join and the tables joined after
+/// it): each joined table is read beside the input and kept in memory
+/// and state, and each event looks up every one.
+pub const MAX_JOINS: usize = 8;
+
 /// The size of an expression (or of several, together).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Complexity {
@@ -85,7 +90,12 @@ pub fn plan_complexity(plan: &Plan) -> Complexity {
     let mut exprs: Vec<&Expr> = Vec::new();
     exprs.extend(&plan.filter);
     exprs.extend(plan.dedup.as_ref().map(|d| &d.id));
-    exprs.extend(plan.join.as_ref().map(|j| &j.stream_key));
+    exprs.extend(
+        plan.join
+            .iter()
+            .chain(&plan.more_joins)
+            .map(|j| &j.stream_key),
+    );
     exprs.extend(&plan.partition_by);
     let outer = plan.then.as_ref();
     exprs.extend(outer.and_then(|r| r.filter.as_ref()));
@@ -114,6 +124,12 @@ pub fn plan_complexity(plan: &Plan) -> Complexity {
 /// Fails with a message naming the limit if `plan`'s expressions exceed
 /// [`MAX_EXPR_DEPTH`] or [`MAX_EXPR_NODES`].
 pub fn check_plan(plan: &Plan) -> Result<(), String> {
+    let joins = plan.join.iter().count() + plan.more_joins.len();
+    if joins > MAX_JOINS {
+        return Err(format!(
+            "a query joins at most {MAX_JOINS} tables and streams, the limit (max_joins; got {joins})"
+        ));
+    }
     plan_complexity(plan).check()
 }
 

@@ -2,7 +2,8 @@
 //! the same live and in replay.
 //!
 //! A version reads the partitions of its source topic and, for a join, of
-//! its table topic. It processes their batches merged by
+//! its joined tables' topics (numbered one after the other in join order:
+//! [`crate::joined_tables`]). It processes their batches merged by
 //!
 //! ```text
 //! (append_time, input, offset)      input: table partitions first, then
@@ -30,6 +31,7 @@ use kappa_log::batch::{BatchView, Crc, DecodeError, FramedBatch};
 use kappa_log::RecordRef;
 
 use crate::error::{ProcessorError, Result};
+use crate::joined_tables::JoinedTables;
 use crate::source::{Source, SourceTopic};
 
 /// Which input a batch came from.
@@ -224,9 +226,8 @@ impl InputOrder {
     /// Fails if an input topic was deleted (or deleted and created again:
     /// its offsets then mean other records) since this reader opened it.
     pub fn check_topics(&self, source: &dyn Source) -> Result<()> {
-        let topics = std::iter::once(&self.stream).chain(self.table.as_ref());
-        for topic in topics {
-            source.check_current(topic.as_ref())?;
+        for (topic, _) in self.inputs() {
+            source.check_current(topic)?;
         }
         Ok(())
     }
@@ -235,7 +236,8 @@ impl InputOrder {
     pub fn inputs(&self) -> Vec<(&dyn SourceTopic, &[u64])> {
         let mut inputs = vec![(self.stream.as_ref(), self.stream_positions.as_slice())];
         if let Some(table) = &self.table {
-            inputs.push((table.as_ref(), self.table_positions.as_slice()));
+            // Each joined table's topic on its own.
+            inputs.extend(JoinedTables::split(table.as_ref(), &self.table_positions));
         }
         inputs
     }
@@ -248,6 +250,12 @@ impl InputOrder {
     /// Next offset to process per stream partition.
     pub fn stream_positions(&self) -> &[u64] {
         &self.stream_positions
+    }
+
+    /// The joined tables' topic (its partitions numbered across the
+    /// tables: [`JoinedTables`]); the stream's when there is no join.
+    pub fn table_topic(&self) -> &dyn SourceTopic {
+        self.table.as_deref().unwrap_or(self.stream.as_ref())
     }
 
     /// Next offset to process per table partition (empty without a join).

@@ -22,8 +22,15 @@ pub struct Plan {
     pub source: SourceSpec,
     /// Drop events whose id was already seen within a time-to-live.
     pub dedup: Option<DedupSpec>,
-    /// Enrich events with the latest row of a table (stream-table join).
+    /// Enrich events with the latest row of a table (stream-table join),
+    /// or join them with a stream's events (`JOIN .. WITHIN`).
     pub join: Option<JoinSpec>,
+    /// Further tables joined after [`Plan::join`], in order: each
+    /// enriches the events (or, after a join of two streams, its pairs)
+    /// with the row its key had at the event's time, as `join` does. A
+    /// key may read a table joined before it (`ON p.supplier_id = s.id`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_joins: Vec<JoinSpec>,
     /// Keep only events for which this is true.
     pub filter: Option<Expr>,
     /// What each event becomes.
@@ -644,14 +651,18 @@ impl Plan {
         matches!(InnerRows::of(self), Some(InnerRows::Table))
     }
 
-    /// The topic of the table (or stream) the plan joins, read beside its
-    /// input: a stream's joined table or stream, or the table a declared
-    /// table's rows are joined with.
-    pub fn joined_topic(&self) -> Option<&str> {
+    /// The topics of the tables (or stream) the plan joins, read beside
+    /// its input, in join order: a stream's joined table or stream and
+    /// its further tables, or the table a declared table's rows are
+    /// joined with.
+    pub fn joined_topics(&self) -> Vec<&str> {
         match (&self.join, &self.then) {
-            (Some(join), _) => Some(&join.table_topic),
-            (None, Some(rows)) => rows.join.as_ref().map(|j| j.topic.as_str()),
-            (None, None) => None,
+            (Some(join), _) => std::iter::once(join)
+                .chain(&self.more_joins)
+                .map(|j| j.table_topic.as_str())
+                .collect(),
+            (None, Some(rows)) => rows.join.iter().map(|j| j.topic.as_str()).collect(),
+            (None, None) => Vec::new(),
         }
     }
 
@@ -672,7 +683,12 @@ impl Plan {
         let mut exprs: Vec<&Expr> = Vec::new();
         exprs.extend(&self.filter);
         exprs.extend(self.dedup.as_ref().map(|d| &d.id));
-        exprs.extend(self.join.as_ref().map(|j| &j.stream_key));
+        exprs.extend(
+            self.join
+                .iter()
+                .chain(&self.more_joins)
+                .map(|j| &j.stream_key),
+        );
         exprs.extend(&self.partition_by);
         match &self.operation {
             Operation::Project { columns } => exprs.extend(columns.iter().map(|(_, e)| e)),
@@ -762,6 +778,19 @@ impl Plan {
                 }
                 _ => {}
             }
+        }
+        if !self.more_joins.is_empty() && self.join.is_none() {
+            return Err("further joins follow a first join".into());
+        }
+        if self
+            .more_joins
+            .iter()
+            .any(|j| j.joins_stream() || j.kind == JoinKind::Full)
+        {
+            return Err(
+                "a query joins at most one stream: the joins after the first join tables (JOIN or LEFT JOIN)"
+                    .into(),
+            );
         }
         if self.partition_by.is_some() && !matches!(self.sink, Sink::Topic(_)) {
             return Err(

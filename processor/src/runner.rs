@@ -20,6 +20,7 @@ use crate::commit::OutRecord;
 use crate::decoder::{Decoded, Decoder};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
+use crate::joined_tables::JoinedTables;
 use crate::operator::aggregate::{AggregateOp, Outcome};
 use crate::operator::dedup::Dedup;
 use crate::operator::each_row::EachRow;
@@ -38,7 +39,7 @@ use crate::plan::{InnerRows, LateHandling, Operation, Plan, RowsAggregate, Sink}
 use crate::progress::Progress;
 use crate::sink::{LogOutput, OutputSink};
 use crate::source::{LogSource, Source, SourceTopic};
-use crate::state::key::Meta;
+use crate::state::key::{Meta, TableSlot};
 use crate::state::store::{Batch, Scope, Store};
 use crate::stop::StopSignal;
 use crate::time::parse_timestamp;
@@ -159,8 +160,12 @@ pub struct Runtime {
     pub(crate) log_time: i64,
     pub(crate) watermark: WatermarkTracker,
     pub(crate) dedup: Option<Dedup>,
-    pub(crate) join: Option<TableJoin>,
-    /// The stream-stream join (`JOIN .. WITHIN`), instead of `join`.
+    /// The joined tables, in join order: the first join's table (unless
+    /// it joins a stream) and the tables joined after it
+    /// ([`Plan::more_joins`]).
+    pub(crate) tables: Vec<TableJoin>,
+    /// The stream-stream join (`JOIN .. WITHIN`): the first join, when it
+    /// joins a stream.
     pub(crate) stream_join: Option<StreamJoin>,
     pub(crate) aggregate: Option<Aggregation>,
     /// What takes `aggregate`'s (or `table_rows`') rows ([`Plan::then`]):
@@ -332,15 +337,24 @@ impl Runtime {
             order: InputOrder::new(source, Vec::new(), None),
             log_time: i64::MIN,
             dedup: plan.dedup.clone().map(|d| Dedup::new(d, state_cf.clone())),
-            join: plan
+            tables: plan
                 .join
-                .clone()
-                .filter(|j| !j.joins_stream())
-                .map(|j| TableJoin::new(j, state_cf.clone())),
+                .iter()
+                .chain(&plan.more_joins)
+                .enumerate()
+                .filter(|(_, j)| !j.joins_stream())
+                .map(|(place, j)| TableJoin::new(j.clone(), state_cf.clone(), TableSlot::at(place)))
+                .collect(),
             stream_join: plan
                 .join
                 .clone()
-                .and_then(|j| StreamJoin::new(j, state_cf.clone(), plan.filter.as_ref()))
+                .and_then(|j| {
+                    // The WHERE's conditions on one stream are applied
+                    // before it buffers an event, unless tables joined
+                    // after it might be read (the whole WHERE follows).
+                    let filter = plan.filter.as_ref().filter(|_| plan.more_joins.is_empty());
+                    StreamJoin::new(j, state_cf.clone(), filter)
+                })
                 .map(|j| j.reading(plan.joined_fields())),
             aggregate: aggregate_op(&plan, &scope, options.state_cache_entries)
                 .map(|op| Aggregation::Local(Box::new(op))),
@@ -428,15 +442,20 @@ impl Runtime {
             };
             positions.push(start.max(source.start_offset(part)?));
         }
-        let table = match self.plan.joined_topic() {
-            Some(topic) => {
-                let table = self.source.open(topic)?;
+        let joined = self.plan.joined_topics();
+        let table = match joined.is_empty() {
+            false => {
+                let topics = joined
+                    .into_iter()
+                    .map(|topic| self.source.open(topic))
+                    .collect::<Result<Vec<_>>>()?;
+                let table = JoinedTables::of(topics);
                 let positions = (0..table.partition_count())
                     .map(|p| Ok(self.get_u64(Meta::TableOffset(p as usize))?.unwrap_or(0)))
                     .collect::<Result<_>>()?;
                 Some((table, positions))
             }
-            None => None,
+            true => None,
         };
         self.order = InputOrder::new(source, positions, table);
         self.order.start_reading()?;
@@ -473,7 +492,7 @@ impl Runtime {
         if let Some(d) = &mut self.dedup {
             d.restore(&self.store)?;
         }
-        if let Some(j) = &mut self.join {
+        for j in &mut self.tables {
             j.restore(&self.store)?;
         }
         if let Some(j) = &mut self.stream_join {
@@ -525,6 +544,7 @@ impl Runtime {
         // workers then group them (`SourceWork::grouped`).
         let coordinator_reads_events = self.dedup.is_some()
             || self.plan.join.is_some()
+            || !self.plan.more_joins.is_empty()
             || (self.plan.filter.is_some() && !self.decoder.filters());
         let grouped = spec
             .filter(|_| !coordinator_reads_events)
@@ -686,9 +706,10 @@ impl Runtime {
             self.progress
                 .set_operator_state(STREAM_JOIN_GAUGE, j.buffered() as u64);
         }
-        if let Some(j) = &self.join {
+        if !self.tables.is_empty() {
+            let keys = self.tables.iter().map(TableJoin::keys).sum::<usize>();
             self.progress
-                .set_operator_state(TABLE_JOIN_GAUGE, j.keys() as u64);
+                .set_operator_state(TABLE_JOIN_GAUGE, keys as u64);
         }
         if let Some(d) = &self.dedup {
             self.progress
@@ -766,19 +787,16 @@ impl Runtime {
                 self.apply_event(event, watermark)?;
             }
         }
-        if let Some(j) = &mut self.join {
-            // As the definition says (JOIN_HISTORY), else: windowed,
-            // events behind the watermark by more than the grace are late,
-            // so no event needs older history; otherwise a day is kept.
-            let window_grace = match &self.plan.operation {
-                Operation::Aggregate(spec) => spec.window.as_ref().map(|w| w.grace_ms),
-                _ => None,
-            };
-            let keep = self
-                .plan
-                .join
-                .as_ref()
-                .and_then(|j| j.history_ms)
+        // As the definition says (JOIN_HISTORY), else: windowed, events
+        // behind the watermark by more than the grace are late, so no
+        // event needs older history; otherwise a day is kept.
+        let window_grace = match &self.plan.operation {
+            Operation::Aggregate(spec) => spec.window.as_ref().map(|w| w.grace_ms),
+            _ => None,
+        };
+        for j in &mut self.tables {
+            let keep = j
+                .history_ms()
                 .or(window_grace)
                 .unwrap_or(crate::operator::join::DEFAULT_HISTORY_MS);
             j.prune(watermark.saturating_sub(keep));
@@ -812,7 +830,8 @@ impl Runtime {
     /// Applies a table batch's records to the join's table, the batch
     /// checked whole first (as [`Runtime::process_batch`]); returns how many.
     pub(crate) fn apply_table_batch(&mut self, next: &NextBatch) -> Result<u64> {
-        if self.stream_join.is_some() {
+        let (place, _) = JoinedTables::table_of(self.order.table_topic(), next.partition);
+        if self.stream_join.is_some() && place == 0 {
             return self.apply_joined_stream_batch(next);
         }
         let batch = self.order.check(next)?;
@@ -832,7 +851,9 @@ impl Runtime {
             }
             return Ok(applied);
         }
-        let Some(join) = &mut self.join else {
+        // Places count the first join, which a joined stream's is not here.
+        let index = place - usize::from(self.stream_join.is_some());
+        let Some(join) = self.tables.get_mut(index) else {
             return Ok(0);
         };
         let mut applied = 0;
@@ -949,7 +970,7 @@ impl Runtime {
                         .find(|h| h.name == crate::spread::repartition::JOINED_HEADER)
                         .and_then(|h| serde_json::from_slice(h.value).ok())
                         .unwrap_or(Value::Null);
-                    event.joined = Some((alias.clone(), row));
+                    event.joined = vec![(alias.clone(), row)];
                 }
                 Prepared::Event { event, filtered }
             }
@@ -1020,10 +1041,8 @@ impl Runtime {
                 return Ok(());
             }
         }
-        if let Some(j) = &self.join {
-            if !j.enrich(&mut event) {
-                return Ok(());
-            }
+        if self.stream_join.is_none() && !enrich(&self.tables, &mut event) {
+            return Ok(());
         }
         if let Some(j) = &mut self.stream_join {
             match j.left_event(event, advanced) {
@@ -1044,7 +1063,11 @@ impl Runtime {
 
     /// Applies the filter and the operation to `event` (after dedup and
     /// join) at `advanced`, the watermark its record moved to.
-    fn apply_event(&mut self, event: Event, advanced: i64) -> Result<()> {
+    fn apply_event(&mut self, mut event: Event, advanced: i64) -> Result<()> {
+        // A join of two streams' pairs meet the tables joined after it.
+        if self.stream_join.is_some() && !enrich(&self.tables, &mut event) {
+            return Ok(());
+        }
         if let Some(filter) = &self.plan.filter {
             if !filter.is_true(&event) {
                 return Ok(());
@@ -1068,7 +1091,7 @@ impl Runtime {
                 value: String::from_utf8_lossy(&event.raw_value).into_owned(),
                 timestamp: event.record_timestamp,
                 source: Some((*partition, event.offset)),
-                joined: event.joined.as_ref().map(|(_, row)| row.to_string()),
+                joined: event.joined.first().map(|(_, row)| row.to_string()),
                 seq: self.event_seq,
             });
             return Ok(());
@@ -1371,4 +1394,10 @@ fn aggregate_op(plan: &Plan, scope: &Scope, cache: usize) -> Option<AggregateOp>
 fn is_tombstone(value: &[u8]) -> bool {
     let trimmed = value.trim_ascii();
     trimmed.is_empty() || trimmed == b"null"
+}
+
+/// Joins `event` with each table in turn (a table's key may read the rows
+/// joined before it); false once an inner join finds no row.
+fn enrich(tables: &[TableJoin], event: &mut Event) -> bool {
+    tables.iter().all(|table| table.enrich(event))
 }

@@ -15,8 +15,10 @@
 //! drawn at random, and a replay on one thread must give the same rows and
 //! counts: a parallel version's results are the single-threaded engine's.
 //!
-//! Issue 38: aggregates and top-Ns over an aggregate's rows (subqueries)
-//! are among the plans, and their rows also equal a naive aggregate (or
+//! Issue 38: queries with several joins (a table joined on a key another
+//! joined row gives; a join of two streams whose pairs join a table), and
+//! aggregates and top-Ns over an aggregate's rows (subqueries) are among
+//! the plans, and their rows also equal a naive aggregate (or
 //! ranking) over the rows the inner aggregate has alone.
 //!
 //! Log time is a manual clock, so the gaps take no wall time.
@@ -154,6 +156,27 @@ fn plans() -> Vec<Plan> {
                 .key_by([("tier", Expr::field("t.tier"))])
                 .aggregate(sums())
                 .to_view("stream_join_left"),
+        ),
+        // Several joins: `tiers` joined twice, the second on a key the
+        // first's row gives (a mentor named by `since`).
+        sql_plan(
+            "CREATE TABLE by_mentor_tier AS SELECT t.tier, m.tier AS mentor_tier, COUNT(*) AS n, SUM(b.amount) AS spent
+             FROM buys b LEFT JOIN tiers t ON b.\"user\" = t.\"user\"
+               JOIN tiers m ON 'u' || CAST(t.since % 4 AS VARCHAR) = m.\"user\"
+             GROUP BY t.tier, m.tier;",
+        ),
+        // A join of two streams, its pairs then joined with a table.
+        stream_join(
+            joined()
+                .join_table("tiers", Expr::field("user"), "now", JoinKind::Left)
+                .key_by([
+                    ("tier", Expr::field("t.tier")),
+                    ("now", Expr::field("now.tier")),
+                ])
+                .window(Tumbling::of(Duration::from_secs(2)))
+                .grace(Duration::from_millis(500))
+                .aggregate(sums())
+                .to_view("stream_join_then_table"),
         ),
     ]
 }
@@ -560,7 +583,10 @@ impl World {
         let plan = rt.plan();
         let (ends, joined_ends) = (
             ends(&plan.source.topic),
-            plan.joined_topic().map_or(Vec::new(), ends),
+            plan.joined_topics()
+                .into_iter()
+                .flat_map(ends)
+                .collect::<Vec<u64>>(),
         );
         let done = |rt: &Runtime| {
             rt.positions() == ends.as_slice()

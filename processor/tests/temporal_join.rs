@@ -201,3 +201,102 @@ fn join_history_bounds_how_far_back_a_purchase_finds_its_tier() {
     // 10,000; gold, the tier at the horizon, stands for all earlier time.
     assert_eq!(run(Some(1_000)), [("gold".to_string(), 2, 11)]);
 }
+
+/// Several joins (issue 38): each purchase joins its user's tier, its
+/// product and the product's supplier — the supplier's key read from the
+/// product row joined before it — each as of the purchase's time; the
+/// inner join of suppliers drops a purchase whose product has none. Live
+/// (round by round, restarted in between: the further tables' histories
+/// are kept in state) and replayed, the rows are the same and are the
+/// as-of answer.
+#[test]
+fn a_purchase_joins_tier_product_and_supplier_each_as_of_its_time() {
+    let plan = Pipeline::from_topic("buys")
+        .join_table("tiers", Expr::field("user_id"), "t", JoinKind::Left)
+        .join_table("products", Expr::field("product"), "p", JoinKind::Left)
+        .join_table("suppliers", Expr::field("p.supplier"), "s", JoinKind::Inner)
+        .key_by([
+            ("tier", Expr::field("t.tier")),
+            ("country", Expr::field("s.country")),
+        ])
+        .aggregate([dsl::count("n"), dsl::sum("spent", Expr::field("amount"))])
+        .to_view("spend_by_tier_and_country");
+    let row = |topic: &str, key: &str, value: Value, at| record(topic, key, value, at);
+    let buy = |user: &str, product: &str, amount: i64, at| {
+        record(
+            "buys",
+            user,
+            json!({"user_id": user, "product": product, "amount": amount}),
+            at,
+        )
+    };
+    let rounds = vec![
+        vec![
+            row("tiers", "u1", json!({"tier": "bronze"}), 1_000),
+            row("products", "pa", json!({"supplier": "s1"}), 1_000),
+            row("products", "pb", json!({"supplier": "s2"}), 1_000),
+            row("suppliers", "s1", json!({"country": "JP"}), 1_000),
+            row("suppliers", "s2", json!({"country": "DE"}), 1_000),
+            buy("u1", "pa", 10, 2_000),
+            buy("u1", "pb", 20, 2_100),
+            // No such product: the supplier's inner join drops it.
+            buy("u1", "px", 99, 2_200),
+        ],
+        vec![
+            // pa changes supplier; u2 has no tier (a left join: null).
+            row("products", "pa", json!({"supplier": "s2"}), 3_000),
+            row("tiers", "u1", json!({"tier": "gold"}), 3_000),
+            buy("u1", "pa", 30, 3_500),
+            buy("u2", "pa", 40, 3_600),
+        ],
+        vec![
+            // s2 moves: purchases from then on join FR.
+            row("suppliers", "s2", json!({"country": "FR"}), 5_000),
+            buy("u1", "pb", 50, 6_000),
+            buy("u1", "pa", 60, 6_100),
+        ],
+    ];
+    let want = vec![
+        json!({"key": "[\"bronze\",\"DE\"]", "n": 1, "spent": 20}),
+        json!({"key": "[\"bronze\",\"JP\"]", "n": 1, "spent": 10}),
+        json!({"key": "[\"gold\",\"DE\"]", "n": 1, "spent": 30}),
+        json!({"key": "[\"gold\",\"FR\"]", "n": 2, "spent": 110}),
+        json!({"key": "[null,\"DE\"]", "n": 1, "spent": 40}),
+    ];
+    let got = |h: &Harness| -> Vec<Value> {
+        h.view_rows(&plan)
+            .into_iter()
+            .map(|r| json!({"key": r["key"], "n": r["row"]["n"], "spent": r["row"]["spent"]}))
+            .collect()
+    };
+    let topics = |h: &Harness| {
+        for topic in ["buys", "tiers", "products", "suppliers"] {
+            h.create_topic(topic, 1);
+        }
+    };
+
+    // Live: each round produced, then processed, by a reopened runtime.
+    let mut live = Harness::new();
+    topics(&live);
+    for round in &rounds {
+        for step in round {
+            live.produce(step);
+        }
+        let mut rt = live.open_runtime(&plan, RunOptions::default());
+        live.run_to_end(&mut rt, &plan);
+        drop(rt);
+        live = live.reopen();
+    }
+    assert_eq!(got(&live), want, "live");
+
+    // Replay: every record in the log before the first poll.
+    let replay = Harness::new();
+    topics(&replay);
+    for step in rounds.iter().flatten() {
+        replay.produce(step);
+    }
+    let mut rt = replay.open_runtime(&plan, RunOptions::default());
+    replay.run_to_end(&mut rt, &plan);
+    drop(rt);
+    assert_eq!(got(&replay), want, "replay");
+}

@@ -481,6 +481,9 @@ CREATE TABLE account_tiers AS
   SELECT a.id, b.tier AS other FROM accounts a LEFT JOIN accounts b ON a.tier = b.id WHERE a.id <> 'x';
 CREATE TABLE tier_links AS
   SELECT b.tier, COUNT(*) AS n FROM accounts a JOIN accounts b ON a.tier = b.id GROUP BY b.tier;
+CREATE TABLE several_joins WITH (JOIN_HISTORY='1 DAY') AS
+  SELECT b.tier, COUNT(*) AS n FROM events e JOIN accounts a ON e.name = a.id
+    LEFT JOIN accounts b ON a.tier = b.id GROUP BY b.tier;
 ";
 
 /// The declarations and plans of [`PLAN_SOURCES`] and [`PLAN_STATEMENTS`],

@@ -17,10 +17,11 @@
 //! (its timestamp behind them) changes later joins only: the live run
 //! joined the older value, a replay joins the newer one.
 //!
-//! Stored form of one key (`ns::TABLE` + key): a version byte `0x01` and a
-//! JSON array of `[timestamp_ms, value-or-null]` pairs in time order. A
-//! value without the version byte (written before history was kept) is one
-//! row valid from the beginning of time.
+//! Stored form of one key (`ns::TABLE` + key, or for a table joined after
+//! the first join `ns::FURTHER_TABLE` + its place + key: [`TableSlot`]): a
+//! version byte `0x01` and a JSON array of `[timestamp_ms, value-or-null]`
+//! pairs in time order. A value without the version byte (written before
+//! history was kept) is one row valid from the beginning of time.
 
 use std::collections::HashMap;
 
@@ -29,7 +30,7 @@ use serde_json::Value;
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::plan::{JoinKind, JoinSpec};
-use crate::state::key::{self, ns};
+use crate::state::key::TableSlot;
 use crate::state::store::{Batch, Store};
 
 /// History kept behind the watermark when the plan has no window: a day.
@@ -46,6 +47,8 @@ type History = Vec<(i64, Option<Value>)>;
 pub struct TableJoin {
     spec: JoinSpec,
     state_cf: String,
+    /// Where its rows are kept in state.
+    slot: TableSlot,
     rows: HashMap<String, History>,
     dirty: std::collections::HashSet<String>,
     /// Keys whose history [`TableJoin::prune`] may still shorten (more than
@@ -55,11 +58,12 @@ pub struct TableJoin {
 }
 
 impl TableJoin {
-    /// An empty table.
-    pub fn new(spec: JoinSpec, state_cf: String) -> Self {
+    /// An empty table, kept in state at `slot`.
+    pub fn new(spec: JoinSpec, state_cf: String, slot: TableSlot) -> Self {
         TableJoin {
             spec,
             state_cf,
+            slot,
             rows: HashMap::new(),
             dirty: std::collections::HashSet::new(),
             prunable: std::collections::HashSet::new(),
@@ -69,6 +73,12 @@ impl TableJoin {
     /// Keys the table holds.
     pub fn keys(&self) -> usize {
         self.rows.len()
+    }
+
+    /// How far behind the watermark its history is kept, if the
+    /// definition says (`JOIN_HISTORY`).
+    pub fn history_ms(&self) -> Option<i64> {
+        self.spec.history_ms
     }
 
     /// The table's time column, if it declares one.
@@ -119,16 +129,10 @@ impl TableJoin {
             let at = history.partition_point(|(t, _)| *t <= event.event_time);
             history[..at].last().and_then(|(_, v)| v.as_ref())
         });
-        match row {
-            Some(row) => {
-                event.joined = Some((self.spec.alias.clone(), row.clone()));
-                true
-            }
-            None => {
-                event.joined = Some((self.spec.alias.clone(), Value::Null));
-                self.spec.kind == JoinKind::Left
-            }
-        }
+        let found = row.is_some();
+        let row = row.cloned().unwrap_or(Value::Null);
+        event.joined.push((self.spec.alias.clone(), row));
+        found || self.spec.kind == JoinKind::Left
     }
 
     /// Adds changed histories to the commit.
@@ -138,18 +142,18 @@ impl TableJoin {
                 Some(history) if !history.is_empty() => {
                     let mut bytes = vec![HISTORY_FORMAT];
                     serde_json::to_writer(&mut bytes, history).expect("values serialize");
-                    batch.put(&self.state_cf, key::table_row(&key), bytes);
+                    batch.put(&self.state_cf, self.slot.row(&key), bytes);
                 }
-                _ => batch.delete(&self.state_cf, key::table_row(&key)),
+                _ => batch.delete(&self.state_cf, self.slot.row(&key)),
             }
         }
     }
 
     /// Loads the table.
     pub fn restore(&mut self, store: &Store) -> Result<()> {
-        let (lower, upper) = key::namespace(ns::TABLE);
+        let (lower, upper) = self.slot.range();
         for (k, v) in store.scan(&self.state_cf, &lower, Some(&upper), usize::MAX)? {
-            let key = String::from_utf8(key::without_namespace(&k).to_vec())
+            let key = String::from_utf8(self.slot.record_key(&k).to_vec())
                 .map_err(|e| self.corrupt(e.to_string()))?;
             let history: History = match v.split_first() {
                 Some((&HISTORY_FORMAT, json)) => {

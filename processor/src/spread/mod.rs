@@ -121,7 +121,7 @@ pub trait Assignments: Send + Sync + fmt::Debug {
 /// repartition topic ([`repartition`]), which is not built for one that
 /// joins a table first. A join of two streams runs on one node: its
 /// buffers are not split by partition yet; nor are the groups of an
-/// aggregate over another aggregate's rows.
+/// aggregate over another aggregate's rows, nor several joins.
 pub fn check_spreadable(plan: &Plan) -> Result<()> {
     if plan.then.is_some() {
         return Err(ProcessorError::InvalidPlan(
@@ -131,6 +131,11 @@ pub fn check_spreadable(plan: &Plan) -> Result<()> {
     if plan.join.as_ref().is_some_and(|j| j.joins_stream()) {
         return Err(ProcessorError::InvalidPlan(
             "a join of two streams (JOIN .. WITHIN) runs on a single node: it cannot be spread over a Kappa cluster's nodes yet".into(),
+        ));
+    }
+    if !plan.more_joins.is_empty() {
+        return Err(ProcessorError::InvalidPlan(
+            "a query with several joins runs on a single node: it cannot be spread over a Kappa cluster's nodes yet".into(),
         ));
     }
     if repartition::needs_repartition(plan) {

@@ -228,7 +228,7 @@ impl Names for ComputedNames<'_, '_> {
                 .iter()
                 .position(|g| *g == e)
                 .map(group_key_input),
-            Resolved::TableKey => None,
+            Resolved::TableKey(_) => None,
         };
         input.map(Expr::Column).ok_or_else(|| {
             let text: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();

@@ -97,6 +97,9 @@ pub fn operators(plan: &Plan) -> Vec<OperatorInfo> {
     if let Some(j) = &plan.join {
         ops.push(join(j, plan));
     }
+    for j in &plan.more_joins {
+        ops.push(join(j, plan));
+    }
     if let Some(f) = &plan.filter {
         let early = plan.dedup.is_none() && plan.join.is_none();
         ops.push(op(
@@ -186,8 +189,10 @@ fn join(j: &JoinSpec, plan: &Plan) -> OperatorInfo {
     };
     match &j.within {
         Some(w) => {
+            // As the runtime: not before tables joined after it.
+            let filter = plan.filter.as_ref().filter(|_| plan.more_joins.is_empty());
             let (left, right) =
-                crate::operator::stream_join::side_filters(plan.filter.as_ref(), &j.alias, j.kind);
+                crate::operator::stream_join::side_filters(filter, &j.alias, j.kind);
             let mut detail = format!(
                 "{kind} stream '{}' AS {} WITHIN ({} before, {} after) GRACE PERIOD {} ON {} = {}",
                 j.table_topic,
@@ -221,6 +226,17 @@ fn join(j: &JoinSpec, plan: &Plan) -> OperatorInfo {
                 || "the window's grace period, else 1 d".to_string(),
                 duration,
             );
+            // One gauge counts the keys of every joined table.
+            let first_table = plan
+                .join
+                .iter()
+                .chain(&plan.more_joins)
+                .find(|j| j.within.is_none());
+            let gauge = first_table.is_some_and(|t| std::ptr::eq(t, j));
+            let state = match (gauge, plan.more_joins.is_empty()) {
+                (true, false) => " (the gauge counts the keys of every joined table)",
+                _ => "",
+            };
             op(
                 "join",
                 format!(
@@ -229,9 +245,9 @@ fn join(j: &JoinSpec, plan: &Plan) -> OperatorInfo {
                 ),
                 "coordinator",
                 Some(format!(
-                    "every key of the table, with its values of the last {history} behind the watermark"
+                    "every key of the table, with its values of the last {history} behind the watermark{state}"
                 )),
-                Some(TABLE_JOIN_GAUGE),
+                gauge.then_some(TABLE_JOIN_GAUGE),
             )
         }
     }

@@ -146,7 +146,7 @@ fn rows_aggregate(
         return Err(SqlError::at(at, "the subquery must aggregate (GROUP BY)"));
     };
     let parts = QueryParts::of(&parsed.query, end)?;
-    if let Some(j) = &parts.join {
+    if let Some(j) = parts.joins.first() {
         return Err(SqlError::span(
             j.table.name.span,
             "a query over a subquery's rows cannot JOIN (join inside the subquery)",
@@ -167,7 +167,7 @@ fn rows_aggregate(
                 qualifiers: qualifiers(&parts.from),
                 decl: rows_table(inner, inner_spec),
             },
-            table: None,
+            tables: Vec::new(),
         },
         join: None,
         inner: InnerRows::Aggregate(inner_spec),
@@ -314,7 +314,7 @@ fn plan_table_rows(
             qualifiers: qualifiers(&parts.from),
             decl: table.clone(),
         },
-        table: None,
+        tables: Vec::new(),
     };
     // Each record becomes the row of its key: the table's columns, the
     // key column read from the record key.
@@ -339,11 +339,17 @@ fn plan_table_rows(
             qualifiers: qualifiers(&parts.from),
             decl: rows_decl,
         },
-        table: None,
+        tables: Vec::new(),
     };
-    let join = match &parts.join {
-        Some(j) => Some(tables_join(catalog, j, &parsed.clauses, &mut scope, at)?),
-        None => None,
+    let join = match parts.joins.as_slice() {
+        [] => None,
+        [j] => Some(tables_join(catalog, j, &parsed.clauses, &mut scope, at)?),
+        [_, second, ..] => {
+            return Err(SqlError::span(
+                second.table.name.span,
+                "a join of tables joins two tables: join a third from a stream (FROM the stream JOIN .. JOIN ..)",
+            ))
+        }
     };
     let reads = RowsRead {
         scope,
@@ -375,6 +381,7 @@ fn plan_table_rows(
         source: source_spec(decl, &table),
         dedup: None,
         join: None,
+        more_joins: Vec::new(),
         filter: None,
         operation: Operation::Project { columns },
         sink: Sink::View,
@@ -493,9 +500,10 @@ fn plan_select(
             qualifiers: qualifiers(&parts.from),
             decl: stream,
         },
-        table: None,
+        tables: Vec::new(),
     };
-    let join = match &parts.join {
+    let mut joins = parts.joins.iter();
+    let join = match joins.next() {
         Some(j) => Some(join_spec(
             catalog,
             j,
@@ -513,6 +521,10 @@ fn plan_select(
             None => None,
         },
     };
+    // The tables joined after the first join: as of each event's time.
+    let more_joins = joins
+        .map(|j| further_join_spec(catalog, j, &mut scope, at))
+        .collect::<Result<Vec<_>>>()?;
     let dedup = match (&decl.dedup, dedup_span) {
         (Some(d), Some(span)) => Some(dedup_spec(&d.by, d.ttl_ms, span, &scope)?),
         _ => None,
@@ -566,7 +578,16 @@ fn plan_select(
         }
         None => LateHandling::Drop,
     };
+    // JOIN_HISTORY: how long every joined table's history is kept.
+    let more_joins: Vec<JoinSpec> = more_joins
+        .into_iter()
+        .map(|j| JoinSpec {
+            history_ms: decl.join_history_ms,
+            ..j
+        })
+        .collect();
     let join = match (join, decl.join_history_ms) {
+        (Some(join), Some(_)) if join.joins_stream() && !more_joins.is_empty() => Some(join),
         (Some(join), Some(_)) if join.joins_stream() => {
             return Err(SqlError::at(
                 at,
@@ -599,6 +620,7 @@ fn plan_select(
         source: source_spec(decl, &scope.stream.decl),
         dedup,
         join,
+        more_joins,
         filter,
         operation,
         sink: match decl.kind {
@@ -782,6 +804,16 @@ fn join_spec(
             ),
         ));
     }
+    if scope
+        .tables
+        .iter()
+        .any(|t| t.side.qualifiers.contains(&field))
+    {
+        return Err(SqlError::span(
+            name_span,
+            format!("'{field}' is joined twice: give each join its own alias"),
+        ));
+    }
     if joined.cluster != scope.stream.decl.cluster {
         let place = |c: &Option<String>| match c {
             Some(c) => format!("cluster '{c}'"),
@@ -814,7 +846,7 @@ fn join_spec(
             ),
         ));
     }
-    scope.table = Some(TableSide {
+    scope.tables.push(TableSide {
         side: Side {
             qualifiers: qualifiers(&j.table),
             decl: joined.clone(),
@@ -842,6 +874,31 @@ fn join_spec(
     }
 }
 
+/// A join after the query's first: a table, as of each event's time (a
+/// query joins at most one stream, with its first JOIN). Its `ON` may read
+/// the tables joined before it.
+fn further_join_spec(
+    catalog: &dyn SourceCatalog,
+    j: &JoinParts<'_>,
+    scope: &mut Scope,
+    at: Location,
+) -> Result<JoinSpec> {
+    let name = j.table.name.normalized();
+    if let Some(s) = catalog
+        .source(&name)
+        .filter(|s| s.kind == ObjectKind::Stream)
+    {
+        return Err(SqlError::span(
+            j.table.name.span,
+            format!(
+                "'{}' is a stream: a query joins at most one stream, with its first JOIN; the joins after it join tables",
+                s.name
+            ),
+        ));
+    }
+    join_spec(catalog, j, None, scope, at)
+}
+
 /// The join of a table, in scope as `field`.
 fn table_join_spec(
     table: SourceDecl,
@@ -851,7 +908,7 @@ fn table_join_spec(
     at: Location,
 ) -> Result<JoinSpec> {
     let stream_key = join_key(j.on, scope, at)?;
-    if let Some(t) = scope.table.as_mut() {
+    if let Some(t) = scope.tables.last_mut() {
         t.key = Some(match j.kind {
             JoinKind::Inner => stream_key.clone(),
             JoinKind::Left | JoinKind::Full => Expr::Case {
@@ -888,7 +945,7 @@ fn stream_join_spec(
     scope: &mut Scope,
     at: Location,
 ) -> Result<JoinSpec> {
-    if let Some(t) = scope.table.as_mut() {
+    if let Some(t) = scope.tables.last_mut() {
         t.key = Some(Expr::Column(JOINED_KEY_COLUMN.to_string()));
     }
     let span = known(j.on.span(), at);
@@ -905,8 +962,8 @@ fn stream_join_spec(
     let translate = |e: &ast::Expr| Translator { names: &names, at }.expr(e);
     let (l, r) = (translate(left)?, translate(right)?);
     let alias = scope
-        .table
-        .as_ref()
+        .tables
+        .last()
         .map(|t| t.field.clone())
         .unwrap_or_default();
     let reads = |e: &Expr| crate::operator::stream_join::sides_read(e, &alias);
@@ -955,7 +1012,10 @@ fn join_key(on: &ast::Expr, scope: &Scope, at: Location) -> Result<Expr> {
             ast::Expr::CompoundIdentifier(ids) => (ids.as_slice(), known(e.span(), at)),
             _ => return Ok(false),
         };
-        Ok(scope.resolve(parts, span)? == Resolved::TableKey)
+        // The key of the table this ON joins: the last one in scope.
+        let resolved = scope.resolve(parts, span)?;
+        let joined = scope.tables.len().checked_sub(1);
+        Ok(joined.is_some_and(|place| resolved == Resolved::TableKey(place)))
     };
     let stream_side = match (is_key(left)?, is_key(right)?) {
         (true, false) => right,
@@ -964,7 +1024,7 @@ fn join_key(on: &ast::Expr, scope: &Scope, at: Location) -> Result<Expr> {
     };
     let names = scope.names("ON", "join on columns, not aggregates");
     let key = Translator { names: &names, at }.expr(stream_side)?;
-    let table_field = scope.table.as_ref().map(|t| t.field.clone());
+    let table_field = scope.tables.last().map(|t| t.field.clone());
     if key
         .fields()
         .iter()
@@ -990,7 +1050,7 @@ fn dedup_spec(by: &str, ttl_ms: i64, span: Span, scope: &Scope) -> Result<DedupS
         .map_err(|e| SqlError::span(span, format!("DEDUP_BY '{by}': {}", e.message)))?;
     let stream_only = Scope {
         stream: scope.stream.clone(),
-        table: None,
+        tables: Vec::new(),
     };
     let names = stream_only.names("DEDUP_BY", "deduplicate by an event's id");
     let id = Translator {
@@ -1035,7 +1095,7 @@ pub(crate) fn default_name(e: &ast::Expr, position: usize, scope: &Scope) -> Str
             let id = &parts[parts.len() - 1];
             // The declared spelling when it is a declared column.
             let decls = std::iter::once(&scope.stream.decl)
-                .chain(scope.table.as_ref().map(|t| &t.side.decl));
+                .chain(scope.tables.iter().map(|t| &t.side.decl));
             decls
                 .flat_map(|d| d.columns.iter())
                 .find(|c| super::resolve::ident_matches(id, &c.name))
@@ -1096,15 +1156,17 @@ pub(super) fn projection(
     Ok(columns)
 }
 
-/// `*` (or `q.*`): the declared columns; with a join, `*` adds the table's
-/// columns prefixed `<table>_`.
+/// `*` (or `q.*`): the declared columns; with joins, `*` adds each joined
+/// table's columns prefixed `<table>_`.
 fn star(scope: &Scope, only: Option<&str>, span: Span) -> Result<Vec<(String, Expr)>> {
     let mut out = Vec::new();
     let want_stream = only.is_none_or(|q| scope.stream.qualifiers.iter().any(|s| s == q));
-    let table = scope.table.as_ref();
-    let want_table =
-        table.filter(|t| only.is_none_or(|q| t.side.qualifiers.iter().any(|s| s == q)));
-    if !want_stream && want_table.is_none() {
+    let want_tables: Vec<&TableSide> = scope
+        .tables
+        .iter()
+        .filter(|t| only.is_none_or(|q| t.side.qualifiers.iter().any(|s| s == q)))
+        .collect();
+    if !want_stream && want_tables.is_empty() {
         return Err(SqlError::span(
             span,
             format!(
@@ -1133,7 +1195,7 @@ fn star(scope: &Scope, only: Option<&str>, span: Span) -> Result<Vec<(String, Ex
                 .map(|c| (c.name.clone(), scope.stream_column(c))),
         );
     }
-    if let Some(t) = want_table {
+    for t in want_tables {
         if t.side.decl.columns.is_empty() {
             return Err(SqlError::span(
                 span,

@@ -369,7 +369,7 @@ pub(crate) fn parse(st: &StatementTokens) -> Result<PullQuery> {
     let parts = QueryParts::of(&query, st.end)?;
     parts.refuse_qualify(st.start)?;
     let at = st.start;
-    if parts.join.is_some() {
+    if !parts.joins.is_empty() {
         return Err(SqlError::at(
             at,
             "a pull query reads one view: JOIN is not allowed",

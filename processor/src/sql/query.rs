@@ -7,7 +7,7 @@
 //! node limits (`super::limits`) before any caller recurses over them.
 
 use sqlparser::ast::{
-    Distinct, Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, ObjectName,
+    Distinct, Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, LimitClause, ObjectName,
     ObjectNamePart, Query, Select, SelectItem, SetExpr, Spanned, TableFactor, TableWithJoins,
 };
 use sqlparser::tokenizer::{Location, Span};
@@ -33,7 +33,7 @@ impl Relation {
     }
 }
 
-/// The `JOIN` of a query.
+/// A `JOIN` of a query.
 #[derive(Debug, Clone)]
 pub(crate) struct JoinParts<'q> {
     /// The joined table or stream.
@@ -51,8 +51,8 @@ pub(crate) struct QueryParts<'q> {
     pub select: &'q Select,
     /// The `FROM` source.
     pub from: Relation,
-    /// The `JOIN`, if any.
-    pub join: Option<JoinParts<'q>>,
+    /// The `JOIN`s, in order.
+    pub joins: Vec<JoinParts<'q>>,
     /// The `GROUP BY` expressions.
     pub group_by: &'q [Expr],
     /// Where `LIMIT` is, if given.
@@ -132,7 +132,7 @@ impl<'q> QueryParts<'q> {
         };
         let at = known(select.select_token.0.span, end).start;
         check_select_extras(select, at)?;
-        let (from, join) = from_clause(&select.from, at)?;
+        let (from, joins) = from_clause(&select.from, at)?;
         let group_by = match &select.group_by {
             GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs.as_slice(),
             other => {
@@ -152,7 +152,7 @@ impl<'q> QueryParts<'q> {
                 .chain(&select.selection)
                 .chain(group_by)
                 .chain(&select.having)
-                .chain(join.as_ref().map(|j| j.on))
+                .chain(joins.iter().map(|j| j.on))
                 .chain(limit_expr)
                 .chain(&select.qualify),
             at,
@@ -160,7 +160,7 @@ impl<'q> QueryParts<'q> {
         Ok(QueryParts {
             select,
             from,
-            join,
+            joins,
             group_by,
             limit,
             limit_expr,
@@ -204,7 +204,7 @@ fn check_select_extras(select: &Select, at: Location) -> Result<()> {
     Ok(())
 }
 
-fn from_clause(from: &[TableWithJoins], at: Location) -> Result<(Relation, Option<JoinParts<'_>>)> {
+fn from_clause(from: &[TableWithJoins], at: Location) -> Result<(Relation, Vec<JoinParts<'_>>)> {
     let first = match from {
         [] => return Err(SqlError::at(at, "expected FROM and a stream name")),
         [one] => one,
@@ -216,47 +216,57 @@ fn from_clause(from: &[TableWithJoins], at: Location) -> Result<(Relation, Optio
         }
     };
     let source = relation(&first.relation, at)?;
-    let join = match first.joins.as_slice() {
-        [] => None,
-        [j] => {
-            let span = known(j.span(), at);
-            let (kind, constraint) =
-                match &j.join_operator {
-                    JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
-                    JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
-                    JoinOperator::FullOuter(c) => (JoinKind::Full, c),
-                    JoinOperator::Right(_) | JoinOperator::RightOuter(_) => {
-                        return Err(SqlError::span(
-                            span,
-                            "RIGHT JOIN is not supported: swap the two sources and use LEFT JOIN",
-                        ))
-                    }
-                    _ => return Err(SqlError::span(
-                        span,
-                        "only JOIN (inner), LEFT JOIN and FULL JOIN (of two streams) are supported",
-                    )),
-                };
-            let on = match constraint {
-                JoinConstraint::On(e) => e,
-                _ => return Err(SqlError::span(
-                    span,
-                    "expected ON <expression> = <expression> in the JOIN (USING is not supported)",
-                )),
-            };
-            Some(JoinParts {
-                table: relation(&j.relation, at)?,
-                kind,
-                on,
-            })
-        }
-        [_, second, ..] => {
+    if let Some(extra) = first.joins.get(crate::limits::MAX_JOINS) {
+        return Err(SqlError::span(
+            known(extra.span(), at),
+            format!(
+                "a query joins at most {} tables and streams, the limit (max_joins)",
+                crate::limits::MAX_JOINS
+            ),
+        ));
+    }
+    let joins = first
+        .joins
+        .iter()
+        .map(|j| join_parts(j, at))
+        .collect::<Result<_>>()?;
+    Ok((source, joins))
+}
+
+/// One `JOIN .. ON ..`.
+fn join_parts(j: &Join, at: Location) -> Result<JoinParts<'_>> {
+    let span = known(j.span(), at);
+    let (kind, constraint) = match &j.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+        JoinOperator::FullOuter(c) => (JoinKind::Full, c),
+        JoinOperator::Right(_) | JoinOperator::RightOuter(_) => {
             return Err(SqlError::span(
-                known(second.span(), at),
-                "only one JOIN per query is supported",
+                span,
+                "RIGHT JOIN is not supported: swap the two sources and use LEFT JOIN",
+            ))
+        }
+        _ => {
+            return Err(SqlError::span(
+                span,
+                "only JOIN (inner), LEFT JOIN and FULL JOIN (of two streams) are supported",
             ))
         }
     };
-    Ok((source, join))
+    let on = match constraint {
+        JoinConstraint::On(e) => e,
+        _ => {
+            return Err(SqlError::span(
+                span,
+                "expected ON <expression> = <expression> in the JOIN (USING is not supported)",
+            ))
+        }
+    };
+    Ok(JoinParts {
+        table: relation(&j.relation, at)?,
+        kind,
+        on,
+    })
 }
 
 fn relation(t: &TableFactor, at: Location) -> Result<Relation> {

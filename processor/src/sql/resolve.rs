@@ -3,7 +3,7 @@
 //! Rules (see `docs/sql.md`): an unquoted identifier matches a declared
 //! column case-insensitively, a quoted one exactly; either resolves to the
 //! column's declared spelling, the JSON field read. `alias.col` picks the
-//! stream or the joined table; a bare name must be unambiguous. Further
+//! stream or a joined table; a bare name must be unambiguous. Further
 //! parts (`col.a.b`) walk into nested JSON, spelled exactly as written.
 //! `ROWKEY` and `ROWTIME` are the record key and timestamp unless a column
 //! is declared with that name. A source declared without columns is
@@ -27,7 +27,7 @@ pub(crate) struct Side {
     pub decl: SourceDecl,
 }
 
-/// The joined table.
+/// A joined table (or stream).
 #[derive(Debug, Clone)]
 pub(crate) struct TableSide {
     /// The table.
@@ -43,8 +43,9 @@ pub(crate) struct TableSide {
 pub(crate) enum Resolved {
     /// A value expression.
     Expr(Expr),
-    /// The joined table's key column (meaningful in `ON`).
-    TableKey,
+    /// The key column of the joined table at this place in join order
+    /// (meaningful in `ON`).
+    TableKey(usize),
     /// `WINDOWSTART`.
     WindowStart,
     /// `WINDOWEND`.
@@ -56,8 +57,8 @@ pub(crate) enum Resolved {
 pub(crate) struct Scope {
     /// The `FROM` stream.
     pub stream: Side,
-    /// The `JOIN` table, if any.
-    pub table: Option<TableSide>,
+    /// The joined tables (or stream), in join order.
+    pub tables: Vec<TableSide>,
 }
 
 /// True if `id` names the declared column `declared`.
@@ -121,40 +122,44 @@ impl Scope {
             if self.stream.qualifiers.contains(&q) {
                 return self.in_stream(&parts[1..], span, true);
             }
-            if let Some(t) = self
-                .table
-                .as_ref()
-                .filter(|t| t.side.qualifiers.contains(&q))
+            if let Some(place) = self
+                .tables
+                .iter()
+                .position(|t| t.side.qualifiers.contains(&q))
             {
-                return self.in_table(t, &parts[1..], span);
+                return self.in_table(place, &parts[1..], span);
             }
         }
-        let s = find(&self.stream.decl, first);
-        let t = self
-            .table
-            .as_ref()
-            .filter(|t| find(&t.side.decl, first).is_some());
-        match (s, t) {
-            (Some(_), Some(t)) => Err(SqlError::span(
-                span,
-                format!(
-                    "ambiguous column '{}': qualify it as {}.{} or {}.{}",
-                    first.value,
-                    self.stream.qualifiers[0],
-                    first.value,
-                    t.side.qualifiers[0],
-                    first.value
-                ),
-            )),
-            (Some(_), None) => self.in_stream(parts, span, false),
-            (None, Some(t)) => self.in_table(t, parts, span),
-            (None, None) if parts.len() == 1 && is_pseudo(first, "WINDOWSTART") => {
-                Ok(Resolved::WindowStart)
+        // Every source declaring the name: the stream's qualifier first.
+        let mut holders: Vec<(Option<usize>, &str)> = Vec::new();
+        if find(&self.stream.decl, first).is_some() {
+            holders.push((None, &self.stream.qualifiers[0]));
+        }
+        for (place, t) in self.tables.iter().enumerate() {
+            if find(&t.side.decl, first).is_some() {
+                holders.push((Some(place), &t.side.qualifiers[0]));
             }
-            (None, None) if parts.len() == 1 && is_pseudo(first, "WINDOWEND") => {
-                Ok(Resolved::WindowEnd)
+        }
+        match holders.as_slice() {
+            [_, _, ..] => {
+                let qualified: Vec<String> = holders
+                    .iter()
+                    .map(|(_, q)| format!("{q}.{}", first.value))
+                    .collect();
+                Err(SqlError::span(
+                    span,
+                    format!(
+                        "ambiguous column '{}': qualify it as {}",
+                        first.value,
+                        qualified.join(" or ")
+                    ),
+                ))
             }
-            (None, None) => self.in_stream(parts, span, false),
+            [(None, _)] => self.in_stream(parts, span, false),
+            [(Some(place), _)] => self.in_table(*place, parts, span),
+            [] if parts.len() == 1 && is_pseudo(first, "WINDOWSTART") => Ok(Resolved::WindowStart),
+            [] if parts.len() == 1 && is_pseudo(first, "WINDOWEND") => Ok(Resolved::WindowEnd),
+            [] => self.in_stream(parts, span, false),
         }
     }
 
@@ -179,7 +184,7 @@ impl Scope {
         if decl.columns.is_empty() {
             return Ok(Resolved::Expr(path(&[], parts)));
         }
-        if !qualified && self.table.is_none() && parts.len() >= 2 {
+        if !qualified && self.tables.is_empty() && parts.len() >= 2 {
             return Err(SqlError::span(
                 span,
                 format!("unknown source or column '{}'", first.value),
@@ -188,18 +193,19 @@ impl Scope {
         Err(unknown(decl, first, span))
     }
 
-    fn in_table(&self, t: &TableSide, parts: &[Ident], span: Span) -> Result<Resolved> {
+    fn in_table(&self, place: usize, parts: &[Ident], span: Span) -> Result<Resolved> {
+        let t = &self.tables[place];
         let first = &parts[0];
         if let Some(c) = find(&t.side.decl, first) {
             return if c.key {
                 no_nested(parts, span)?;
-                Ok(Resolved::TableKey)
+                Ok(Resolved::TableKey(place))
             } else {
                 Ok(Resolved::Expr(path(&[&t.field, &c.name], &parts[1..])))
             };
         }
         if parts.len() == 1 && is_pseudo(first, "ROWKEY") {
-            return Ok(Resolved::TableKey);
+            return Ok(Resolved::TableKey(place));
         }
         if t.side.decl.columns.is_empty() {
             return Ok(Resolved::Expr(path(&[&t.field], parts)));
@@ -257,7 +263,7 @@ impl Names for RowNames<'_> {
     fn column(&self, parts: &[Ident], span: Span) -> Result<Expr> {
         match self.scope.resolve(parts, span)? {
             Resolved::Expr(e) => Ok(e),
-            Resolved::TableKey => match self.scope.table.as_ref().and_then(|t| t.key.clone()) {
+            Resolved::TableKey(place) => match self.scope.tables[place].key.clone() {
                 Some(k) => Ok(k),
                 None => Err(SqlError::span(
                     span,

@@ -716,9 +716,7 @@ pub(crate) fn parse_create_as(st: &StatementTokens) -> Result<(CreateAs, ParsedC
         ));
     }
     let mut sources = vec![read.from.name.normalized()];
-    if let Some(j) = &read.join {
-        sources.push(j.table.name.normalized());
-    }
+    sources.extend(read.joins.iter().map(|j| j.table.name.normalized()));
     let (stmt, dedup_span) = create_as_decl(st, head, props, sources)?;
     Ok((
         stmt,

@@ -172,6 +172,7 @@ fn brief_purchase_stats_plans_a_tumbling_aggregate_into_a_view() {
         source: default_source("user_events"),
         dedup: None,
         join: None,
+        more_joins: Vec::new(),
         filter: Some(bin(BinaryOp::Eq, f("event_type"), lit(json!("purchase")))),
         operation: Operation::Aggregate(AggregateSpec {
             group_by: vec![f("user_id")],
@@ -227,6 +228,7 @@ fn brief_high_value_alerts_plans_a_filtered_projection_into_a_topic() {
         source: default_source("user_events"),
         dedup: None,
         join: None,
+        more_joins: Vec::new(),
         filter: Some(bin(
             BinaryOp::And,
             bin(BinaryOp::Eq, f("event_type"), lit(json!("purchase"))),
@@ -1502,4 +1504,110 @@ fn a_query_over_a_table_without_group_by_shows_each_row_and_joins_tables() {
         rows.aggregate.group_by,
         vec![Expr::Field(vec!["t".into(), "name".into()])]
     );
+}
+
+#[test]
+fn several_joins_enrich_a_stream_from_tables_each_on_the_stream_or_an_earlier_row() {
+    // users on the stream's user_id, tiers on the users row's tier.
+    let p = plan_sql(
+        "CREATE STREAM enriched AS SELECT e.user_id, u.name, t.rank, t.tier AS t_key, u.id AS uid \
+         FROM user_events e JOIN users u ON e.user_id = u.id LEFT JOIN tiers t ON u.tier = t.tier \
+         WHERE t.rank > 1",
+    );
+    assert_eq!(p.join.as_ref().unwrap().alias, "u");
+    assert_eq!(p.join.as_ref().unwrap().stream_key, f("user_id"));
+    assert_eq!(
+        p.more_joins,
+        [JoinSpec {
+            table_topic: "tiers".into(),
+            stream_key: Expr::Field(vec!["u".into(), "tier".into()]),
+            alias: "t".into(),
+            kind: JoinKind::Left,
+            table_time: None,
+            history_ms: None,
+            within: None,
+        }]
+    );
+    let cols = project(&p);
+    assert_eq!(cols[2].1, Expr::Field(vec!["t".into(), "rank".into()]));
+    // The tiers key column is what it was joined on (null when unmatched);
+    // the users key, the stream's user_id (an inner join).
+    assert!(matches!(cols[3].1, Expr::Case { .. }), "{:?}", cols[3]);
+    assert_eq!(cols[4].1, f("user_id"));
+    assert_eq!(
+        p.filter,
+        Some(bin(
+            BinaryOp::Gt,
+            Expr::Field(vec!["t".into(), "rank".into()]),
+            lit(json!(1))
+        ))
+    );
+    // `*` lists the stream's columns, then each table's, prefixed.
+    let star = plan_sql(
+        "CREATE STREAM s AS SELECT * FROM user_events e JOIN users u ON e.user_id = u.id \
+         JOIN tiers t ON u.tier = t.tier",
+    );
+    let names: Vec<&str> = project(&star).iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.ends_with(&["u_id", "u_name", "u_tier", "t_tier", "t_name", "t_rank"]),
+        "{names:?}"
+    );
+    // A join after a join of two streams; JOIN_HISTORY applies to the table.
+    let p = plan_sql(
+        "CREATE TABLE x WITH (JOIN_HISTORY='1 HOUR') AS SELECT u.tier, COUNT(*) AS n \
+         FROM user_events e JOIN clicks c WITHIN 10 MINUTES ON e.user_id = c.user_id \
+         JOIN users u ON c.user_id = u.id GROUP BY u.tier",
+    );
+    assert!(p.join.as_ref().unwrap().joins_stream());
+    assert_eq!(p.more_joins[0].history_ms, Some(3_600_000));
+    assert_eq!(
+        p.more_joins[0].stream_key,
+        Expr::Column(crate::event::JOINED_KEY_COLUMN.into())
+    );
+    // EXPLAIN shows each join; one gauge counts the tables' keys.
+    let ops = explain::operators(&plan_sql(
+        "CREATE TABLE x AS SELECT t.rank, COUNT(*) AS n FROM user_events e \
+         JOIN users u ON e.user_id = u.id JOIN tiers t ON u.tier = t.tier GROUP BY t.rank",
+    ));
+    let joins: Vec<&explain::OperatorInfo> = ops.iter().filter(|o| o.operator == "join").collect();
+    assert_eq!(joins.len(), 2, "{ops:?}");
+    assert!(joins[1].detail.contains("table 'tiers' AS t"), "{joins:?}");
+    assert!(joins[1].detail.contains("ON u.tier ="), "{joins:?}");
+    assert_eq!(joins[0].gauge, Some(explain::TABLE_JOIN_GAUGE));
+    assert_eq!(joins[1].gauge, None);
+}
+
+#[test]
+fn several_joins_are_refused_where_they_have_no_meaning() {
+    let refused = |sql: &str| {
+        plan(&create_as(sql), &catalog())
+            .expect_err(sql)
+            .to_string()
+    };
+    let e = refused(
+        "CREATE TABLE x AS SELECT name, COUNT(*) AS n FROM user_events e \
+         JOIN users u ON e.user_id = u.id JOIN tiers t ON u.tier = t.tier GROUP BY name",
+    );
+    assert!(
+        e.contains("ambiguous column 'name': qualify it as u.name or t.name"),
+        "{e}"
+    );
+    let joins: String = (0..=crate::limits::MAX_JOINS)
+        .map(|i| format!(" JOIN users u{i} ON e.user_id = u{i}.id"))
+        .collect();
+    let e = parse(&format!(
+        "CREATE STREAM x AS SELECT e.user_id FROM user_events e{joins}"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("a query joins at most 8 tables and streams"),
+        "{e}"
+    );
+    // A plan over the limit is refused by its check too.
+    let mut p = plan_sql(
+        "CREATE STREAM x AS SELECT e.user_id FROM user_events e JOIN users u ON e.user_id = u.id",
+    );
+    p.more_joins = vec![p.join.clone().unwrap(); crate::limits::MAX_JOINS];
+    assert!(p.validate().unwrap_err().contains("max_joins"));
 }

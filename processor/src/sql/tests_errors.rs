@@ -112,6 +112,12 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE TABLE x AS ¦SELECT DISTINCT user_id, COUNT(*) FROM user_events GROUP BY user_id", "the rows are already one per group"),
     ("CREATE TABLE x AS SELECT DISTINCT ¦* FROM user_events", "SELECT DISTINCT needs its columns listed"),
     ("¦SELECT DISTINCT * FROM v", "SELECT DISTINCT in a pull query is not supported"),
+    // Several joins.
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ON e.user_id = u.id JOIN ¦clicks c ON e.user_id = c.user_id", "'clicks' is a stream: a query joins at most one stream, with its first JOIN"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ON e.user_id = u.id JOIN users ¦u ON e.user_id = u.id", "'u' is joined twice: give each join its own alias"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ON e.user_id = u.id JOIN users v ON ¦u.tier = e.user_id", "expected ON <stream expression> = <table key column>"),
+    ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ON e.user_id = u.id JOIN users v ON ¦v.name = v.id", "the stream side of ON must not read the table"),
+    ("CREATE TABLE x AS SELECT u.id FROM users u JOIN users t ON u.tier = t.id JOIN ¦users r ON u.tier = r.id", "a join of tables joins two tables"),
     // Joins of two streams.
     ("CREATE STREAM x AS SELECT * FROM user_events e JOIN ¦clicks c ON e.user_id = c.user_id", "a join of two streams needs a time bound, e.g. JOIN clicks WITHIN 10 MINUTES"),
     ("CREATE STREAM x AS SELECT * FROM user_events e JOIN users u ¦WITHIN 1 HOUR ON e.user_id = u.id", "WITHIN bounds a join of two streams; a table is joined as of each event's time"),

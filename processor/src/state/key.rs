@@ -24,6 +24,7 @@
 //! | `0x05` [`ns::TOP_N`] | the partition's view key, escaped and terminated ([`encode_group_key`]), then the row's view key | the subquery's row, as JSON (`crate::operator::top_n`) |
 //! | `0x06` [`ns::JOINED_ROW`] | a joined table's record key, UTF-8 as is | its latest row, JSON (`crate::operator::tables_join`) |
 //! | `0x07` [`ns::JOIN_INDEX`] | the joined key a row names ([`encode_group_key`]), then the row's key | empty (`crate::operator::tables_join`) |
+//! | `0x08` [`ns::FURTHER_TABLE`] | the table's place among the further joins (`u8`, from 1) + its record key, UTF-8 as is ([`TableSlot::row`]) | as [`ns::TABLE`] |
 //! | `0x10` [`ns::META`] | a [`Meta`] name, ASCII | per [`Meta`] variant |
 //!
 //! The meta entries of one commit ([`Meta`]): `offset/{p}` and
@@ -120,6 +121,9 @@ pub mod ns {
     pub const JOINED_ROW: u8 = 0x06;
     /// A join of tables: the left rows by the joined key they name.
     pub const JOIN_INDEX: u8 = 0x07;
+    /// Join table rows of a table joined after the first join
+    /// ([`crate::plan::Plan::more_joins`]), by its place and record key.
+    pub const FURTHER_TABLE: u8 = 0x08;
     /// Offsets, watermark, outbox, spec: see [`super::Meta`].
     pub const META: u8 = 0x10;
 }
@@ -131,7 +135,8 @@ pub enum Meta {
     /// `offset/{p}`: the next offset to read in input partition `p` (`u64`).
     Offset(usize),
     /// `table_offset/{p}`: the next offset to read in partition `p` of the
-    /// joined table (`u64`).
+    /// joined tables (`u64`): their partitions numbered one after the
+    /// other, in join order (`crate::joined_topics`).
     TableOffset(usize),
     /// `watermark`: the committed watermark (`i64` as `u64`; `i64::MIN`
     /// before the first event).
@@ -229,7 +234,57 @@ pub fn dedup_id(id: &str) -> Vec<u8> {
 
 /// The key of the joined table's record key `key` ([`ns::TABLE`]).
 pub fn table_row(key: &str) -> Vec<u8> {
-    in_namespace(ns::TABLE, key.as_bytes())
+    TableSlot::First.row(key)
+}
+
+/// Where a joined table's rows are kept: the first join's table under
+/// [`ns::TABLE`], the `n`th table joined after it under
+/// [`ns::FURTHER_TABLE`] and the byte `n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableSlot {
+    /// The table of [`crate::plan::Plan::join`].
+    First,
+    /// The table of `more_joins[n - 1]` (`n` from 1).
+    Further(u8),
+}
+
+impl TableSlot {
+    /// The slot of the table joined at `place` (0: the first join).
+    pub fn at(place: usize) -> TableSlot {
+        match place {
+            0 => TableSlot::First,
+            n => {
+                TableSlot::Further(u8::try_from(n).expect("joins are bounded by limits::MAX_JOINS"))
+            }
+        }
+    }
+
+    fn prefix(self) -> Vec<u8> {
+        match self {
+            TableSlot::First => vec![ns::TABLE],
+            TableSlot::Further(n) => vec![ns::FURTHER_TABLE, n],
+        }
+    }
+
+    /// The key of record key `key`'s row.
+    pub fn row(self, key: &str) -> Vec<u8> {
+        let mut k = self.prefix();
+        k.extend_from_slice(key.as_bytes());
+        k
+    }
+
+    /// The range of this table's keys: `[lower, upper)`.
+    pub fn range(self) -> (Vec<u8>, Vec<u8>) {
+        let lower = self.prefix();
+        let mut upper = lower.clone();
+        *upper.last_mut().expect("a prefix is not empty") += 1;
+        (lower, upper)
+    }
+
+    /// The record key of a key in this table's range.
+    pub fn record_key(self, k: &[u8]) -> &[u8] {
+        k.get(self.prefix().len()..).unwrap_or_default()
+    }
 }
 
 /// The key of a stream-stream join's buffered event ([`ns::STREAM_JOIN`]):
@@ -528,6 +583,14 @@ mod tests {
         let id = dedup_id("\u{ff}\u{ff}");
         assert!(lo.as_slice() <= id.as_slice() && id.as_slice() < hi.as_slice());
         assert_eq!(without_namespace(&table_row("k")), b"k");
+        let (first, further) = (TableSlot::at(0), TableSlot::at(2));
+        assert_eq!(first.row("k"), table_row("k"));
+        assert_eq!(further.row("k"), [ns::FURTHER_TABLE, 2, b'k']);
+        assert_eq!(further.record_key(&further.row("k")), b"k");
+        let (lower, upper) = further.range();
+        assert!(lower.as_slice() <= further.row("k").as_slice());
+        assert!(further.row("k").as_slice() < upper.as_slice());
+        assert!(TableSlot::at(3).row("").as_slice() >= upper.as_slice());
         let mut slice = Vec::new();
         slice_into(&mut slice, b"g", -5, 5);
         assert!(slice.starts_with(&slice_prefix(b"g")));

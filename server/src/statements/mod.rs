@@ -294,7 +294,7 @@ impl Executor<'_> {
         let create = sql::insert_create(&insert, &topic)?;
         let plan = sql::plan(&create, &Sources(catalog.clone()))?;
         let reads_target =
-            plan.source.topic == topic || plan.joined_topic() == Some(topic.as_str());
+            plan.source.topic == topic || plan.joined_topics().contains(&topic.as_str());
         if reads_target {
             return bad(format!(
                 "INSERT INTO '{target}' reads '{target}' itself: it would read what it writes, without end"

@@ -284,9 +284,7 @@ impl ViewEntry {
         let mut topics = Vec::new();
         for v in self.versions() {
             topics.push(v.plan.source.topic.clone());
-            if let Some(joined) = v.plan.joined_topic() {
-                topics.push(joined.to_string());
-            }
+            topics.extend(v.plan.joined_topics().into_iter().map(str::to_string));
         }
         topics.sort();
         topics.dedup();

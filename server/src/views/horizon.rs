@@ -75,7 +75,7 @@ pub fn horizon(log: &Log, entry: &VersionEntry) -> ReplayHorizon {
         "input",
         entry.first_offsets.as_deref(),
     )];
-    if let Some(joined) = plan.joined_topic() {
+    for joined in plan.joined_topics() {
         topics.push(topic_horizon(log, joined, "table", None));
     }
     let topics: Vec<TopicHorizon> = topics.into_iter().flatten().collect();

@@ -332,6 +332,10 @@ pub struct StoredPlan {
     /// `join`, or `null`.
     #[serde(rename = "join")]
     pub join: Option<StoredJoinSpec>,
+    /// `more_joins`: the tables joined after `join`, in order, each a
+    /// join as `join` is; absent when the query joins at most once.
+    #[serde(rename = "more_joins", default, skip_serializing_if = "Vec::is_empty")]
+    pub more_joins: Vec<StoredJoinSpec>,
     /// `filter`, or `null`.
     #[serde(rename = "filter")]
     pub filter: Option<StoredExpr>,
@@ -1551,6 +1555,7 @@ impl From<Plan> for StoredPlan {
             source,
             dedup,
             join,
+            more_joins,
             filter,
             operation,
             sink,
@@ -1566,6 +1571,7 @@ impl From<Plan> for StoredPlan {
             source: source.into(),
             dedup: dedup.map(Into::into),
             join: join.map(Into::into),
+            more_joins: more_joins.into_iter().map(Into::into).collect(),
             filter: filter.map(Into::into),
             operation: operation.into(),
             sink: sink.into(),
@@ -1584,6 +1590,7 @@ impl From<StoredPlan> for Plan {
             source,
             dedup,
             join,
+            more_joins,
             filter,
             operation,
             sink,
@@ -1597,6 +1604,7 @@ impl From<StoredPlan> for Plan {
             source: source.into(),
             dedup: dedup.map(Into::into),
             join: join.map(Into::into),
+            more_joins: more_joins.into_iter().map(Into::into).collect(),
             filter: filter.map(Into::into),
             operation: operation.into(),
             sink: sink.into(),

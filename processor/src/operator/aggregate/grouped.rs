@@ -157,7 +157,7 @@ mod tests {
             value,
             fields: None,
             event_time: 1_000,
-            joined: None,
+            joined: Vec::new(),
             joined_key: None,
         }
     }

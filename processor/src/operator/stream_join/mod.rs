@@ -345,7 +345,7 @@ impl StreamJoin {
             value: Value::Null,
             fields: None,
             event_time,
-            joined: Some((self.spec.alias.clone(), value)),
+            joined: vec![(self.spec.alias.clone(), value)],
             joined_key: key.map(Value::String),
         }
     }
@@ -572,7 +572,7 @@ impl StreamJoin {
                     value,
                     fields: None,
                     event_time: header.t,
-                    joined: None,
+                    joined: Vec::new(),
                     joined_key: None,
                 },
                 JoinSide::Right => self.right_event(
@@ -664,7 +664,7 @@ fn pair(left: &Event, right: &Event) -> Event {
 
 /// A left event joined with nothing: the right side's columns are null.
 fn unmatched_left(mut event: Event, alias: &str) -> Event {
-    event.joined = Some((alias.to_string(), Value::Null));
+    event.joined = vec![(alias.to_string(), Value::Null)];
     event.joined_key = None;
     event
 }

@@ -46,7 +46,7 @@ fn left(k: Option<&str>, t: i64, id: u64) -> Event {
         value,
         fields: None,
         event_time: t,
-        joined: None,
+        joined: Vec::new(),
         joined_key: None,
     }
 }
@@ -72,7 +72,7 @@ fn ids(e: &Event) -> (Option<u64>, Option<u64>) {
     let l = e.value.get("id").and_then(Value::as_u64);
     let r = e
         .joined
-        .as_ref()
+        .first()
         .and_then(|(_, v)| v.get("id"))
         .and_then(Value::as_u64);
     (l, r)
