@@ -10,6 +10,8 @@
 
 use bytes::{BufMut, Bytes};
 
+use crate::compression::{self, Compression};
+
 /// Byte position of `batch_length` (u32): total bytes of the batch.
 pub const LENGTH_OFFSET: usize = 0;
 /// Byte position of `crc` (u32): CRC-32 of bytes `[CRC_START, batch_length)`.
@@ -268,10 +270,14 @@ pub fn peek_len(bytes: &[u8]) -> Result<usize, DecodeError> {
     Ok(len)
 }
 
-/// A validated batch. Cheap to clone (shares the buffer).
+/// A validated batch. Cheap to clone (shares the buffer). Of a
+/// compressed batch (FORMAT.md §2.8), the version-1 batch it stands for:
+/// [`BatchView::as_bytes`] are those, [`BatchView::len`] the bytes stored.
 #[derive(Debug, Clone)]
 pub struct BatchView {
     bytes: Bytes,
+    /// Bytes of the batch as stored (its `batch_length` in the file).
+    stored_len: usize,
 }
 
 /// The batch at the start of `buf`, sliced to its declared length (its
@@ -285,6 +291,15 @@ fn batch_bytes(buf: &Bytes) -> Result<Bytes, DecodeError> {
         });
     }
     Ok(buf.slice(..len))
+}
+
+/// A stored batch's bytes (CRC and frame checked) as the version-1 batch
+/// readers read: itself, or a compressed batch inflated.
+fn inflated(bytes: Bytes) -> Result<Bytes, DecodeError> {
+    match compression::codec_of(&bytes) {
+        None => Ok(bytes),
+        Some(_) => compression::inflate(&bytes),
+    }
 }
 
 /// Checks the CRC of a batch's `bytes`.
@@ -308,10 +323,16 @@ fn check_frame(bytes: &[u8]) -> Result<(), DecodeError> {
             bytes[MAGIC_OFFSET]
         )));
     }
-    if bytes[VERSION_OFFSET] != VERSION {
-        return Err(DecodeError::UnsupportedVersion(bytes[VERSION_OFFSET]));
+    let attributes = u16_at(bytes, ATTRIBUTES_OFFSET);
+    match bytes[VERSION_OFFSET] {
+        VERSION if attributes != 0 => {
+            return Err(DecodeError::Invalid("reserved fields are not zero".into()))
+        }
+        VERSION => {}
+        compression::COMPRESSED_VERSION => compression::check_attributes(attributes)?,
+        other => return Err(DecodeError::UnsupportedVersion(other)),
     }
-    if u16_at(bytes, ATTRIBUTES_OFFSET) != 0 || u16_at(bytes, RESERVED_OFFSET) != 0 {
+    if u16_at(bytes, RESERVED_OFFSET) != 0 {
         return Err(DecodeError::Invalid("reserved fields are not zero".into()));
     }
     if u32_at(bytes, RECORD_COUNT_OFFSET) == 0 {
@@ -325,14 +346,6 @@ fn check_frame(bytes: &[u8]) -> Result<(), DecodeError> {
 /// frame check made sure of that).
 macro_rules! header_accessors {
     () => {
-        /// The whole batch as stored.
-        pub fn as_bytes(&self) -> &Bytes {
-            &self.bytes
-        }
-        /// Total bytes.
-        pub fn len(&self) -> usize {
-            self.bytes.len()
-        }
         /// Never true: a batch holds at least one record.
         pub fn is_empty(&self) -> bool {
             false
@@ -372,7 +385,10 @@ impl BatchView {
         let bytes = batch_bytes(buf)?;
         check_crc(&bytes)?;
         check_frame(&bytes)?;
-        let view = BatchView { bytes };
+        let view = BatchView {
+            stored_len: bytes.len(),
+            bytes: inflated(bytes)?,
+        };
         view.check_records()?;
         Ok(view)
     }
@@ -382,6 +398,18 @@ impl BatchView {
     }
 
     header_accessors!();
+
+    /// The batch's bytes: as stored, or, for a compressed batch, the
+    /// version-1 batch it stands for.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// Bytes of the batch as stored: where the next batch of its file
+    /// starts.
+    pub fn len(&self) -> usize {
+        self.stored_len
+    }
 
     /// The idempotency key, if the append carried one.
     pub fn idempotency_key(&self) -> Option<&[u8]> {
@@ -422,7 +450,11 @@ impl BatchView {
 /// to clone (shares the buffer).
 #[derive(Debug, Clone)]
 pub struct FramedBatch {
+    /// The batch as stored.
     bytes: Bytes,
+    /// Of a compressed batch, the version-1 batch it stands for, once
+    /// [`FramedBatch::read_checked`] inflated it.
+    inflated: std::sync::OnceLock<Bytes>,
 }
 
 impl FramedBatch {
@@ -431,7 +463,25 @@ impl FramedBatch {
     pub fn parse(buf: &Bytes) -> Result<FramedBatch, DecodeError> {
         let bytes = batch_bytes(buf)?;
         check_frame(&bytes)?;
-        Ok(FramedBatch { bytes })
+        Ok(FramedBatch {
+            bytes,
+            inflated: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The whole batch as stored.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// Bytes of the batch as stored.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// How the batch is stored (`None`: as encoded).
+    pub fn compression(&self) -> Compression {
+        compression::codec_of(&self.bytes).unwrap_or(Compression::None)
     }
 
     /// The rest of [`BatchView::parse`]'s checks: the CRC (as `crc` says),
@@ -439,7 +489,11 @@ impl FramedBatch {
     pub fn check(&self, crc: Crc) -> Result<BatchView, DecodeError> {
         crc.check(&self.bytes)?;
         let view = BatchView {
-            bytes: self.bytes.clone(),
+            stored_len: self.bytes.len(),
+            bytes: match self.inflated.get() {
+                Some(bytes) => bytes.clone(),
+                None => inflated(self.bytes.clone())?,
+            },
         };
         view.check_records()?;
         Ok(view)
@@ -457,8 +511,24 @@ impl FramedBatch {
         crc: Crc,
         f: impl FnMut(RecordRef<'a>),
     ) -> Result<(), DecodeError> {
+        read_records(self.checked_bytes(crc)?, f)
+    }
+
+    /// The bytes [`FramedBatch::read_checked`] reads records from, the CRC
+    /// checked (as `crc` says): the batch as stored, or, compressed, the
+    /// version-1 batch it stands for (inflated once, then kept). A record
+    /// read by `read_checked` lies in these bytes, so a part of it that
+    /// must outlive the batch is taken with `slice_ref` of them.
+    pub fn checked_bytes(&self, crc: Crc) -> Result<&Bytes, DecodeError> {
+        if let Some(bytes) = self.inflated.get() {
+            return Ok(bytes);
+        }
         crc.check(&self.bytes)?;
-        read_records(&self.bytes, f)
+        if compression::codec_of(&self.bytes).is_none() {
+            return Ok(&self.bytes);
+        }
+        let _ = self.inflated.set(compression::inflate(&self.bytes)?);
+        Ok(self.inflated.get().expect("set above"))
     }
 
     header_accessors!();

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::AppendClock;
+use crate::compression::Compression;
 use crate::error::{LogError, Result};
 use crate::io::FaultInjector;
 
@@ -52,12 +53,18 @@ pub struct TopicConfig {
     pub fsync: FsyncPolicy,
     /// Interval of the `interval` policy (default 100 ms).
     pub fsync_interval_ms: u64,
+    /// How batches are stored: as encoded (the default), or compressed
+    /// with zstd or lz4 (FORMAT.md §2.8). Changing it changes the batches
+    /// appended from then on. Written to `topic.json` only when set, so an
+    /// uncompressed topic's file is as it was before compression existed.
+    #[serde(skip_serializing_if = "Compression::is_none")]
+    pub compression: Compression,
 }
 
 /// The settings of a topic that can change after it was created
-/// ([`crate::Log::alter_topic`]): retention only. Partitions cannot change
-/// (keys would move to other partitions); segment and fsync settings are
-/// held by each partition's writer thread.
+/// ([`crate::Log::alter_topic`]): retention and compression. Partitions
+/// cannot change (keys would move to other partitions); segment and fsync
+/// settings are held by each partition's writer thread.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TopicChanges {
@@ -65,6 +72,8 @@ pub struct TopicChanges {
     pub retention_ms: Option<Option<u64>>,
     /// New retention by size (`Some(None)`: no limit).
     pub retention_bytes: Option<Option<u64>>,
+    /// New compression of the batches appended from now on.
+    pub compression: Option<Compression>,
 }
 
 impl TopicChanges {
@@ -73,6 +82,7 @@ impl TopicChanges {
         TopicConfig {
             retention_ms: self.retention_ms.unwrap_or(config.retention_ms),
             retention_bytes: self.retention_bytes.unwrap_or(config.retention_bytes),
+            compression: self.compression.unwrap_or(config.compression),
             ..config.clone()
         }
     }
@@ -95,6 +105,7 @@ impl Default for TopicConfig {
             retention_bytes: None,
             fsync: FsyncPolicy::Always,
             fsync_interval_ms: 100,
+            compression: Compression::None,
         }
     }
 }

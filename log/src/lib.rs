@@ -29,6 +29,7 @@
 pub mod batch;
 mod cache;
 mod clock;
+pub mod compression;
 mod config;
 mod error;
 #[doc(hidden)]
@@ -52,6 +53,7 @@ mod writer;
 
 pub use batch::{Header, HeaderRef, HeadersRef, NewRecord, Record, RecordRef};
 pub use clock::{AppendClock, ManualTime};
+pub use compression::Compression;
 pub use config::{FsyncPolicy, LogConfig, TopicChanges, TopicConfig, MAX_PARTITIONS_PER_TOPIC};
 pub use error::{LogError, Result};
 pub use log::{GroupPartitionOffset, Log, ResetTo};

@@ -20,6 +20,7 @@ use crate::batch::{
     self, BatchView, FramedBatch, NewRecord, ReadBatch, Record, MAX_IDEMPOTENCY_KEY_LEN,
 };
 use crate::cache::SegmentCache;
+use crate::compression::Compression;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
 use crate::idempotency::{IdempotencyWindow, StoredKey};
@@ -122,6 +123,9 @@ pub struct PartitionShared {
     pub config: TopicConfig,
     /// Retention by age and by size, as now set ([`Partition::set_retention`]).
     retention: Mutex<(Option<u64>, Option<u64>)>,
+    /// How the writer stores the batches it appends, as now set
+    /// ([`Partition::set_compression`]).
+    compression: Mutex<Compression>,
     /// The log's settings.
     pub log_config: Arc<LogConfig>,
     segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
@@ -134,6 +138,10 @@ pub struct PartitionShared {
 }
 
 impl PartitionShared {
+    /// How batches appended now are stored.
+    pub fn compression(&self) -> Compression {
+        *self.compression.lock().expect("compression")
+    }
     /// Why the partition stopped accepting writes, if it did.
     pub fn failure(&self) -> Option<String> {
         self.failure.lock().expect("failure").clone()
@@ -243,6 +251,7 @@ impl Partition {
             partition,
             dir,
             retention: Mutex::new((config.retention_ms, config.retention_bytes)),
+            compression: Mutex::new(config.compression),
             config,
             log_config: log_config.clone(),
             segments: RwLock::new(recovered.segments),
@@ -626,6 +635,11 @@ impl Partition {
     /// Changes retention; the next retention pass applies it.
     pub fn set_retention(&self, retention_ms: Option<u64>, retention_bytes: Option<u64>) {
         *self.shared.retention.lock().expect("retention") = (retention_ms, retention_bytes);
+    }
+
+    /// Stores the batches appended from now on as `compression` says.
+    pub fn set_compression(&self, compression: Compression) {
+        *self.shared.compression.lock().expect("compression") = compression;
     }
 
     /// Deletes the sealed segments retention says to delete at `now_ms`;

@@ -203,12 +203,14 @@ impl Topic {
         crate::io::write_atomic(&self.dir.join(TOPIC_META_FILE), &json)?;
         for p in &self.partitions {
             p.set_retention(new.retention_ms, new.retention_bytes);
+            p.set_compression(new.compression);
         }
         *config = new.clone();
         tracing::info!(
             topic = %self.meta.name,
             retention_ms = ?new.retention_ms,
             retention_bytes = ?new.retention_bytes,
+            compression = %new.compression,
             "changed topic settings"
         );
         Ok(new)

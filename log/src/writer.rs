@@ -184,6 +184,7 @@ impl Writer {
         let mut next_offset = self.active.next_offset;
         let mut pending = Vec::with_capacity(group.len());
         let shared = self.shared.clone();
+        let compression = shared.compression();
         let mut window = shared.idempotency.lock().expect("idempotency");
         for job in group {
             let key = job.request.idempotency_key.clone();
@@ -204,7 +205,9 @@ impl Writer {
                 append_time: now,
                 idempotency_key: key.as_deref(),
             };
-            let len = batch::encode(&mut self.buf, meta, &job.request.records) as u64;
+            let start = self.buf.len();
+            batch::encode(&mut self.buf, meta, &job.request.records);
+            let len = crate::compression::compress_batch(&mut self.buf, start, compression) as u64;
             let count = job.request.records.len() as u32;
             let max_ts = job
                 .request

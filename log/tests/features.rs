@@ -944,7 +944,7 @@ async fn a_topic_with_default_settings_keeps_history_and_retention_can_change_la
     let changed = topic
         .alter(&kappa_log::TopicChanges {
             retention_ms: Some(Some(24 * 3_600_000)),
-            retention_bytes: None,
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(changed.retention_ms, Some(24 * 3_600_000));
@@ -959,7 +959,7 @@ async fn a_topic_with_default_settings_keeps_history_and_retention_can_change_la
     // A bad value is refused and changes nothing.
     let refused = topic.alter(&kappa_log::TopicChanges {
         retention_ms: Some(Some(0)),
-        retention_bytes: None,
+        ..Default::default()
     });
     assert!(
         matches!(refused, Err(kappa_log::LogError::InvalidConfig(_))),

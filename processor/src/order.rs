@@ -97,18 +97,25 @@ pub struct NextBatch {
 }
 
 impl NextBatch {
-    /// Calls `f` with each record to process, each checked as it is read
-    /// once the CRC is ([`FramedBatch::read_checked`]: the batch is read
-    /// once, not checked and then read; the records outside `[from, to)`
-    /// are checked too). `Err` says what is damaged: whoever `f` gave the
-    /// records before it to must drop them (a source worker drops the
-    /// batch).
+    /// The bytes its records are read from, its CRC checked once:
+    /// the batch as stored, or the version-1 batch a compressed one stands
+    /// for ([`FramedBatch::checked_bytes`]). `Err` says what is damaged.
+    pub fn checked_bytes(&self) -> std::result::Result<&Bytes, DecodeError> {
+        self.batch.checked_bytes(self.crc)
+    }
+
+    /// After [`NextBatch::checked_bytes`]: calls `f` with each record to
+    /// process, each checked as it is read (the records outside `[from,
+    /// to)` are checked too), borrowed from those bytes. `Err` says what
+    /// is damaged: whoever `f` gave the records before it to must drop
+    /// them (a source worker drops the batch).
     pub fn read_checked<'a>(
         &'a self,
         mut f: impl FnMut(RecordRef<'a>),
     ) -> std::result::Result<(), DecodeError> {
         let (from, to) = (self.from, self.to);
-        self.batch.read_checked(self.crc, |record| {
+        // The CRC was checked by `checked_bytes`.
+        self.batch.read_checked(Crc::CheckedBefore, |record| {
             if from <= record.offset && record.offset < to {
                 f(record);
             }

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use kappa_log::{Record, TopicConfig};
+use kappa_log::{Compression, Record, TopicConfig};
 use kappa_processor::host;
 use kappa_processor::{diff, plan, progress, sql, view, window};
 use serde_json::value::RawValue;
@@ -259,7 +259,20 @@ impl CreateTopicExt for CreateTopic {
             retention_bytes: self.retention_bytes.unwrap_or(defaults.retention_bytes),
             fsync: self.fsync.map(fsync_policy).unwrap_or(defaults.fsync),
             fsync_interval_ms: self.fsync_interval_ms.unwrap_or(defaults.fsync_interval_ms),
+            compression: self
+                .compression_type
+                .map(compression_of)
+                .unwrap_or(defaults.compression),
         }
+    }
+}
+
+/// The log's codec of a wire compression type.
+fn compression_of(c: CompressionType) -> Compression {
+    match c {
+        CompressionType::None => Compression::None,
+        CompressionType::Zstd => Compression::Zstd,
+        CompressionType::Lz4 => Compression::Lz4,
     }
 }
 
@@ -271,12 +284,16 @@ pub trait AlterTopicExt {
 
 impl AlterTopicExt for AlterTopic {
     fn changes(&self) -> Option<kappa_log::TopicChanges> {
-        if self.retention_ms.is_none() && self.retention_bytes.is_none() {
+        if self.retention_ms.is_none()
+            && self.retention_bytes.is_none()
+            && self.compression_type.is_none()
+        {
             return None;
         }
         Some(kappa_log::TopicChanges {
             retention_ms: self.retention_ms,
             retention_bytes: self.retention_bytes,
+            compression: self.compression_type.map(compression_of),
         })
     }
 }
@@ -294,6 +311,11 @@ pub fn topic_out(d: kappa_log::TopicDescription) -> TopicOut {
             retention_bytes: c.retention_bytes,
             fsync: c.fsync.into_wire(),
             fsync_interval_ms: c.fsync_interval_ms,
+            compression_type: match c.compression {
+                Compression::None => CompressionType::None,
+                Compression::Zstd => CompressionType::Zstd,
+                Compression::Lz4 => CompressionType::Lz4,
+            },
         },
         partitions: d
             .partitions

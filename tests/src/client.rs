@@ -178,6 +178,13 @@ impl Client {
         (r.status, r.body)
     }
 
+    /// `PATCH path` with a JSON body.
+    pub fn patch_json(&self, path: &str, body: &Value) -> (u16, Value) {
+        let bytes = serde_json::to_vec(body).expect("JSON serializes");
+        let r = self.send("PATCH", path, Some("application/json"), &[], Some(&bytes));
+        (r.status, r.body)
+    }
+
     /// `POST path` with a JSON body.
     pub fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_json_with(path, body, &[])

@@ -230,13 +230,24 @@ impl SourceWork {
         // batch alone: the log's buffer is one mapping of a whole segment,
         // whose one count every source worker would otherwise take and
         // release per event, from several cores.
-        let buffer = &Bytes::from_owner(next.batch.as_bytes().clone());
+        // Checked here, on the core that decodes them (a compressed batch
+        // is inflated here too); a damaged batch gives nothing but its
+        // damage.
+        let bytes = match next.checked_bytes() {
+            Ok(bytes) => bytes,
+            Err(damage) => {
+                return PreparedBatch {
+                    damage: Some((next.batch.base_offset(), damage)),
+                    ..PreparedBatch::default()
+                }
+            }
+        };
+        let buffer = &Bytes::from_owner(bytes.clone());
         let count = (next.to - next.from) as usize;
         let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
         let mut out = PreparedBatch::with_capacity(count, expected, shards);
         let mut invalid = 0;
-        // Checked here, as its records are read, on the core that decodes
-        // them; a damaged batch gives nothing but its damage.
+        // Its records checked as they are read.
         let checked = next.read_checked(|record| {
             out.records += 1;
             match self

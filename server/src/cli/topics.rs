@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::bail;
 use indicatif::HumanBytes;
-use kappa_wire::{AlterTopic, CreateTopic, FsyncPolicy, TopicOut, TopicsOut};
+use kappa_wire::{AlterTopic, CompressionType, CreateTopic, FsyncPolicy, TopicOut, TopicsOut};
 use serde_json::{Map, Value};
 
 use super::http::{self, segment, Client};
@@ -79,6 +79,27 @@ pub enum Fsync {
     Never,
 }
 
+/// How a topic's batches are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Codec {
+    /// As encoded.
+    None,
+    /// Compressed with zstd.
+    Zstd,
+    /// Compressed with lz4.
+    Lz4,
+}
+
+impl Codec {
+    fn wire(self) -> CompressionType {
+        match self {
+            Codec::None => CompressionType::None,
+            Codec::Zstd => CompressionType::Zstd,
+            Codec::Lz4 => CompressionType::Lz4,
+        }
+    }
+}
+
 /// Arguments of `kappa topics create`.
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {
@@ -105,6 +126,9 @@ pub struct CreateArgs {
     /// Flush period for `--fsync interval`.
     #[arg(long)]
     pub fsync_interval_ms: Option<u64>,
+    /// Store batches compressed.
+    #[arg(long, value_enum)]
+    pub compression: Option<Codec>,
 }
 
 /// Arguments of `kappa topics alter`.
@@ -118,6 +142,9 @@ pub struct AlterArgs {
     /// Delete old segments while a partition is larger than this (`none`: no size limit).
     #[arg(long, value_parser = parse_limit)]
     pub retention_bytes: Option<Limit>,
+    /// Store the batches appended from now on compressed (or not).
+    #[arg(long, value_enum)]
+    pub compression: Option<Codec>,
 }
 
 impl TopicsCommand {
@@ -172,6 +199,7 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
             let body = AlterTopic {
                 retention_ms: args.retention_ms.map(Limit::value),
                 retention_bytes: args.retention_bytes.map(Limit::value),
+                compression_type: args.compression.map(Codec::wire),
             };
             let answer = client.patch_json(&path, &serde_json::to_value(body)?)?;
             let topic: TopicOut = http::parse(&path, &answer)?;
@@ -214,6 +242,7 @@ pub fn create_body(args: &CreateArgs) -> Value {
             Fsync::Never => FsyncPolicy::Never,
         }),
         fsync_interval_ms: args.fsync_interval_ms,
+        compression_type: args.compression.map(Codec::wire),
     };
     serde_json::to_value(body).expect("a request serializes")
 }
@@ -249,7 +278,7 @@ pub fn render_list(topics: &[TopicOut]) -> String {
 
 /// The `topics describe` output: name, configuration line, partition table.
 pub fn render_description(topic: &TopicOut) -> String {
-    const ORDER: [&str; 7] = [
+    const ORDER: [&str; 8] = [
         "partitions",
         "segment_bytes",
         "segment_ms",
@@ -257,6 +286,7 @@ pub fn render_description(topic: &TopicOut) -> String {
         "retention_bytes",
         "fsync",
         "fsync_interval_ms",
+        "compression_type",
     ];
     let config = match serde_json::to_value(&topic.config) {
         Ok(Value::Object(map)) => map,
@@ -363,7 +393,8 @@ mod tests {
             render_description(&topic),
             "topic: orders\n\
              config: partitions=2 segment_bytes=134217728 segment_ms=604800000 \
-             retention_ms=604800000 retention_bytes=null fsync=always fsync_interval_ms=100\n\
+             retention_ms=604800000 retention_bytes=null fsync=always fsync_interval_ms=100 \
+             compression_type=none\n\
              PARTITION  START  END     BYTES  SEGMENTS\n\
              \x20       0      0   42  8.00 KiB         1\n\
              \x20       1      5    7     100 B         2\n"

@@ -3,8 +3,10 @@
 //!
 //! Topic configs understood at creation and described: `retention.ms`,
 //! `retention.bytes`, `segment.bytes`, `segment.ms` (Kafka's names; `-1`
-//! = no limit). Others are refused at creation (`INVALID_CONFIG`) rather
-//! than silently ignored. Replication factor: -1 or 1 (one node).
+//! = no limit), `compression.type` (`zstd`, `lz4`, or `uncompressed` /
+//! `producer` / `none`: how Kappa stores the batches, whatever the
+//! producers sent; `gzip` and `snappy` are not stored). Others are
+//! refused at creation (`INVALID_CONFIG`) rather than silently ignored. Replication factor: -1 or 1 (one node).
 
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -15,7 +17,7 @@ use kafka_protocol::messages::{
     CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, TopicName,
 };
-use kappa_log::TopicConfig;
+use kappa_log::{Compression, TopicConfig};
 
 use super::conn::Session;
 use super::{errors, metadata, text, Broker};
@@ -48,6 +50,11 @@ fn apply_configs(
             "retention.bytes" => config.retention_bytes = limit(number()?),
             "segment.bytes" => config.segment_bytes = number()?.max(0) as u64,
             "segment.ms" => config.segment_ms = number()?.max(0) as u64,
+            "compression.type" => {
+                config.compression = value
+                    .parse()
+                    .map_err(|e| format!("compression.type: {e}"))?
+            }
             // Kappa keeps records by time and size only.
             "cleanup.policy" if value == "delete" => {}
             other => return Err(format!("config {other:?} is not supported by Kappa")),
@@ -277,6 +284,14 @@ fn topic_configs(config: &TopicConfig) -> Vec<(&'static str, String, bool)> {
         ("retention.bytes", limit(config.retention_bytes), true),
         ("segment.bytes", config.segment_bytes.to_string(), true),
         ("segment.ms", config.segment_ms.to_string(), true),
+        (
+            "compression.type",
+            match config.compression {
+                Compression::None => "producer".into(),
+                other => other.name().into(),
+            },
+            true,
+        ),
         ("cleanup.policy", "delete".into(), false),
         ("message.timestamp.type", "CreateTime".into(), false),
     ]
@@ -302,8 +317,15 @@ mod tests {
         assert_eq!(config.retention_ms, Some(60_000));
         assert_eq!(config.retention_bytes, None);
         assert_eq!(config.segment_bytes, 1 << 20);
-        let error = apply_configs(&mut config, &[set("compression.type", "zstd")]).unwrap_err();
-        assert!(error.contains("compression.type"), "{error}");
+        apply_configs(&mut config, &[set("compression.type", "zstd")]).unwrap();
+        assert_eq!(config.compression, Compression::Zstd);
+        let error = apply_configs(&mut config, &[set("compression.type", "gzip")]).unwrap_err();
+        assert!(
+            error.contains("compression.type") && error.contains("zstd"),
+            "{error}"
+        );
+        let error = apply_configs(&mut config, &[set("min.insync.replicas", "2")]).unwrap_err();
+        assert!(error.contains("min.insync.replicas"), "{error}");
         assert!(apply_configs(&mut config, &[set("retention.ms", "soon")]).is_err());
     }
 }

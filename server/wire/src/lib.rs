@@ -48,6 +48,19 @@ pub enum FsyncPolicy {
     Never,
 }
 
+/// How a topic's batches are stored (`log/FORMAT.md` §2.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompressionType {
+    /// As encoded.
+    #[default]
+    None,
+    /// Each batch's records compressed with zstd.
+    Zstd,
+    /// Each batch's records compressed with lz4.
+    Lz4,
+}
+
 /// `POST /v1/topics` body. Only `name` is required; the others default to
 /// the server's topic defaults.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -87,11 +100,15 @@ pub struct CreateTopic {
     /// Interval of the `interval` policy (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_interval_ms: Option<u64>,
+    /// How batches are stored (`none` when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression_type: Option<CompressionType>,
 }
 
-/// `PATCH /v1/topics/{topic}`: the settings to change (retention only:
-/// partitions cannot change, segment and fsync settings are fixed at
-/// creation). A field left out is unchanged; null removes the limit.
+/// `PATCH /v1/topics/{topic}`: the settings to change (retention and
+/// compression: partitions cannot change, segment and fsync settings are
+/// fixed at creation). A field left out is unchanged; null removes the
+/// limit.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AlterTopic {
@@ -111,6 +128,10 @@ pub struct AlterTopic {
     )]
     #[schema(value_type = Option<u64>)]
     pub retention_bytes: Option<Option<u64>>,
+    /// How the batches appended from now on are stored (those stored stay
+    /// as they are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression_type: Option<CompressionType>,
 }
 
 /// A topic's settings as answered.
@@ -130,6 +151,10 @@ pub struct TopicConfigOut {
     pub fsync: FsyncPolicy,
     /// Interval of the `interval` policy (ms).
     pub fsync_interval_ms: u64,
+    /// How batches appended now are stored (`none` from a server that
+    /// does not say).
+    #[serde(default)]
+    pub compression_type: CompressionType,
 }
 
 /// Offsets and size of one partition.

@@ -26,6 +26,11 @@ pub struct SegmentSummary {
     pub max_timestamp: Option<i64>,
     /// Size of the `.log` file in bytes.
     pub bytes: u64,
+    /// Bytes of its valid batches as stored.
+    pub valid_bytes: u64,
+    /// Bytes its valid batches would take uncompressed (log/FORMAT.md
+    /// §2.8): `valid_bytes` when none is stored compressed.
+    pub uncompressed_bytes: u64,
     /// Records in valid batches.
     pub records: u64,
     /// Valid batches.
@@ -76,6 +81,8 @@ pub fn segments(
                     last_timestamp: last.map(|b| b.last_timestamp),
                     max_timestamp: w.batches.iter().map(|b| b.max_timestamp).max(),
                     bytes: w.bytes.len() as u64,
+                    valid_bytes: w.batches.iter().map(|b| b.len).sum(),
+                    uncompressed_bytes: w.batches.iter().map(|b| b.uncompressed_len).sum(),
                     records: w.batches.iter().map(|b| u64::from(b.record_count)).sum(),
                     batches: w.batches.len() as u64,
                     index: indexes::counts(&f.paths.index, &f.paths.time_index)?,
@@ -99,13 +106,22 @@ pub fn render(partitions: &[PartitionSegments]) -> String {
     for p in partitions {
         let records: u64 = p.segments.iter().map(|s| s.records).sum();
         let bytes: u64 = p.segments.iter().map(|s| s.bytes).sum();
-        let _ = writeln!(
+        let uncompressed: u64 = p.segments.iter().map(|s| s.uncompressed_bytes).sum();
+        let valid: u64 = p.segments.iter().map(|s| s.valid_bytes).sum();
+        let _ = write!(
             out,
             "topic {} partition {}: {} segment(s), {records} records, {bytes} bytes",
             p.topic,
             p.partition,
             p.segments.len()
         );
+        if uncompressed != valid {
+            // Some batches are stored compressed: the ratio of what the
+            // valid batches would take to what they take.
+            let ratio = uncompressed as f64 / valid.max(1) as f64;
+            let _ = write!(out, " ({uncompressed} uncompressed, {ratio:.2}x)");
+        }
+        out.push('\n');
         let opt = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
         let entries = |v: Option<usize>| v.map_or("-".to_owned(), |v| v.to_string());
         let rows: Vec<Vec<String>> = p

@@ -335,3 +335,73 @@ fn inspecting_never_modifies_the_data_dir() {
     assert_eq!(snapshot(dir.path()), before);
     assert!(verify::verify(&dir.path().join("nope"), None).is_err());
 }
+
+/// A topic stored with zstd: `segments` counts the batches' bytes as
+/// stored and uncompressed and prints the ratio; `verify` finds nothing
+/// wrong.
+#[test]
+fn segments_shows_the_ratio_of_a_compressed_topic() {
+    use kappa_log::{
+        AppendRequest, Compression, FsyncPolicy, Log, LogConfig, NewRecord, TopicConfig,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let config = TopicConfig {
+        fsync: FsyncPolicy::Never,
+        compression: Compression::Zstd,
+        ..TopicConfig::default()
+    };
+    let topic = log.create_topic("packed", config).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let p = topic.partition(0).unwrap();
+        for round in 0..4 {
+            let records = (0..500)
+                .map(|i| {
+                    NewRecord::value(format!(
+                        r#"{{"user":"u{}","n":{round},"kind":"purchase"}}"#,
+                        i % 9
+                    ))
+                })
+                .collect();
+            p.append(AppendRequest {
+                records,
+                idempotency_key: None,
+            })
+            .await
+            .unwrap();
+        }
+    });
+    drop(topic);
+    log.close();
+    drop(log);
+    let parts = segments::segments(dir.path(), Some("packed"), None).unwrap();
+    let s = &parts[0].segments[0];
+    assert_eq!((s.records, s.batches), (2_000, 4));
+    assert_eq!(s.valid_bytes, s.bytes);
+    assert!(s.uncompressed_bytes > 5 * s.valid_bytes, "{s:?}");
+    let text = segments::render(&parts);
+    assert!(
+        text.contains("uncompressed,") && text.contains("x)"),
+        "{text}"
+    );
+    let w = walk::walk(&first_segment_of(dir.path(), "packed"), 0, true).unwrap();
+    assert!(
+        w.batches.iter().all(|b| b.compression == "zstd"),
+        "{:?}",
+        w.batches
+    );
+    let report = verify::verify(dir.path(), Some("packed")).unwrap();
+    assert!(report.clean, "{}", verify::render(&report));
+}
+
+fn first_segment_of(data: &Path, topic: &str) -> PathBuf {
+    layout::segments(&data.join("topics").join(topic).join("0"))
+        .unwrap()
+        .remove(0)
+        .paths
+        .log
+}

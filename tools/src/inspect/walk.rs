@@ -20,8 +20,13 @@ use super::Problem;
 pub struct BatchInfo {
     /// Byte position of the batch in the `.log`.
     pub position: u64,
-    /// Bytes of the batch.
+    /// Bytes of the batch as stored.
     pub len: u64,
+    /// Bytes of the batch uncompressed: `len` unless it is stored
+    /// compressed (log/FORMAT.md §2.8).
+    pub uncompressed_len: u64,
+    /// How it is stored: `none`, `zstd` or `lz4`.
+    pub compression: String,
     /// Offset of its first record.
     pub base_offset: u64,
     /// Number of records.
@@ -125,6 +130,9 @@ pub fn walk(path: &Path, base_offset: u64, active: bool) -> anyhow::Result<Segme
         out.batches.push(BatchInfo {
             position: pos as u64,
             len: view.len() as u64,
+            uncompressed_len: view.as_bytes().len() as u64,
+            compression: kappa_log::batch::FramedBatch::parse(&bytes.slice(pos..))
+                .map_or_else(|_| "none".into(), |b| b.compression().to_string()),
             base_offset: view.base_offset(),
             record_count: view.record_count(),
             first_timestamp: view.first_timestamp(),
