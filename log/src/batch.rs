@@ -252,6 +252,12 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
     u64_at(b, at) as i64
 }
 
+/// True for a batch format version this build reads: 1, and 2 (a
+/// compressed batch, FORMAT.md §2.8).
+pub fn is_known_version(version: u8) -> bool {
+    version == VERSION || version == compression::COMPRESSED_VERSION
+}
+
 /// Reads the declared length of the batch starting at `bytes[0]`, checking
 /// only that the header is present and the length is plausible.
 pub fn peek_len(bytes: &[u8]) -> Result<usize, DecodeError> {

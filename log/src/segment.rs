@@ -255,12 +255,26 @@ fn whole_damaged_batch(bytes: &Bytes, pos: usize, expected: u64) -> Option<(usiz
     let header = bytes.get(pos..pos + batch::HEADER_LEN)?;
     let len = batch::u32_at(header, batch::LENGTH_OFFSET) as usize;
     let count = u64::from(batch::u32_at(header, batch::RECORD_COUNT_OFFSET));
+    // Each record takes at least its fixed fields: in the batch, or in a
+    // compressed batch's records before compression (the length it
+    // declares after the key).
+    let records_bytes = match header[batch::VERSION_OFFSET] {
+        batch::VERSION => len.saturating_sub(batch::HEADER_LEN),
+        _ => {
+            let at =
+                pos + batch::HEADER_LEN + batch::u16_at(header, batch::KEY_LEN_OFFSET) as usize;
+            bytes
+                .get(at..at + 4)
+                .map_or(0, |b| batch::u32_at(b, 0) as usize)
+        }
+    };
+    let most_records = (records_bytes / batch::RECORD_OVERHEAD) as u64;
     let plausible = header[batch::MAGIC_OFFSET] == batch::MAGIC
-        && header[batch::VERSION_OFFSET] == batch::VERSION
+        && batch::is_known_version(header[batch::VERSION_OFFSET])
         && batch::u64_at(header, batch::BASE_OFFSET_OFFSET) == expected
         && pos + len == bytes.len()
         && count >= 1
-        && count <= (len - batch::HEADER_LEN) as u64;
+        && count <= most_records;
     plausible.then_some((bytes.len(), expected + count))
 }
 
@@ -271,7 +285,7 @@ pub fn next_valid_batch(bytes: &Bytes, from: usize, min_offset: u64) -> Option<(
     let last = bytes.len().checked_sub(batch::HEADER_LEN)?;
     (from..=last).find_map(|p| {
         if bytes[p + batch::MAGIC_OFFSET] != batch::MAGIC
-            || bytes[p + batch::VERSION_OFFSET] != batch::VERSION
+            || !batch::is_known_version(bytes[p + batch::VERSION_OFFSET])
         {
             return None;
         }
@@ -311,7 +325,8 @@ pub fn scan_keys(bytes: &Bytes, base_offset: u64) -> KeyScan {
                 });
             }
             let h = &header[..batch::HEADER_LEN];
-            if h[batch::MAGIC_OFFSET] != batch::MAGIC || h[batch::VERSION_OFFSET] != batch::VERSION
+            if h[batch::MAGIC_OFFSET] != batch::MAGIC
+                || !batch::is_known_version(h[batch::VERSION_OFFSET])
             {
                 return Err(DecodeError::Invalid("bad magic or version".into()));
             }

@@ -214,7 +214,7 @@ fn diagnose(
     match error {
         DecodeError::UnsupportedVersion(v) => problem(
             "unsupported batch version (written by a newer kappa?)".into(),
-            format!("version {}", batch::VERSION),
+            format!("version {} or 2 (compressed)", batch::VERSION),
             format!("version {v} at byte {}", pos + batch::VERSION_OFFSET),
         ),
         _ if rest[batch::MAGIC_OFFSET] != batch::MAGIC => problem(
