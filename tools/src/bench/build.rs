@@ -5,7 +5,8 @@
 //! DuckDB on it).
 //!
 //! Setup (unmeasured): the file is loaded once into a new topic of
-//! `--partitions` partitions (fsync=never): each line becomes a record
+//! `--partitions` partitions (fsync=never, stored as `--compression`
+//! says): each line becomes a record
 //! keyed by its `user_id` (so a user's events share a partition) whose value
 //! is the line as it is, sent in NDJSON produce requests of `--batch`
 //! records over `--connections` connections. `--reuse-topic` takes an
@@ -76,6 +77,10 @@ pub struct BuildArgs {
     /// fsync policy of the created topic.
     #[arg(long, value_enum, default_value_t = Fsync::Never)]
     pub fsync: Fsync,
+    /// How the created topic stores its batches: `none`, `zstd` or `lz4`
+    /// (log/FORMAT.md §2.8).
+    #[arg(long, default_value = "none")]
+    pub compression: String,
     /// Records per produce request while loading.
     #[arg(long, default_value_t = 5000)]
     pub batch: usize,
@@ -313,6 +318,7 @@ async fn prepare_topic(
                 .context("the topic does not exist: give --file to load it")?;
             let body = serde_json::json!({
                 "name": args.topic, "partitions": args.partitions, "fsync": args.fsync,
+                "compression_type": args.compression,
             });
             http::create_topic(conn, &body).await?;
             load_file(args, path, target).await?;
