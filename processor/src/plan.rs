@@ -724,8 +724,23 @@ impl Plan {
     pub fn joined_fields(&self) -> Option<Vec<String>> {
         let join = self.join.as_ref()?;
         let within = join.within.as_ref()?;
+        self.fields_under(join, Some(&within.joined_key))
+    }
+
+    /// The top-level fields of a joined table's values the plan reads
+    /// (under the join's alias, and its time column), or `None` if it
+    /// reads them whole: what [`crate::operator::join::TableJoin`] keeps
+    /// of each row.
+    pub fn table_fields(&self, join: &JoinSpec) -> Option<Vec<String>> {
+        self.fields_under(join, None)
+    }
+
+    /// The top-level fields the plan's expressions (and `extra`) read under
+    /// `join`'s alias, with its time column; `None` if one reads the alias
+    /// whole.
+    fn fields_under(&self, join: &JoinSpec, extra: Option<&Expr>) -> Option<Vec<String>> {
         let mut exprs = self.event_exprs();
-        exprs.push(&within.joined_key);
+        exprs.extend(extra);
         let mut names: Vec<String> = join
             .table_time
             .iter()

@@ -343,7 +343,10 @@ impl Runtime {
                 .chain(&plan.more_joins)
                 .enumerate()
                 .filter(|(_, j)| !j.joins_stream())
-                .map(|(place, j)| TableJoin::new(j.clone(), state_cf.clone(), TableSlot::at(place)))
+                .map(|(place, j)| {
+                    TableJoin::new(j.clone(), state_cf.clone(), TableSlot::at(place))
+                        .reading(plan.table_fields(j))
+                })
                 .collect(),
             stream_join: plan
                 .join
@@ -862,7 +865,7 @@ impl Runtime {
                 .key
                 .map(|k| String::from_utf8_lossy(k).into_owned())
                 .unwrap_or_default();
-            let value = serde_json::from_slice(r.value).unwrap_or(Value::Null);
+            let value = join.row_of(r.value);
             // From the table's time column when it has one (a deletion has
             // no value: its record timestamp).
             let at = join

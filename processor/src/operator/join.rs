@@ -49,6 +49,9 @@ pub struct TableJoin {
     state_cf: String,
     /// Where its rows are kept in state.
     slot: TableSlot,
+    /// The fields of a table record's value the plan reads (and its time
+    /// column): the row keeps only those. `None`: the whole value.
+    fields: Option<Vec<String>>,
     rows: HashMap<String, History>,
     dirty: std::collections::HashSet<String>,
     /// Keys whose history [`TableJoin::prune`] may still shorten (more than
@@ -64,9 +67,43 @@ impl TableJoin {
             spec,
             state_cf,
             slot,
+            fields: None,
             rows: HashMap::new(),
             dirty: std::collections::HashSet::new(),
             prunable: std::collections::HashSet::new(),
+        }
+    }
+
+    /// The same table keeping only `fields` of each record's value (all
+    /// that the plan reads of it, [`crate::plan::Plan::table_fields`]):
+    /// each event that joins it then copies those, not the whole value.
+    pub fn reading(mut self, fields: Option<Vec<String>>) -> Self {
+        self.fields = fields;
+        self
+    }
+
+    /// A table record's value as the table keeps it: whole, or only the
+    /// fields read (missing and null ones left out); `Null` for a
+    /// deletion (an empty or `null` value) or a value that is not JSON.
+    pub fn row_of(&self, bytes: &[u8]) -> Value {
+        let trimmed = bytes.trim_ascii();
+        let Some(names) = self
+            .fields
+            .as_ref()
+            .filter(|_| trimmed.first() == Some(&b'{'))
+        else {
+            return serde_json::from_slice(bytes).unwrap_or(Value::Null);
+        };
+        match crate::event::decode_fields(bytes, names) {
+            Ok(values) => Value::Object(
+                names
+                    .iter()
+                    .zip(values)
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(n, v)| (n.clone(), v))
+                    .collect(),
+            ),
+            Err(_) => Value::Null,
         }
     }
 

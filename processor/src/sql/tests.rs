@@ -1611,3 +1611,45 @@ fn several_joins_are_refused_where_they_have_no_meaning() {
     p.more_joins = vec![p.join.clone().unwrap(); crate::limits::MAX_JOINS];
     assert!(p.validate().unwrap_err().contains("max_joins"));
 }
+
+#[test]
+fn a_joined_table_keeps_only_the_fields_the_query_reads() {
+    let p = plan_sql(
+        "CREATE TABLE x AS SELECT u.name, COUNT(*) AS n FROM user_events e \
+         JOIN users u ON e.user_id = u.id GROUP BY u.name",
+    );
+    assert_eq!(
+        p.table_fields(p.join.as_ref().unwrap()),
+        Some(vec!["name".into()])
+    );
+    // A later join's key reads the earlier table's field too.
+    let p = plan_sql(
+        "CREATE STREAM s AS SELECT e.user_id, t.rank FROM user_events e \
+         JOIN users u ON e.user_id = u.id JOIN tiers t ON u.tier = t.tier",
+    );
+    assert_eq!(
+        p.table_fields(p.join.as_ref().unwrap()),
+        Some(vec!["tier".into()])
+    );
+    assert_eq!(p.table_fields(&p.more_joins[0]), Some(vec!["rank".into()]));
+    // `*` reads every declared column of the value.
+    let p =
+        plan_sql("CREATE STREAM s AS SELECT * FROM user_events e JOIN users u ON e.user_id = u.id");
+    let mut fields = p.table_fields(p.join.as_ref().unwrap()).unwrap();
+    fields.sort();
+    assert_eq!(fields, ["name", "tier"]);
+    // The row kept of a record: those fields; a deletion stays null.
+    let join = crate::operator::join::TableJoin::new(
+        p.join.clone().unwrap(),
+        "cf".into(),
+        crate::state::key::TableSlot::First,
+    )
+    .reading(Some(vec!["name".into()]));
+    assert_eq!(
+        join.row_of(br#"{"name":"Ann","tier":"gold","bio":"long text"}"#),
+        json!({"name": "Ann"})
+    );
+    assert_eq!(join.row_of(b"null"), serde_json::Value::Null);
+    assert_eq!(join.row_of(b""), serde_json::Value::Null);
+    assert_eq!(join.row_of(b"not json"), serde_json::Value::Null);
+}
