@@ -4,7 +4,8 @@
 //! Layers, each knowing only the one below it:
 //!
 //! ```text
-//! batch      record-batch codec + CRC (no I/O)            batch.rs
+//! batch      record-batch codec + CRC (no I/O); zstd/lz4   batch.rs, compression.rs
+//!            compressed batches (version 2)
 //! index      sparse offset and time indexes               index.rs
 //! segment    one .log + indexes; scan, read               segment.rs, cache.rs
 //! partition  segments, writer thread, recovery, reads     partition.rs, writer.rs,

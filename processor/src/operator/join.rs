@@ -23,7 +23,8 @@
 //! pairs in time order. A value without the version byte (written before
 //! history was kept) is one row valid from the beginning of time.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use serde_json::Value;
 
@@ -54,10 +55,12 @@ pub struct TableJoin {
     fields: Option<Vec<String>>,
     rows: HashMap<String, History>,
     dirty: std::collections::HashSet<String>,
-    /// Keys whose history [`TableJoin::prune`] may still shorten (more than
-    /// one value, or one not yet standing for all time), so a prune walks
-    /// these, not the whole table, on every poll.
-    prunable: std::collections::HashSet<String>,
+    /// Keys whose history [`TableJoin::prune`] may shorten, by the horizon
+    /// from which it can ([`due`]): a prune takes only the keys due, not
+    /// the whole table, on every poll (a table of immutable rows — each
+    /// key one value — would otherwise be walked whole each time). An
+    /// entry whose key changed since is checked again when taken.
+    prunable: BinaryHeap<Reverse<(i64, String)>>,
 }
 
 impl TableJoin {
@@ -70,7 +73,7 @@ impl TableJoin {
             fields: None,
             rows: HashMap::new(),
             dirty: std::collections::HashSet::new(),
-            prunable: std::collections::HashSet::new(),
+            prunable: BinaryHeap::new(),
         }
     }
 
@@ -131,27 +134,36 @@ impl TableJoin {
         let history = self.rows.entry(key.clone()).or_default();
         let at = history.partition_point(|(t, _)| *t <= at_ms);
         history.insert(at, (at_ms, value));
-        self.prunable.insert(key.clone());
+        if let Some(when) = due(history) {
+            self.prunable.push(Reverse((when, key.clone())));
+        }
         self.dirty.insert(key);
     }
 
     /// Drops history no event at or after `horizon_ms` can join: every
     /// value older than the newest one at or before the horizon.
     pub fn prune(&mut self, horizon_ms: i64) {
-        let (rows, dirty) = (&mut self.rows, &mut self.dirty);
-        self.prunable.retain(|key| {
-            let Some(history) = rows.get_mut(key) else {
-                return false;
+        while let Some(Reverse((when, _))) = self.prunable.peek() {
+            if *when > horizon_ms {
+                break;
+            }
+            let Some(Reverse((_, key))) = self.prunable.pop() else {
+                break;
+            };
+            let Some(history) = self.rows.get_mut(&key) else {
+                continue;
             };
             let at = history.partition_point(|(t, _)| *t <= horizon_ms);
             if at > 1 || (at == 1 && history[0].0 != i64::MIN) {
                 history.drain(..at - 1);
                 // The value at the horizon stands for all earlier time.
                 history[0].0 = i64::MIN;
-                dirty.insert(key.clone());
+                self.dirty.insert(key.clone());
             }
-            history.len() > 1 || history.first().is_some_and(|(t, _)| *t != i64::MIN)
-        });
+            if let Some(when) = due(history) {
+                self.prunable.push(Reverse((when, key)));
+            }
+        }
     }
 
     /// Attaches the table row the event's key had at the event's time;
@@ -201,8 +213,8 @@ impl TableJoin {
                     Some(serde_json::from_slice(&v).map_err(|e| self.corrupt(e.to_string()))?),
                 )],
             };
-            if history.len() > 1 || history.first().is_some_and(|(t, _)| *t != i64::MIN) {
-                self.prunable.insert(key.clone());
+            if let Some(when) = due(&history) {
+                self.prunable.push(Reverse((when, key.clone())));
             }
             self.rows.insert(key, history);
         }
@@ -214,5 +226,78 @@ impl TableJoin {
             cf: self.state_cf.clone(),
             reason,
         }
+    }
+}
+
+/// The horizon from which [`TableJoin::prune`] can shorten `history`: its
+/// first value's time while that does not yet stand for all earlier time,
+/// else its second value's; `None` when there is nothing to prune.
+fn due(history: &History) -> Option<i64> {
+    match history.as_slice() {
+        [(first, _), ..] if *first != i64::MIN => Some(*first),
+        [_, (second, _), ..] => Some(*second),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expr;
+    use crate::state::key::TableSlot;
+
+    fn table() -> TableJoin {
+        let spec = JoinSpec {
+            table_topic: "t".into(),
+            stream_key: Expr::Key,
+            alias: "t".into(),
+            kind: JoinKind::Inner,
+            table_time: None,
+            history_ms: None,
+            within: None,
+        };
+        TableJoin::new(spec, "cf".into(), TableSlot::First)
+    }
+
+    fn history(t: &TableJoin, key: &str) -> Vec<i64> {
+        t.rows[key].iter().map(|(at, _)| *at).collect()
+    }
+
+    #[test]
+    fn prune_shortens_exactly_the_histories_due_and_keeps_the_rest_due_later() {
+        let mut t = table();
+        t.upsert("a".into(), serde_json::json!(1), 100);
+        t.upsert("a".into(), serde_json::json!(2), 200);
+        t.upsert("a".into(), serde_json::json!(3), 300);
+        t.upsert("b".into(), serde_json::json!(1), 250);
+        t.prune(50);
+        assert_eq!(history(&t, "a"), [100, 200, 300]);
+        t.prune(210);
+        // a's value at 200 stands for all earlier time; b is not due.
+        assert_eq!(history(&t, "a"), [i64::MIN, 300]);
+        assert_eq!(history(&t, "b"), [250]);
+        t.prune(260);
+        assert_eq!(history(&t, "b"), [i64::MIN]);
+        t.prune(1_000);
+        assert_eq!(history(&t, "a"), [i64::MIN]);
+        // Nothing left to prune: the heap is empty, not walked again.
+        assert!(t.prunable.is_empty(), "{:?}", t.prunable);
+        // A later value makes the key due again.
+        t.upsert("b".into(), serde_json::json!(2), 2_000);
+        t.prune(2_000);
+        assert_eq!(history(&t, "b"), [i64::MIN]);
+    }
+
+    #[test]
+    fn a_table_of_one_value_per_key_is_not_walked_whole_by_each_prune() {
+        let mut t = table();
+        for k in 0..10_000 {
+            t.upsert(format!("k{k}"), serde_json::json!(k), 1_000 + k);
+        }
+        t.prune(500);
+        // None is due: every entry is still waiting, none taken.
+        assert_eq!(t.prunable.len(), 10_000);
+        t.prune(1_099);
+        assert_eq!(t.prunable.len(), 10_000 - 100);
     }
 }
