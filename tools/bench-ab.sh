@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two `kappa` binaries in alternation, HTTP produce with fsync=always on a
 # fresh server and data directory each time, so that both see the same
-# machine (BENCHMARKS.md, "HTTP produce before and after"):
+# machine (an A/B check; its last results are in git history of BENCHMARKS.md):
 #
 #   tools/bench-ab.sh OLD_KAPPA NEW_KAPPA [ROUNDS]     # ROUNDS default 4
 #
