@@ -252,6 +252,13 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
     u64_at(b, at) as i64
 }
 
+/// How the stored batch at the start of `bytes` is stored (its frame
+/// checked: at least a header): its codec, or `None` for a version-1
+/// batch. A [`BatchView`] no longer knows, holding the batch inflated.
+pub fn stored_compression(bytes: &[u8]) -> Compression {
+    compression::codec_of(bytes).unwrap_or(Compression::None)
+}
+
 /// True for a batch format version this build reads: 1, and 2 (a
 /// compressed batch, FORMAT.md §2.8).
 pub fn is_known_version(version: u8) -> bool {
@@ -487,7 +494,7 @@ impl FramedBatch {
 
     /// How the batch is stored (`None`: as encoded).
     pub fn compression(&self) -> Compression {
-        compression::codec_of(&self.bytes).unwrap_or(Compression::None)
+        stored_compression(&self.bytes)
     }
 
     /// The rest of [`BatchView::parse`]'s checks: the CRC (as `crc` says),

@@ -61,6 +61,14 @@ fn values(log: &Log, offset: u64, max_records: u64) -> Vec<(u64, Bytes)> {
     out
 }
 
+/// `log` closed (its topics' handles dropped by the caller) and opened
+/// again over `dir`.
+fn reopen(log: Log, dir: &std::path::Path) -> Log {
+    log.close();
+    drop(log);
+    Log::open(LogConfig::new(dir)).unwrap()
+}
+
 fn disk_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir.join("topics/t/0"))
         .unwrap()
@@ -117,9 +125,7 @@ async fn a_compressed_topic_reads_back_what_was_produced_from_any_offset_and_aft
         // A retried append is still found by its key (the window is rebuilt
         // from the batch headers at open).
         drop(topic);
-        log.close();
-        drop(log);
-        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        let log = reopen(log, dir.path());
         assert_eq!(values(&log, 0, 10_000), expected, "{codec} after a reopen");
         let topic = log.topic("t").unwrap();
         let p = topic.partition(0).unwrap();
@@ -191,11 +197,9 @@ async fn a_change_of_codec_applies_to_later_batches_and_every_batch_still_reads(
     // The setting survives a reopen (topic.json), and only a set codec is
     // written there.
     drop(topic);
-    log.close();
-    drop(log);
+    let log = reopen(log, dir.path());
     let meta = std::fs::read_to_string(dir.path().join("topics/t/topic.json")).unwrap();
     assert!(!meta.contains("compression"), "{meta}");
-    let log = Log::open(LogConfig::new(dir.path())).unwrap();
     let topic = log.topic("t").unwrap();
     topic
         .alter(&TopicChanges {
@@ -204,9 +208,7 @@ async fn a_change_of_codec_applies_to_later_batches_and_every_batch_still_reads(
         })
         .unwrap();
     drop(topic);
-    log.close();
-    drop(log);
-    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let log = reopen(log, dir.path());
     assert_eq!(
         log.topic("t").unwrap().config().compression,
         Compression::Zstd

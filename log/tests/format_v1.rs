@@ -4,23 +4,13 @@
 //! format version, in a new folder.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
-use std::path::Path;
+mod support;
 
 use bytes::Bytes;
 use kappa_log::{AppendRequest, FsyncPolicy, Header, Log, LogConfig, NewRecord, TopicConfig};
 
-/// The package directory, read when the test runs: `cargo test` sets
-/// `CARGO_MANIFEST_DIR` for the test process. The compile-time value can be
-/// stale — cargo reuses a test binary built from an identical checkout at
-/// another path (a CI clone) — so it is only the fallback.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-}
-
 fn fixture() -> std::path::PathBuf {
-    manifest_dir().join("tests/fixtures/v1")
+    support::manifest_dir().join("tests/fixtures/v1")
 }
 
 fn record(i: u64) -> NewRecord {
@@ -70,7 +60,7 @@ async fn write_v1_fixture() {
 #[tokio::test]
 async fn v1_fixture_reads_back_unchanged() {
     let copy = tempfile::tempdir().unwrap();
-    copy_dir(&fixture(), copy.path());
+    support::copy_dir(&fixture(), copy.path());
     let config = LogConfig {
         idempotency_window_ms: 100 * 365 * 24 * 3600 * 1000,
         ..LogConfig::new(copy.path())
@@ -107,17 +97,4 @@ async fn v1_fixture_reads_back_unchanged() {
     let outcome = p.append(retry).await.unwrap();
     assert!(outcome.duplicate);
     assert_eq!(outcome.base_offset, 6);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

@@ -5,7 +5,7 @@
 //! it.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
-use std::path::Path;
+mod support;
 
 use bytes::Bytes;
 use kappa_log::batch::ReadBatch;
@@ -13,15 +13,8 @@ use kappa_log::{
     AppendRequest, Compression, FsyncPolicy, Header, Log, LogConfig, NewRecord, TopicConfig,
 };
 
-/// The package directory, read when the test runs (see format_v1.rs).
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-}
-
 fn fixture() -> std::path::PathBuf {
-    manifest_dir().join("tests/fixtures/v2")
+    support::manifest_dir().join("tests/fixtures/v2")
 }
 
 /// Records per batch: enough for compression to pay.
@@ -82,7 +75,7 @@ async fn write_v2_fixture() {
 #[tokio::test]
 async fn v2_fixture_reads_back_unchanged() {
     let copy = tempfile::tempdir().unwrap();
-    copy_dir(&fixture(), copy.path());
+    support::copy_dir(&fixture(), copy.path());
     let config = LogConfig {
         idempotency_window_ms: 100 * 365 * 24 * 3600 * 1000,
         ..LogConfig::new(copy.path())
@@ -124,18 +117,5 @@ async fn v2_fixture_reads_back_unchanged() {
         let outcome = p.append(retry).await.unwrap();
         assert!(outcome.duplicate, "{name}");
         assert_eq!(outcome.base_offset, 2 * BATCH);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }

@@ -150,6 +150,21 @@ pub fn decode_fields(bytes: &[u8], names: &[String]) -> serde_json::Result<Vec<V
     }
 }
 
+/// The named members of a JSON object as an object of those members
+/// ([`decode_fields`]; missing and null ones left out): what a join keeps
+/// of a joined value it reads only some fields of.
+pub fn decode_object(bytes: &[u8], names: &[String]) -> serde_json::Result<Value> {
+    let values = decode_fields(bytes, names)?;
+    Ok(Value::Object(
+        names
+            .iter()
+            .zip(values)
+            .filter(|(_, v)| !v.is_null())
+            .map(|(n, v)| (n.clone(), v))
+            .collect(),
+    ))
+}
+
 /// [`decode_fields`] through serde_json alone: the reference its fast path
 /// is tested against (and benchmarked against, by `kappa-processor-bench`).
 #[doc(hidden)]

@@ -258,6 +258,15 @@ impl Client {
         body
     }
 
+    /// The values of every record of `partition` of `topic`, in offset
+    /// order ([`Client::read_all`]).
+    pub fn read_values(&self, topic: &str, partition: u32) -> Vec<Value> {
+        self.read_all(topic, partition)
+            .into_iter()
+            .map(|r| r["value"].clone())
+            .collect()
+    }
+
     /// Every record of a partition from its start to its end when read
     /// (bounded number of pages).
     pub fn read_all(&self, topic: &str, partition: u32) -> Vec<Value> {

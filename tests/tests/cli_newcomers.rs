@@ -219,16 +219,6 @@ fn offsets_of_an_unknown_group_is_an_error() {
     );
 }
 
-/// The values of `topic`'s records, from partition 0.
-fn values(server: &Server, topic: &str) -> Vec<Value> {
-    server
-        .client()
-        .read_all(topic, 0)
-        .into_iter()
-        .map(|r| r["value"].clone())
-        .collect()
-}
-
 #[test]
 fn produce_takes_bare_json_lines_as_values() {
     let server = Server::start(&[]);
@@ -240,7 +230,7 @@ fn produce_takes_bare_json_lines_as_values() {
     let bare = "{\"user_id\":\"u1\",\"amount\":5}\n{\"user_id\":\"u2\",\"value\":7}\n";
     ok(kappa(&server, &["produce", "bare"], Some(bare)));
     assert_eq!(
-        values(&server, "bare"),
+        server.read_values("bare", 0),
         vec![
             serde_json::json!({"user_id": "u1", "amount": 5}),
             serde_json::json!({"user_id": "u2", "value": 7}),
@@ -250,7 +240,7 @@ fn produce_takes_bare_json_lines_as_values() {
     let raw = "{\"value\":1}\n\"text\"\n3\n";
     ok(kappa(&server, &["produce", "raw", "--raw"], Some(raw)));
     assert_eq!(
-        values(&server, "raw"),
+        server.read_values("raw", 0),
         vec![
             serde_json::json!({"value": 1}),
             serde_json::json!("text"),
@@ -261,7 +251,7 @@ fn produce_takes_bare_json_lines_as_values() {
     let envelope = "{\"key\":\"k\",\"value\":{\"n\":1}}\n{\"value\":2}\n";
     ok(kappa(&server, &["produce", "envelope"], Some(envelope)));
     assert_eq!(
-        values(&server, "envelope"),
+        server.read_values("envelope", 0),
         vec![serde_json::json!({"n": 1}), serde_json::json!(2)]
     );
     // Envelopes without a value: the error says what to do.
@@ -275,7 +265,7 @@ fn produce_takes_bare_json_lines_as_values() {
     assert!(error.contains("{\"key\":..,\"value\":..}"), "{error}");
     let error = failed(kappa(&server, &["produce", "bad"], Some("42\n")));
     assert!(error.contains("--raw"), "{error}");
-    assert!(values(&server, "bad").is_empty());
+    assert!(server.read_values("bad", 0).is_empty());
 }
 
 #[test]

@@ -25,16 +25,6 @@ fn disk_bytes(server: &Server, topic: &str) -> u64 {
         .sum()
 }
 
-/// The values of every record of partition 0, as read over HTTP.
-fn values(server: &Server, topic: &str) -> Vec<Value> {
-    server
-        .client()
-        .read_all(topic, 0)
-        .into_iter()
-        .map(|r| r["value"].clone())
-        .collect()
-}
-
 #[test]
 fn a_zstd_topic_reads_back_what_was_produced_takes_3x_less_disk_and_feeds_the_same_view() {
     let server = Server::start(&[]);
@@ -59,9 +49,9 @@ fn a_zstd_topic_reads_back_what_was_produced_takes_3x_less_disk_and_feeds_the_sa
             last = server.produce(topic, &Value::Array(chunk.to_vec()));
         }
     }
-    let plain = values(&server, "plain");
+    let plain = server.read_values("plain", 0);
     assert_eq!(plain.len(), 20_000);
-    assert_eq!(values(&server, "packed"), plain);
+    assert_eq!(server.read_values("packed", 0), plain);
     let (plain_bytes, packed_bytes) = (disk_bytes(&server, "plain"), disk_bytes(&server, "packed"));
     assert!(
         packed_bytes * 3 <= plain_bytes,
@@ -98,7 +88,7 @@ fn a_zstd_topic_reads_back_what_was_produced_takes_3x_less_disk_and_feeds_the_sa
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["config"]["compression_type"], "lz4", "{body}");
     server.produce("packed", &Value::Array(events[..500].to_vec()));
-    let after = values(&server, "packed");
+    let after = server.read_values("packed", 0);
     assert_eq!(after.len(), 20_500);
     assert_eq!(after[20_000..], plain[..500]);
     // An unknown codec names the problem.
@@ -193,7 +183,7 @@ print(json.dumps({{"refused": refused, "compression": configs["compression.type"
         String::from_utf8_lossy(&consumed.stderr)
     );
     assert_eq!(String::from_utf8(consumed.stdout).unwrap(), lines);
-    let http = values(&server, "packed");
+    let http = server.read_values("packed", 0);
     assert_eq!(http.len(), 5000);
     assert_eq!(http[3000], json!({"k": 0}));
     assert_eq!(http[1234]["i"], 1234);

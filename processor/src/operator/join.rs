@@ -97,17 +97,7 @@ impl TableJoin {
         else {
             return serde_json::from_slice(bytes).unwrap_or(Value::Null);
         };
-        match crate::event::decode_fields(bytes, names) {
-            Ok(values) => Value::Object(
-                names
-                    .iter()
-                    .zip(values)
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(n, v)| (n.clone(), v))
-                    .collect(),
-            ),
-            Err(_) => Value::Null,
-        }
+        crate::event::decode_object(bytes, names).unwrap_or(Value::Null)
     }
 
     /// Keys the table holds.

@@ -131,8 +131,7 @@ pub fn walk(path: &Path, base_offset: u64, active: bool) -> anyhow::Result<Segme
             position: pos as u64,
             len: view.len() as u64,
             uncompressed_len: view.as_bytes().len() as u64,
-            compression: kappa_log::batch::FramedBatch::parse(&bytes.slice(pos..))
-                .map_or_else(|_| "none".into(), |b| b.compression().to_string()),
+            compression: batch::stored_compression(&bytes[pos..]).to_string(),
             base_offset: view.base_offset(),
             record_count: view.record_count(),
             first_timestamp: view.first_timestamp(),

@@ -260,15 +260,7 @@ impl StreamJoin {
         let Some(names) = &self.joined_fields else {
             return serde_json::from_slice(bytes);
         };
-        let values = crate::event::decode_fields(bytes, names)?;
-        Ok(Value::Object(
-            names
-                .iter()
-                .zip(values)
-                .filter(|(_, v)| !v.is_null())
-                .map(|(n, v)| (n.clone(), v))
-                .collect(),
-        ))
+        crate::event::decode_object(bytes, names)
     }
 
     /// Events buffered, of both streams.
