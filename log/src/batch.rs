@@ -22,8 +22,13 @@ pub const CRC_START: usize = 8;
 pub const MAGIC_OFFSET: usize = 8;
 /// Byte position of `version` (u8).
 pub const VERSION_OFFSET: usize = 9;
-/// Byte position of `attributes` (u16, reserved, 0 in version 1).
+/// Byte position of `attributes` (u16: [`COMPACTED`], and a version-2
+/// batch's codec).
 pub const ATTRIBUTES_OFFSET: usize = 10;
+/// The `attributes` bit of a batch the cleaner wrote (FORMAT.md §2.9): its
+/// base offset may be past the offset after the batch before it (the
+/// records between were compacted away). Allowed in versions 1 and 2.
+pub const COMPACTED: u16 = 0x0008;
 /// Byte position of `record_count` (u32).
 pub const RECORD_COUNT_OFFSET: usize = 12;
 /// Byte position of `base_offset` (u64).
@@ -336,7 +341,7 @@ fn check_frame(bytes: &[u8]) -> Result<(), DecodeError> {
             bytes[MAGIC_OFFSET]
         )));
     }
-    let attributes = u16_at(bytes, ATTRIBUTES_OFFSET);
+    let attributes = u16_at(bytes, ATTRIBUTES_OFFSET) & !COMPACTED;
     match bytes[VERSION_OFFSET] {
         VERSION if attributes != 0 => {
             return Err(DecodeError::Invalid("reserved fields are not zero".into()))
@@ -387,7 +392,28 @@ macro_rules! header_accessors {
         pub fn append_time(&self) -> i64 {
             i64_at(&self.bytes, APPEND_TIME_OFFSET)
         }
+        /// True if the cleaner wrote the batch ([`COMPACTED`]): offsets
+        /// before it may be missing.
+        pub fn is_compacted(&self) -> bool {
+            u16_at(&self.bytes, ATTRIBUTES_OFFSET) & COMPACTED != 0
+        }
     };
+}
+
+/// Rule 12 of FORMAT.md §2.6: whether a batch at `base_offset` may come
+/// where `expected` is the offset after the batch before it (or the
+/// segment's base): exactly there, or later if the cleaner wrote it.
+pub fn follows(base_offset: u64, compacted: bool, expected: u64) -> bool {
+    base_offset == expected || (compacted && base_offset > expected)
+}
+
+/// Marks the encoded batch `batch` (version 1, the whole batch) as written
+/// by the cleaner ([`COMPACTED`]) and computes its CRC again.
+pub(crate) fn mark_compacted(batch: &mut [u8]) {
+    let attributes = u16_at(batch, ATTRIBUTES_OFFSET) | COMPACTED;
+    batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_le_bytes());
+    let crc = crc32fast::hash(&batch[CRC_START..]);
+    batch[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
 }
 
 impl BatchView {
@@ -580,6 +606,9 @@ pub trait ReadBatch: Sized {
     fn next_offset(&self) -> u64;
     /// Total bytes.
     fn byte_len(&self) -> usize;
+    /// True if the cleaner wrote the batch: offsets before it may be
+    /// missing ([`follows`]).
+    fn is_compacted(&self) -> bool;
 }
 
 impl ReadBatch for BatchView {
@@ -595,6 +624,9 @@ impl ReadBatch for BatchView {
     fn byte_len(&self) -> usize {
         BatchView::len(self)
     }
+    fn is_compacted(&self) -> bool {
+        BatchView::is_compacted(self)
+    }
 }
 
 impl ReadBatch for FramedBatch {
@@ -609,6 +641,9 @@ impl ReadBatch for FramedBatch {
     }
     fn byte_len(&self) -> usize {
         FramedBatch::len(self)
+    }
+    fn is_compacted(&self) -> bool {
+        FramedBatch::is_compacted(self)
     }
 }
 

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::batch::{
-    u16_at, u32_at, DecodeError, ATTRIBUTES_OFFSET, CRC_OFFSET, CRC_START, HEADER_LEN,
+    u16_at, u32_at, DecodeError, ATTRIBUTES_OFFSET, COMPACTED, CRC_OFFSET, CRC_START, HEADER_LEN,
     KEY_LEN_OFFSET, LENGTH_OFFSET, VERSION, VERSION_OFFSET,
 };
 
@@ -139,14 +139,14 @@ pub(crate) fn compress_batch(out: &mut Vec<u8>, start: usize, codec: Compression
         return len;
     }
     let records_len = records.len() as u32;
+    let attributes = (u16_at(batch, ATTRIBUTES_OFFSET) & COMPACTED) | codec.codec_bits();
     out.truncate(start + records_at);
     out.extend_from_slice(&records_len.to_le_bytes());
     out.extend_from_slice(&compressed);
     let batch = &mut out[start..];
     batch[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&(stored as u32).to_le_bytes());
     batch[VERSION_OFFSET] = COMPRESSED_VERSION;
-    batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2]
-        .copy_from_slice(&codec.codec_bits().to_le_bytes());
+    batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_le_bytes());
     let crc = crc32fast::hash(&batch[CRC_START..]);
     batch[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
     stored
@@ -214,7 +214,8 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
         .map_err(|_| DecodeError::Invalid("a decompressed batch would be 4 GiB or more".into()))?;
     out[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&len.to_le_bytes());
     out[VERSION_OFFSET] = VERSION;
-    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&0u16.to_le_bytes());
+    let attributes = u16_at(stored, ATTRIBUTES_OFFSET) & COMPACTED;
+    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_le_bytes());
     let crc = crc32fast::hash(&out[CRC_START..]);
     out[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
     Ok(Bytes::from(out))

@@ -59,10 +59,109 @@ pub struct TopicConfig {
     /// uncompressed topic's file is as it was before compression existed.
     #[serde(skip_serializing_if = "Compression::is_none")]
     pub compression: Compression,
+    /// What happens to old records: deleted by retention (`delete`, the
+    /// default), compacted to the latest record of each key (`compact`), or
+    /// both (`compact,delete`). Written to `topic.json` only when not
+    /// `delete`.
+    #[serde(skip_serializing_if = "CleanupPolicy::is_delete")]
+    pub cleanup_policy: CleanupPolicy,
+    /// How long a compacted topic keeps a tombstone (a record with an
+    /// empty value, Kafka's null) after its append, so readers catching up
+    /// see the deletion; `None` = [`DEFAULT_DELETE_RETENTION_MS`] (1 day).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete_retention_ms: Option<u64>,
+    /// How long a record stays uncompacted after its append; `None` = 0.
+    /// The cleaner also leaves alone everything younger than the log's
+    /// idempotency window (a retried append is recognized by keys the
+    /// cleaner drops).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_compaction_lag_ms: Option<u64>,
+}
+
+/// How long a compacted topic keeps tombstones by default: 1 day, as Kafka.
+pub const DEFAULT_DELETE_RETENTION_MS: u64 = 24 * 3600 * 1000;
+
+/// A topic's `cleanup.policy`: what happens to old records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CleanupPolicy {
+    /// Retention deletes whole old segments (when `retention_ms` or
+    /// `retention_bytes` is set).
+    #[default]
+    #[serde(rename = "delete")]
+    Delete,
+    /// The cleaner keeps the latest record of each key; retention settings
+    /// are not applied.
+    #[serde(rename = "compact")]
+    Compact,
+    /// Both: compacted, and retention deletes old segments.
+    #[serde(rename = "compact,delete")]
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Every policy, for messages.
+    pub const ALL: [CleanupPolicy; 3] = [
+        CleanupPolicy::Delete,
+        CleanupPolicy::Compact,
+        CleanupPolicy::CompactDelete,
+    ];
+
+    /// True for the default, `delete`.
+    pub fn is_delete(&self) -> bool {
+        *self == CleanupPolicy::Delete
+    }
+
+    /// True if the cleaner compacts the topic.
+    pub fn compacts(self) -> bool {
+        self != CleanupPolicy::Delete
+    }
+
+    /// True if retention deletes old segments.
+    pub fn deletes(self) -> bool {
+        self != CleanupPolicy::Compact
+    }
+
+    /// Its name, as Kafka writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+}
+
+impl std::fmt::Display for CleanupPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for CleanupPolicy {
+    type Err = String;
+
+    /// Kafka's spellings: `delete`, `compact`, and `compact,delete` in
+    /// either order, any case, spaces around the comma allowed.
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        let mut parts: Vec<String> = s
+            .split(',')
+            .map(|p| p.trim().to_ascii_lowercase())
+            .collect();
+        parts.sort();
+        parts.dedup();
+        match parts.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["delete"] => Ok(CleanupPolicy::Delete),
+            ["compact"] => Ok(CleanupPolicy::Compact),
+            ["compact", "delete"] => Ok(CleanupPolicy::CompactDelete),
+            _ => Err(format!(
+                "unknown cleanup policy {s:?}: expected delete, compact or compact,delete"
+            )),
+        }
+    }
 }
 
 /// The settings of a topic that can change after it was created
-/// ([`crate::Log::alter_topic`]): retention and compression. Partitions
+/// ([`crate::Log::alter_topic`]): retention, compression and compaction. Partitions
 /// cannot change (keys would move to other partitions); segment and fsync
 /// settings are held by each partition's writer thread.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +173,12 @@ pub struct TopicChanges {
     pub retention_bytes: Option<Option<u64>>,
     /// New compression of the batches appended from now on.
     pub compression: Option<Compression>,
+    /// New cleanup policy.
+    pub cleanup_policy: Option<CleanupPolicy>,
+    /// New tombstone retention (`Some(None)`: the default).
+    pub delete_retention_ms: Option<Option<u64>>,
+    /// New compaction lag (`Some(None)`: none).
+    pub min_compaction_lag_ms: Option<Option<u64>>,
 }
 
 impl TopicChanges {
@@ -83,6 +188,13 @@ impl TopicChanges {
             retention_ms: self.retention_ms.unwrap_or(config.retention_ms),
             retention_bytes: self.retention_bytes.unwrap_or(config.retention_bytes),
             compression: self.compression.unwrap_or(config.compression),
+            cleanup_policy: self.cleanup_policy.unwrap_or(config.cleanup_policy),
+            delete_retention_ms: self
+                .delete_retention_ms
+                .unwrap_or(config.delete_retention_ms),
+            min_compaction_lag_ms: self
+                .min_compaction_lag_ms
+                .unwrap_or(config.min_compaction_lag_ms),
             ..config.clone()
         }
     }
@@ -106,11 +218,20 @@ impl Default for TopicConfig {
             fsync: FsyncPolicy::Always,
             fsync_interval_ms: 100,
             compression: Compression::None,
+            cleanup_policy: CleanupPolicy::Delete,
+            delete_retention_ms: None,
+            min_compaction_lag_ms: None,
         }
     }
 }
 
 impl TopicConfig {
+    /// How long tombstones stay in a compacted topic.
+    pub fn delete_retention_ms(&self) -> u64 {
+        self.delete_retention_ms
+            .unwrap_or(DEFAULT_DELETE_RETENTION_MS)
+    }
+
     /// Checks every field's range.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(LogError::InvalidConfig(m));
@@ -170,8 +291,22 @@ pub struct LogConfig {
     pub idempotency_window_keys: usize,
     /// How long an idempotency key is remembered. Default 15 minutes.
     pub idempotency_window_ms: u64,
-    /// How often the background task applies retention. Default 60 s.
+    /// How often the background task applies retention and compaction.
+    /// Default 60 s.
     pub retention_check_interval_ms: u64,
+    /// Memory the cleaner's key map may take in one pass (the keys of the
+    /// records it compacts, with their offsets). Default 128 MiB. A pass
+    /// compacts as many whole segments as fit; a segment whose keys alone
+    /// do not fit is not compacted (logged, counted).
+    pub cleaner_buffer_bytes: usize,
+    /// A partition is compacted when at least this share of its compactable
+    /// bytes was never compacted (Kafka's `min.cleanable.dirty.ratio`).
+    /// Default 0.5; 0 compacts at every pass that finds anything new.
+    pub min_cleanable_dirty_ratio: f64,
+    /// Bytes per second the cleaner reads and writes at most (a pause
+    /// after each rewritten segment keeps it under); `None` = no limit
+    /// (the default).
+    pub cleaner_io_bytes_per_sec: Option<u64>,
     /// Fault injection for tests; `None` in production.
     pub faults: Option<Arc<FaultInjector>>,
     /// The append clock every partition takes append times from (the
@@ -195,6 +330,9 @@ impl LogConfig {
             idempotency_window_keys: 10_000,
             idempotency_window_ms: 15 * 60 * 1000,
             retention_check_interval_ms: 60_000,
+            cleaner_buffer_bytes: 128 << 20,
+            min_cleanable_dirty_ratio: 0.5,
+            cleaner_io_bytes_per_sec: None,
             faults: None,
             clock: Arc::new(AppendClock::system()),
         }
@@ -223,6 +361,15 @@ impl LogConfig {
         }
         if self.retention_check_interval_ms == 0 {
             return bad("retention_check_interval_ms must be positive");
+        }
+        if self.cleaner_buffer_bytes < 1024 {
+            return bad("cleaner_buffer_bytes must be at least 1024");
+        }
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            return bad("min_cleanable_dirty_ratio must be in 0..=1");
+        }
+        if self.cleaner_io_bytes_per_sec == Some(0) {
+            return bad("cleaner_io_bytes_per_sec must be positive (omit it for no limit)");
         }
         Ok(())
     }

@@ -41,6 +41,17 @@ pub enum LogError {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// A record without a key was appended to a compacted topic (the
+    /// cleaner keeps the latest record of each key; a keyless one has
+    /// none).
+    #[error("topic {topic:?} is compacted (cleanup_policy {policy}): every record needs a key")]
+    KeyRequired {
+        /// Topic.
+        topic: String,
+        /// Its cleanup policy.
+        policy: String,
+    },
+
     /// The topic does not exist.
     #[error("topic {0:?} does not exist")]
     UnknownTopic(String),

@@ -132,7 +132,9 @@ impl OffsetIndex {
                 if rel <= prel || pos <= ppos {
                     return false;
                 }
-            } else if pos != 0 || rel != 0 {
+            } else if pos != 0 {
+                // The first batch starts the file; a compacted segment's
+                // first batch may come after its base offset.
                 return false;
             }
             prev = Some((rel, pos));

@@ -8,9 +8,9 @@
 //!            compressed batches (version 2)
 //! index      sparse offset and time indexes               index.rs
 //! segment    one .log + indexes; scan, read               segment.rs, cache.rs
-//! partition  segments, writer thread, recovery, reads     partition.rs, writer.rs,
-//!                                                          recovery.rs, retention.rs,
-//!                                                          idempotency.rs
+//! partition  segments, writer thread, recovery, reads,    partition.rs, writer.rs,
+//!            retention, compaction                        recovery.rs, retention.rs,
+//!                                                          cleaner.rs, idempotency.rs
 //! topic      partitions + routing (murmur2)               topic.rs, partitioner.rs
 //! log        data dir, topics, groups, retention task,    log.rs, offsets/,
 //!            the log-wide append clock                    clock.rs
@@ -29,6 +29,7 @@
 
 pub mod batch;
 mod cache;
+mod cleaner;
 mod clock;
 pub mod compression;
 mod config;
@@ -53,9 +54,13 @@ mod topic;
 mod writer;
 
 pub use batch::{Header, HeaderRef, HeadersRef, NewRecord, Record, RecordRef};
+pub use cleaner::CompactionOutcome;
 pub use clock::{AppendClock, ManualTime};
 pub use compression::Compression;
-pub use config::{FsyncPolicy, LogConfig, TopicChanges, TopicConfig, MAX_PARTITIONS_PER_TOPIC};
+pub use config::{
+    CleanupPolicy, FsyncPolicy, LogConfig, TopicChanges, TopicConfig, DEFAULT_DELETE_RETENTION_MS,
+    MAX_PARTITIONS_PER_TOPIC,
+};
 pub use error::{LogError, Result};
 pub use log::{GroupPartitionOffset, Log, ResetTo};
 pub use offsets::CommittedOffset;

@@ -1,5 +1,5 @@
 //! The log: the data directory, its topics, consumer groups, and the
-//! background retention task.
+//! background task that applies retention and compaction.
 //!
 //! Directory layout (see FORMAT.md):
 //! ```text
@@ -30,6 +30,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cache::SegmentCache;
+use crate::cleaner::CompactionOutcome;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
 use crate::offsets::{CommittedOffset, OffsetStore};
@@ -283,6 +284,13 @@ impl Log {
         enforce_retention(&self.inner, now_ms)
     }
 
+    /// Runs a compaction pass over every partition of every compacted
+    /// topic as of `now_ms` (what the background task does after each
+    /// retention pass); returns what the passes did together.
+    pub fn compact(&self, now_ms: i64) -> Result<CompactionOutcome> {
+        compact_all(&self.inner, now_ms)
+    }
+
     /// Commits a group's offsets on one topic. An offset may be anything up
     /// to the partition's end (one below the start means "from the start",
     /// as retention may have passed it).
@@ -428,6 +436,35 @@ fn enforce_retention(inner: &Inner, now_ms: i64) -> Result<usize> {
     }
 }
 
+fn compact_all(inner: &Inner, now_ms: i64) -> Result<CompactionOutcome> {
+    let topics: Vec<Arc<Topic>> = inner
+        .topics
+        .read()
+        .expect("topics")
+        .values()
+        .filter(|t| t.config().cleanup_policy.compacts())
+        .cloned()
+        .collect();
+    // As for retention: every partition is tried, the first error returned.
+    let mut outcome = CompactionOutcome::default();
+    let mut first_error = None;
+    for topic in topics {
+        for p in topic.partitions() {
+            match p.compact(now_ms) {
+                Ok(done) => outcome.add(done),
+                Err(e) => {
+                    tracing::error!(topic = topic.name(), partition = p.id(), error = %e, "compaction failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    match first_error {
+        None => Ok(outcome),
+        Some(e) => Err(e),
+    }
+}
+
 fn start_retention(
     inner: Weak<Inner>,
     interval_ms: u64,
@@ -443,6 +480,9 @@ fn start_retention(
             let Some(inner) = inner.upgrade() else { return };
             if let Err(e) = enforce_retention(&inner, inner.config.clock.now()) {
                 tracing::error!(error = %e, "retention failed");
+            }
+            if let Err(e) = compact_all(&inner, inner.config.clock.now()) {
+                tracing::error!(error = %e, "compaction failed");
             }
         })
         .map_err(|e| LogError::io("retention thread", e))?;

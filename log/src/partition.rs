@@ -20,6 +20,7 @@ use crate::batch::{
     self, BatchView, FramedBatch, NewRecord, ReadBatch, Record, MAX_IDEMPOTENCY_KEY_LEN,
 };
 use crate::cache::SegmentCache;
+use crate::cleaner::CompactionOutcome;
 use crate::compression::Compression;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
@@ -28,6 +29,10 @@ use crate::retention::{self, SegmentFacts};
 use crate::segment::{self, Segment};
 use crate::writer::{AppendJob, Command, Writer};
 use crate::{now_ms, recovery, stats};
+
+/// Reads of a partition retried in a row when its segments changed under
+/// them (a compaction swap, a retention deletion) before one gives up.
+const MAX_READ_RETRIES: usize = 16;
 
 /// One append: records plus an optional idempotency key.
 #[derive(Debug, Clone, Default)]
@@ -118,21 +123,19 @@ pub struct PartitionShared {
     pub partition: u32,
     /// Directory holding the segments.
     pub dir: PathBuf,
-    /// The topic's settings when the partition opened (retention changes
-    /// live in `retention`).
+    /// The topic's settings when the partition opened (what can change
+    /// lives in `settings`).
     pub config: TopicConfig,
-    /// Retention by age and by size, as now set ([`Partition::set_retention`]).
-    retention: Mutex<(Option<u64>, Option<u64>)>,
-    /// How the writer stores the batches it appends, as now set
-    /// ([`Partition::set_compression`]).
-    compression: Mutex<Compression>,
+    /// The topic's settings as now set ([`Partition::set_settings`]):
+    /// retention, compression and compaction apply from them.
+    settings: Mutex<TopicConfig>,
     /// The log's settings.
     pub log_config: Arc<LogConfig>,
     segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
     start_offset: AtomicU64,
     end: watch::Sender<u64>,
     failure: Mutex<Option<String>>,
-    cache: Arc<SegmentCache>,
+    pub(crate) cache: Arc<SegmentCache>,
     /// Recent idempotency keys; the writer updates it under this lock.
     pub idempotency: Mutex<IdempotencyWindow>,
 }
@@ -140,7 +143,12 @@ pub struct PartitionShared {
 impl PartitionShared {
     /// How batches appended now are stored.
     pub fn compression(&self) -> Compression {
-        *self.compression.lock().expect("compression")
+        self.settings().compression
+    }
+
+    /// The topic's settings as now set.
+    pub fn settings(&self) -> TopicConfig {
+        self.settings.lock().expect("settings").clone()
     }
     /// Why the partition stopped accepting writes, if it did.
     pub fn failure(&self) -> Option<String> {
@@ -194,13 +202,56 @@ impl PartitionShared {
             .insert(segment.base_offset, segment);
     }
 
-    fn snapshot(&self) -> Vec<Arc<Segment>> {
+    /// The segments, oldest first (the last is the active one).
+    pub(crate) fn snapshot(&self) -> Vec<Arc<Segment>> {
         self.segments
             .read()
             .expect("segments")
             .values()
             .cloned()
             .collect()
+    }
+
+    /// Puts `new` in the place of the consecutive sealed segments `old`
+    /// (the cleaner's swap): marks them deleted (a reader that meets one
+    /// reads again from a new snapshot), closes them, runs `files` (which
+    /// makes `new`'s files the ones on disk) and then changes the segment
+    /// map, all under the map's lock so no reader sees the files change
+    /// under a segment it just listed.
+    pub(crate) fn replace_segments(
+        &self,
+        old: &[Arc<Segment>],
+        new: Arc<Segment>,
+        files: impl FnOnce(&Arc<Segment>) -> Result<()>,
+    ) -> Result<()> {
+        let mut map = self.segments.write().expect("segments");
+        for s in old {
+            s.deleted.store(true, Ordering::Release);
+            self.cache.remove(s);
+        }
+        files(&new)?;
+        for s in old {
+            map.remove(&s.base_offset);
+        }
+        map.insert(new.base_offset, new);
+        Ok(())
+    }
+
+    /// Reads the append time of a sealed segment's last batch (from its
+    /// last offset index entry: a compacted segment's last offsets may be
+    /// gone).
+    pub(crate) fn learn_append_time(&self, segment: &Arc<Segment>) -> Result<i64> {
+        let source = self.cache.source(segment)?;
+        let (from, _) = source.floor(segment.base_offset, segment.end_offset() - 1);
+        let read = segment::read_batches::<BatchView>(segment, &source, from, u64::MAX, u64::MAX)?;
+        let t = read
+            .batches
+            .iter()
+            .map(|b| b.append_time())
+            .max()
+            .unwrap_or(i64::MIN);
+        segment.set_max_append_time(t);
+        Ok(t)
     }
 }
 
@@ -250,8 +301,7 @@ impl Partition {
             topic: topic.to_string(),
             partition,
             dir,
-            retention: Mutex::new((config.retention_ms, config.retention_bytes)),
-            compression: Mutex::new(config.compression),
+            settings: Mutex::new(config.clone()),
             config,
             log_config: log_config.clone(),
             segments: RwLock::new(recovered.segments),
@@ -312,7 +362,14 @@ impl Partition {
                 ));
             }
         }
+        let compacted = self.shared.settings().cleanup_policy.compacts();
         for r in &request.records {
+            if compacted && r.key.is_none() {
+                return Err(LogError::KeyRequired {
+                    topic: self.shared.topic.clone(),
+                    policy: self.shared.settings().cleanup_policy.to_string(),
+                });
+            }
             if r.headers.len() > u16::MAX as usize {
                 return bad(format!(
                     "a record has {} headers, at most {} fit",
@@ -468,6 +525,32 @@ impl Partition {
         max_records: u64,
         max_bytes: u64,
     ) -> Result<Fetch<B>> {
+        let mut attempts = 0;
+        loop {
+            match self.read_once(offset, max_records, max_bytes)? {
+                Some(fetch) => return Ok(fetch),
+                // A segment was replaced (compaction) or deleted
+                // (retention) under the read: read again from the new
+                // segments. Each retry follows a swap that finished.
+                None if attempts < MAX_READ_RETRIES => attempts += 1,
+                None => {
+                    return Err(LogError::InvalidArgument(format!(
+                        "topic {:?} partition {}: the segments changed under {MAX_READ_RETRIES} reads in a row; try again",
+                        self.shared.topic, self.shared.partition
+                    )))
+                }
+            }
+        }
+    }
+
+    /// One attempt of [`Partition::read_as`]: `None` if a segment it
+    /// listed was replaced or deleted before its files were opened.
+    fn read_once<B: ReadBatch>(
+        &self,
+        offset: u64,
+        max_records: u64,
+        max_bytes: u64,
+    ) -> Result<Option<Fetch<B>>> {
         let end = self.end_offset();
         let start = self.start_offset();
         if offset < start || offset > end {
@@ -481,7 +564,7 @@ impl Partition {
             start_offset: start,
         };
         if offset == end || max_records == 0 {
-            return Ok(fetch);
+            return Ok(Some(fetch));
         }
         crate::io::read_gate(self.shared.log_config.faults.as_deref());
         let segments = self.shared.snapshot();
@@ -497,11 +580,11 @@ impl Partition {
             if segment.end_offset() <= cursor {
                 continue;
             }
-            let source = self
-                .shared
-                .cache
-                .source(segment)
-                .map_err(|e| self.deleted_or(e, offset))?;
+            let source = match self.shared.cache.source(segment) {
+                _ if segment.deleted.load(Ordering::Acquire) => return Ok(None),
+                Ok(source) => source,
+                Err(e) => return Err(self.deleted_or(e, offset)),
+            };
             // Not past `end`: appends published since it was read are in
             // the segments already, but not in this fetch (its
             // `next_offset` and `high_watermark` stop at `end`).
@@ -519,8 +602,10 @@ impl Partition {
                 Err(e) => return Err(e.in_partition(&self.shared.topic, self.shared.partition)),
             };
             bytes += read.bytes;
-            if let Some(last) = read.batches.last() {
-                cursor = last.next_offset();
+            match read.batches.last() {
+                Some(last) => cursor = last.next_offset(),
+                // The rest of the segment was compacted away.
+                None => cursor = segment.end_offset(),
             }
             fetch.batches.extend(read.batches);
             if cursor < segment.end_offset() {
@@ -530,7 +615,7 @@ impl Partition {
             }
         }
         fetch.next_offset = cursor.min(offset.saturating_add(max_records)).min(end);
-        Ok(fetch)
+        Ok(Some(fetch))
     }
 
     fn out_of_range(&self, offset: u64, start: u64, end: u64) -> LogError {
@@ -567,12 +652,29 @@ impl Partition {
     /// The first offset whose record timestamp is at or after `timestamp`
     /// (the end offset if there is none).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<u64> {
+        for _ in 0..=MAX_READ_RETRIES {
+            if let Some(offset) = self.offset_for_timestamp_once(timestamp)? {
+                return Ok(offset);
+            }
+        }
+        Err(LogError::InvalidArgument(format!(
+            "topic {:?} partition {}: the segments changed under {MAX_READ_RETRIES} lookups in a row; try again",
+            self.shared.topic, self.shared.partition
+        )))
+    }
+
+    /// One attempt of [`Partition::offset_for_timestamp`]: `None` if a
+    /// segment it listed was replaced or deleted under it.
+    fn offset_for_timestamp_once(&self, timestamp: i64) -> Result<Option<u64>> {
         let end = self.end_offset();
         for segment in self.shared.snapshot() {
             if segment.end_offset() <= self.start_offset().max(segment.base_offset) {
                 continue;
             }
-            let source = self.shared.cache.source(&segment)?;
+            let source = match self.shared.cache.source(&segment) {
+                _ if segment.deleted.load(Ordering::Acquire) => return Ok(None),
+                source => source?,
+            };
             if segment.max_timestamp().is_some_and(|max| max < timestamp) {
                 continue;
             }
@@ -602,7 +704,7 @@ impl Partition {
                             .records()
                             .find(|r| r.offset >= cursor && r.timestamp >= timestamp)
                         {
-                            return Ok(r.offset);
+                            return Ok(Some(r.offset));
                         }
                     }
                     cursor = batch.next_offset();
@@ -612,7 +714,7 @@ impl Partition {
                 }
             }
         }
-        Ok(end)
+        Ok(Some(end))
     }
 
     /// Offsets and sizes.
@@ -627,19 +729,22 @@ impl Partition {
         }
     }
 
-    /// Retention by age and by size, as now set.
+    /// Retention by age and by size, as now applied: none when the topic's
+    /// cleanup policy does not delete.
     pub fn retention(&self) -> (Option<u64>, Option<u64>) {
-        *self.shared.retention.lock().expect("retention")
+        let settings = self.shared.settings();
+        if settings.cleanup_policy.deletes() {
+            (settings.retention_ms, settings.retention_bytes)
+        } else {
+            (None, None)
+        }
     }
 
-    /// Changes retention; the next retention pass applies it.
-    pub fn set_retention(&self, retention_ms: Option<u64>, retention_bytes: Option<u64>) {
-        *self.shared.retention.lock().expect("retention") = (retention_ms, retention_bytes);
-    }
-
-    /// Stores the batches appended from now on as `compression` says.
-    pub fn set_compression(&self, compression: Compression) {
-        *self.shared.compression.lock().expect("compression") = compression;
+    /// Changes the settings that may change ([`crate::TopicChanges`]):
+    /// batches appended from now on are stored as its compression says,
+    /// and the next retention and compaction passes apply the rest.
+    pub fn set_settings(&self, settings: &TopicConfig) {
+        *self.shared.settings.lock().expect("settings") = settings.clone();
     }
 
     /// Deletes the sealed segments retention says to delete at `now_ms`;
@@ -659,7 +764,7 @@ impl Partition {
         for s in sealed {
             let t = match s.known_max_append_time() {
                 Some(t) => t,
-                None if in_expired_prefix => self.learn_append_time(s)?,
+                None if in_expired_prefix => self.shared.learn_append_time(s)?,
                 None => i64::MAX,
             };
             if horizon.is_some_and(|h| t >= h) {
@@ -708,19 +813,10 @@ impl Partition {
         Ok(n)
     }
 
-    /// Reads the append time of a sealed segment's last batch.
-    fn learn_append_time(&self, segment: &Arc<Segment>) -> Result<i64> {
-        let source = self.shared.cache.source(segment)?;
-        let last = segment.end_offset() - 1;
-        let read = segment::read_batches::<BatchView>(segment, &source, last, u64::MAX, u64::MAX)?;
-        let t = read
-            .batches
-            .iter()
-            .map(|b| b.append_time())
-            .max()
-            .unwrap_or(i64::MIN);
-        segment.set_max_append_time(t);
-        Ok(t)
+    /// Runs one compaction pass (`cleaner.rs`) as of `now_ms`; nothing
+    /// unless the topic's cleanup policy compacts.
+    pub fn compact(&self, now_ms: i64) -> Result<CompactionOutcome> {
+        crate::cleaner::clean_partition(&self.shared, now_ms)
     }
 
     /// Stops the writer (syncing unsynced data) and waits for it.

@@ -66,6 +66,7 @@ pub(crate) fn base_offset_of(name: &str) -> Option<u64> {
 /// Opens (creating if needed) the partition directory `dir`.
 pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
     std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+    crate::cleaner::finish_swaps(dir)?;
     let mut bases = Vec::new();
     let mut others = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {

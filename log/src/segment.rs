@@ -197,7 +197,9 @@ pub fn scan(bytes: &Bytes, base_offset: u64, interval_bytes: u64) -> ScanResult 
     let mut pos = 0usize;
     while pos < bytes.len() {
         let problem = match BatchView::parse(&bytes.slice(pos..)) {
-            Ok(view) if view.base_offset() == result.next_offset => {
+            Ok(view)
+                if batch::follows(view.base_offset(), view.is_compacted(), result.next_offset) =>
+            {
                 let len = view.len() as u64;
                 builder.add(
                     &mut result.indexes,
@@ -331,7 +333,8 @@ pub fn scan_keys(bytes: &Bytes, base_offset: u64) -> KeyScan {
                 return Err(DecodeError::Invalid("bad magic or version".into()));
             }
             let found = batch::u64_at(h, batch::BASE_OFFSET_OFFSET);
-            if found != expected {
+            let compacted = batch::u16_at(h, batch::ATTRIBUTES_OFFSET) & batch::COMPACTED != 0;
+            if !batch::follows(found, compacted, expected) {
                 let reason = format!("batch base offset {found} where {expected} was expected");
                 return Err(DecodeError::Invalid(reason));
             }
@@ -341,12 +344,12 @@ pub fn scan_keys(bytes: &Bytes, base_offset: u64) -> KeyScan {
                 let view = BatchView::parse(&bytes.slice(pos..pos + len))?;
                 out.keys.extend(StoredKey::of(&view));
             }
-            Ok((len, count, append_time))
+            Ok((len, found + u64::from(count), append_time))
         });
         match step {
-            Ok((len, count, append_time)) => {
+            Ok((len, next, append_time)) => {
                 pos += len;
-                expected += u64::from(count);
+                expected = next;
                 out.last_append_time = append_time;
             }
             Err(e) => {
@@ -466,7 +469,7 @@ pub struct Segment {
     state: Mutex<State>,
     /// LRU tick of the last use (for the cache).
     pub last_used: AtomicU64,
-    /// Set when retention or topic deletion removed it.
+    /// Set when retention, compaction or topic deletion removed it.
     pub deleted: AtomicBool,
     interval_bytes: u64,
 }
@@ -798,7 +801,8 @@ const MIN_ACTIVE_READ: u64 = 64 * 1024;
 /// the caller's to find). A damaged batch ends the read after what came
 /// before it; a read that starts at damage fails with `Damaged` naming the
 /// first readable offset after it, and one that asks for an offset past
-/// the damage skips to it.
+/// the damage skips to it. A read for offsets a compaction removed from
+/// the segment's end gets no batch.
 pub fn read_batches<B: ReadBatch>(
     segment: &Segment,
     source: &Source,
@@ -812,6 +816,9 @@ pub fn read_batches<B: ReadBatch>(
     let mut out = SegmentRead::default();
     let mut window = Bytes::new();
     let mut window_start = position;
+    // Whether the last batch passed was the cleaner's: then the offsets
+    // after it up to the segment's end may be a compaction gap.
+    let mut after_compacted = false;
     while position < readable && expected < end_offset {
         let at = (position - window_start) as usize;
         let parsed = if at < window.len() {
@@ -823,9 +830,10 @@ pub fn read_batches<B: ReadBatch>(
             })
         };
         let problem = match parsed {
-            Ok(view) if view.base_offset() == expected => {
+            Ok(view) if batch::follows(view.base_offset(), view.is_compacted(), expected) => {
                 position += view.byte_len() as u64;
                 expected = view.next_offset();
+                after_compacted = view.is_compacted();
                 if view.next_offset() <= offset {
                     continue;
                 }
@@ -890,6 +898,11 @@ pub fn read_batches<B: ReadBatch>(
                 ));
             }
         }
+    }
+    if out.batches.is_empty() && position >= readable && after_compacted {
+        // The offsets from `offset` to the segment's end were compacted
+        // away (FORMAT.md §2.9): nothing to read here.
+        return Ok(out);
     }
     if out.batches.is_empty() && offset < end_offset {
         let reason = format!("offset {offset} not found before the end of the readable data");

@@ -19,6 +19,11 @@ pub struct LogStats {
     pub partitions_failed: AtomicU64,
     /// Segments deleted by retention.
     pub segments_deleted: AtomicU64,
+    /// Sealed segments the cleaner rewrote (compaction).
+    pub segments_compacted: AtomicU64,
+    /// Records compaction removed (older values of a key, expired
+    /// tombstones).
+    pub records_compacted: AtomicU64,
 }
 
 /// The process-wide counters.

@@ -202,8 +202,7 @@ impl Topic {
         let json = serde_json::to_vec_pretty(&meta).expect("topic metadata serializes");
         crate::io::write_atomic(&self.dir.join(TOPIC_META_FILE), &json)?;
         for p in &self.partitions {
-            p.set_retention(new.retention_ms, new.retention_bytes);
-            p.set_compression(new.compression);
+            p.set_settings(&new);
         }
         *config = new.clone();
         tracing::info!(
@@ -211,6 +210,7 @@ impl Topic {
             retention_ms = ?new.retention_ms,
             retention_bytes = ?new.retention_bytes,
             compression = %new.compression,
+            cleanup_policy = %new.cleanup_policy,
             "changed topic settings"
         );
         Ok(new)

@@ -63,8 +63,20 @@ pub struct ServerConfig {
     /// Retention by age of topics created without one, ms; absent keeps
     /// records forever (the default: views are replayed from the log).
     pub default_retention_ms: Option<u64>,
-    /// How often retention deletes expired segments (default 60 s).
+    /// How often retention deletes expired segments and compacted topics
+    /// are compacted (default 60 s).
     pub retention_check_interval_ms: u64,
+    /// How long a produce's idempotency key is remembered, per partition
+    /// (default 15 minutes). Compaction leaves alone what is younger.
+    pub idempotency_window_ms: u64,
+    /// Memory of a compaction pass's key map (default 128 MiB).
+    pub cleaner_buffer_bytes: usize,
+    /// Share of a compacted partition's cleanable bytes that must be new
+    /// before a pass compacts it (default 0.5).
+    pub min_cleanable_dirty_ratio: f64,
+    /// Bytes per second compaction reads and writes at most; absent = no
+    /// limit (the default).
+    pub cleaner_io_bytes_per_sec: Option<u64>,
     /// Largest request body (default 16 MiB).
     pub max_body_bytes: usize,
     /// Most records in one produce request (default 10,000).
@@ -217,6 +229,10 @@ impl Default for ServerConfig {
             default_fsync: FsyncPolicy::Always,
             default_retention_ms: None,
             retention_check_interval_ms: 60_000,
+            idempotency_window_ms: 15 * 60 * 1000,
+            cleaner_buffer_bytes: 128 << 20,
+            min_cleanable_dirty_ratio: 0.5,
+            cleaner_io_bytes_per_sec: None,
             max_body_bytes: 16 << 20,
             max_records_per_request: 10_000,
             max_key_bytes: 16 << 10,
@@ -588,6 +604,18 @@ impl ServerConfig {
         {
             bail!("timeouts must be positive");
         }
+        if self.idempotency_window_ms == 0 {
+            bail!("idempotency_window_ms must be positive");
+        }
+        if self.cleaner_buffer_bytes < 1024 {
+            bail!("cleaner_buffer_bytes must be at least 1024");
+        }
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            bail!("min_cleanable_dirty_ratio must be in 0..=1");
+        }
+        if self.cleaner_io_bytes_per_sec == Some(0) {
+            bail!("cleaner_io_bytes_per_sec must be positive (leave it out for no limit)");
+        }
         if self.append_queue_bytes < self.max_body_bytes * 2 {
             bail!("append_queue_bytes must be at least twice max_body_bytes");
         }
@@ -698,6 +726,10 @@ impl ServerConfig {
             max_batch_bytes: self.max_body_bytes * 2,
             max_batch_records: self.max_records_per_request,
             retention_check_interval_ms: self.retention_check_interval_ms,
+            idempotency_window_ms: self.idempotency_window_ms,
+            cleaner_buffer_bytes: self.cleaner_buffer_bytes,
+            min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio,
+            cleaner_io_bytes_per_sec: self.cleaner_io_bytes_per_sec,
             ..kappa_log::LogConfig::new(&self.data_dir)
         }
     }

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use kappa_log::{Compression, Record, TopicConfig};
+use kappa_log::{CleanupPolicy, Compression, Record, TopicConfig};
 use kappa_processor::host;
 use kappa_processor::{diff, plan, progress, sql, view, window};
 use serde_json::value::RawValue;
@@ -263,7 +263,24 @@ impl CreateTopicExt for CreateTopic {
                 .compression_type
                 .map(compression_of)
                 .unwrap_or(defaults.compression),
+            cleanup_policy: self
+                .cleanup_policy
+                .map(cleanup_policy_of)
+                .unwrap_or(defaults.cleanup_policy),
+            delete_retention_ms: self.delete_retention_ms.or(defaults.delete_retention_ms),
+            min_compaction_lag_ms: self
+                .min_compaction_lag_ms
+                .or(defaults.min_compaction_lag_ms),
         }
+    }
+}
+
+/// The log's cleanup policy of a wire one.
+fn cleanup_policy_of(c: CleanupPolicyType) -> CleanupPolicy {
+    match c {
+        CleanupPolicyType::Delete => CleanupPolicy::Delete,
+        CleanupPolicyType::Compact => CleanupPolicy::Compact,
+        CleanupPolicyType::CompactDelete => CleanupPolicy::CompactDelete,
     }
 }
 
@@ -287,6 +304,9 @@ impl AlterTopicExt for AlterTopic {
         if self.retention_ms.is_none()
             && self.retention_bytes.is_none()
             && self.compression_type.is_none()
+            && self.cleanup_policy.is_none()
+            && self.delete_retention_ms.is_none()
+            && self.min_compaction_lag_ms.is_none()
         {
             return None;
         }
@@ -294,6 +314,9 @@ impl AlterTopicExt for AlterTopic {
             retention_ms: self.retention_ms,
             retention_bytes: self.retention_bytes,
             compression: self.compression_type.map(compression_of),
+            cleanup_policy: self.cleanup_policy.map(cleanup_policy_of),
+            delete_retention_ms: self.delete_retention_ms,
+            min_compaction_lag_ms: self.min_compaction_lag_ms,
         })
     }
 }
@@ -316,6 +339,13 @@ pub fn topic_out(d: kappa_log::TopicDescription) -> TopicOut {
                 Compression::Zstd => CompressionType::Zstd,
                 Compression::Lz4 => CompressionType::Lz4,
             },
+            cleanup_policy: match c.cleanup_policy {
+                CleanupPolicy::Delete => CleanupPolicyType::Delete,
+                CleanupPolicy::Compact => CleanupPolicyType::Compact,
+                CleanupPolicy::CompactDelete => CleanupPolicyType::CompactDelete,
+            },
+            delete_retention_ms: c.delete_retention_ms(),
+            min_compaction_lag_ms: c.min_compaction_lag_ms.unwrap_or(0),
         },
         partitions: d
             .partitions

@@ -59,6 +59,7 @@ impl From<LogError> for ApiError {
             LogError::InvalidConfig(_) => (S::BAD_REQUEST, "invalid_config"),
             LogError::InvalidGroupName { .. } => (S::BAD_REQUEST, "invalid_group"),
             LogError::InvalidArgument(_) => (S::BAD_REQUEST, "bad_request"),
+            LogError::KeyRequired { .. } => (S::BAD_REQUEST, "key_required"),
             LogError::UnknownTopic(_) => (S::NOT_FOUND, "unknown_topic"),
             LogError::TopicExists(_) => (S::CONFLICT, "topic_exists"),
             LogError::UnknownPartition { .. } => (S::BAD_REQUEST, "unknown_partition"),

@@ -28,6 +28,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
 
 /// Whether `key` is served at `version`.

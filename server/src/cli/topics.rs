@@ -4,7 +4,9 @@ use std::io::Write;
 
 use anyhow::bail;
 use indicatif::HumanBytes;
-use kappa_wire::{AlterTopic, CompressionType, CreateTopic, FsyncPolicy, TopicOut, TopicsOut};
+use kappa_wire::{
+    AlterTopic, CleanupPolicyType, CompressionType, CreateTopic, FsyncPolicy, TopicOut, TopicsOut,
+};
 use serde_json::{Map, Value};
 
 use super::http::{self, segment, Client};
@@ -100,6 +102,28 @@ impl Codec {
     }
 }
 
+/// What happens to a topic's old records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Cleanup {
+    /// Retention deletes old segments.
+    Delete,
+    /// The latest record of each key is kept.
+    Compact,
+    /// Both.
+    #[value(name = "compact,delete")]
+    CompactDelete,
+}
+
+impl Cleanup {
+    fn wire(self) -> CleanupPolicyType {
+        match self {
+            Cleanup::Delete => CleanupPolicyType::Delete,
+            Cleanup::Compact => CleanupPolicyType::Compact,
+            Cleanup::CompactDelete => CleanupPolicyType::CompactDelete,
+        }
+    }
+}
+
 /// Arguments of `kappa topics create`.
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {
@@ -129,6 +153,16 @@ pub struct CreateArgs {
     /// Store batches compressed.
     #[arg(long, value_enum)]
     pub compression: Option<Codec>,
+    /// Keep the latest record of each key (`compact`), delete by retention
+    /// (`delete`, the default), or both (`compact,delete`).
+    #[arg(long, value_enum)]
+    pub cleanup_policy: Option<Cleanup>,
+    /// How long a compacted topic keeps tombstones (ms; default 1 day).
+    #[arg(long)]
+    pub delete_retention_ms: Option<u64>,
+    /// How long a record stays uncompacted (ms; default 0).
+    #[arg(long)]
+    pub min_compaction_lag_ms: Option<u64>,
 }
 
 /// Arguments of `kappa topics alter`.
@@ -145,6 +179,16 @@ pub struct AlterArgs {
     /// Store the batches appended from now on compressed (or not).
     #[arg(long, value_enum)]
     pub compression: Option<Codec>,
+    /// Keep the latest record of each key (`compact`), delete by retention
+    /// (`delete`), or both (`compact,delete`).
+    #[arg(long, value_enum)]
+    pub cleanup_policy: Option<Cleanup>,
+    /// How long a compacted topic keeps tombstones (ms).
+    #[arg(long)]
+    pub delete_retention_ms: Option<u64>,
+    /// How long a record stays uncompacted (ms).
+    #[arg(long)]
+    pub min_compaction_lag_ms: Option<u64>,
 }
 
 impl TopicsCommand {
@@ -192,15 +236,21 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
             }
         }
         TopicsCommand::Alter(args) => {
-            if args.retention_ms.is_none() && args.retention_bytes.is_none() {
-                bail!("nothing to change: give --retention-ms and/or --retention-bytes");
-            }
-            let path = topic_path(&args.name);
             let body = AlterTopic {
                 retention_ms: args.retention_ms.map(Limit::value),
                 retention_bytes: args.retention_bytes.map(Limit::value),
                 compression_type: args.compression.map(Codec::wire),
+                cleanup_policy: args.cleanup_policy.map(Cleanup::wire),
+                delete_retention_ms: args.delete_retention_ms.map(Some),
+                min_compaction_lag_ms: args.min_compaction_lag_ms.map(Some),
             };
+            if serde_json::to_value(&body)?
+                .as_object()
+                .is_some_and(|fields| fields.is_empty())
+            {
+                bail!("nothing to change: give --retention-ms, --retention-bytes, --compression, --cleanup-policy, --delete-retention-ms or --min-compaction-lag-ms");
+            }
+            let path = topic_path(&args.name);
             let answer = client.patch_json(&path, &serde_json::to_value(body)?)?;
             let topic: TopicOut = http::parse(&path, &answer)?;
             out.write_all(render_description(&topic).as_bytes())?;
@@ -243,6 +293,9 @@ pub fn create_body(args: &CreateArgs) -> Value {
         }),
         fsync_interval_ms: args.fsync_interval_ms,
         compression_type: args.compression.map(Codec::wire),
+        cleanup_policy: args.cleanup_policy.map(Cleanup::wire),
+        delete_retention_ms: args.delete_retention_ms,
+        min_compaction_lag_ms: args.min_compaction_lag_ms,
     };
     serde_json::to_value(body).expect("a request serializes")
 }
@@ -278,7 +331,7 @@ pub fn render_list(topics: &[TopicOut]) -> String {
 
 /// The `topics describe` output: name, configuration line, partition table.
 pub fn render_description(topic: &TopicOut) -> String {
-    const ORDER: [&str; 8] = [
+    const ORDER: [&str; 11] = [
         "partitions",
         "segment_bytes",
         "segment_ms",
@@ -287,6 +340,9 @@ pub fn render_description(topic: &TopicOut) -> String {
         "fsync",
         "fsync_interval_ms",
         "compression_type",
+        "cleanup_policy",
+        "delete_retention_ms",
+        "min_compaction_lag_ms",
     ];
     let config = match serde_json::to_value(&topic.config) {
         Ok(Value::Object(map)) => map,
@@ -394,7 +450,8 @@ mod tests {
             "topic: orders\n\
              config: partitions=2 segment_bytes=134217728 segment_ms=604800000 \
              retention_ms=604800000 retention_bytes=null fsync=always fsync_interval_ms=100 \
-             compression_type=none\n\
+             compression_type=none cleanup_policy=delete delete_retention_ms=0 \
+             min_compaction_lag_ms=0\n\
              PARTITION  START  END     BYTES  SEGMENTS\n\
              \x20       0      0   42  8.00 KiB         1\n\
              \x20       1      5    7     100 B         2\n"

@@ -1,23 +1,31 @@
-//! `CreateTopics`, `DeleteTopics` and `DescribeConfigs` (topics): the same
-//! operations as the HTTP topic API, under the `admin` grant for changes.
+//! `CreateTopics`, `DeleteTopics`, `DescribeConfigs` and
+//! `IncrementalAlterConfigs` (topics): the same operations as the HTTP
+//! topic API, under the `admin` grant for changes.
 //!
 //! Topic configs understood at creation and described: `retention.ms`,
 //! `retention.bytes`, `segment.bytes`, `segment.ms` (Kafka's names; `-1`
 //! = no limit), `compression.type` (`zstd`, `lz4`, or `uncompressed` /
 //! `producer` / `none`: how Kappa stores the batches, whatever the
-//! producers sent; `gzip` and `snappy` are not stored). Others are
+//! producers sent; `gzip` and `snappy` are not stored), `cleanup.policy`
+//! (`delete`, `compact`, `compact,delete`), `delete.retention.ms` and
+//! `min.compaction.lag.ms` (compacted topics, `log/FORMAT.md` §8.3). Others are
 //! refused at creation (`INVALID_CONFIG`) rather than silently ignored. Replication factor: -1 or 1 (one node).
+//! `IncrementalAlterConfigs` sets or deletes (back to the default) what
+//! `PATCH /v1/topics/{topic}` can change: retention, `compression.type`
+//! and the compaction settings.
 
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
 };
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
     CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    DescribeConfigsRequest, DescribeConfigsResponse, TopicName,
+    DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, TopicName,
 };
-use kappa_log::{Compression, TopicConfig};
+use kappa_log::{Compression, TopicChanges, TopicConfig};
 
 use super::conn::Session;
 use super::{errors, metadata, text, Broker};
@@ -55,8 +63,11 @@ fn apply_configs(
                     .parse()
                     .map_err(|e| format!("compression.type: {e}"))?
             }
-            // Kappa keeps records by time and size only.
-            "cleanup.policy" if value == "delete" => {}
+            "cleanup.policy" => {
+                config.cleanup_policy = value.parse().map_err(|e| format!("cleanup.policy: {e}"))?
+            }
+            "delete.retention.ms" => config.delete_retention_ms = Some(number()?.max(0) as u64),
+            "min.compaction.lag.ms" => config.min_compaction_lag_ms = Some(number()?.max(0) as u64),
             other => return Err(format!("config {other:?} is not supported by Kappa")),
         }
     }
@@ -257,7 +268,7 @@ pub fn describe_configs(
                                 let mut c = DescribeConfigsResourceResult::default();
                                 c.name = text(k);
                                 c.value = Some(text(v));
-                                c.read_only = !matches!(k, "retention.ms" | "retention.bytes");
+                                c.read_only = !CHANGEABLE.contains(&k);
                                 c.config_source = if own { SOURCE_TOPIC } else { SOURCE_DEFAULT };
                                 c
                             })
@@ -272,6 +283,139 @@ pub fn describe_configs(
             }
         }
         response.results.push(result);
+    }
+    response
+}
+
+/// `IncrementalAlterConfigs` operation: set a value.
+const OP_SET: i8 = 0;
+/// `IncrementalAlterConfigs` operation: back to the default.
+const OP_DELETE: i8 = 1;
+
+/// The topic configs a change may name (Kafka's names).
+const CHANGEABLE: [&str; 6] = [
+    "retention.ms",
+    "retention.bytes",
+    "compression.type",
+    "cleanup.policy",
+    "delete.retention.ms",
+    "min.compaction.lag.ms",
+];
+
+/// The changes of one resource's `IncrementalAlterConfigs` operations to
+/// a topic now set as `config`, or what is wrong with them.
+fn alter_changes(
+    config: &TopicConfig,
+    ops: &[(String, i8, Option<String>)],
+) -> Result<TopicChanges, String> {
+    let mut new = config.clone();
+    let defaults = TopicConfig::default();
+    for (name, op, value) in ops {
+        if !CHANGEABLE.contains(&name.as_str()) {
+            return Err(format!(
+                "config {name:?} cannot be changed (changeable: {})",
+                CHANGEABLE.join(", ")
+            ));
+        }
+        match *op {
+            OP_SET => apply_configs(&mut new, &[(name.clone(), value.clone())])?,
+            OP_DELETE => match name.as_str() {
+                "retention.ms" => new.retention_ms = defaults.retention_ms,
+                "retention.bytes" => new.retention_bytes = defaults.retention_bytes,
+                "compression.type" => new.compression = defaults.compression,
+                "cleanup.policy" => new.cleanup_policy = defaults.cleanup_policy,
+                "delete.retention.ms" => new.delete_retention_ms = None,
+                _ => new.min_compaction_lag_ms = None,
+            },
+            other => {
+                return Err(format!(
+                    "operation {other} on {name:?} is not supported (0 SET and 1 DELETE are)"
+                ))
+            }
+        }
+    }
+    Ok(TopicChanges {
+        retention_ms: Some(new.retention_ms),
+        retention_bytes: Some(new.retention_bytes),
+        compression: Some(new.compression),
+        cleanup_policy: Some(new.cleanup_policy),
+        delete_retention_ms: Some(new.delete_retention_ms),
+        min_compaction_lag_ms: Some(new.min_compaction_lag_ms),
+    })
+}
+
+/// Answers `IncrementalAlterConfigs` for topics (the broker's settings do
+/// not change); needs the `admin` grant.
+pub async fn incremental_alter_configs(
+    broker: &Broker,
+    session: &Session,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut response = IncrementalAlterConfigsResponse::default();
+    let admin = session.allows(&Need::Admin);
+    for resource in request.resources {
+        let mut result = AlterConfigsResourceResponse::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name.clone();
+        let name = resource.resource_name.to_string();
+        let ops: Vec<(String, i8, Option<String>)> = resource
+            .configs
+            .iter()
+            .map(|c| {
+                (
+                    c.name.to_string(),
+                    c.config_operation,
+                    c.value.as_ref().map(|v| v.to_string()),
+                )
+            })
+            .collect();
+        let outcome = if resource.resource_type != RESOURCE_TOPIC {
+            Err((
+                errors::INVALID_REQUEST,
+                "only topic configs can change".to_string(),
+            ))
+        } else if !admin {
+            Err((
+                errors::TOPIC_AUTHORIZATION_FAILED,
+                "the admin grant is needed".to_string(),
+            ))
+        } else {
+            let (log, validate_only) = (broker.app.log.clone(), request.validate_only);
+            let owned = name.clone();
+            tokio::task::spawn_blocking(move || {
+                let topic = log
+                    .topic(&owned)
+                    .map_err(|e| (errors::of_log(&e), e.to_string()))?;
+                let changes = alter_changes(&topic.config(), &ops)
+                    .map_err(|m| (errors::INVALID_CONFIG, m))?;
+                if validate_only {
+                    return changes
+                        .apply(&topic.config())
+                        .validate()
+                        .map_err(|e| (errors::of_log(&e), e.to_string()));
+                }
+                topic
+                    .alter(&changes)
+                    .map(|_| ())
+                    .map_err(|e| (errors::of_log(&e), e.to_string()))
+            })
+            .await
+            .unwrap_or_else(|_| Err((errors::UNKNOWN_SERVER_ERROR, "the change failed".into())))
+        };
+        match outcome {
+            Ok(()) if !request.validate_only => crate::auth::audit::admin_action(
+                session.principal().expect("checked above"),
+                "kafka alter topic configs",
+                &name,
+                200,
+            ),
+            Ok(()) => {}
+            Err((code, message)) => {
+                result.error_code = code;
+                result.error_message = Some(text(message));
+            }
+        }
+        response.responses.push(result);
     }
     response
 }
@@ -292,7 +436,21 @@ fn topic_configs(config: &TopicConfig) -> Vec<(&'static str, String, bool)> {
             },
             true,
         ),
-        ("cleanup.policy", "delete".into(), false),
+        (
+            "cleanup.policy",
+            config.cleanup_policy.name().into(),
+            !config.cleanup_policy.is_delete(),
+        ),
+        (
+            "delete.retention.ms",
+            config.delete_retention_ms().to_string(),
+            config.delete_retention_ms.is_some(),
+        ),
+        (
+            "min.compaction.lag.ms",
+            config.min_compaction_lag_ms.unwrap_or(0).to_string(),
+            config.min_compaction_lag_ms.is_some(),
+        ),
         ("message.timestamp.type", "CreateTime".into(), false),
     ]
 }
@@ -324,6 +482,25 @@ mod tests {
             error.contains("compression.type") && error.contains("zstd"),
             "{error}"
         );
+        apply_configs(
+            &mut config,
+            &[
+                set("cleanup.policy", "compact,delete"),
+                set("delete.retention.ms", "1000"),
+                set("min.compaction.lag.ms", "2000"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            config.cleanup_policy,
+            kappa_log::CleanupPolicy::CompactDelete
+        );
+        assert_eq!(config.delete_retention_ms, Some(1000));
+        assert_eq!(config.min_compaction_lag_ms, Some(2000));
+        let described = topic_configs(&config);
+        assert!(described.contains(&("cleanup.policy", "compact,delete".into(), true)));
+        let error = apply_configs(&mut config, &[set("cleanup.policy", "purge")]).unwrap_err();
+        assert!(error.contains("cleanup.policy"), "{error}");
         let error = apply_configs(&mut config, &[set("min.insync.replicas", "2")]).unwrap_err();
         assert!(error.contains("min.insync.replicas"), "{error}");
         assert!(apply_configs(&mut config, &[set("retention.ms", "soon")]).is_err());

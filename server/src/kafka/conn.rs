@@ -293,6 +293,9 @@ async fn serve(
             Rs::DeleteTopics(admin::delete_topics(broker, session, r, version).await)
         }
         Rq::DescribeConfigs(r) => Rs::DescribeConfigs(admin::describe_configs(broker, session, r)),
+        Rq::IncrementalAlterConfigs(r) => {
+            Rs::IncrementalAlterConfigs(admin::incremental_alter_configs(broker, session, r).await)
+        }
         Rq::SaslHandshake(r) => Rs::SaslHandshake(sasl::handshake(session, r)),
         Rq::SaslAuthenticate(r) => Rs::SaslAuthenticate(sasl::authenticate(broker, session, r)),
         Rq::FindCoordinator(r) => {

@@ -61,6 +61,7 @@ pub fn of_log(error: &LogError) -> i16 {
         LogError::InvalidConfig(_) => INVALID_CONFIG,
         LogError::LimitExceeded(_) => MESSAGE_TOO_LARGE,
         LogError::InvalidArgument(_) | LogError::IdempotencyKeyReused { .. } => INVALID_REQUEST,
+        LogError::KeyRequired { .. } => INVALID_RECORD,
         LogError::PartitionBudget { .. } => INVALID_PARTITIONS,
         // The append queue is full: the client retries.
         LogError::Backpressure { .. } => REQUEST_TIMED_OUT,

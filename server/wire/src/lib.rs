@@ -61,6 +61,21 @@ pub enum CompressionType {
     Lz4,
 }
 
+/// What happens to a topic's old records (Kafka's `cleanup.policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+pub enum CleanupPolicyType {
+    /// Retention deletes old segments (when it is set).
+    #[default]
+    #[serde(rename = "delete")]
+    Delete,
+    /// The latest record of each key is kept; retention is not applied.
+    #[serde(rename = "compact")]
+    Compact,
+    /// Both.
+    #[serde(rename = "compact,delete")]
+    CompactDelete,
+}
+
 /// `POST /v1/topics` body. Only `name` is required; the others default to
 /// the server's topic defaults.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -103,6 +118,15 @@ pub struct CreateTopic {
     /// How batches are stored (`none` when absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compression_type: Option<CompressionType>,
+    /// What happens to old records (`delete` when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleanup_policy: Option<CleanupPolicyType>,
+    /// How long a compacted topic keeps tombstones (ms; 1 day when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete_retention_ms: Option<u64>,
+    /// How long a record stays uncompacted (ms; 0 when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_compaction_lag_ms: Option<u64>,
 }
 
 /// `PATCH /v1/topics/{topic}`: the settings to change (retention and
@@ -132,6 +156,25 @@ pub struct AlterTopic {
     /// as they are).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression_type: Option<CompressionType>,
+    /// New cleanup policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup_policy: Option<CleanupPolicyType>,
+    /// New tombstone retention (ms); null = the default (1 day).
+    #[serde(
+        default,
+        deserialize_with = "double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub delete_retention_ms: Option<Option<u64>>,
+    /// New compaction lag (ms); null = none.
+    #[serde(
+        default,
+        deserialize_with = "double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub min_compaction_lag_ms: Option<Option<u64>>,
 }
 
 /// A topic's settings as answered.
@@ -155,6 +198,16 @@ pub struct TopicConfigOut {
     /// does not say).
     #[serde(default)]
     pub compression_type: CompressionType,
+    /// What happens to old records (`delete` from a server that does not
+    /// say).
+    #[serde(default)]
+    pub cleanup_policy: CleanupPolicyType,
+    /// How long a compacted topic keeps tombstones (ms).
+    #[serde(default)]
+    pub delete_retention_ms: u64,
+    /// How long a record stays uncompacted (ms).
+    #[serde(default)]
+    pub min_compaction_lag_ms: u64,
 }
 
 /// Offsets and size of one partition.

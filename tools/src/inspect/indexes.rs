@@ -61,7 +61,7 @@ pub fn check_offset_index(path: &Path, walk: &SegmentWalk) -> anyhow::Result<Opt
     if index.is_empty() && !walk.batches.is_empty() {
         let mut p = entry_problem(path, 0, OFFSET_ENTRY_LEN, Some(walk.base_offset));
         p.what = "offset index is empty".into();
-        p.expected = "a first entry (0, 0) for a segment with batches".into();
+        p.expected = "a first entry at byte 0 for a segment with batches".into();
         p.found = "an empty file".into();
         return Ok(Some(p));
     }
@@ -72,9 +72,13 @@ pub fn check_offset_index(path: &Path, walk: &SegmentWalk) -> anyhow::Result<Opt
         let wanted = walk.base_offset + u64::from(rel);
         let mut p = entry_problem(path, i, OFFSET_ENTRY_LEN, Some(wanted));
         p.what = "offset index entry points to the wrong place".into();
-        if i == 0 && (rel, pos) != (0, 0) {
-            p.what = "first offset index entry is not (0, 0)".into();
-            p.expected = "relative offset 0 at byte 0".into();
+        let first_rel = walk
+            .batches
+            .first()
+            .map_or(0, |b| (b.base_offset - walk.base_offset) as u32);
+        if i == 0 && (rel, pos) != (first_rel, 0) {
+            p.what = "first offset index entry is not the first batch's".into();
+            p.expected = format!("relative offset {first_rel} at byte 0");
             p.found = format!("relative offset {rel} at byte {pos}");
             return Ok(Some(p));
         }

@@ -41,6 +41,11 @@ pub struct BatchInfo {
     pub append_time: i64,
     /// The idempotency key (lossy UTF-8), if the append carried one.
     pub idempotency_key: Option<String>,
+    /// The cleaner wrote it (log/FORMAT.md §2.9): offsets before it, and
+    /// after it up to the segment's end if it is the last, may be missing.
+    /// Left out of the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub compacted: bool,
 }
 
 impl BatchInfo {
@@ -110,7 +115,7 @@ pub fn walk(path: &Path, base_offset: u64, active: bool) -> anyhow::Result<Segme
                 break;
             }
         };
-        if view.base_offset() != out.next_offset {
+        if !batch::follows(view.base_offset(), view.is_compacted(), out.next_offset) {
             out.problem = Some(Problem {
                 path: path.to_owned(),
                 position: pos as u64,
@@ -141,6 +146,7 @@ pub fn walk(path: &Path, base_offset: u64, active: bool) -> anyhow::Result<Segme
             idempotency_key: view
                 .idempotency_key()
                 .map(|k| String::from_utf8_lossy(k).into_owned()),
+            compacted: view.is_compacted(),
         });
         out.next_offset = view.next_offset();
         pos += view.len();
