@@ -8,7 +8,7 @@
 //!    older than the topic's `min_compaction_lag_ms` and the log's
 //!    idempotency window (the cleaner drops the idempotency keys of the
 //!    batches it splits, so it leaves alone what a retry could still name).
-//!    The active segment is never touched.
+//!    The active segment and segments in tiered storage are never touched.
 //! 2. **Clean and dirty**: a cleanable segment whose first batch the
 //!    cleaner wrote ([`batch::COMPACTED`]) was compacted before; the
 //!    segments after the clean ones are dirty. Nothing to do without dirty
@@ -141,7 +141,8 @@ pub(crate) fn clean_partition(shared: &PartitionShared, now_ms: i64) -> Result<C
         return Ok(CompactionOutcome::default());
     };
     let mut cleanable: Vec<Arc<Segment>> = Vec::new();
-    for s in sealed {
+    // Segments in tiered storage (a prefix) are not compacted.
+    for s in sealed.iter().filter(|s| !s.is_remote()) {
         let newest = match s.known_max_append_time() {
             Some(t) => t,
             None => shared.learn_append_time(s)?,

@@ -13,6 +13,7 @@ use crate::clock::AppendClock;
 use crate::compression::Compression;
 use crate::error::{LogError, Result};
 use crate::io::FaultInjector;
+use crate::tiered::SegmentStore;
 
 /// When the writer makes appended bytes durable with `fdatasync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -76,6 +77,15 @@ pub struct TopicConfig {
     /// cleaner drops).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_compaction_lag_ms: Option<u64>,
+    /// Move sealed segments to tiered storage once their newest record is
+    /// this old (`log/FORMAT.md` §8.4); needs the log's `remote_store`.
+    /// `None` keeps them local. Written only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_retention_ms: Option<u64>,
+    /// Move the oldest sealed segments to tiered storage while a
+    /// partition's local bytes exceed this. Written only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_retention_bytes: Option<u64>,
 }
 
 /// How long a compacted topic keeps tombstones by default: 1 day, as Kafka.
@@ -179,6 +189,10 @@ pub struct TopicChanges {
     pub delete_retention_ms: Option<Option<u64>>,
     /// New compaction lag (`Some(None)`: none).
     pub min_compaction_lag_ms: Option<Option<u64>>,
+    /// New local retention by age (`Some(None)`: segments stay local).
+    pub local_retention_ms: Option<Option<u64>>,
+    /// New local retention by size (`Some(None)`: no limit).
+    pub local_retention_bytes: Option<Option<u64>>,
 }
 
 impl TopicChanges {
@@ -195,6 +209,10 @@ impl TopicChanges {
             min_compaction_lag_ms: self
                 .min_compaction_lag_ms
                 .unwrap_or(config.min_compaction_lag_ms),
+            local_retention_ms: self.local_retention_ms.unwrap_or(config.local_retention_ms),
+            local_retention_bytes: self
+                .local_retention_bytes
+                .unwrap_or(config.local_retention_bytes),
             ..config.clone()
         }
     }
@@ -221,6 +239,8 @@ impl Default for TopicConfig {
             cleanup_policy: CleanupPolicy::Delete,
             delete_retention_ms: None,
             min_compaction_lag_ms: None,
+            local_retention_ms: None,
+            local_retention_bytes: None,
         }
     }
 }
@@ -307,6 +327,11 @@ pub struct LogConfig {
     /// after each rewritten segment keeps it under); `None` = no limit
     /// (the default).
     pub cleaner_io_bytes_per_sec: Option<u64>,
+    /// Tiered storage: where topics with a local retention move their
+    /// old sealed segments (`log/FORMAT.md` §8.4). `None` (the default):
+    /// every segment stays local, and a topic asking for a local
+    /// retention is refused.
+    pub remote_store: Option<Arc<dyn SegmentStore>>,
     /// Fault injection for tests; `None` in production.
     pub faults: Option<Arc<FaultInjector>>,
     /// The append clock every partition takes append times from (the
@@ -333,6 +358,7 @@ impl LogConfig {
             cleaner_buffer_bytes: 128 << 20,
             min_cleanable_dirty_ratio: 0.5,
             cleaner_io_bytes_per_sec: None,
+            remote_store: None,
             faults: None,
             clock: Arc::new(AppendClock::system()),
         }

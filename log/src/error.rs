@@ -52,6 +52,11 @@ pub enum LogError {
         policy: String,
     },
 
+    /// Tiered storage could not be reached: a read of a segment kept
+    /// there, or a move there, failed (appends and local reads go on).
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+
     /// The topic does not exist.
     #[error("topic {0:?} does not exist")]
     UnknownTopic(String),

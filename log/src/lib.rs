@@ -9,8 +9,9 @@
 //! index      sparse offset and time indexes               index.rs
 //! segment    one .log + indexes; scan, read               segment.rs, cache.rs
 //! partition  segments, writer thread, recovery, reads,    partition.rs, writer.rs,
-//!            retention, compaction                        recovery.rs, retention.rs,
-//!                                                          cleaner.rs, idempotency.rs
+//!            retention, compaction, tiering               recovery.rs, retention.rs,
+//!                                                          cleaner.rs, tiered.rs,
+//!                                                          idempotency.rs
 //! topic      partitions + routing (murmur2)               topic.rs, partitioner.rs
 //! log        data dir, topics, groups, retention task,    log.rs, offsets/,
 //!            the log-wide append clock                    clock.rs
@@ -50,6 +51,7 @@ mod retention;
 pub mod segment;
 pub mod stats;
 mod syncer;
+pub mod tiered;
 mod topic;
 mod writer;
 
@@ -68,6 +70,7 @@ pub use partition::{
     AppendOutcome, AppendRequest, Fetch, Partition, PartitionDescription, PendingAppend,
 };
 pub use partitioner::partition_for_key;
+pub use tiered::SegmentStore;
 pub use topic::validate_topic_name;
 pub use topic::{
     PartialProduce, ProduceFailure, ProduceOutcome, ProduceRecord, Produced, Topic,

@@ -110,6 +110,11 @@ impl Log {
             std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
         }
         clear_dir(&trash)?;
+        // Downloaded tiered segments: fetched again when read.
+        let remote_cache = data.join(crate::tiered::REMOTE_CACHE_DIR);
+        if remote_cache.exists() {
+            std::fs::remove_dir_all(&remote_cache).map_err(|e| LogError::io(&remote_cache, e))?;
+        }
         let offsets = OffsetStore::open_with_faults(&data.join("groups"), config.faults.clone())?;
         let cache = Arc::new(SegmentCache::new(
             config.max_open_segments,
@@ -171,6 +176,7 @@ impl Log {
     pub fn create_topic(&self, name: &str, config: TopicConfig) -> Result<Arc<Topic>> {
         validate_topic_name(name)?;
         config.validate()?;
+        crate::tiered::check_tiering(&config, &self.inner.config)?;
         let _admin = self.inner.admin.lock().expect("admin");
         if self.inner.topics.read().expect("topics").contains_key(name) {
             return Err(LogError::TopicExists(name.to_string()));
@@ -248,6 +254,9 @@ impl Log {
             .remove(name)
             .ok_or_else(|| LogError::UnknownTopic(name.to_string()))?;
         topic.close();
+        for p in topic.partitions() {
+            p.delete_remote();
+        }
         // Offsets first: a crash after this leaves the topic with no group
         // offsets (harmless), never a new topic of the same name inheriting
         // old ones.
@@ -282,6 +291,13 @@ impl Log {
     /// number of segments deleted.
     pub fn enforce_retention(&self, now_ms: i64) -> Result<usize> {
         enforce_retention(&self.inner, now_ms)
+    }
+
+    /// Moves every partition's sealed segments past its topic's local
+    /// retention to tiered storage as of `now_ms` (what the background
+    /// task does after each compaction pass); returns how many moved.
+    pub fn tier(&self, now_ms: i64) -> Result<usize> {
+        tier_all(&self.inner, now_ms)
     }
 
     /// Runs a compaction pass over every partition of every compacted
@@ -465,6 +481,34 @@ fn compact_all(inner: &Inner, now_ms: i64) -> Result<CompactionOutcome> {
     }
 }
 
+fn tier_all(inner: &Inner, now_ms: i64) -> Result<usize> {
+    let topics: Vec<Arc<Topic>> = inner
+        .topics
+        .read()
+        .expect("topics")
+        .values()
+        .cloned()
+        .collect();
+    // As for retention: every partition is tried, the first error returned.
+    let mut moved = 0;
+    let mut first_error = None;
+    for topic in topics {
+        for p in topic.partitions() {
+            match p.tier(now_ms) {
+                Ok(n) => moved += n,
+                Err(e) => {
+                    tracing::error!(topic = topic.name(), partition = p.id(), error = %e, "moving segments to tiered storage failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    match first_error {
+        None => Ok(moved),
+        Some(e) => Err(e),
+    }
+}
+
 fn start_retention(
     inner: Weak<Inner>,
     interval_ms: u64,
@@ -483,6 +527,9 @@ fn start_retention(
             }
             if let Err(e) = compact_all(&inner, inner.config.clock.now()) {
                 tracing::error!(error = %e, "compaction failed");
+            }
+            if let Err(e) = tier_all(&inner, inner.config.clock.now()) {
+                tracing::error!(error = %e, "tiering failed");
             }
         })
         .map_err(|e| LogError::io("retention thread", e))?;

@@ -27,6 +27,7 @@ use crate::error::{LogError, Result};
 use crate::idempotency::{IdempotencyWindow, StoredKey};
 use crate::retention::{self, SegmentFacts};
 use crate::segment::{self, Segment};
+use crate::tiered::RemotePlace;
 use crate::writer::{AppendJob, Command, Writer};
 use crate::{now_ms, recovery, stats};
 
@@ -112,6 +113,8 @@ pub struct PartitionDescription {
     pub bytes: u64,
     /// Number of segments.
     pub segment_count: usize,
+    /// Bytes of the segments in tiered storage (counted in `bytes` too).
+    pub remote_bytes: u64,
 }
 
 /// State shared by the partition handle, its writer thread and readers.
@@ -138,6 +141,8 @@ pub struct PartitionShared {
     pub(crate) cache: Arc<SegmentCache>,
     /// Recent idempotency keys; the writer updates it under this lock.
     pub idempotency: Mutex<IdempotencyWindow>,
+    /// Where its tiered segments go, if the log has a tiered store.
+    pub(crate) remote: Option<RemotePlace>,
 }
 
 impl PartitionShared {
@@ -277,11 +282,12 @@ impl Partition {
         config: TopicConfig,
         log_config: Arc<LogConfig>,
         cache: Arc<SegmentCache>,
+        remote: Option<RemotePlace>,
     ) -> Result<Partition> {
         let span = tracing::info_span!("recovery", topic, partition);
         let _entered = span.enter();
         let started = std::time::Instant::now();
-        let recovered = recovery::recover(&dir, log_config.index_interval_bytes)?;
+        let recovered = recovery::recover(&dir, log_config.index_interval_bytes, remote.as_ref())?;
         let start = *recovered
             .segments
             .keys()
@@ -310,6 +316,7 @@ impl Partition {
             failure: Mutex::new(None),
             cache,
             idempotency: Mutex::new(IdempotencyWindow::new(0, 0)),
+            remote,
         });
         *shared.idempotency.lock().expect("idempotency") = recover_window(&shared, recovered.keys)?;
         tracing::debug!(
@@ -726,6 +733,11 @@ impl Partition {
             end_offset: self.end_offset(),
             bytes: segments.iter().map(|s| s.readable_bytes()).sum(),
             segment_count: segments.len(),
+            remote_bytes: segments
+                .iter()
+                .filter(|s| s.is_remote())
+                .map(|s| s.readable_bytes())
+                .sum(),
         }
     }
 
@@ -786,6 +798,7 @@ impl Partition {
             return Ok(0);
         }
         let doomed: Vec<Arc<Segment>> = sealed[..n].to_vec();
+        let remote = crate::tiered::forget_remote(&self.shared, &doomed)?;
         {
             let mut map = self.shared.segments.write().expect("segments");
             for s in &doomed {
@@ -806,11 +819,35 @@ impl Partition {
             }
             tracing::info!(topic = %self.shared.topic, partition = self.shared.partition, segment = s.base_offset, "retention deleted segment");
         }
+        for (place, base) in remote {
+            place.delete(base);
+        }
         stats::global()
             .segments_deleted
             .fetch_add(n as u64, Ordering::Relaxed);
         crate::io::sync_dir(&self.shared.dir)?;
         Ok(n)
+    }
+
+    /// Moves the sealed segments past the topic's local retention to
+    /// tiered storage (`tiered.rs`) as of `now_ms`; returns how many.
+    pub fn tier(&self, now_ms: i64) -> Result<usize> {
+        crate::tiered::tier_partition(&self.shared, now_ms)
+    }
+
+    /// Refuses `settings` if they ask for tiering the log cannot do.
+    pub(crate) fn check_tiering(&self, settings: &TopicConfig) -> Result<()> {
+        crate::tiered::check_tiering(settings, &self.shared.log_config)
+    }
+
+    /// Deletes the objects of the partition's tiered segments (its topic
+    /// is being deleted); failures are logged.
+    pub(crate) fn delete_remote(&self) {
+        for s in self.shared.snapshot() {
+            if let Some(remote) = s.remote() {
+                remote.place().delete(s.base_offset);
+            }
+        }
     }
 
     /// Runs one compaction pass (`cleaner.rs`) as of `now_ms`; nothing
@@ -897,6 +934,10 @@ fn recover_window(
     let segments = shared.snapshot();
     for segment in segments.iter().rev().skip(1) {
         if found >= cfg.idempotency_window_keys {
+            break;
+        }
+        if segment.is_remote() {
+            // Tiered: older than any local segment, not read at open.
             break;
         }
         let bytes = segment::map_file(&segment.paths.log)?;

@@ -25,6 +25,7 @@ use crate::error::{LogError, Result};
 use crate::idempotency::StoredKey;
 use crate::segment::{self, ActiveFiles, IndexBuilder, Segment, SegmentPaths};
 use crate::stats;
+use crate::tiered::{RemoteManifest, RemotePlace, REMOTE_MANIFEST};
 
 /// The writer's view of the active segment.
 #[derive(Debug)]
@@ -63,10 +64,24 @@ pub(crate) fn base_offset_of(name: &str) -> Option<u64> {
     (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok())?
 }
 
-/// Opens (creating if needed) the partition directory `dir`.
-pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
+/// Opens (creating if needed) the partition directory `dir`; `remote` is
+/// where its tiered segments are, if the log has a tiered store.
+pub fn recover(dir: &Path, interval_bytes: u64, remote: Option<&RemotePlace>) -> Result<Recovered> {
     std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
     crate::cleaner::finish_swaps(dir)?;
+    let manifest = RemoteManifest::load(dir)?;
+    let remote_end = manifest.segments.last().map(|e| e.end_offset);
+    if let (Some(_), None) = (remote_end, remote) {
+        return Err(LogError::Metadata {
+            path: dir.join(REMOTE_MANIFEST),
+            problem: format!(
+                "the partition has {} segments in tiered storage, but the log has no tiered store",
+                manifest.segments.len()
+            ),
+            recovery: "start with the tiered store its segments were moved to (the server's tiered_storage_url)".into(),
+        });
+    }
+    finish_moves(dir, &manifest)?;
     let mut bases = Vec::new();
     let mut others = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
@@ -91,13 +106,30 @@ pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
         }
     }
     if bases.is_empty() {
-        let paths = SegmentPaths::new(dir, 0);
+        let base = remote_end.unwrap_or(0);
+        let paths = SegmentPaths::new(dir, base);
         File::create(&paths.log).map_err(|e| LogError::io(&paths.log, e))?;
         crate::io::sync_dir(dir)?;
-        bases.push(0);
+        bases.push(base);
+    }
+    if let Some(end) = remote_end.filter(|end| *end != bases[0]) {
+        return Err(LogError::Metadata {
+            path: dir.join(REMOTE_MANIFEST),
+            problem: format!(
+                "its last tiered segment ends at offset {end}, but the first local segment starts at {}",
+                bases[0]
+            ),
+            recovery: "restore the partition directory and its remote.json from a backup".into(),
+        });
     }
 
     let mut segments = BTreeMap::new();
+    if let Some(place) = remote {
+        for entry in &manifest.segments {
+            let segment = Segment::new_remote(place.clone(), entry, interval_bytes);
+            segments.insert(entry.base_offset, Arc::new(segment));
+        }
+    }
     for pair in bases.windows(2) {
         let paths = SegmentPaths::new(dir, pair[0]);
         let bytes = std::fs::metadata(&paths.log)
@@ -114,6 +146,30 @@ pub fn recover(dir: &Path, interval_bytes: u64) -> Result<Recovered> {
         active,
         keys,
     })
+}
+
+/// Deletes the local copies of segments `manifest` lists as tiered: a
+/// move that stopped after its commit point (the manifest) is finished.
+fn finish_moves(dir: &Path, manifest: &RemoteManifest) -> Result<()> {
+    let mut removed = false;
+    for entry in &manifest.segments {
+        let paths = SegmentPaths::new(dir, entry.base_offset);
+        if !paths.log.exists() {
+            continue;
+        }
+        tracing::warn!(segment = %paths.log.display(), "finishing a move to tiered storage a stop interrupted: removing the local copy");
+        for path in [&paths.log, &paths.index, &paths.time_index] {
+            match std::fs::remove_file(path) {
+                Ok(()) => removed = true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(path, e)),
+            }
+        }
+    }
+    if removed {
+        crate::io::sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 type Keys = Vec<StoredKey>;

@@ -21,6 +21,7 @@ use crate::batch::{self, BatchView, DecodeError, ReadBatch};
 use crate::error::{LogError, Result};
 use crate::idempotency::StoredKey;
 use crate::index::{OffsetIndex, TimeIndex};
+use crate::tiered::{RemotePlace, RemoteSegment, RemoteSource};
 
 /// The three file paths of a segment.
 #[derive(Debug, Clone)]
@@ -469,9 +470,12 @@ pub struct Segment {
     state: Mutex<State>,
     /// LRU tick of the last use (for the cache).
     pub last_used: AtomicU64,
-    /// Set when retention, compaction or topic deletion removed it.
+    /// Set when retention, compaction, tiering or topic deletion removed it.
     pub deleted: AtomicBool,
     interval_bytes: u64,
+    /// Of a segment in tiered storage (`tiered.rs`): where it is, and how
+    /// it comes back to `paths` (the download directory).
+    remote: Option<Arc<RemoteSource>>,
 }
 
 /// Where a read found the batches.
@@ -502,6 +506,7 @@ impl Segment {
             last_used: AtomicU64::new(0),
             deleted: AtomicBool::new(false),
             interval_bytes,
+            remote: None,
         }
     }
 
@@ -524,7 +529,38 @@ impl Segment {
             last_used: AtomicU64::new(0),
             deleted: AtomicBool::new(false),
             interval_bytes,
+            remote: None,
         }
+    }
+
+    /// A segment in tiered storage, as its partition's `remote.json` lists
+    /// it; its files are downloaded on first use.
+    pub fn new_remote(place: RemotePlace, entry: &RemoteSegment, interval_bytes: u64) -> Segment {
+        let mut segment = Segment::new_sealed(
+            place.cache_paths(entry.base_offset),
+            entry.base_offset,
+            entry.end_offset,
+            entry.bytes,
+            interval_bytes,
+        );
+        segment
+            .max_timestamp
+            .store(entry.max_timestamp, Ordering::Release);
+        segment
+            .max_append_time
+            .store(entry.max_append_time, Ordering::Release);
+        segment.remote = Some(Arc::new(RemoteSource::new(place, entry.base_offset)));
+        segment
+    }
+
+    /// True if the segment is in tiered storage.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Where a tiered segment is.
+    pub fn remote(&self) -> Option<&Arc<RemoteSource>> {
+        self.remote.as_ref()
     }
 
     /// Bytes readers may read.
@@ -568,10 +604,15 @@ impl Segment {
     /// that were mapped.
     pub fn close_files(&self) -> u64 {
         let mut state = self.state.lock().expect("segment state");
-        match &mut *state {
+        let closed = match &mut *state {
             State::Sealed(files) => files.take().map_or(0, |f| f.log.len() as u64),
             State::Active(_) => 0,
+        };
+        drop(state);
+        if let Some(remote) = &self.remote {
+            remote.evict();
         }
+        closed
     }
 
     /// Current source for reads. For a sealed segment whose files are not
@@ -588,6 +629,14 @@ impl Segment {
     /// rebuilds (and rewrites) any that are missing or damaged. Called by the
     /// cache, which accounts for the mapping.
     pub fn open_sealed(&self) -> Result<Arc<SealedFiles>> {
+        match &self.remote {
+            Some(remote) => remote.with_files(|| self.open_local()),
+            None => self.open_local(),
+        }
+    }
+
+    /// [`Segment::open_sealed`] of files on disk.
+    fn open_local(&self) -> Result<Arc<SealedFiles>> {
         let log = map_file(&self.paths.log).map_err(|e| self.deleted_or(e))?;
         let rel_end = self.end_offset() - self.base_offset;
         let offsets =

@@ -24,6 +24,8 @@ pub struct LogStats {
     /// Records compaction removed (older values of a key, expired
     /// tombstones).
     pub records_compacted: AtomicU64,
+    /// Segments moved to tiered storage.
+    pub segments_tiered: AtomicU64,
 }
 
 /// The process-wide counters.

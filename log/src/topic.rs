@@ -12,6 +12,7 @@ use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
 use crate::partition::{AppendOutcome, AppendRequest, Partition, PartitionDescription};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
+use crate::tiered::RemotePlace;
 
 /// Longest topic name.
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
@@ -154,6 +155,15 @@ impl Topic {
     ) -> Result<Topic> {
         let mut partitions = Vec::with_capacity(meta.config.partitions as usize);
         for p in 0..meta.config.partitions {
+            let remote = log_config.remote_store.as_ref().map(|store| {
+                RemotePlace::new(
+                    store.clone(),
+                    &log_config.data_dir,
+                    &meta.name,
+                    meta.created_ms,
+                    p,
+                )
+            });
             partitions.push(Partition::open(
                 &meta.name,
                 p,
@@ -161,6 +171,7 @@ impl Topic {
                 meta.config.clone(),
                 log_config.clone(),
                 cache.clone(),
+                remote,
             )?);
         }
         Ok(Topic {
@@ -195,6 +206,9 @@ impl Topic {
         let mut config = self.config.write().expect("config");
         let new = changes.apply(&config);
         new.validate()?;
+        if let Some(p) = self.partitions.first() {
+            p.check_tiering(&new)?;
+        }
         let meta = TopicMeta {
             config: new.clone(),
             ..self.meta.clone()

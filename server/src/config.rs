@@ -195,6 +195,11 @@ pub struct ServerConfig {
     pub checkpoint_url: Option<String>,
     /// How often each task is checkpointed (ms; default 10000).
     pub checkpoint_interval_ms: u64,
+    /// Tiered storage: where topics with a `local_retention_ms` or
+    /// `local_retention_bytes` move their old segments — `s3://bucket/prefix`
+    /// (credentials and endpoint from the `AWS_*` environment variables)
+    /// or `file:///dir` (default none: every segment stays local).
+    pub tiered_storage_url: Option<String>,
     /// Standbys per partition of a view spread over a Kappa cluster's
     /// nodes: 0 (default) or 1, a warm copy on the node that takes the
     /// partition over when its owner is lost.
@@ -270,6 +275,7 @@ impl Default for ServerConfig {
             advertise_url: None,
             coordination_cluster: None,
             checkpoint_url: None,
+            tiered_storage_url: None,
             checkpoint_interval_ms: 10_000,
             standby_replicas: 0,
         }
@@ -373,6 +379,9 @@ pub struct Overrides {
     /// Checkpoint the tasks of views spread over the Kappa cluster here: s3://bucket/prefix or file:///dir [default: none].
     #[arg(long, env = "KAPPA_CHECKPOINT_URL")]
     pub checkpoint_url: Option<String>,
+    /// Move topics' old segments to tiered storage here: s3://bucket/prefix or file:///dir [default: none].
+    #[arg(long, env = "KAPPA_TIERED_STORAGE_URL")]
+    pub tiered_storage_url: Option<String>,
     /// How often each task is checkpointed, ms [default: 10000].
     #[arg(long, env = "KAPPA_CHECKPOINT_INTERVAL_MS")]
     pub checkpoint_interval_ms: Option<u64>,
@@ -513,6 +522,9 @@ impl ServerConfig {
         }
         if o.checkpoint_url.is_some() {
             config.checkpoint_url = o.checkpoint_url;
+        }
+        if o.tiered_storage_url.is_some() {
+            config.tiered_storage_url = o.tiered_storage_url;
         }
         if let Some(ms) = o.checkpoint_interval_ms {
             config.checkpoint_interval_ms = ms;
@@ -716,9 +728,18 @@ impl ServerConfig {
         }
     }
 
-    /// The log configuration this server config implies.
-    pub fn log_config(&self) -> kappa_log::LogConfig {
-        kappa_log::LogConfig {
+    /// The log configuration this server config implies (opening the
+    /// tiered store, if one is set).
+    pub fn log_config(&self) -> anyhow::Result<kappa_log::LogConfig> {
+        let remote_store = match &self.tiered_storage_url {
+            Some(url) => {
+                let store = kappa_cluster::ObjectSegmentStore::open(url)
+                    .map_err(|e| anyhow::anyhow!("tiered_storage_url: {e}"))?;
+                Some(std::sync::Arc::new(store) as std::sync::Arc<dyn kappa_log::SegmentStore>)
+            }
+            None => None,
+        };
+        Ok(kappa_log::LogConfig {
             append_queue_wait_ms: self.append_queue_wait_ms,
             append_queue_bytes: self.append_queue_bytes,
             // One request body may become one batch (JSON text is larger than
@@ -730,8 +751,9 @@ impl ServerConfig {
             cleaner_buffer_bytes: self.cleaner_buffer_bytes,
             min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio,
             cleaner_io_bytes_per_sec: self.cleaner_io_bytes_per_sec,
+            remote_store,
             ..kappa_log::LogConfig::new(&self.data_dir)
-        }
+        })
     }
 }
 

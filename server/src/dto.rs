@@ -271,6 +271,10 @@ impl CreateTopicExt for CreateTopic {
             min_compaction_lag_ms: self
                 .min_compaction_lag_ms
                 .or(defaults.min_compaction_lag_ms),
+            local_retention_ms: self.local_retention_ms.or(defaults.local_retention_ms),
+            local_retention_bytes: self
+                .local_retention_bytes
+                .or(defaults.local_retention_bytes),
         }
     }
 }
@@ -307,6 +311,8 @@ impl AlterTopicExt for AlterTopic {
             && self.cleanup_policy.is_none()
             && self.delete_retention_ms.is_none()
             && self.min_compaction_lag_ms.is_none()
+            && self.local_retention_ms.is_none()
+            && self.local_retention_bytes.is_none()
         {
             return None;
         }
@@ -317,6 +323,8 @@ impl AlterTopicExt for AlterTopic {
             cleanup_policy: self.cleanup_policy.map(cleanup_policy_of),
             delete_retention_ms: self.delete_retention_ms,
             min_compaction_lag_ms: self.min_compaction_lag_ms,
+            local_retention_ms: self.local_retention_ms,
+            local_retention_bytes: self.local_retention_bytes,
         })
     }
 }
@@ -346,6 +354,8 @@ pub fn topic_out(d: kappa_log::TopicDescription) -> TopicOut {
             },
             delete_retention_ms: c.delete_retention_ms(),
             min_compaction_lag_ms: c.min_compaction_lag_ms.unwrap_or(0),
+            local_retention_ms: c.local_retention_ms,
+            local_retention_bytes: c.local_retention_bytes,
         },
         partitions: d
             .partitions
@@ -356,6 +366,7 @@ pub fn topic_out(d: kappa_log::TopicDescription) -> TopicOut {
                 end_offset: p.end_offset,
                 bytes: p.bytes,
                 segment_count: p.segment_count,
+                remote_bytes: p.remote_bytes,
             })
             .collect(),
     }

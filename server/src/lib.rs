@@ -60,7 +60,7 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let log_config = config.log_config();
+    let log_config = config.log_config()?;
     run_with_log_config(config, log_config, listener, shutdown).await
 }
 
@@ -97,7 +97,7 @@ pub async fn run_listening(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let log_config = config.log_config();
+    let log_config = config.log_config()?;
     serve_all(config, log_config, listener, listeners, shutdown).await
 }
 

@@ -85,7 +85,7 @@ impl Server {
             processor_threads: 1,
             ..ServerConfig::default()
         };
-        let log_config = config.log_config();
+        let log_config = config.log_config().unwrap();
         let (addr_rx, stop, thread) = support::spawn(config, log_config);
         let addr = addr_rx
             .recv_timeout(Duration::from_secs(30))

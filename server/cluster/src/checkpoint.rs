@@ -152,50 +152,7 @@ impl CheckpointStore {
     /// and values (e.g. `AWS_ENDPOINT_URL`), which override the
     /// environment's. Options are refused for a `file://` URL.
     pub fn open_with(url: &str, options: &[(String, String)]) -> Result<CheckpointStore, String> {
-        let (store, prefix): (Box<dyn ObjectStore>, Path) = if let Some(rest) =
-            url.strip_prefix("s3://")
-        {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            if bucket.is_empty() {
-                return Err(format!(
-                    "checkpoint store URL {url:?} names no bucket: {ACCEPTED_FORMS}"
-                ));
-            }
-            let prefix = Path::parse(prefix).map_err(|e| {
-                format!("checkpoint store URL {url:?}: prefix {prefix:?} is not a valid object path: {e}")
-            })?;
-            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
-            for (name, value) in options {
-                let key: AmazonS3ConfigKey = name.to_ascii_lowercase().parse().map_err(|e| {
-                    format!("checkpoint store URL {url:?}: unknown S3 option {name:?}: {e}")
-                })?;
-                builder = builder.with_config(key, value);
-            }
-            let s3 = builder
-                .build()
-                .map_err(|e| format!("checkpoint store URL {url:?}: {e}"))?;
-            (Box::new(s3), prefix)
-        } else if let Some(dir) = url.strip_prefix("file://") {
-            if !dir.starts_with('/') {
-                return Err(format!(
-                    "checkpoint store URL {url:?} is not an absolute file URL: {ACCEPTED_FORMS}"
-                ));
-            }
-            if let Some((name, _)) = options.first() {
-                return Err(format!(
-                    "checkpoint store URL {url:?}: option {name:?} applies only to s3:// URLs"
-                ));
-            }
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("checkpoint store URL {url:?}: creating {dir}: {e}"))?;
-            let local = LocalFileSystem::new_with_prefix(dir)
-                .map_err(|e| format!("checkpoint store URL {url:?}: {e}"))?;
-            (Box::new(local), Path::default())
-        } else {
-            return Err(format!(
-                "checkpoint store URL {url:?} is not supported: {ACCEPTED_FORMS}"
-            ));
-        };
+        let (store, prefix) = open_store(url, options, "checkpoint store")?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -608,22 +565,11 @@ impl CheckpointStore {
 
     /// Streams one object into a new file at `target` and syncs it.
     async fn download_file(&self, location: &Path, target: &FsPath) -> Result<u64, String> {
-        let mut stream = self
-            .store
-            .get(location)
+        let out =
+            File::create_new(target).map_err(|e| format!("writing {}: {e}", target.display()))?;
+        download_to(&*self.store, location, out, target)
             .await
-            .map_err(|e| self.error(location, "reading", e))?
-            .into_stream();
-        let write_error = |e: std::io::Error| format!("writing {}: {e}", target.display());
-        let mut out = File::create_new(target).map_err(write_error)?;
-        let mut written = 0;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| self.error(location, "reading", e))?;
-            out.write_all(&chunk).map_err(write_error)?;
-            written += chunk.len() as u64;
-        }
-        out.sync_all().map_err(write_error)?;
-        Ok(written)
+            .map_err(|e| format!("{e} (in {})", self.url))
     }
 
     /// An object store error, naming the object and the store.
@@ -633,6 +579,62 @@ impl CheckpointStore {
 }
 
 /// The URL forms [`CheckpointStore::open`] accepts.
+/// The object store and prefix a URL names: `s3://bucket/prefix`
+/// (credentials, region and endpoint from the usual `AWS_*` environment
+/// variables, overridden by `options`) or `file:///abs/dir` (created if
+/// missing; no options). `what` names the setting in messages.
+pub(crate) fn open_store(
+    url: &str,
+    options: &[(String, String)],
+    what: &str,
+) -> Result<(Box<dyn ObjectStore>, Path), String> {
+    let (store, prefix): (Box<dyn ObjectStore>, Path) =
+        if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(format!(
+                    "{what} URL {url:?} names no bucket: {ACCEPTED_FORMS}"
+                ));
+            }
+            let prefix = Path::parse(prefix).map_err(|e| {
+                format!("{what} URL {url:?}: prefix {prefix:?} is not a valid object path: {e}")
+            })?;
+            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            for (name, value) in options {
+                let key: AmazonS3ConfigKey = name
+                    .to_ascii_lowercase()
+                    .parse()
+                    .map_err(|e| format!("{what} URL {url:?}: unknown S3 option {name:?}: {e}"))?;
+                builder = builder.with_config(key, value);
+            }
+            let s3 = builder
+                .build()
+                .map_err(|e| format!("{what} URL {url:?}: {e}"))?;
+            (Box::new(s3), prefix)
+        } else if let Some(dir) = url.strip_prefix("file://") {
+            if !dir.starts_with('/') {
+                return Err(format!(
+                    "{what} URL {url:?} is not an absolute file URL: {ACCEPTED_FORMS}"
+                ));
+            }
+            if let Some((name, _)) = options.first() {
+                return Err(format!(
+                    "{what} URL {url:?}: option {name:?} applies only to s3:// URLs"
+                ));
+            }
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("{what} URL {url:?}: creating {dir}: {e}"))?;
+            let local = LocalFileSystem::new_with_prefix(dir)
+                .map_err(|e| format!("{what} URL {url:?}: {e}"))?;
+            (Box::new(local), Path::default())
+        } else {
+            return Err(format!(
+                "{what} URL {url:?} is not supported: {ACCEPTED_FORMS}"
+            ));
+        };
+    Ok((store, prefix))
+}
+
 const ACCEPTED_FORMS: &str = "expected s3://bucket/prefix or file:///absolute/directory";
 
 /// A task's name as one path segment: ASCII letters, digits, `_`, `-` and
@@ -754,7 +756,31 @@ fn local_files(dir: &FsPath) -> Result<(NamedSizes, NamedSizes), String> {
 
 /// Uploads the file at `source` to `location`: in one request when it is
 /// small, in parts of [`PART_BYTES`] otherwise. Returns the bytes sent.
-async fn upload_file(
+/// Streams the object at `location` into `out` (the file at `target`),
+/// synced; returns its bytes.
+pub(crate) async fn download_to(
+    store: &dyn ObjectStore,
+    location: &Path,
+    mut out: File,
+    target: &FsPath,
+) -> Result<u64, String> {
+    let mut stream = store
+        .get(location)
+        .await
+        .map_err(|e| format!("reading {location}: {e}"))?
+        .into_stream();
+    let write_error = |e: std::io::Error| format!("writing {}: {e}", target.display());
+    let mut written = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| format!("reading {location}: {e}"))?;
+        out.write_all(&chunk).map_err(write_error)?;
+        written += chunk.len() as u64;
+    }
+    out.sync_all().map_err(write_error)?;
+    Ok(written)
+}
+
+pub(crate) async fn upload_file(
     store: &dyn ObjectStore,
     location: &Path,
     source: &FsPath,

@@ -7,14 +7,16 @@
 //! topics through librdkafka (the `rdkafka` crate, built from the source it
 //! ships); [`ClusterSource`] reads a cluster's topics as a view's input
 //! (the processor's source interface). [`CheckpointStore`] keeps tasks'
-//! RocksDB checkpoints in object storage (S3 or a local directory). No
-//! HTTP server.
+//! RocksDB checkpoints in object storage (S3 or a local directory), and
+//! [`ObjectSegmentStore`] the log's tiered segments there. No HTTP
+//! server.
 
 mod checkpoint;
 mod client;
 mod config;
 mod control;
 mod group;
+mod segment_store;
 mod sink;
 mod source;
 
@@ -25,6 +27,7 @@ pub use client::{client_config, probe, Broker, ClusterMetadata, ClusterTopic};
 pub use config::{validate_name, ClusterConfig, SaslMechanism, SecurityProtocol, MAX_NAME_LEN};
 pub use control::{control_topic_name, create_topic, ControlTopic};
 pub use group::{GroupAssignment, OnChange, SESSION_TIMEOUT_MS};
+pub use segment_store::ObjectSegmentStore;
 pub use sink::{ClusterSink, OUTBOX_HEADER, PRODUCED_RECORDS, PRODUCER_ERRORS};
 pub use source::{ClusterSource, BROKER_RTT, FETCHED_RECORDS};
 

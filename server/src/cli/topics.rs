@@ -163,6 +163,12 @@ pub struct CreateArgs {
     /// How long a record stays uncompacted (ms; default 0).
     #[arg(long)]
     pub min_compaction_lag_ms: Option<u64>,
+    /// Move sealed segments to tiered storage once this old, ms (needs the server's tiered_storage_url).
+    #[arg(long)]
+    pub local_retention_ms: Option<u64>,
+    /// Move the oldest sealed segments to tiered storage while a partition's local bytes exceed this.
+    #[arg(long)]
+    pub local_retention_bytes: Option<u64>,
 }
 
 /// Arguments of `kappa topics alter`.
@@ -189,6 +195,12 @@ pub struct AlterArgs {
     /// How long a record stays uncompacted (ms).
     #[arg(long)]
     pub min_compaction_lag_ms: Option<u64>,
+    /// Move sealed segments to tiered storage once this old, ms (`none`: keep them local).
+    #[arg(long, value_parser = parse_limit)]
+    pub local_retention_ms: Option<Limit>,
+    /// Move the oldest sealed segments to tiered storage while a partition's local bytes exceed this (`none`: no limit).
+    #[arg(long, value_parser = parse_limit)]
+    pub local_retention_bytes: Option<Limit>,
 }
 
 impl TopicsCommand {
@@ -243,12 +255,14 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
                 cleanup_policy: args.cleanup_policy.map(Cleanup::wire),
                 delete_retention_ms: args.delete_retention_ms.map(Some),
                 min_compaction_lag_ms: args.min_compaction_lag_ms.map(Some),
+                local_retention_ms: args.local_retention_ms.map(Limit::value),
+                local_retention_bytes: args.local_retention_bytes.map(Limit::value),
             };
             if serde_json::to_value(&body)?
                 .as_object()
                 .is_some_and(|fields| fields.is_empty())
             {
-                bail!("nothing to change: give --retention-ms, --retention-bytes, --compression, --cleanup-policy, --delete-retention-ms or --min-compaction-lag-ms");
+                bail!("nothing to change: give --retention-ms, --retention-bytes, --compression, --cleanup-policy, --delete-retention-ms, --min-compaction-lag-ms, --local-retention-ms or --local-retention-bytes");
             }
             let path = topic_path(&args.name);
             let answer = client.patch_json(&path, &serde_json::to_value(body)?)?;
@@ -296,6 +310,8 @@ pub fn create_body(args: &CreateArgs) -> Value {
         cleanup_policy: args.cleanup_policy.map(Cleanup::wire),
         delete_retention_ms: args.delete_retention_ms,
         min_compaction_lag_ms: args.min_compaction_lag_ms,
+        local_retention_ms: args.local_retention_ms,
+        local_retention_bytes: args.local_retention_bytes,
     };
     serde_json::to_value(body).expect("a request serializes")
 }
@@ -331,7 +347,7 @@ pub fn render_list(topics: &[TopicOut]) -> String {
 
 /// The `topics describe` output: name, configuration line, partition table.
 pub fn render_description(topic: &TopicOut) -> String {
-    const ORDER: [&str; 11] = [
+    const ORDER: [&str; 13] = [
         "partitions",
         "segment_bytes",
         "segment_ms",
@@ -343,6 +359,8 @@ pub fn render_description(topic: &TopicOut) -> String {
         "cleanup_policy",
         "delete_retention_ms",
         "min_compaction_lag_ms",
+        "local_retention_ms",
+        "local_retention_bytes",
     ];
     let config = match serde_json::to_value(&topic.config) {
         Ok(Value::Object(map)) => map,
@@ -451,7 +469,7 @@ mod tests {
              config: partitions=2 segment_bytes=134217728 segment_ms=604800000 \
              retention_ms=604800000 retention_bytes=null fsync=always fsync_interval_ms=100 \
              compression_type=none cleanup_policy=delete delete_retention_ms=0 \
-             min_compaction_lag_ms=0\n\
+             min_compaction_lag_ms=0 local_retention_ms=null local_retention_bytes=null\n\
              PARTITION  START  END     BYTES  SEGMENTS\n\
              \x20       0      0   42  8.00 KiB         1\n\
              \x20       1      5    7     100 B         2\n"

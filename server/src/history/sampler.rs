@@ -112,7 +112,7 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             ..ServerConfig::default()
         };
-        let log = Arc::new(Log::open(config.log_config()).unwrap());
+        let log = Arc::new(Log::open(config.log_config().unwrap()).unwrap());
         let views = ViewManager::open(log.clone(), config.manager_config()).unwrap();
         let config = TopicConfig {
             partitions: 2,

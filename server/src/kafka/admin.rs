@@ -8,7 +8,8 @@
 //! `producer` / `none`: how Kappa stores the batches, whatever the
 //! producers sent; `gzip` and `snappy` are not stored), `cleanup.policy`
 //! (`delete`, `compact`, `compact,delete`), `delete.retention.ms` and
-//! `min.compaction.lag.ms` (compacted topics, `log/FORMAT.md` §8.3). Others are
+//! `min.compaction.lag.ms` (compacted topics, `log/FORMAT.md` §8.3),
+//! `local.retention.ms` and `local.retention.bytes` (tiered storage, §8.4). Others are
 //! refused at creation (`INVALID_CONFIG`) rather than silently ignored. Replication factor: -1 or 1 (one node).
 //! `IncrementalAlterConfigs` sets or deletes (back to the default) what
 //! `PATCH /v1/topics/{topic}` can change: retention, `compression.type`
@@ -68,6 +69,10 @@ fn apply_configs(
             }
             "delete.retention.ms" => config.delete_retention_ms = Some(number()?.max(0) as u64),
             "min.compaction.lag.ms" => config.min_compaction_lag_ms = Some(number()?.max(0) as u64),
+            // KIP-405's names; a negative value (Kafka's -2, "as
+            // retention.*", and -1) keeps segments local.
+            "local.retention.ms" => config.local_retention_ms = limit(number()?),
+            "local.retention.bytes" => config.local_retention_bytes = limit(number()?),
             other => return Err(format!("config {other:?} is not supported by Kappa")),
         }
     }
@@ -293,13 +298,15 @@ const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
 
 /// The topic configs a change may name (Kafka's names).
-const CHANGEABLE: [&str; 6] = [
+const CHANGEABLE: [&str; 8] = [
     "retention.ms",
     "retention.bytes",
     "compression.type",
     "cleanup.policy",
     "delete.retention.ms",
     "min.compaction.lag.ms",
+    "local.retention.ms",
+    "local.retention.bytes",
 ];
 
 /// The changes of one resource's `IncrementalAlterConfigs` operations to
@@ -325,7 +332,9 @@ fn alter_changes(
                 "compression.type" => new.compression = defaults.compression,
                 "cleanup.policy" => new.cleanup_policy = defaults.cleanup_policy,
                 "delete.retention.ms" => new.delete_retention_ms = None,
-                _ => new.min_compaction_lag_ms = None,
+                "min.compaction.lag.ms" => new.min_compaction_lag_ms = None,
+                "local.retention.ms" => new.local_retention_ms = None,
+                _ => new.local_retention_bytes = None,
             },
             other => {
                 return Err(format!(
@@ -341,6 +350,8 @@ fn alter_changes(
         cleanup_policy: Some(new.cleanup_policy),
         delete_retention_ms: Some(new.delete_retention_ms),
         min_compaction_lag_ms: Some(new.min_compaction_lag_ms),
+        local_retention_ms: Some(new.local_retention_ms),
+        local_retention_bytes: Some(new.local_retention_bytes),
     })
 }
 
@@ -450,6 +461,16 @@ fn topic_configs(config: &TopicConfig) -> Vec<(&'static str, String, bool)> {
             "min.compaction.lag.ms",
             config.min_compaction_lag_ms.unwrap_or(0).to_string(),
             config.min_compaction_lag_ms.is_some(),
+        ),
+        (
+            "local.retention.ms",
+            limit(config.local_retention_ms),
+            config.local_retention_ms.is_some(),
+        ),
+        (
+            "local.retention.bytes",
+            limit(config.local_retention_bytes),
+            config.local_retention_bytes.is_some(),
         ),
         ("message.timestamp.type", "CreateTime".into(), false),
     ]

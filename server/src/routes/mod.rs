@@ -439,7 +439,7 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             ..ServerConfig::default()
         };
-        let log = Arc::new(kappa_log::Log::open(config.log_config()).unwrap());
+        let log = Arc::new(kappa_log::Log::open(config.log_config().unwrap()).unwrap());
         let views = ViewManager::open(log.clone(), config.manager_config()).unwrap();
         let config_for_auth = config.clone();
         let (_down, shutting_down) = tokio::sync::watch::channel(false);

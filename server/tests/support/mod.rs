@@ -33,7 +33,7 @@ impl InProcess {
             listen: "127.0.0.1:0".parse().unwrap(),
             ..config
         };
-        let mut log_config = config.log_config();
+        let mut log_config = config.log_config().unwrap();
         log(&mut log_config);
         let (addr_rx, stop, thread) = spawn(config, log_config);
         let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();

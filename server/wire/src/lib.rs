@@ -127,6 +127,14 @@ pub struct CreateTopic {
     /// How long a record stays uncompacted (ms; 0 when absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_compaction_lag_ms: Option<u64>,
+    /// Move sealed segments to tiered storage once their newest record is
+    /// this old (ms); needs the server's `tiered_storage_url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_retention_ms: Option<u64>,
+    /// Move the oldest sealed segments to tiered storage while a
+    /// partition's local bytes exceed this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_retention_bytes: Option<u64>,
 }
 
 /// `PATCH /v1/topics/{topic}`: the settings to change (retention and
@@ -175,6 +183,22 @@ pub struct AlterTopic {
     )]
     #[schema(value_type = Option<u64>)]
     pub min_compaction_lag_ms: Option<Option<u64>>,
+    /// New local retention by age (ms); null = segments stay local.
+    #[serde(
+        default,
+        deserialize_with = "double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub local_retention_ms: Option<Option<u64>>,
+    /// New local retention by size (bytes); null = no limit.
+    #[serde(
+        default,
+        deserialize_with = "double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub local_retention_bytes: Option<Option<u64>>,
 }
 
 /// A topic's settings as answered.
@@ -208,6 +232,14 @@ pub struct TopicConfigOut {
     /// How long a record stays uncompacted (ms).
     #[serde(default)]
     pub min_compaction_lag_ms: u64,
+    /// Age at which sealed segments move to tiered storage (ms); null =
+    /// they stay local.
+    #[serde(default)]
+    pub local_retention_ms: Option<u64>,
+    /// Local bytes above which the oldest sealed segments move to tiered
+    /// storage; null = no limit.
+    #[serde(default)]
+    pub local_retention_bytes: Option<u64>,
 }
 
 /// Offsets and size of one partition.
@@ -223,6 +255,14 @@ pub struct PartitionOut {
     pub bytes: u64,
     /// Segments.
     pub segment_count: usize,
+    /// Bytes of the segments in tiered storage (counted in `bytes` too);
+    /// left out when none are.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub remote_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `GET /v1/topics/{topic}` (and the answer of create and alter).

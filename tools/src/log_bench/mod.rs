@@ -13,6 +13,10 @@
 //!   a dd-like run of 1 MiB `O_DSYNC` writes for reference.
 //! * `read`: sequential read of a partition written with `fsync=never`, first
 //!   with its files evicted from the page cache, then again warm.
+//! * `compact` (only when asked for): one compaction pass over a compacted
+//!   topic of `--compact-records` records over `--compact-keys` keys, and
+//!   a producer's append latency (`fsync=always`) during it against with
+//!   no pass running.
 //!
 //! Every measurement is repeated `--runs` times; the median is reported with
 //! the min and max. Results go to stdout as Markdown (for BENCHMARKS.md);
@@ -27,6 +31,7 @@
 //! share and the driver that runs them.
 
 mod append;
+mod compact;
 mod disk;
 mod read;
 mod report;
@@ -48,6 +53,7 @@ use crate::bench::report::{compact, thousands};
 use crate::machine::{filesystem, load_average};
 
 use append::*;
+use compact::*;
 use disk::*;
 use read::*;
 use report::*;
@@ -255,6 +261,24 @@ pub fn main() -> Result<()> {
         }
     }
 
+    // compact
+    let mut compactions: Vec<CompactSample> = Vec::new();
+    if s.scenarios.contains(&Scenario::Compact) {
+        for run in 1..=runs {
+            let c = compact_run(&rt, &s).context("compact")?;
+            progress(format!(
+                "compact run {run}/{runs}: {} records, pass {:.2}s ({:.0} MB/s), {} removed; append p99 {:.0} µs idle, {:.0} µs during",
+                thousands(c.records as f64),
+                c.secs,
+                c.bytes_before as f64 / c.secs / 1e6,
+                thousands(c.removed as f64),
+                quantile(&c.idle_us, 0.99),
+                quantile(&c.during_us, 0.99)
+            ));
+            compactions.push(c);
+        }
+    }
+
     print!(
         "{}",
         report(
@@ -272,5 +296,6 @@ pub fn main() -> Result<()> {
             &reads
         )
     );
+    print!("{}", compact_report(&s, &compactions));
     Ok(())
 }

@@ -12,6 +12,9 @@ pub(super) enum Scenario {
     Append,
     Disk,
     Read,
+    /// One compaction pass over a compacted topic, and produce latency
+    /// during it (not in the default set).
+    Compact,
 }
 
 /// `FsyncPolicy` as a command-line value.
@@ -87,6 +90,13 @@ pub(super) struct Args {
     /// `segment_bytes` of the topic, in MiB.
     #[arg(long, default_value_t = 128)]
     pub(super) segment_mib: u64,
+    /// Records the compaction scenario fills its topic with
+    /// [default: 2000000; 100000 with --quick].
+    #[arg(long)]
+    pub(super) compact_records: Option<u64>,
+    /// Distinct keys of those records [default: 100000; 10000 with --quick].
+    #[arg(long)]
+    pub(super) compact_keys: Option<u64>,
 }
 
 /// The arguments with defaults resolved.
@@ -104,6 +114,8 @@ pub(super) struct Settings {
     pub(super) segment_bytes: u64,
     /// Bytes one batch of `batch_records` values takes in a segment.
     pub(super) batch_disk_bytes: usize,
+    pub(super) compact_records: u64,
+    pub(super) compact_keys: u64,
 }
 
 impl Settings {
@@ -116,6 +128,17 @@ impl Settings {
         let append_mb = args.append_mb.unwrap_or(append_mb);
         let read_gb = args.read_gb.unwrap_or(read_gb);
         let runs = args.runs.unwrap_or(runs);
+        let (compact_records, compact_keys) = if args.quick {
+            (100_000, 10_000)
+        } else {
+            (2_000_000, 100_000)
+        };
+        let compact_records = args.compact_records.unwrap_or(compact_records);
+        let compact_keys = args.compact_keys.unwrap_or(compact_keys);
+        ensure!(
+            compact_records >= 1 && compact_keys >= 1,
+            "--compact-records and --compact-keys must be at least 1"
+        );
         ensure!(runs >= 1, "--runs must be at least 1");
         ensure!(append_mb >= 1, "--append-mb must be at least 1");
         ensure!(
@@ -161,6 +184,8 @@ impl Settings {
             batch_records: args.batch_records,
             segment_bytes: args.segment_mib << 20,
             batch_disk_bytes,
+            compact_records,
+            compact_keys,
         })
     }
 
