@@ -423,90 +423,72 @@ fn clear_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn enforce_retention(inner: &Inner, now_ms: i64) -> Result<usize> {
+/// Runs `pass` over every partition of every topic `wanted` picks, adding
+/// up what each did with `add`. One partition's failure must not stop the
+/// pass for the others: each is tried (a failure logged, naming `what`),
+/// and the first error is returned after all were.
+fn each_partition<T: Default>(
+    inner: &Inner,
+    what: &str,
+    wanted: impl Fn(&Topic) -> bool,
+    pass: impl Fn(&crate::Partition) -> Result<T>,
+    add: impl Fn(&mut T, T),
+) -> Result<T> {
     let topics: Vec<Arc<Topic>> = inner
         .topics
         .read()
         .expect("topics")
         .values()
+        .filter(|t| wanted(t))
         .cloned()
         .collect();
-    // One partition's failure must not stop retention for the others: each
-    // is tried, and the first error is returned after all were.
-    let mut deleted = 0;
+    let mut total = T::default();
     let mut first_error = None;
     for topic in topics {
         for p in topic.partitions() {
-            match p.apply_retention(now_ms) {
-                Ok(n) => deleted += n,
+            match pass(p) {
+                Ok(done) => add(&mut total, done),
                 Err(e) => {
-                    tracing::error!(topic = topic.name(), partition = p.id(), error = %e, "retention failed");
+                    tracing::error!(topic = topic.name(), partition = p.id(), error = %e, "{what} failed");
                     first_error.get_or_insert(e);
                 }
             }
         }
     }
     match first_error {
-        None => Ok(deleted),
+        None => Ok(total),
         Some(e) => Err(e),
     }
+}
+
+fn enforce_retention(inner: &Inner, now_ms: i64) -> Result<usize> {
+    each_partition(
+        inner,
+        "retention",
+        |_| true,
+        |p| p.apply_retention(now_ms),
+        |total, n| *total += n,
+    )
 }
 
 fn compact_all(inner: &Inner, now_ms: i64) -> Result<CompactionOutcome> {
-    let topics: Vec<Arc<Topic>> = inner
-        .topics
-        .read()
-        .expect("topics")
-        .values()
-        .filter(|t| t.config().cleanup_policy.compacts())
-        .cloned()
-        .collect();
-    // As for retention: every partition is tried, the first error returned.
-    let mut outcome = CompactionOutcome::default();
-    let mut first_error = None;
-    for topic in topics {
-        for p in topic.partitions() {
-            match p.compact(now_ms) {
-                Ok(done) => outcome.add(done),
-                Err(e) => {
-                    tracing::error!(topic = topic.name(), partition = p.id(), error = %e, "compaction failed");
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-    }
-    match first_error {
-        None => Ok(outcome),
-        Some(e) => Err(e),
-    }
+    each_partition(
+        inner,
+        "compaction",
+        |t| t.config().cleanup_policy.compacts(),
+        |p| p.compact(now_ms),
+        CompactionOutcome::add,
+    )
 }
 
 fn tier_all(inner: &Inner, now_ms: i64) -> Result<usize> {
-    let topics: Vec<Arc<Topic>> = inner
-        .topics
-        .read()
-        .expect("topics")
-        .values()
-        .cloned()
-        .collect();
-    // As for retention: every partition is tried, the first error returned.
-    let mut moved = 0;
-    let mut first_error = None;
-    for topic in topics {
-        for p in topic.partitions() {
-            match p.tier(now_ms) {
-                Ok(n) => moved += n,
-                Err(e) => {
-                    tracing::error!(topic = topic.name(), partition = p.id(), error = %e, "moving segments to tiered storage failed");
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-    }
-    match first_error {
-        None => Ok(moved),
-        Some(e) => Err(e),
-    }
+    each_partition(
+        inner,
+        "moving segments to tiered storage",
+        |_| true,
+        |p| p.tier(now_ms),
+        |total, n| *total += n,
+    )
 }
 
 fn start_retention(

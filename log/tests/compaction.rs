@@ -9,6 +9,8 @@
 //! refuses records without a key.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -60,10 +62,7 @@ fn record(key: u8, value: Option<u16>, timestamp: i64) -> NewRecord {
 /// Appends `ops` in appends of `chunk` records; returns each offset's
 /// record as appended.
 fn append(log: &Log, ops: &[Op], chunk: usize) -> BTreeMap<u64, NewRecord> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::runtime();
     let p = log.topic("t").unwrap();
     let p = p.partition(0).unwrap();
     let mut appended = BTreeMap::new();
@@ -104,20 +103,6 @@ fn read_from(log: &Log, offset: u64) -> Vec<(u64, Bytes, Bytes)> {
     out
 }
 
-/// Key -> value of the latest record of each key whose latest record is
-/// not a tombstone.
-fn latest(records: impl IntoIterator<Item = (Bytes, Bytes)>) -> BTreeMap<Bytes, Bytes> {
-    let mut map = BTreeMap::new();
-    for (key, value) in records {
-        if value.is_empty() {
-            map.remove(&key);
-        } else {
-            map.insert(key, value);
-        }
-    }
-    map
-}
-
 /// The promises of a compacted partition against what was appended.
 fn check(log: &Log, appended: &BTreeMap<u64, NewRecord>, context: &str) {
     let p = log.topic("t").unwrap();
@@ -130,13 +115,13 @@ fn check(log: &Log, appended: &BTreeMap<u64, NewRecord>, context: &str) {
         assert_eq!(Some(key), r.key.as_ref(), "{context}: key at {offset}");
         assert_eq!(value, &r.value, "{context}: value at {offset}");
     }
-    let expected = latest(
+    let expected = support::latest(
         appended
             .values()
             .map(|r| (r.key.clone().unwrap(), r.value.clone())),
     );
     assert_eq!(
-        latest(read.iter().map(|(_, k, v)| (k.clone(), v.clone()))),
+        support::latest(read.iter().map(|(_, k, v)| (k.clone(), v.clone()))),
         expected,
         "{context}: the latest value of each key"
     );
@@ -322,10 +307,7 @@ fn a_compacted_topic_refuses_records_without_a_key_and_keeps_older_ones() {
         },
     )
     .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::runtime();
     let topic = log.topic("t").unwrap();
     let p = topic.partition(0).unwrap();
     let keyless = |n: usize| AppendRequest {

@@ -30,10 +30,7 @@ fn log_config(dir: &Path) -> LogConfig {
 /// Keys 0..8 put over and over, some deleted, in appends of 3 records;
 /// returns offset -> (key, value).
 fn history(log: &Log) -> BTreeMap<u64, (Bytes, Bytes)> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::runtime();
     let topic = log.topic("t").unwrap();
     let p = topic.partition(0).unwrap();
     let mut appended = BTreeMap::new();
@@ -58,18 +55,6 @@ fn history(log: &Log) -> BTreeMap<u64, (Bytes, Bytes)> {
         appended.insert(outcome.base_offset, (key, value));
     }
     appended
-}
-
-fn latest(records: impl IntoIterator<Item = (Bytes, Bytes)>) -> BTreeMap<Bytes, Bytes> {
-    let mut map = BTreeMap::new();
-    for (key, value) in records {
-        if value.is_empty() {
-            map.remove(&key);
-        } else {
-            map.insert(key, value);
-        }
-    }
-    map
 }
 
 /// Checks the promises over a log reopened after a crash at `step`.
@@ -102,8 +87,8 @@ fn verify(log: &Log, dir: &Path, appended: &BTreeMap<u64, (Bytes, Bytes)>, step:
         at = fetch.next_offset;
     }
     assert_eq!(
-        latest(read),
-        latest(appended.values().cloned()),
+        support::latest(read),
+        support::latest(appended.values().cloned()),
         "crash at step {step}: the latest value of each key"
     );
     let leftovers: Vec<String> = std::fs::read_dir(dir.join("topics/t/0"))

@@ -9,6 +9,8 @@
 //! stopped after its commit point is finished at the next open.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -128,10 +130,7 @@ fn tiered_topic() -> TopicConfig {
 
 /// Appends `n` records from number `first`, 4 per append; returns them.
 fn append(log: &Log, first: u64, n: u64) -> Vec<(u64, Bytes)> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::runtime();
     let topic = log.topic("t").unwrap();
     let p = topic.partition(0).unwrap();
     let mut out = Vec::new();

@@ -20,23 +20,11 @@ const DAY: i64 = 24 * 3_600_000;
 
 /// A plan from SQL over the table `tiers`.
 fn sql_plan(sql: &str) -> Plan {
-    let catalog = kappa_processor::sql::parse(
+    common::sql_plan_over(
         "CREATE TABLE tiers (\"user\" VARCHAR PRIMARY KEY, tier VARCHAR, since BIGINT)
            WITH (KAFKA_TOPIC='tiers');",
+        sql,
     )
-    .unwrap()
-    .into_iter()
-    .map(|s| match s {
-        kappa_processor::sql::Statement::CreateSource(d) => d,
-        other => panic!("{other:?}"),
-    })
-    .collect::<Vec<_>>();
-    match kappa_processor::sql::parse(sql).unwrap().remove(0) {
-        kappa_processor::sql::Statement::CreateAs(c) => {
-            kappa_processor::sql::plan(&c, &catalog).unwrap()
-        }
-        other => panic!("{other:?}"),
-    }
 }
 
 fn plans() -> Vec<Plan> {

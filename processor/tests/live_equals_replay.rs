@@ -24,6 +24,8 @@
 //! Log time is a manual clock, so the gaps take no wall time.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -381,25 +383,13 @@ fn naive_each(plan: &Plan, inner: &[Value]) -> Vec<Value> {
 /// A plan from SQL over `buys` (the source the DSL plans read) or the
 /// table `tiers`.
 fn sql_plan(sql: &str) -> Plan {
-    let catalog = kappa_processor::sql::parse(
+    common::sql_plan_over(
         "CREATE STREAM buys (id BIGINT, \"user\" VARCHAR, amount BIGINT, ts BIGINT)
            WITH (KAFKA_TOPIC='buys', TIMESTAMP='ts', WATERMARK_DELAY='300 MILLISECONDS', IDLE_TIMEOUT='1 SECOND');
          CREATE TABLE tiers (\"user\" VARCHAR PRIMARY KEY, tier VARCHAR, since BIGINT)
            WITH (KAFKA_TOPIC='tiers');",
+        sql,
     )
-    .unwrap()
-    .into_iter()
-    .map(|s| match s {
-        kappa_processor::sql::Statement::CreateSource(d) => d,
-        other => panic!("{other:?}"),
-    })
-    .collect::<Vec<_>>();
-    match kappa_processor::sql::parse(sql).unwrap().remove(0) {
-        kappa_processor::sql::Statement::CreateAs(c) => {
-            kappa_processor::sql::plan(&c, &catalog).unwrap()
-        }
-        other => panic!("{other:?}"),
-    }
 }
 
 /// What an aggregate over `plan`'s inner rows (`plan.then`) must hold, by

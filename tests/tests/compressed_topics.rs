@@ -60,16 +60,7 @@ fn a_zstd_topic_reads_back_what_was_produced_takes_3x_less_disk_and_feeds_the_sa
 
     // The brief's view over each topic: the same rows.
     for topic in ["plain", "packed"] {
-        let declare = brief::USER_EVENTS
-            .replace("user_events", &format!("events_{topic}"))
-            .replace(
-                &format!("KAFKA_TOPIC='events_{topic}'"),
-                &format!("KAFKA_TOPIC='{topic}'"),
-            );
-        let stats = brief::PURCHASE_STATS
-            .replace("purchase_stats", &format!("stats_{topic}"))
-            .replace("FROM user_events", &format!("FROM events_{topic}"));
-        server.sql_ok(&format!("{declare}\n{stats}"));
+        server.sql_ok(&brief::purchase_stats_over(topic));
     }
     let rows = |view: &str| {
         server.view_rows(view, &format!("after={}", after_param(&last)))["rows"].clone()

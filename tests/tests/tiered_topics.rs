@@ -61,16 +61,7 @@ fn wait_tiered(server: &Server, topic: &str) -> Value {
 /// `purchase_stats` over `topic`, as view `stats_<topic>`; its rows once
 /// it has read all 3,000 events.
 fn stats_rows(server: &Server, topic: &str) -> Value {
-    let declare = brief::USER_EVENTS
-        .replace("user_events", &format!("events_{topic}"))
-        .replace(
-            &format!("KAFKA_TOPIC='events_{topic}'"),
-            &format!("KAFKA_TOPIC='{topic}'"),
-        );
-    let stats = brief::PURCHASE_STATS
-        .replace("purchase_stats", &format!("stats_{topic}"))
-        .replace("FROM user_events", &format!("FROM events_{topic}"));
-    server.sql_ok(&format!("{declare}\n{stats}"));
+    server.sql_ok(&brief::purchase_stats_over(topic));
     eventually(
         "the view to read every event",
         Duration::from_secs(120),

@@ -1,9 +1,12 @@
-//! What the format-compatibility tests share: where the committed
-//! fixtures are, and copying one so a test opens a copy, never the
-//! fixture itself.
+//! What the log's tests share: where the committed fixtures are, copying
+//! one so a test opens a copy, never the fixture itself; a runtime to
+//! await appends on; the latest value of each key of a history.
 #![allow(dead_code, clippy::unwrap_used)] // Each test uses what it needs; a panic reports failure.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
 
 /// The package directory, read when the test runs: `cargo test` sets
 /// `CARGO_MANIFEST_DIR` for the test process. The compile-time value can be
@@ -27,4 +30,27 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// A current-thread runtime to await appends on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Key -> value of the latest record of each key of `records` (in offset
+/// order), leaving out keys whose latest record is a tombstone (an empty
+/// value): what a compacted partition must read as.
+pub fn latest(records: impl IntoIterator<Item = (Bytes, Bytes)>) -> BTreeMap<Bytes, Bytes> {
+    let mut map = BTreeMap::new();
+    for (key, value) in records {
+        if value.is_empty() {
+            map.remove(&key);
+        } else {
+            map.insert(key, value);
+        }
+    }
+    map
 }

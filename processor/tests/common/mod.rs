@@ -349,3 +349,22 @@ pub fn run_steps_with(
     drop(rt);
     h
 }
+
+/// The plan of the `CREATE ... AS` statement `sql` over the sources the
+/// statements `sources` declare.
+pub fn sql_plan_over(sources: &str, sql: &str) -> Plan {
+    let catalog = kappa_processor::sql::parse(sources)
+        .unwrap()
+        .into_iter()
+        .map(|s| match s {
+            kappa_processor::sql::Statement::CreateSource(d) => d,
+            other => panic!("{other:?}"),
+        })
+        .collect::<Vec<_>>();
+    match kappa_processor::sql::parse(sql).unwrap().remove(0) {
+        kappa_processor::sql::Statement::CreateAs(c) => {
+            kappa_processor::sql::plan(&c, &catalog).unwrap()
+        }
+        other => panic!("{other:?}"),
+    }
+}
