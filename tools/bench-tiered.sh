@@ -5,7 +5,7 @@
 #
 #   tools/bench-tiered.sh [RESULTS_DIR]   # default: /var/tmp/kappa-bench-tiered-<UTC date-time>
 #
-# Setup, once: `kappa-datagen purchases --count EVENTS` (NDJSON), one
+# Setup, once: `kappa-datagen purchases --count EVENTS --envelope`, one
 # server with `tiered_storage_url` (STORE=dir: a directory on this disk,
 # `file://`; STORE=s3: moto's S3 server on 127.0.0.1, from the Kafka
 # clients' venv that tests/provision installs), two topics of PARTITIONS
@@ -72,7 +72,7 @@ printf 'retention_check_interval_ms = 200\ntiered_storage_url = "%s"\n' "$url" >
 
 file=$SCRATCH/events.ndjson
 say "generating $EVENTS events"
-"$BIN_DIR/kappa-datagen" purchases --count "$EVENTS" --out "$file"
+"$BIN_DIR/kappa-datagen" purchases --count "$EVENTS" --envelope --out "$file"
 split -l 5000 "$file" "$SCRATCH/chunk."
 
 start_server data --config "$conf"

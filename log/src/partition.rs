@@ -35,6 +35,13 @@ use crate::{now_ms, recovery, stats};
 /// them (a compaction swap, a retention deletion) before one gives up.
 const MAX_READ_RETRIES: usize = 16;
 
+/// Reads asking for at least this many bytes from a tiered segment start
+/// the download of the next ones (`tiered::RemoteSource::prefetch`).
+const PREFETCH_MIN_READ_BYTES: u64 = 64 << 10;
+
+/// Tiered segments after the one read that such a read downloads ahead.
+const PREFETCH_SEGMENTS: usize = 2;
+
 /// One append: records plus an optional idempotency key.
 #[derive(Debug, Clone, Default)]
 pub struct AppendRequest {
@@ -580,7 +587,7 @@ impl Partition {
             .saturating_sub(1);
         let mut bytes = 0u64;
         let mut cursor = offset;
-        for segment in &segments[first..] {
+        for (i, segment) in segments.iter().enumerate().skip(first) {
             if cursor >= end || bytes >= max_bytes || cursor - offset >= max_records {
                 break;
             }
@@ -592,6 +599,15 @@ impl Partition {
                 Ok(source) => source,
                 Err(e) => return Err(self.deleted_or(e, offset)),
             };
+            // A reader going through tiered segments (a replay: more
+            // than a record or two at a time) goes on to the next one.
+            if max_bytes >= PREFETCH_MIN_READ_BYTES {
+                for next in segments.iter().skip(i + 1).take(PREFETCH_SEGMENTS) {
+                    if let Some(remote) = next.remote() {
+                        remote.prefetch();
+                    }
+                }
+            }
             // Not past `end`: appends published since it was read are in
             // the segments already, but not in this fetch (its
             // `next_offset` and `high_watermark` stop at `end`).

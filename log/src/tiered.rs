@@ -22,6 +22,7 @@
 //! local segments go on.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -192,6 +193,8 @@ pub struct RemoteSource {
     place: RemotePlace,
     base: u64,
     download: Mutex<()>,
+    /// Set while a prefetch of it runs.
+    prefetching: AtomicBool,
 }
 
 impl RemoteSource {
@@ -201,6 +204,33 @@ impl RemoteSource {
             place,
             base,
             download: Mutex::new(()),
+            prefetching: AtomicBool::new(false),
+        }
+    }
+
+    /// Downloads the segment on a thread of its own unless it is
+    /// downloaded or being downloaded: a read of the segment before it
+    /// calls this, so a reader going through tiered segments in order
+    /// finds the next one on disk (or waits for its download to end). At
+    /// most one prefetch per segment runs; a failure is left to the read
+    /// that needs the segment to report.
+    pub fn prefetch(self: &Arc<Self>) {
+        if self.place.cache_paths(self.base).log.exists()
+            || self.prefetching.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let source = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("kappa-tiered-prefetch".into())
+            .spawn(move || {
+                if let Err(e) = source.with_files(|| Ok(())) {
+                    tracing::debug!(error = %e, "prefetching a tiered segment failed");
+                }
+                source.prefetching.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.prefetching.store(false, Ordering::Release);
         }
     }
 

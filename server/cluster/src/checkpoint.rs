@@ -152,7 +152,7 @@ impl CheckpointStore {
     /// and values (e.g. `AWS_ENDPOINT_URL`), which override the
     /// environment's. Options are refused for a `file://` URL.
     pub fn open_with(url: &str, options: &[(String, String)]) -> Result<CheckpointStore, String> {
-        let (store, prefix) = open_store(url, options, "checkpoint store")?;
+        let (store, prefix) = open_store(url, options, "checkpoint store", None)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -582,11 +582,13 @@ impl CheckpointStore {
 /// The object store and prefix a URL names: `s3://bucket/prefix`
 /// (credentials, region and endpoint from the usual `AWS_*` environment
 /// variables, overridden by `options`) or `file:///abs/dir` (created if
-/// missing; no options). `what` names the setting in messages.
+/// missing; no options). `what` names the setting in messages; `retry`
+/// replaces the S3 client's retries (default: 10 over up to 3 minutes).
 pub(crate) fn open_store(
     url: &str,
     options: &[(String, String)],
     what: &str,
+    retry: Option<object_store::RetryConfig>,
 ) -> Result<(Box<dyn ObjectStore>, Path), String> {
     let (store, prefix): (Box<dyn ObjectStore>, Path) =
         if let Some(rest) = url.strip_prefix("s3://") {
@@ -606,6 +608,9 @@ pub(crate) fn open_store(
                     .parse()
                     .map_err(|e| format!("{what} URL {url:?}: unknown S3 option {name:?}: {e}"))?;
                 builder = builder.with_config(key, value);
+            }
+            if let Some(retry) = retry {
+                builder = builder.with_retry(retry);
             }
             let s3 = builder
                 .build()
@@ -758,7 +763,7 @@ fn local_files(dir: &FsPath) -> Result<(NamedSizes, NamedSizes), String> {
 /// small, in parts of [`PART_BYTES`] otherwise. Returns the bytes sent.
 /// Streams the object at `location` into `out` (the file at `target`),
 /// synced; returns its bytes.
-pub(crate) async fn download_to(
+async fn download_to(
     store: &dyn ObjectStore,
     location: &Path,
     mut out: File,

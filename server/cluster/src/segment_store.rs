@@ -13,7 +13,10 @@ use std::sync::mpsc;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
-use crate::checkpoint::{download_to, open_store, upload_file};
+use crate::checkpoint::{open_store, upload_file};
+
+/// Bytes of one ranged read of a download.
+const DOWNLOAD_RANGE: u64 = 8 << 20;
 
 /// Tiered segments in object storage.
 pub struct ObjectSegmentStore {
@@ -46,7 +49,14 @@ impl ObjectSegmentStore {
     /// the `AWS_*` environment variables, `AWS_ENDPOINT_URL` and
     /// `AWS_ALLOW_HTTP=true` included) or `file:///abs/dir`.
     pub fn open(url: &str) -> Result<ObjectSegmentStore, String> {
-        let (store, prefix) = open_store(url, &[], "tiered storage")?;
+        // A read waits for a download: a store that is down must fail it
+        // within seconds, not after the client's minutes of retries.
+        let retry = object_store::RetryConfig {
+            max_retries: 2,
+            retry_timeout: std::time::Duration::from_secs(10),
+            ..Default::default()
+        };
+        let (store, prefix) = open_store(url, &[], "tiered storage", Some(retry))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("kappa-tiered")
@@ -91,9 +101,27 @@ impl kappa_log::SegmentStore for ObjectSegmentStore {
     fn get(&self, key: &str, to: &FsPath) -> Result<(), String> {
         let (store, location, to) = (self.store.clone(), self.location(key), to.to_owned());
         self.run(async move {
-            let out =
-                std::fs::File::create(&to).map_err(|e| format!("writing {}: {e}", to.display()))?;
-            download_to(&*store, &location, out, &to).await.map(|_| ())
+            // In ranges of DOWNLOAD_RANGE bytes: one request each (S3's
+            // ranged GET), at most one range in memory. Not synced: a
+            // download is a cache, deleted at every start.
+            let write_error = |e: std::io::Error| format!("writing {}: {e}", to.display());
+            let size = store
+                .head(&location)
+                .await
+                .map_err(|e| format!("reading {location}: {e}"))?
+                .size;
+            let mut out = std::fs::File::create(&to).map_err(write_error)?;
+            let mut at = 0;
+            while at < size {
+                let end = (at + DOWNLOAD_RANGE).min(size);
+                let bytes = store
+                    .get_range(&location, at..end)
+                    .await
+                    .map_err(|e| format!("reading {location} bytes {at}..{end}: {e}"))?;
+                std::io::Write::write_all(&mut out, &bytes).map_err(write_error)?;
+                at = end;
+            }
+            Ok(())
         })
     }
 
