@@ -1,5 +1,6 @@
-//! Every crash point of a compaction pass (issue 40): the pass is run
-//! once per step that changes the disk, with a simulated process crash
+//! Every crash point of a compaction pass (issue 40), over four random
+//! histories of puts and tombstones: the pass is run once per step that
+//! changes the disk, with a simulated process crash
 //! before that step (`kappa_log::io::crash`), and after each crash the log
 //! reopens with every record it reads being the one appended at its
 //! offset, the latest value of every key there, the end offset where it
@@ -27,32 +28,49 @@ fn log_config(dir: &Path) -> LogConfig {
     }
 }
 
-/// Keys 0..8 put over and over, some deleted, in appends of 3 records;
-/// returns offset -> (key, value).
-fn history(log: &Log) -> BTreeMap<u64, (Bytes, Bytes)> {
+/// A random history from `seed`: 120 records over a few keys (3 to 10),
+/// about one in eight a tombstone, in appends of 1 to 4 records; returns
+/// offset -> (key, value).
+fn history(log: &Log, seed: u64) -> BTreeMap<u64, (Bytes, Bytes)> {
+    let mut state = seed;
+    let mut next = move |n: u64| {
+        // SplitMix64: a deterministic stream of the seed.
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    };
+    let keys = 3 + next(8);
     let rt = support::runtime();
     let topic = log.topic("t").unwrap();
     let p = topic.partition(0).unwrap();
     let mut appended = BTreeMap::new();
-    for i in 0..120u32 {
-        let key = Bytes::from(format!("k{}", (i * 7) % 8));
-        let value = if i % 11 == 10 {
-            Bytes::new()
-        } else {
-            Bytes::from(format!(r#"{{"i":{i},"pad":"{}"}}"#, "x".repeat(50)))
-        };
+    let mut i = 0u64;
+    while i < 120 {
+        let n = 1 + next(4);
+        let records: Vec<NewRecord> = (i..i + n)
+            .map(|j| NewRecord {
+                key: Some(Bytes::from(format!("k{}", next(keys)))),
+                value: if next(8) == 0 {
+                    Bytes::new()
+                } else {
+                    Bytes::from(format!(r#"{{"i":{j},"pad":"{}"}}"#, "x".repeat(50)))
+                },
+                timestamp: Some(1_000 + j as i64),
+                headers: vec![],
+            })
+            .collect();
         let outcome = rt
             .block_on(p.append(AppendRequest {
-                records: vec![NewRecord {
-                    key: Some(key.clone()),
-                    value: value.clone(),
-                    timestamp: Some(1_000 + i64::from(i)),
-                    headers: vec![],
-                }],
+                records: records.clone(),
                 idempotency_key: None,
             }))
             .unwrap();
-        appended.insert(outcome.base_offset, (key, value));
+        for (k, r) in records.into_iter().enumerate() {
+            appended.insert(outcome.base_offset + k as u64, (r.key.unwrap(), r.value));
+        }
+        i += n;
     }
     appended
 }
@@ -104,6 +122,13 @@ fn verify(log: &Log, dir: &Path, appended: &BTreeMap<u64, (Bytes, Bytes)>, step:
 
 #[test]
 fn a_crash_anywhere_in_a_compaction_pass_leaves_the_old_segments_or_the_new_one() {
+    for seed in 1..=4 {
+        crash_at_every_step(seed);
+    }
+}
+
+/// The pass over the history of `seed`, crashed at each of its steps.
+fn crash_at_every_step(seed: u64) {
     let base = tempfile::tempdir().unwrap();
     let appended = {
         let log = Log::open(log_config(base.path())).unwrap();
@@ -115,7 +140,7 @@ fn a_crash_anywhere_in_a_compaction_pass_leaves_the_old_segments_or_the_new_one(
             ..Default::default()
         };
         log.create_topic("t", config).unwrap();
-        let appended = history(&log);
+        let appended = history(&log, seed);
         log.close();
         appended
     };
@@ -133,14 +158,20 @@ fn a_crash_anywhere_in_a_compaction_pass_leaves_the_old_segments_or_the_new_one(
         let steps = crash::disarm();
         if !crashed {
             let outcome = result.unwrap();
-            assert!(outcome.records_removed > 0, "{outcome:?}");
-            assert!(step > 5, "a pass takes more than {step} steps");
-            eprintln!("a pass took {step} steps, each crashed at once");
+            assert!(outcome.records_removed > 0, "history {seed}: {outcome:?}");
+            assert!(
+                step > 5,
+                "history {seed}: a pass takes more than {step} steps"
+            );
+            eprintln!("history {seed}: a pass took {step} steps, each crashed at once");
             break;
         }
-        assert!(result.is_err(), "crash at step {step} reported success");
+        assert!(
+            result.is_err(),
+            "history {seed}: crash at step {step} reported success"
+        );
         let log = Log::open(log_config(dir.path())).unwrap_or_else(|e| {
-            panic!("crash at step {step} of {steps}: the next start failed: {e}")
+            panic!("history {seed}: crash at step {step} of {steps}: the next start failed: {e}")
         });
         verify(&log, dir.path(), &appended, step);
         // The next pass finishes the job.
