@@ -79,6 +79,28 @@ impl RawConnection {
         waiting
     }
 
+    /// True if the server closes the connection within `wait` (nothing
+    /// received is consumed); false if it is still open then, or sent
+    /// something.
+    pub fn closed_within(&mut self, wait: Duration) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        self.stream
+            .set_read_timeout(Some(wait))
+            .expect("read timeout");
+        let mut byte = [0u8; 1];
+        let closed = match self.stream.peek(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        };
+        self.stream
+            .set_read_timeout(Some(HTTP_TIMEOUT))
+            .expect("read timeout");
+        closed
+    }
+
     /// Reads (and drops) whatever else arrives until the server closes the
     /// connection; panics if it stays open past the read timeout.
     pub fn wait_closed(&mut self) {
