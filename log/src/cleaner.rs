@@ -152,6 +152,16 @@ pub(crate) fn clean_partition(shared: &PartitionShared, now_ms: i64) -> Result<C
         }
         cleanable.push(s.clone());
     }
+    // The clean segments are a prefix (a pass rewrites from the first):
+    // when the last is clean, nothing is new, and the others need not be
+    // opened to say so.
+    match cleanable.last() {
+        None => return Ok(CompactionOutcome::default()),
+        Some(last) if first_batch_compacted(shared, last)? => {
+            return Ok(CompactionOutcome::default())
+        }
+        Some(_) => {}
+    }
     let mut clean = 0;
     while clean < cleanable.len() && first_batch_compacted(shared, &cleanable[clean])? {
         clean += 1;

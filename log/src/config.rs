@@ -273,6 +273,11 @@ impl TopicConfig {
         if self.retention_ms == Some(0) {
             return bad("retention_ms must be positive (omit it to keep data forever)".into());
         }
+        if self.local_retention_ms == Some(0) {
+            return bad(
+                "local_retention_ms must be positive (omit it to keep segments local)".into(),
+            );
+        }
         if self.fsync_interval_ms == 0 || self.fsync_interval_ms > 3_600_000 {
             return bad(format!(
                 "fsync_interval_ms must be in 1..=3600000, got {}",

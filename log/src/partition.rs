@@ -26,7 +26,7 @@ use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
 use crate::idempotency::{IdempotencyWindow, StoredKey};
 use crate::retention::{self, SegmentFacts};
-use crate::segment::{self, Segment};
+use crate::segment::{self, Segment, Source};
 use crate::tiered::RemotePlace;
 use crate::writer::{AppendJob, Command, Writer};
 use crate::{now_ms, recovery, stats};
@@ -247,6 +247,16 @@ impl PartitionShared {
         }
         map.insert(new.base_offset, new);
         Ok(())
+    }
+
+    /// The read source of `segment`, or `None` if it was replaced or
+    /// deleted (then its files may be another segment's: read again).
+    pub(crate) fn source_unless_replaced(&self, segment: &Arc<Segment>) -> Result<Option<Source>> {
+        let source = self.cache.source(segment);
+        if segment.deleted.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        source.map(Some)
     }
 
     /// Reads the append time of a sealed segment's last batch (from its
@@ -539,22 +549,23 @@ impl Partition {
         max_records: u64,
         max_bytes: u64,
     ) -> Result<Fetch<B>> {
-        let mut attempts = 0;
-        loop {
-            match self.read_once(offset, max_records, max_bytes)? {
-                Some(fetch) => return Ok(fetch),
-                // A segment was replaced (compaction) or deleted
-                // (retention) under the read: read again from the new
-                // segments. Each retry follows a swap that finished.
-                None if attempts < MAX_READ_RETRIES => attempts += 1,
-                None => {
-                    return Err(LogError::InvalidArgument(format!(
-                        "topic {:?} partition {}: the segments changed under {MAX_READ_RETRIES} reads in a row; try again",
-                        self.shared.topic, self.shared.partition
-                    )))
-                }
+        self.retrying("reads", || self.read_once(offset, max_records, max_bytes))
+    }
+
+    /// Runs `attempt` until it answers: `None` means a segment it listed
+    /// was replaced (compaction, tiering) or deleted (retention) under it,
+    /// so it runs again over the new segments — each retry follows a swap
+    /// that finished — at most [`MAX_READ_RETRIES`] times in a row.
+    fn retrying<T>(&self, what: &str, mut attempt: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+        for _ in 0..=MAX_READ_RETRIES {
+            if let Some(answer) = attempt()? {
+                return Ok(answer);
             }
         }
+        Err(LogError::InvalidArgument(format!(
+            "topic {:?} partition {}: the segments changed under {MAX_READ_RETRIES} {what} in a row; try again",
+            self.shared.topic, self.shared.partition
+        )))
     }
 
     /// One attempt of [`Partition::read_as`]: `None` if a segment it
@@ -594,10 +605,12 @@ impl Partition {
             if segment.end_offset() <= cursor {
                 continue;
             }
-            let source = match self.shared.cache.source(segment) {
-                _ if segment.deleted.load(Ordering::Acquire) => return Ok(None),
-                Ok(source) => source,
-                Err(e) => return Err(self.deleted_or(e, offset)),
+            let Some(source) = self
+                .shared
+                .source_unless_replaced(segment)
+                .map_err(|e| self.deleted_or(e, offset))?
+            else {
+                return Ok(None);
             };
             // A reader going through tiered segments (a replay: more
             // than a record or two at a time) goes on to the next one.
@@ -675,15 +688,7 @@ impl Partition {
     /// The first offset whose record timestamp is at or after `timestamp`
     /// (the end offset if there is none).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<u64> {
-        for _ in 0..=MAX_READ_RETRIES {
-            if let Some(offset) = self.offset_for_timestamp_once(timestamp)? {
-                return Ok(offset);
-            }
-        }
-        Err(LogError::InvalidArgument(format!(
-            "topic {:?} partition {}: the segments changed under {MAX_READ_RETRIES} lookups in a row; try again",
-            self.shared.topic, self.shared.partition
-        )))
+        self.retrying("lookups", || self.offset_for_timestamp_once(timestamp))
     }
 
     /// One attempt of [`Partition::offset_for_timestamp`]: `None` if a
@@ -694,9 +699,8 @@ impl Partition {
             if segment.end_offset() <= self.start_offset().max(segment.base_offset) {
                 continue;
             }
-            let source = match self.shared.cache.source(&segment) {
-                _ if segment.deleted.load(Ordering::Acquire) => return Ok(None),
-                source => source?,
+            let Some(source) = self.shared.source_unless_replaced(&segment)? else {
+                return Ok(None);
             };
             if segment.max_timestamp().is_some_and(|max| max < timestamp) {
                 continue;

@@ -293,11 +293,6 @@ pub(crate) fn check_tiering(
             "local_retention_ms and local_retention_bytes need tiered storage (the server's tiered_storage_url)".into(),
         ));
     }
-    if config.local_retention_ms == Some(0) {
-        return Err(LogError::InvalidConfig(
-            "local_retention_ms must be positive (omit it to keep segments local)".into(),
-        ));
-    }
     Ok(())
 }
 
@@ -345,11 +340,9 @@ pub(crate) fn tier_partition(
     for (s, facts) in local.iter().zip(&facts).take(n) {
         // Opening it makes sure its index files are on disk (rebuilt if
         // they were missing) before they are uploaded.
-        let source = shared.cache.source(s);
-        if s.deleted.load(std::sync::atomic::Ordering::Acquire) {
+        if shared.source_unless_replaced(s)?.is_none() {
             break;
         }
-        source?;
         place.upload(&s.paths, s.base_offset)?;
         let entry = RemoteSegment {
             base_offset: s.base_offset,
