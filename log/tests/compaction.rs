@@ -369,3 +369,34 @@ fn the_policy_round_trips_through_topic_json() {
     );
     assert!("purge".parse::<CleanupPolicy>().is_err());
 }
+
+#[test]
+fn a_key_map_budget_smaller_than_the_keys_compacts_a_segment_per_pass_and_still_right() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1 KiB holds about 16 keys: each pass maps whole segments while they
+    // fit, at least one.
+    let small_map = LogConfig {
+        cleaner_buffer_bytes: 1024,
+        ..log_config(dir.path())
+    };
+    let log = Log::open(small_map).unwrap();
+    log.create_topic("t", config(Compression::None)).unwrap();
+    let ops: Vec<Op> = (0..400u16).map(|i| ((i % 40) as u8, Some(i))).collect();
+    let appended = append(&log, &ops, 5);
+    let later = kappa_log::now_ms() + 20 * MINUTE;
+    let mut passes = 0;
+    loop {
+        let outcome = log.compact(later).unwrap();
+        check(&log, &appended, &format!("after pass {passes}"));
+        if outcome.segments_rewritten == 0 {
+            break;
+        }
+        passes += 1;
+        assert!(passes < 100, "compaction does not converge");
+    }
+    assert!(passes > 2, "a 1 KiB map took {passes} passes");
+    assert!(
+        read_from(&log, 0).len() <= 40 + 16,
+        "every sealed segment ends compacted"
+    );
+}
