@@ -305,9 +305,10 @@ impl Decoder {
         }
         let event_time = match &plan.event_time {
             None => record.timestamp,
-            Some((i, rest)) if rest.is_empty() && matches!(raws[*i], Raw::Text(_)) => {
-                raws[*i].timestamp_memo(&self.minute)??
-            }
+            Some((i, rest)) if rest.is_empty() => match raws[*i].timestamp_memo(&self.minute) {
+                Some(event_time) => event_time?,
+                None => parse_timestamp(&raws[*i].build()?)?,
+            },
             Some((i, rest)) => parse_timestamp(get_path(&raws[*i].build()?, rest)?)?,
         };
         if event_time > append_time.saturating_add(self.max_future_ms) {

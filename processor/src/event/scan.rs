@@ -451,11 +451,13 @@ impl<'a> Raw<'a> {
         }
     }
 
-    /// For a string without escapes that is UTF-8: its event time
-    /// ([`crate::time::parse_timestamp`] of the built value).
+    /// For a string without escapes that is UTF-8, or an integer of at
+    /// most 18 digits: its event time ([`crate::time::parse_timestamp`] of
+    /// the built value).
     pub(crate) fn timestamp(self) -> Option<Option<i64>> {
         match self {
             Raw::Text(text) if text.is_ascii() => Some(parse_timestamp_ascii(text)),
+            Raw::Other(bytes) => small_int(bytes).map(Some),
             _ => Some(parse_timestamp_text(self.text()?)),
         }
     }
@@ -477,7 +479,9 @@ impl<'a> Raw<'a> {
         match self {
             Raw::Missing => true,
             Raw::Text(text) => text.is_ascii() || std::str::from_utf8(text).is_ok(),
-            Raw::Other(bytes) => is_plain_decimal(bytes) || small_integer(bytes).is_some(),
+            Raw::Other(bytes) => {
+                is_literal(bytes) || is_plain_decimal(bytes) || small_int(bytes).is_some()
+            }
         }
     }
 
@@ -492,6 +496,13 @@ impl<'a> Raw<'a> {
                 DataType::Timestamp => Some(self.timestamp()?.is_some()),
                 _ => Some(false),
             },
+            // An integer that fits an i64 is of every type but BOOLEAN
+            // (a TIMESTAMP in epoch milliseconds).
+            Raw::Other(bytes) if small_int(bytes).is_some() => Some(ty != DataType::Boolean),
+            Raw::Other(b"true" | b"false") => {
+                Some(matches!(ty, DataType::Boolean | DataType::String))
+            }
+            Raw::Other(b"null") => Some(true),
             // serde_json reads a number with a fraction as a double.
             Raw::Other(bytes) if is_plain_decimal(bytes) => match ty {
                 DataType::String | DataType::Double | DataType::Decimal { .. } => Some(true),
@@ -501,6 +512,11 @@ impl<'a> Raw<'a> {
             Raw::Other(_) => None,
         }
     }
+}
+
+/// `true`, `false` or `null` (already checked by JSON's grammar).
+fn is_literal(bytes: &[u8]) -> bool {
+    matches!(bytes, b"true" | b"false" | b"null")
 }
 
 /// A number (already checked by JSON's grammar) with a fraction and no
@@ -517,6 +533,14 @@ fn is_plain_decimal(bytes: &[u8]) -> bool {
 /// `i64`), as serde_json makes it; `None` for any other number (and for
 /// `-0`, which serde_json reads as a float).
 fn small_integer(text: &[u8]) -> Option<Value> {
+    match small_int(text)? {
+        n if n >= 0 => Some(Value::from(n as u64)),
+        n => Some(Value::from(n)),
+    }
+}
+
+/// The value of [`small_integer`] as an `i64`, without making a `Value`.
+fn small_int(text: &[u8]) -> Option<i64> {
     let (negative, digits) = match text.split_first()? {
         (b'-', rest) => (true, rest),
         _ => (false, text),
@@ -528,9 +552,9 @@ fn small_integer(text: &[u8]) -> Option<Value> {
         .iter()
         .fold(0_i64, |n, d| n * 10 + i64::from(d - b'0'));
     match (negative, n) {
-        (false, n) => Some(Value::from(n as u64)),
+        (false, n) => Some(n),
         (true, 0) => None,
-        (true, n) => Some(Value::from(-n)),
+        (true, n) => Some(-n),
     }
 }
 
@@ -912,6 +936,9 @@ mod tests {
                     if let Some(conforms) = raw.conforms(ty) {
                         prop_assert_eq!(conforms, crate::expr::conforms(&value, ty), "{:?} {:?}", raw, ty);
                     }
+                }
+                if let Some(event_time) = raw.timestamp() {
+                    prop_assert_eq!(event_time, crate::time::parse_timestamp(&value), "{:?}", raw);
                 }
             }
         }
