@@ -358,7 +358,12 @@ impl Runtime {
                     let filter = plan.filter.as_ref().filter(|_| plan.more_joins.is_empty());
                     StreamJoin::new(j, state_cf.clone(), filter)
                 })
-                .map(|j| j.reading(plan.joined_fields())),
+                .map(|j| {
+                    // Nothing sends a buffered event's record on.
+                    let keep =
+                        plan.late == crate::plan::LateHandling::Drop && plan.spread_stage.is_none();
+                    j.reading(plan.joined_fields()).keeping_read_fields(keep)
+                }),
             aggregate: aggregate_op(&plan, &scope, options.state_cache_entries)
                 .map(|op| Aggregation::Local(Box::new(op))),
             rows_aggregate,

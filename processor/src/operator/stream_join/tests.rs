@@ -430,3 +430,64 @@ proptest! {
         prop_assert_eq!(pushed.0, keep);
     }
 }
+
+#[test]
+fn buffered_events_keep_only_the_fields_read_and_restore_to_the_same_joins() {
+    let (_dir, store, cf) = temp_store();
+    let spec = spec(JoinKind::Inner, 1_000, 1_000, 0);
+    let read = || vec!["k".to_string(), "t".to_string(), "id".to_string()];
+    let new = || {
+        StreamJoin::new(spec.clone(), cf.clone(), None)
+            .unwrap()
+            .reading(Some(read()))
+            .keeping_read_fields(true)
+    };
+    let pad = "x".repeat(500);
+    let mut j = new();
+    // A stream event decoded by the fields read, its value holding more.
+    let mut l = left(Some("a"), 1_000, 1);
+    l.raw_value = Bytes::from(json!({"k": "a", "t": 1_000, "id": 1, "pad": pad}).to_string());
+    l.fields = Some((Arc::from(read()), vec![json!("a"), json!(1_000), json!(1)]));
+    l.value = Value::Null;
+    j.left_event(l, 0);
+    let value = json!({"k": "b", "t": 1_200, "id": 3, "pad": pad}).to_string();
+    let record = JoinedInput {
+        partition: 1,
+        offset: 3,
+        timestamp: 1_200,
+        key: Some(b"b"),
+        value: value.as_bytes(),
+    };
+    let JoinedRecord::Event(r) = j.decode(record, 1_200, i64::MAX / 4) else {
+        panic!("not an event")
+    };
+    j.right_event_joined(*r, 0);
+    commit(&mut j, &store);
+    let (lower, upper) = key::namespace(ns::STREAM_JOIN);
+    let stored = store.scan(&j.state_cf, &lower, Some(&upper), 10).unwrap();
+    assert_eq!(stored.len(), 2);
+    for (_, v) in &stored {
+        let (_, value) = decode(v).unwrap();
+        let value: Value = serde_json::from_slice(value).unwrap();
+        assert_eq!(value.get("pad"), None, "{value}");
+        assert!(value.get("id").is_some(), "{value}");
+    }
+
+    let mut restored = new();
+    restored.restore(&store).unwrap();
+    let r = right(&restored, Some("a"), 1_100, 5);
+    let Joined::Rows(out) = restored.right_event_joined(r, 0) else {
+        panic!("late")
+    };
+    assert_eq!(
+        out.iter().map(ids).collect::<Vec<_>>(),
+        vec![(Some(1), Some(5))]
+    );
+    let Joined::Rows(out) = restored.left_event(left(Some("b"), 1_300, 6), 0) else {
+        panic!("late")
+    };
+    assert_eq!(
+        out.iter().map(ids).collect::<Vec<_>>(),
+        vec![(Some(6), Some(3))]
+    );
+}
