@@ -476,18 +476,17 @@ fn buffered_events_keep_only_the_fields_read_and_restore_to_the_same_joins() {
     let mut restored = new();
     restored.restore(&store).unwrap();
     let r = right(&restored, Some("a"), 1_100, 5);
-    let Joined::Rows(out) = restored.right_event_joined(r, 0) else {
+    let pairs = pair_ids(restored.right_event_joined(r, 0));
+    assert_eq!(pairs, vec![(Some(1), Some(5))]);
+    let pairs = pair_ids(restored.left_event(left(Some("b"), 1_300, 6), 0));
+    assert_eq!(pairs, vec![(Some(6), Some(3))]);
+}
+
+/// The (left id, right id) of each pair an event made ([`ids`]); it must
+/// not have been late.
+fn pair_ids(joined: Joined) -> Vec<(Option<u64>, Option<u64>)> {
+    let Joined::Rows(out) = joined else {
         panic!("late")
     };
-    assert_eq!(
-        out.iter().map(ids).collect::<Vec<_>>(),
-        vec![(Some(1), Some(5))]
-    );
-    let Joined::Rows(out) = restored.left_event(left(Some("b"), 1_300, 6), 0) else {
-        panic!("late")
-    };
-    assert_eq!(
-        out.iter().map(ids).collect::<Vec<_>>(),
-        vec![(Some(6), Some(3))]
-    );
+    out.iter().map(ids).collect()
 }
