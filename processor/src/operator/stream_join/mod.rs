@@ -440,7 +440,7 @@ impl StreamJoin {
 
     /// Joins an event of the joined stream ([`StreamJoin::decode`]) at
     /// `watermark`, as [`StreamJoin::left_event`] joins the stream's.
-    pub fn right_event_joined(&mut self, event: Event, watermark: i64) -> Joined {
+    pub fn right_event_joined(&mut self, mut event: Event, watermark: i64) -> Joined {
         if event.event_time < self.horizon(watermark) {
             return Joined::Late(Box::new(event));
         }
@@ -479,7 +479,6 @@ impl StreamJoin {
                 );
             }
         }
-        let mut event = event;
         if self.keeps_joined_fields() {
             if let Some((_, value)) = event.joined.first() {
                 event.raw_value = Bytes::from(value.to_string());
