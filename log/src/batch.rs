@@ -253,7 +253,7 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 #[inline]
-fn i64_at(b: &[u8], at: usize) -> i64 {
+pub(crate) fn i64_at(b: &[u8], at: usize) -> i64 {
     u64_at(b, at) as i64
 }
 

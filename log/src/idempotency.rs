@@ -10,7 +10,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::batch::{BatchView, Header, NewRecord};
+use crate::batch::{
+    BatchMeta, BatchView, NewRecord, HEADER_LEN, KEY_LEN_OFFSET, RECORD_COUNT_OFFSET,
+};
 
 /// Where an earlier append with a key landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +23,8 @@ pub struct PriorAppend {
     pub record_count: u32,
     /// When it was appended (ms).
     pub append_time: i64,
-    /// [`fingerprint`] of its records: a retry must carry the same ones.
+    /// [`fingerprint_encoded`] of its records: a retry must carry the same
+    /// ones.
     pub fingerprint: u32,
 }
 
@@ -38,12 +41,16 @@ impl StoredKey {
     /// The key of a stored batch, if it carries one.
     pub fn of(view: &BatchView) -> Option<StoredKey> {
         let key = view.idempotency_key()?.to_vec();
-        let records: Vec<_> = view.records().collect();
-        let fingerprint = fingerprint(
-            records
-                .iter()
-                .map(|r| (r.key.as_deref(), &r.value[..], &r.headers[..])),
-        );
+        let records: Vec<NewRecord> = view
+            .records()
+            .map(|r| NewRecord {
+                key: r.key,
+                value: r.value,
+                timestamp: Some(r.timestamp),
+                headers: r.headers,
+            })
+            .collect();
+        let fingerprint = fingerprint_of(&records);
         Some(StoredKey {
             key,
             prior: PriorAppend {
@@ -56,42 +63,69 @@ impl StoredKey {
     }
 }
 
-/// A checksum of records' keys, values and headers — not their
-/// timestamps, which a retry may leave to the append time. It tells a true
-/// retry from a different request that reuses a key.
-pub fn fingerprint<'a>(
-    records: impl Iterator<Item = (Option<&'a [u8]>, &'a [u8], &'a [Header])>,
-) -> u32 {
+/// A checksum of the records of `batch`, an encoded batch before any
+/// compression ([`crate::batch::encode`]'s bytes): their keys, values and
+/// headers, not their timestamps, which a retry may leave to the append
+/// time. It tells a true retry from a different request that reuses a key.
+///
+/// Per record, one CRC-32 update over its bytes after the timestamp (the
+/// key, value and headers with their lengths): one pass over bytes the
+/// writer has just encoded, where hashing each field of the records
+/// separately took six times the batch's own CRC. Kept in memory only
+/// (the window), so its definition may change between builds.
+pub fn fingerprint_encoded(batch: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    for (key, value, headers) in records {
-        match key {
-            Some(k) => {
-                h.update(&[1]);
-                h.update(&(k.len() as u64).to_le_bytes());
-                h.update(k);
+    let u16_at = |pos: usize| -> Option<usize> {
+        Some(u16::from_le_bytes(batch.get(pos..pos + 2)?.try_into().ok()?) as usize)
+    };
+    let u32_at = |pos: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(
+            batch.get(pos..pos + 4)?.try_into().ok()?,
+        ))
+    };
+    let records = (|| {
+        let count = u32_at(RECORD_COUNT_OFFSET)?;
+        let mut pos = HEADER_LEN + u16_at(KEY_LEN_OFFSET)?;
+        for _ in 0..count {
+            // The timestamp is left out.
+            pos += 8;
+            let start = pos;
+            // A key length of -1 (no key) reads as u32::MAX: no bytes.
+            let key_len = u32_at(pos)?;
+            pos += 4 + if key_len == u32::MAX {
+                0
+            } else {
+                key_len as usize
+            };
+            pos += 4 + u32_at(pos)? as usize;
+            let headers = u16_at(pos)?;
+            pos += 2;
+            for _ in 0..headers {
+                pos += 2 + u16_at(pos)?;
+                pos += 4 + u32_at(pos)? as usize;
             }
-            None => h.update(&[0]),
+            h.update(batch.get(start..pos)?);
         }
-        h.update(&(value.len() as u64).to_le_bytes());
-        h.update(value);
-        h.update(&(headers.len() as u64).to_le_bytes());
-        for header in headers {
-            h.update(&(header.name.len() as u64).to_le_bytes());
-            h.update(header.name.as_bytes());
-            h.update(&(header.value.len() as u64).to_le_bytes());
-            h.update(&header.value);
-        }
-    }
+        Some(())
+    })();
+    debug_assert!(records.is_some(), "an encoded batch");
     h.finalize()
 }
 
-/// [`fingerprint`] of records about to be appended.
+/// [`fingerprint_encoded`] of records about to be appended (encoded for
+/// it: a rare path, a key seen before).
 pub fn fingerprint_of(records: &[NewRecord]) -> u32 {
-    fingerprint(
-        records
-            .iter()
-            .map(|r| (r.key.as_deref(), &r.value[..], &r.headers[..])),
-    )
+    if records.is_empty() {
+        return crc32fast::hash(&[]);
+    }
+    let mut encoded = Vec::new();
+    let meta = BatchMeta {
+        base_offset: 0,
+        append_time: 0,
+        idempotency_key: None,
+    };
+    crate::batch::encode(&mut encoded, meta, records);
+    fingerprint_encoded(&encoded)
 }
 
 /// Bounded map of recent idempotency keys.
@@ -184,6 +218,69 @@ mod tests {
             append_time: t,
             fingerprint: 0,
         }
+    }
+
+    /// A record of `key`, `value`, `timestamp` and one header `h` = `header`.
+    fn record(key: Option<&str>, value: &str, timestamp: Option<i64>, header: &str) -> NewRecord {
+        NewRecord {
+            key: key.map(|k| bytes::Bytes::copy_from_slice(k.as_bytes())),
+            value: bytes::Bytes::copy_from_slice(value.as_bytes()),
+            timestamp,
+            headers: vec![crate::batch::Header {
+                name: "h".into(),
+                value: bytes::Bytes::copy_from_slice(header.as_bytes()),
+            }],
+        }
+    }
+
+    #[test]
+    fn fingerprints_read_keys_values_and_headers_not_timestamps() {
+        let base = [
+            record(Some("k"), "v", Some(1), "x"),
+            record(None, "w", None, ""),
+        ];
+        let same = fingerprint_of(&base);
+        let retried = [
+            record(Some("k"), "v", None, "x"),
+            record(None, "w", Some(9), ""),
+        ];
+        assert_eq!(fingerprint_of(&retried), same);
+        // Encoded with an idempotency key and another append time: the same.
+        let mut encoded = Vec::new();
+        let meta = BatchMeta {
+            base_offset: 40,
+            append_time: 77,
+            idempotency_key: Some(b"key"),
+        };
+        crate::batch::encode(&mut encoded, meta, &base);
+        assert_eq!(fingerprint_encoded(&encoded), same);
+        let others = [
+            [
+                record(Some("K"), "v", Some(1), "x"),
+                record(None, "w", None, ""),
+            ],
+            [record(None, "v", Some(1), "x"), record(None, "w", None, "")],
+            [
+                record(Some(""), "v", Some(1), "x"),
+                record(None, "w", None, ""),
+            ],
+            [
+                record(Some("k"), "v", Some(1), "x"),
+                record(None, "W", None, ""),
+            ],
+            [
+                record(Some("k"), "v", Some(1), "y"),
+                record(None, "w", None, ""),
+            ],
+            [
+                record(Some("k"), "vw", Some(1), "x"),
+                record(None, "", None, ""),
+            ],
+        ];
+        for other in others {
+            assert_ne!(fingerprint_of(&other), same, "{other:?}");
+        }
+        assert_ne!(fingerprint_of(&base[..1]), same);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use crate::batch::{self, BatchMeta, NewRecord};
 use crate::config::FsyncPolicy;
 use crate::error::{LogError, Result};
-use crate::idempotency::{fingerprint_of, PriorAppend};
+use crate::idempotency::{fingerprint_encoded, fingerprint_of, PriorAppend};
 use crate::io;
 use crate::partition::{AppendOutcome, AppendRequest, PartitionShared};
 use crate::recovery::{self, ActiveState};
@@ -207,24 +207,20 @@ impl Writer {
             };
             let start = self.buf.len();
             batch::encode(&mut self.buf, meta, &job.request.records);
-            let len = crate::compression::compress_batch(&mut self.buf, start, compression) as u64;
-            let count = job.request.records.len() as u32;
-            let max_ts = job
-                .request
-                .records
-                .iter()
-                .map(|r| r.timestamp.unwrap_or(now))
-                .max()
-                .unwrap_or(now);
+            // Read off the bytes just encoded, before their compression.
+            let encoded = &self.buf[start..];
+            let max_ts = batch::i64_at(encoded, batch::MAX_TIMESTAMP_OFFSET);
             if let Some(key) = key {
                 let prior = PriorAppend {
                     base_offset: next_offset,
-                    record_count: count,
+                    record_count: job.request.records.len() as u32,
                     append_time: now,
-                    fingerprint: fingerprint_of(&job.request.records),
+                    fingerprint: fingerprint_encoded(encoded),
                 };
                 window.insert(key, prior);
             }
+            let len = crate::compression::compress_batch(&mut self.buf, start, compression) as u64;
+            let count = job.request.records.len() as u32;
             let outcome = Ok(AppendOutcome {
                 base_offset: next_offset,
                 record_count: count,
