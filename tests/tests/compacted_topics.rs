@@ -189,3 +189,66 @@ print(json.dumps({{"policy": configs["cleanup.policy"].value,
     assert_eq!(config["cleanup_policy"], "compact,delete", "{config}");
     assert_eq!(config["min_compaction_lag_ms"], 5000, "{config}");
 }
+
+#[test]
+fn the_legacy_alter_configs_replaces_a_topics_configs() {
+    let server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    let broker = server.kafka_addr().to_string();
+    let script = format!(
+        r#"
+import json
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+admin = AdminClient({{"bootstrap.servers": "{broker}"}})
+admin.create_topics([NewTopic("changelog", num_partitions=1, replication_factor=1,
+                              config={{"cleanup.policy": "compact", "delete.retention.ms": "1000",
+                                       "segment.bytes": "65536"}})])["changelog"].result(30)
+def describe():
+    described = list(admin.describe_configs([ConfigResource("topic", "changelog")]).values())[0].result(30)
+    return {{k: described[k].value for k in ["cleanup.policy", "delete.retention.ms",
+                                           "retention.ms", "segment.bytes"]}}
+def alter(configs, validate_only=False):
+    try:
+        list(admin.alter_configs([ConfigResource("topic", "changelog", set_config=configs)],
+                                 validate_only=validate_only).values())[0].result(30)
+        return None
+    except KafkaException as e:
+        return e.args[0].name()
+out = {{"created": describe()}}
+# Validated only: nothing changes.
+out["validated"] = alter({{"retention.ms": "60000"}}, validate_only=True)
+out["after_validation"] = describe()
+# Replaced: retention set, the compaction settings not named back to their
+# defaults, segment.bytes named at its value left alone.
+out["replaced"] = alter({{"retention.ms": "60000", "segment.bytes": "65536"}})
+out["after"] = describe()
+out["fixed"] = alter({{"segment.bytes": "4096"}})
+out["unknown"] = alter({{"no.such.config": "1"}})
+out["bad_value"] = alter({{"retention.ms": "soon"}})
+out["last"] = describe()
+print(json.dumps(out))
+"#
+    );
+    let out: Value =
+        serde_json::from_slice(&run_python(&script, "confluent-kafka alter_configs")).unwrap();
+    assert_eq!(
+        out["created"],
+        json!({"cleanup.policy": "compact", "delete.retention.ms": "1000",
+               "retention.ms": "-1", "segment.bytes": "65536"}),
+        "{out}"
+    );
+    assert_eq!(out["validated"], Value::Null, "{out}");
+    assert_eq!(out["after_validation"], out["created"], "{out}");
+    assert_eq!(out["replaced"], Value::Null, "{out}");
+    let replaced = json!({"cleanup.policy": "delete", "delete.retention.ms": "86400000",
+                          "retention.ms": "60000", "segment.bytes": "65536"});
+    assert_eq!(out["after"], replaced, "{out}");
+    for refused in ["fixed", "unknown", "bad_value"] {
+        assert_eq!(out[refused], "INVALID_CONFIG", "{refused}: {out}");
+    }
+    assert_eq!(out["last"], replaced, "{out}");
+    let config = server.describe("changelog")["config"].clone();
+    assert_eq!(config["cleanup_policy"], "delete", "{config}");
+    assert_eq!(config["retention_ms"], 60000, "{config}");
+}

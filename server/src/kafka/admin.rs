@@ -1,5 +1,5 @@
-//! `CreateTopics`, `DeleteTopics`, `DescribeConfigs` and
-//! `IncrementalAlterConfigs` (topics): the same operations as the HTTP
+//! `CreateTopics`, `DeleteTopics`, `DescribeConfigs`,
+//! `IncrementalAlterConfigs` and `AlterConfigs` (topics): the same operations as the HTTP
 //! topic API, under the `admin` grant for changes.
 //!
 //! Topic configs understood at creation and described: `retention.ms`,
@@ -12,8 +12,9 @@
 //! `local.retention.ms` and `local.retention.bytes` (tiered storage, §8.4). Others are
 //! refused at creation (`INVALID_CONFIG`) rather than silently ignored. Replication factor: -1 or 1 (one node).
 //! `IncrementalAlterConfigs` sets or deletes (back to the default) what
-//! `PATCH /v1/topics/{topic}` can change: retention, `compression.type`
-//! and the compaction settings.
+//! `PATCH /v1/topics/{topic}` can change: retention, `compression.type`,
+//! the compaction and tiering settings; the legacy `AlterConfigs` replaces
+//! them (what it does not name goes back to its default).
 
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -22,9 +23,10 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, TopicName,
+    alter_configs_response, AlterConfigsRequest, AlterConfigsResponse, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest,
+    DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    TopicName,
 };
 use kappa_log::{Compression, TopicChanges, TopicConfig};
 
@@ -355,6 +357,10 @@ fn alter_changes(
     })
 }
 
+/// One operation on a topic config: its name, `OP_SET` or `OP_DELETE`,
+/// and the value set.
+type ConfigOp = (String, i8, Option<String>);
+
 /// Answers `IncrementalAlterConfigs` for topics (the broker's settings do
 /// not change); needs the `admin` grant.
 pub async fn incremental_alter_configs(
@@ -363,13 +369,8 @@ pub async fn incremental_alter_configs(
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut response = IncrementalAlterConfigsResponse::default();
-    let admin = session.allows(&Need::Admin);
     for resource in request.resources {
-        let mut result = AlterConfigsResourceResponse::default();
-        result.resource_type = resource.resource_type;
-        result.resource_name = resource.resource_name.clone();
-        let name = resource.resource_name.to_string();
-        let ops: Vec<(String, i8, Option<String>)> = resource
+        let ops: Vec<ConfigOp> = resource
             .configs
             .iter()
             .map(|c| {
@@ -380,55 +381,155 @@ pub async fn incremental_alter_configs(
                 )
             })
             .collect();
-        let outcome = if resource.resource_type != RESOURCE_TOPIC {
-            Err((
-                errors::INVALID_REQUEST,
-                "only topic configs can change".to_string(),
-            ))
-        } else if !admin {
-            Err((
-                errors::TOPIC_AUTHORIZATION_FAILED,
-                "the admin grant is needed".to_string(),
-            ))
-        } else {
-            let (log, validate_only) = (broker.app.log.clone(), request.validate_only);
-            let owned = name.clone();
-            tokio::task::spawn_blocking(move || {
-                let topic = log
-                    .topic(&owned)
-                    .map_err(|e| (errors::of_log(&e), e.to_string()))?;
-                let changes = alter_changes(&topic.config(), &ops)
-                    .map_err(|m| (errors::INVALID_CONFIG, m))?;
-                if validate_only {
-                    return changes
-                        .apply(&topic.config())
-                        .validate()
-                        .map_err(|e| (errors::of_log(&e), e.to_string()));
-                }
-                topic
-                    .alter(&changes)
-                    .map(|_| ())
-                    .map_err(|e| (errors::of_log(&e), e.to_string()))
-            })
-            .await
-            .unwrap_or_else(|_| Err((errors::UNKNOWN_SERVER_ERROR, "the change failed".into())))
-        };
-        match outcome {
-            Ok(()) if !request.validate_only => crate::auth::audit::admin_action(
+        let name = resource.resource_name.to_string();
+        let (error_code, error_message) = alter_topic(
+            broker,
+            session,
+            (resource.resource_type, name),
+            request.validate_only,
+            move |_| Ok(ops),
+        )
+        .await;
+        let mut result = AlterConfigsResourceResponse::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name;
+        result.error_code = error_code;
+        result.error_message = error_message.map(text);
+        response.responses.push(result);
+    }
+    response
+}
+
+/// Answers the legacy `AlterConfigs` for topics (the broker's settings do
+/// not change); needs the `admin` grant. As in Kafka, a resource's
+/// configs are *replaced*: what it names is set, and every other
+/// changeable setting goes back to its default ([`replacing_ops`]).
+pub async fn alter_configs(
+    broker: &Broker,
+    session: &Session,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
+    let mut response = AlterConfigsResponse::default();
+    for resource in request.resources {
+        let given: Vec<(String, Option<String>)> = resource
+            .configs
+            .iter()
+            .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+            .collect();
+        let name = resource.resource_name.to_string();
+        let (error_code, error_message) = alter_topic(
+            broker,
+            session,
+            (resource.resource_type, name),
+            request.validate_only,
+            move |config| replacing_ops(config, &given),
+        )
+        .await;
+        let mut result = alter_configs_response::AlterConfigsResourceResponse::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name;
+        result.error_code = error_code;
+        result.error_message = error_message.map(text);
+        response.responses.push(result);
+    }
+    response
+}
+
+/// The operations of a legacy `AlterConfigs` that gives `given` for a
+/// topic now set as `config`: each changeable config given a value is
+/// set, every other one deleted (back to its default). A setting that
+/// cannot change may be given at its current value — as a client that
+/// described the topic and sends its settings back does — and is left
+/// alone; at another value, or unknown, it is refused.
+fn replacing_ops(
+    config: &TopicConfig,
+    given: &[(String, Option<String>)],
+) -> Result<Vec<ConfigOp>, String> {
+    let current = topic_configs(config);
+    let mut ops = Vec::new();
+    for (name, value) in given {
+        if CHANGEABLE.contains(&name.as_str()) {
+            if value.is_some() {
+                ops.push((name.clone(), OP_SET, value.clone()));
+            }
+            continue;
+        }
+        match current.iter().find(|(k, _, _)| k == name) {
+            Some((_, now, _)) if value.as_ref() == Some(now) => {}
+            _ => {
+                return Err(format!(
+                    "config {name:?} cannot be changed (changeable: {})",
+                    CHANGEABLE.join(", ")
+                ))
+            }
+        }
+    }
+    for name in CHANGEABLE {
+        if !ops.iter().any(|(n, _, _)| n == name) {
+            ops.push((name.to_string(), OP_DELETE, None));
+        }
+    }
+    Ok(ops)
+}
+
+/// Changes the configs of the resource `(type, name)` by the operations
+/// `ops_of` gives for its current config (or only checks them, with
+/// `validate_only`): a topic's, under the `admin` grant. The error code
+/// and message of the resource's answer.
+async fn alter_topic(
+    broker: &Broker,
+    session: &Session,
+    (resource_type, name): (i8, String),
+    validate_only: bool,
+    ops_of: impl FnOnce(&TopicConfig) -> Result<Vec<ConfigOp>, String> + Send + 'static,
+) -> (i16, Option<String>) {
+    let outcome = if resource_type != RESOURCE_TOPIC {
+        Err((
+            errors::INVALID_REQUEST,
+            "only topic configs can change".to_string(),
+        ))
+    } else if !session.allows(&Need::Admin) {
+        Err((
+            errors::TOPIC_AUTHORIZATION_FAILED,
+            "the admin grant is needed".to_string(),
+        ))
+    } else {
+        let log = broker.app.log.clone();
+        let owned = name.clone();
+        tokio::task::spawn_blocking(move || {
+            let topic = log
+                .topic(&owned)
+                .map_err(|e| (errors::of_log(&e), e.to_string()))?;
+            let changes = ops_of(&topic.config())
+                .and_then(|ops| alter_changes(&topic.config(), &ops))
+                .map_err(|m| (errors::INVALID_CONFIG, m))?;
+            if validate_only {
+                return changes
+                    .apply(&topic.config())
+                    .validate()
+                    .map_err(|e| (errors::of_log(&e), e.to_string()));
+            }
+            topic
+                .alter(&changes)
+                .map(|_| ())
+                .map_err(|e| (errors::of_log(&e), e.to_string()))
+        })
+        .await
+        .unwrap_or_else(|_| Err((errors::UNKNOWN_SERVER_ERROR, "the change failed".into())))
+    };
+    match outcome {
+        Ok(()) if !validate_only => {
+            crate::auth::audit::admin_action(
                 session.principal().expect("checked above"),
                 "kafka alter topic configs",
                 &name,
                 200,
-            ),
-            Ok(()) => {}
-            Err((code, message)) => {
-                result.error_code = code;
-                result.error_message = Some(text(message));
-            }
+            );
+            (errors::NONE, None)
         }
-        response.responses.push(result);
+        Ok(()) => (errors::NONE, None),
+        Err((code, message)) => (code, Some(message)),
     }
-    response
 }
 
 /// A topic's settings under Kafka's names: (name, value, set on the topic).

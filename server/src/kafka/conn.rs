@@ -296,6 +296,7 @@ async fn serve(
         Rq::IncrementalAlterConfigs(r) => {
             Rs::IncrementalAlterConfigs(admin::incremental_alter_configs(broker, session, r).await)
         }
+        Rq::AlterConfigs(r) => Rs::AlterConfigs(admin::alter_configs(broker, session, r).await),
         Rq::SaslHandshake(r) => Rs::SaslHandshake(sasl::handshake(session, r)),
         Rq::SaslAuthenticate(r) => Rs::SaslAuthenticate(sasl::authenticate(broker, session, r)),
         Rq::FindCoordinator(r) => {

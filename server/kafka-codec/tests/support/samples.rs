@@ -252,6 +252,7 @@ fn default_request(api: ApiKey) -> RequestKind {
         ApiKey::DeleteTopics => RequestKind::DeleteTopics(Default::default()),
         ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(Default::default()),
         ApiKey::IncrementalAlterConfigs => RequestKind::IncrementalAlterConfigs(Default::default()),
+        ApiKey::AlterConfigs => RequestKind::AlterConfigs(Default::default()),
         ApiKey::SaslAuthenticate => RequestKind::SaslAuthenticate(Default::default()),
         ApiKey::SaslHandshake => RequestKind::SaslHandshake(Default::default()),
         ApiKey::FindCoordinator => RequestKind::FindCoordinator(Default::default()),
