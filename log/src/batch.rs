@@ -837,6 +837,23 @@ fn read_records<'a>(b: &'a [u8], mut f: impl FnMut(RecordRef<'a>)) -> Result<(),
     records_fill(b, at)
 }
 
+/// Calls `f` with the encoded bytes of each record of the uncompressed
+/// batch `b` after its 8-byte timestamp — its key, value and headers with
+/// their lengths — each record checked as it is read ([`read_record`]),
+/// and checks that they fill the batch.
+pub(crate) fn read_record_bodies<'a>(
+    b: &'a [u8],
+    mut f: impl FnMut(&'a [u8]),
+) -> Result<(), DecodeError> {
+    let mut at = records_start(b)?;
+    for i in 0..u32_at(b, RECORD_COUNT_OFFSET) {
+        let (_, end) = read_record(b, at, u64::from(i))?;
+        f(&b[at + 8..end]);
+        at = end;
+    }
+    records_fill(b, at)
+}
+
 /// Where the records of batch `b` start (after its idempotency key); `Err`
 /// if the key's length is over the limit.
 fn records_start(b: &[u8]) -> Result<usize, DecodeError> {

@@ -10,9 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::batch::{
-    BatchMeta, BatchView, NewRecord, HEADER_LEN, KEY_LEN_OFFSET, RECORD_COUNT_OFFSET,
-};
+use crate::batch::{BatchMeta, BatchView, NewRecord};
 
 /// Where an earlier append with a key landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,40 +73,8 @@ impl StoredKey {
 /// (the window), so its definition may change between builds.
 pub fn fingerprint_encoded(batch: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    let u16_at = |pos: usize| -> Option<usize> {
-        Some(u16::from_le_bytes(batch.get(pos..pos + 2)?.try_into().ok()?) as usize)
-    };
-    let u32_at = |pos: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(
-            batch.get(pos..pos + 4)?.try_into().ok()?,
-        ))
-    };
-    let records = (|| {
-        let count = u32_at(RECORD_COUNT_OFFSET)?;
-        let mut pos = HEADER_LEN + u16_at(KEY_LEN_OFFSET)?;
-        for _ in 0..count {
-            // The timestamp is left out.
-            pos += 8;
-            let start = pos;
-            // A key length of -1 (no key) reads as u32::MAX: no bytes.
-            let key_len = u32_at(pos)?;
-            pos += 4 + if key_len == u32::MAX {
-                0
-            } else {
-                key_len as usize
-            };
-            pos += 4 + u32_at(pos)? as usize;
-            let headers = u16_at(pos)?;
-            pos += 2;
-            for _ in 0..headers {
-                pos += 2 + u16_at(pos)?;
-                pos += 4 + u32_at(pos)? as usize;
-            }
-            h.update(batch.get(start..pos)?);
-        }
-        Some(())
-    })();
-    debug_assert!(records.is_some(), "an encoded batch");
+    let read = crate::batch::read_record_bodies(batch, |body| h.update(body));
+    debug_assert!(read.is_ok(), "an encoded batch: {read:?}");
     h.finalize()
 }
 

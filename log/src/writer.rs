@@ -210,17 +210,17 @@ impl Writer {
             // Read off the bytes just encoded, before their compression.
             let encoded = &self.buf[start..];
             let max_ts = batch::i64_at(encoded, batch::MAX_TIMESTAMP_OFFSET);
+            let count = job.request.records.len() as u32;
             if let Some(key) = key {
                 let prior = PriorAppend {
                     base_offset: next_offset,
-                    record_count: job.request.records.len() as u32,
+                    record_count: count,
                     append_time: now,
                     fingerprint: fingerprint_encoded(encoded),
                 };
                 window.insert(key, prior);
             }
             let len = crate::compression::compress_batch(&mut self.buf, start, compression) as u64;
-            let count = job.request.records.len() as u32;
             let outcome = Ok(AppendOutcome {
                 base_offset: next_offset,
                 record_count: count,
