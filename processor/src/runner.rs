@@ -486,6 +486,7 @@ impl Runtime {
             self.log_time = t as i64;
         }
         self.outbox_seq = self.get_u64(Meta::OutboxSeq)?.unwrap_or(0);
+        self.number_entries_past_a_lost_run();
         if self
             .plan
             .spread_stage
@@ -510,6 +511,33 @@ impl Runtime {
         self.progress
             .set_committed(self.order.stream_positions(), watermark);
         self.flush_pending_outbox()
+    }
+
+    /// Numbers the next outbox entry past every entry an output topic
+    /// already holds from this writer. A topic holding an entry this
+    /// store has not numbered yet was written by a run whose state is
+    /// lost: a task taken over on another node, restored from an older
+    /// checkpoint or built from the start of its partition. That run's
+    /// entries of the same numbers hold other records (a commit's records
+    /// depend on when it came), so taking the new entries for them would
+    /// lose records. Appended under new numbers, the records since the
+    /// state's commit are written again instead: a repartition topic's
+    /// reader drops them by their source offsets
+    /// ([`crate::spread::repartition::SourceDedup`]); a derived stream's
+    /// readers see them twice.
+    fn number_entries_past_a_lost_run(&mut self) {
+        let Some(newest) = self.outputs.values().filter_map(|o| o.newest_entry()).max() else {
+            return;
+        };
+        if newest >= self.outbox_seq {
+            tracing::warn!(
+                view = %self.scope.name,
+                version = self.scope.version,
+                entries = %format!("{}..={newest}", self.outbox_seq),
+                "the output topic holds outbox entries of a run whose state is lost: the records since this state's commit are written again"
+            );
+            self.outbox_seq = newest + 1;
+        }
     }
 
     /// Restores the aggregate's state as of the committed `watermark`: in

@@ -49,6 +49,12 @@ pub trait OutputSink: Send + Sync + fmt::Debug {
     /// stops the version; its retry appends the entry again.
     fn append(&self, seq: u64, records: &[OutputRecord<'_>]) -> Result<()>;
 
+    /// The newest entry the topic holds from this writer, when the sink
+    /// knows it (a cluster's topic); `None` otherwise.
+    fn newest_entry(&self) -> Option<u64> {
+        None
+    }
+
     /// What and where the topic is, for messages.
     fn describe(&self) -> String;
 }

@@ -210,6 +210,10 @@ impl OutputSink for ClusterSink {
         Ok(())
     }
 
+    fn newest_entry(&self) -> Option<u64> {
+        *self.committed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn describe(&self) -> String {
         format!("topic '{}' of cluster '{}'", self.topic, self.cluster)
     }
