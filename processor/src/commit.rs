@@ -490,6 +490,10 @@ impl Runtime {
         Ok(())
     }
 
+    /// Appends outbox entry `seq` to its topics. The input positions it
+    /// names are the committed ones: an entry is appended after the commit
+    /// that made it (or, left pending by a crash, on the restart, which
+    /// resumes from that commit).
     fn append_outbox(&self, seq: u64, records: &[OutRecord]) -> Result<()> {
         let mut topics: Vec<&str> = records.iter().map(|r| r.topic.as_ref()).collect();
         topics.sort_unstable();
@@ -512,7 +516,7 @@ impl Runtime {
                     joined: r.joined.as_deref(),
                 })
                 .collect();
-            output.append(seq, &out)?;
+            output.append(seq, &out, self.order.stream_positions())?;
         }
         Ok(())
     }

@@ -180,6 +180,11 @@ pub struct Runtime {
     pub(crate) sources: Option<SourcePool>,
     pub(crate) outbox: Vec<OutRecord>,
     pub(crate) outbox_seq: u64,
+    /// An output topic holding records of a run whose state is lost, and
+    /// the input positions that run had reached: this run's records for
+    /// that topic from inputs before them are dropped
+    /// ([`Runtime::number_entries_past_a_lost_run`]).
+    pub(crate) written_by_lost_run: Option<(Arc<str>, Vec<u64>)>,
     /// The output topics appended ahead of the commit, by sequence.
     pub(crate) sequenced: crate::sequenced::Sequenced,
     /// A projection's sink topic and row writer.
@@ -397,6 +402,7 @@ impl Runtime {
             caught_up: false,
             newest_input_ms: None,
             source_dedup: None,
+            written_by_lost_run: None,
         };
         rt.restore(partitions)?;
         if let Some(spec) = rt.plan.view_aggregate() {
@@ -514,29 +520,75 @@ impl Runtime {
     }
 
     /// Numbers the next outbox entry past every entry an output topic
-    /// already holds from this writer. A topic holding an entry this
-    /// store has not numbered yet was written by a run whose state is
-    /// lost: a task taken over on another node, restored from an older
-    /// checkpoint or built from the start of its partition. That run's
-    /// entries of the same numbers hold other records (a commit's records
-    /// depend on when it came), so taking the new entries for them would
-    /// lose records. Appended under new numbers, the records since the
-    /// state's commit are written again instead: a repartition topic's
-    /// reader drops them by their source offsets
+    /// already holds from this writer, and notes what to drop. A topic
+    /// holding an entry this store has not numbered yet was written by a
+    /// run whose state is lost: a task taken over on another node,
+    /// restored from an older checkpoint or built from the start of its
+    /// partition. That run's entries of the same numbers hold other
+    /// records (a commit's records depend on when it came), so taking the
+    /// new entries for them would lose records. The new run's entries are
+    /// numbered past them instead, and where the sink kept the input
+    /// positions that run had reached, the records this run makes from
+    /// inputs before them are dropped as they are made (they are in the
+    /// topic: the processing is deterministic). Where it did not (an entry
+    /// of an older build), or for an aggregate's row changes (made at each
+    /// commit, not per input), they are written again: a repartition
+    /// topic's reader drops them by their source offsets
     /// ([`crate::spread::repartition::SourceDedup`]); a derived stream's
     /// readers see them twice.
     fn number_entries_past_a_lost_run(&mut self) {
-        let Some(newest) = self.outputs.values().filter_map(|o| o.newest_entry()).max() else {
+        let newest = self
+            .outputs
+            .iter()
+            .filter_map(|(topic, o)| Some((topic, o.written()?)))
+            .max_by_key(|(_, w)| w.entry);
+        let Some((topic, written)) = newest else {
             return;
         };
-        if newest >= self.outbox_seq {
-            tracing::warn!(
-                view = %self.scope.name,
-                version = self.scope.version,
-                entries = %format!("{}..={newest}", self.outbox_seq),
-                "the output topic holds outbox entries of a run whose state is lost: the records since this state's commit are written again"
-            );
-            self.outbox_seq = newest + 1;
+        if written.entry < self.outbox_seq {
+            return;
+        }
+        let partitions = self.order.stream_positions().len();
+        let reach = written.reach.filter(|r| r.len() == partitions);
+        tracing::warn!(
+            view = %self.scope.name,
+            version = self.scope.version,
+            topic = %topic,
+            entries = %format!("{}..={}", self.outbox_seq, written.entry),
+            reach = ?reach,
+            "the output topic holds outbox entries of a run whose state is lost: this run's records of the inputs that run had read are not written again"
+        );
+        self.outbox_seq = written.entry + 1;
+        self.written_by_lost_run = reach.map(|r| (Arc::from(topic.as_str()), r));
+    }
+
+    /// Drops the records for the topic a lost run wrote that processing
+    /// the input at `offset` of `partition` put in the outbox after its
+    /// first `before` records, when that run had read past it
+    /// ([`Runtime::number_entries_past_a_lost_run`]); forgets that run
+    /// once every partition is past its positions. (A version on one
+    /// thread, as every task of a spread version is: with several, the
+    /// records are written again.)
+    fn drop_what_a_lost_run_wrote(&mut self, partition: u32, offset: u64, before: usize) {
+        let Some((topic, reach)) = &self.written_by_lost_run else {
+            return;
+        };
+        let p = partition as usize;
+        if reach.get(p).is_some_and(|&r| offset < r) {
+            let kept: Vec<OutRecord> = self
+                .outbox
+                .drain(before..)
+                .filter(|r| r.topic != *topic)
+                .collect();
+            self.outbox.extend(kept);
+        }
+        let positions = self.order.stream_positions();
+        let past = reach.iter().enumerate().all(|(i, &r)| match i == p {
+            true => offset + 1 >= r,
+            false => positions.get(i).is_some_and(|&at| at >= r),
+        });
+        if past {
+            self.written_by_lost_run = None;
         }
     }
 
@@ -850,7 +902,9 @@ impl Runtime {
         let mut processed = 0;
         for record in batch.record_refs() {
             let offset = record.offset;
+            let outbox_before = self.outbox.len();
             self.process(next.partition, record, buffer, append_time)?;
+            self.drop_what_a_lost_run_wrote(next.partition, offset, outbox_before);
             processed += 1;
             self.uncommitted_records += 1;
             // The commit covers the records processed so far.

@@ -41,17 +41,29 @@ pub struct OutputRecord<'a> {
     pub joined: Option<&'a str>,
 }
 
+/// What an output topic holds from one writer, as far as its sink knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The newest outbox entry the topic holds.
+    pub entry: u64,
+    /// The version's input positions (next offset per input partition)
+    /// at the commit that made that entry, when the sink keeps them.
+    pub reach: Option<Vec<u64>>,
+}
+
 /// A topic outside the built-in log that one version writes.
 pub trait OutputSink: Send + Sync + fmt::Debug {
     /// Appends outbox entry `seq` (entries come in increasing order)
     /// exactly once: an entry the topic already holds (appended before a
-    /// crash that came before the outbox was cleared) is skipped. An error
-    /// stops the version; its retry appends the entry again.
-    fn append(&self, seq: u64, records: &[OutputRecord<'_>]) -> Result<()>;
+    /// crash that came before the outbox was cleared) is skipped. `reach`
+    /// is the version's input positions at the commit that made the entry
+    /// (next offset per input partition). An error stops the version; its
+    /// retry appends the entry again.
+    fn append(&self, seq: u64, records: &[OutputRecord<'_>], reach: &[u64]) -> Result<()>;
 
-    /// The newest entry the topic holds from this writer, when the sink
-    /// knows it (a cluster's topic); `None` otherwise.
-    fn newest_entry(&self) -> Option<u64> {
+    /// What the topic holds from this writer, when the sink knows it (a
+    /// cluster's topic); `None` otherwise.
+    fn written(&self) -> Option<Written> {
         None
     }
 
@@ -87,7 +99,7 @@ impl LogOutput {
 }
 
 impl OutputSink for LogOutput {
-    fn append(&self, seq: u64, records: &[OutputRecord<'_>]) -> Result<()> {
+    fn append(&self, seq: u64, records: &[OutputRecord<'_>], _reach: &[u64]) -> Result<()> {
         let batch: Vec<ProduceRecord> = records
             .iter()
             .map(|r| ProduceRecord {

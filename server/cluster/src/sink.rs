@@ -15,6 +15,13 @@
 //! that re-appends a pending outbox skips the entries already there.
 //! Read-committed consumers therefore see every output record once.
 //!
+//! The offset's metadata is `{"reach":[…]}`: the writer's input positions
+//! at the commit that made the entry. A run whose state is older than the
+//! topic (a task taken over from an older checkpoint) numbers its entries
+//! past the newest and drops what it makes from inputs before those
+//! positions (`kappa_processor`'s runner); where the broker keeps no
+//! metadata (Tansu 0.6), it writes those records again instead.
+//!
 //! The topic's records are not read for this: some brokers (Tansu 0.6)
 //! show an aborted transaction's records to read_committed consumers, and
 //! an aborted entry taken for a written one would be lost.
@@ -23,7 +30,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kappa_processor::error::{ProcessorError, Result};
-use kappa_processor::sink::{OutputRecord, OutputSink};
+use kappa_processor::sink::{OutputRecord, OutputSink, Written};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerGroupMetadata};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
@@ -55,8 +62,8 @@ pub struct ClusterSink {
     /// The group `kappa-<writer>-outbox`, whose offset each transaction
     /// commits.
     group: ConsumerGroupMetadata,
-    /// The newest entry the topic holds from this writer.
-    committed: Mutex<Option<u64>>,
+    /// What the topic holds from this writer.
+    committed: Mutex<Option<Written>>,
 }
 
 impl std::fmt::Debug for ClusterSink {
@@ -137,7 +144,7 @@ impl ClusterSink {
         ))
     }
 
-    fn transaction(&self, seq: u64, records: &[OutputRecord<'_>]) -> Result<()> {
+    fn transaction(&self, seq: u64, records: &[OutputRecord<'_>], reach: &[u64]) -> Result<()> {
         self.producer
             .begin_transaction()
             .map_err(|e| self.failed("beginning a transaction", e))?;
@@ -180,9 +187,11 @@ impl ClusterSink {
             }
         }
         let mut entry_offset = TopicPartitionList::new();
-        entry_offset
-            .add_partition_offset(&self.topic, 0, Offset::Offset(seq as i64 + 1))
+        let mut entry_element = entry_offset.add_partition(&self.topic, 0);
+        entry_element
+            .set_offset(Offset::Offset(seq as i64 + 1))
             .map_err(|e| self.failed("naming the entry", e))?;
+        entry_element.set_metadata(reach_metadata(reach));
         self.producer
             .send_offsets_to_transaction(&entry_offset, &self.group, TIMEOUT)
             .map_err(|e| self.failed("committing the entry's number", e))?;
@@ -193,12 +202,12 @@ impl ClusterSink {
 }
 
 impl OutputSink for ClusterSink {
-    fn append(&self, seq: u64, records: &[OutputRecord<'_>]) -> Result<()> {
+    fn append(&self, seq: u64, records: &[OutputRecord<'_>], reach: &[u64]) -> Result<()> {
         let mut committed = self.committed.lock().unwrap_or_else(|e| e.into_inner());
-        if committed.is_some_and(|c| seq <= c) {
+        if committed.as_ref().is_some_and(|c| seq <= c.entry) {
             return Ok(());
         }
-        if let Err(e) = self.transaction(seq, records) {
+        if let Err(e) = self.transaction(seq, records, reach) {
             metrics::counter!(PRODUCER_ERRORS, "cluster" => self.cluster.clone(), "topic" => self.topic.clone())
                 .increment(1);
             let _ = self.producer.abort_transaction(TIMEOUT);
@@ -206,12 +215,18 @@ impl OutputSink for ClusterSink {
         }
         metrics::counter!(PRODUCED_RECORDS, "cluster" => self.cluster.clone(), "topic" => self.topic.clone())
             .increment(records.len() as u64);
-        *committed = Some(seq);
+        *committed = Some(Written {
+            entry: seq,
+            reach: Some(reach.to_vec()),
+        });
         Ok(())
     }
 
-    fn newest_entry(&self) -> Option<u64> {
-        *self.committed.lock().unwrap_or_else(|e| e.into_inner())
+    fn written(&self) -> Option<Written> {
+        self.committed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn describe(&self) -> String {
@@ -219,15 +234,33 @@ impl OutputSink for ClusterSink {
     }
 }
 
-/// The group `kappa-<writer>-outbox` and the newest outbox entry of
-/// `writer` its offset says the topic holds (none before the first
-/// commit).
+/// The metadata of an entry's committed offset: the writer's input
+/// positions at the commit that made it, `{"reach":[…]}`.
+fn reach_metadata(reach: &[u64]) -> String {
+    serde_json::json!({ "reach": reach }).to_string()
+}
+
+/// The input positions [`reach_metadata`] wrote; `None` for anything else
+/// (an entry committed by an older build, or a broker that keeps no
+/// metadata).
+fn reach_of(metadata: &str) -> Option<Vec<u64>> {
+    let value: serde_json::Value = serde_json::from_str(metadata).ok()?;
+    value
+        .get("reach")?
+        .as_array()?
+        .iter()
+        .map(serde_json::Value::as_u64)
+        .collect()
+}
+
+/// The group `kappa-<writer>-outbox` and what its offset says the topic
+/// holds from `writer` (none before the first commit).
 fn newest_entry(
     name: &str,
     config: &ClusterConfig,
     writer: &str,
     topic: &str,
-) -> std::result::Result<(ConsumerGroupMetadata, Option<u64>), KafkaError> {
+) -> std::result::Result<(ConsumerGroupMetadata, Option<Written>), KafkaError> {
     let mut consumer_config =
         client_config(name, config).map_err(|e| KafkaError::ClientCreation(e.to_string()))?;
     consumer_config
@@ -237,14 +270,34 @@ fn newest_entry(
     let mut asked = TopicPartitionList::new();
     asked.add_partition(topic, 0);
     let committed = consumer.committed_offsets(asked, TIMEOUT)?;
-    let newest = match committed.find_partition(topic, 0).map(|p| p.offset()) {
-        Some(Offset::Offset(next)) if next > 0 => Some(next as u64 - 1),
-        _ => None,
-    };
+    let newest = committed
+        .find_partition(topic, 0)
+        .and_then(|p| match p.offset() {
+            Offset::Offset(next) if next > 0 => Some(Written {
+                entry: next as u64 - 1,
+                reach: reach_of(p.metadata()),
+            }),
+            _ => None,
+        });
     let group = consumer
         .group_metadata()
         .ok_or(KafkaError::MessageConsumption(
             RDKafkaErrorCode::InvalidGroupId,
         ))?;
     Ok((group, newest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entrys_input_positions_round_trip_through_its_metadata() {
+        assert_eq!(reach_of(&reach_metadata(&[20, 7])), Some(vec![20, 7]));
+        assert_eq!(reach_of(&reach_metadata(&[])), Some(vec![]));
+        // What an older build or another writer left.
+        assert_eq!(reach_of(""), None);
+        assert_eq!(reach_of("{\"reach\":[1,-2]}"), None);
+        assert_eq!(reach_of("{\"other\":1}"), None);
+    }
 }
