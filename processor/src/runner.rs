@@ -550,14 +550,24 @@ impl Runtime {
         }
         let partitions = self.order.stream_positions().len();
         let reach = written.reach.filter(|r| r.len() == partitions);
-        tracing::warn!(
-            view = %self.scope.name,
-            version = self.scope.version,
-            topic = %topic,
-            entries = %format!("{}..={}", self.outbox_seq, written.entry),
-            reach = ?reach,
-            "the output topic holds outbox entries of a run whose state is lost: this run's records of the inputs that run had read are not written again"
-        );
+        let entries = format!("{}..={}", self.outbox_seq, written.entry);
+        match &reach {
+            Some(reach) => tracing::warn!(
+                view = %self.scope.name,
+                version = self.scope.version,
+                %topic,
+                entries,
+                ?reach,
+                "the output topic holds outbox entries of a run whose state is lost: this run's records of the inputs that run had read are not written again"
+            ),
+            None => tracing::warn!(
+                view = %self.scope.name,
+                version = self.scope.version,
+                %topic,
+                entries,
+                "the output topic holds outbox entries of a run whose state is lost, without the input positions it reached: this run's records since its state's commit are written again"
+            ),
+        }
         self.outbox_seq = written.entry + 1;
         self.written_by_lost_run = reach.map(|r| (Arc::from(topic.as_str()), r));
     }
