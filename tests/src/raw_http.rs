@@ -54,8 +54,15 @@ impl RawConnection {
 
     /// Writes `bytes` as they are.
     pub fn send_bytes(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("writing the request");
-        self.stream.flush().expect("flush");
+        self.try_send_bytes(bytes).expect("writing the request");
+    }
+
+    /// Writes `bytes` as they are; the error when the server closed the
+    /// connection (a server that cut a request off may have answered and
+    /// closed between a check for its answer and this write).
+    pub fn try_send_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)?;
+        self.stream.flush()
     }
 
     /// Writes one request (`Content-Length` added when there is a body).
