@@ -11,6 +11,7 @@
 use bytes::{BufMut, Bytes};
 
 use crate::compression::{self, Compression};
+use crate::kafka_batch::{self, KafkaRecords};
 
 /// Byte position of `batch_length` (u32): total bytes of the batch.
 pub const LENGTH_OFFSET: usize = 0;
@@ -264,10 +265,13 @@ pub fn stored_compression(bytes: &[u8]) -> Compression {
     compression::codec_of(bytes).unwrap_or(Compression::None)
 }
 
-/// True for a batch format version this build reads: 1, and 2 (a
-/// compressed batch, FORMAT.md §2.8).
+/// True for a batch format version this build reads: 1, 2 (a
+/// compressed batch, FORMAT.md §2.8) and 3 (a Kafka producer's batch
+/// stored as sent, §2.10).
 pub fn is_known_version(version: u8) -> bool {
-    version == VERSION || version == compression::COMPRESSED_VERSION
+    version == VERSION
+        || version == compression::COMPRESSED_VERSION
+        || version == kafka_batch::KAFKA_VERSION
 }
 
 /// Reads the declared length of the batch starting at `bytes[0]`, checking
@@ -296,6 +300,9 @@ pub struct BatchView {
     bytes: Bytes,
     /// Bytes of the batch as stored (its `batch_length` in the file).
     stored_len: usize,
+    /// Of a Kafka producer's batch stored as sent (FORMAT.md §2.10), its
+    /// records section as stored.
+    as_sent: Option<KafkaRecords>,
 }
 
 /// The batch at the start of `buf`, sliced to its declared length (its
@@ -348,6 +355,7 @@ fn check_frame(bytes: &[u8]) -> Result<(), DecodeError> {
         }
         VERSION => {}
         compression::COMPRESSED_VERSION => compression::check_attributes(attributes)?,
+        kafka_batch::KAFKA_VERSION => kafka_batch::check_attributes(attributes)?,
         other => return Err(DecodeError::UnsupportedVersion(other)),
     }
     if u16_at(bytes, RESERVED_OFFSET) != 0 {
@@ -426,6 +434,7 @@ impl BatchView {
         check_frame(&bytes)?;
         let view = BatchView {
             stored_len: bytes.len(),
+            as_sent: kafka_batch::as_sent(&bytes),
             bytes: inflated(bytes)?,
         };
         view.check_records()?;
@@ -448,6 +457,12 @@ impl BatchView {
     /// starts.
     pub fn len(&self) -> usize {
         self.stored_len
+    }
+
+    /// Of a Kafka producer's batch stored as sent (FORMAT.md §2.10), its
+    /// records section as the producer compressed it.
+    pub fn as_sent(&self) -> Option<&KafkaRecords> {
+        self.as_sent.as_ref()
     }
 
     /// The idempotency key, if the append carried one.
@@ -529,6 +544,7 @@ impl FramedBatch {
         crc.check(&self.bytes)?;
         let view = BatchView {
             stored_len: self.bytes.len(),
+            as_sent: kafka_batch::as_sent(&self.bytes),
             bytes: match self.inflated.get() {
                 Some(bytes) => bytes.clone(),
                 None => inflated(self.bytes.clone())?,

@@ -27,6 +27,7 @@ use crate::batch::{
     u16_at, u32_at, DecodeError, ATTRIBUTES_OFFSET, COMPACTED, CRC_OFFSET, CRC_START, HEADER_LEN,
     KEY_LEN_OFFSET, LENGTH_OFFSET, VERSION, VERSION_OFFSET,
 };
+use crate::kafka_batch::KAFKA_VERSION;
 
 /// The format version of a compressed batch.
 pub const COMPRESSED_VERSION: u8 = 2;
@@ -74,7 +75,7 @@ impl Compression {
     }
 
     /// Its `attributes` bits in a version-2 batch.
-    fn codec_bits(self) -> u16 {
+    pub(crate) fn codec_bits(self) -> u16 {
         match self {
             Compression::None => 0,
             Compression::Zstd => 1,
@@ -82,7 +83,7 @@ impl Compression {
         }
     }
 
-    fn of_bits(bits: u16) -> Option<Compression> {
+    pub(crate) fn of_bits(bits: u16) -> Option<Compression> {
         match bits {
             1 => Some(Compression::Zstd),
             2 => Some(Compression::Lz4),
@@ -153,9 +154,10 @@ pub(crate) fn compress_batch(out: &mut Vec<u8>, start: usize, codec: Compression
 }
 
 /// The codec of a stored batch whose frame was checked: `None` for a
-/// version-1 batch.
+/// version-1 batch (version 3, a Kafka producer's batch stored as sent,
+/// names its codec as version 2 does).
 pub(crate) fn codec_of(stored: &[u8]) -> Option<Compression> {
-    (stored[VERSION_OFFSET] == COMPRESSED_VERSION)
+    matches!(stored[VERSION_OFFSET], COMPRESSED_VERSION | KAFKA_VERSION)
         .then(|| Compression::of_bits(u16_at(stored, ATTRIBUTES_OFFSET) & CODEC_MASK))
         .flatten()
 }
@@ -175,6 +177,9 @@ pub(crate) fn check_attributes(attributes: u16) -> Result<(), DecodeError> {
 /// for: the records section decompressed, the header's length, version,
 /// attributes and CRC made those of the version-1 form.
 pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
+    if stored[VERSION_OFFSET] == KAFKA_VERSION {
+        return crate::kafka_batch::inflate(stored);
+    }
     let codec = codec_of(stored).ok_or_else(|| {
         DecodeError::Invalid("inflate called on a batch that is not compressed".into())
     })?;
@@ -224,7 +229,11 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
 /// Appends the zstd frame's content to `out`, reading at most one byte
 /// past `declared` (so a frame that inflates further is caught without
 /// inflating it whole).
-fn zstd_inflate(compressed: &[u8], declared: usize, out: &mut Vec<u8>) -> Result<(), String> {
+pub(crate) fn zstd_inflate(
+    compressed: &[u8],
+    declared: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     let decoder =
         zstd::stream::read::Decoder::with_buffer(compressed).map_err(|e| e.to_string())?;
     decoder

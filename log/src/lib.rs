@@ -40,6 +40,7 @@ pub mod fuzzing;
 mod idempotency;
 pub mod index;
 pub mod io;
+pub mod kafka_batch;
 mod log;
 mod metrics;
 pub mod offsets;
@@ -64,6 +65,7 @@ pub use config::{
     MAX_PARTITIONS_PER_TOPIC,
 };
 pub use error::{LogError, Result};
+pub use kafka_batch::KafkaRecords;
 pub use log::{GroupPartitionOffset, Log, ResetTo};
 pub use offsets::CommittedOffset;
 pub use partition::{

@@ -25,6 +25,7 @@ use crate::compression::Compression;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
 use crate::idempotency::{IdempotencyWindow, StoredKey};
+use crate::kafka_batch::KafkaRecords;
 use crate::retention::{self, SegmentFacts};
 use crate::segment::{self, Segment, Source};
 use crate::tiered::RemotePlace;
@@ -49,6 +50,10 @@ pub struct AppendRequest {
     pub records: Vec<NewRecord>,
     /// A key that makes retries of this append idempotent (1..=255 bytes).
     pub idempotency_key: Option<Vec<u8>>,
+    /// The records as a Kafka producer compressed them (`records` decoded
+    /// from it): stored as sent when the topic compresses with the same
+    /// codec (FORMAT.md §2.10), else ignored.
+    pub as_sent: Option<KafkaRecords>,
 }
 
 /// What an append did.

@@ -321,6 +321,7 @@ impl Topic {
             let request = AppendRequest {
                 records,
                 idempotency_key: idempotency_key.clone(),
+                as_sent: None,
             };
             reserved.push((p as u32, self.partitions[p].reserve(request).await?));
         }

@@ -220,7 +220,23 @@ impl Writer {
                 };
                 window.insert(key, prior);
             }
-            let len = crate::compression::compress_batch(&mut self.buf, start, compression) as u64;
+            let as_sent = job
+                .request
+                .as_sent
+                .as_ref()
+                .filter(|k| k.codec == compression);
+            let stored_as_sent = as_sent
+                .and_then(|kafka| crate::kafka_batch::store_as_sent(&mut self.buf, start, kafka));
+            if as_sent.is_some() && stored_as_sent.is_none() {
+                tracing::warn!(
+                    topic = %shared.topic,
+                    partition = shared.partition,
+                    "a Kafka producer's batch does not read back as the records decoded from it: stored the usual way"
+                );
+            }
+            let len = stored_as_sent.unwrap_or_else(|| {
+                crate::compression::compress_batch(&mut self.buf, start, compression)
+            }) as u64;
             let outcome = Ok(AppendOutcome {
                 base_offset: next_offset,
                 record_count: count,

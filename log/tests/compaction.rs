@@ -77,6 +77,7 @@ fn append(log: &Log, ops: &[Op], chunk: usize) -> BTreeMap<u64, NewRecord> {
             .block_on(p.append(AppendRequest {
                 records: records.clone(),
                 idempotency_key: None,
+                as_sent: None,
             }))
             .unwrap();
         for (i, r) in records.into_iter().enumerate() {
@@ -315,6 +316,7 @@ fn a_compacted_topic_refuses_records_without_a_key_and_keeps_older_ones() {
             .map(|i| NewRecord::value(format!(r#"{{"keyless":{i},"pad":"{}"}}"#, "p".repeat(60))))
             .collect(),
         idempotency_key: None,
+        as_sent: None,
     };
     rt.block_on(p.append(keyless(30))).unwrap();
     topic

@@ -65,6 +65,7 @@ fn history(log: &Log, seed: u64) -> BTreeMap<u64, (Bytes, Bytes)> {
             .block_on(p.append(AppendRequest {
                 records: records.clone(),
                 idempotency_key: None,
+                as_sent: None,
             }))
             .unwrap();
         for (k, r) in records.into_iter().enumerate() {

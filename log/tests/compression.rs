@@ -93,6 +93,7 @@ async fn a_compressed_topic_reads_back_what_was_produced_from_any_offset_and_aft
             p.append(AppendRequest {
                 records,
                 idempotency_key: Some(format!("r{round}").into_bytes()),
+                as_sent: None,
             })
             .await
             .unwrap();
@@ -133,6 +134,7 @@ async fn a_compressed_topic_reads_back_what_was_produced_from_any_offset_and_aft
             .append(AppendRequest {
                 records: purchases(39 * 250, 250),
                 idempotency_key: Some(b"r39".to_vec()),
+                as_sent: None,
             })
             .await
             .unwrap();
@@ -177,6 +179,7 @@ async fn a_change_of_codec_applies_to_later_batches_and_every_batch_still_reads(
         p.append(AppendRequest {
             records,
             idempotency_key: None,
+            as_sent: None,
         })
         .await
         .unwrap();
@@ -224,6 +227,7 @@ async fn a_damaged_byte_inside_a_compressed_batch_is_damage_not_other_records() 
     p.append(AppendRequest {
         records: purchases(0, 500),
         idempotency_key: None,
+        as_sent: None,
     })
     .await
     .unwrap();

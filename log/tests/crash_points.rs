@@ -65,6 +65,7 @@ async fn append(log: &Log, acked: &mut Acked, topic: &str, p: u32, n: usize) -> 
             })
             .collect(),
         idempotency_key: None,
+        as_sent: None,
     };
     let outcome = log.topic(topic)?.partition(p)?.append(request).await?;
     for (i, v) in values.into_iter().enumerate() {
@@ -192,6 +193,7 @@ async fn verify(dir: &Path, acked: &Acked, step: u64) {
                     ..Default::default()
                 }],
                 idempotency_key: None,
+                as_sent: None,
             };
             let outcome = topic.partition(p).unwrap().append(request).await.unwrap();
             assert!(

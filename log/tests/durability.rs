@@ -41,6 +41,7 @@ fn child(dir: String) {
                     let request = AppendRequest {
                         records,
                         idempotency_key: None,
+                        as_sent: None,
                     };
                     let outcome = topic
                         .partition(partition as u32)
@@ -127,6 +128,7 @@ fn acknowledged_appends_survive_sigkill() {
         let outcome = rt.block_on(p.append(AppendRequest {
             records: vec![NewRecord::value("after")],
             idempotency_key: None,
+            as_sent: None,
         }));
         assert_eq!(outcome.unwrap().base_offset, end);
     }

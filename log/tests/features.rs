@@ -29,6 +29,7 @@ fn append(n: usize, ts: i64) -> AppendRequest {
     AppendRequest {
         records: records(n, ts),
         idempotency_key: None,
+        as_sent: None,
     }
 }
 
@@ -36,6 +37,7 @@ fn keyed(key: &str, n: usize) -> AppendRequest {
     AppendRequest {
         records: records(n, 0),
         idempotency_key: Some(key.as_bytes().to_vec()),
+        as_sent: None,
     }
 }
 
@@ -236,6 +238,7 @@ async fn offset_lookup_by_timestamp_finds_the_first_record_at_or_after() {
         p.append(AppendRequest {
             records: records(1, ts),
             idempotency_key: None,
+            as_sent: None,
         })
         .await
         .unwrap();
@@ -493,6 +496,7 @@ async fn appends_over_the_limits_are_refused() {
     let big = AppendRequest {
         records: vec![NewRecord::value(vec![0u8; 5000])],
         idempotency_key: None,
+        as_sent: None,
     };
     assert!(matches!(
         p.append(big).await,
@@ -505,6 +509,7 @@ async fn appends_over_the_limits_are_refused() {
     let long_key = AppendRequest {
         records: records(1, 0),
         idempotency_key: Some(vec![b'k'; 256]),
+        as_sent: None,
     };
     assert!(matches!(
         p.append(long_key).await,
@@ -727,6 +732,7 @@ fn numbered(from: u64, n: u64) -> AppendRequest {
             })
             .collect(),
         idempotency_key: None,
+        as_sent: None,
     }
 }
 

@@ -49,6 +49,7 @@ async fn write_v1_fixture() {
         p.append(AppendRequest {
             records,
             idempotency_key: key,
+            as_sent: None,
         })
         .await
         .unwrap();
@@ -93,6 +94,7 @@ async fn v1_fixture_reads_back_unchanged() {
     let retry = AppendRequest {
         records: (6..9).map(record).collect(),
         idempotency_key: Some(b"fixture-key".to_vec()),
+        as_sent: None,
     };
     let outcome = p.append(retry).await.unwrap();
     assert!(outcome.duplicate);

@@ -64,6 +64,7 @@ async fn write_v2_fixture() {
             p.append(AppendRequest {
                 records,
                 idempotency_key: key,
+                as_sent: None,
             })
             .await
             .unwrap();
@@ -113,6 +114,7 @@ async fn v2_fixture_reads_back_unchanged() {
         let retry = AppendRequest {
             records: (2 * BATCH..3 * BATCH).map(record).collect(),
             idempotency_key: Some(b"fixture-key".to_vec()),
+            as_sent: None,
         };
         let outcome = p.append(retry).await.unwrap();
         assert!(outcome.duplicate, "{name}");

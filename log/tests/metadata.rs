@@ -25,6 +25,7 @@ async fn topic_with_records(dir: &Path, partitions: u32) {
                 })
                 .collect(),
             idempotency_key: None,
+            as_sent: None,
         };
         topic.partition(p).unwrap().append(request).await.unwrap();
     }
@@ -229,6 +230,7 @@ async fn the_partition_repair_starts_past_every_offset_handed_out() {
             ..Default::default()
         }],
         idempotency_key: None,
+        as_sent: None,
     };
     assert_eq!(p1.append(request).await.unwrap().base_offset, 5);
     // Partition 0 is as it was.

@@ -96,6 +96,7 @@ fn run(ops: Vec<Op>) {
                     .block_on(p.append(AppendRequest {
                         records: records.clone(),
                         idempotency_key: None,
+                        as_sent: None,
                     }))
                     .unwrap();
                 assert_eq!(outcome.base_offset, end);

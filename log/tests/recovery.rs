@@ -44,6 +44,7 @@ fn batch(tag: &str, n: usize, ts: i64) -> AppendRequest {
             })
             .collect(),
         idempotency_key: None,
+        as_sent: None,
     }
 }
 
@@ -399,9 +400,9 @@ async fn a_batch_of_a_newer_format_version_is_never_truncated() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, last_start, _) = three_batches(dir.path()).await;
     let mut copy = bytes.clone();
-    // Rewrite the last batch as version 3 with a valid CRC.
+    // Rewrite the last batch as version 4 (unknown) with a valid CRC.
     let at = last_start as usize;
-    copy[at + kappa_log::batch::VERSION_OFFSET] = 3;
+    copy[at + kappa_log::batch::VERSION_OFFSET] = 4;
     let crc = crc32fast::hash(&copy[at + kappa_log::batch::CRC_START..]);
     copy[at + kappa_log::batch::CRC_OFFSET..at + kappa_log::batch::CRC_START]
         .copy_from_slice(&crc.to_le_bytes());
@@ -411,7 +412,7 @@ async fn a_batch_of_a_newer_format_version_is_never_truncated() {
             position, reason, ..
         }) => {
             assert_eq!(position, last_start);
-            assert!(reason.contains("version 3"), "{reason}");
+            assert!(reason.contains("version 4"), "{reason}");
         }
         other => panic!("expected a refusal, got {other:?}"),
     }

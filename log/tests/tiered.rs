@@ -153,6 +153,7 @@ fn append(log: &Log, first: u64, n: u64) -> Vec<(u64, Bytes)> {
                         })
                         .collect(),
                     idempotency_key: None,
+                    as_sent: None,
                 }),
             )
             .unwrap();

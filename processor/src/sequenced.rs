@@ -307,6 +307,7 @@ impl Sequenced {
         let request = AppendRequest {
             records,
             idempotency_key: Some(batch_key(&self.key_prefix, p as u32, first, last).into_bytes()),
+            as_sent: None,
         };
         let partition = target.partition(p as u32)?;
         out.in_flight = Some(block_on(partition.submit(request))??);

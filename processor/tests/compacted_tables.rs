@@ -88,6 +88,7 @@ fn append(h: &Harness, records: &[NewRecord]) {
         rt.block_on(topic.partition(0).unwrap().append(AppendRequest {
             records: chunk.to_vec(),
             idempotency_key: None,
+            as_sent: None,
         }))
         .unwrap();
     }

@@ -30,7 +30,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Message, StrBytes};
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use kappa_tests::Server;
 use serde_json::json;
@@ -164,6 +164,70 @@ impl Connection {
         (part.error_code, part.high_watermark)
     }
 
+    /// Produces records `0..count` (values `{"n": i}`, keys `k<i>`) to
+    /// partition 0 of `topic` as one zstd batch, as a producer compressing
+    /// with zstd does; answers the batch's bytes and the error code.
+    fn produce_zstd(&mut self, topic: &str, count: i32) -> (Bytes, i16) {
+        let records: Vec<Record> = (0..count)
+            .map(|n| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: n as i64,
+                // Running along the batch, so the encoder keeps it one
+                // batch (of base sequence -1: no producer id).
+                sequence: n - 1,
+                timestamp: 1_700_000_000_000 + i64::from(n),
+                key: Some(Bytes::from(format!("k{n}"))),
+                value: Some(Bytes::from(format!("{{\"n\":{n}}}"))),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut batch = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::Zstd,
+        };
+        RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
+        let batch = batch.freeze();
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(30_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch.clone()))])]);
+        let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE_VERSION, &request);
+        (
+            batch,
+            response.responses[0].partition_responses[0].error_code,
+        )
+    }
+
+    /// The record batches a fetch of partition 0 of `topic` from `offset`
+    /// answers, as sent.
+    fn fetch_records(&mut self, topic: &str, offset: i64) -> Bytes {
+        let request = FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(1 << 20)])]);
+        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH_VERSION, &request);
+        let part = &response.responses[0].partitions[0];
+        assert_eq!(part.error_code, 0);
+        part.records.clone().unwrap_or_default()
+    }
+
     /// Asks Metadata for `topic`, allowing auto-creation; answers the
     /// topic's error code and partition count.
     fn metadata(&mut self, topic: &str) -> (i16, usize) {
@@ -292,4 +356,56 @@ fn a_wrapped_or_negative_sequence_is_refused_and_nothing_is_appended() {
     assert_eq!(kafka.produce("wrap", producer, 2, 1), (0, 2));
     assert_eq!(kafka.produce("wrap", producer, 4, 1), (0, 4));
     assert_eq!(stored(&server, "wrap"), vec![0, 1, 2, 3, 4]);
+}
+
+/// The attributes' codec bits of the first batch in `batches` (`4`: zstd).
+fn codec_of(batches: &Bytes) -> i16 {
+    i16::from_be_bytes([batches[21], batches[22]]) & 0b111
+}
+
+/// The offsets and `n` values of the records in `batches`.
+fn decoded(batches: &Bytes) -> Vec<(i64, i64)> {
+    let mut buf = batches.clone();
+    RecordBatchDecoder::decode_all(&mut buf)
+        .unwrap()
+        .iter()
+        .flat_map(|set| set.records.iter())
+        .map(|r| {
+            let value: serde_json::Value =
+                serde_json::from_slice(r.value.as_ref().unwrap()).unwrap();
+            (r.offset, value["n"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_zstd_batch_in_a_zstd_topic_is_stored_and_served_as_the_producer_compressed_it() {
+    let server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    let client = server.client();
+    client.create_topic(&json!({"name": "z", "partitions": 1, "compression_type": "zstd"}));
+    client.create_topic(&json!({"name": "plain", "partitions": 1}));
+    let mut kafka = Connection::open(server.kafka_addr());
+    let (sent, code) = kafka.produce_zstd("z", 50);
+    assert_eq!(code, 0);
+    assert_eq!(codec_of(&sent), 4);
+    let all: Vec<(i64, i64)> = (0..50).map(|n| (n, n)).collect();
+
+    // Served whole: the producer's compressed records, byte for byte,
+    // after Kafka's 61-byte batch header.
+    let served = kafka.fetch_records("z", 0);
+    assert_eq!(codec_of(&served), 4);
+    assert_eq!(served[61..], sent[61..]);
+    assert_eq!(decoded(&served), all);
+    // Read over HTTP (and so by views): the same records.
+    assert_eq!(stored(&server, "z"), (0..50).collect::<Vec<_>>());
+    // A fetch from inside the batch gets the records from there.
+    let from_20 = kafka.fetch_records("z", 20);
+    assert_eq!(decoded(&from_20), all[20..].to_vec());
+
+    // A topic that does not compress with zstd stores the records its own
+    // way: served uncompressed.
+    assert_eq!(kafka.produce_zstd("plain", 50).1, 0);
+    let served = kafka.fetch_records("plain", 0);
+    assert_eq!(codec_of(&served), 0);
+    assert_eq!(decoded(&served), all);
 }

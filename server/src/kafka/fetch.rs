@@ -1,6 +1,8 @@
 //! `Fetch` and `ListOffsets`: stored records go out as Kafka record
-//! batches (v2, uncompressed), one per stored batch, holding exactly the
-//! records from the fetch offset on.
+//! batches (v2), one per stored batch, holding exactly the records from
+//! the fetch offset on: uncompressed, except a Kafka producer's zstd batch
+//! stored as sent (FORMAT.md §2.10), which goes out as the producer
+//! compressed it when the fetch takes it whole.
 //!
 //! A fetch that finds fewer than `min_bytes` waits (without polling: the
 //! partitions' end offsets wake it) until data arrives, `max_wait_ms`
@@ -9,7 +11,7 @@
 
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -21,7 +23,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record as KafkaRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use kappa_log::{LogError, Partition};
+use kappa_log::{KafkaRecords, LogError, Partition};
 
 use super::conn::Session;
 use super::{errors, Broker};
@@ -169,6 +171,12 @@ fn read_partition(
     let mut out = BytesMut::new();
     let mut count = 0usize;
     for batch in &fetch.batches {
+        let whole = batch.base_offset() >= fetch.offset && batch.next_offset() <= fetch.next_offset;
+        if let Some(kafka) = batch.as_sent().filter(|_| whole) {
+            count += batch.record_count() as usize;
+            write_as_sent(&mut out, batch, kafka);
+            continue;
+        }
         let records: Vec<KafkaRecord> = batch
             .records()
             .filter(|r| r.offset >= fetch.offset && r.offset < fetch.next_offset)
@@ -194,6 +202,35 @@ fn read_partition(
         fetch.high_watermark,
         fetch.start_offset,
     ))
+}
+
+/// Kafka's codec bits for zstd in a batch's attributes.
+const KAFKA_ZSTD: i16 = 4;
+
+/// Writes `batch`, a Kafka producer's batch stored as sent (FORMAT.md
+/// §2.10), as a Kafka v2 record batch around its records section as the
+/// producer compressed it: the consumer gets the producer's bytes. No
+/// producer id (as every batch fetched here), create-time timestamps.
+fn write_as_sent(out: &mut BytesMut, batch: &kappa_log::batch::BatchView, kafka: &KafkaRecords) {
+    let count = batch.record_count() as i32;
+    out.put_i64(batch.base_offset() as i64);
+    // The bytes after this field: 49 of header, then the records.
+    out.put_i32((49 + kafka.compressed.len()) as i32);
+    out.put_i32(0); // partition leader epoch
+    out.put_i8(2); // magic
+    let crc_at = out.len();
+    out.put_u32(0); // CRC-32C of what follows, filled in below
+    out.put_i16(KAFKA_ZSTD);
+    out.put_i32(count - 1); // last offset delta
+    out.put_i64(kafka.base_timestamp);
+    out.put_i64(batch.max_timestamp());
+    out.put_i64(-1); // producer id
+    out.put_i16(-1); // producer epoch
+    out.put_i32(-1); // base sequence
+    out.put_i32(count);
+    out.put_slice(&kafka.compressed);
+    let crc = crc32c::crc32c(&out[crc_at + 4..]);
+    out[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// A stored record as a Kafka record, `i`-th of its outgoing batch (the

@@ -71,6 +71,7 @@ pub fn write(data_dir: &Path) -> Result<()> {
             p0.append(AppendRequest {
                 records,
                 idempotency_key,
+                as_sent: None,
             })
             .await?;
         }
@@ -81,6 +82,7 @@ pub fn write(data_dir: &Path) -> Result<()> {
         p1.append(AppendRequest {
             records,
             idempotency_key: None,
+            as_sent: None,
         })
         .await?;
         Ok::<_, kappa_log::LogError>(())

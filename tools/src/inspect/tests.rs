@@ -370,6 +370,7 @@ fn segments_shows_the_ratio_of_a_compressed_topic() {
             p.append(AppendRequest {
                 records,
                 idempotency_key: None,
+                as_sent: None,
             })
             .await
             .unwrap();

@@ -56,6 +56,7 @@ async fn probe(partition: &Partition, value: &Bytes) -> Result<f64> {
         .append(AppendRequest {
             records,
             idempotency_key: None,
+            as_sent: None,
         })
         .await?;
     Ok(started.elapsed().as_secs_f64() * 1e6)
@@ -97,6 +98,7 @@ pub(super) fn compact_run(rt: &Runtime, s: &Settings) -> Result<CompactSample> {
                 .append(AppendRequest {
                     records,
                     idempotency_key: None,
+                    as_sent: None,
                 })
                 .await?;
             i += n as u64;

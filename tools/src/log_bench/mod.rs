@@ -140,6 +140,7 @@ pub(super) async fn append_batches(
             .append(kappa_log::AppendRequest {
                 records,
                 idempotency_key: None,
+                as_sent: None,
             })
             .await?;
     }

@@ -122,6 +122,7 @@ pub(super) fn generate(dir: &Path, d: &DataArgs) -> Result<Generated> {
         rt.block_on(partition.append(AppendRequest {
             records,
             idempotency_key: None,
+            as_sent: None,
         }))?;
         i += n;
         if reported.elapsed() >= PROGRESS_EVERY {
