@@ -215,6 +215,13 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
             out.len() - records_at
         )));
     }
+    as_version_1(out, stored)
+}
+
+/// `out`, the header and key of the stored batch `stored` followed by its
+/// records in version 1's layout, made a version-1 batch: its length,
+/// version, attributes (only `COMPACTED` kept) and CRC.
+pub(crate) fn as_version_1(mut out: Vec<u8>, stored: &[u8]) -> Result<Bytes, DecodeError> {
     let len = u32::try_from(out.len())
         .map_err(|_| DecodeError::Invalid("a decompressed batch would be 4 GiB or more".into()))?;
     out[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&len.to_le_bytes());

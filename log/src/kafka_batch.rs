@@ -26,7 +26,7 @@ use bytes::{BufMut, Bytes};
 
 use crate::batch::{
     i64_at, u16_at, u32_at, DecodeError, ATTRIBUTES_OFFSET, COMPACTED, CRC_OFFSET, CRC_START,
-    HEADER_LEN, KEY_LEN_OFFSET, LENGTH_OFFSET, RECORD_COUNT_OFFSET, VERSION, VERSION_OFFSET,
+    HEADER_LEN, KEY_LEN_OFFSET, LENGTH_OFFSET, RECORD_COUNT_OFFSET, VERSION_OFFSET,
 };
 use crate::compression::{Compression, MAX_INFLATED_RECORDS};
 
@@ -170,15 +170,7 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
     let mut out = Vec::with_capacity(records_at + declared + count.min(declared) * 12);
     out.extend_from_slice(&stored[..records_at]);
     kafka_to_kappa(&section, count, base_timestamp, &mut out)?;
-    let len = u32::try_from(out.len())
-        .map_err(|_| DecodeError::Invalid("a decoded Kafka batch would be 4 GiB or more".into()))?;
-    out[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&len.to_le_bytes());
-    out[VERSION_OFFSET] = VERSION;
-    let attributes = u16_at(stored, ATTRIBUTES_OFFSET) & COMPACTED;
-    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_le_bytes());
-    let crc = crc32fast::hash(&out[CRC_START..]);
-    out[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
-    Ok(Bytes::from(out))
+    crate::compression::as_version_1(out, stored)
 }
 
 /// Writes the `count` Kafka records of `section` (Kafka's record layout,

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
@@ -131,6 +132,12 @@ impl Connection {
             compression: Compression::None,
         };
         RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
+        self.produce_batch(topic, batch.freeze())
+    }
+
+    /// Produces the record batches `batch` to partition 0 of `topic`;
+    /// answers the partition's error code and base offset.
+    fn produce_batch(&mut self, topic: &str, batch: Bytes) -> (i16, i64) {
         let request = ProduceRequest::default()
             .with_acks(-1)
             .with_timeout_ms(30_000)
@@ -138,7 +145,7 @@ impl Connection {
                 .with_name(TopicName(StrBytes::from_string(topic.to_string())))
                 .with_partition_data(vec![PartitionProduceData::default()
                     .with_index(0)
-                    .with_records(Some(batch.freeze()))])]);
+                    .with_records(Some(batch))])]);
         let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE_VERSION, &request);
         let part = &response.responses[0].partition_responses[0];
         (part.error_code, part.base_offset)
@@ -149,6 +156,13 @@ impl Connection {
     /// Fetches partition 0 of `topic` from `offset` (no wait); answers the
     /// partition's error code and high watermark.
     fn fetch(&mut self, topic: &str, offset: i64) -> (i16, i64) {
+        let part = self.fetch_partition(topic, offset);
+        (part.error_code, part.high_watermark)
+    }
+
+    /// What a fetch of partition 0 of `topic` from `offset` (no wait)
+    /// answers for it.
+    fn fetch_partition(&mut self, topic: &str, offset: i64) -> PartitionData {
         let request = FetchRequest::default()
             .with_max_wait_ms(0)
             .with_min_bytes(1)
@@ -159,9 +173,8 @@ impl Connection {
                     .with_partition(0)
                     .with_fetch_offset(offset)
                     .with_partition_max_bytes(1 << 20)])]);
-        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH_VERSION, &request);
-        let part = &response.responses[0].partitions[0];
-        (part.error_code, part.high_watermark)
+        let mut response: FetchResponse = self.call(ApiKey::Fetch, FETCH_VERSION, &request);
+        response.responses.swap_remove(0).partitions.swap_remove(0)
     }
 
     /// Produces records `0..count` (values `{"n": i}`, keys `k<i>`) to
@@ -194,38 +207,15 @@ impl Connection {
         };
         RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
         let batch = batch.freeze();
-        let request = ProduceRequest::default()
-            .with_acks(-1)
-            .with_timeout_ms(30_000)
-            .with_topic_data(vec![TopicProduceData::default()
-                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partition_data(vec![PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(batch.clone()))])]);
-        let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE_VERSION, &request);
-        (
-            batch,
-            response.responses[0].partition_responses[0].error_code,
-        )
+        (batch.clone(), self.produce_batch(topic, batch).0)
     }
 
     /// The record batches a fetch of partition 0 of `topic` from `offset`
     /// answers, as sent.
     fn fetch_records(&mut self, topic: &str, offset: i64) -> Bytes {
-        let request = FetchRequest::default()
-            .with_max_wait_ms(0)
-            .with_min_bytes(1)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![FetchTopic::default()
-                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partitions(vec![FetchPartition::default()
-                    .with_partition(0)
-                    .with_fetch_offset(offset)
-                    .with_partition_max_bytes(1 << 20)])]);
-        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH_VERSION, &request);
-        let part = &response.responses[0].partitions[0];
+        let part = self.fetch_partition(topic, offset);
         assert_eq!(part.error_code, 0);
-        part.records.clone().unwrap_or_default()
+        part.records.unwrap_or_default()
     }
 
     /// Asks Metadata for `topic`, allowing auto-creation; answers the
@@ -408,4 +398,43 @@ fn a_zstd_batch_in_a_zstd_topic_is_stored_and_served_as_the_producer_compressed_
     let served = kafka.fetch_records("plain", 0);
     assert_eq!(codec_of(&served), 0);
     assert_eq!(decoded(&served), all);
+}
+
+#[test]
+fn a_fetch_of_a_compressed_topic_keeps_to_its_byte_budget_in_what_it_answers() {
+    // Stored compressed, a batch takes far less than it answers: a fetch
+    // counted in stored bytes answered tens of times its budget (over
+    // librdkafka's 100 MB receive limit for a 10 MB partition budget).
+    let server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
+    let client = server.client();
+    client.create_topic(&json!({"name": "packed", "partitions": 1, "compression_type": "zstd"}));
+    // 8 batches of ~420 KB each as answered, a few KB each as stored.
+    let value = "x".repeat(400);
+    for _ in 0..8 {
+        let records: Vec<_> = (0..1000).map(|_| json!({"value": {"x": value}})).collect();
+        client.produce("packed", &serde_json::Value::Array(records));
+    }
+    let mut kafka = Connection::open(server.kafka_addr());
+    // Partition budget 1 MiB: batches until it is reached, no more.
+    let answered = kafka.fetch_records("packed", 0);
+    let records = decoded_count(&answered);
+    assert!(
+        answered.len() < 1_600_000,
+        "{} bytes answered for a 1 MiB budget",
+        answered.len()
+    );
+    assert!(records >= 2000, "up to the budget: {records}");
+    // The next fetch goes on from there.
+    let next = kafka.fetch_records("packed", records as i64);
+    assert!(decoded_count(&next) > 0);
+}
+
+/// How many records the record batches `batches` hold.
+fn decoded_count(batches: &Bytes) -> usize {
+    let mut buf = batches.clone();
+    RecordBatchDecoder::decode_all(&mut buf)
+        .unwrap()
+        .iter()
+        .map(|set| set.records.len())
+        .sum()
 }
