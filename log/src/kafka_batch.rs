@@ -19,8 +19,9 @@
 //! into Kappa's layout, so every record reader and the processors read
 //! records one way. The Kafka fetch path asks for the section as stored
 //! ([`as_sent`]) and serves it to consumers with a Kafka batch header
-//! around it: the producer's bytes. Only zstd is stored this way (a Kafka
-//! lz4 batch is an lz4 *frame*, the topic's lz4 a block).
+//! around it: the producer's bytes. zstd sections are zstd frames, as the
+//! topic's own; a Kafka lz4 section is an lz4 *frame* (the topic's own lz4
+//! batches hold a block), read as such.
 
 use bytes::{BufMut, Bytes};
 
@@ -41,7 +42,8 @@ const SECTION_HEADER: usize = 4 + 8;
 /// reading it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KafkaRecords {
-    /// Its codec (only [`Compression::Zstd`] is stored as sent).
+    /// Its codec: [`Compression::Zstd`] (a zstd frame) or
+    /// [`Compression::Lz4`] (an lz4 frame, as Kafka's producers write it).
     pub codec: Compression,
     /// The batch's `baseTimestamp`: each record's timestamp is it plus the
     /// record's delta.
@@ -60,9 +62,6 @@ pub(crate) fn store_as_sent(
     start: usize,
     kafka: &KafkaRecords,
 ) -> Option<usize> {
-    if kafka.codec != Compression::Zstd {
-        return None;
-    }
     let batch = &out[start..];
     let records_at = HEADER_LEN + u16_at(batch, KEY_LEN_OFFSET) as usize;
     let count = u32_at(batch, RECORD_COUNT_OFFSET) as usize;
@@ -70,7 +69,7 @@ pub(crate) fn store_as_sent(
     // varints against fixed widths): a larger section is not theirs.
     let bound = (batch.len() - records_at).saturating_mul(2) + 64;
     let mut section = Vec::new();
-    crate::compression::zstd_inflate(&kafka.compressed, bound, &mut section).ok()?;
+    inflate_section(kafka.codec, &kafka.compressed, bound, &mut section).ok()?;
     let records_length = u32::try_from(section.len())
         .ok()
         .filter(|&n| n as usize <= bound)?;
@@ -126,10 +125,11 @@ pub fn as_sent(stored: &Bytes) -> Option<KafkaRecords> {
     })
 }
 
-/// Checks the `attributes` of a version-3 batch: zstd, no other bit.
+/// Checks the `attributes` of a version-3 batch: zstd or lz4, no other
+/// bit.
 pub(crate) fn check_attributes(attributes: u16) -> Result<(), DecodeError> {
     match Compression::of_bits(attributes) {
-        Some(Compression::Zstd) => Ok(()),
+        Some(Compression::Zstd | Compression::Lz4) => Ok(()),
         _ => Err(DecodeError::Invalid(format!(
             "a Kafka batch stored as sent names no codec it may hold (attributes {attributes:#06x})"
         ))),
@@ -141,7 +141,7 @@ pub(crate) fn check_attributes(attributes: u16) -> Result<(), DecodeError> {
 /// header's length, version, attributes and CRC made those of the
 /// version-1 form.
 pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
-    let (_, declared, base_timestamp, at) = parts(stored).ok_or_else(|| {
+    let (codec, declared, base_timestamp, at) = parts(stored).ok_or_else(|| {
         DecodeError::Invalid("a Kafka batch ends before its records' length".into())
     })?;
     let declared = declared as usize;
@@ -154,7 +154,7 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
     // Grown as the records inflate: the declared length alone does not
     // reserve memory.
     let mut section = Vec::with_capacity(declared.min(compressed.len().saturating_mul(8)));
-    crate::compression::zstd_inflate(compressed, declared, &mut section).map_err(|reason| {
+    inflate_section(codec, compressed, declared, &mut section).map_err(|reason| {
         DecodeError::Invalid(format!("the Kafka records do not decompress: {reason}"))
     })?;
     if section.len() != declared {
@@ -171,6 +171,29 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
     out.extend_from_slice(&stored[..records_at]);
     kafka_to_kappa(&section, count, base_timestamp, &mut out)?;
     crate::compression::as_version_1(out, stored)
+}
+
+/// Appends the content of a Kafka section compressed with `codec` (a zstd
+/// or an lz4 frame) to `out`, reading at most one byte past `declared`.
+fn inflate_section(
+    codec: Compression,
+    compressed: &[u8],
+    declared: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    match codec {
+        Compression::Zstd => crate::compression::zstd_inflate(compressed, declared, out),
+        Compression::Lz4 => {
+            use std::io::Read;
+            let decoder = lz4::Decoder::new(compressed).map_err(|e| e.to_string())?;
+            decoder
+                .take(declared as u64 + 1)
+                .read_to_end(out)
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        }
+        Compression::None => Err("a Kafka section stored as sent is compressed".into()),
+    }
 }
 
 /// Writes the `count` Kafka records of `section` (Kafka's record layout,

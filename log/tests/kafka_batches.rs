@@ -186,6 +186,39 @@ fn a_zstd_batch_is_stored_as_sent_and_reads_back_as_appended() {
     assert_eq!(sections, sent);
 }
 
+/// [`as_sent`] as an lz4 frame, as Kafka's producers compress with lz4.
+fn as_sent_lz4(records: &[NewRecord]) -> KafkaRecords {
+    use std::io::Write;
+    let mut encoder = lz4::EncoderBuilder::new().build(Vec::new()).unwrap();
+    encoder.write_all(&kafka_section(records)).unwrap();
+    let (frame, result) = encoder.finish();
+    result.unwrap();
+    KafkaRecords {
+        codec: Compression::Lz4,
+        base_timestamp: BASE,
+        compressed: Bytes::from(frame),
+    }
+}
+
+#[test]
+fn an_lz4_frame_in_an_lz4_topic_is_stored_as_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), Compression::Lz4);
+    let first = records(40);
+    let sent = as_sent_lz4(&first);
+    append(&log, first.clone(), Some(sent.clone()));
+    assert_eq!(first_version(dir.path()), 3, "stored as sent (version 3)");
+    let (back, sections) = read(&log);
+    assert_eq!(back, first);
+    assert_eq!(sections, vec![Some(sent)]);
+    // A zstd topic takes no lz4 section.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), Compression::Zstd);
+    append(&log, first.clone(), Some(as_sent_lz4(&first)));
+    assert_eq!(first_version(dir.path()), 2);
+    assert_eq!(read(&log), (first, vec![None]));
+}
+
 #[test]
 fn a_section_that_does_not_read_back_as_the_records_is_not_stored() {
     let dir = tempfile::tempdir().unwrap();

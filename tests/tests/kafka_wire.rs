@@ -178,9 +178,10 @@ impl Connection {
     }
 
     /// Produces records `0..count` (values `{"n": i}`, keys `k<i>`) to
-    /// partition 0 of `topic` as one zstd batch, as a producer compressing
-    /// with zstd does; answers the batch's bytes and the error code.
-    fn produce_zstd(&mut self, topic: &str, count: i32) -> (Bytes, i16) {
+    /// partition 0 of `topic` as one batch compressed with `codec`, as a
+    /// producer compressing with it does; answers the batch's bytes and the
+    /// error code.
+    fn produce_compressed(&mut self, topic: &str, count: i32, codec: Compression) -> (Bytes, i16) {
         let records: Vec<Record> = (0..count)
             .map(|n| Record {
                 transactional: false,
@@ -203,7 +204,7 @@ impl Connection {
         let mut batch = BytesMut::new();
         let options = RecordEncodeOptions {
             version: 2,
-            compression: Compression::Zstd,
+            compression: codec,
         };
         RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
         let batch = batch.freeze();
@@ -369,32 +370,39 @@ fn decoded(batches: &Bytes) -> Vec<(i64, i64)> {
 }
 
 #[test]
-fn a_zstd_batch_in_a_zstd_topic_is_stored_and_served_as_the_producer_compressed_it() {
+fn a_zstd_or_lz4_batch_in_a_topic_of_its_codec_is_stored_and_served_as_the_producer_compressed_it()
+{
     let server = Server::start(&["--kafka-listen", "127.0.0.1:0"]);
     let client = server.client();
-    client.create_topic(&json!({"name": "z", "partitions": 1, "compression_type": "zstd"}));
-    client.create_topic(&json!({"name": "plain", "partitions": 1}));
     let mut kafka = Connection::open(server.kafka_addr());
-    let (sent, code) = kafka.produce_zstd("z", 50);
-    assert_eq!(code, 0);
-    assert_eq!(codec_of(&sent), 4);
     let all: Vec<(i64, i64)> = (0..50).map(|n| (n, n)).collect();
+    // Kafka's codec bits: 3 lz4, 4 zstd.
+    for (codec, name, bits) in [(Compression::Zstd, "zstd", 4), (Compression::Lz4, "lz4", 3)] {
+        client.create_topic(&json!({"name": name, "partitions": 1, "compression_type": name}));
+        let (sent, code) = kafka.produce_compressed(name, 50, codec);
+        assert_eq!(code, 0);
+        assert_eq!(codec_of(&sent), bits);
 
-    // Served whole: the producer's compressed records, byte for byte,
-    // after Kafka's 61-byte batch header.
-    let served = kafka.fetch_records("z", 0);
-    assert_eq!(codec_of(&served), 4);
-    assert_eq!(served[61..], sent[61..]);
-    assert_eq!(decoded(&served), all);
-    // Read over HTTP (and so by views): the same records.
-    assert_eq!(stored(&server, "z"), (0..50).collect::<Vec<_>>());
-    // A fetch from inside the batch gets the records from there.
-    let from_20 = kafka.fetch_records("z", 20);
-    assert_eq!(decoded(&from_20), all[20..].to_vec());
+        // Served whole: the producer's compressed records, byte for byte,
+        // after Kafka's 61-byte batch header.
+        let served = kafka.fetch_records(name, 0);
+        assert_eq!(codec_of(&served), bits, "{name}");
+        assert_eq!(served[61..], sent[61..], "{name}");
+        assert_eq!(decoded(&served), all, "{name}");
+        // Read over HTTP (and so by views): the same records.
+        assert_eq!(stored(&server, name), (0..50).collect::<Vec<_>>());
+        // A fetch from inside the batch gets the records from there.
+        let from_20 = kafka.fetch_records(name, 20);
+        assert_eq!(decoded(&from_20), all[20..].to_vec(), "{name}");
+    }
 
-    // A topic that does not compress with zstd stores the records its own
-    // way: served uncompressed.
-    assert_eq!(kafka.produce_zstd("plain", 50).1, 0);
+    // A topic of another codec stores the records its own way: served
+    // uncompressed.
+    client.create_topic(&json!({"name": "plain", "partitions": 1}));
+    assert_eq!(
+        kafka.produce_compressed("plain", 50, Compression::Zstd).1,
+        0
+    );
     let served = kafka.fetch_records("plain", 0);
     assert_eq!(codec_of(&served), 0);
     assert_eq!(decoded(&served), all);

@@ -1,7 +1,7 @@
 //! `Fetch` and `ListOffsets`: stored records go out as Kafka record
 //! batches (v2), one per stored batch, holding exactly the records from
-//! the fetch offset on: uncompressed, except a Kafka producer's zstd batch
-//! stored as sent (FORMAT.md §2.10), which goes out as the producer
+//! the fetch offset on: uncompressed, except a Kafka producer's zstd or
+//! lz4 batch stored as sent (FORMAT.md §2.10), which goes out as the producer
 //! compressed it when the fetch takes it whole.
 //!
 //! A fetch that finds fewer than `min_bytes` waits (without polling: the
@@ -209,9 +209,6 @@ fn read_partition(
     ))
 }
 
-/// Kafka's codec bits for zstd in a batch's attributes.
-const KAFKA_ZSTD: i16 = 4;
-
 /// Writes `batch`, a Kafka producer's batch stored as sent (FORMAT.md
 /// §2.10), as a Kafka v2 record batch around its records section as the
 /// producer compressed it: the consumer gets the producer's bytes. No
@@ -225,7 +222,11 @@ fn write_as_sent(out: &mut BytesMut, batch: &kappa_log::batch::BatchView, kafka:
     out.put_i8(2); // magic
     let crc_at = out.len();
     out.put_u32(0); // CRC-32C of what follows, filled in below
-    out.put_i16(KAFKA_ZSTD);
+                    // Kafka's codec bits: 3 lz4, 4 zstd.
+    out.put_i16(match kafka.codec {
+        kappa_log::Compression::Lz4 => 3,
+        _ => 4,
+    });
     out.put_i32(count - 1); // last offset delta
     out.put_i64(kafka.base_timestamp);
     out.put_i64(batch.max_timestamp());

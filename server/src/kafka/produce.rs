@@ -81,7 +81,8 @@ struct Append {
     sequence: Option<(i64, BatchSequence)>,
     bytes: usize,
     /// The records as the producer compressed them, when it sent one
-    /// zstd batch (stored as sent in a zstd topic: FORMAT.md §2.10).
+    /// zstd or lz4 batch (stored as sent in a topic of that codec:
+    /// FORMAT.md §2.10).
     as_sent: Option<KafkaRecords>,
 }
 
@@ -279,7 +280,7 @@ fn decode(broker: &Broker, records: Option<Bytes>) -> Result<Append, i16> {
         return Err(errors::INVALID_REQUEST);
     };
     let size = bytes.len();
-    let as_sent = zstd_batch_as_sent(&bytes);
+    let as_sent = batch_as_sent(&bytes);
     let limit = broker.app.log.config().max_batch_bytes;
     let sets = kappa_kafka_codec::decode_record_batches(bytes, limit).map_err(|e| {
         tracing::warn!(error = %e, "a Kafka record batch could not be decoded");
@@ -362,27 +363,32 @@ const ATTRIBUTES_AT: usize = 21;
 const BASE_TIMESTAMP_AT: usize = 27;
 const RECORDS_AT: usize = 61;
 
-/// Kafka's codec bits for zstd in a batch's attributes.
+/// Kafka's codec bits for lz4 and zstd in a batch's attributes.
+const KAFKA_LZ4: u16 = 3;
 const KAFKA_ZSTD: u16 = 4;
 
 /// The records section of `bytes` as the producer compressed it, when
-/// they are one v2 batch compressed with zstd, neither transactional nor
+/// they are one v2 batch compressed with zstd or lz4, neither transactional nor
 /// a control batch, with producer-set timestamps. The log's writer stores
 /// it as sent only after reading it back as exactly the records decoded
 /// from it (else it stores those records its usual way).
-fn zstd_batch_as_sent(bytes: &Bytes) -> Option<KafkaRecords> {
+fn batch_as_sent(bytes: &Bytes) -> Option<KafkaRecords> {
     let field = |at: usize, n: usize| bytes.get(at..at + n);
     let length = i32::from_be_bytes(field(BATCH_LENGTH_AT, 4)?.try_into().ok()?);
     let attributes = u16::from_be_bytes(field(ATTRIBUTES_AT, 2)?.try_into().ok()?);
     let base_timestamp = i64::from_be_bytes(field(BASE_TIMESTAMP_AT, 8)?.try_into().ok()?);
     // Bits 0-2 the codec; bit 3 log-append time; bits 4-5 transactional
     // and control.
+    let codec = match attributes & 0x3f {
+        KAFKA_ZSTD => Compression::Zstd,
+        KAFKA_LZ4 => Compression::Lz4,
+        _ => return None,
+    };
     let fits = usize::try_from(length).ok()? + 12 == bytes.len()
         && field(MAGIC_AT, 1)? == [2]
-        && attributes & 0x3f == KAFKA_ZSTD
         && bytes.len() > RECORDS_AT;
     fits.then(|| KafkaRecords {
-        codec: Compression::Zstd,
+        codec,
         base_timestamp,
         compressed: bytes.slice(RECORDS_AT..),
     })
