@@ -122,6 +122,19 @@ pub struct Record {
     pub headers: Vec<Header>,
 }
 
+impl From<Record> for NewRecord {
+    /// The record as appended again: its key, value, headers and
+    /// timestamp (no longer left to the append time).
+    fn from(r: Record) -> NewRecord {
+        NewRecord {
+            key: r.key,
+            value: r.value,
+            timestamp: Some(r.timestamp),
+            headers: r.headers,
+        }
+    }
+}
+
 /// What the encoder needs besides the records.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchMeta<'a> {

@@ -144,13 +144,19 @@ pub(crate) fn compress_batch(out: &mut Vec<u8>, start: usize, codec: Compression
     out.truncate(start + records_at);
     out.extend_from_slice(&records_len.to_le_bytes());
     out.extend_from_slice(&compressed);
-    let batch = &mut out[start..];
-    batch[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&(stored as u32).to_le_bytes());
-    batch[VERSION_OFFSET] = COMPRESSED_VERSION;
+    set_frame(&mut out[start..], COMPRESSED_VERSION, attributes);
+    stored
+}
+
+/// Makes `batch` (a whole batch, under 4 GiB) a batch of `version` with
+/// `attributes`: its length, version, attributes and CRC.
+pub(crate) fn set_frame(batch: &mut [u8], version: u8, attributes: u16) {
+    let len = batch.len() as u32;
+    batch[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&len.to_le_bytes());
+    batch[VERSION_OFFSET] = version;
     batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_le_bytes());
     let crc = crc32fast::hash(&batch[CRC_START..]);
     batch[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
-    stored
 }
 
 /// The codec of a stored batch whose frame was checked: `None` for a
@@ -222,14 +228,16 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Bytes, DecodeError> {
 /// records in version 1's layout, made a version-1 batch: its length,
 /// version, attributes (only `COMPACTED` kept) and CRC.
 pub(crate) fn as_version_1(mut out: Vec<u8>, stored: &[u8]) -> Result<Bytes, DecodeError> {
-    let len = u32::try_from(out.len())
-        .map_err(|_| DecodeError::Invalid("a decompressed batch would be 4 GiB or more".into()))?;
-    out[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&len.to_le_bytes());
-    out[VERSION_OFFSET] = VERSION;
-    let attributes = u16_at(stored, ATTRIBUTES_OFFSET) & COMPACTED;
-    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_le_bytes());
-    let crc = crc32fast::hash(&out[CRC_START..]);
-    out[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
+    if u32::try_from(out.len()).is_err() {
+        return Err(DecodeError::Invalid(
+            "a decompressed batch would be 4 GiB or more".into(),
+        ));
+    }
+    set_frame(
+        &mut out,
+        VERSION,
+        u16_at(stored, ATTRIBUTES_OFFSET) & COMPACTED,
+    );
     Ok(Bytes::from(out))
 }
 

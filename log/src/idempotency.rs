@@ -39,15 +39,7 @@ impl StoredKey {
     /// The key of a stored batch, if it carries one.
     pub fn of(view: &BatchView) -> Option<StoredKey> {
         let key = view.idempotency_key()?.to_vec();
-        let records: Vec<NewRecord> = view
-            .records()
-            .map(|r| NewRecord {
-                key: r.key,
-                value: r.value,
-                timestamp: Some(r.timestamp),
-                headers: r.headers,
-            })
-            .collect();
+        let records: Vec<NewRecord> = view.records().map(NewRecord::from).collect();
         let fingerprint = fingerprint_of(&records);
         Some(StoredKey {
             key,

@@ -26,8 +26,8 @@
 use bytes::{BufMut, Bytes};
 
 use crate::batch::{
-    i64_at, u16_at, u32_at, DecodeError, ATTRIBUTES_OFFSET, COMPACTED, CRC_OFFSET, CRC_START,
-    HEADER_LEN, KEY_LEN_OFFSET, LENGTH_OFFSET, RECORD_COUNT_OFFSET, VERSION_OFFSET,
+    i64_at, u16_at, u32_at, DecodeError, ATTRIBUTES_OFFSET, COMPACTED, HEADER_LEN, KEY_LEN_OFFSET,
+    RECORD_COUNT_OFFSET, VERSION_OFFSET,
 };
 use crate::compression::{Compression, MAX_INFLATED_RECORDS};
 
@@ -83,14 +83,8 @@ pub(crate) fn store_as_sent(
     out.put_u32_le(records_length);
     out.put_i64_le(kafka.base_timestamp);
     out.put_slice(&kafka.compressed);
-    let stored = out.len() - start;
-    let batch = &mut out[start..];
-    batch[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&(stored as u32).to_le_bytes());
-    batch[VERSION_OFFSET] = KAFKA_VERSION;
-    batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_le_bytes());
-    let crc = crc32fast::hash(&batch[CRC_START..]);
-    batch[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
-    Some(stored)
+    crate::compression::set_frame(&mut out[start..], KAFKA_VERSION, attributes);
+    Some(out.len() - start)
 }
 
 /// The codec, the records' length before compression, the base timestamp

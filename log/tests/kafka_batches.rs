@@ -122,15 +122,7 @@ fn read(log: &Log) -> (Vec<NewRecord>, Vec<Option<KafkaRecords>>) {
     let p = topic.partition(0).unwrap();
     let fetch = p.read(0, u64::MAX, u64::MAX).unwrap();
     let sent = fetch.batches.iter().map(|b| b.as_sent().cloned()).collect();
-    let records = fetch
-        .records()
-        .map(|r| NewRecord {
-            key: r.key,
-            value: r.value,
-            timestamp: Some(r.timestamp),
-            headers: r.headers,
-        })
-        .collect();
+    let records = fetch.records().map(NewRecord::from).collect();
     (records, sent)
 }
 
