@@ -128,6 +128,9 @@ pub struct ViewManager {
     pub(super) retired: Condvar,
     /// This manager, for the threads that finish retirements.
     me: Weak<ViewManager>,
+    /// Those threads, joined by [`Self::close`]: each holds this manager
+    /// (and so every open store) until it ends.
+    retirers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// How long a retired version's store waits for a read in progress before
@@ -215,6 +218,7 @@ impl ViewManager {
         let catalog = Catalog::open(&config.data_dir, &with_state, host.dir())?;
         let manager = Arc::new_cyclic(|me| ViewManager {
             me: me.clone(),
+            retirers: Mutex::new(Vec::new()),
             retired: Condvar::new(),
             log,
             host,
@@ -426,9 +430,16 @@ impl ViewManager {
                 let work = work.clone();
                 move || me.finish_retiring(&work)
             });
-        if let Err(e) = spawned {
-            tracing::warn!(error = %e, "cannot start a thread to retire versions: retiring inline");
-            self.finish_retiring(&work);
+        match spawned {
+            Ok(thread) => {
+                let mut retirers = lock(&self.retirers);
+                retirers.retain(|t| !t.is_finished());
+                retirers.push(thread);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start a thread to retire versions: retiring inline");
+                self.finish_retiring(&work);
+            }
         }
     }
 
@@ -875,6 +886,13 @@ impl ViewManager {
             }
         }
         self.wait_retired(None);
+        // A retirer still holds this manager for a moment after its
+        // version is gone; once joined, dropping the manager closes every
+        // store (a manager opened again on the same directory needs them).
+        let retirers = std::mem::take(&mut *lock(&self.retirers));
+        for t in retirers {
+            let _ = t.join();
+        }
         tracing::info!("views stopped");
     }
 }

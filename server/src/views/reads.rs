@@ -634,13 +634,24 @@ impl ViewManager {
     /// supervisor recorded it, or (before its first look, e.g. just after a
     /// restart) because it is there now.
     fn caught_up(&self, st: &super::manager::State, s: &Scope) -> bool {
-        st.catch_up.get(s).is_some_and(|c| c.caught_up())
-            || st.running.get(s).is_some_and(|p| {
-                !st.catch_up.contains_key(s)
-                    && p.lag().is_ok_and(|lags| {
-                        lags.iter().map(|l| l.lag).sum::<u64>() <= self.config.swap_max_lag
-                    })
-            })
+        let lags = || st.running.get(s).and_then(|p| p.lag().ok());
+        self.caught_up_with(st, s, lags)
+    }
+
+    /// [`Self::caught_up`] with the version's lags read by `lags` (once, if
+    /// at all), so that an answer showing lags agrees with them.
+    fn caught_up_with(
+        &self,
+        st: &super::manager::State,
+        s: &Scope,
+        lags: impl FnOnce() -> Option<Vec<kappa_processor::host::PartitionLag>>,
+    ) -> bool {
+        match st.catch_up.get(s) {
+            Some(c) => c.caught_up(),
+            None => lags().is_some_and(|lags| {
+                lags.iter().map(|l| l.lag).sum::<u64>() <= self.config.swap_max_lag
+            }),
+        }
     }
 
     fn version_out(
@@ -652,9 +663,10 @@ impl ViewManager {
         let running = &st.running;
         let s = scope(name, entry.version);
         let catch_up = st.catch_up.get(&s);
-        let caught_up = self.caught_up(st, &s);
         let p = running.get(&s);
-        let lags = p.and_then(|p| p.lag().ok()).unwrap_or_default();
+        let lags = p.and_then(|p| p.lag().ok());
+        let caught_up = self.caught_up_with(st, &s, || lags.clone());
+        let lags = lags.unwrap_or_default();
         let snapshot = p.map(|p| p.progress());
         let watermark = match &snapshot {
             Some(snap) => snap.watermark,

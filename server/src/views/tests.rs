@@ -91,11 +91,16 @@ impl Fixture {
         self.io.block_on(t.produce(records, None)).unwrap();
     }
 
-    /// Polls `f` for at most 30 s.
+    /// Polls `f` for at most 30 s; a timeout shows every view as
+    /// `describe` has it then.
     fn eventually(&self, what: &str, mut f: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while !f() {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the views: {:#?}",
+                self.manager.list()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -371,6 +376,13 @@ impl Fixture {
         } = self;
         manager.close();
         let config = manager.config.clone();
+        // Nothing of the closed manager's lives on: dropping it closes
+        // every store the new one opens.
+        assert_eq!(
+            Arc::strong_count(&manager),
+            1,
+            "a thread still holds the closed manager"
+        );
         drop(manager);
         between();
         let manager = ViewManager::open(log.clone(), config).unwrap();
