@@ -3,8 +3,12 @@
 //! take the event time, and judge it against the record's append time;
 //! when nothing stateful (dedup, join) comes before the filter, apply it
 //! here too. Most records of a filtered view fail its filter, so those take
-//! a filter-first path ([`FilterFirst`]): the used fields are located and
+//! a filter-first path ([`Located`]): the used fields are located and
 //! checked but only built for records that pass.
+//!
+//! A derived stream's projection can take the same located fields and
+//! write its row from them without an event ([`Decoder::locate`],
+//! [`crate::project::RowWriter::write_located`]).
 //!
 //! Pure per record, so source workers ([`crate::parallel`]) run it in
 //! parallel; the single-threaded runtime calls it inline.
@@ -59,8 +63,10 @@ pub(crate) struct Decoder {
     /// The filter, when nothing stateful (dedup, join) comes before it:
     /// applied here, right after decoding.
     filter: Option<Expr>,
-    /// The filter-first path, when it applies ([`FilterFirst`]).
-    filter_first: Option<Arc<FilterFirst>>,
+    /// The located path, when it applies ([`Located`]): taken by
+    /// [`Decoder::decode`] when there is a filter, and by projections
+    /// ([`Decoder::locate`]).
+    located: Option<Arc<Located>>,
     /// The minute of the last event time read as text (per copy: a
     /// decoder is used by one thread).
     minute: Cell<Option<MinuteMemo>>,
@@ -70,14 +76,15 @@ pub(crate) struct Decoder {
     share_record: bool,
 }
 
-/// The plan of [`Decoder`]'s filter-first path: locate the used fields
-/// without building them, check them, take the event time, build only the
-/// fields the filter reads and apply it; build the others only for records
-/// that pass. Whatever it is not sure of (an invalid or future record, a
-/// value only building can check) goes to the full path, which decides, so
-/// both paths give the same results.
+/// The plan of [`Decoder`]'s located path: locate the used fields without
+/// building them, check them, take the event time, build only the fields
+/// the filter (if any) reads and apply it; the others are built only for
+/// records that pass (the filter-first path), or never, where a projection
+/// writes its row from the located fields. Whatever it is not sure of (an
+/// invalid or future record, a value only building can check) goes to the
+/// full path, which decides, so both paths give the same results.
 #[derive(Debug)]
-struct FilterFirst {
+struct Located {
     /// The index among the used fields and the type of each declared field
     /// the plan reads (the event-time field's `TIMESTAMP` check left out:
     /// taking the event time checks it).
@@ -96,9 +103,10 @@ struct FilterFirst {
     names: NameSet,
 }
 
-impl FilterFirst {
-    /// The filter-first plan for `plan` decoding by `names`, if it applies.
-    fn new(plan: &Plan, names: &[String], filter: &Expr) -> Option<FilterFirst> {
+impl Located {
+    /// The located plan for `plan` decoding by `names` and applying
+    /// `filter` (if any), if it applies.
+    fn new(plan: &Plan, names: &[String], filter: Option<&Expr>) -> Option<Located> {
         let index = |name: &String| names.iter().position(|n| n == name);
         let event_time = match &plan.source.event_time {
             EventTime::RecordTimestamp => None,
@@ -118,15 +126,34 @@ impl FilterFirst {
             })
             .collect();
         let mut filter_fields = Vec::new();
-        for path in filter.fields() {
-            let i = index(path.first()?)?;
-            if !filter_fields.contains(&i) {
-                filter_fields.push(i);
-            }
-        }
         let mut filter_reads_key = false;
-        filter.walk(&mut |e| filter_reads_key |= matches!(e, Expr::Key));
-        let text_equals = match filter {
+        let mut text_equals = None;
+        if let Some(filter) = filter {
+            for path in filter.fields() {
+                let i = index(path.first()?)?;
+                if !filter_fields.contains(&i) {
+                    filter_fields.push(i);
+                }
+            }
+            filter.walk(&mut |e| filter_reads_key |= matches!(e, Expr::Key));
+            text_equals = Self::text_filter(filter, &index);
+        }
+        Some(Located {
+            checks,
+            event_time,
+            filter_fields,
+            filter_reads_key,
+            text_equals,
+            names: NameSet::new(names),
+        })
+    }
+
+    /// `filter`'s field and text when it is `field = 'text'`.
+    fn text_filter(
+        filter: &Expr,
+        index: &impl Fn(&String) -> Option<usize>,
+    ) -> Option<(usize, String)> {
+        match filter {
             Expr::Binary(BinaryOp::Eq, l, r) => match (&**l, &**r) {
                 (Expr::Field(path), Expr::Literal(Value::String(text)))
                 | (Expr::Literal(Value::String(text)), Expr::Field(path))
@@ -137,15 +164,7 @@ impl FilterFirst {
                 _ => None,
             },
             _ => None,
-        };
-        Some(FilterFirst {
-            checks,
-            event_time,
-            filter_fields,
-            filter_reads_key,
-            text_equals,
-            names: NameSet::new(names),
-        })
+        }
     }
 
     /// The filter's answer on located `raws` when it is `field = 'text'`
@@ -162,21 +181,36 @@ impl FilterFirst {
     }
 }
 
-/// What the filter-first path found for a valid, not future record.
-enum Early {
+/// What the located path found for a valid, not future record.
+// Returned once per record and taken apart at once: boxing the large
+// variant would allocate per record.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Early<'a> {
     /// It failed the filter; its event time.
     Filtered(i64),
-    /// It passed: the used fields' values and the event time.
-    Passed(Vec<Value>, i64),
+    /// It passed the filter, if any.
+    Passed {
+        /// The used fields, located.
+        raws: SmallVec<[Raw<'a>; 8]>,
+        /// The used fields the filter read, built (the others `Null`);
+        /// empty when it built none.
+        values: SmallVec<[Value; 8]>,
+        /// The event time.
+        event_time: i64,
+    },
 }
 
-/// The used fields of a record as a [`Row`] for the early filter: those the
-/// filter reads built, the others `Null`.
-struct FieldsRow<'a> {
-    names: &'a [String],
-    values: &'a [Value],
-    key: Option<Cow<'a, str>>,
-    record_timestamp: i64,
+/// The used fields of a record as a [`Row`]: those some expression reads
+/// built, the others `Null`.
+pub(crate) struct FieldsRow<'a> {
+    /// The used fields' names.
+    pub(crate) names: &'a [String],
+    /// Their values, by the index of their name.
+    pub(crate) values: &'a [Value],
+    /// The record key, as text (lossy).
+    pub(crate) key: Option<Cow<'a, str>>,
+    /// The record timestamp.
+    pub(crate) record_timestamp: i64,
 }
 
 impl Row for FieldsRow<'_> {
@@ -202,17 +236,17 @@ impl Decoder {
         let used_fields: Option<Arc<[String]>> = plan.used_fields().map(Arc::from);
         let stateless_first = plan.dedup.is_none() && plan.join.is_none();
         let filter = plan.filter.clone().filter(|_| stateless_first);
-        let filter_first = match (&used_fields, &filter) {
-            (Some(names), Some(filter)) => FilterFirst::new(plan, names, filter).map(Arc::new),
-            _ => None,
-        };
+        let located = used_fields
+            .as_ref()
+            .and_then(|names| Located::new(plan, names, filter.as_ref()))
+            .map(Arc::new);
         Decoder {
             used_fields,
             typed_fields: Arc::from(plan.source.typed_fields.clone()),
             event_time: plan.source.event_time.clone(),
             max_future_ms: plan.source.max_future_ms,
             filter,
-            filter_first,
+            located,
             minute: Cell::new(None),
             share_record: true,
         }
@@ -259,18 +293,27 @@ impl Decoder {
         buffer: &Bytes,
         append_time: i64,
     ) -> Decoded {
-        if let (Some(plan), Some(names)) = (&self.filter_first, &self.used_fields) {
-            match self.filter_first(plan, names, &record, append_time) {
+        // The filter-first path: most records of a filtered view fail it.
+        if self.filter.is_some() {
+            match self.locate(&record, append_time) {
                 Some(Early::Filtered(event_time)) => return Decoded::Filtered { event_time },
-                Some(Early::Passed(values, event_time)) => {
-                    let fields = Some((names.clone(), values));
-                    let buffer = self.share_record.then_some(buffer);
-                    let event =
-                        new_event(partition, &record, buffer, Value::Null, fields, event_time);
-                    return Decoded::Valid {
-                        event,
-                        filtered: true,
-                    };
+                Some(Early::Passed {
+                    raws,
+                    values,
+                    event_time,
+                }) => {
+                    if let (Some(names), Some(values)) =
+                        (&self.used_fields, built_fields(&raws, values))
+                    {
+                        let fields = Some((names.clone(), values));
+                        let buffer = self.share_record.then_some(buffer);
+                        let event =
+                            new_event(partition, &record, buffer, Value::Null, fields, event_time);
+                        return Decoded::Valid {
+                            event,
+                            filtered: true,
+                        };
+                    }
                 }
                 None => {}
             }
@@ -278,16 +321,18 @@ impl Decoder {
         self.decode_full(partition, &record, buffer, append_time)
     }
 
-    /// The filter-first path ([`FilterFirst`]); `None` to leave the record
-    /// to [`Decoder::decode_full`].
-    fn filter_first(
-        &self,
-        plan: &FilterFirst,
-        names: &[String],
-        record: &RecordRef<'_>,
-        append_time: i64,
-    ) -> Option<Early> {
-        let mut raws: SmallVec<[Raw<'_>; 8]> = smallvec![Raw::Missing; names.len()];
+    /// The used fields' names, when the decoder decodes by them.
+    pub(crate) fn used_fields(&self) -> Option<&[String]> {
+        self.used_fields.as_deref()
+    }
+
+    /// The located path ([`Located`]): `record`'s used fields located and
+    /// checked, its event time, and the filter's answer if there is one;
+    /// `None` where the path does not apply or is not sure, leaving the
+    /// record to [`Decoder::decode`], which decides.
+    pub(crate) fn locate<'a>(&self, record: &RecordRef<'a>, append_time: i64) -> Option<Early<'a>> {
+        let (plan, names) = (self.located.as_deref()?, self.used_fields.as_deref()?);
+        let mut raws: SmallVec<[Raw<'a>; 8]> = smallvec![Raw::Missing; names.len()];
         locate_fields(record.value, &plan.names, &mut raws)?;
         for raw in &raws {
             if !raw.is_buildable() {
@@ -317,6 +362,7 @@ impl Decoder {
         let mut values: SmallVec<[Value; 8]> = SmallVec::new();
         let passed = match plan.text_equals(&raws) {
             Some(passed) => passed,
+            None if self.filter.is_none() => true,
             None => {
                 values = smallvec![Value::Null; names.len()];
                 for &i in &plan.filter_fields {
@@ -331,27 +377,18 @@ impl Decoder {
                         .flatten(),
                     record_timestamp: record.timestamp,
                 };
-                let filter = self
-                    .filter
-                    .as_ref()
-                    .expect("a filter-first plan has a filter");
+                let filter = self.filter.as_ref().expect("checked above");
                 filter.is_true(&row)
             }
         };
         if !passed {
             return Some(Early::Filtered(event_time));
         }
-        // Built straight into the event's vector (the filter's values, if
-        // it built any, moved over): no inline vector copied out.
-        let mut filter_values = values.into_iter();
-        let mut fields = Vec::with_capacity(names.len());
-        for raw in &raws {
-            fields.push(match filter_values.next() {
-                Some(value) if !value.is_null() => value,
-                _ => raw.build()?,
-            });
-        }
-        Some(Early::Passed(fields, event_time))
+        Some(Early::Passed {
+            raws,
+            values,
+            event_time,
+        })
     }
 
     /// Decodes `record` whole or by its used fields, checks it, and applies
@@ -404,6 +441,22 @@ impl Decoder {
             }
         }
     }
+}
+
+/// Every used field's value from its located `raws`, those the filter
+/// built (`values`, if it built any) moved over; `None` where one does not
+/// build. Built straight into the event's vector: no inline vector copied
+/// out.
+fn built_fields(raws: &[Raw<'_>], values: SmallVec<[Value; 8]>) -> Option<Vec<Value>> {
+    let mut filter_values = values.into_iter();
+    let mut fields = Vec::with_capacity(raws.len());
+    for raw in raws {
+        fields.push(match filter_values.next() {
+            Some(value) if !value.is_null() => value,
+            _ => raw.build()?,
+        });
+    }
+    Some(fields)
 }
 
 /// The event of `record` of input `partition`, decoded to `value` or
@@ -475,7 +528,7 @@ mod tests {
             panic!("not a source");
         };
         let decoder = Decoder::new(&crate::sql::plan(&create, &vec![source]).unwrap());
-        assert!(decoder.filter_first.is_some(), "{view}");
+        assert!(decoder.located.is_some(), "{view}");
         decoder
     }
 
@@ -595,11 +648,94 @@ mod tests {
         }
     }
 
+    /// Projections whose rows are made from located fields: plain fields
+    /// (strings, numbers, a timestamp), computed columns, the key, a
+    /// filter, `PARTITION BY`.
+    const PROJECTIONS: [&str; 4] = [
+        "CREATE STREAM t AS SELECT user_id, event_type, amount, n, event_time FROM user_events;",
+        "CREATE STREAM t AS SELECT user_id, 0.908 * amount AS euros, n FROM user_events \
+         WHERE event_type = 'purchase';",
+        "CREATE STREAM t AS SELECT n, ROWKEY AS k, event_type FROM user_events \
+         WHERE n >= 2 OR n IS NULL PARTITION BY user_id;",
+        "CREATE STREAM t AS SELECT amount AS a, amount AS b, UPPER(user_id) AS u FROM user_events \
+         PARTITION BY n;",
+    ];
+
+    /// The decoder and the projection made where events are decoded of
+    /// one of [`PROJECTIONS`].
+    fn projection(view: &str) -> (Decoder, crate::parallel::SourceProjection) {
+        let mut statements = parse(&format!("{STREAM}\n{view}")).unwrap();
+        let (Statement::CreateAs(create), Statement::CreateSource(source)) =
+            (statements.remove(1), statements.remove(0))
+        else {
+            panic!("not a source and a CREATE AS");
+        };
+        let plan = crate::sql::plan(&create, &vec![source]).unwrap();
+        let decoder = Decoder::new(&plan);
+        let output = crate::project::ProjectOutput::of(&plan).unwrap();
+        let crate::plan::Operation::Project { columns } = &plan.operation else {
+            panic!("not a projection");
+        };
+        let project = crate::parallel::SourceProjection::new(
+            Arc::from(columns.as_slice()),
+            output.row,
+            plan.partition_by.clone(),
+            &decoder,
+        );
+        (decoder, project)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Where a projection's row is made from the located fields, it is
+        /// the record the event path makes (or the same filtered time).
+        #[test]
+        fn located_rows_equal_the_event_path(
+            view in 0..PROJECTIONS.len(),
+            value in arb_record(),
+            key in prop_oneof![Just(None), Just(Some(&b"k1"[..])), Just(Some(&b"\xffk"[..]))],
+            append_time in prop_oneof![Just(i64::MAX / 2), Just(1_767_225_700_000_i64)],
+        ) {
+            let (decoder, mut project) = projection(PROJECTIONS[view]);
+            let batch = batch_of(7, 1_767_225_600_000, key, value);
+            let (record, buffer) = (only_record(&batch), batch.as_bytes());
+            let Some(located) = project.project_located(&decoder, &record, append_time) else {
+                return Ok(());
+            };
+            let by_event = match decoder.decode(3, record, buffer, append_time) {
+                Decoded::Filtered { event_time } => format!("filtered {event_time}"),
+                Decoded::Valid { event, .. } => format!("{:?}", project.project(&event)),
+                other => format!("not a row: {}", outcome(other)),
+            };
+            let located = match located {
+                crate::parallel::Prepared::Filtered { event_time } => format!("filtered {event_time}"),
+                crate::parallel::Prepared::Projected(record) => format!("{record:?}"),
+                other => format!("not a row: {other:?}"),
+            };
+            prop_assert_eq!(located, by_event);
+        }
+    }
+
+    #[test]
+    fn a_bid_takes_the_located_path_and_its_row_is_the_event_paths() {
+        let (decoder, mut project) = projection(PROJECTIONS[0]);
+        let batch = batch_of(0, 0, Some(b"k"), br#"{"user_id":"u-1","pad":[1,{"a":"\n"}],"event_type":"caf\u00e9","amount":12.50,"n":-7,"event_time":"2026-01-01T00:00:00.000Z"}"#.to_vec());
+        let at = 1_767_225_600_000;
+        let Some(crate::parallel::Prepared::Projected(row)) =
+            project.project_located(&decoder, &only_record(&batch), at)
+        else {
+            panic!("not made from the located fields");
+        };
+        assert_eq!(
+            row.value,
+            r#"{"amount":12.5,"event_time":"2026-01-01T00:00:00.000Z","event_type":"café","n":-7,"user_id":"u-1"}"#
+        );
+        assert_eq!((row.key.as_deref(), row.event_time), (Some("k"), at));
+    }
+
     #[test]
     fn a_seed_event_takes_the_filter_first_path() {
         let decoder = decoder(VIEWS[0]);
-        let names = decoder.used_fields.clone().unwrap();
-        let plan = decoder.filter_first.clone().unwrap();
         let batch = |event_type: &str| {
             batch_of(0, 0, None, format!(
             r#"{{"event_id":"1-0","user_id":"user-38","event_type":"{event_type}","amount":13.05,"event_time":"2026-01-01T00:00:00.000Z"}}"#
@@ -608,12 +744,12 @@ mod tests {
         let (cart, purchase) = (batch("cart"), batch("purchase"));
         let at = 1_767_225_600_000;
         assert!(matches!(
-            decoder.filter_first(&plan, &names, &only_record(&cart), at),
+            decoder.locate(&only_record(&cart), at),
             Some(Early::Filtered(t)) if t == at
         ));
         assert!(matches!(
-            decoder.filter_first(&plan, &names, &only_record(&purchase), at),
-            Some(Early::Passed(_, t)) if t == at
+            decoder.locate(&only_record(&purchase), at),
+            Some(Early::Passed { event_time, .. }) if event_time == at
         ));
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::event::Raw;
 use crate::expr::{Expr, Row};
 use crate::plan::{Operation, Plan, Sink};
 
@@ -29,10 +30,16 @@ impl ProjectOutput {
     /// The output of `plan` when it is a projection into a topic.
     pub(crate) fn of(plan: &Plan) -> Option<ProjectOutput> {
         match (&plan.operation, &plan.sink) {
-            (Operation::Project { columns }, Sink::Topic(topic)) => Some(ProjectOutput {
-                topic: Arc::from(topic.as_str()),
-                row: RowWriter::new(columns),
-            }),
+            (Operation::Project { columns }, Sink::Topic(topic)) => {
+                let mut row = RowWriter::new(columns);
+                if let Some(names) = plan.used_fields() {
+                    row = row.with_fields(columns, &names);
+                }
+                Some(ProjectOutput {
+                    topic: Arc::from(topic.as_str()),
+                    row,
+                })
+            }
             _ => None,
         }
     }
@@ -47,6 +54,20 @@ pub(crate) struct RowWriter {
     columns: Vec<(usize, Vec<u8>)>,
     /// Bytes the last row took: the next one's first allocation.
     last_len: usize,
+    /// How each column is read from located fields, when the plan decodes
+    /// by field names ([`RowWriter::write_located`]).
+    located: Option<Arc<LocatedColumns>>,
+}
+
+/// How [`RowWriter::write_located`] reads each column: a top-level field
+/// from its located bytes, anything else computed on the fields it reads.
+#[derive(Debug)]
+struct LocatedColumns {
+    /// Per column of [`RowWriter::columns`]: the index among the used
+    /// fields of the top-level field it is, if it is one.
+    direct: Vec<Option<usize>>,
+    /// The indices among the used fields of those the other columns read.
+    computed_reads: Vec<usize>,
 }
 
 impl RowWriter {
@@ -74,7 +95,88 @@ impl RowWriter {
         RowWriter {
             columns,
             last_len: 64,
+            located: None,
         }
+    }
+
+    /// This writer able to write rows from located fields, `names` being
+    /// the used fields a plan decodes (`columns` as given to
+    /// [`RowWriter::new`]); unchanged if a column reads a field not among
+    /// them.
+    pub(crate) fn with_fields(mut self, columns: &[(String, Expr)], names: &[String]) -> RowWriter {
+        let index = |name: &String| names.iter().position(|n| n == name);
+        let mut direct = Vec::with_capacity(self.columns.len());
+        let mut computed_reads = Vec::new();
+        for (i, _) in &self.columns {
+            match &columns[*i].1 {
+                Expr::Field(path) if path.len() == 1 => match index(&path[0]) {
+                    Some(at) => direct.push(Some(at)),
+                    None => return self,
+                },
+                expr => {
+                    for path in expr.fields() {
+                        let Some(at) = path.first().and_then(index) else {
+                            return self;
+                        };
+                        if !computed_reads.contains(&at) {
+                            computed_reads.push(at);
+                        }
+                    }
+                    direct.push(None);
+                }
+            }
+        }
+        self.located = Some(Arc::new(LocatedColumns {
+            direct,
+            computed_reads,
+        }));
+        self
+    }
+
+    /// The indices among the used fields of those a row written by
+    /// [`RowWriter::write_located`] needs built; `None` if it cannot write
+    /// rows from located fields.
+    pub(crate) fn computed_reads(&self) -> Option<&[usize]> {
+        self.located.as_deref().map(|l| l.computed_reads.as_slice())
+    }
+
+    /// The JSON text of the row of a record whose used fields are located
+    /// in `raws`, exactly as [`RowWriter::write`] writes it for the event
+    /// decoded from them: a top-level field is written from its located
+    /// bytes (a string without escapes as it is, any other value built
+    /// and written), any other column computed on `row`, which holds the
+    /// fields [`RowWriter::computed_reads`] names built. `None` where a
+    /// located value does not build (the event path then decides), or
+    /// without [`RowWriter::with_fields`].
+    pub(crate) fn write_located(
+        &mut self,
+        columns: &[(String, Expr)],
+        raws: &[Raw<'_>],
+        row: &dyn Row,
+    ) -> Option<String> {
+        let located = self.located.clone()?;
+        let mut out = Vec::with_capacity(self.last_len + self.last_len / 8);
+        out.push(b'{');
+        for (n, ((i, name), direct)) in self.columns.iter().zip(&located.direct).enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(name);
+            match direct.map(|at| raws[at]) {
+                // serde_json escapes only `"`, `\` and control characters,
+                // which a located string without escapes does not hold.
+                Some(Raw::Text(text)) => {
+                    std::str::from_utf8(text).ok()?;
+                    out.push(b'"');
+                    out.extend_from_slice(text);
+                    out.push(b'"');
+                }
+                Some(raw) => write_value(&mut out, &raw.build()?),
+                None => write_value(&mut out, &columns[*i].1.eval_ref(row)),
+            }
+        }
+        out.push(b'}');
+        Some(self.finish(out))
     }
 
     /// The JSON text of `event`'s row (`columns` as given to [`RowWriter::new`]).
@@ -90,15 +192,21 @@ impl RowWriter {
             write_value(&mut out, &value);
         }
         out.push(b'}');
+        self.finish(out)
+    }
+
+    /// The row's text from its bytes `out`.
+    fn finish(&mut self, mut out: Vec<u8>) -> String {
         self.last_len = out.len();
         // Exactly its length: the log takes the text without another
         // allocation (`Bytes` from a full `Vec`).
         out.shrink_to_fit();
         debug_assert!(std::str::from_utf8(&out).is_ok());
         // SAFETY: every byte written is UTF-8 text: `{`, `,`, `}`, the
-        // names (serde_json's text of `String`s) and serde_json's text of
-        // the values. A row is not checked again as a whole: that check was
-        // a pass over every output byte.
+        // names (serde_json's text of `String`s), serde_json's text of the
+        // values and located strings checked to be UTF-8. A row is not
+        // checked again as a whole: that check was a pass over every
+        // output byte.
         unsafe { String::from_utf8_unchecked(out) }
     }
 }

@@ -189,6 +189,10 @@ pub struct Runtime {
     pub(crate) sequenced: crate::sequenced::Sequenced,
     /// A projection's sink topic and row writer.
     pub(crate) project: Option<crate::project::ProjectOutput>,
+    /// A single-threaded version's projection made where its events are
+    /// decoded, from their located fields where it can
+    /// ([`crate::parallel::SourceProjection::project_located`]).
+    pub(crate) located_projection: Option<crate::parallel::SourceProjection>,
     pub(crate) last_commit: Instant,
     /// What the last commit wrote besides state (`None` before the first
     /// one of this runtime).
@@ -395,6 +399,7 @@ impl Runtime {
             outbox_seq: 0,
             sequenced,
             project,
+            located_projection: None,
             last_commit: Instant::now(),
             last_meta: None,
             failed_commit: None,
@@ -613,6 +618,11 @@ impl Runtime {
             if let Some(Aggregation::Local(a)) = &mut self.aggregate {
                 a.restore(&self.store, watermark)?;
             }
+            let joined_header = matches!(
+                self.plan.spread_stage,
+                Some(crate::plan::SpreadStage::AfterJoinedRepartition { .. })
+            );
+            self.located_projection = self.projection_where_decoded().filter(|_| !joined_header);
             return Ok(());
         }
         let thread_name = format!("kappa-proc-{}@{}", self.scope.name, self.scope.version);
@@ -640,30 +650,15 @@ impl Runtime {
         // The coordinator needs only the event time of an aggregate's
         // events when nothing before the aggregate reads them: source
         // workers then group them (`SourceWork::grouped`).
-        let coordinator_reads_events = self.dedup.is_some()
-            || self.plan.join.is_some()
-            || !self.plan.more_joins.is_empty()
-            || (self.plan.filter.is_some() && !self.decoder.filters());
         let grouped = spec
-            .filter(|_| !coordinator_reads_events)
+            .filter(|_| !self.coordinator_reads_events())
             .map(|spec| (spec, workers));
         let late_side_output = self.late_side_output();
         // A grouped event is all that leaves a source worker: its record is
         // read only for a late side output or by an aggregate reading the key.
         let reads_record =
             late_side_output || grouped.as_ref().is_none_or(|(spec, _)| spec.reads_key());
-        // A derived stream's rows are made where its events are decoded
-        // when the coordinator needs nothing else of them.
-        let project = match (&self.plan.operation, &self.project) {
-            (Operation::Project { columns }, Some(output)) if !coordinator_reads_events => {
-                Some(crate::parallel::SourceProjection {
-                    columns: Arc::from(columns.as_slice()),
-                    row: output.row.clone(),
-                    partition_by: self.plan.partition_by.clone(),
-                })
-            }
-            _ => None,
-        };
+        let project = self.projection_where_decoded();
         let work = SourceWork {
             decoder: match reads_record {
                 true => self.decoder.clone(),
@@ -681,6 +676,33 @@ impl Runtime {
             &thread_name,
         )?);
         Ok(())
+    }
+
+    /// Whether the coordinator reads events beyond their event time: for
+    /// dedup, a join, or a filter the decoder does not apply.
+    fn coordinator_reads_events(&self) -> bool {
+        self.dedup.is_some()
+            || self.plan.join.is_some()
+            || !self.plan.more_joins.is_empty()
+            || (self.plan.filter.is_some() && !self.decoder.filters())
+    }
+
+    /// A derived stream's projection, made where its events are decoded
+    /// when the coordinator needs nothing else of them.
+    fn projection_where_decoded(&self) -> Option<crate::parallel::SourceProjection> {
+        match (&self.plan.operation, &self.project) {
+            (Operation::Project { columns }, Some(output))
+                if !self.coordinator_reads_events() && self.table_rows.is_none() =>
+            {
+                Some(crate::parallel::SourceProjection::new(
+                    Arc::from(columns.as_slice()),
+                    output.row.clone(),
+                    self.plan.partition_by.clone(),
+                    &self.decoder,
+                ))
+            }
+            _ => None,
+        }
     }
 
     /// Entries waiting in memory for the next commit.
@@ -1048,6 +1070,11 @@ impl Runtime {
         }
         if self.table_rows.is_some() && is_tombstone(record.value) {
             return self.delete_table_row(partition, &record, append_time);
+        }
+        if let Some(project) = &mut self.located_projection {
+            if let Some(prepared) = project.project_located(&self.decoder, &record, append_time) {
+                return self.process_prepared(partition, prepared, append_time);
+            }
         }
         let prepared = match self.decoder.decode(partition, record, buffer, append_time) {
             Decoded::Invalid => {

@@ -13,7 +13,7 @@ use kappa_log::batch::DecodeError;
 
 use super::handoff::{EndOnDrop, Results};
 use super::shard::ShardEvent;
-use crate::decoder::{Decoded, Decoder};
+use crate::decoder::{Decoded, Decoder, Early, FieldsRow};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::expr::Expr;
@@ -58,21 +58,101 @@ pub(crate) struct ProjectedRecord {
     pub(crate) value: String,
 }
 
-/// A projection made in the source workers: its columns, the row writer
-/// and the `PARTITION BY` expression, when nothing before the projection
-/// needs the coordinator (no dedup or join, the filter applied early).
+/// A projection made where its events are decoded (by source workers, or
+/// inline by a single-threaded version): its columns, the row writer and
+/// the `PARTITION BY` expression, when nothing before the projection needs
+/// the coordinator (no dedup or join, the filter applied early).
 #[derive(Debug, Clone)]
 pub(crate) struct SourceProjection {
     /// The projection's columns.
-    pub(crate) columns: Arc<[(String, Expr)]>,
+    columns: Arc<[(String, Expr)]>,
     /// Writes each row.
-    pub(crate) row: RowWriter,
+    row: RowWriter,
     /// Keys the output records, if given.
-    pub(crate) partition_by: Option<Expr>,
+    partition_by: Option<Expr>,
+    /// The indices among the decoder's used fields of those the row's
+    /// computed columns and `partition_by` read, when rows can be written
+    /// from located fields ([`SourceProjection::project_located`]).
+    located_reads: Option<Arc<[usize]>>,
 }
 
 impl SourceProjection {
-    fn project(&mut self, event: &Event) -> ProjectedRecord {
+    /// The projection of `columns` written by `row`, keyed by
+    /// `partition_by`, its events decoded by `decoder`.
+    pub(crate) fn new(
+        columns: Arc<[(String, Expr)]>,
+        row: RowWriter,
+        partition_by: Option<Expr>,
+        decoder: &Decoder,
+    ) -> SourceProjection {
+        let located_reads = (|| {
+            let names = decoder.used_fields()?;
+            let mut reads = row.computed_reads()?.to_vec();
+            for path in partition_by.iter().flat_map(Expr::fields) {
+                let at = names.iter().position(|n| Some(n) == path.first())?;
+                if !reads.contains(&at) {
+                    reads.push(at);
+                }
+            }
+            Some(Arc::from(reads))
+        })();
+        SourceProjection {
+            columns,
+            row,
+            partition_by,
+            located_reads,
+        }
+    }
+
+    /// The output record of `record` (appended at `append_time`) made from
+    /// its located fields ([`Decoder::locate`]) without decoding an event,
+    /// or that it failed the filter: what [`SourceProjection::project`]
+    /// makes of the event `decoder` decodes. `None` where that path does
+    /// not apply or is not sure: the record is then decoded.
+    pub(crate) fn project_located(
+        &mut self,
+        decoder: &Decoder,
+        record: &kappa_log::RecordRef<'_>,
+        append_time: i64,
+    ) -> Option<Prepared> {
+        let reads = self.located_reads.clone()?;
+        let (raws, mut values, event_time) = match decoder.locate(record, append_time)? {
+            Early::Filtered(event_time) => return Some(Prepared::Filtered { event_time }),
+            Early::Passed {
+                raws,
+                values,
+                event_time,
+            } => (raws, values, event_time),
+        };
+        let names = decoder.used_fields()?;
+        if !reads.is_empty() && values.is_empty() {
+            values.resize(names.len(), serde_json::Value::Null);
+        }
+        for &i in reads.iter() {
+            if values[i].is_null() {
+                values[i] = raws[i].build()?;
+            }
+        }
+        let row = FieldsRow {
+            names,
+            values: &values,
+            key: record.key.map(String::from_utf8_lossy),
+            record_timestamp: record.timestamp,
+        };
+        let key = match &self.partition_by {
+            Some(by) => crate::expr::stringify(&by.eval(&row)),
+            None => row.key.as_deref().map(str::to_string),
+        };
+        let value = self.row.write_located(&self.columns, &raws, &row)?;
+        Some(Prepared::Projected(ProjectedRecord {
+            event_time,
+            key,
+            value,
+        }))
+    }
+
+    /// The output record of `event`.
+    pub(crate) fn project(&mut self, event: &Event) -> ProjectedRecord {
         ProjectedRecord {
             event_time: event.event_time,
             key: match &self.partition_by {
@@ -250,6 +330,12 @@ impl SourceWork {
         // Its records checked as they are read.
         let checked = next.read_checked(|record| {
             out.records += 1;
+            if let Some(project) = &mut self.project {
+                if let Some(prepared) = project.project_located(&self.decoder, &record, append_time)
+                {
+                    return out.push(prepared);
+                }
+            }
             match self
                 .decoder
                 .decode(next.partition, record, buffer, append_time)
