@@ -143,8 +143,9 @@ impl RowWriter {
     /// The JSON text of the row of a record whose used fields are located
     /// in `raws`, exactly as [`RowWriter::write`] writes it for the event
     /// decoded from them: a top-level field is written from its located
-    /// bytes (a string without escapes as it is, any other value built
-    /// and written), any other column computed on `row`, which holds the
+    /// bytes (a string without escapes, a literal or a short integer as it
+    /// is, any other value built and written), any other column computed
+    /// on `row`, which holds the
     /// fields [`RowWriter::computed_reads`] names built. `None` where a
     /// located value does not build (the event path then decides), or
     /// without [`RowWriter::with_fields`].
@@ -171,7 +172,10 @@ impl RowWriter {
                     out.extend_from_slice(text);
                     out.push(b'"');
                 }
-                Some(raw) => write_value(&mut out, &raw.build()?),
+                Some(raw) => match raw.canonical_text() {
+                    Some(text) => out.extend_from_slice(text),
+                    None => write_value(&mut out, &raw.build()?),
+                },
                 None => write_value(&mut out, &columns[*i].1.eval_ref(row)),
             }
         }

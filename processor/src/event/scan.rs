@@ -443,6 +443,18 @@ impl<'a> Raw<'a> {
         serde_json::from_slice(bytes).ok()
     }
 
+    /// For a literal or an integer of at most 18 digits: its bytes, which
+    /// are the text serde_json writes for the value [`Raw::build`] gives
+    /// (JSON's grammar, checked when located, leaves an integer no leading
+    /// zero or sign but `-`, and `-0` is not one of them: it builds a
+    /// float).
+    pub(crate) fn canonical_text(self) -> Option<&'a [u8]> {
+        match self {
+            Raw::Other(bytes) if is_literal(bytes) || small_int(bytes).is_some() => Some(bytes),
+            _ => None,
+        }
+    }
+
     /// A string without escapes, when its bytes are UTF-8.
     pub(crate) fn text(self) -> Option<&'a str> {
         match self {
@@ -597,6 +609,18 @@ mod tests {
         let long = format!(r#"{{"a":{}.5}}"#, "9".repeat(400));
         assert!(!located(&long).is_buildable());
         assert_eq!(located(r#"{"b":1}"#), Raw::Missing);
+        // Literals and short integers are written as they are located:
+        // what serde_json writes for their built values.
+        for json in ["true", "null", "0", "-7", "123456789012345678"] {
+            let record = format!(r#"{{"a":{json}}}"#);
+            let raw = located(&record);
+            let built = serde_json::to_string(&raw.build().unwrap()).unwrap();
+            assert_eq!(raw.canonical_text(), Some(built.as_bytes()), "{json}");
+        }
+        for json in ["-0", "1.50", "1e2", "1234567890123456789", r#""x""#] {
+            let record = format!(r#"{{"a":{json}}}"#);
+            assert_eq!(located(&record).canonical_text(), None, "{json}");
+        }
         // A name kept twice is left to the full decoder.
         let mut raws = vec![Raw::Missing];
         assert!(locate_fields(
