@@ -155,7 +155,7 @@ impl RowWriter {
         raws: &[Raw<'_>],
         row: &dyn Row,
     ) -> Option<String> {
-        let located = self.located.clone()?;
+        let located = self.located.as_deref()?;
         let mut out = Vec::with_capacity(self.last_len + self.last_len / 8);
         out.push(b'{');
         for (n, ((i, name), direct)) in self.columns.iter().zip(&located.direct).enumerate() {

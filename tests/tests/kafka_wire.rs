@@ -44,6 +44,18 @@ const METADATA_VERSION: i16 = 9;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
+/// `records` as one v2 record batch compressed with `compression`, as
+/// Kafka's encoder writes it.
+fn encoded_batch(records: &[Record], compression: Compression) -> Bytes {
+    let mut batch = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression,
+    };
+    RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
+    batch.freeze()
+}
+
 /// A blocking Kafka connection that sends one request at a time.
 struct Connection {
     stream: TcpStream,
@@ -126,13 +138,7 @@ impl Connection {
                 headers: Default::default(),
             })
             .collect();
-        let mut batch = BytesMut::new();
-        let options = RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        };
-        RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
-        self.produce_batch(topic, batch.freeze())
+        self.produce_batch(topic, encoded_batch(&records, Compression::None))
     }
 
     /// Produces the record batches `batch` to partition 0 of `topic`;
@@ -201,13 +207,7 @@ impl Connection {
                 headers: Default::default(),
             })
             .collect();
-        let mut batch = BytesMut::new();
-        let options = RecordEncodeOptions {
-            version: 2,
-            compression: codec,
-        };
-        RecordBatchEncoder::encode(&mut batch, records.iter(), &options).unwrap();
-        let batch = batch.freeze();
+        let batch = encoded_batch(&records, codec);
         (batch.clone(), self.produce_batch(topic, batch).0)
     }
 

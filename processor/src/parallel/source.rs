@@ -115,7 +115,7 @@ impl SourceProjection {
         record: &kappa_log::RecordRef<'_>,
         append_time: i64,
     ) -> Option<Prepared> {
-        let reads = self.located_reads.clone()?;
+        let reads = self.located_reads.as_deref()?;
         let (raws, mut values, event_time) = match decoder.locate(record, append_time)? {
             Early::Filtered(event_time) => return Some(Prepared::Filtered { event_time }),
             Early::Passed {
@@ -128,7 +128,7 @@ impl SourceProjection {
         if !reads.is_empty() && values.is_empty() {
             values.resize(names.len(), serde_json::Value::Null);
         }
-        for &i in reads.iter() {
+        for &i in reads {
             if values[i].is_null() {
                 values[i] = raws[i].build()?;
             }
