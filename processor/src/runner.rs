@@ -31,7 +31,7 @@ use crate::operator::table_rows::TableRows;
 use crate::operator::tables_join::TablesJoin;
 use crate::operator::top_n::TopN;
 use crate::operator::RowsStage;
-use crate::order::{InputOrder, NextBatch, Side};
+use crate::order::{BatchEnds, InputOrder, NextBatch, Side};
 use crate::parallel::{
     Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
 };
@@ -858,7 +858,10 @@ impl Runtime {
         self.order.start_poll();
         let (mut processed, mut read) = (0u64, 0u64);
         let mut drained = true;
-        while let Some(next) = self.order.next(complete, max_records)? {
+        while let Some(next) = self
+            .order
+            .next(complete, max_records, BatchEnds::AtTheFetch)?
+        {
             self.enter_batch(next.batch.append_time())?;
             read += match next.side {
                 Side::Table => self.apply_table_batch(&next)?,

@@ -31,6 +31,9 @@ pub struct SourceFetch {
     pub batches: Vec<FramedBatch>,
     /// Where to read next: after the last record returned.
     pub next_offset: u64,
+    /// The partition's end when read (its high watermark): every record
+    /// of a batch that ends at or before it can be read.
+    pub readable_to: u64,
     /// Whether the read reached the partition's end as the source knows it
     /// (nothing more to read now).
     pub at_end: bool,
@@ -324,6 +327,7 @@ impl SourceTopic for LogTopic {
         Ok(SourceFetch {
             at_end: fetch.next_offset >= fetch.high_watermark,
             next_offset: fetch.next_offset,
+            readable_to: fetch.high_watermark,
             batches: fetch.batches,
         })
     }

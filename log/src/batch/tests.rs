@@ -109,6 +109,65 @@ fn every_single_byte_flip_is_detected() {
     }
 }
 
+/// A batch read with its CRC computed along the reading: one larger than
+/// several CRC stretches reads what checking it whole reads, and a changed
+/// byte anywhere — in the first stretch, in a later one, in the last
+/// bytes, in a record's framing — is the CRC mismatch that checking it
+/// first reports, though records before it were given out.
+#[test]
+fn a_crc_checked_along_the_reading_finds_what_checking_it_first_finds() {
+    let records: Vec<NewRecord> = (0..3_000)
+        .map(|i| NewRecord {
+            key: Some(Bytes::from(format!("user-{i}"))),
+            value: Bytes::from(format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(i % 90))),
+            timestamp: Some(i as i64),
+            headers: vec![],
+        })
+        .collect();
+    let bytes = encode_one(&records, None);
+    assert!(bytes.len() > 3 * CRC_STRETCH, "{} bytes", bytes.len());
+    let framed = FramedBatch::parse(&bytes).unwrap();
+    let mut read = Vec::new();
+    framed.read_checked(Crc::Check, |r| read.push(r)).unwrap();
+    let view = framed.check(Crc::Check).unwrap();
+    assert_eq!(read, view.record_refs().collect::<Vec<_>>());
+    assert!(std::ptr::eq(
+        framed.bytes_to_read(Crc::Check).unwrap(),
+        &framed.bytes
+    ));
+
+    let records_start = HEADER_LEN;
+    for at in [
+        CRC_START,
+        records_start,
+        records_start + 100,
+        CRC_STRETCH + 17,
+        2 * CRC_STRETCH + 5,
+        bytes.len() - 1,
+    ] {
+        for flip in [0x01u8, 0x80] {
+            let mut damaged = bytes.to_vec();
+            damaged[at] ^= flip;
+            let damaged = Bytes::from(damaged);
+            let Ok(framed) = FramedBatch::parse(&damaged) else {
+                continue;
+            };
+            let expected = framed.check(Crc::Check).unwrap_err();
+            assert!(
+                matches!(&expected, DecodeError::Invalid(m) if m.starts_with("CRC mismatch")),
+                "{expected}"
+            );
+            let mut given = 0;
+            let read = framed.read_checked(Crc::Check, |_| given += 1);
+            assert_eq!(read, Err(expected), "byte {at} flipped by {flip:#x}");
+            // Not checking the CRC reads a byte flipped inside a value.
+            if at > CRC_STRETCH {
+                assert!(given > 0, "byte {at}: records before it were read");
+            }
+        }
+    }
+}
+
 #[test]
 fn record_refs_borrow_the_batch_and_tell_empty_keys_from_none() {
     let records = vec![
@@ -257,13 +316,15 @@ proptest! {
 
     /// Reading a framed batch's records checked one by one finds what
     /// checking it whole finds, where the damage is one the CRC does not
-    /// show (the CRC is made again after the damage): a changed byte, or
-    /// a batch cut short or made longer.
+    /// show (the CRC is made again after the damage) or one it does (then
+    /// the same CRC mismatch): a changed byte, or a batch cut short or
+    /// made longer.
     #[test]
     fn checking_records_as_they_are_read_finds_what_checking_the_batch_finds(
         records in proptest::collection::vec(arb_record(), 1..8),
         key in proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=8)),
         damage in (any::<prop::sample::Index>(), any::<u8>(), -3i32..3),
+        remake_crc in any::<bool>(),
     ) {
         let mut out = Vec::new();
         encode(&mut out, BatchMeta { base_offset: 7, append_time: 5, idempotency_key: key.as_deref() }, &records);
@@ -274,8 +335,10 @@ proptest! {
         out.resize(len.max(HEADER_LEN), 0);
         let len = out.len() as u32;
         out[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&len.to_le_bytes());
-        let crc = crc32fast::hash(&out[CRC_START..]);
-        out[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
+        if remake_crc {
+            let crc = crc32fast::hash(&out[CRC_START..]);
+            out[CRC_OFFSET..CRC_START].copy_from_slice(&crc.to_le_bytes());
+        }
         let bytes = Bytes::from(out);
         let Ok(framed) = FramedBatch::parse(&bytes) else {
             return Ok(());
@@ -287,6 +350,8 @@ proptest! {
                 let read = read.expect("a batch that checks reads");
                 prop_assert_eq!(read, view.record_refs().collect::<Vec<_>>());
             }
+            // A CRC mismatch is reported as checking reports it.
+            Err(e @ DecodeError::Invalid(_)) if !remake_crc => prop_assert_eq!(read, Err(e)),
             Err(_) => prop_assert!(read.is_err(), "damage checking found, reading did not"),
         }
     }

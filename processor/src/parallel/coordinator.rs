@@ -6,7 +6,7 @@ use super::shard::Mark;
 use super::source::Handed;
 use super::Item;
 use crate::error::Result;
-use crate::order::Side;
+use crate::order::{BatchEnds, Side};
 use crate::runner::Runtime;
 
 impl Runtime {
@@ -35,7 +35,7 @@ impl Runtime {
         let mut exhausted = false;
         loop {
             while !exhausted && sources.has_room() {
-                match self.order.next(complete, max_records)? {
+                match self.order.next(complete, max_records, BatchEnds::Whole)? {
                     Some(next) => sources.push(next)?,
                     None => exhausted = true,
                 }

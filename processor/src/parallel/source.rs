@@ -310,10 +310,10 @@ impl SourceWork {
         // batch alone: the log's buffer is one mapping of a whole segment,
         // whose one count every source worker would otherwise take and
         // release per event, from several cores.
-        // Checked here, on the core that decodes them (a compressed batch
-        // is inflated here too); a damaged batch gives nothing but its
-        // damage.
-        let bytes = match next.checked_bytes() {
+        // Checked here, on the core that decodes them, as they are read
+        // (a compressed batch is checked and inflated here first); a
+        // damaged batch gives nothing but its damage.
+        let bytes = match next.bytes_to_read() {
             Ok(bytes) => bytes,
             Err(damage) => {
                 return PreparedBatch {

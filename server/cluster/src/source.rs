@@ -735,6 +735,8 @@ impl SourceTopic for ClusterTopic {
         Ok(SourceFetch {
             at_end: part.fetched.is_empty(),
             next_offset,
+            // Its batches end at `next_offset`: none is split.
+            readable_to: next_offset,
             batches,
         })
     }
