@@ -14,7 +14,7 @@
 //! parallel; the single-threaded runtime calls it inline.
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -22,7 +22,7 @@ use kappa_log::RecordRef;
 use serde_json::Value;
 use smallvec::{smallvec, SmallVec};
 
-use crate::event::{locate_fields, Event, NameSet, Raw};
+use crate::event::{locate_fields, Event, NameSet, Raw, Shape};
 use crate::expr::{get_path, BinaryOp, DataType, Expr, Row};
 use crate::plan::{EventTime, Plan};
 use crate::time::{parse_timestamp, MinuteMemo};
@@ -70,6 +70,9 @@ pub(crate) struct Decoder {
     /// The minute of the last event time read as text (per copy: a
     /// decoder is used by one thread).
     minute: Cell<Option<MinuteMemo>>,
+    /// The layout of the last record the located path read, to read the
+    /// next one by (per copy, as `minute`).
+    shape: RefCell<Shape>,
     /// Valid events hold their record's key and value (sharing the batch
     /// buffer, a reference count each); false where nothing reads them
     /// ([`Decoder::without_record`]).
@@ -248,6 +251,7 @@ impl Decoder {
             filter,
             located,
             minute: Cell::new(None),
+            shape: RefCell::default(),
             share_record: true,
         }
     }
@@ -333,7 +337,12 @@ impl Decoder {
     pub(crate) fn locate<'a>(&self, record: &RecordRef<'a>, append_time: i64) -> Option<Early<'a>> {
         let (plan, names) = (self.located.as_deref()?, self.used_fields.as_deref()?);
         let mut raws: SmallVec<[Raw<'a>; 8]> = smallvec![Raw::Missing; names.len()];
-        locate_fields(record.value, &plan.names, &mut raws)?;
+        locate_fields(
+            record.value,
+            &plan.names,
+            &mut raws,
+            Some(&mut self.shape.borrow_mut()),
+        )?;
         for raw in &raws {
             if !raw.is_buildable() {
                 raw.build()?;

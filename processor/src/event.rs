@@ -15,7 +15,7 @@ use crate::expr::{get_path, Row};
 pub mod fuzzing;
 mod scan;
 
-pub(crate) use scan::{locate_fields, NameSet, Raw};
+pub(crate) use scan::{locate_fields, NameSet, Raw, Shape};
 
 /// One event flowing through a processor.
 #[derive(Debug, Clone)]

@@ -43,7 +43,7 @@ pub fn fuzz_event_decode(data: &[u8]) {
         }
     }
     let mut raws = vec![Raw::Missing; names.len()];
-    if locate_fields(bytes, &NameSet::new(&names), &mut raws).is_some() {
+    if locate_fields(bytes, &NameSet::new(&names), &mut raws, None).is_some() {
         let built: Option<Vec<Value>> = raws.iter().map(|r| r.build()).collect();
         if let Some(built) = built {
             assert_eq!(Some(built), fast, "{:?}", String::from_utf8_lossy(bytes));

@@ -22,6 +22,8 @@ use crate::time::{parse_timestamp_ascii, parse_timestamp_memo, parse_timestamp_t
 
 mod quick;
 
+pub(crate) use quick::Shape;
+
 /// Deepest nesting of a member's value the fast path follows.
 const MAX_DEPTH: usize = 64;
 
@@ -31,7 +33,7 @@ pub(super) fn decode_fields(bytes: &[u8], names: &[String]) -> Option<Vec<Value>
     let position = |name: &[u8]| names.iter().position(|n| n.as_bytes() == name);
     let mut raws: SmallVec<[Raw<'_>; 8]> = smallvec![Raw::Missing; names.len()];
     let position_in = |bytes: &[u8], start, end| position(&bytes[start..end]);
-    if quick::locate(bytes, position_in, &mut raws).is_some() {
+    if quick::locate(bytes, position_in, &mut raws, None).is_some() {
         return raws.iter().map(|raw| raw.build()).collect();
     }
     let mut out = vec![Value::Null; names.len()];
@@ -50,9 +52,10 @@ pub(crate) fn locate_fields<'a>(
     bytes: &'a [u8],
     names: &NameSet,
     out: &mut [Raw<'a>],
+    shape: Option<&mut Shape>,
 ) -> Option<()> {
     let position_in = |bytes: &[u8], start, end| names.position_in(bytes, start, end);
-    if quick::locate(bytes, position_in, out).is_some() {
+    if quick::locate(bytes, position_in, out, shape).is_some() {
         return Some(());
     }
     out.fill(Raw::Missing);
@@ -593,7 +596,13 @@ mod tests {
     fn raw_values_tell_what_they_can_without_building() {
         fn located(bytes: &str) -> Raw<'_> {
             let mut raws = vec![Raw::Missing];
-            locate_fields(bytes.as_bytes(), &NameSet::new(&names(&["a"])), &mut raws).unwrap();
+            locate_fields(
+                bytes.as_bytes(),
+                &NameSet::new(&names(&["a"])),
+                &mut raws,
+                None,
+            )
+            .unwrap();
             raws[0]
         }
         let text = located(r#"{"a":" 2026-01-01T00:00:00Z"}"#);
@@ -626,7 +635,8 @@ mod tests {
         assert!(locate_fields(
             br#"{"a":1,"a":2}"#,
             &NameSet::new(&names(&["a"])),
-            &mut raws
+            &mut raws,
+            None
         )
         .is_none());
     }
@@ -947,7 +957,7 @@ mod tests {
             keep.dedup();
             let bytes = mutate(bytes, &edits);
             let mut raws = vec![Raw::Missing; keep.len()];
-            if locate_fields(&bytes, &NameSet::new(&keep), &mut raws).is_none() {
+            if locate_fields(&bytes, &NameSet::new(&keep), &mut raws, None).is_none() {
                 return Ok(());
             }
             let built: Option<Vec<Value>> = raws.iter().map(|r| r.build()).collect();

@@ -31,19 +31,43 @@ const BLOCK: usize = 64;
 /// leave the record to the byte scanner (see the module's documentation),
 /// `out` then holding what was located so far. A member kept twice is
 /// declined too.
+///
+/// With a `shape` (that of the records located before with the same
+/// `position_in`), the members it foresees are read off it, and a record
+/// located whole leaves its own shape there ([`Shape`]).
 pub(super) fn locate<'a>(
     bytes: &'a [u8],
     position_in: impl Fn(&[u8], usize, usize) -> Option<usize>,
     out: &mut [Raw<'a>],
+    mut shape: Option<&mut Shape>,
 ) -> Option<()> {
     let mut quotes = Quotes::new(bytes);
-    let mut pos = spaces(bytes, 0);
-    if bytes.get(pos) != Some(&b'{') {
-        return None;
-    }
-    pos = spaces(bytes, pos + 1);
-    if bytes.get(pos) == Some(&b'}') {
-        return (spaces(bytes, pos + 1) == bytes.len()).then_some(());
+    // The members the shape foresees, then the walk after them.
+    let (mut pos, foreseen) = match shape.as_deref_mut() {
+        Some(shape) => shape.walk(bytes, &mut quotes, out)?,
+        None => (0, 0),
+    };
+    // Where the bytes before the next member's value start: after the
+    // value before it, or at the record's start.
+    let mut prefix_start = pos;
+    if foreseen == 0 {
+        pos = spaces(bytes, 0);
+        if bytes.get(pos) != Some(&b'{') {
+            return None;
+        }
+        pos = spaces(bytes, pos + 1);
+        if bytes.get(pos) == Some(&b'}') {
+            (spaces(bytes, pos + 1) == bytes.len()).then_some(())?;
+            if let Some(shape) = shape {
+                shape.keep(bytes, 0);
+            }
+            return Some(());
+        }
+    } else if !next_member(bytes, &mut pos)? {
+        if let Some(shape) = shape {
+            shape.keep(bytes, foreseen);
+        }
+        return Some(());
     }
     // Each token's first byte is matched as it is (records rarely hold
     // spaces); spaces are skipped only where that fails.
@@ -57,41 +81,171 @@ pub(super) fn locate<'a>(
         if index.is_none() && !name.is_ascii() {
             std::str::from_utf8(name).ok()?;
         }
-        pos = after_spaces(bytes, end + 1, b':')?;
-        let raw = loop {
-            let start = pos;
-            match *bytes.get(pos)? {
-                b'"' => {
-                    let close = quotes.end_of_string(pos)?;
-                    pos = close + 1;
-                    break Raw::Text(&bytes[start + 1..close]);
-                }
-                b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
-                    let mut scanner = Scanner { bytes, pos };
-                    scanner.skip_value(0)?;
-                    pos = scanner.pos;
-                    break Raw::Other(&bytes[start..pos]);
-                }
-                b' ' => pos = spaces(bytes, pos),
-                _ => return None,
-            }
-        };
-        if let Some(index) = index {
-            let slot = out.get_mut(index)?;
-            if !matches!(slot, Raw::Missing) {
-                return None;
-            }
-            *slot = raw;
+        pos = spaces(bytes, after_spaces(bytes, end + 1, b':')?);
+        if let Some(shape) = shape.as_deref_mut() {
+            shape.seen.push((prefix_start, pos, index));
         }
-        loop {
-            match bytes.get(pos) {
-                Some(b',') => break pos += 1,
-                Some(b'}') => return (spaces(bytes, pos + 1) == bytes.len()).then_some(()),
-                Some(b' ') => pos = spaces(bytes, pos),
-                _ => return None,
+        let (raw, after) = value(bytes, pos, &mut quotes)?;
+        pos = after;
+        if let Some(index) = index {
+            fill(out, index, raw)?;
+        }
+        prefix_start = pos;
+        if !next_member(bytes, &mut pos)? {
+            if let Some(shape) = shape {
+                shape.keep(bytes, foreseen);
             }
+            return Some(());
         }
     }
+}
+
+/// After a member's value at `pos`: `true` with `pos` after its `,` if
+/// another member follows, `false` at the object's `}` (and the record's
+/// end), `None` for anything else.
+#[inline(always)]
+fn next_member(bytes: &[u8], pos: &mut usize) -> Option<bool> {
+    loop {
+        match bytes.get(*pos) {
+            Some(b',') => {
+                *pos += 1;
+                return Some(true);
+            }
+            Some(b'}') => return (spaces(bytes, *pos + 1) == bytes.len()).then_some(false),
+            Some(b' ') => *pos = spaces(bytes, *pos),
+            _ => return None,
+        }
+    }
+}
+
+/// The value starting at `pos` (after any spaces) and the position after
+/// it: a string without escapes, or a number or literal (checked by the
+/// byte scanner's grammar); `None` for anything else.
+#[inline(always)]
+fn value<'a>(bytes: &'a [u8], mut pos: usize, quotes: &mut Quotes<'a>) -> Option<(Raw<'a>, usize)> {
+    loop {
+        let start = pos;
+        match *bytes.get(pos)? {
+            b'"' => {
+                let close = quotes.end_of_string(pos)?;
+                return Some((Raw::Text(&bytes[start + 1..close]), close + 1));
+            }
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                let mut scanner = Scanner { bytes, pos };
+                scanner.skip_value(0)?;
+                return Some((Raw::Other(&bytes[start..scanner.pos]), scanner.pos));
+            }
+            b' ' => pos = spaces(bytes, pos),
+            _ => return None,
+        }
+    }
+}
+
+/// Puts `raw` in slot `index` of `out`; `None` if the member was located
+/// before (kept twice) or there is no such slot.
+#[inline(always)]
+fn fill<'a>(out: &mut [Raw<'a>], index: usize, raw: Raw<'a>) -> Option<()> {
+    let slot = out.get_mut(index)?;
+    if !matches!(slot, Raw::Missing) {
+        return None;
+    }
+    *slot = raw;
+    Some(())
+}
+
+/// The layout of the last record [`locate`] located whole, to walk the
+/// next one by: per member, in order, the bytes from the end of the value
+/// before it (or the record's start) to its value's start — `{"name":`
+/// for the first, `,"name":` for the others, spaces included — and the
+/// index its name was given. Where a record starts with the same bytes,
+/// its members are read by comparing them, the names known, instead of
+/// finding where each name ends and looking it up.
+///
+/// A comparison accepts what the walk accepts: the bytes compared were
+/// accepted in the record they come from (names without escapes or
+/// control characters, checked as text, spaces only `' '`), and every
+/// value is still read as the walk reads it. So a record is located the
+/// same with or without a shape (property-tested below).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shape {
+    /// The members' leading bytes, one after the other.
+    prefixes: Vec<u8>,
+    /// Per member: the end of its leading bytes in `prefixes`, and its
+    /// name's index (`None`: not kept).
+    members: Vec<(usize, Option<usize>)>,
+    /// The members of the record being located past the foreseen ones:
+    /// where their leading bytes start and their value starts, and the
+    /// index of their name.
+    seen: Vec<(usize, usize, Option<usize>)>,
+}
+
+impl Shape {
+    /// Reads the members of `bytes` this shape foresees, for as long as
+    /// the record has their leading bytes, into `out`: the position after
+    /// the last one's value and their number (`(0, 0)`: none); `None` if
+    /// a value is one the walk declines.
+    #[inline]
+    fn walk<'a>(
+        &mut self,
+        bytes: &'a [u8],
+        quotes: &mut Quotes<'a>,
+        out: &mut [Raw<'a>],
+    ) -> Option<(usize, usize)> {
+        self.seen.clear();
+        let (mut pos, mut from) = (0, 0);
+        for (n, &(to, index)) in self.members.iter().enumerate() {
+            let prefix = &self.prefixes[from..to];
+            if !starts_with_at(bytes, pos, prefix) {
+                return Some((pos, n));
+            }
+            let (raw, after) = value(bytes, pos + prefix.len(), quotes)?;
+            if let Some(index) = index {
+                fill(out, index, raw)?;
+            }
+            (pos, from) = (after, to);
+        }
+        Some((pos, self.members.len()))
+    }
+
+    /// `bytes` was located whole, its first `foreseen` members as this
+    /// shape foresaw them and the others in `seen`: unless that was all
+    /// of them, this becomes its shape.
+    fn keep(&mut self, bytes: &[u8], foreseen: usize) {
+        if foreseen == self.members.len() && self.seen.is_empty() {
+            return;
+        }
+        self.members.truncate(foreseen);
+        self.prefixes
+            .truncate(self.members.last().map_or(0, |&(to, _)| to));
+        for &(start, value_start, index) in &self.seen {
+            self.prefixes.extend_from_slice(&bytes[start..value_start]);
+            self.members.push((self.prefixes.len(), index));
+        }
+        self.seen.clear();
+    }
+}
+
+/// Whether `bytes` holds `prefix` at `pos`, compared a word at a time.
+#[inline(always)]
+fn starts_with_at(bytes: &[u8], pos: usize, prefix: &[u8]) -> bool {
+    let Some(window) = bytes.get(pos..pos + prefix.len()) else {
+        return false;
+    };
+    let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let n = prefix.len();
+    if n < 8 {
+        return window == prefix;
+    }
+    let mut at = 0;
+    while at + 8 < n {
+        if word(window, at) != word(prefix, at) {
+            return false;
+        }
+        at += 8;
+    }
+    // The last 8 bytes (overlapping the word before when `n` is not a
+    // multiple of 8).
+    word(window, n - 8) == word(prefix, n - 8)
 }
 
 /// The position after the byte `expected`, found at `pos` after any
@@ -246,10 +400,20 @@ mod tests {
 
     /// What the quick pass locates in `bytes` keeping `keep`.
     fn quick<'a>(bytes: &'a [u8], keep: &[&str]) -> Option<Vec<Raw<'a>>> {
+        shaped(bytes, keep, None)
+    }
+
+    /// What the quick pass locates in `bytes` keeping `keep`, reading it
+    /// by `shape` if given.
+    fn shaped<'a>(
+        bytes: &'a [u8],
+        keep: &[&str],
+        shape: Option<&mut Shape>,
+    ) -> Option<Vec<Raw<'a>>> {
         let mut out = vec![Raw::Missing; keep.len()];
         let position_in =
             |bytes: &[u8], start, end| keep.iter().position(|k| k.as_bytes() == &bytes[start..end]);
-        locate(bytes, position_in, &mut out)?;
+        locate(bytes, position_in, &mut out, shape)?;
         Some(out)
     }
 
@@ -375,8 +539,140 @@ mod tests {
             })
     }
 
+    #[test]
+    fn records_of_one_shape_are_read_by_it() {
+        let keep = ["user_id", "amount"];
+        let mut shape = Shape::default();
+        let first = br#"{"event_id": "1", "user_id": "user-38", "amount": 13.05}"#;
+        let found = shaped(first, &keep, Some(&mut shape)).expect("the quick pass answers");
+        assert_eq!(found, [Raw::Text(b"user-38"), Raw::Other(b"13.05")]);
+        assert_eq!(shape.members, [(13, None), (26, Some(0)), (38, Some(1))]);
+        assert_eq!(
+            &shape.prefixes[..],
+            br#"{"event_id": , "user_id": , "amount": "#
+        );
+        // The next record is read by it, and keeps it.
+        let second = br#"{"event_id": "2", "user_id": "user-9", "amount": 7}"#;
+        let found = shaped(second, &keep, Some(&mut shape)).expect("the quick pass answers");
+        assert_eq!(found, [Raw::Text(b"user-9"), Raw::Other(b"7")]);
+        assert_eq!(shape.members.len(), 3);
+        // One that differs after its first member gives its own shape.
+        let third = br#"{"event_id": "3","amount":1,"user_id":"u"}"#;
+        let found = shaped(third, &keep, Some(&mut shape)).expect("the quick pass answers");
+        assert_eq!(found, [Raw::Text(b"u"), Raw::Other(b"1")]);
+        assert_eq!(
+            &shape.prefixes[..],
+            br#"{"event_id": ,"amount":,"user_id":"#
+        );
+        // A value the walk declines is declined read by the shape too,
+        // and a member kept twice.
+        assert_eq!(
+            shaped(
+                br#"{"event_id": "3","amount":01,"user_id":"u"}"#,
+                &keep,
+                Some(&mut shape)
+            ),
+            None
+        );
+        assert_eq!(
+            shaped(
+                br#"{"event_id": "3","amount":1,"user_id":"u","amount":2}"#,
+                &keep,
+                Some(&mut shape)
+            ),
+            None
+        );
+        assert_eq!(
+            shaped(
+                br#"{"event_id": "3","amount":1,"user_id":"u\n"}"#,
+                &keep,
+                Some(&mut shape)
+            ),
+            None
+        );
+        // Fewer members, or none.
+        assert_eq!(
+            shaped(br#"{"event_id": "4"}"#, &keep, Some(&mut shape)),
+            Some(vec![Raw::Missing; 2])
+        );
+        assert_eq!(
+            shaped(b"{}", &keep, Some(&mut shape)),
+            Some(vec![Raw::Missing; 2])
+        );
+        assert!(shape.members.is_empty());
+    }
+
+    /// Records sharing members and spacing, as a topic's records do, with
+    /// some changed: a member left out, another spacing, damage.
+    fn arb_records() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        let name = prop_oneof![
+            Just("a"),
+            Just("b"),
+            Just("c"),
+            Just("é"),
+            Just("long_name_0123456789")
+        ];
+        let space = prop_oneof![Just(""), Just(" "), Just("  "), Just("\n")];
+        let value = prop_oneof![
+            (0usize..90).prop_map(|n| format!("\"{}\"", "y".repeat(n))),
+            Just(r#""x\"y""#.to_string()),
+            Just("-12.5e-3".to_string()),
+            Just("012".to_string()),
+            Just("true".to_string()),
+            Just("[1]".to_string()),
+        ];
+        let members = proptest::collection::vec((name, space.clone()), 0..6);
+        let records = proptest::collection::vec(
+            (proptest::collection::vec(value, 6), 0usize..8, space),
+            1..8,
+        );
+        (members, records).prop_map(|(members, records)| {
+            records
+                .into_iter()
+                .map(|(values, change, other_space)| {
+                    let mut members = members.clone();
+                    match change {
+                        5 => {
+                            members.pop();
+                        }
+                        6 if !members.is_empty() => members[0].1 = other_space,
+                        _ => {}
+                    }
+                    let body: Vec<String> = members
+                        .iter()
+                        .zip(&values)
+                        .map(|((n, s), v)| format!("{s}\"{n}\"{s}:{s}{v}"))
+                        .collect();
+                    let mut bytes = format!("{{{}}}", body.join(",")).into_bytes();
+                    if change == 7 && bytes.len() > 3 {
+                        let at = bytes.len() / 2;
+                        bytes[at] = b'"';
+                    }
+                    bytes
+                })
+                .collect()
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// Read by the shape the records before left, a record is located
+        /// as without it — and so as the byte scanner locates it.
+        #[test]
+        fn a_shape_changes_nothing_located(
+            records in arb_records(),
+            keep in proptest::collection::vec(prop_oneof![Just("a"), Just("b"), Just("é"), Just("long_name_0123456789")], 0..3),
+        ) {
+            let mut shape = Shape::default();
+            for bytes in &records {
+                let found = shaped(bytes, &keep, Some(&mut shape));
+                prop_assert_eq!(&found, &quick(bytes, &keep), "{:?}", String::from_utf8_lossy(bytes));
+                if found.is_some() {
+                    prop_assert_eq!(found, scanner(bytes, &keep));
+                }
+            }
+        }
 
         /// Where the quick pass answers, the byte scanner answers the same.
         #[test]
