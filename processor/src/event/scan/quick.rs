@@ -14,6 +14,12 @@
 //! literals (checked by the byte scanner's grammar, which takes no `\` or
 //! control character either).
 //!
+//! A topic's records mostly share their members, in the same order and
+//! spacing: given a [`Shape`], the pass reads a record by the one before
+//! it — the bytes from each value's end to the next value's start (`,"name":`)
+//! compared at once, the name's index known — and walks on where they
+//! differ. Values are read as without it.
+//!
 //! Anything else — an escape or control character anywhere in the record
 //! (so also whitespace other than `' '`), a nested array or object,
 //! malformed input, a member kept twice — is declined (`None`), and the
