@@ -3,8 +3,9 @@
 //! strings have no escapes and no control characters, spaced by nothing
 //! but `' '`.
 //!
-//! The record is looked at in blocks of 64 bytes: SSE2 comparisons (on
-//! x86-64; a byte loop elsewhere) give a block's `"` bytes as a bit mask,
+//! The record is looked at in blocks of 64 bytes: AVX-512 comparisons
+//! (SSE2 on x86-64 processors without AVX-512BW; a byte loop elsewhere)
+//! give a block's `"` bytes as a bit mask,
 //! and whether it holds a byte no fast string may hold (`\` or a control
 //! character). Where a string starts is known from the grammar; with no
 //! such byte in the blocks it reaches, it ends at the next quote — one
@@ -347,8 +348,28 @@ fn block_quotes(bytes: &[u8], block: usize) -> Option<u64> {
 /// or control character) ([`block_quotes`]).
 #[cfg(target_arch = "x86_64")]
 fn masks(block: &[u8; BLOCK]) -> (u64, bool) {
+    if std::arch::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: the processor has AVX-512BW (detected once, then cached).
+        return unsafe { masks_avx512(block) };
+    }
     // SAFETY: SSE2 is part of every x86-64 processor.
     unsafe { masks_sse2(block) }
+}
+
+/// [`masks`], the whole block in one AVX-512 comparison each.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512bw")]
+fn masks_avx512(block: &[u8; BLOCK]) -> (u64, bool) {
+    use std::arch::x86_64::{
+        _mm512_cmpeq_epi8_mask, _mm512_cmple_epu8_mask, _mm512_loadu_si512, _mm512_set1_epi8,
+    };
+    // SAFETY: `block` is 64 readable bytes, and the load has no alignment
+    // requirement.
+    let v = unsafe { _mm512_loadu_si512(block.as_ptr().cast()) };
+    let quotes = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8));
+    let backslash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8));
+    let control = _mm512_cmple_epu8_mask(v, _mm512_set1_epi8(0x1f));
+    (quotes, (backslash | control) != 0)
 }
 
 /// [`masks`], 16 bytes per SSE2 comparison.
@@ -691,7 +712,8 @@ mod tests {
             }
         }
 
-        /// The SSE2 masks are the byte loop's.
+        /// The SSE2 and AVX-512 masks are the byte loop's (AVX-512 where
+        /// the processor has it).
         #[test]
         fn masks_agree_with_the_byte_loop(
             block in proptest::collection::vec(
@@ -703,6 +725,15 @@ mod tests {
         ) {
             let block: [u8; BLOCK] = block.try_into().unwrap();
             prop_assert_eq!(masks(&block), masks_bytewise(&block));
+            #[cfg(target_arch = "x86_64")]
+            {
+                // SAFETY: SSE2 is part of every x86-64 processor.
+                prop_assert_eq!(unsafe { masks_sse2(&block) }, masks_bytewise(&block));
+                if std::arch::is_x86_feature_detected!("avx512bw") {
+                    // SAFETY: detected just above.
+                    prop_assert_eq!(unsafe { masks_avx512(&block) }, masks_bytewise(&block));
+                }
+            }
         }
     }
 }
