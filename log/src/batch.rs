@@ -590,7 +590,7 @@ impl FramedBatch {
         crc: Crc,
         f: impl FnMut(RecordRef<'a>),
     ) -> Result<(), DecodeError> {
-        if crc == Crc::Check && self.inflated.get().is_none() && !self.is_compressed() {
+        if crc == Crc::Check && self.reads_as_stored() {
             return read_records_crc_along(&self.bytes, f);
         }
         read_records(self.checked_bytes(crc)?, f)
@@ -603,10 +603,16 @@ impl FramedBatch {
     /// A record read by `read_checked` lies in these bytes, so a part of
     /// it that must outlive the batch is taken with `slice_ref` of them.
     pub fn bytes_to_read(&self, crc: Crc) -> Result<&Bytes, DecodeError> {
-        if self.inflated.get().is_none() && !self.is_compressed() {
+        if self.reads_as_stored() {
             return Ok(&self.bytes);
         }
         self.checked_bytes(crc)
+    }
+
+    /// True if records are read from the batch as stored: it is not
+    /// compressed (and so was never inflated).
+    fn reads_as_stored(&self) -> bool {
+        self.inflated.get().is_none() && !self.is_compressed()
     }
 
     /// True if the batch is stored compressed.
@@ -624,7 +630,7 @@ impl FramedBatch {
             return Ok(bytes);
         }
         crc.check(&self.bytes)?;
-        if compression::codec_of(&self.bytes).is_none() {
+        if !self.is_compressed() {
             return Ok(&self.bytes);
         }
         let _ = self.inflated.set(compression::inflate(&self.bytes)?);
