@@ -322,12 +322,22 @@ impl Drop for Server {
         if std::thread::panicking() {
             let log = self.stderr_log();
             let lines: Vec<&str> = log.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(60)..];
+            let tail_from = lines.len().saturating_sub(60);
+            // What went wrong may have been logged long before the end.
+            let warnings: Vec<&str> = lines[..tail_from]
+                .iter()
+                .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+                .take(200)
+                .copied()
+                .collect();
+            let tail = &lines[tail_from..];
             eprintln!(
-                "---- kappa serve {:?} on {} (last {} stderr lines) ----\n{}",
+                "---- kappa serve {:?} on {} (warnings and errors before the tail: {}; last {} stderr lines) ----\n{}\n----\n{}",
                 self.args,
                 self.addr,
+                warnings.len(),
                 tail.len(),
+                warnings.join("\n"),
                 tail.join("\n")
             );
         }

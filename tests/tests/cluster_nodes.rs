@@ -267,7 +267,12 @@ fn wait_kinds(client: &Client, want: &BTreeMap<String, (u64, f64)>, who: &str) {
         last = kinds(client);
         last.as_ref() == Some(want)
     });
-    assert!(equal, "{who}: per_kind {last:?}, want {want:?}");
+    if !equal {
+        // Which partitions' tasks lag, and where, for the failure's reader.
+        let (_, view) = client.get("/v1/views/per_kind");
+        let (_, cluster) = client.get("/v1/cluster");
+        panic!("{who}: per_kind {last:?}, want {want:?}\nview: {view}\ncluster: {cluster}");
+    }
 }
 
 /// Waits until every row read through `client` equals `want`, reflecting
