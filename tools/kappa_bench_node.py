@@ -1,6 +1,7 @@
-"""What the Python benchmarks (bench-nodes.py, bench-nexmark.py) share: a
-free loopback port, a process's CPU seconds, and a release `kappa serve`
-they start and talk HTTP to over one keep-alive connection."""
+"""What the Python benchmarks (bench-nodes.py, bench-nexmark.py,
+bench-nexmark-ab.py) share: a free loopback port, a process's CPU seconds
+(whole and per thread), and a release `kappa serve` they start and talk
+HTTP to over one keep-alive connection."""
 
 import http.client
 import json
@@ -21,6 +22,24 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_seconds(pid):
+    """{(thread id, thread name): (utime, stime)} of a process's threads, in
+    seconds (/proc/<pid>/task/*/stat); a thread that ends while read is
+    left out."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[(tid, name)] = (int(fields[11]) / tick, int(fields[12]) / tick)
+    return out
 
 
 class KappaServer:

@@ -13,8 +13,9 @@
 //!
 //! [`SpreadVersion`] keeps the tasks in line with the assignment on a
 //! thread of its own: a task whose partition went elsewhere stops at once
-//! (after a final commit) and is no longer read; a partition gained starts
-//! its task. A task that fails is started again after
+//! (after a final commit, on a thread of its own: a stop that hangs holds
+//! up no partition gained) and is no longer read; a partition gained
+//! starts its task. A task that fails is started again after
 //! [`TASK_RETRY`]. Its progress is the union of its tasks' (the committed
 //! offsets of partitions it does not own stay as last seen).
 //!
@@ -290,6 +291,13 @@ struct Shared {
     /// Told to end without a final commit (its state is being dropped):
     /// no final checkpoint either.
     abandoned: AtomicBool,
+    /// Tasks of partitions handed over, being stopped (a final commit,
+    /// then a checkpoint) on threads of their own, by partition. A stop
+    /// can hang — a final transaction on a cluster that fenced it waits
+    /// out its timeout — and must not hold up the partitions gained; a
+    /// partition is not started here again, as task or standby, before
+    /// its stop ended.
+    handing_over: Mutex<BTreeMap<u32, JoinHandle<()>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -331,6 +339,7 @@ impl SpreadVersion {
             failed: Mutex::new(BTreeMap::new()),
             failed_standbys: Mutex::new(BTreeMap::new()),
             stopping: AtomicBool::new(false),
+            handing_over: Mutex::new(BTreeMap::new()),
         });
         let thread = std::thread::Builder::new()
             .name(format!(
@@ -477,6 +486,10 @@ impl SpreadVersion {
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
+        let handing_over = std::mem::take(&mut *lock(&self.shared.handing_over));
+        for (_, thread) in handing_over {
+            let _ = thread.join();
+        }
         for (partition, standby) in std::mem::take(&mut *lock(&self.shared.standbys)) {
             let _ = standby.task.stop(&self.shared.scope, partition);
         }
@@ -584,7 +597,7 @@ impl Shared {
     }
 
     /// Keeps the tasks in line with the assignment until stopped.
-    fn follow(&self) {
+    fn follow(self: &Arc<Self>) {
         let mut seen = None;
         while !self.stopping.load(Ordering::SeqCst) {
             let (generation, owned) = self.assignment.owned();
@@ -592,8 +605,9 @@ impl Shared {
                 .values()
                 .any(|(_, at)| at.elapsed() >= TASK_RETRY);
             let finished = lock(&self.tasks).values().any(Task::is_finished);
+            let handed_over = self.handed_over();
             if let Some(owned) = owned {
-                if seen != Some(generation) || retry_due || finished {
+                if seen != Some(generation) || retry_due || finished || handed_over {
                     self.reconcile(&owned);
                     seen = Some(generation);
                 }
@@ -606,9 +620,67 @@ impl Shared {
         }
     }
 
-    /// Stops the tasks of partitions not in `owned` and of tasks that
-    /// ended; starts the missing ones (a failed one once its retry is due).
-    fn reconcile(&self, owned: &[u32]) {
+    /// Forgets the handovers whose stop ended; true if there were any
+    /// (their partitions may be started here again).
+    fn handed_over(&self) -> bool {
+        let mut handing_over = lock(&self.handing_over);
+        let before = handing_over.len();
+        handing_over.retain(|_, thread| !thread.is_finished());
+        handing_over.len() < before
+    }
+
+    /// True while the task of `partition` handed over is still stopping.
+    fn is_handing_over(&self, partition: u32) -> bool {
+        lock(&self.handing_over).contains_key(&partition)
+    }
+
+    /// Stops the task of `partition`, handed over, on a thread of its own
+    /// (on this one if no thread can be made).
+    fn hand_over(self: &Arc<Self>, partition: u32, task: Task) {
+        let task = Arc::new(Mutex::new(Some(task)));
+        let shared = self.clone();
+        let taken = task.clone();
+        let stop = move || {
+            if let Some(task) = lock(&taken).take() {
+                shared.stop_handed_over(partition, task);
+            }
+        };
+        let name = format!("kappa-handover-{}-{partition}", self.scope.name);
+        match std::thread::Builder::new().name(name).spawn(stop) {
+            Ok(thread) => {
+                lock(&self.handing_over).insert(partition, thread);
+            }
+            Err(e) => {
+                tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "cannot start a thread to hand the partition over: stopping its task here");
+                if let Some(task) = lock(&task).take() {
+                    self.stop_handed_over(partition, task);
+                }
+            }
+        }
+    }
+
+    /// Stops the task of `partition`, handed over, after a final commit,
+    /// and checkpoints its stores: its new owner starts from there.
+    fn stop_handed_over(&self, partition: u32, task: Task) {
+        let (stopped, stores) = task.stop(&self.scope, partition);
+        if let Err(e) = stopped {
+            tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped with an error on handing over");
+            return;
+        }
+        for (scope, store) in stores {
+            self.checkpoint_one(&TaskStore {
+                partition,
+                scope,
+                store,
+            });
+        }
+        tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "partition handed over")
+    }
+
+    /// Stops the tasks of partitions not in `owned` (off this thread:
+    /// [`Shared::hand_over`]) and of tasks that ended; starts the missing
+    /// ones (a failed one once its retry is due).
+    fn reconcile(self: &Arc<Self>, owned: &[u32]) {
         let gone: Vec<(u32, Task)> = {
             let mut tasks = lock(&self.tasks);
             let ended: Vec<u32> = tasks
@@ -622,28 +694,14 @@ impl Shared {
                 .collect()
         };
         for (partition, task) in gone {
-            let kept = owned.contains(&partition);
-            let (stopped, stores) = task.stop(&self.scope, partition);
-            match stopped {
-                Err(e) if kept => {
-                    tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped; started again");
-                    lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
-                }
-                Err(e) => {
-                    tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped with an error on handing over")
-                }
-                Ok(()) if kept => {}
-                Ok(()) => {
-                    // Its new owner starts from here.
-                    for (scope, store) in stores {
-                        self.checkpoint_one(&TaskStore {
-                            partition,
-                            scope,
-                            store,
-                        });
-                    }
-                    tracing::info!(view = %self.scope.name, version = self.scope.version, partition, "partition handed over")
-                }
+            if !owned.contains(&partition) {
+                self.hand_over(partition, task);
+                continue;
+            }
+            // Ended: stopped here, and started again below.
+            if let (Err(e), _) = task.stop(&self.scope, partition) {
+                tracing::warn!(view = %self.scope.name, version = self.scope.version, partition, error = %e, "task stopped; started again");
+                lock(&self.failed).insert(partition, (e.to_string(), Instant::now()));
             }
         }
         lock(&self.failed).retain(|p, _| owned.contains(p));
@@ -651,7 +709,7 @@ impl Shared {
             if self.stopping.load(Ordering::SeqCst) {
                 return;
             }
-            if lock(&self.tasks).contains_key(&partition) {
+            if lock(&self.tasks).contains_key(&partition) || self.is_handing_over(partition) {
                 continue;
             }
             if lock(&self.failed)
@@ -728,6 +786,7 @@ impl Shared {
             if self.stopping.load(Ordering::SeqCst)
                 || lock(&self.standbys).contains_key(&partition)
                 || lock(&self.failed_standbys).contains_key(&partition)
+                || self.is_handing_over(partition)
             {
                 continue;
             }
