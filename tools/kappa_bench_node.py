@@ -17,28 +17,32 @@ def free_port():
         return s.getsockname()[1]
 
 
+def user_and_system_seconds(stat_path):
+    """(utime, stime) in seconds from a /proc `stat` file (a process's or
+    a thread's)."""
+    with open(stat_path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def cpu_seconds(pid):
     """utime + stime of a process, in seconds (/proc/<pid>/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(user_and_system_seconds(f"/proc/{pid}/stat"))
 
 
 def thread_cpu_seconds(pid):
     """{(thread id, thread name): (utime, stime)} of a process's threads, in
     seconds (/proc/<pid>/task/*/stat); a thread that ends while read is
     left out."""
-    tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            out[(tid, name)] = user_and_system_seconds(f"/proc/{pid}/task/{tid}/stat")
         except OSError:
             continue
-        out[(tid, name)] = (int(fields[11]) / tick, int(fields[12]) / tick)
     return out
 
 

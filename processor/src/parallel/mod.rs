@@ -16,8 +16,8 @@
 //!   turn), keeping a bounded number in flight — each batch whole, where
 //!   a fetch stops inside it too ([`crate::order::BatchEnds::Whole`]:
 //!   two workers would each read its framing, one from memory its core
-//!   never touched); it takes the prepared
-//!   records back in the order it dealt them. So the coordinator sees
+//!   never touched); it takes the prepared records back in the order it
+//!   dealt them. So the coordinator sees
 //!   exactly the record sequence the single-threaded engine processes.
 //!   Batches in flight stay with the workers from one poll to the next
 //!   (a poll's budget counts records processed), so the workers do not
@@ -27,8 +27,10 @@
 //!   the order needs; the source worker that decodes a batch checks its
 //!   CRC and records as it reads them, on the core that then decodes the
 //!   bytes (the CRC a stretch ahead of the records decoded, so the bytes
-//!   come from memory once: [`kappa_log::batch::FramedBatch::read_checked`]). A damaged batch comes back as its damage, and the coordinator
-//!   stops the version there, as a checked read would have.
+//!   come from memory once:
+//!   [`kappa_log::batch::FramedBatch::read_checked`]). A damaged batch
+//!   comes back as its damage, and the coordinator stops the version
+//!   there, as a checked read would have.
 //! * **Source workers** decode ([`crate::decoder`]), and when no dedup or
 //!   join comes first, apply the filter, group each event for the
 //!   aggregate — its view key, event time and aggregate inputs
