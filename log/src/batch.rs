@@ -160,10 +160,7 @@ pub fn encoded_len(records: &[NewRecord], idempotency_key: Option<&[u8]>) -> usi
 /// total under 4 GiB (the log's limits are far lower).
 pub fn encode(out: &mut Vec<u8>, meta: BatchMeta<'_>, records: &[NewRecord]) -> usize {
     assert!(!records.is_empty(), "a batch holds at least one record");
-    let key = meta.idempotency_key.unwrap_or(&[]);
-    assert!(key.len() <= MAX_IDEMPOTENCY_KEY_LEN);
     let len = encoded_len(records, meta.idempotency_key);
-    let batch_len = u32::try_from(len).expect("batch under 4 GiB");
     let start = out.len();
     out.reserve(len);
 
@@ -174,20 +171,8 @@ pub fn encode(out: &mut Vec<u8>, meta: BatchMeta<'_>, records: &[NewRecord]) -> 
         .map(timestamp)
         .max()
         .unwrap_or(first_timestamp);
-
-    out.put_u32_le(batch_len);
-    out.put_u32_le(0); // CRC, filled in below
-    out.put_u8(MAGIC);
-    out.put_u8(VERSION);
-    out.put_u16_le(0);
-    out.put_u32_le(records.len() as u32);
-    out.put_u64_le(meta.base_offset);
-    out.put_i64_le(first_timestamp);
-    out.put_i64_le(max_timestamp);
-    out.put_i64_le(meta.append_time);
-    out.put_u16_le(key.len() as u16);
-    out.put_u16_le(0);
-    out.put_slice(key);
+    let count = records.len() as u32;
+    put_header(out, len, count, (first_timestamp, max_timestamp), meta);
     for record in records {
         out.put_i64_le(timestamp(record));
         match &record.key {
@@ -208,9 +193,43 @@ pub fn encode(out: &mut Vec<u8>, meta: BatchMeta<'_>, records: &[NewRecord]) -> 
         }
     }
     debug_assert_eq!(out.len() - start, len);
+    seal(out, start);
+    len
+}
+
+/// Appends the fixed header and the idempotency key of a batch of `len`
+/// bytes and `count` records whose timestamps run from `timestamps.0`
+/// (the first record's) up to `timestamps.1` (the largest), its CRC left
+/// 0 for [`seal`].
+fn put_header(
+    out: &mut Vec<u8>,
+    len: usize,
+    count: u32,
+    timestamps: (i64, i64),
+    meta: BatchMeta<'_>,
+) {
+    let key = meta.idempotency_key.unwrap_or(&[]);
+    assert!(key.len() <= MAX_IDEMPOTENCY_KEY_LEN);
+    out.put_u32_le(u32::try_from(len).expect("batch under 4 GiB"));
+    out.put_u32_le(0); // CRC, filled in by `seal`
+    out.put_u8(MAGIC);
+    out.put_u8(VERSION);
+    out.put_u16_le(0);
+    out.put_u32_le(count);
+    out.put_u64_le(meta.base_offset);
+    out.put_i64_le(timestamps.0);
+    out.put_i64_le(timestamps.1);
+    out.put_i64_le(meta.append_time);
+    out.put_u16_le(key.len() as u16);
+    out.put_u16_le(0);
+    out.put_slice(key);
+}
+
+/// Fills in the CRC of the batch that starts at `out[start]` and ends at
+/// the end of `out`.
+fn seal(out: &mut [u8], start: usize) {
     let crc = crc32fast::hash(&out[start + CRC_START..]);
     out[start + CRC_OFFSET..start + CRC_START].copy_from_slice(&crc.to_le_bytes());
-    len
 }
 
 /// Why a batch failed to decode; the caller adds the file and position.
@@ -1059,6 +1078,9 @@ fn runs_past(what: &str) -> DecodeError {
 fn negative_key_length(key_len: i32) -> DecodeError {
     DecodeError::Invalid(format!("negative key length {key_len}"))
 }
+
+mod encoded;
+pub use encoded::EncodedRecords;
 
 #[cfg(test)]
 mod tests;

@@ -56,7 +56,7 @@ pub mod tiered;
 mod topic;
 mod writer;
 
-pub use batch::{Header, HeaderRef, HeadersRef, NewRecord, Record, RecordRef};
+pub use batch::{EncodedRecords, Header, HeaderRef, HeadersRef, NewRecord, Record, RecordRef};
 pub use cleaner::CompactionOutcome;
 pub use clock::{AppendClock, ManualTime};
 pub use compression::Compression;

@@ -17,14 +17,15 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch, Semaphore};
 
 use crate::batch::{
-    self, BatchView, FramedBatch, NewRecord, ReadBatch, Record, MAX_IDEMPOTENCY_KEY_LEN,
+    self, BatchView, EncodedRecords, FramedBatch, NewRecord, ReadBatch, Record,
+    MAX_IDEMPOTENCY_KEY_LEN,
 };
 use crate::cache::SegmentCache;
 use crate::cleaner::CompactionOutcome;
 use crate::compression::Compression;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
-use crate::idempotency::{IdempotencyWindow, StoredKey};
+use crate::idempotency::{fingerprint_encoded, fingerprint_of, IdempotencyWindow, StoredKey};
 use crate::kafka_batch::KafkaRecords;
 use crate::retention::{self, SegmentFacts};
 use crate::segment::{self, Segment, Source};
@@ -54,6 +55,75 @@ pub struct AppendRequest {
     /// from it): stored as sent when the topic compresses with the same
     /// codec (FORMAT.md §2.10), else ignored.
     pub as_sent: Option<KafkaRecords>,
+}
+
+/// What an append carries to the writer: records it encodes, or records
+/// encoded where they were made ([`Partition::submit_encoded`]).
+#[derive(Debug)]
+pub(crate) enum AppendPayload {
+    /// An [`AppendRequest`].
+    Records(AppendRequest),
+    /// Records encoded already, and the append's idempotency key.
+    Encoded {
+        /// The records.
+        records: EncodedRecords,
+        /// As [`AppendRequest::idempotency_key`].
+        idempotency_key: Option<Vec<u8>>,
+    },
+}
+
+impl AppendPayload {
+    /// The append's idempotency key.
+    pub(crate) fn idempotency_key(&self) -> Option<&[u8]> {
+        match self {
+            AppendPayload::Records(request) => request.idempotency_key.as_deref(),
+            AppendPayload::Encoded {
+                idempotency_key, ..
+            } => idempotency_key.as_deref(),
+        }
+    }
+
+    /// Records appended.
+    pub(crate) fn record_count(&self) -> usize {
+        match self {
+            AppendPayload::Records(request) => request.records.len(),
+            AppendPayload::Encoded { records, .. } => records.len(),
+        }
+    }
+
+    /// Appends the batch of these records to `out` (before any
+    /// compression) and returns its length.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>, meta: batch::BatchMeta<'_>) -> usize {
+        match self {
+            AppendPayload::Records(request) => batch::encode(out, meta, &request.records),
+            AppendPayload::Encoded { records, .. } => records.encode(out, meta),
+        }
+    }
+
+    /// [`crate::idempotency::fingerprint_encoded`] of these records.
+    pub(crate) fn fingerprint(&self) -> u32 {
+        match self {
+            AppendPayload::Records(request) => fingerprint_of(&request.records),
+            AppendPayload::Encoded { records, .. } => {
+                let mut encoded = Vec::new();
+                let meta = batch::BatchMeta {
+                    base_offset: 0,
+                    append_time: 0,
+                    idempotency_key: None,
+                };
+                records.encode(&mut encoded, meta);
+                fingerprint_encoded(&encoded)
+            }
+        }
+    }
+
+    /// The records as a Kafka producer compressed them, if it did.
+    pub(crate) fn as_sent(&self) -> Option<&KafkaRecords> {
+        match self {
+            AppendPayload::Records(request) => request.as_sent.as_ref(),
+            AppendPayload::Encoded { .. } => None,
+        }
+    }
 }
 
 /// What an append did.
@@ -370,47 +440,59 @@ impl Partition {
         self.shared.partition
     }
 
-    /// Checks an append against the log's limits.
-    fn validate(&self, request: &AppendRequest) -> Result<usize> {
-        let cfg = &self.shared.log_config;
+    /// Checks an append against the log's limits; its encoded length.
+    fn validate(&self, payload: &AppendPayload) -> Result<usize> {
         let bad = |m: String| Err(LogError::InvalidArgument(m));
-        if request.records.is_empty() {
+        let (unkeyed, len) = match payload {
+            AppendPayload::Records(request) => {
+                for r in &request.records {
+                    if r.headers.len() > u16::MAX as usize {
+                        return bad(format!(
+                            "a record has {} headers, at most {} fit",
+                            r.headers.len(),
+                            u16::MAX
+                        ));
+                    }
+                    if r.headers.iter().any(|h| h.name.len() > u16::MAX as usize) {
+                        return bad("a header name is longer than 65535 bytes".into());
+                    }
+                }
+                let unkeyed = request.records.iter().filter(|r| r.key.is_none()).count();
+                let key = request.idempotency_key.as_deref();
+                (unkeyed, batch::encoded_len(&request.records, key))
+            }
+            AppendPayload::Encoded {
+                records,
+                idempotency_key,
+            } => (
+                records.unkeyed(),
+                records.batch_len(idempotency_key.as_deref()),
+            ),
+        };
+        let cfg = &self.shared.log_config;
+        let count = payload.record_count();
+        if count == 0 {
             return bad("an append needs at least one record".into());
         }
-        if request.records.len() > cfg.max_batch_records {
+        if count > cfg.max_batch_records {
             return Err(LogError::LimitExceeded(format!(
-                "{} records in one append, the limit is {}",
-                request.records.len(),
+                "{count} records in one append, the limit is {}",
                 cfg.max_batch_records
             )));
         }
-        if let Some(key) = &request.idempotency_key {
+        if let Some(key) = payload.idempotency_key() {
             if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_LEN {
                 return bad(format!(
                     "idempotency key must be 1..={MAX_IDEMPOTENCY_KEY_LEN} bytes"
                 ));
             }
         }
-        let compacted = self.shared.settings().cleanup_policy.compacts();
-        for r in &request.records {
-            if compacted && r.key.is_none() {
-                return Err(LogError::KeyRequired {
-                    topic: self.shared.topic.clone(),
-                    policy: self.shared.settings().cleanup_policy.to_string(),
-                });
-            }
-            if r.headers.len() > u16::MAX as usize {
-                return bad(format!(
-                    "a record has {} headers, at most {} fit",
-                    r.headers.len(),
-                    u16::MAX
-                ));
-            }
-            if r.headers.iter().any(|h| h.name.len() > u16::MAX as usize) {
-                return bad("a header name is longer than 65535 bytes".into());
-            }
+        if unkeyed > 0 && self.shared.settings().cleanup_policy.compacts() {
+            return Err(LogError::KeyRequired {
+                topic: self.shared.topic.clone(),
+                policy: self.shared.settings().cleanup_policy.to_string(),
+            });
         }
-        let len = batch::encoded_len(&request.records, request.idempotency_key.as_deref());
         if len > cfg.max_batch_bytes {
             return Err(LogError::LimitExceeded(format!(
                 "append of {len} bytes, the limit is {} (max_batch_bytes)",
@@ -434,6 +516,26 @@ impl Partition {
     /// `Backpressure`. A multi-partition produce reserves every partition
     /// before sending any, so a refusal leaves every partition untouched.
     pub async fn reserve(&self, request: AppendRequest) -> Result<ReservedAppend<'_>> {
+        self.reserve_payload(AppendPayload::Records(request)).await
+    }
+
+    /// Queues an append of records encoded where they were made
+    /// ([`EncodedRecords`]), as [`Partition::submit`] queues one: the
+    /// writer copies their bytes into the batch whole.
+    pub async fn submit_encoded(
+        &self,
+        records: EncodedRecords,
+        idempotency_key: Option<Vec<u8>>,
+    ) -> Result<PendingAppend> {
+        let payload = AppendPayload::Encoded {
+            records,
+            idempotency_key,
+        };
+        self.reserve_payload(payload).await?.send()
+    }
+
+    /// [`Partition::reserve`] of either kind of append.
+    async fn reserve_payload(&self, request: AppendPayload) -> Result<ReservedAppend<'_>> {
         let encoded_len = self.validate(&request)?;
         if let Some(reason) = self.shared.failure() {
             return Err(self.shared.failed_error(&reason));
@@ -905,7 +1007,7 @@ impl Drop for Partition {
 #[derive(Debug)]
 pub struct ReservedAppend<'a> {
     partition: &'a Partition,
-    request: AppendRequest,
+    request: AppendPayload,
     encoded_len: usize,
     permit: tokio::sync::OwnedSemaphorePermit,
 }

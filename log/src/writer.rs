@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use crate::batch::{self, BatchMeta, NewRecord};
+use crate::batch::{self, BatchMeta};
 use crate::config::FsyncPolicy;
 use crate::error::{LogError, Result};
-use crate::idempotency::{fingerprint_encoded, fingerprint_of, PriorAppend};
+use crate::idempotency::{fingerprint_encoded, PriorAppend};
 use crate::io;
-use crate::partition::{AppendOutcome, AppendRequest, PartitionShared};
+use crate::partition::{AppendOutcome, AppendPayload, PartitionShared};
 use crate::recovery::{self, ActiveState};
 use crate::syncer::{record_sync, IntervalSync};
 
@@ -36,7 +36,7 @@ const MAX_GROUP_APPENDS: usize = 4096;
 /// A queued append.
 pub struct AppendJob {
     /// What to append.
-    pub request: AppendRequest,
+    pub request: AppendPayload,
     /// Its encoded size.
     pub encoded_len: usize,
     /// Where the answer goes.
@@ -187,10 +187,10 @@ impl Writer {
         let compression = shared.compression();
         let mut window = shared.idempotency.lock().expect("idempotency");
         for job in group {
-            let key = job.request.idempotency_key.clone();
+            let key = job.request.idempotency_key().map(<[u8]>::to_vec);
             if let Some(key) = &key {
                 if let Some(prior) = window.get(key, now) {
-                    let outcome = duplicate_outcome(key, prior, &job.request.records);
+                    let outcome = duplicate_outcome(key, prior, &job.request);
                     pending.push(Pending {
                         job,
                         outcome,
@@ -206,11 +206,11 @@ impl Writer {
                 idempotency_key: key.as_deref(),
             };
             let start = self.buf.len();
-            batch::encode(&mut self.buf, meta, &job.request.records);
+            job.request.encode(&mut self.buf, meta);
             // Read off the bytes just encoded, before their compression.
             let encoded = &self.buf[start..];
             let max_ts = batch::i64_at(encoded, batch::MAX_TIMESTAMP_OFFSET);
-            let count = job.request.records.len() as u32;
+            let count = job.request.record_count() as u32;
             if let Some(key) = key {
                 let prior = PriorAppend {
                     base_offset: next_offset,
@@ -220,11 +220,7 @@ impl Writer {
                 };
                 window.insert(key, prior);
             }
-            let as_sent = job
-                .request
-                .as_sent
-                .as_ref()
-                .filter(|k| k.codec == compression);
+            let as_sent = job.request.as_sent().filter(|k| k.codec == compression);
             let stored_as_sent = as_sent
                 .and_then(|kafka| crate::kafka_batch::store_as_sent(&mut self.buf, start, kafka));
             if as_sent.is_some() && stored_as_sent.is_none() {
@@ -258,7 +254,7 @@ impl Writer {
                 let mut window = shared.idempotency.lock().expect("idempotency");
                 for p in &pending {
                     if p.written.is_some() {
-                        if let Some(key) = &p.job.request.idempotency_key {
+                        if let Some(key) = p.job.request.idempotency_key() {
                             window.remove(key);
                         }
                     }
@@ -426,20 +422,20 @@ impl Writer {
 fn duplicate_outcome(
     key: &[u8],
     prior: PriorAppend,
-    records: &[NewRecord],
+    request: &AppendPayload,
 ) -> Result<AppendOutcome> {
     let reused = |reason: String| LogError::IdempotencyKeyReused {
         key: String::from_utf8_lossy(key).into_owned(),
         reason,
     };
-    if prior.record_count as usize != records.len() {
+    if prior.record_count as usize != request.record_count() {
         return Err(reused(format!(
             "the first append had {} records, this one has {}",
             prior.record_count,
-            records.len()
+            request.record_count()
         )));
     }
-    if prior.fingerprint != fingerprint_of(records) {
+    if prior.fingerprint != request.fingerprint() {
         return Err(reused("the records differ from the first append's".into()));
     }
     Ok(AppendOutcome {

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use kappa_log::batch::ReadBatch;
 use kappa_log::io::FaultInjector;
 use kappa_log::{
-    AppendClock, AppendRequest, Fetch, FsyncPolicy, Log, LogConfig, LogError, ManualTime,
-    NewRecord, ProduceRecord, ResetTo, Topic, TopicConfig,
+    AppendClock, AppendRequest, EncodedRecords, Fetch, FsyncPolicy, Log, LogConfig, LogError,
+    ManualTime, NewRecord, ProduceRecord, ResetTo, Topic, TopicConfig,
 };
 
 fn records(n: usize, ts: i64) -> Vec<NewRecord> {
@@ -978,4 +978,89 @@ async fn a_topic_with_default_settings_keeps_history_and_retention_can_change_la
     let config = log.topic("t").unwrap().config();
     assert_eq!(config.retention_ms, Some(24 * 3_600_000));
     assert_eq!(config.segment_bytes, small_segments().segment_bytes);
+}
+
+/// Records encoded where they were made are appended as the same records
+/// appended one by one: read back alike, a retry with their idempotency
+/// key answered as a duplicate (and the same records appended as
+/// `NewRecord`s under that key too: one fingerprint), other records under
+/// it refused, and a compacted topic refuses an unkeyed one.
+#[tokio::test]
+async fn encoded_records_append_as_the_same_records_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(LogConfig::new(dir.path())).unwrap();
+    let topic = log.create_topic("t", small_segments()).unwrap();
+    let p = topic.partition(0).unwrap();
+    let rows = [(Some("k1"), "one", 5), (None, "two", 3), (Some(""), "", 9)];
+    let encoded = || {
+        let mut records = EncodedRecords::default();
+        for (key, value, ts) in rows {
+            records.push(key.map(str::as_bytes), value.as_bytes(), ts);
+        }
+        records
+    };
+    let key = Some(b"batch-1".to_vec());
+    let first = p.submit_encoded(encoded(), key.clone()).await.unwrap();
+    let first = first.wait().await.unwrap();
+    assert_eq!((first.base_offset, first.record_count), (0, 3));
+    assert!(!first.duplicate);
+    let read = p.read(0, u64::MAX, 1 << 20).unwrap();
+    let records: Vec<_> = read.batches.iter().flat_map(|b| b.records()).collect();
+    let got: Vec<_> = records
+        .iter()
+        .map(|r| (r.key.clone(), r.value.clone(), r.timestamp, r.headers.len()))
+        .collect();
+    let want: Vec<_> = rows
+        .iter()
+        .map(|(k, v, ts)| (k.map(Bytes::from), Bytes::from(*v), *ts, 0))
+        .collect();
+    assert_eq!(got, want);
+
+    let again = p.submit_encoded(encoded(), key.clone()).await.unwrap();
+    assert!(again.wait().await.unwrap().duplicate);
+    let as_new_records = AppendRequest {
+        records: rows
+            .iter()
+            .map(|(k, v, ts)| NewRecord {
+                key: k.map(Bytes::from),
+                value: Bytes::from(*v),
+                timestamp: Some(*ts),
+                headers: Vec::new(),
+            })
+            .collect(),
+        idempotency_key: key.clone(),
+        as_sent: None,
+    };
+    assert!(p.append(as_new_records).await.unwrap().duplicate);
+    let mut other = encoded();
+    other.push(None, b"four", 1);
+    let pending = p.submit_encoded(other, key).await.unwrap();
+    let err = pending.wait().await.unwrap_err();
+    assert!(
+        matches!(err, LogError::IdempotencyKeyReused { .. }),
+        "{err}"
+    );
+    assert_eq!(p.end_offset(), 3);
+
+    let err = p
+        .submit_encoded(EncodedRecords::default(), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LogError::InvalidArgument(_)), "{err}");
+    let compacted = log
+        .create_topic(
+            "c",
+            TopicConfig {
+                cleanup_policy: kappa_log::CleanupPolicy::Compact,
+                ..small_segments()
+            },
+        )
+        .unwrap();
+    let err = compacted
+        .partition(0)
+        .unwrap()
+        .submit_encoded(encoded(), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LogError::KeyRequired { .. }), "{err}");
 }

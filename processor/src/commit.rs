@@ -399,8 +399,9 @@ impl Runtime {
     pub(crate) fn append_ahead(&mut self) -> Result<()> {
         if self.sequenced.is_empty()
             || self.aggregate.is_some()
-            || self.outbox.len() < self.options.append_ahead_records
+            || self.outbox.len() + self.sequenced.buffered() < self.options.append_ahead_records
         {
+            self.count_sequenced_output();
             return Ok(());
         }
         self.drain_sequenced()?;
@@ -410,14 +411,14 @@ impl Runtime {
     /// Hands the outbox's records of sequenced topics to
     /// [`crate::sequenced`], in order; the others stay for the stored
     /// outbox.
-    fn drain_sequenced(&mut self) -> Result<()> {
+    pub(crate) fn drain_sequenced(&mut self) -> Result<()> {
         if self.sequenced.is_empty() || self.outbox.is_empty() {
+            self.count_sequenced_output();
             return Ok(());
         }
         // Drained in place: the outbox keeps its allocation.
         let mut outbox = std::mem::take(&mut self.outbox);
         let mut kept = Vec::new();
-        let mut handed = 0;
         // The records of one topic share its name: looked up once.
         let mut last: Option<(Arc<str>, Option<usize>)> = None;
         for record in outbox.drain(..) {
@@ -431,16 +432,27 @@ impl Runtime {
             };
             match index {
                 Some(topic) => {
-                    self.sequenced.push(topic, record)?;
-                    handed += 1;
+                    let key = record.key.as_deref();
+                    self.sequenced
+                        .push(topic, key, &record.value, record.timestamp)?;
                 }
                 None => kept.push(record),
             }
         }
         outbox.append(&mut kept);
         self.outbox = outbox;
-        self.progress.add_output(handed);
+        self.count_sequenced_output();
         Ok(())
+    }
+
+    /// Counts the records handed to [`crate::sequenced`] since the last
+    /// count as output (once per poll or drain, not per record: the
+    /// counter's metric is looked up by its labels).
+    fn count_sequenced_output(&mut self) {
+        let handed = self.sequenced.take_pushed();
+        if handed > 0 {
+            self.progress.add_output(handed);
+        }
     }
 
     /// Puts an aggregate's row changes in the outbox of a topic sink (a

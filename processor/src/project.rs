@@ -200,11 +200,10 @@ impl RowWriter {
     }
 
     /// The row's text from its bytes `out`.
-    fn finish(&mut self, mut out: Vec<u8>) -> String {
+    fn finish(&mut self, out: Vec<u8>) -> String {
         self.last_len = out.len();
-        // Exactly its length: the log takes the text without another
-        // allocation (`Bytes` from a full `Vec`).
-        out.shrink_to_fit();
+        // Not shrunk to its length (a copy per row): a derived stream's row
+        // is copied into its append's encoded records and freed.
         debug_assert!(std::str::from_utf8(&out).is_ok());
         // SAFETY: every byte written is UTF-8 text: `{`, `,`, `}`, the
         // names (serde_json's text of `String`s), serde_json's text of the

@@ -33,7 +33,8 @@ use crate::operator::top_n::TopN;
 use crate::operator::RowsStage;
 use crate::order::{BatchEnds, InputOrder, NextBatch, Side};
 use crate::parallel::{
-    Aggregation, Mark, Prepared, ShardContext, ShardEvent, ShardPool, SourcePool, SourceWork,
+    Aggregation, Mark, Prepared, ProjectedRecord, ShardContext, ShardEvent, ShardPool, SourcePool,
+    SourceWork,
 };
 use crate::plan::{InnerRows, LateHandling, Operation, Plan, RowsAggregate, Sink};
 use crate::progress::Progress;
@@ -189,6 +190,11 @@ pub struct Runtime {
     pub(crate) sequenced: crate::sequenced::Sequenced,
     /// A projection's sink topic and row writer.
     pub(crate) project: Option<crate::project::ProjectOutput>,
+    /// The index of the projection's sink among the sequenced topics when
+    /// it is one: its rows made by the projection path
+    /// ([`Prepared::Projected`]) go there as they are made, not through
+    /// the outbox ([`Runtime::output_projected`]).
+    pub(crate) projected_sequenced: Option<usize>,
     /// A single-threaded version's projection made where its events are
     /// decoded, from their located fields where it can
     /// ([`crate::parallel::SourceProjection::project_located`]).
@@ -328,6 +334,7 @@ impl Runtime {
             crate::sequenced::topics_of(&plan, Self::output_topics(&plan)),
         );
         let project = crate::project::ProjectOutput::of(&plan);
+        let projected_sequenced = project.as_ref().and_then(|p| sequenced.index(&p.topic));
         let state_cf = scope.state_cf();
         let partitions = source.partition_count() as usize;
         // The watermark runs over a joined stream's partitions too, after
@@ -399,6 +406,7 @@ impl Runtime {
             outbox_seq: 0,
             sequenced,
             project,
+            projected_sequenced,
             located_projection: None,
             last_commit: Instant::now(),
             last_meta: None,
@@ -1151,17 +1159,7 @@ impl Runtime {
             Prepared::Event { event, filtered } => (event, filtered),
             Prepared::Projected(record) => {
                 self.observe(partition, record.event_time, append_time)?;
-                let project = self.project.as_ref().expect("a projection's version");
-                self.outbox.push(OutRecord {
-                    topic: project.topic.clone(),
-                    key: record.key,
-                    value: record.value,
-                    timestamp: record.event_time,
-                    source: None,
-                    joined: None,
-                    seq: self.event_seq,
-                });
-                return Ok(());
+                return self.output_projected(record);
             }
         };
         let advanced = self.observe(partition, event.event_time, append_time)?;
@@ -1189,6 +1187,37 @@ impl Runtime {
             return self.apply_filtered(event, advanced);
         }
         self.apply_event(event, advanced)
+    }
+
+    /// Outputs a projection's row made by the projection path: handed to
+    /// its sequenced topic at once, when it is one and nothing may drop
+    /// the row later (a lost run's records, an aggregate's reordering),
+    /// after the outbox's records, which come before it; else put in the
+    /// outbox.
+    fn output_projected(&mut self, record: ProjectedRecord) -> Result<()> {
+        let direct = self
+            .projected_sequenced
+            .filter(|_| self.written_by_lost_run.is_none() && self.aggregate.is_none());
+        if let Some(topic) = direct {
+            if !self.outbox.is_empty() {
+                self.drain_sequenced()?;
+            }
+            let key = record.key.as_deref();
+            return self
+                .sequenced
+                .push(topic, key, &record.value, record.event_time);
+        }
+        let project = self.project.as_ref().expect("a projection's version");
+        self.outbox.push(OutRecord {
+            topic: project.topic.clone(),
+            key: record.key,
+            value: record.value,
+            timestamp: record.event_time,
+            source: None,
+            joined: None,
+            seq: self.event_seq,
+        });
+        Ok(())
     }
 
     /// Applies the filter and the operation to `event` (after dedup and

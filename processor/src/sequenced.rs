@@ -17,6 +17,11 @@
 //! of the record: murmur2 of its key as the log routes keys, else of its
 //! value; [`route`]).
 //!
+//! Each record is encoded as the log's batch holds it when it is pushed
+//! ([`kappa_log::EncodedRecords`]), so an append hands the log one buffer
+//! and the writer copies it whole. A projection's rows come here as they
+//! are made; other records through the outbox, in order.
+//!
 //! Records are appended as they fill an append (a poll's records, up to
 //! [`APPEND_BYTES_MAX`]) and at the latest by the commit that covers their
 //! input, which waits until the log has them all and then writes, in the
@@ -51,11 +56,9 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use kappa_log::{partition_for_key, AppendRequest, Log, NewRecord, PendingAppend, Topic};
+use kappa_log::{partition_for_key, EncodedRecords, Log, PendingAppend, Topic};
 
 use crate::blocking::block_on;
-use crate::commit::OutRecord;
 use crate::error::{ProcessorError, Result};
 use crate::plan::{Operation, Plan, Sink};
 use crate::state::key::output_positions;
@@ -107,6 +110,10 @@ pub(crate) struct Sequenced {
     append_records: usize,
     /// Records were appended since the last commit.
     appended: bool,
+    /// Records buffered and not yet sent, over all partitions.
+    buffered: usize,
+    /// Records pushed since [`Sequenced::take_pushed`] last counted them.
+    pushed: u64,
 }
 
 #[derive(Debug)]
@@ -126,9 +133,9 @@ struct PartitionOutput {
     /// Offset after this writer's last acknowledged batch: where a restart
     /// starts looking for its batches.
     scan_from: u64,
-    /// Records waiting for their append, numbered up to `next_seq`.
-    buffer: Vec<NewRecord>,
-    buffer_bytes: usize,
+    /// Records waiting for their append, numbered up to `next_seq`,
+    /// encoded as the batch will hold them.
+    buffer: EncodedRecords,
     /// The append sent and not yet acknowledged.
     in_flight: Option<PendingAppend>,
 }
@@ -155,7 +162,20 @@ impl Sequenced {
                 })
                 .collect(),
             appended: false,
+            buffered: 0,
+            pushed: 0,
         }
+    }
+
+    /// Records buffered and not yet sent.
+    pub(crate) fn buffered(&self) -> usize {
+        self.buffered
+    }
+
+    /// Records pushed since the last call (those a partition already held
+    /// included: they are this version's output too).
+    pub(crate) fn take_pushed(&mut self) -> u64 {
+        std::mem::take(&mut self.pushed)
     }
 
     /// The index of `topic` if it is sequenced.
@@ -222,27 +242,31 @@ impl Sequenced {
         Ok(())
     }
 
-    /// Numbers `record` of sequenced topic `topic` and buffers it for its
-    /// partition — dropped when the partition already holds it — and
-    /// sends the partition's buffer once it fills an append.
-    pub(crate) fn push(&mut self, topic: usize, record: OutRecord) -> Result<()> {
+    /// Numbers the record of `key`, `value` (JSON text) and `timestamp`
+    /// of sequenced topic `topic` and buffers it for its partition —
+    /// dropped when the partition already holds it — and sends the
+    /// partition's buffer once it fills an append.
+    pub(crate) fn push(
+        &mut self,
+        topic: usize,
+        key: Option<&str>,
+        value: &str,
+        timestamp: i64,
+    ) -> Result<()> {
         let t = &mut self.topics[topic];
-        let p = route(&record, t.partitions.len() as u32);
+        let p = route(key, value, t.partitions.len() as u32);
         let out = &mut t.partitions[p];
         let seq = out.next_seq;
         out.next_seq += 1;
+        self.pushed += 1;
         if seq < out.held_to {
             return Ok(());
         }
-        let record = NewRecord {
-            key: record.key.map(Bytes::from),
-            value: Bytes::from(record.value),
-            timestamp: Some(record.timestamp),
-            headers: Vec::new(),
-        };
-        out.buffer_bytes += record.encoded_len();
-        out.buffer.push(record);
-        if out.buffer.len() >= self.append_records || out.buffer_bytes >= self.append_bytes {
+        out.buffer
+            .push(key.map(str::as_bytes), value.as_bytes(), timestamp);
+        self.buffered += 1;
+        if out.buffer.len() >= self.append_records || out.buffer.records_len() >= self.append_bytes
+        {
             self.send(topic, p)?;
         }
         Ok(())
@@ -300,17 +324,15 @@ impl Sequenced {
         self.wait(topic, p)?;
         let target = self.log_topic(topic)?;
         let out = &mut self.topics[topic].partitions[p];
-        let records = std::mem::take(&mut out.buffer);
-        out.buffer_bytes = 0;
+        // The next buffer sized as this one: it fills the same way.
+        let room = out.buffer.records_len();
+        let records = std::mem::replace(&mut out.buffer, EncodedRecords::with_capacity(room));
+        self.buffered -= records.len();
         let last = out.next_seq - 1;
         let first = out.next_seq - records.len() as u64;
-        let request = AppendRequest {
-            records,
-            idempotency_key: Some(batch_key(&self.key_prefix, p as u32, first, last).into_bytes()),
-            as_sent: None,
-        };
+        let key = batch_key(&self.key_prefix, p as u32, first, last).into_bytes();
         let partition = target.partition(p as u32)?;
-        out.in_flight = Some(block_on(partition.submit(request))??);
+        out.in_flight = Some(block_on(partition.submit_encoded(records, Some(key)))??);
         self.appended = true;
         Ok(())
     }
@@ -342,14 +364,14 @@ impl Sequenced {
     }
 }
 
-/// The partition of `record` among `partitions`: murmur2 of its key, as
-/// the log routes keyed records; an unkeyed record by its value, so that a
-/// record made again goes where it went.
-fn route(record: &OutRecord, partitions: u32) -> usize {
+/// The partition of the record of `key` and `value` among `partitions`:
+/// murmur2 of its key, as the log routes keyed records; an unkeyed record
+/// by its value, so that a record made again goes where it went.
+fn route(key: Option<&str>, value: &str, partitions: u32) -> usize {
     if partitions <= 1 {
         return 0;
     }
-    let by = record.key.as_deref().unwrap_or(&record.value);
+    let by = key.unwrap_or(value);
     partition_for_key(by.as_bytes(), partitions) as usize
 }
 

@@ -78,7 +78,9 @@ pub(crate) mod shard;
 pub(crate) mod source;
 
 pub(crate) use shard::{Mark, ShardContext, ShardEvent, ShardPool};
-pub(crate) use source::{Item, Prepared, SourcePool, SourceProjection, SourceWork};
+pub(crate) use source::{
+    Item, Prepared, ProjectedRecord, SourcePool, SourceProjection, SourceWork,
+};
 
 /// Most workers of each kind a version runs with (a shard needs at least
 /// one key group).
