@@ -432,9 +432,9 @@ impl Runtime {
             };
             match index {
                 Some(topic) => {
-                    let key = record.key.as_deref();
-                    self.sequenced
-                        .push(topic, key, &record.value, record.timestamp)?;
+                    let key = record.key.as_deref().map(str::as_bytes);
+                    let value = record.value.as_bytes();
+                    self.sequenced.push(topic, key, value, record.timestamp)?;
                 }
                 None => kept.push(record),
             }

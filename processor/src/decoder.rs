@@ -506,6 +506,7 @@ fn new_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parallel::{Projected, ProjectedRow};
     use crate::sql::{parse, Statement};
     use kappa_log::batch::{encode, BatchMeta, BatchView};
     use kappa_log::NewRecord;
@@ -708,18 +709,23 @@ mod tests {
             let (decoder, mut project) = projection(PROJECTIONS[view]);
             let batch = batch_of(7, 1_767_225_600_000, key, value);
             let (record, buffer) = (only_record(&batch), batch.as_bytes());
-            let Some(located) = project.project_located(&decoder, &record, append_time) else {
+            let mut rows = b"before".to_vec();
+            let Some(located) = project.project_located(&decoder, &record, append_time, &mut rows) else {
+                prop_assert_eq!(&rows, b"before", "a declined record leaves no row");
                 return Ok(());
             };
             let by_event = match decoder.decode(3, record, buffer, append_time) {
                 Decoded::Filtered { event_time } => format!("filtered {event_time}"),
-                Decoded::Valid { event, .. } => format!("{:?}", project.project(&event)),
+                Decoded::Valid { event, .. } => {
+                    let mut rows = Vec::new();
+                    let row = project.project(&event, &mut rows);
+                    described(row, &rows, 0)
+                }
                 other => format!("not a row: {}", outcome(other)),
             };
             let located = match located {
-                crate::parallel::Prepared::Filtered { event_time } => format!("filtered {event_time}"),
-                crate::parallel::Prepared::Projected(record) => format!("{record:?}"),
-                other => format!("not a row: {other:?}"),
+                Projected::Filtered(event_time) => format!("filtered {event_time}"),
+                Projected::Row(row) => described(row, &rows, b"before".len()),
             };
             prop_assert_eq!(located, by_event);
         }
@@ -730,16 +736,27 @@ mod tests {
         let (decoder, mut project) = projection(PROJECTIONS[0]);
         let batch = batch_of(0, 0, Some(b"k"), br#"{"user_id":"u-1","pad":[1,{"a":"\n"}],"event_type":"caf\u00e9","amount":12.50,"n":-7,"event_time":"2026-01-01T00:00:00.000Z"}"#.to_vec());
         let at = 1_767_225_600_000;
-        let Some(crate::parallel::Prepared::Projected(row)) =
-            project.project_located(&decoder, &only_record(&batch), at)
+        let mut rows = Vec::new();
+        let Some(Projected::Row(row)) =
+            project.project_located(&decoder, &only_record(&batch), at, &mut rows)
         else {
             panic!("not made from the located fields");
         };
+        let (key, value) = row.texts(&rows, &mut 0);
         assert_eq!(
-            row.value,
+            std::str::from_utf8(value).unwrap(),
             r#"{"amount":12.5,"event_time":"2026-01-01T00:00:00.000Z","event_type":"café","n":-7,"user_id":"u-1"}"#
         );
-        assert_eq!((row.key.as_deref(), row.event_time), (Some("k"), at));
+        assert_eq!((key, row.event_time), (Some(&b"k"[..]), at));
+    }
+
+    /// A projected row as its event time, key and value, read from `rows`
+    /// at `at`, which it must fill to their end as UTF-8 text.
+    fn described(row: ProjectedRow, rows: &[u8], mut at: usize) -> String {
+        let (key, value) = row.texts(rows, &mut at);
+        assert_eq!(at, rows.len(), "the row fills the rows to their end");
+        let text = |bytes: &[u8]| std::str::from_utf8(bytes).expect("UTF-8").to_string();
+        format!("{} {:?} {:?}", row.event_time, key.map(text), text(value))
     }
 
     #[test]

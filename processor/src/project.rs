@@ -52,8 +52,6 @@ pub(crate) struct RowWriter {
     /// repeated name only once, for its last column — each as the index
     /// of its column and its name already written (`"name":`).
     columns: Vec<(usize, Vec<u8>)>,
-    /// Bytes the last row took: the next one's first allocation.
-    last_len: usize,
     /// How each column is read from located fields, when the plan decodes
     /// by field names ([`RowWriter::write_located`]).
     located: Option<Arc<LocatedColumns>>,
@@ -94,7 +92,6 @@ impl RowWriter {
             .collect();
         RowWriter {
             columns,
-            last_len: 64,
             located: None,
         }
     }
@@ -140,23 +137,24 @@ impl RowWriter {
         self.located.as_deref().map(|l| l.computed_reads.as_slice())
     }
 
-    /// The JSON text of the row of a record whose used fields are located
-    /// in `raws`, exactly as [`RowWriter::write`] writes it for the event
-    /// decoded from them: a top-level field is written from its located
-    /// bytes (a string without escapes, a literal or a short integer as it
-    /// is, any other value built and written), any other column computed
-    /// on `row`, which holds the
-    /// fields [`RowWriter::computed_reads`] names built. `None` where a
-    /// located value does not build (the event path then decides), or
-    /// without [`RowWriter::with_fields`].
+    /// Appends to `out` the JSON text of the row of a record whose used
+    /// fields are located in `raws` by [`crate::decoder::Decoder::locate`]
+    /// (which checked every located string to be UTF-8), exactly as
+    /// [`RowWriter::write`] writes it for the event decoded from them: a
+    /// top-level field is written from its located bytes (a string without
+    /// escapes, a literal or a short integer as it is, any other value
+    /// built and written), any other column computed on `row`, which holds
+    /// the fields [`RowWriter::computed_reads`] names built. `None` where a
+    /// located value does not build (the event path then decides; `out`
+    /// may hold part of the row), or without [`RowWriter::with_fields`].
     pub(crate) fn write_located(
-        &mut self,
+        &self,
         columns: &[(String, Expr)],
         raws: &[Raw<'_>],
         row: &dyn Row,
-    ) -> Option<String> {
+        out: &mut Vec<u8>,
+    ) -> Option<()> {
         let located = self.located.as_deref()?;
-        let mut out = Vec::with_capacity(self.last_len + self.last_len / 8);
         out.push(b'{');
         for (n, ((i, name), direct)) in self.columns.iter().zip(&located.direct).enumerate() {
             if n > 0 {
@@ -167,25 +165,27 @@ impl RowWriter {
                 // serde_json escapes only `"`, `\` and control characters,
                 // which a located string without escapes does not hold.
                 Some(Raw::Text(text)) => {
-                    std::str::from_utf8(text).ok()?;
+                    debug_assert!(std::str::from_utf8(text).is_ok());
                     out.push(b'"');
                     out.extend_from_slice(text);
                     out.push(b'"');
                 }
                 Some(raw) => match raw.canonical_text() {
                     Some(text) => out.extend_from_slice(text),
-                    None => write_value(&mut out, &raw.build()?),
+                    None => write_value(out, &raw.build()?),
                 },
-                None => write_value(&mut out, &columns[*i].1.eval_ref(row)),
+                None => write_value(out, &columns[*i].1.eval_ref(row)),
             }
         }
         out.push(b'}');
-        Some(self.finish(out))
+        Some(())
     }
 
-    /// The JSON text of `event`'s row (`columns` as given to [`RowWriter::new`]).
-    pub(crate) fn write(&mut self, columns: &[(String, Expr)], event: &dyn Row) -> String {
-        let mut out = Vec::with_capacity(self.last_len + self.last_len / 8);
+    /// Appends to `out` the JSON text of `event`'s row (`columns` as given
+    /// to [`RowWriter::new`]). Every byte written is UTF-8 text: `{`, `,`,
+    /// `}`, the names (serde_json's text of `String`s) and serde_json's
+    /// text of the values.
+    pub(crate) fn write(&self, columns: &[(String, Expr)], event: &dyn Row, out: &mut Vec<u8>) {
         out.push(b'{');
         for (n, (i, name)) in self.columns.iter().enumerate() {
             if n > 0 {
@@ -193,21 +193,16 @@ impl RowWriter {
             }
             out.extend_from_slice(name);
             let value = columns[*i].1.eval_ref(event);
-            write_value(&mut out, &value);
+            write_value(out, &value);
         }
         out.push(b'}');
-        self.finish(out)
     }
 
-    /// The row's text from its bytes `out`.
-    fn finish(&mut self, out: Vec<u8>) -> String {
-        self.last_len = out.len();
-        // Not shrunk to its length (a copy per row): a derived stream's row
-        // is copied into its append's encoded records and freed.
-        debug_assert!(std::str::from_utf8(&out).is_ok());
-        // SAFETY: every byte written is UTF-8 text: `{`, `,`, `}`, the
-        // names (serde_json's text of `String`s), serde_json's text of the
-        // values and located strings checked to be UTF-8. A row is not
+    /// [`RowWriter::write`] as a `String`.
+    pub(crate) fn write_text(&self, columns: &[(String, Expr)], event: &dyn Row) -> String {
+        let mut out = Vec::new();
+        self.write(columns, event, &mut out);
+        // SAFETY: `write` writes UTF-8 text only (see there); a row is not
         // checked again as a whole: that check was a pass over every
         // output byte.
         unsafe { String::from_utf8_unchecked(out) }
@@ -268,9 +263,9 @@ mod tests {
             "price": 0.908, "auction": 1001, "extra": "a \"b\" \u{1}",
             "nested": {"z": 1, "a": [1, 2]}, "big": u64::MAX, "neg": -7,
         }));
-        let mut writer = RowWriter::new(&columns);
-        assert_eq!(writer.write(&columns, &e), as_map(&columns, &e));
+        let writer = RowWriter::new(&columns);
+        assert_eq!(writer.write_text(&columns, &e), as_map(&columns, &e));
         let empty: Vec<(String, Expr)> = Vec::new();
-        assert_eq!(RowWriter::new(&empty).write(&empty, &e), "{}");
+        assert_eq!(RowWriter::new(&empty).write_text(&empty, &e), "{}");
     }
 }

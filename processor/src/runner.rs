@@ -33,8 +33,8 @@ use crate::operator::top_n::TopN;
 use crate::operator::RowsStage;
 use crate::order::{BatchEnds, InputOrder, NextBatch, Side};
 use crate::parallel::{
-    Aggregation, Mark, Prepared, ProjectedRecord, ShardContext, ShardEvent, ShardPool, SourcePool,
-    SourceWork,
+    Aggregation, Mark, Prepared, Projected, ProjectedRow, ShardContext, ShardEvent, ShardPool,
+    SourcePool, SourceWork,
 };
 use crate::plan::{InnerRows, LateHandling, Operation, Plan, RowsAggregate, Sink};
 use crate::progress::Progress;
@@ -192,13 +192,15 @@ pub struct Runtime {
     pub(crate) project: Option<crate::project::ProjectOutput>,
     /// The index of the projection's sink among the sequenced topics when
     /// it is one: its rows made by the projection path
-    /// ([`Prepared::Projected`]) go there as they are made, not through
-    /// the outbox ([`Runtime::output_projected`]).
+    /// ([`ProjectedRow`]) go there as they are made, not through the
+    /// outbox ([`Runtime::process_projected`]).
     pub(crate) projected_sequenced: Option<usize>,
     /// A single-threaded version's projection made where its events are
     /// decoded, from their located fields where it can
     /// ([`crate::parallel::SourceProjection::project_located`]).
     pub(crate) located_projection: Option<crate::parallel::SourceProjection>,
+    /// The buffer `located_projection` writes each row to.
+    pub(crate) projected_rows: Vec<u8>,
     pub(crate) last_commit: Instant,
     /// What the last commit wrote besides state (`None` before the first
     /// one of this runtime).
@@ -408,6 +410,7 @@ impl Runtime {
             project,
             projected_sequenced,
             located_projection: None,
+            projected_rows: Vec::new(),
             last_commit: Instant::now(),
             last_meta: None,
             failed_commit: None,
@@ -1083,8 +1086,24 @@ impl Runtime {
             return self.delete_table_row(partition, &record, append_time);
         }
         if let Some(project) = &mut self.located_projection {
-            if let Some(prepared) = project.project_located(&self.decoder, &record, append_time) {
-                return self.process_prepared(partition, prepared, append_time);
+            // The row is written to a buffer kept from record to record.
+            let mut rows = std::mem::take(&mut self.projected_rows);
+            rows.clear();
+            let projected = project.project_located(&self.decoder, &record, append_time, &mut rows);
+            let done = match projected {
+                Some(Projected::Filtered(event_time)) => {
+                    let prepared = Prepared::Filtered { event_time };
+                    Some(self.process_prepared(partition, prepared, append_time))
+                }
+                Some(Projected::Row(row)) => {
+                    let texts = row.texts(&rows, &mut 0);
+                    Some(self.process_projected(partition, row, texts, append_time))
+                }
+                None => None,
+            };
+            self.projected_rows = rows;
+            if let Some(done) = done {
+                return done;
             }
         }
         let prepared = match self.decoder.decode(partition, record, buffer, append_time) {
@@ -1157,10 +1176,6 @@ impl Runtime {
                 return Ok(());
             }
             Prepared::Event { event, filtered } => (event, filtered),
-            Prepared::Projected(record) => {
-                self.observe(partition, record.event_time, append_time)?;
-                return self.output_projected(record);
-            }
         };
         let advanced = self.observe(partition, event.event_time, append_time)?;
         if let Some(d) = &mut self.dedup {
@@ -1189,12 +1204,21 @@ impl Runtime {
         self.apply_event(event, advanced)
     }
 
-    /// Outputs a projection's row made by the projection path: handed to
-    /// its sequenced topic at once, when it is one and nothing may drop
-    /// the row later (a lost run's records, an aggregate's reordering),
+    /// Processes a projection's row made by the projection path, its
+    /// record's key and value given: the watermark, and the record handed
+    /// to its sequenced topic at once, when it is one and nothing may drop
+    /// the record later (a lost run's records, an aggregate's reordering),
     /// after the outbox's records, which come before it; else put in the
     /// outbox.
-    fn output_projected(&mut self, record: ProjectedRecord) -> Result<()> {
+    pub(crate) fn process_projected(
+        &mut self,
+        partition: u32,
+        row: ProjectedRow,
+        (key, value): (Option<&[u8]>, &[u8]),
+        append_time: i64,
+    ) -> Result<()> {
+        self.event_seq += 1;
+        self.observe(partition, row.event_time, append_time)?;
         let direct = self
             .projected_sequenced
             .filter(|_| self.written_by_lost_run.is_none() && self.aggregate.is_none());
@@ -1202,17 +1226,17 @@ impl Runtime {
             if !self.outbox.is_empty() {
                 self.drain_sequenced()?;
             }
-            let key = record.key.as_deref();
-            return self
-                .sequenced
-                .push(topic, key, &record.value, record.event_time);
+            return self.sequenced.push(topic, key, value, row.event_time);
         }
         let project = self.project.as_ref().expect("a projection's version");
+        // The texts were written as UTF-8 ([`ProjectedRow`]): nothing is
+        // replaced.
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
         self.outbox.push(OutRecord {
             topic: project.topic.clone(),
-            key: record.key,
-            value: record.value,
-            timestamp: record.event_time,
+            key: key.map(text),
+            value: text(value),
+            timestamp: row.event_time,
             source: None,
             joined: None,
             seq: self.event_seq,
@@ -1271,7 +1295,7 @@ impl Runtime {
                             Some(by) => crate::expr::stringify(&by.eval(&event)),
                             None => event.key_text().map(str::to_string),
                         },
-                        value: project.row.write(columns, &event),
+                        value: project.row.write_text(columns, &event),
                         timestamp: event.event_time,
                         source: None,
                         joined: None,

@@ -249,8 +249,8 @@ impl Sequenced {
     pub(crate) fn push(
         &mut self,
         topic: usize,
-        key: Option<&str>,
-        value: &str,
+        key: Option<&[u8]>,
+        value: &[u8],
         timestamp: i64,
     ) -> Result<()> {
         let t = &mut self.topics[topic];
@@ -262,8 +262,7 @@ impl Sequenced {
         if seq < out.held_to {
             return Ok(());
         }
-        out.buffer
-            .push(key.map(str::as_bytes), value.as_bytes(), timestamp);
+        out.buffer.push(key, value, timestamp);
         self.buffered += 1;
         if out.buffer.len() >= self.append_records || out.buffer.records_len() >= self.append_bytes
         {
@@ -367,12 +366,11 @@ impl Sequenced {
 /// The partition of the record of `key` and `value` among `partitions`:
 /// murmur2 of its key, as the log routes keyed records; an unkeyed record
 /// by its value, so that a record made again goes where it went.
-fn route(key: Option<&str>, value: &str, partitions: u32) -> usize {
+fn route(key: Option<&[u8]>, value: &[u8], partitions: u32) -> usize {
     if partitions <= 1 {
         return 0;
     }
-    let by = key.unwrap_or(value);
-    partition_for_key(by.as_bytes(), partitions) as usize
+    partition_for_key(key.unwrap_or(value), partitions) as usize
 }
 
 /// The idempotency key of a batch of records `first..=last` of partition

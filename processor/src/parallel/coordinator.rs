@@ -77,6 +77,8 @@ impl Runtime {
                         .iter()
                         .map(|events| Vec::with_capacity(events.len()))
                         .collect();
+                    // Where the next projected row's texts start.
+                    let mut row_at = 0;
                     for item in parts.items {
                         match item {
                             Item::FilteredRun {
@@ -97,6 +99,11 @@ impl Runtime {
                                 let record =
                                     parts.kept.next().expect("one kept record per kept item");
                                 self.process_prepared(partition, record, append_time)?
+                            }
+                            Item::Projected => {
+                                let row = parts.projected.next().expect("one row per item");
+                                let texts = row.texts(&parts.rows, &mut row_at);
+                                self.process_projected(partition, row, texts, append_time)?
                             }
                         }
                     }

@@ -79,7 +79,7 @@ pub(crate) mod source;
 
 pub(crate) use shard::{Mark, ShardContext, ShardEvent, ShardPool};
 pub(crate) use source::{
-    Item, Prepared, ProjectedRecord, SourcePool, SourceProjection, SourceWork,
+    Item, Prepared, Projected, ProjectedRow, SourcePool, SourceProjection, SourceWork,
 };
 
 /// Most workers of each kind a version runs with (a shard needs at least

@@ -40,22 +40,48 @@ pub(crate) enum Prepared {
         /// The filter was applied (and passed).
         filtered: bool,
     },
-    /// An event of a projection that passed the filter, projected by the
-    /// source worker ([`SourceWork::project`]): its output record.
-    Projected(ProjectedRecord),
 }
 
-/// A derived stream's output record, made by a source worker: all the
-/// coordinator needs of the event is its time (for the watermark and the
-/// record's timestamp).
-#[derive(Debug)]
-pub(crate) struct ProjectedRecord {
+/// A derived stream's output record, made by a source worker or inline:
+/// all the coordinator needs of the event is its time (for the watermark
+/// and the record's timestamp). Its key and value are text, one after the
+/// other, in a buffer of rows ([`PreparedBatch`]'s, or the runtime's own):
+/// no record is its own allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProjectedRow {
     /// The event's time.
     pub(crate) event_time: i64,
-    /// The output record's key.
-    pub(crate) key: Option<String>,
-    /// The output record's value (the row's JSON text).
-    pub(crate) value: String,
+    /// Bytes of the output record's key ([`ProjectedRow::NO_KEY`]: none).
+    key_len: u32,
+    /// Bytes of the output record's value (the row's JSON text).
+    value_len: u32,
+}
+
+impl ProjectedRow {
+    /// `key_len` of a record without a key.
+    const NO_KEY: u32 = u32::MAX;
+
+    /// The key and value of this row, which starts at `rows[*at]`; moves
+    /// `at` past it.
+    pub(crate) fn texts<'r>(&self, rows: &'r [u8], at: &mut usize) -> (Option<&'r [u8]>, &'r [u8]) {
+        let key = (self.key_len != Self::NO_KEY).then(|| {
+            let key = &rows[*at..*at + self.key_len as usize];
+            *at += key.len();
+            key
+        });
+        let value = &rows[*at..*at + self.value_len as usize];
+        *at += value.len();
+        (key, value)
+    }
+}
+
+/// What the projection path made of a record.
+#[derive(Debug)]
+pub(crate) enum Projected {
+    /// It failed the filter, applied early, at this event time.
+    Filtered(i64),
+    /// Its output record, written to the rows given.
+    Row(ProjectedRow),
 }
 
 /// A projection made where its events are decoded (by source workers, or
@@ -106,18 +132,20 @@ impl SourceProjection {
 
     /// The output record of `record` (appended at `append_time`) made from
     /// its located fields ([`Decoder::locate`]) without decoding an event,
-    /// or that it failed the filter: what [`SourceProjection::project`]
-    /// makes of the event `decoder` decodes. `None` where that path does
-    /// not apply or is not sure: the record is then decoded.
+    /// written to `rows`, or that it failed the filter: what
+    /// [`SourceProjection::project`] makes of the event `decoder` decodes.
+    /// `None` where that path does not apply or is not sure (`rows` then
+    /// as it was): the record is then decoded.
     pub(crate) fn project_located(
         &mut self,
         decoder: &Decoder,
         record: &kappa_log::RecordRef<'_>,
         append_time: i64,
-    ) -> Option<Prepared> {
+        rows: &mut Vec<u8>,
+    ) -> Option<Projected> {
         let reads = self.located_reads.as_deref()?;
         let (raws, mut values, event_time) = match decoder.locate(record, append_time)? {
-            Early::Filtered(event_time) => return Some(Prepared::Filtered { event_time }),
+            Early::Filtered(event_time) => return Some(Projected::Filtered(event_time)),
             Early::Passed {
                 raws,
                 values,
@@ -139,28 +167,51 @@ impl SourceProjection {
             key: record.key.map(String::from_utf8_lossy),
             record_timestamp: record.timestamp,
         };
-        let key = match &self.partition_by {
-            Some(by) => crate::expr::stringify(&by.eval(&row)),
-            None => row.key.as_deref().map(str::to_string),
+        let start = rows.len();
+        let key_len = match &self.partition_by {
+            Some(by) => put_key(rows, crate::expr::stringify(&by.eval(&row)).as_deref()),
+            None => put_key(rows, row.key.as_deref()),
         };
-        let value = self.row.write_located(&self.columns, &raws, &row)?;
-        Some(Prepared::Projected(ProjectedRecord {
+        let value_start = rows.len();
+        if self
+            .row
+            .write_located(&self.columns, &raws, &row, rows)
+            .is_none()
+        {
+            rows.truncate(start);
+            return None;
+        }
+        Some(Projected::Row(ProjectedRow {
             event_time,
-            key,
-            value,
+            key_len,
+            value_len: (rows.len() - value_start) as u32,
         }))
     }
 
-    /// The output record of `event`.
-    pub(crate) fn project(&mut self, event: &Event) -> ProjectedRecord {
-        ProjectedRecord {
+    /// The output record of `event`, written to `rows`.
+    pub(crate) fn project(&mut self, event: &Event, rows: &mut Vec<u8>) -> ProjectedRow {
+        let key_len = match &self.partition_by {
+            Some(by) => put_key(rows, crate::expr::stringify(&by.eval(event)).as_deref()),
+            None => put_key(rows, event.key_text()),
+        };
+        let value_start = rows.len();
+        self.row.write(&self.columns, event, rows);
+        ProjectedRow {
             event_time: event.event_time,
-            key: match &self.partition_by {
-                Some(by) => crate::expr::stringify(&by.eval(event)),
-                None => event.key_text().map(str::to_string),
-            },
-            value: self.row.write(&self.columns, event),
+            key_len,
+            value_len: (rows.len() - value_start) as u32,
         }
+    }
+}
+
+/// Puts `key` at the end of `rows`: its [`ProjectedRow`] length.
+fn put_key(rows: &mut Vec<u8>, key: Option<&str>) -> u32 {
+    match key {
+        Some(key) => {
+            rows.extend_from_slice(key.as_bytes());
+            key.len() as u32
+        }
+        None => ProjectedRow::NO_KEY,
     }
 }
 
@@ -183,6 +234,10 @@ pub(crate) struct PreparedBatch {
     items: Vec<Item>,
     /// The records of [`Item::Kept`], in order.
     kept: Vec<Prepared>,
+    /// The rows of [`Item::Projected`], in order, their texts in `rows`.
+    projected: Vec<ProjectedRow>,
+    /// The projected rows' keys and values, one after the other.
+    rows: Vec<u8>,
     /// Per key shard, the events of its [`Item::Grouped`] items, in order
     /// (empty without [`SourceWork::grouped`]).
     grouped: Vec<Vec<ShardEvent>>,
@@ -201,6 +256,8 @@ pub(crate) enum Item {
     FilteredRun { max_event_time: i64, records: u32 },
     /// The next of the batch's other valid records ([`Parts::kept`]).
     Kept,
+    /// The next projected row ([`Parts::projected`]).
+    Projected,
     /// The next grouped event of key shard `shard` (the event itself is
     /// in the batch's vector for the shard), the filter applied
     /// ([`crate::runner::Runtime::process_grouped`]).
@@ -213,6 +270,11 @@ pub(crate) struct Parts {
     pub(crate) items: std::vec::IntoIter<Item>,
     /// The records of the [`Item::Kept`] items, in order.
     pub(crate) kept: std::vec::IntoIter<Prepared>,
+    /// The rows of the [`Item::Projected`] items, in order, their texts
+    /// one after the other in `rows`.
+    pub(crate) projected: std::vec::IntoIter<ProjectedRow>,
+    /// The projected rows' texts.
+    pub(crate) rows: Vec<u8>,
     /// Per key shard, its grouped events in the order of their items.
     pub(crate) grouped: Vec<Vec<ShardEvent>>,
 }
@@ -231,14 +293,26 @@ impl PreparedBatch {
             damage: None,
             records: 0,
             items: Vec::with_capacity(records),
-            kept: Vec::with_capacity(if shards == 0 { expected } else { 0 }),
+            kept: Vec::new(),
+            projected: Vec::new(),
+            rows: Vec::new(),
             grouped: (0..shards).map(|_| Vec::with_capacity(per_shard)).collect(),
         }
     }
 
     /// Records kept (not dropped by the early filter).
     fn kept_records(&self) -> usize {
-        self.kept.len() + self.grouped.iter().map(Vec::len).sum::<usize>()
+        self.kept.len() + self.projected.len() + self.grouped.iter().map(Vec::len).sum::<usize>()
+    }
+
+    fn push_projected(&mut self, projected: Projected) {
+        match projected {
+            Projected::Filtered(event_time) => self.push(Prepared::Filtered { event_time }),
+            Projected::Row(row) => {
+                self.items.push(Item::Projected);
+                self.projected.push(row);
+            }
+        }
     }
 
     fn push(&mut self, prepared: Prepared) {
@@ -278,6 +352,8 @@ impl PreparedBatch {
         Parts {
             items: self.items.into_iter(),
             kept: self.kept.into_iter(),
+            projected: self.projected.into_iter(),
+            rows: self.rows,
             grouped: self.grouped,
         }
     }
@@ -326,14 +402,25 @@ impl SourceWork {
         let count = (next.to - next.from) as usize;
         let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
         let mut out = PreparedBatch::with_capacity(count, expected, shards);
+        match &self.project {
+            // Room for rows as long as the records, and some.
+            Some(_) => {
+                out.projected.reserve(expected);
+                out.rows.reserve(bytes.len() + bytes.len() / 8);
+            }
+            None if shards == 0 => out.kept.reserve(expected),
+            None => {}
+        }
         let mut invalid = 0;
         // Its records checked as they are read.
         let checked = next.read_checked(|record| {
             out.records += 1;
             if let Some(project) = &mut self.project {
-                if let Some(prepared) = project.project_located(&self.decoder, &record, append_time)
+                let rows = &mut out.rows;
+                if let Some(projected) =
+                    project.project_located(&self.decoder, &record, append_time, rows)
                 {
-                    return out.push(prepared);
+                    return out.push_projected(projected);
                 }
             }
             match self
@@ -347,7 +434,8 @@ impl SourceWork {
                     _ if self.project.is_some() => {
                         debug_assert!(filtered || !self.decoder.filters());
                         let project = self.project.as_mut().expect("a projection");
-                        out.push(Prepared::Projected(project.project(&event)));
+                        let row = project.project(&event, &mut out.rows);
+                        out.push_projected(Projected::Row(row));
                     }
                     Some((spec, shards)) => {
                         debug_assert!(filtered || !self.decoder.filters());
