@@ -70,6 +70,7 @@ def main():
             bench.load(node)
             for query in QUERIES:
                 for workers in WORKERS:
+                    bench.settle()
                     before = thread_cpu_seconds(node.proc.pid)
                     result = bench.run_kappa(node, query, workers)
                     result["threads"] = threads_used(before, thread_cpu_seconds(node.proc.pid))

@@ -21,6 +21,9 @@ turn of:
   and the JVM's CPU over it; and Flink's own net run time of the job
   (`job_seconds`: without planning and the mini-cluster's start).
 
+Before each timed run the page cache's dirty pages are written back,
+untimed (`settle`), so that no run pays for the writes of the one before.
+
 Prints the medians as a Markdown table (events/s over all events of the
 three inputs, and CPU seconds per million events); details in
 OUT_DIR/results.json. Needs the release binaries (cargo build --release
@@ -135,6 +138,14 @@ def load(node):
     node.sql(open(os.path.join(ROOT, "tools/nexmark/kappa/schema.sql")).read())
 
 
+def settle():
+    """Writes back the page cache's dirty pages before a timed run, untimed:
+    the load's log (about 2.5 GB at 10 M events) and each run's output are
+    otherwise written back by the kernel's flusher threads on the same two
+    cores while the next run is timed, whichever engine it is."""
+    os.sync()
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     generate()
@@ -147,10 +158,12 @@ def main():
         say(f"round {r}: loaded into kappa in {time.time() - t0:.1f} s")
         for query in QUERIES:
             for workers in (1, 2):
+                settle()
                 result = run_kappa(node, query, workers)
                 say(f"round {r}: {query} kappa x{workers}: {result}")
                 runs.append({"round": r, "query": query, "engine": "kappa", "workers": workers, **result})
             for parallelism in (1, 2):
+                settle()
                 result = run_flink(query, parallelism)
                 say(f"round {r}: {query} flink x{parallelism}: {result}")
                 runs.append({"round": r, "query": query, "engine": "flink", "workers": parallelism, **result})
