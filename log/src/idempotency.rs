@@ -76,13 +76,22 @@ pub fn fingerprint_of(records: &[NewRecord]) -> u32 {
     if records.is_empty() {
         return crc32fast::hash(&[]);
     }
+    fingerprint_by(|out, meta| {
+        crate::batch::encode(out, meta, records);
+    })
+}
+
+/// [`fingerprint_encoded`] of the batch `encode` appends to an empty
+/// buffer, given the header of a batch without a key (at offset and time
+/// 0: the fingerprint does not read them).
+pub(crate) fn fingerprint_by(encode: impl FnOnce(&mut Vec<u8>, BatchMeta<'static>)) -> u32 {
     let mut encoded = Vec::new();
     let meta = BatchMeta {
         base_offset: 0,
         append_time: 0,
         idempotency_key: None,
     };
-    crate::batch::encode(&mut encoded, meta, records);
+    encode(&mut encoded, meta);
     fingerprint_encoded(&encoded)
 }
 

@@ -25,7 +25,7 @@ use crate::cleaner::CompactionOutcome;
 use crate::compression::Compression;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
-use crate::idempotency::{fingerprint_encoded, fingerprint_of, IdempotencyWindow, StoredKey};
+use crate::idempotency::{fingerprint_by, fingerprint_of, IdempotencyWindow, StoredKey};
 use crate::kafka_batch::KafkaRecords;
 use crate::retention::{self, SegmentFacts};
 use crate::segment::{self, Segment, Source};
@@ -104,16 +104,9 @@ impl AppendPayload {
     pub(crate) fn fingerprint(&self) -> u32 {
         match self {
             AppendPayload::Records(request) => fingerprint_of(&request.records),
-            AppendPayload::Encoded { records, .. } => {
-                let mut encoded = Vec::new();
-                let meta = batch::BatchMeta {
-                    base_offset: 0,
-                    append_time: 0,
-                    idempotency_key: None,
-                };
-                records.encode(&mut encoded, meta);
-                fingerprint_encoded(&encoded)
-            }
+            AppendPayload::Encoded { records, .. } => fingerprint_by(|out, meta| {
+                records.encode(out, meta);
+            }),
         }
     }
 

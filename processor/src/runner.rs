@@ -1207,9 +1207,8 @@ impl Runtime {
     /// Processes a projection's row made by the projection path, its
     /// record's key and value given: the watermark, and the record handed
     /// to its sequenced topic at once, when it is one and nothing may drop
-    /// the record later (a lost run's records, an aggregate's reordering),
-    /// after the outbox's records, which come before it; else put in the
-    /// outbox.
+    /// the record later (a lost run's records), after the outbox's records,
+    /// which come before it; else put in the outbox.
     pub(crate) fn process_projected(
         &mut self,
         partition: u32,
@@ -1221,7 +1220,7 @@ impl Runtime {
         self.observe(partition, row.event_time, append_time)?;
         let direct = self
             .projected_sequenced
-            .filter(|_| self.written_by_lost_run.is_none() && self.aggregate.is_none());
+            .filter(|_| self.written_by_lost_run.is_none());
         if let Some(topic) = direct {
             if !self.outbox.is_empty() {
                 self.drain_sequenced()?;

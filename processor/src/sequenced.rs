@@ -110,8 +110,6 @@ pub(crate) struct Sequenced {
     append_records: usize,
     /// Records were appended since the last commit.
     appended: bool,
-    /// Records buffered and not yet sent, over all partitions.
-    buffered: usize,
     /// Records pushed since [`Sequenced::take_pushed`] last counted them.
     pushed: u64,
 }
@@ -162,14 +160,14 @@ impl Sequenced {
                 })
                 .collect(),
             appended: false,
-            buffered: 0,
             pushed: 0,
         }
     }
 
-    /// Records buffered and not yet sent.
+    /// Records buffered and not yet sent, over all partitions.
     pub(crate) fn buffered(&self) -> usize {
-        self.buffered
+        let partitions = self.topics.iter().flat_map(|t| &t.partitions);
+        partitions.map(|p| p.buffer.len()).sum()
     }
 
     /// Records pushed since the last call (those a partition already held
@@ -263,7 +261,6 @@ impl Sequenced {
             return Ok(());
         }
         out.buffer.push(key, value, timestamp);
-        self.buffered += 1;
         if out.buffer.len() >= self.append_records || out.buffer.records_len() >= self.append_bytes
         {
             self.send(topic, p)?;
@@ -326,7 +323,6 @@ impl Sequenced {
         // The next buffer sized as this one: it fills the same way.
         let room = out.buffer.records_len();
         let records = std::mem::replace(&mut out.buffer, EncodedRecords::with_capacity(room));
-        self.buffered -= records.len();
         let last = out.next_seq - 1;
         let first = out.next_seq - records.len() as u64;
         let key = batch_key(&self.key_prefix, p as u32, first, last).into_bytes();

@@ -281,8 +281,14 @@ pub(crate) struct Parts {
 
 impl PreparedBatch {
     /// An empty batch with room for `records` items and `expected` kept
-    /// records: grouped ones over `shards` key shards (none: not grouped).
-    fn with_capacity(records: usize, expected: usize, shards: usize) -> PreparedBatch {
+    /// records: grouped ones over `shards` key shards (none: not grouped),
+    /// or, with `row_bytes`, projected rows of about that many bytes.
+    fn with_capacity(
+        records: usize,
+        expected: usize,
+        shards: usize,
+        row_bytes: Option<usize>,
+    ) -> PreparedBatch {
         // A quarter more than an even share: the shares vary from batch to
         // batch, and a vector that outgrows its room is copied whole (a
         // share of ~60 events overflowed in half of the batches). Rounded
@@ -293,9 +299,12 @@ impl PreparedBatch {
             damage: None,
             records: 0,
             items: Vec::with_capacity(records),
-            kept: Vec::new(),
-            projected: Vec::new(),
-            rows: Vec::new(),
+            kept: Vec::with_capacity(match shards == 0 && row_bytes.is_none() {
+                true => expected,
+                false => 0,
+            }),
+            projected: Vec::with_capacity(row_bytes.map_or(0, |_| expected)),
+            rows: Vec::with_capacity(row_bytes.unwrap_or(0)),
             grouped: (0..shards).map(|_| Vec::with_capacity(per_shard)).collect(),
         }
     }
@@ -401,16 +410,9 @@ impl SourceWork {
         let buffer = &Bytes::from_owner(bytes.clone());
         let count = (next.to - next.from) as usize;
         let shards = self.grouped.as_ref().map_or(0, |(_, shards)| *shards);
-        let mut out = PreparedBatch::with_capacity(count, expected, shards);
-        match &self.project {
-            // Room for rows as long as the records, and some.
-            Some(_) => {
-                out.projected.reserve(expected);
-                out.rows.reserve(bytes.len() + bytes.len() / 8);
-            }
-            None if shards == 0 => out.kept.reserve(expected),
-            None => {}
-        }
+        // Room for rows as long as the batch, and some.
+        let row_bytes = self.project.as_ref().map(|_| bytes.len() + bytes.len() / 8);
+        let mut out = PreparedBatch::with_capacity(count, expected, shards, row_bytes);
         let mut invalid = 0;
         // Its records checked as they are read.
         let checked = next.read_checked(|record| {
