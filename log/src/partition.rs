@@ -1037,6 +1037,16 @@ impl PendingAppend {
     pub async fn wait(self) -> Result<AppendOutcome> {
         self.rx.await.map_err(|_| LogError::Closed)?
     }
+
+    /// The outcome if the writer has answered, without waiting: `None`
+    /// while the append is still being written (or synced).
+    pub fn try_outcome(&mut self) -> Option<Result<AppendOutcome>> {
+        match self.rx.try_recv() {
+            Ok(outcome) => Some(outcome),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+            Err(oneshot::error::TryRecvError::Closed) => Some(Err(LogError::Closed)),
+        }
+    }
 }
 
 /// Rebuilds the idempotency window: keys from the active segment, then

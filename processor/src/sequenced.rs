@@ -24,7 +24,11 @@
 //!
 //! Records are appended as they fill an append (a poll's records, up to
 //! [`APPEND_BYTES_MAX`]) and at the latest by the commit that covers their
-//! input, which waits until the log has them all and then writes, in the
+//! input. A poll's records wait in their buffer while the partition's
+//! append before them is still being written (or synced), so the version
+//! waits for the log only when a buffer fills an append and at the commit,
+//! not at every poll; they go out with a later poll's. The commit waits
+//! until the log has them all and then writes, in the
 //! same RocksDB write as the state and the input offsets, each partition's
 //! next sequence number and the offset after this writer's last batch there
 //! ([`crate::state::key::output_positions`]). Each batch names the range
@@ -56,7 +60,7 @@
 
 use std::sync::Arc;
 
-use kappa_log::{partition_for_key, EncodedRecords, Log, PendingAppend, Topic};
+use kappa_log::{partition_for_key, AppendOutcome, EncodedRecords, Log, PendingAppend, Topic};
 
 use crate::blocking::block_on;
 use crate::error::{ProcessorError, Result};
@@ -136,6 +140,24 @@ struct PartitionOutput {
     buffer: EncodedRecords,
     /// The append sent and not yet acknowledged.
     in_flight: Option<PendingAppend>,
+}
+
+/// Whether sending a partition's records waits for its append in flight.
+#[derive(Debug, Clone, Copy)]
+enum Wait {
+    /// Wait for it, then send.
+    ForInFlight,
+    /// Send only if there is none; else keep the records buffered.
+    No,
+}
+
+impl PartitionOutput {
+    /// Takes the log's acknowledgment of the append in flight: the next
+    /// restart looks for this writer's batches from its end on.
+    fn acknowledged(&mut self, outcome: AppendOutcome) {
+        let end = outcome.base_offset + u64::from(outcome.record_count);
+        self.scan_from = self.scan_from.max(end);
+    }
 }
 
 impl Sequenced {
@@ -263,18 +285,21 @@ impl Sequenced {
         out.buffer.push(key, value, timestamp);
         if out.buffer.len() >= self.append_records || out.buffer.records_len() >= self.append_bytes
         {
-            self.send(topic, p)?;
+            self.send(topic, p, Wait::ForInFlight)?;
         }
         Ok(())
     }
 
-    /// Sends each partition's buffered records (once the append before
-    /// them was acknowledged) without waiting for the log: it writes them
-    /// while the version goes on.
+    /// Sends each partition's buffered records without waiting for the
+    /// log: it writes them while the version goes on. A partition whose
+    /// append before them is still being written (or synced) keeps them:
+    /// they go out with the next call after its acknowledgment, once they
+    /// fill an append, or with the commit — the version never waits here
+    /// for the log's fsync.
     pub(crate) fn send_all(&mut self) -> Result<()> {
         for topic in 0..self.topics.len() {
             for p in 0..self.topics[topic].partitions.len() {
-                self.send(topic, p)?;
+                self.send(topic, p, Wait::No)?;
             }
         }
         Ok(())
@@ -287,7 +312,7 @@ impl Sequenced {
         for topic in 0..self.topics.len() {
             for p in 0..self.topics[topic].partitions.len() {
                 let sent = !self.topics[topic].partitions[p].buffer.is_empty();
-                self.send(topic, p)?;
+                self.send(topic, p, Wait::ForInFlight)?;
                 if first_only && sent {
                     return self.wait(topic, p);
                 }
@@ -312,12 +337,20 @@ impl Sequenced {
     }
 
     /// Sends partition `p`'s buffered records of `topic` in one append,
-    /// once the one before it was acknowledged.
-    fn send(&mut self, topic: usize, p: usize) -> Result<()> {
+    /// once the one before it was acknowledged: waiting for that, or
+    /// (with [`Wait::No`]) keeping them buffered while it is in flight.
+    fn send(&mut self, topic: usize, p: usize, wait: Wait) -> Result<()> {
         if self.topics[topic].partitions[p].buffer.is_empty() {
             return Ok(());
         }
-        self.wait(topic, p)?;
+        match wait {
+            Wait::ForInFlight => self.wait(topic, p)?,
+            Wait::No => {
+                if !self.acknowledged(topic, p)? {
+                    return Ok(());
+                }
+            }
+        }
         let target = self.log_topic(topic)?;
         let out = &mut self.topics[topic].partitions[p];
         // The next buffer sized as this one: it fills the same way.
@@ -337,10 +370,24 @@ impl Sequenced {
         let out = &mut self.topics[topic].partitions[p];
         if let Some(pending) = out.in_flight.take() {
             let outcome = block_on(pending.wait())??;
-            let end = outcome.base_offset + u64::from(outcome.record_count);
-            out.scan_from = out.scan_from.max(end);
+            out.acknowledged(outcome);
         }
         Ok(())
+    }
+
+    /// True when partition `p` has no append in flight any more: none was,
+    /// or the log has answered it (an error is returned as `wait` would).
+    fn acknowledged(&mut self, topic: usize, p: usize) -> Result<bool> {
+        let out = &mut self.topics[topic].partitions[p];
+        let Some(pending) = &mut out.in_flight else {
+            return Ok(true);
+        };
+        let Some(outcome) = pending.try_outcome() else {
+            return Ok(false);
+        };
+        out.in_flight = None;
+        out.acknowledged(outcome?);
+        Ok(true)
     }
 
     /// The log's topic, checked to have the partitions it was restored with.

@@ -8,8 +8,13 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
 use common::{Harness, Lcg, Step};
-use kappa_log::ManualTime;
+use kappa_log::io::FaultInjector;
+use kappa_log::{FsyncPolicy, ManualTime, TopicConfig};
 use kappa_processor::dsl::Pipeline;
 use kappa_processor::expr::Expr;
 use kappa_processor::plan::Plan;
@@ -18,6 +23,9 @@ use serde_json::{json, Value};
 
 /// Input records.
 const EVENTS: u64 = 400;
+
+/// How long a test waits for a version that should not be waiting.
+const PATIENCE: Duration = Duration::from_secs(30);
 
 fn plan(topic: &str) -> Plan {
     Pipeline::from_topic("bids")
@@ -62,13 +70,18 @@ fn empty(topics: &[&str]) -> (Harness, ManualTime) {
 /// Appends bid `i` at its time.
 fn produce_bid(h: &Harness, time: &ManualTime, i: u64) {
     time.set(T0 + i as i64 / 3);
-    h.produce(&Step::Produce {
+    h.produce(&bid(i));
+}
+
+/// Bid `i`.
+fn bid(i: u64) -> Step {
+    Step::Produce {
         topic: "bids".into(),
         partition: Some((i % 2) as u32),
         key: (!i.is_multiple_of(7)).then(|| format!("a{}", i % 13)),
         value: json!({"auction": i % 13, "price": i % 50, "ts": 1_000 + i, "extra": format!("x{i}\"")}),
         timestamp: Some(1_000 + i as i64),
-    });
+    }
 }
 
 fn options(workers: usize, crashing: bool) -> RunOptions {
@@ -222,7 +235,17 @@ fn records_appended_ahead_of_a_lost_commit_are_made_again_and_dropped() {
     }
     drop(rt);
     h = h.reopen();
-    assert_same(&by_partition(&h, "out"), &expected, "all appended ahead");
+    // Each partition holds a prefix of its records: a poll's records wait
+    // while the append before them is in flight, and the last ones may
+    // still have waited when the run was dropped.
+    let ahead = by_partition(&h, "out");
+    for (p, (held, all)) in ahead.iter().zip(&expected).enumerate() {
+        assert!(all.starts_with(held), "partition {p}: not a prefix");
+    }
+    assert!(
+        ahead.iter().any(|p| !p.is_empty()),
+        "nothing appended ahead"
+    );
     // Made again from the start: the topic keeps one copy of each.
     let mut rt = h.open_runtime(&plan, options(1, true));
     h.run_to_end(&mut rt, &plan);
@@ -267,4 +290,71 @@ fn a_live_run_writes_what_a_replay_writes() {
     let live = by_partition(&h2, "live");
     assert!(!live.concat().is_empty());
     assert_same(&live, &by_partition(&h, "replay"), "live against replay");
+}
+
+#[test]
+fn a_poll_does_not_wait_for_the_fsync_of_the_append_before_it() {
+    // The output topic syncs every append (`fsync = always`) and each sync
+    // waits at a gate the test holds: the version still reads all of its
+    // input, the records of later polls waiting in their buffers; once
+    // the syncs go on, the commit appends them and the output is a plain
+    // run's over the same log.
+    for workers in [1, 2] {
+        let faults = Arc::new(FaultInjector::new());
+        let h = Harness::with_faults(&faults);
+        h.create_topic("bids", 2);
+        let synced = TopicConfig {
+            partitions: 3,
+            fsync: FsyncPolicy::Always,
+            ..TopicConfig::default()
+        };
+        h.log.create_topic("out", synced).unwrap();
+        for i in 0..EVENTS {
+            h.produce(&bid(i));
+        }
+        h.create_topic("plain", 3);
+        let mut rt = h.open_runtime(&plan("plain"), options(1, false));
+        h.run_to_end(&mut rt, &plan("plain"));
+        drop(rt);
+        let expected = by_partition(&h, "plain");
+        let options = RunOptions {
+            max_poll_records: 3,
+            append_ahead_records: 2,
+            workers,
+            // No commit before the test makes one: a commit waits for the
+            // appends, so for the gate.
+            commit_when_caught_up: false,
+            commit_interval_ms: u64::MAX / 4,
+            catch_up_commit_interval_ms: u64::MAX / 4,
+            ..RunOptions::default()
+        };
+        let mut rt = h.open_runtime(&plan("out"), options);
+        let ends = ends(&h);
+        let gate = faults.sync_gate.lock().unwrap();
+        let (read_all, all_read) = mpsc::channel();
+        let runner = std::thread::spawn(move || {
+            while rt.positions() != ends.as_slice() {
+                rt.poll_once().unwrap();
+            }
+            read_all.send(()).unwrap();
+            rt
+        });
+        assert!(
+            all_read.recv_timeout(PATIENCE).is_ok(),
+            "{workers} workers: the version waited for an append's fsync at a poll's end"
+        );
+        assert!(
+            faults.syncs_started.load(Ordering::SeqCst) > 0,
+            "{workers} workers: no append was being synced while the input was read"
+        );
+        drop(gate);
+        let mut rt = runner.join().unwrap();
+        rt.commit().unwrap();
+        drop(rt);
+        assert_same(
+            &by_partition(&h, "out"),
+            &expected,
+            &format!("{workers} workers, syncs held"),
+        );
+    }
 }
