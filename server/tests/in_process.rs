@@ -2,7 +2,9 @@
 //!
 //! - every topic a server creates gets the server's topic defaults — a
 //!   processor's `LATE_TOPIC` as much as a statement's or a `POST
-//!   /v1/topics` without settings (issue 13: one topic-defaults policy);
+//!   /v1/topics` without settings (issue 13: one topic-defaults policy) —
+//!   but for a derived stream's partitions, its source's unless
+//!   `PARTITIONS` is given;
 //! - two servers in one process both serve their metrics (the second used
 //!   to get a recorder that was never installed: an empty `/metrics`);
 //! - a catalog write on a full disk answers `507 disk_full`, not 500.
@@ -43,16 +45,23 @@ fn a_late_topic_a_view_creates_gets_the_server_topic_defaults() {
          CREATE TABLE per_user WITH (LATE_TOPIC='late_clicks') AS
            SELECT user_id, COUNT(*) AS n FROM clicks
            WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY user_id;
-         CREATE STREAM copies AS SELECT user_id FROM clicks;",
+         CREATE STREAM copies AS SELECT user_id FROM clicks;
+         CREATE STREAM spread WITH (PARTITIONS=2) AS SELECT user_id FROM clicks;",
     );
     assert_eq!(status, 200, "{body}");
     let clicks = wait_for(&server, "/v1/topics/clicks");
     assert_eq!(clicks["config"]["partitions"], json!(1), "PARTITIONS wins");
     assert_eq!(clicks["config"]["fsync"], json!("never"));
-    // The processor creates its late topic; the statement the stream's.
-    for topic in ["late_clicks", "copies"] {
+    // The processor creates its late topic; the statement the streams'.
+    // A derived stream's topic has its source's partitions (as ksqlDB's
+    // does) unless PARTITIONS says otherwise; the rest is the defaults.
+    for (topic, partitions) in [("late_clicks", 3), ("copies", 1), ("spread", 2)] {
         let described = wait_for(&server, &format!("/v1/topics/{topic}"));
-        assert_eq!(described["config"]["partitions"], json!(3), "{described}");
+        assert_eq!(
+            described["config"]["partitions"],
+            json!(partitions),
+            "{described}"
+        );
         assert_eq!(described["config"]["fsync"], json!("never"), "{described}");
         assert_eq!(described["config"]["retention_ms"], Value::Null);
     }

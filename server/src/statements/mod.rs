@@ -381,6 +381,18 @@ impl Executor<'_> {
         }
     }
 
+    /// Partitions of the topic `plan` reads as its stream, when it is on
+    /// the built-in log: a derived stream's output topic gets as many
+    /// unless `PARTITIONS` says otherwise (as ksqlDB's does), so that its
+    /// appends are written by as many partition writers as its input's.
+    fn source_partitions(&self, plan: &Plan) -> Option<u32> {
+        if plan.source.cluster.is_some() {
+            return None;
+        }
+        let topic = self.log.topic(&plan.source.topic).ok()?;
+        Some(topic.partition_count())
+    }
+
     fn declare(&self, decl: SourceDecl) -> Result<DeclaredOut, StatementError> {
         let (name, kind, topic) = (decl.name.clone(), decl.kind, decl.topic.clone());
         kappa_log::validate_topic_name(&topic)?;
@@ -425,7 +437,8 @@ impl Executor<'_> {
                     ))
                 }
                 None => {
-                    self.ensure_topic(topic, create.partitions)?;
+                    let partitions = create.partitions.or_else(|| self.source_partitions(&plan));
+                    self.ensure_topic(topic, partitions)?;
                 }
             }
         }
