@@ -151,6 +151,11 @@ impl Located {
         })
     }
 
+    /// True when the used field at index `i` has a type check.
+    fn checked(&self, i: usize) -> bool {
+        self.checks.iter().any(|&(c, _)| c == i)
+    }
+
     /// `filter`'s field and text when it is `field = 'text'`.
     fn text_filter(
         filter: &Expr,
@@ -343,8 +348,12 @@ impl Decoder {
             &mut raws,
             Some(&mut self.shape.borrow_mut()),
         )?;
-        for raw in &raws {
-            if !raw.is_buildable() {
+        for (i, raw) in raws.iter().enumerate() {
+            // A checked number or literal is not looked at twice: its
+            // check below tells whether it builds (`Raw::conforms` knows
+            // only those that do; it builds any other).
+            let checked_later = matches!(raw, Raw::Other(_)) && plan.checked(i);
+            if !checked_later && !raw.is_buildable() {
                 raw.build()?;
             }
         }

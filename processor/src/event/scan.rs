@@ -502,7 +502,9 @@ impl<'a> Raw<'a> {
 
     /// Whether the value [`Raw::build`] gives is of `ty`
     /// ([`crate::expr::conforms`]), told without building it: `None` when
-    /// only the built value can tell. Assumes [`Raw::is_buildable`].
+    /// only the built value can tell. Assumes [`Raw::is_buildable`], except
+    /// of a number or literal (`Raw::Other`): of those it answers only for
+    /// ones that build.
     pub(crate) fn conforms(self, ty: DataType) -> Option<bool> {
         match self {
             Raw::Missing => Some(true),

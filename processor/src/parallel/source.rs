@@ -164,7 +164,7 @@ impl SourceProjection {
         let row = FieldsRow {
             names,
             values: &values,
-            key: record.key.map(String::from_utf8_lossy),
+            key: record.key.map(lossy_text),
             record_timestamp: record.timestamp,
         };
         let start = rows.len();
@@ -201,6 +201,16 @@ impl SourceProjection {
             key_len,
             value_len: (rows.len() - value_start) as u32,
         }
+    }
+}
+
+/// `bytes` as text, invalid UTF-8 replaced as `String::from_utf8_lossy`
+/// does; valid text (nearly every key) is checked by `str::from_utf8`,
+/// which is several times faster on it.
+fn lossy_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
