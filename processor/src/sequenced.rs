@@ -154,7 +154,7 @@ enum Wait {
 impl PartitionOutput {
     /// Takes the log's acknowledgment of the append in flight: the next
     /// restart looks for this writer's batches from its end on.
-    fn acknowledged(&mut self, outcome: AppendOutcome) {
+    fn acknowledge(&mut self, outcome: AppendOutcome) {
         let end = outcome.base_offset + u64::from(outcome.record_count);
         self.scan_from = self.scan_from.max(end);
     }
@@ -346,7 +346,7 @@ impl Sequenced {
         match wait {
             Wait::ForInFlight => self.wait(topic, p)?,
             Wait::No => {
-                if !self.acknowledged(topic, p)? {
+                if !self.none_in_flight(topic, p)? {
                     return Ok(());
                 }
             }
@@ -370,14 +370,14 @@ impl Sequenced {
         let out = &mut self.topics[topic].partitions[p];
         if let Some(pending) = out.in_flight.take() {
             let outcome = block_on(pending.wait())??;
-            out.acknowledged(outcome);
+            out.acknowledge(outcome);
         }
         Ok(())
     }
 
     /// True when partition `p` has no append in flight any more: none was,
     /// or the log has answered it (an error is returned as `wait` would).
-    fn acknowledged(&mut self, topic: usize, p: usize) -> Result<bool> {
+    fn none_in_flight(&mut self, topic: usize, p: usize) -> Result<bool> {
         let out = &mut self.topics[topic].partitions[p];
         let Some(pending) = &mut out.in_flight else {
             return Ok(true);
@@ -386,7 +386,7 @@ impl Sequenced {
             return Ok(false);
         };
         out.in_flight = None;
-        out.acknowledged(outcome?);
+        out.acknowledge(outcome?);
         Ok(true)
     }
 
