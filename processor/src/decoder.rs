@@ -92,6 +92,9 @@ struct Located {
     /// the plan reads (the event-time field's `TIMESTAMP` check left out:
     /// taking the event time checks it).
     checks: Vec<(usize, DataType)>,
+    /// Per used field, whether `checks` has it (read once per record
+    /// field, so kept beside the list).
+    checked: Vec<bool>,
     /// The event-time field: its index among the used fields and the path
     /// within it (`None`: the record timestamp).
     event_time: Option<(usize, Vec<String>)>,
@@ -127,7 +130,11 @@ impl Located {
                 !(ty == DataType::Timestamp
                     && matches!(&event_time, Some((e, rest)) if *e == i && rest.is_empty()))
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let mut checked = vec![false; names.len()];
+        for &(i, _) in &checks {
+            checked[i] = true;
+        }
         let mut filter_fields = Vec::new();
         let mut filter_reads_key = false;
         let mut text_equals = None;
@@ -143,17 +150,13 @@ impl Located {
         }
         Some(Located {
             checks,
+            checked,
             event_time,
             filter_fields,
             filter_reads_key,
             text_equals,
             names: NameSet::new(names),
         })
-    }
-
-    /// True when the used field at index `i` has a type check.
-    fn checked(&self, i: usize) -> bool {
-        self.checks.iter().any(|&(c, _)| c == i)
     }
 
     /// `filter`'s field and text when it is `field = 'text'`.
@@ -352,7 +355,7 @@ impl Decoder {
             // A checked number or literal is not looked at twice: its
             // check below tells whether it builds (`Raw::conforms` knows
             // only those that do; it builds any other).
-            let checked_later = matches!(raw, Raw::Other(_)) && plan.checked(i);
+            let checked_later = matches!(raw, Raw::Other(_)) && plan.checked[i];
             if !checked_later && !raw.is_buildable() {
                 raw.build()?;
             }
@@ -391,7 +394,7 @@ impl Decoder {
                     values: &values,
                     key: plan
                         .filter_reads_key
-                        .then(|| record.key.map(String::from_utf8_lossy))
+                        .then(|| record.key.map(crate::event::key_text))
                         .flatten(),
                     record_timestamp: record.timestamp,
                 };

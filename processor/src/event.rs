@@ -2,6 +2,7 @@
 //! (after a join) the matched table row. Implements [`Row`] so expressions
 //! can read it.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -70,6 +71,16 @@ impl Event {
         std::str::from_utf8(key)
             .is_err()
             .then(|| String::from_utf8_lossy(key).into_owned())
+    }
+}
+
+/// A record key's text, invalid UTF-8 replaced as `String::from_utf8_lossy`
+/// does; valid text (nearly every key) is checked by `str::from_utf8`,
+/// several times faster on it than the lossy walk.
+pub(crate) fn key_text(key: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(key) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(key),
     }
 }
 

@@ -164,7 +164,7 @@ impl SourceProjection {
         let row = FieldsRow {
             names,
             values: &values,
-            key: record.key.map(lossy_text),
+            key: record.key.map(crate::event::key_text),
             record_timestamp: record.timestamp,
         };
         let start = rows.len();
@@ -201,16 +201,6 @@ impl SourceProjection {
             key_len,
             value_len: (rows.len() - value_start) as u32,
         }
-    }
-}
-
-/// `bytes` as text, invalid UTF-8 replaced as `String::from_utf8_lossy`
-/// does; valid text (nearly every key) is checked by `str::from_utf8`,
-/// which is several times faster on it.
-fn lossy_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
@@ -309,9 +299,10 @@ impl PreparedBatch {
             damage: None,
             records: 0,
             items: Vec::with_capacity(records),
-            kept: Vec::with_capacity(match shards == 0 && row_bytes.is_none() {
-                true => expected,
-                false => 0,
+            kept: Vec::with_capacity(if shards == 0 && row_bytes.is_none() {
+                expected
+            } else {
+                0
             }),
             projected: Vec::with_capacity(row_bytes.map_or(0, |_| expected)),
             rows: Vec::with_capacity(row_bytes.unwrap_or(0)),
