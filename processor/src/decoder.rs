@@ -673,7 +673,7 @@ mod tests {
     /// Projections whose rows are made from located fields: plain fields
     /// (strings, numbers, a timestamp), computed columns, the key, a
     /// filter, `PARTITION BY`.
-    const PROJECTIONS: [&str; 4] = [
+    const PROJECTIONS: [&str; 5] = [
         "CREATE STREAM t AS SELECT user_id, event_type, amount, n, event_time FROM user_events;",
         "CREATE STREAM t AS SELECT user_id, 0.908 * amount AS euros, n FROM user_events \
          WHERE event_type = 'purchase';",
@@ -681,6 +681,8 @@ mod tests {
          WHERE n >= 2 OR n IS NULL PARTITION BY user_id;",
         "CREATE STREAM t AS SELECT amount AS a, amount AS b, UPPER(user_id) AS u FROM user_events \
          PARTITION BY n;",
+        "CREATE STREAM t AS SELECT -n % 3 AS m, n * 2 + amount AS s, amount / n AS q, \
+         user_id || '!' AS c, NULL * n AS z FROM user_events;",
     ];
 
     /// The decoder and the projection made where events are decoded of

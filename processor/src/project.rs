@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::event::Raw;
-use crate::expr::{Expr, Row};
+use crate::expr::{Arithmetic, Expr, Row};
 use crate::plan::{Operation, Plan, Sink};
 
 /// Where a projection's rows go and how they are written.
@@ -58,14 +58,26 @@ pub(crate) struct RowWriter {
 }
 
 /// How [`RowWriter::write_located`] reads each column: a top-level field
-/// from its located bytes, anything else computed on the fields it reads.
+/// from its located bytes, arithmetic from its fields' numbers, anything
+/// else computed on the fields it reads.
 #[derive(Debug)]
 struct LocatedColumns {
-    /// Per column of [`RowWriter::columns`]: the index among the used
-    /// fields of the top-level field it is, if it is one.
-    direct: Vec<Option<usize>>,
-    /// The indices among the used fields of those the other columns read.
+    /// Per column of [`RowWriter::columns`], how it is read.
+    columns: Vec<LocatedColumn>,
+    /// The indices among the used fields of those the
+    /// [`LocatedColumn::Computed`] columns read.
     computed_reads: Vec<usize>,
+}
+
+/// How [`RowWriter::write_located`] reads one column.
+#[derive(Debug)]
+enum LocatedColumn {
+    /// The top-level field at this index among the used fields.
+    Field(usize),
+    /// Arithmetic on the used fields' numbers.
+    Arithmetic(Arithmetic),
+    /// Evaluated on a row of the fields it reads, built.
+    Computed,
 }
 
 impl RowWriter {
@@ -101,30 +113,35 @@ impl RowWriter {
     /// [`RowWriter::new`]); unchanged if a column reads a field not among
     /// them.
     pub(crate) fn with_fields(mut self, columns: &[(String, Expr)], names: &[String]) -> RowWriter {
-        let index = |name: &String| names.iter().position(|n| n == name);
-        let mut direct = Vec::with_capacity(self.columns.len());
+        let index = |name: &str| names.iter().position(|n| n == name);
+        let mut located = Vec::with_capacity(self.columns.len());
         let mut computed_reads = Vec::new();
         for (i, _) in &self.columns {
-            match &columns[*i].1 {
+            let expr = &columns[*i].1;
+            let column = match expr {
                 Expr::Field(path) if path.len() == 1 => match index(&path[0]) {
-                    Some(at) => direct.push(Some(at)),
+                    Some(at) => LocatedColumn::Field(at),
                     None => return self,
                 },
-                expr => {
-                    for path in expr.fields() {
-                        let Some(at) = path.first().and_then(index) else {
-                            return self;
-                        };
-                        if !computed_reads.contains(&at) {
-                            computed_reads.push(at);
+                expr => match Arithmetic::compile(expr, &index) {
+                    Some(arithmetic) => LocatedColumn::Arithmetic(arithmetic),
+                    None => {
+                        for path in expr.fields() {
+                            let Some(at) = path.first().and_then(|name| index(name)) else {
+                                return self;
+                            };
+                            if !computed_reads.contains(&at) {
+                                computed_reads.push(at);
+                            }
                         }
+                        LocatedColumn::Computed
                     }
-                    direct.push(None);
-                }
-            }
+                },
+            };
+            located.push(column);
         }
         self.located = Some(Arc::new(LocatedColumns {
-            direct,
+            columns: located,
             computed_reads,
         }));
         self
@@ -143,7 +160,8 @@ impl RowWriter {
     /// [`RowWriter::write`] writes it for the event decoded from them: a
     /// top-level field is written from its located bytes (a string without
     /// escapes, a literal or a short integer as it is, any other value
-    /// built and written), any other column computed on `row`, which holds
+    /// built and written), arithmetic ([`Arithmetic`]) on the located
+    /// fields' numbers, any other column computed on `row`, which holds
     /// the fields [`RowWriter::computed_reads`] names built. `None` where a
     /// located value does not build (the event path then decides; `out`
     /// may hold part of the row), or without [`RowWriter::with_fields`].
@@ -156,25 +174,31 @@ impl RowWriter {
     ) -> Option<()> {
         let located = self.located.as_deref()?;
         out.push(b'{');
-        for (n, ((i, name), direct)) in self.columns.iter().zip(&located.direct).enumerate() {
+        for (n, ((i, name), column)) in self.columns.iter().zip(&located.columns).enumerate() {
             if n > 0 {
                 out.push(b',');
             }
             out.extend_from_slice(name);
-            match direct.map(|at| raws[at]) {
+            match column {
                 // serde_json escapes only `"`, `\` and control characters,
                 // which a located string without escapes does not hold.
-                Some(Raw::Text(text)) => {
-                    debug_assert!(std::str::from_utf8(text).is_ok());
-                    out.push(b'"');
-                    out.extend_from_slice(text);
-                    out.push(b'"');
-                }
-                Some(raw) => match raw.canonical_text() {
-                    Some(text) => out.extend_from_slice(text),
-                    None => write_value(out, &raw.build()?),
+                LocatedColumn::Field(at) => match raws[*at] {
+                    Raw::Text(text) => {
+                        debug_assert!(std::str::from_utf8(text).is_ok());
+                        out.push(b'"');
+                        out.extend_from_slice(text);
+                        out.push(b'"');
+                    }
+                    raw => match raw.canonical_text() {
+                        Some(text) => out.extend_from_slice(text),
+                        None => write_value(out, &raw.build()?),
+                    },
                 },
-                None => write_value(out, &columns[*i].1.eval_ref(row)),
+                LocatedColumn::Arithmetic(arithmetic) => {
+                    let n = arithmetic.eval(&|at| raws[at].number())?;
+                    write_value(out, &Arithmetic::value(n));
+                }
+                LocatedColumn::Computed => write_value(out, &columns[*i].1.eval_ref(row)),
             }
         }
         out.push(b'}');

@@ -17,7 +17,7 @@ use std::cell::Cell;
 use serde_json::Value;
 use smallvec::{smallvec, SmallVec};
 
-use crate::expr::DataType;
+use crate::expr::{DataType, Num};
 use crate::time::{parse_timestamp_ascii, parse_timestamp_memo, parse_timestamp_text, MinuteMemo};
 
 mod quick;
@@ -453,8 +453,23 @@ impl<'a> Raw<'a> {
     /// float).
     pub(crate) fn canonical_text(self) -> Option<&'a [u8]> {
         match self {
-            Raw::Other(bytes) if is_literal(bytes) || small_int(bytes).is_some() => Some(bytes),
+            Raw::Other(bytes) if is_literal(bytes) || is_small_int(bytes) => Some(bytes),
             _ => None,
+        }
+    }
+
+    /// The number of the value [`Raw::build`] gives (`Some(None)` for a
+    /// value that is not a number, NULL included), as
+    /// [`crate::expr::num`] reads it, an integer of at most 18 digits
+    /// without building it; `None` when the value does not build.
+    pub(crate) fn number(self) -> Option<Option<Num>> {
+        match self {
+            Raw::Other(bytes) => match small_int(bytes) {
+                Some(n) => Some(Some(Num::Int(n))),
+                None => Some(crate::expr::num(&self.build()?)),
+            },
+            Raw::Missing => Some(None),
+            Raw::Text(_) => self.is_buildable().then_some(None),
         }
     }
 
@@ -495,7 +510,7 @@ impl<'a> Raw<'a> {
             Raw::Missing => true,
             Raw::Text(text) => text.is_ascii() || std::str::from_utf8(text).is_ok(),
             Raw::Other(bytes) => {
-                is_literal(bytes) || is_plain_decimal(bytes) || small_int(bytes).is_some()
+                is_literal(bytes) || is_plain_decimal(bytes) || is_small_int(bytes)
             }
         }
     }
@@ -515,7 +530,7 @@ impl<'a> Raw<'a> {
             },
             // An integer that fits an i64 is of every type but BOOLEAN
             // (a TIMESTAMP in epoch milliseconds).
-            Raw::Other(bytes) if small_int(bytes).is_some() => Some(ty != DataType::Boolean),
+            Raw::Other(bytes) if is_small_int(bytes) => Some(ty != DataType::Boolean),
             Raw::Other(b"true" | b"false") => {
                 Some(matches!(ty, DataType::Boolean | DataType::String))
             }
@@ -554,6 +569,19 @@ fn small_integer(text: &[u8]) -> Option<Value> {
         n if n >= 0 => Some(Value::from(n as u64)),
         n => Some(Value::from(n)),
     }
+}
+
+/// Whether [`small_int`] gives a value for `text`, told without reading
+/// its digits' value.
+fn is_small_int(text: &[u8]) -> bool {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    !digits.is_empty()
+        && digits.len() <= 18
+        && digits.iter().all(u8::is_ascii_digit)
+        && !(negative && digits.iter().all(|&d| d == b'0'))
 }
 
 /// The value of [`small_integer`] as an `i64`, without making a `Value`.
@@ -976,7 +1004,15 @@ mod tests {
                 if let Some(event_time) = raw.timestamp() {
                     prop_assert_eq!(event_time, crate::time::parse_timestamp(&value), "{:?}", raw);
                 }
+                prop_assert_eq!(raw.number(), Some(crate::expr::num(&value)), "{:?}", raw);
             }
+        }
+
+        /// Telling an integer's text short enough agrees with reading it.
+        #[test]
+        fn short_integers_are_told_as_they_are_read(text in "-?[0-9]{0,20}(\\.[0-9])?") {
+            let bytes = text.as_bytes();
+            prop_assert_eq!(is_small_int(bytes), small_int(bytes).is_some(), "{}", text);
         }
     }
 }

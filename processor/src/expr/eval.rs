@@ -140,8 +140,8 @@ impl Expr {
 static NULL: Value = Value::Null;
 
 /// A JSON number as SQL sees it.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Num {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Num {
     Int(i64),
     Float(f64),
 }
@@ -155,7 +155,7 @@ impl Num {
     }
 }
 
-pub(super) fn num(v: &Value) -> Option<Num> {
+pub(crate) fn num(v: &Value) -> Option<Num> {
     match v {
         Value::Number(n) => n
             .as_i64()
@@ -202,11 +202,15 @@ fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
 fn unary(op: UnaryOp, v: &Value) -> Value {
     match op {
         UnaryOp::Not => bool_value(truth(v).map(|b| !b)),
-        UnaryOp::Neg => match num(v) {
-            Some(Num::Int(i)) => num_value(Num::Int(i.saturating_neg())),
-            Some(Num::Float(f)) => num_value(Num::Float(-f)),
-            None => Value::Null,
-        },
+        UnaryOp::Neg => num(v).map_or(Value::Null, |n| num_value(negate(n))),
+    }
+}
+
+/// `-n`: an integer saturates (`-i64::MIN` is `i64::MAX`).
+pub(super) fn negate(n: Num) -> Num {
+    match n {
+        Num::Int(i) => Num::Int(i.saturating_neg()),
+        Num::Float(f) => Num::Float(-f),
     }
 }
 
@@ -250,7 +254,7 @@ fn binary_values(op: BinaryOp, a: &Value, b: &Value) -> Value {
 }
 
 /// Arithmetic: integers stay integers, saturating on overflow; None = NULL.
-fn arith(op: BinaryOp, x: Num, y: Num) -> Option<Num> {
+pub(super) fn arith(op: BinaryOp, x: Num, y: Num) -> Option<Num> {
     if let (Num::Int(a), Num::Int(b)) = (x, y) {
         return Some(Num::Int(match op {
             BinaryOp::Add => a.saturating_add(b),

@@ -56,10 +56,12 @@
 //!
 //! # Where things are
 //! The types (this file), the Rust-DSL constructors (`build`),
-//! evaluation with the operators and predicates (`eval`), `CAST` and
+//! evaluation with the operators and predicates (`eval`), arithmetic
+//! compiled against a row's fields by index (`arithmetic`), `CAST` and
 //! decimal rounding (`cast`), and the built-in functions (`functions`).
 //! Timestamp parsing and formatting is [`crate::time`]'s.
 
+mod arithmetic;
 mod build;
 mod cast;
 mod display;
@@ -74,9 +76,11 @@ use serde_json::Value;
 /// Timestamp parsing and formatting, kept here for callers of the old
 /// path; they belong to [`crate::time`].
 pub use crate::time::{format_timestamp, parse_timestamp};
+pub(crate) use arithmetic::Arithmetic;
 pub use cast::conforms;
 pub(crate) use cast::f64_to_i64;
 pub use eval::stringify;
+pub(crate) use eval::{num, Num};
 
 /// What an expression can read.
 pub trait Row {
