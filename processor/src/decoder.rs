@@ -187,7 +187,7 @@ impl Located {
         match raws[*i] {
             Raw::Text(bytes) => Some(bytes == text.as_bytes()),
             Raw::Missing => Some(false),
-            Raw::Other(_) => None,
+            Raw::Int(..) | Raw::Other(_) => None,
         }
     }
 }

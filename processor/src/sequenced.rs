@@ -78,6 +78,10 @@ pub(crate) const APPEND_BYTES_MAX: usize = 4 << 20;
 /// Most records in one append (the log's `max_batch_records` when lower).
 const APPEND_RECORDS_MAX: usize = 65_536;
 
+/// Room a partition's buffer has beyond an append's bytes, for the record
+/// that fills it (a larger one grows the buffer once).
+const APPEND_SLACK: usize = 64 << 10;
+
 /// Bytes of one partition's entry in [`output_positions`]: the next
 /// sequence number and the offset after this writer's last batch, `u64`
 /// little-endian each.
@@ -353,8 +357,10 @@ impl Sequenced {
         }
         let target = self.log_topic(topic)?;
         let out = &mut self.topics[topic].partitions[p];
-        // The next buffer sized as this one: it fills the same way.
-        let room = out.buffer.records_len();
+        // The next buffer sized to fill an append without growing: a
+        // buffer sent at a poll's end was small, and one sized as it grew
+        // by copying itself (its pages are touched only as it fills).
+        let room = self.append_bytes + APPEND_SLACK;
         let records = std::mem::replace(&mut out.buffer, EncodedRecords::with_capacity(room));
         let last = out.next_seq - 1;
         let first = out.next_seq - records.len() as u64;

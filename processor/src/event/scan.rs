@@ -398,6 +398,7 @@ impl<'a> Scanner<'a> {
             }
         } else {
             self.skip_value(0)?;
+            return Some(Raw::of_value(&self.bytes[start..self.pos]));
         }
         Some(Raw::Other(&self.bytes[start..self.pos]))
     }
@@ -414,16 +415,30 @@ pub(crate) enum Raw<'a> {
     /// A string without escapes: the bytes between its quotes (UTF-8 not
     /// yet checked).
     Text(&'a [u8]),
+    /// An integer of at most 18 digits (one serde_json builds as an
+    /// integer and writes back as these bytes): its bytes and value.
+    Int(&'a [u8], i64),
     /// Any other value: its bytes.
     Other(&'a [u8]),
 }
 
 impl<'a> Raw<'a> {
+    /// A located value that is not a string without escapes (`bytes`,
+    /// checked by JSON's grammar): [`Raw::Int`] for an integer of at most
+    /// 18 digits, else [`Raw::Other`].
+    pub(crate) fn of_value(bytes: &'a [u8]) -> Raw<'a> {
+        match small_int(bytes) {
+            Some(n) => Raw::Int(bytes, n),
+            None => Raw::Other(bytes),
+        }
+    }
+
     /// The value, as serde_json would decode it in place; `None` when the
     /// fast path cannot tell (the caller then decodes with serde_json).
     pub(crate) fn build(self) -> Option<Value> {
         let bytes = match self {
             Raw::Missing => return Some(Value::Null),
+            Raw::Int(_, n) => return Some(integer_value(n)),
             Raw::Text(text) => {
                 let text = std::str::from_utf8(text).ok()?;
                 return Some(Value::String(text.to_owned()));
@@ -453,6 +468,7 @@ impl<'a> Raw<'a> {
     /// float).
     pub(crate) fn canonical_text(self) -> Option<&'a [u8]> {
         match self {
+            Raw::Int(bytes, _) => Some(bytes),
             Raw::Other(bytes) if is_literal(bytes) || is_small_int(bytes) => Some(bytes),
             _ => None,
         }
@@ -464,6 +480,7 @@ impl<'a> Raw<'a> {
     /// without building it; `None` when the value does not build.
     pub(crate) fn number(self) -> Option<Option<Num>> {
         match self {
+            Raw::Int(_, n) => Some(Some(Num::Int(n))),
             Raw::Other(bytes) => match small_int(bytes) {
                 Some(n) => Some(Some(Num::Int(n))),
                 None => Some(crate::expr::num(&self.build()?)),
@@ -487,6 +504,7 @@ impl<'a> Raw<'a> {
     pub(crate) fn timestamp(self) -> Option<Option<i64>> {
         match self {
             Raw::Text(text) if text.is_ascii() => Some(parse_timestamp_ascii(text)),
+            Raw::Int(_, n) => Some(Some(n)),
             Raw::Other(bytes) => small_int(bytes).map(Some),
             _ => Some(parse_timestamp_text(self.text()?)),
         }
@@ -507,7 +525,7 @@ impl<'a> Raw<'a> {
     /// building it; false when only building can tell.
     pub(crate) fn is_buildable(self) -> bool {
         match self {
-            Raw::Missing => true,
+            Raw::Missing | Raw::Int(..) => true,
             Raw::Text(text) => text.is_ascii() || std::str::from_utf8(text).is_ok(),
             Raw::Other(bytes) => {
                 is_literal(bytes) || is_plain_decimal(bytes) || is_small_int(bytes)
@@ -530,6 +548,7 @@ impl<'a> Raw<'a> {
             },
             // An integer that fits an i64 is of every type but BOOLEAN
             // (a TIMESTAMP in epoch milliseconds).
+            Raw::Int(..) => Some(ty != DataType::Boolean),
             Raw::Other(bytes) if is_small_int(bytes) => Some(ty != DataType::Boolean),
             Raw::Other(b"true" | b"false") => {
                 Some(matches!(ty, DataType::Boolean | DataType::String))
@@ -565,9 +584,14 @@ fn is_plain_decimal(bytes: &[u8]) -> bool {
 /// `i64`), as serde_json makes it; `None` for any other number (and for
 /// `-0`, which serde_json reads as a float).
 fn small_integer(text: &[u8]) -> Option<Value> {
-    match small_int(text)? {
-        n if n >= 0 => Some(Value::from(n as u64)),
-        n => Some(Value::from(n)),
+    small_int(text).map(integer_value)
+}
+
+/// An integer's value as serde_json makes it (a `u64` when not negative).
+fn integer_value(n: i64) -> Value {
+    match n {
+        n if n >= 0 => Value::from(n as u64),
+        n => Value::from(n),
     }
 }
 
