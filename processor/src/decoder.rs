@@ -20,7 +20,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kappa_log::RecordRef;
 use serde_json::Value;
-use smallvec::{smallvec, SmallVec};
+use smallvec::SmallVec;
 
 use crate::event::{locate_fields, Event, NameSet, Raw, Shape};
 use crate::expr::{get_path, BinaryOp, DataType, Expr, Row};
@@ -192,23 +192,25 @@ impl Located {
     }
 }
 
-/// What the located path found for a valid, not future record.
-// Returned once per record and taken apart at once: boxing the large
-// variant would allocate per record.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Early<'a> {
+/// What the located path found for a valid, not future record (its
+/// fields in the [`LocatedFields`] given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Early {
     /// It failed the filter; its event time.
     Filtered(i64),
-    /// It passed the filter, if any.
-    Passed {
-        /// The used fields, located.
-        raws: SmallVec<[Raw<'a>; 8]>,
-        /// The used fields the filter read, built (the others `Null`);
-        /// empty when it built none.
-        values: SmallVec<[Value; 8]>,
-        /// The event time.
-        event_time: i64,
-    },
+    /// It passed the filter, if any; its event time.
+    Passed(i64),
+}
+
+/// A record's used fields as [`Decoder::locate`] leaves them, in the
+/// caller's place (a few hundred bytes, not moved per record).
+#[derive(Default)]
+pub(crate) struct LocatedFields<'a> {
+    /// The used fields, located.
+    pub(crate) raws: SmallVec<[Raw<'a>; 8]>,
+    /// The used fields the filter read, built (the others `Null`); empty
+    /// when it built none.
+    pub(crate) values: SmallVec<[Value; 8]>,
 }
 
 /// The used fields of a record as a [`Row`]: those some expression reads
@@ -307,15 +309,12 @@ impl Decoder {
     ) -> Decoded {
         // The filter-first path: most records of a filtered view fail it.
         if self.filter.is_some() {
-            match self.locate(&record, append_time) {
+            let mut fields = LocatedFields::default();
+            match self.locate(&record, append_time, &mut fields) {
                 Some(Early::Filtered(event_time)) => return Decoded::Filtered { event_time },
-                Some(Early::Passed {
-                    raws,
-                    values,
-                    event_time,
-                }) => {
+                Some(Early::Passed(event_time)) => {
                     if let (Some(names), Some(values)) =
-                        (&self.used_fields, built_fields(&raws, values))
+                        (&self.used_fields, built_fields(&fields.raws, fields.values))
                     {
                         let fields = Some((names.clone(), values));
                         let buffer = self.share_record.then_some(buffer);
@@ -339,24 +338,38 @@ impl Decoder {
     }
 
     /// The located path ([`Located`]): `record`'s used fields located and
-    /// checked, its event time, and the filter's answer if there is one;
-    /// `None` where the path does not apply or is not sure, leaving the
-    /// record to [`Decoder::decode`], which decides.
-    pub(crate) fn locate<'a>(&self, record: &RecordRef<'a>, append_time: i64) -> Option<Early<'a>> {
+    /// checked into `fields` (whatever they held before), its event time,
+    /// and the filter's answer if there is one; `None` where the path does
+    /// not apply or is not sure, leaving the record to
+    /// [`Decoder::decode`], which decides.
+    pub(crate) fn locate<'a>(
+        &self,
+        record: &RecordRef<'a>,
+        append_time: i64,
+        fields: &mut LocatedFields<'a>,
+    ) -> Option<Early> {
         let (plan, names) = (self.located.as_deref()?, self.used_fields.as_deref()?);
-        let mut raws: SmallVec<[Raw<'a>; 8]> = smallvec![Raw::Missing; names.len()];
+        let LocatedFields { raws, values } = fields;
+        raws.clear();
+        raws.resize(names.len(), Raw::Missing);
+        values.clear();
         locate_fields(
             record.value,
             &plan.names,
-            &mut raws,
+            raws,
             Some(&mut self.shape.borrow_mut()),
         )?;
         for (i, raw) in raws.iter().enumerate() {
-            // A checked number or literal is not looked at twice: its
-            // check below tells whether it builds (`Raw::conforms` knows
-            // only those that do; it builds any other).
-            let checked_later = matches!(raw, Raw::Other(_)) && plan.checked[i];
-            if !checked_later && !raw.is_buildable() {
+            // A located integer builds; a checked number or literal is not
+            // looked at twice: its check below tells whether it builds
+            // (`Raw::conforms` knows only those that do; it builds any
+            // other).
+            let told = match raw {
+                Raw::Missing | Raw::Int(..) => true,
+                Raw::Other(_) => plan.checked[i],
+                Raw::Text(_) => false,
+            };
+            if !told && !raw.is_buildable() {
                 raw.build()?;
             }
         }
@@ -380,18 +393,17 @@ impl Decoder {
         if event_time > append_time.saturating_add(self.max_future_ms) {
             return None;
         }
-        let mut values: SmallVec<[Value; 8]> = SmallVec::new();
-        let passed = match plan.text_equals(&raws) {
+        let passed = match plan.text_equals(raws) {
             Some(passed) => passed,
             None if self.filter.is_none() => true,
             None => {
-                values = smallvec![Value::Null; names.len()];
+                values.resize(names.len(), Value::Null);
                 for &i in &plan.filter_fields {
                     values[i] = raws[i].build()?;
                 }
                 let row = FieldsRow {
                     names,
-                    values: &values,
+                    values,
                     key: plan
                         .filter_reads_key
                         .then(|| record.key.map(crate::event::key_text))
@@ -405,11 +417,7 @@ impl Decoder {
         if !passed {
             return Some(Early::Filtered(event_time));
         }
-        Some(Early::Passed {
-            raws,
-            values,
-            event_time,
-        })
+        Some(Early::Passed(event_time))
     }
 
     /// Decodes `record` whole or by its used fields, checks it, and applies
@@ -783,13 +791,14 @@ mod tests {
         };
         let (cart, purchase) = (batch("cart"), batch("purchase"));
         let at = 1_767_225_600_000;
-        assert!(matches!(
-            decoder.locate(&only_record(&cart), at),
-            Some(Early::Filtered(t)) if t == at
-        ));
-        assert!(matches!(
-            decoder.locate(&only_record(&purchase), at),
-            Some(Early::Passed { event_time, .. }) if event_time == at
-        ));
+        let mut fields = LocatedFields::default();
+        assert_eq!(
+            decoder.locate(&only_record(&cart), at, &mut fields),
+            Some(Early::Filtered(at))
+        );
+        assert_eq!(
+            decoder.locate(&only_record(&purchase), at, &mut fields),
+            Some(Early::Passed(at))
+        );
     }
 }

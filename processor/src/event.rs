@@ -76,8 +76,14 @@ impl Event {
 
 /// A record key's text, invalid UTF-8 replaced as `String::from_utf8_lossy`
 /// does; valid text (nearly every key) is checked by `str::from_utf8`,
-/// several times faster on it than the lossy walk.
+/// several times faster on it than the lossy walk, and ASCII (most keys:
+/// a few digits or letters) by the inlined `is_ascii`, without a call.
+#[inline]
 pub(crate) fn key_text(key: &[u8]) -> Cow<'_, str> {
+    if key.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(key) });
+    }
     match std::str::from_utf8(key) {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(key),

@@ -523,6 +523,7 @@ impl<'a> Raw<'a> {
 
     /// True when [`Raw::build`] would certainly give a value, told without
     /// building it; false when only building can tell.
+    #[inline]
     pub(crate) fn is_buildable(self) -> bool {
         match self {
             Raw::Missing | Raw::Int(..) => true,

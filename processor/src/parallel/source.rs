@@ -13,7 +13,7 @@ use kappa_log::batch::DecodeError;
 
 use super::handoff::{EndOnDrop, Results};
 use super::shard::ShardEvent;
-use crate::decoder::{Decoded, Decoder, Early, FieldsRow};
+use crate::decoder::{Decoded, Decoder, Early, FieldsRow, LocatedFields};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::expr::Expr;
@@ -144,14 +144,12 @@ impl SourceProjection {
         rows: &mut Vec<u8>,
     ) -> Option<Projected> {
         let reads = self.located_reads.as_deref()?;
-        let (raws, mut values, event_time) = match decoder.locate(record, append_time)? {
+        let mut fields = LocatedFields::default();
+        let event_time = match decoder.locate(record, append_time, &mut fields)? {
             Early::Filtered(event_time) => return Some(Projected::Filtered(event_time)),
-            Early::Passed {
-                raws,
-                values,
-                event_time,
-            } => (raws, values, event_time),
+            Early::Passed(event_time) => event_time,
         };
+        let LocatedFields { raws, mut values } = fields;
         let names = decoder.used_fields()?;
         if !reads.is_empty() && values.is_empty() {
             values.resize(names.len(), serde_json::Value::Null);
