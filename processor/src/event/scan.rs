@@ -418,7 +418,9 @@ pub(crate) enum Raw<'a> {
     /// An integer of at most 18 digits (one serde_json builds as an
     /// integer and writes back as these bytes): its bytes and value.
     Int(&'a [u8], i64),
-    /// Any other value: its bytes.
+    /// Any other value (a number [`Raw::of_value`] does not take as an
+    /// integer, a literal, an escaped string, an array or an object): its
+    /// bytes.
     Other(&'a [u8]),
 }
 
@@ -446,45 +448,37 @@ impl<'a> Raw<'a> {
             Raw::Other(bytes) => bytes,
         };
         match bytes.first()? {
-            b'-' | b'0'..=b'9' => {
-                if let Some(n) = small_integer(bytes) {
-                    return Some(n);
-                }
-            }
             b't' => return Some(Value::Bool(true)),
             b'f' => return Some(Value::Bool(false)),
             b'n' => return Some(Value::Null),
             _ => {}
         }
-        // Escaped strings, other numbers, arrays and objects: serde_json
-        // decodes the value's bytes as it would have in place.
+        // Escaped strings, numbers that are not `Raw::Int`, arrays and
+        // objects: serde_json decodes the value's bytes as it would have
+        // in place.
         serde_json::from_slice(bytes).ok()
     }
 
-    /// For a literal or an integer of at most 18 digits: its bytes, which
-    /// are the text serde_json writes for the value [`Raw::build`] gives
-    /// (JSON's grammar, checked when located, leaves an integer no leading
-    /// zero or sign but `-`, and `-0` is not one of them: it builds a
-    /// float).
+    /// For a literal or a [`Raw::Int`]: its bytes, which are the text
+    /// serde_json writes for the value [`Raw::build`] gives (JSON's
+    /// grammar, checked when located, leaves an integer no leading zero or
+    /// sign but `-`, and `-0` is not one of them: it builds a float).
     pub(crate) fn canonical_text(self) -> Option<&'a [u8]> {
         match self {
             Raw::Int(bytes, _) => Some(bytes),
-            Raw::Other(bytes) if is_literal(bytes) || is_small_int(bytes) => Some(bytes),
+            Raw::Other(bytes) if is_literal(bytes) => Some(bytes),
             _ => None,
         }
     }
 
     /// The number of the value [`Raw::build`] gives (`Some(None)` for a
     /// value that is not a number, NULL included), as
-    /// [`crate::expr::num`] reads it, an integer of at most 18 digits
-    /// without building it; `None` when the value does not build.
+    /// [`crate::expr::num`] reads it, a [`Raw::Int`] without building it;
+    /// `None` when the value does not build.
     pub(crate) fn number(self) -> Option<Option<Num>> {
         match self {
             Raw::Int(_, n) => Some(Some(Num::Int(n))),
-            Raw::Other(bytes) => match small_int(bytes) {
-                Some(n) => Some(Some(Num::Int(n))),
-                None => Some(crate::expr::num(&self.build()?)),
-            },
+            Raw::Other(_) => Some(crate::expr::num(&self.build()?)),
             Raw::Missing => Some(None),
             Raw::Text(_) => self.is_buildable().then_some(None),
         }
@@ -498,14 +492,13 @@ impl<'a> Raw<'a> {
         }
     }
 
-    /// For a string without escapes that is UTF-8, or an integer of at
-    /// most 18 digits: its event time ([`crate::time::parse_timestamp`] of
-    /// the built value).
+    /// For a string without escapes that is UTF-8, or a [`Raw::Int`]: its
+    /// event time ([`crate::time::parse_timestamp`] of the built value).
     pub(crate) fn timestamp(self) -> Option<Option<i64>> {
         match self {
             Raw::Text(text) if text.is_ascii() => Some(parse_timestamp_ascii(text)),
             Raw::Int(_, n) => Some(Some(n)),
-            Raw::Other(bytes) => small_int(bytes).map(Some),
+            Raw::Other(_) => None,
             _ => Some(parse_timestamp_text(self.text()?)),
         }
     }
@@ -528,9 +521,7 @@ impl<'a> Raw<'a> {
         match self {
             Raw::Missing | Raw::Int(..) => true,
             Raw::Text(text) => text.is_ascii() || std::str::from_utf8(text).is_ok(),
-            Raw::Other(bytes) => {
-                is_literal(bytes) || is_plain_decimal(bytes) || is_small_int(bytes)
-            }
+            Raw::Other(bytes) => is_literal(bytes) || is_plain_decimal(bytes),
         }
     }
 
@@ -550,7 +541,6 @@ impl<'a> Raw<'a> {
             // An integer that fits an i64 is of every type but BOOLEAN
             // (a TIMESTAMP in epoch milliseconds).
             Raw::Int(..) => Some(ty != DataType::Boolean),
-            Raw::Other(bytes) if is_small_int(bytes) => Some(ty != DataType::Boolean),
             Raw::Other(b"true" | b"false") => {
                 Some(matches!(ty, DataType::Boolean | DataType::String))
             }
@@ -581,13 +571,6 @@ fn is_plain_decimal(bytes: &[u8]) -> bool {
         && !bytes.iter().any(|b| matches!(b, b'e' | b'E'))
 }
 
-/// The value of an integer's text of at most 18 digits (so it fits an
-/// `i64`), as serde_json makes it; `None` for any other number (and for
-/// `-0`, which serde_json reads as a float).
-fn small_integer(text: &[u8]) -> Option<Value> {
-    small_int(text).map(integer_value)
-}
-
 /// An integer's value as serde_json makes it (a `u64` when not negative).
 fn integer_value(n: i64) -> Value {
     match n {
@@ -596,20 +579,9 @@ fn integer_value(n: i64) -> Value {
     }
 }
 
-/// Whether [`small_int`] gives a value for `text`, told without reading
-/// its digits' value.
-fn is_small_int(text: &[u8]) -> bool {
-    let (negative, digits) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    !digits.is_empty()
-        && digits.len() <= 18
-        && digits.iter().all(u8::is_ascii_digit)
-        && !(negative && digits.iter().all(|&d| d == b'0'))
-}
-
-/// The value of [`small_integer`] as an `i64`, without making a `Value`.
+/// The value of an integer's text of at most 18 digits (so it fits an
+/// `i64`); `None` for any other number (and for `-0`, which serde_json
+/// reads as a float).
 fn small_int(text: &[u8]) -> Option<i64> {
     let (negative, digits) = match text.split_first()? {
         (b'-', rest) => (true, rest),
@@ -1031,13 +1003,6 @@ mod tests {
                 }
                 prop_assert_eq!(raw.number(), Some(crate::expr::num(&value)), "{:?}", raw);
             }
-        }
-
-        /// Telling an integer's text short enough agrees with reading it.
-        #[test]
-        fn short_integers_are_told_as_they_are_read(text in "-?[0-9]{0,20}(\\.[0-9])?") {
-            let bytes = text.as_bytes();
-            prop_assert_eq!(is_small_int(bytes), small_int(bytes).is_some(), "{}", text);
         }
     }
 }
