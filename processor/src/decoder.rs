@@ -690,7 +690,8 @@ mod tests {
         "CREATE STREAM t AS SELECT amount AS a, amount AS b, UPPER(user_id) AS u FROM user_events \
          PARTITION BY n;",
         "CREATE STREAM t AS SELECT -n % 3 AS m, n * 2 + amount AS s, amount / n AS q, \
-         user_id || '!' AS c, NULL * n AS z FROM user_events;",
+         user_id || '!' AS c, NULL * n AS z, 'web' AS via, 18446744073709551615 AS big, \
+         2.5 AS half FROM user_events;",
     ];
 
     /// The decoder and the projection made where events are decoded of

@@ -26,9 +26,20 @@ pub(crate) enum Arithmetic {
 
 impl Arithmetic {
     /// `expr` compiled, `index` giving a top-level field's index among
-    /// the row's fields; `None` unless `expr` is only numbers, literals,
-    /// top-level fields that `index` knows and `+ - * / %` or `-x`.
+    /// the row's fields; `None` unless `expr` is `+ - * / %` or `-x` over
+    /// numbers, literals, top-level fields that `index` knows and more of
+    /// the same. A literal or field alone is not compiled: its value is
+    /// itself, not its number (`'web'`, `true`, a `u64` above `i64::MAX`).
     pub(crate) fn compile(expr: &Expr, index: &dyn Fn(&str) -> Option<usize>) -> Option<Self> {
+        match expr {
+            Expr::Unary(UnaryOp::Neg, _) | Expr::Binary(..) => Self::operand(expr, index),
+            _ => None,
+        }
+    }
+
+    /// An operand of arithmetic compiled: a literal that is not a number
+    /// makes the result NULL, as a field that does not hold one.
+    fn operand(expr: &Expr, index: &dyn Fn(&str) -> Option<usize>) -> Option<Self> {
         Some(match expr {
             Expr::Literal(value) => Arithmetic::Constant(num(value)),
             Expr::Field(path) => match path.as_slice() {
@@ -36,7 +47,7 @@ impl Arithmetic {
                 _ => return None,
             },
             Expr::Unary(UnaryOp::Neg, operand) => {
-                Arithmetic::Neg(Box::new(Self::compile(operand, index)?))
+                Arithmetic::Neg(Box::new(Self::operand(operand, index)?))
             }
             Expr::Binary(
                 op
@@ -45,8 +56,8 @@ impl Arithmetic {
                 right,
             ) => Arithmetic::Binary(
                 *op,
-                Box::new(Self::compile(left, index)?),
-                Box::new(Self::compile(right, index)?),
+                Box::new(Self::operand(left, index)?),
+                Box::new(Self::operand(right, index)?),
             ),
             _ => return None,
         })
@@ -130,7 +141,7 @@ mod tests {
             Just(Expr::Field(vec!["b".into()])),
             value().prop_map(Expr::Literal),
         ];
-        leaf.prop_recursive(4, 16, 2, |inner| {
+        let operators = leaf.clone().prop_recursive(4, 16, 2, |inner| {
             prop_oneof![
                 inner
                     .clone()
@@ -152,15 +163,20 @@ mod tests {
                         Box::new(r)
                     )),
             ]
-        })
+        });
+        // A literal or field alone too: it must not compile.
+        prop_oneof![1 => leaf, 4 => operators]
     }
 
     proptest! {
         /// Compiled, an arithmetic expression gives what evaluating it
-        /// gives, whatever its fields hold.
+        /// gives, whatever its fields hold; nothing else compiles.
         #[test]
         fn compiled_arithmetic_equals_eval(e in expr(), a in value(), b in value()) {
-            let compiled = Arithmetic::compile(&e, &index).expect("arithmetic compiles");
+            let Some(compiled) = Arithmetic::compile(&e, &index) else {
+                prop_assert!(matches!(e, Expr::Field(_) | Expr::Literal(_)), "{:?}", e);
+                return Ok(());
+            };
             let row = Fields(vec![a, b]);
             let field = |i: usize| Some(num(&row.0[i]));
             let got = Arithmetic::value(compiled.eval(&field).expect("every field tells"));
@@ -177,7 +193,15 @@ mod tests {
             Box::new(Expr::Literal(json!(0.908))),
             a()
         )));
-        assert!(!compiles(&Expr::Field(vec!["c".into()])));
+        // Alone, a literal or field is its value, not its number.
+        assert!(!compiles(&Expr::Literal(json!("web"))));
+        assert!(!compiles(&Expr::Literal(json!(u64::MAX))));
+        assert!(!compiles(&a()));
+        assert!(!compiles(&Expr::Binary(
+            BinaryOp::Mul,
+            a(),
+            Box::new(Expr::Field(vec!["c".into()]))
+        )));
         assert!(!compiles(&Expr::Field(vec!["a".into(), "b".into()])));
         assert!(!compiles(&Expr::Binary(BinaryOp::Concat, a(), a())));
         assert!(!compiles(&Expr::Unary(UnaryOp::Not, a())));
