@@ -16,6 +16,12 @@ read from /proc around it: where a change moved work, and whether the thread tha
 bounds the query got cheaper, which varies less between runs than the
 wall time on a shared VM.
 
+With LOADED=1 the events are loaded once, into one data directory, and
+each build's server in turn is started on it (the builds must read each
+other's data directory): a run then finds the page cache and the input
+as the run before left them, and no load's writing back runs beside it.
+Each query's stream or table, and its topic, is dropped after its run.
+
 Prints each run as it ends and then, per build, query and worker count,
 the medians and every round's events/s; details in OUT_DIR/ab.json.
 """
@@ -23,6 +29,7 @@ the medians and every round's events/s; details in OUT_DIR/ab.json.
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import sys
 
@@ -34,6 +41,7 @@ BUILDS = [b.split(":", 1) for b in os.environ["BUILDS"].split()]
 QUERIES = os.environ.get("QUERIES", "q0 q1").split()
 WORKERS = [int(w) for w in os.environ.get("WORKERS", "1 2").split()]
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
+LOADED = os.environ.get("LOADED") == "1"
 
 
 def nexmark():
@@ -59,15 +67,29 @@ def threads_used(before, after):
     return used
 
 
+def drop(bench, node, query, workers):
+    """Drops the stream or table of `query`'s run and its output topic, so
+    that a later run on the same server can make them again."""
+    name, text = bench.kappa_statement(query, workers)
+    kind = "TABLE" if f"CREATE TABLE {name}" in text else "STREAM"
+    node.sql(f"DROP {kind} {name};")
+    # A stream's topic outlives it; a table's may not exist (404).
+    node.request("DELETE", f"/v1/topics/{name}")
+
+
 def main():
     bench = nexmark()
     os.makedirs(bench.OUT, exist_ok=True)
     runs = []
+    loaded = None
     for r in range(ROUNDS):
         for label, directory in BUILDS:
             bench.BIN = directory
-            node = bench.Kappa()
-            bench.load(node)
+            node = bench.Kappa(loaded)
+            if loaded is None:
+                bench.load(node)
+            if LOADED:
+                loaded = node.dir
             for query in QUERIES:
                 for workers in WORKERS:
                     bench.settle()
@@ -79,7 +101,11 @@ def main():
                           f"{bench.EVENTS / result['seconds']:,.0f} ev/s, "
                           f"{result['cpu_seconds'] / bench.EVENTS * 1e6:.3f} CPU-s/M, "
                           f"threads {result['threads']}", flush=True)
-            node.stop()
+                    if LOADED:
+                        drop(bench, node, query, workers)
+            node.stop(keep=LOADED)
+    if loaded:
+        shutil.rmtree(loaded, ignore_errors=True)
     with open(os.path.join(bench.OUT, "ab.json"), "w") as f:
         json.dump({"events": bench.EVENTS, "rounds": ROUNDS, "runs": runs}, f, indent=1)
     print(f"Medians of {ROUNDS} round(s), {bench.EVENTS:,} events.")

@@ -64,10 +64,12 @@ def say(*what):
 
 
 class Kappa(KappaServer):
-    """A release `kappa serve` on a fresh data directory."""
+    """A release `kappa serve` on a fresh data directory, or on `directory`,
+    one a server before it loaded (then kept at `stop`)."""
 
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="kappa-bench-nexmark-node-", dir=OUT)
+    def __init__(self, directory=None):
+        self.keep = directory is not None
+        self.dir = directory or tempfile.mkdtemp(prefix="kappa-bench-nexmark-node-", dir=OUT)
         port = free_port()
         args = [os.path.join(BIN, "kappa"), "serve", "--data-dir", os.path.join(self.dir, "data"),
                 "--listen", f"127.0.0.1:{port}"]
@@ -84,11 +86,14 @@ class Kappa(KappaServer):
         committed = [p["committed"] for p in body["served_version"]["partitions"]]
         return committed == ends
 
-    def stop(self):
+    def stop(self, keep=False):
+        """Stops the server; removes its data directory unless `keep` or
+        it was given one."""
         self.proc.terminate()
         self.proc.wait(timeout=60)
         self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not (keep or self.keep):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def kappa_statement(query, workers):
