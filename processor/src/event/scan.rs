@@ -429,9 +429,9 @@ impl<'a> Raw<'a> {
     /// checked by JSON's grammar): [`Raw::Int`] for an integer of at most
     /// 18 digits, else [`Raw::Other`].
     pub(crate) fn of_value(bytes: &'a [u8]) -> Raw<'a> {
-        match small_int(bytes) {
-            Some(n) => Raw::Int(bytes, n),
-            None => Raw::Other(bytes),
+        match quick::integer(bytes, 0) {
+            Some((n, end)) if end == bytes.len() => Raw::Int(bytes, n),
+            _ => Raw::Other(bytes),
         }
     }
 
@@ -576,27 +576,6 @@ fn integer_value(n: i64) -> Value {
     match n {
         n if n >= 0 => Value::from(n as u64),
         n => Value::from(n),
-    }
-}
-
-/// The value of an integer's text of at most 18 digits (so it fits an
-/// `i64`); `None` for any other number (and for `-0`, which serde_json
-/// reads as a float).
-fn small_int(text: &[u8]) -> Option<i64> {
-    let (negative, digits) = match text.split_first()? {
-        (b'-', rest) => (true, rest),
-        _ => (false, text),
-    };
-    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let n = digits
-        .iter()
-        .fold(0_i64, |n, d| n * 10 + i64::from(d - b'0'));
-    match (negative, n) {
-        (false, n) => Some(n),
-        (true, 0) => None,
-        (true, n) => Some(-n),
     }
 }
 

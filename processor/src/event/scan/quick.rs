@@ -155,9 +155,10 @@ fn value<'a>(bytes: &'a [u8], mut pos: usize, quotes: &mut Quotes<'a>) -> Option
 /// zero; not `-0`, which serde_json reads as a double), read and checked
 /// in one pass: its value and end. `None` for any other value, a longer
 /// integer or a number with a fraction or exponent, which the byte
-/// scanner reads.
+/// scanner reads (and [`Raw::of_value`] classifies, where the integer
+/// must be all of its bytes).
 #[inline(always)]
-fn integer(bytes: &[u8], pos: usize) -> Option<(i64, usize)> {
+pub(super) fn integer(bytes: &[u8], pos: usize) -> Option<(i64, usize)> {
     let negative = bytes.get(pos) == Some(&b'-');
     let first = pos + usize::from(negative);
     let mut end = first;
