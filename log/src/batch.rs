@@ -1081,6 +1081,7 @@ fn negative_key_length(key_len: i32) -> DecodeError {
 
 mod encoded;
 pub use encoded::EncodedRecords;
+pub(crate) use encoded::SealedBatch;
 
 #[cfg(test)]
 mod tests;

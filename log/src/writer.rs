@@ -2,7 +2,9 @@
 //! active segment.
 //!
 //! Group commit: the thread takes every append waiting in its queue (up to
-//! a bound), encodes them into one buffer, issues one `write`, and under
+//! a bound), encodes them into one buffer (records encoded where they were
+//! made are sealed in their own: `EncodedRecords::into_sealed`), issues
+//! one `write` of them all, and under
 //! `fsync = always` one `fdatasync` for the whole group, then publishes the
 //! new end to readers and answers every caller. While it syncs, new appends
 //! queue up and form the next group, so concurrent producers share syncs.
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use crate::batch::{self, BatchMeta};
+use crate::compression::Compression;
 use crate::config::FsyncPolicy;
 use crate::error::{LogError, Result};
 use crate::idempotency::{fingerprint_encoded, PriorAppend};
@@ -63,6 +66,24 @@ pub struct Writer {
     unsynced: bool,
     /// The syncer of the `interval` policy.
     interval: Option<Arc<IntervalSync>>,
+}
+
+/// Where one batch of a group is, between encoding and writing.
+enum Piece {
+    /// In the writer's buffer.
+    Buffered(std::ops::Range<usize>),
+    /// In the buffer its records were pushed into.
+    Sealed(batch::SealedBatch),
+}
+
+impl Piece {
+    /// The batch's bytes, `buffer` being the writer's.
+    fn bytes<'a>(&'a self, buffer: &'a [u8]) -> &'a [u8] {
+        match self {
+            Piece::Buffered(range) => &buffer[range.clone()],
+            Piece::Sealed(sealed) => sealed.batch(),
+        }
+    }
 }
 
 /// One append of a group, between encoding and answering.
@@ -183,10 +204,13 @@ impl Writer {
         let start_size = self.active.size;
         let mut next_offset = self.active.next_offset;
         let mut pending = Vec::with_capacity(group.len());
+        // The group's batches in order, and their bytes.
+        let mut pieces = Vec::with_capacity(group.len());
+        let mut group_len = 0;
         let shared = self.shared.clone();
         let compression = shared.compression();
         let mut window = shared.idempotency.lock().expect("idempotency");
-        for job in group {
+        for mut job in group {
             let key = job.request.idempotency_key().map(<[u8]>::to_vec);
             if let Some(key) = &key {
                 if let Some(prior) = window.get(key, now) {
@@ -199,18 +223,28 @@ impl Writer {
                     continue;
                 }
             }
-            let position = start_size + self.buf.len() as u64;
+            let position = start_size + group_len;
             let meta = BatchMeta {
                 base_offset: next_offset,
                 append_time: now,
                 idempotency_key: key.as_deref(),
             };
-            let start = self.buf.len();
-            job.request.encode(&mut self.buf, meta);
-            // Read off the bytes just encoded, before their compression.
-            let encoded = &self.buf[start..];
-            let max_ts = batch::i64_at(encoded, batch::MAX_TIMESTAMP_OFFSET);
             let count = job.request.record_count() as u32;
+            let mut piece = match &mut job.request {
+                // Records encoded where they were made, stored as encoded:
+                // their batch is written from their own buffer.
+                AppendPayload::Encoded { records, .. } if compression == Compression::None => {
+                    Piece::Sealed(std::mem::take(records).into_sealed(meta))
+                }
+                request => {
+                    let start = self.buf.len();
+                    request.encode(&mut self.buf, meta);
+                    Piece::Buffered(start..self.buf.len())
+                }
+            };
+            // Read off the bytes just encoded, before their compression.
+            let encoded = piece.bytes(&self.buf);
+            let max_ts = batch::i64_at(encoded, batch::MAX_TIMESTAMP_OFFSET);
             if let Some(key) = key {
                 let prior = PriorAppend {
                     base_offset: next_offset,
@@ -220,19 +254,27 @@ impl Writer {
                 };
                 window.insert(key, prior);
             }
-            let as_sent = job.request.as_sent().filter(|k| k.codec == compression);
-            let stored_as_sent = as_sent
-                .and_then(|kafka| crate::kafka_batch::store_as_sent(&mut self.buf, start, kafka));
-            if as_sent.is_some() && stored_as_sent.is_none() {
-                tracing::warn!(
-                    topic = %shared.topic,
-                    partition = shared.partition,
-                    "a Kafka producer's batch does not read back as the records decoded from it: stored the usual way"
-                );
+            if let Piece::Buffered(range) = &mut piece {
+                let start = range.start;
+                let as_sent = job.request.as_sent().filter(|k| k.codec == compression);
+                let stored_as_sent = as_sent.and_then(|kafka| {
+                    crate::kafka_batch::store_as_sent(&mut self.buf, start, kafka)
+                });
+                if as_sent.is_some() && stored_as_sent.is_none() {
+                    tracing::warn!(
+                        topic = %shared.topic,
+                        partition = shared.partition,
+                        "a Kafka producer's batch does not read back as the records decoded from it: stored the usual way"
+                    );
+                }
+                let len = stored_as_sent.unwrap_or_else(|| {
+                    crate::compression::compress_batch(&mut self.buf, start, compression)
+                });
+                *range = start..start + len;
             }
-            let len = stored_as_sent.unwrap_or_else(|| {
-                crate::compression::compress_batch(&mut self.buf, start, compression)
-            }) as u64;
+            let len = piece.bytes(&self.buf).len() as u64;
+            group_len += len;
+            pieces.push(piece);
             let outcome = Ok(AppendOutcome {
                 base_offset: next_offset,
                 record_count: count,
@@ -249,8 +291,8 @@ impl Writer {
         // Not held across the write and fsync: readers of the window
         // (routing checks) must not wait for the disk.
         drop(window);
-        if !self.buf.is_empty() {
-            if let Err(e) = self.write_and_sync(start_size) {
+        if !pieces.is_empty() {
+            if let Err(e) = self.write_and_sync(start_size, &pieces) {
                 let mut window = shared.idempotency.lock().expect("idempotency");
                 for p in &pending {
                     if p.written.is_some() {
@@ -274,7 +316,7 @@ impl Writer {
             }
             let records = next_offset - self.active.next_offset;
             metrics::histogram!(crate::metrics::GROUP_COMMIT_RECORDS).record(records as f64);
-            self.publish(&pending, next_offset, now);
+            self.publish(&pending, group_len, next_offset, now);
         }
         drop(ticket);
         for p in pending {
@@ -293,13 +335,16 @@ impl Writer {
                     .is_some_and(|t| now.saturating_sub(t) >= cfg.segment_ms as i64))
     }
 
-    /// Writes the group's buffer; syncs under `fsync = always` (the syncer
-    /// thread syncs under `interval`). On a write error the file is cut
-    /// back to `start_size` so no partial batch stays.
-    fn write_and_sync(&mut self, start_size: u64) -> Result<()> {
+    /// Writes the group's batches, `pieces`; syncs under `fsync = always`
+    /// (the syncer thread syncs under `interval`). On a write error the
+    /// file is cut back to `start_size` so no partial batch stays.
+    fn write_and_sync(&mut self, start_size: u64, pieces: &[Piece]) -> Result<()> {
         let path = self.active.segment.paths.log.clone();
         let faults = self.shared.log_config.faults.clone();
-        if let Err(e) = io::write_all(&mut self.active.file, &path, &self.buf, faults.as_deref()) {
+        let batches: Vec<&[u8]> = pieces.iter().map(|p| p.bytes(&self.buf)).collect();
+        let written =
+            io::write_all_vectored(&mut self.active.file, &path, &batches, faults.as_deref());
+        if let Err(e) = written {
             use std::io::{Seek, SeekFrom};
             let undo = self.active.file.set_len(start_size).and_then(|_| {
                 self.active
@@ -340,7 +385,7 @@ impl Writer {
     }
 
     /// Indexes the written batches, then makes them visible to readers.
-    fn publish(&mut self, pending: &[Pending], next_offset: u64, now: i64) {
+    fn publish(&mut self, pending: &[Pending], group_len: u64, next_offset: u64, now: i64) {
         let mut max_ts = i64::MIN;
         {
             let mut indexes = self.active.files.indexes.write().expect("indexes");
@@ -351,7 +396,7 @@ impl Writer {
                 max_ts = max_ts.max(ts);
             }
         }
-        self.active.size += self.buf.len() as u64;
+        self.active.size += group_len;
         self.active.next_offset = next_offset;
         self.active.first_append_time.get_or_insert(now);
         self.active

@@ -1064,3 +1064,80 @@ async fn encoded_records_append_as_the_same_records_do() {
         .unwrap_err();
     assert!(matches!(err, LogError::KeyRequired { .. }), "{err}");
 }
+
+/// Appends of encoded records and of `NewRecord`s queued together (so the
+/// writer takes several in one group: encoded ones written from their own
+/// buffers between batches encoded by the writer, or all encoded by it
+/// where the topic compresses) read back as appended, in order, under
+/// their offsets.
+#[tokio::test]
+async fn encoded_and_new_records_queued_together_read_back_in_order() {
+    for compression in [kappa_log::Compression::None, kappa_log::Compression::Zstd] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        let config = TopicConfig {
+            compression,
+            ..small_segments()
+        };
+        let topic = log.create_topic("t", config).unwrap();
+        let p = topic.partition(0).unwrap();
+        let mut pending = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..40u32 {
+            let value = format!(
+                "{{\"append\":{i},\"pad\":\"{}\"}}",
+                "p".repeat(i as usize * 7)
+            );
+            let key = format!("k{i}");
+            if i % 3 == 0 {
+                let request = AppendRequest {
+                    records: vec![NewRecord {
+                        key: Some(Bytes::from(key.clone())),
+                        value: Bytes::from(value.clone()),
+                        timestamp: Some(i64::from(i)),
+                        headers: Vec::new(),
+                    }],
+                    idempotency_key: None,
+                    as_sent: None,
+                };
+                pending.push(p.submit(request).await.unwrap());
+                want.push((key, value, i64::from(i)));
+            } else {
+                let mut records = EncodedRecords::default();
+                for r in 0..i % 4 + 1 {
+                    let value = format!("{value}{r}");
+                    records.push(Some(key.as_bytes()), value.as_bytes(), i64::from(i + r));
+                    want.push((key.clone(), value, i64::from(i + r)));
+                }
+                let batch_key = (i % 2 == 0).then(|| format!("batch-{i}").into_bytes());
+                pending.push(p.submit_encoded(records, batch_key).await.unwrap());
+            }
+        }
+        let mut next = 0;
+        for append in pending {
+            let outcome = append.wait().await.unwrap();
+            assert_eq!(outcome.base_offset, next, "{compression:?}");
+            next += u64::from(outcome.record_count);
+        }
+        let read = p.read(0, u64::MAX, 1 << 24).unwrap();
+        let got: Vec<_> = read
+            .batches
+            .iter()
+            .flat_map(|b| b.records())
+            .map(|r| {
+                let key = String::from_utf8(r.key.unwrap().to_vec()).unwrap();
+                let value = String::from_utf8(r.value.to_vec()).unwrap();
+                (key, value, r.timestamp)
+            })
+            .collect();
+        assert_eq!(got, want, "{compression:?}");
+        drop(topic);
+        log.close();
+        drop(log);
+        // Read again after a restart (its recovery checks every batch).
+        let log = Log::open(LogConfig::new(dir.path())).unwrap();
+        let topic = log.topic("t").unwrap();
+        let p = topic.partition(0).unwrap();
+        assert_eq!(p.end_offset(), want.len() as u64, "{compression:?}");
+    }
+}

@@ -1,8 +1,14 @@
 //! Records encoded where they are made ([`EncodedRecords`]): an append of
-//! them copies their bytes into its batch whole, where an append of
+//! them writes their buffer as its batch, the header put in the room left
+//! before the records ([`EncodedRecords::into_sealed`]), where an append of
 //! [`NewRecord`](super::NewRecord)s encodes each on the writer's thread.
 
-use super::{put_header, seal, BatchMeta, HEADER_LEN, RECORD_OVERHEAD};
+use super::{put_header, seal, BatchMeta, HEADER_LEN, MAX_IDEMPOTENCY_KEY_LEN, RECORD_OVERHEAD};
+
+/// Bytes an [`EncodedRecords`]' buffer keeps before its records: room for
+/// a batch header and the longest idempotency key, so that the batch is
+/// sealed where the records were pushed instead of copied behind a header.
+const HEADROOM: usize = HEADER_LEN + MAX_IDEMPOTENCY_KEY_LEN;
 
 /// Records in the encoding of a batch's records (log/FORMAT.md §2): per
 /// record its timestamp, key, value and no headers, one after the other.
@@ -12,7 +18,8 @@ use super::{put_header, seal, BatchMeta, HEADER_LEN, RECORD_OVERHEAD};
 /// allocation, encoded again or freed on the writer's thread.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EncodedRecords {
-    /// The records' bytes, as a batch holds them after its idempotency key.
+    /// Empty while no record is held; then [`HEADROOM`] zero bytes and the
+    /// records' bytes, as a batch holds them after its idempotency key.
     bytes: Vec<u8>,
     /// Records in `bytes`.
     count: u32,
@@ -28,7 +35,7 @@ impl EncodedRecords {
     /// No records, with room for `bytes` bytes of them.
     pub fn with_capacity(bytes: usize) -> EncodedRecords {
         EncodedRecords {
-            bytes: Vec::with_capacity(bytes),
+            bytes: Vec::with_capacity(HEADROOM + bytes),
             ..EncodedRecords::default()
         }
     }
@@ -39,6 +46,7 @@ impl EncodedRecords {
     pub fn push(&mut self, key: Option<&[u8]>, value: &[u8], timestamp: i64) {
         if self.count == 0 {
             (self.first_timestamp, self.max_timestamp) = (timestamp, timestamp);
+            self.bytes.resize(HEADROOM, 0);
         }
         self.max_timestamp = self.max_timestamp.max(timestamp);
         self.count += 1;
@@ -79,12 +87,17 @@ impl EncodedRecords {
 
     /// Bytes the records take in a batch.
     pub fn records_len(&self) -> usize {
-        self.bytes.len()
+        self.records().len()
+    }
+
+    /// The records' bytes.
+    fn records(&self) -> &[u8] {
+        self.bytes.get(HEADROOM..).unwrap_or_default()
     }
 
     /// Bytes of the batch of these records with `idempotency_key`.
     pub fn batch_len(&self, idempotency_key: Option<&[u8]>) -> usize {
-        HEADER_LEN + idempotency_key.map_or(0, <[u8]>::len) + self.bytes.len()
+        HEADER_LEN + idempotency_key.map_or(0, <[u8]>::len) + self.records_len()
     }
 
     /// Appends the batch of these records to `out`, as
@@ -97,9 +110,43 @@ impl EncodedRecords {
         out.reserve(len);
         let timestamps = (self.first_timestamp, self.max_timestamp);
         put_header(out, len, self.count, timestamps, meta);
-        out.extend_from_slice(&self.bytes);
+        out.extend_from_slice(self.records());
         seal(out, start);
         len
+    }
+
+    /// The batch of these records, as [`EncodedRecords::encode`] encodes
+    /// it, made in their own buffer: its header is put in the room before
+    /// the records. At least one record.
+    pub(crate) fn into_sealed(mut self, meta: BatchMeta<'_>) -> SealedBatch {
+        assert!(self.count > 0, "a batch holds at least one record");
+        let len = self.batch_len(meta.idempotency_key);
+        let start = self.bytes.len() - len;
+        let mut header = Vec::with_capacity(len - self.records_len());
+        let timestamps = (self.first_timestamp, self.max_timestamp);
+        put_header(&mut header, len, self.count, timestamps, meta);
+        self.bytes[start..HEADROOM].copy_from_slice(&header);
+        seal(&mut self.bytes, start);
+        SealedBatch {
+            bytes: self.bytes,
+            start,
+        }
+    }
+}
+
+/// An encoded batch in the buffer its records were pushed into
+/// ([`EncodedRecords::into_sealed`]).
+#[derive(Debug)]
+pub(crate) struct SealedBatch {
+    bytes: Vec<u8>,
+    /// Where the batch starts in `bytes` (it runs to the end).
+    start: usize,
+}
+
+impl SealedBatch {
+    /// The batch's bytes.
+    pub(crate) fn batch(&self) -> &[u8] {
+        &self.bytes[self.start..]
     }
 }
 
@@ -144,6 +191,8 @@ mod tests {
             let len = encoded.encode(&mut ours, meta);
             prop_assert_eq!(len, encode(&mut theirs, meta, &new));
             prop_assert_eq!(&ours, &theirs);
+            let sealed = encoded.clone().into_sealed(meta);
+            prop_assert_eq!(sealed.batch(), &theirs[2..]);
             prop_assert_eq!(len, encoded.batch_len(key.as_deref()));
             prop_assert_eq!(encoded.len(), records.len());
             prop_assert_eq!(encoded.unkeyed(), records.iter().filter(|r| r.0.is_none()).count());
