@@ -9,6 +9,7 @@
 //! the window is treated as new.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
 
 use crate::batch::{BatchMeta, BatchView, NewRecord};
 
@@ -23,7 +24,7 @@ pub struct PriorAppend {
     pub append_time: i64,
     /// [`fingerprint_encoded`] of its records: a retry must carry the same
     /// ones.
-    pub fingerprint: u32,
+    pub fingerprint: u64,
 }
 
 /// An idempotency key found in a stored batch.
@@ -53,28 +54,30 @@ impl StoredKey {
     }
 }
 
-/// A checksum of the records of `batch`, an encoded batch before any
+/// A hash of the records of `batch`, an encoded batch before any
 /// compression ([`crate::batch::encode`]'s bytes): their keys, values and
 /// headers, not their timestamps, which a retry may leave to the append
 /// time. It tells a true retry from a different request that reuses a key.
 ///
-/// Per record, one CRC-32 update over its bytes after the timestamp (the
-/// key, value and headers with their lengths): one pass over bytes the
-/// writer has just encoded, where hashing each field of the records
-/// separately took six times the batch's own CRC. Kept in memory only
-/// (the window), so its definition may change between builds.
-pub fn fingerprint_encoded(batch: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    let read = crate::batch::read_record_bodies(batch, |body| h.update(body));
+/// Per record, one foldhash write of its bytes after the timestamp (the
+/// key, value and headers with their lengths), chained: a record's hundred-odd
+/// bytes are too few for a CRC's fast loop, and a CRC-32 update per record
+/// took twice the batch's own CRC on the writer's thread. Kept in memory
+/// only (the window), so its definition may change between builds.
+pub fn fingerprint_encoded(batch: &[u8]) -> u64 {
+    let mut h = foldhash::fast::FixedState::default().build_hasher();
+    let read = crate::batch::read_record_bodies(batch, |body| h.write(body));
     debug_assert!(read.is_ok(), "an encoded batch: {read:?}");
-    h.finalize()
+    h.finish()
 }
 
 /// [`fingerprint_encoded`] of records about to be appended (encoded for
 /// it: a rare path, a key seen before).
-pub fn fingerprint_of(records: &[NewRecord]) -> u32 {
+pub fn fingerprint_of(records: &[NewRecord]) -> u64 {
     if records.is_empty() {
-        return crc32fast::hash(&[]);
+        return foldhash::fast::FixedState::default()
+            .build_hasher()
+            .finish();
     }
     fingerprint_by(|out, meta| {
         crate::batch::encode(out, meta, records);
@@ -84,7 +87,7 @@ pub fn fingerprint_of(records: &[NewRecord]) -> u32 {
 /// [`fingerprint_encoded`] of the batch `encode` appends to an empty
 /// buffer, given the header of a batch without a key (at offset and time
 /// 0: the fingerprint does not read them).
-pub(crate) fn fingerprint_by(encode: impl FnOnce(&mut Vec<u8>, BatchMeta<'static>)) -> u32 {
+pub(crate) fn fingerprint_by(encode: impl FnOnce(&mut Vec<u8>, BatchMeta<'static>)) -> u64 {
     let mut encoded = Vec::new();
     let meta = BatchMeta {
         base_offset: 0,

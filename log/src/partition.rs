@@ -101,7 +101,7 @@ impl AppendPayload {
     }
 
     /// [`crate::idempotency::fingerprint_encoded`] of these records.
-    pub(crate) fn fingerprint(&self) -> u32 {
+    pub(crate) fn fingerprint(&self) -> u64 {
         match self {
             AppendPayload::Records(request) => fingerprint_of(&request.records),
             AppendPayload::Encoded { records, .. } => fingerprint_by(|out, meta| {
