@@ -196,7 +196,7 @@ impl RowWriter {
                 },
                 LocatedColumn::Arithmetic(arithmetic) => {
                     let n = arithmetic.eval(&|at| raws[at].number())?;
-                    write_value(out, &Arithmetic::value(n));
+                    Arithmetic::write_text(n, out);
                 }
                 LocatedColumn::Computed => write_value(out, &columns[*i].1.eval_ref(row)),
             }

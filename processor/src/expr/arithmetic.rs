@@ -4,9 +4,7 @@
 //! `0.908 * price`) is made from a field's number without building the
 //! row's values or looking its name up.
 
-use serde_json::Value;
-
-use super::eval::{arith, negate, num, num_value};
+use super::eval::{arith, negate, num};
 use super::{BinaryOp, Expr, Num, UnaryOp};
 
 /// An arithmetic expression over numbers and fields read by index: what
@@ -83,17 +81,34 @@ impl Arithmetic {
         })
     }
 
-    /// The JSON value of a result of [`Arithmetic::eval`]: NULL for
-    /// `None`, and for a result that is not finite.
-    pub(crate) fn value(n: Option<Num>) -> Value {
-        n.map_or(Value::Null, num_value)
+    /// Appends to `out` the JSON text of a result of [`Arithmetic::eval`],
+    /// the text serde_json writes of its value (`eval.rs`'s `num_value`;
+    /// NULL for `None`) without making the value: itoa's digits for an
+    /// integer and zmij's shortest text for a finite double, as serde_json
+    /// writes them; `null` for `None` and a result that is not finite.
+    pub(crate) fn write_text(n: Option<Num>, out: &mut Vec<u8>) {
+        match n {
+            Some(Num::Int(i)) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+            Some(Num::Float(f)) if f.is_finite() => {
+                out.extend_from_slice(zmij::Buffer::new().format_finite(f).as_bytes())
+            }
+            _ => out.extend_from_slice(b"null"),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::eval::num_value;
     use super::*;
     use crate::expr::{Expr, Row};
+    use serde_json::Value;
+
+    /// The JSON value of a result of [`Arithmetic::eval`], as `Expr::eval`
+    /// makes it: NULL for `None`, and for a result that is not finite.
+    fn json_of(n: Option<Num>) -> Value {
+        n.map_or(Value::Null, num_value)
+    }
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -169,6 +184,25 @@ mod tests {
     }
 
     proptest! {
+        /// A result's text is serde_json's text of its value, for any
+        /// integer and any double (NaN, infinities, -0.0 and subnormals
+        /// among them).
+        #[test]
+        fn result_text_is_serde_json_text_of_the_value(
+            n in prop_oneof![
+                Just(None),
+                any::<i64>().prop_map(|i| Some(Num::Int(i))),
+                any::<f64>().prop_map(|f| Some(Num::Float(f))),
+                prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(-0.0), Just(5e-324), Just(1e21), Just(2.0)]
+                    .prop_map(|f| Some(Num::Float(f))),
+            ],
+        ) {
+            let mut out = b"x".to_vec();
+            Arithmetic::write_text(n, &mut out);
+            let want = serde_json::to_string(&json_of(n)).unwrap();
+            prop_assert_eq!(&out[1..], want.as_bytes());
+        }
+
         /// Compiled, an arithmetic expression gives what evaluating it
         /// gives, whatever its fields hold; nothing else compiles.
         #[test]
@@ -179,7 +213,7 @@ mod tests {
             };
             let row = Fields(vec![a, b]);
             let field = |i: usize| Some(num(&row.0[i]));
-            let got = Arithmetic::value(compiled.eval(&field).expect("every field tells"));
+            let got = json_of(compiled.eval(&field).expect("every field tells"));
             prop_assert_eq!(got, e.eval(&row));
         }
     }
