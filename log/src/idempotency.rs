@@ -37,11 +37,14 @@ pub struct StoredKey {
 }
 
 impl StoredKey {
-    /// The key of a stored batch, if it carries one.
+    /// The key of a stored batch, if it carries one. Its fingerprint is
+    /// read off the batch's version-1 bytes (a compressed batch's as it
+    /// stands for them), which hold its records as an append encodes them:
+    /// no record is decoded (recovery reads every keyed batch of the
+    /// window this way).
     pub fn of(view: &BatchView) -> Option<StoredKey> {
         let key = view.idempotency_key()?.to_vec();
-        let records: Vec<NewRecord> = view.records().map(NewRecord::from).collect();
-        let fingerprint = fingerprint_of(&records);
+        let fingerprint = fingerprint_encoded(view.as_bytes());
         Some(StoredKey {
             key,
             prior: PriorAppend {
@@ -251,6 +254,47 @@ mod tests {
             assert_ne!(fingerprint_of(&other), same, "{other:?}");
         }
         assert_ne!(fingerprint_of(&base[..1]), same);
+    }
+
+    /// A stored batch's key carries the fingerprint of the records
+    /// appended, read off the batch as stored, compressed or not.
+    #[test]
+    fn stored_keys_carry_the_fingerprint_of_the_records_appended() {
+        let records = [
+            record(Some("k"), "v", Some(1), "x"),
+            record(None, &"w".repeat(300), None, ""),
+        ];
+        let meta = BatchMeta {
+            base_offset: 7,
+            append_time: 77,
+            idempotency_key: Some(b"key"),
+        };
+        for codec in [
+            crate::compression::Compression::None,
+            crate::compression::Compression::Zstd,
+            crate::compression::Compression::Lz4,
+        ] {
+            let mut stored = Vec::new();
+            crate::batch::encode(&mut stored, meta, &records);
+            let len = crate::compression::compress_batch(&mut stored, 0, codec);
+            assert_eq!(
+                crate::batch::stored_compression(&stored),
+                codec,
+                "{codec:?}"
+            );
+            let view = BatchView::parse(&bytes::Bytes::from(stored[..len].to_vec())).unwrap();
+            let stored_key = StoredKey::of(&view).unwrap();
+            assert_eq!(stored_key.key, b"key");
+            assert_eq!(
+                stored_key.prior.fingerprint,
+                fingerprint_of(&records),
+                "{codec:?}"
+            );
+            assert_eq!(
+                (stored_key.prior.base_offset, stored_key.prior.record_count),
+                (7, 2)
+            );
+        }
     }
 
     #[test]
