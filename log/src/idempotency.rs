@@ -68,19 +68,23 @@ impl StoredKey {
 /// took twice the batch's own CRC on the writer's thread. Kept in memory
 /// only (the window), so its definition may change between builds.
 pub fn fingerprint_encoded(batch: &[u8]) -> u64 {
-    let mut h = foldhash::fast::FixedState::default().build_hasher();
+    let mut h = fingerprint_hasher();
     let read = crate::batch::read_record_bodies(batch, |body| h.write(body));
     debug_assert!(read.is_ok(), "an encoded batch: {read:?}");
     h.finish()
+}
+
+/// The hasher a fingerprint is made with: foldhash with its fixed seed,
+/// so equal records give equal fingerprints in every window.
+fn fingerprint_hasher() -> foldhash::fast::FoldHasher {
+    foldhash::fast::FixedState::default().build_hasher()
 }
 
 /// [`fingerprint_encoded`] of records about to be appended (encoded for
 /// it: a rare path, a key seen before).
 pub fn fingerprint_of(records: &[NewRecord]) -> u64 {
     if records.is_empty() {
-        return foldhash::fast::FixedState::default()
-            .build_hasher()
-            .finish();
+        return fingerprint_hasher().finish();
     }
     fingerprint_by(|out, meta| {
         crate::batch::encode(out, meta, records);

@@ -87,7 +87,7 @@ impl EncodedRecords {
 
     /// Bytes the records take in a batch.
     pub fn records_len(&self) -> usize {
-        self.records().len()
+        self.bytes.len().saturating_sub(HEADROOM)
     }
 
     /// The records' bytes.
