@@ -200,6 +200,17 @@ pub enum LogError {
         source: std::io::Error,
     },
 
+    /// An append of a chain ([`crate::AppendChain`]) was refused unwritten:
+    /// one before it in the chain failed (or its sender stopped the chain),
+    /// and a chain's appends land only as a prefix of their order.
+    #[error("topic {topic:?} partition {partition}: not written, an append before it in its chain failed")]
+    ChainBroken {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: u32,
+    },
+
     /// The log is shutting down (or the partition was deleted).
     #[error("the log is closed")]
     Closed,

@@ -28,6 +28,8 @@ pub struct FaultInjector {
     /// Every write through [`write_all`] takes this lock first: a test that
     /// holds it stalls the writers (to fill their queues deterministically).
     pub write_gate: Mutex<()>,
+    /// Writes started through [`write_all`] (counted before `write_gate`).
+    pub writes_started: AtomicUsize,
     /// Every fdatasync through [`sync_data`] takes this lock first: a test
     /// that holds it stalls the syncs.
     pub sync_gate: Mutex<()>,
@@ -55,6 +57,7 @@ impl FaultInjector {
             fail_next_sync: AtomicBool::new(false),
             fail_next_write_after: AtomicUsize::new(usize::MAX),
             write_gate: Mutex::new(()),
+            writes_started: AtomicUsize::new(0),
             sync_gate: Mutex::new(()),
             syncs_started: AtomicUsize::new(0),
             read_gate: Mutex::new(()),
@@ -123,6 +126,7 @@ pub fn write_all(
 ) -> Result<()> {
     crash::step(path, "write")?;
     if let Some(f) = faults {
+        f.writes_started.fetch_add(1, Ordering::SeqCst);
         let _gate = f.write_gate.lock().unwrap_or_else(|e| e.into_inner());
         let after = f.fail_next_write_after.swap(usize::MAX, Ordering::SeqCst);
         if after != usize::MAX {

@@ -69,7 +69,8 @@ pub use kafka_batch::KafkaRecords;
 pub use log::{GroupPartitionOffset, Log, ResetTo};
 pub use offsets::CommittedOffset;
 pub use partition::{
-    AppendOutcome, AppendRequest, Fetch, Partition, PartitionDescription, PendingAppend,
+    AppendChain, AppendOutcome, AppendRequest, Fetch, Partition, PartitionDescription,
+    PendingAppend,
 };
 pub use partitioner::partition_for_key;
 pub use tiered::SegmentStore;

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -63,12 +63,14 @@ pub struct AppendRequest {
 pub(crate) enum AppendPayload {
     /// An [`AppendRequest`].
     Records(AppendRequest),
-    /// Records encoded already, and the append's idempotency key.
+    /// Records encoded already, the append's idempotency key and chain.
     Encoded {
         /// The records.
         records: EncodedRecords,
         /// As [`AppendRequest::idempotency_key`].
         idempotency_key: Option<Vec<u8>>,
+        /// The chain the append belongs to, if any.
+        chain: Option<AppendChain>,
     },
 }
 
@@ -80,6 +82,14 @@ impl AppendPayload {
             AppendPayload::Encoded {
                 idempotency_key, ..
             } => idempotency_key.as_deref(),
+        }
+    }
+
+    /// The chain the append belongs to.
+    pub(crate) fn chain(&self) -> Option<&AppendChain> {
+        match self {
+            AppendPayload::Records(_) => None,
+            AppendPayload::Encoded { chain, .. } => chain.as_ref(),
         }
     }
 
@@ -457,6 +467,7 @@ impl Partition {
             AppendPayload::Encoded {
                 records,
                 idempotency_key,
+                ..
             } => (
                 records.unkeyed(),
                 records.batch_len(idempotency_key.as_deref()),
@@ -514,15 +525,18 @@ impl Partition {
 
     /// Queues an append of records encoded where they were made
     /// ([`EncodedRecords`]), as [`Partition::submit`] queues one: the
-    /// writer copies their bytes into the batch whole.
+    /// writer writes their bytes as the batch. In `chain`, it is written
+    /// only if every append of the chain queued before it was.
     pub async fn submit_encoded(
         &self,
         records: EncodedRecords,
         idempotency_key: Option<Vec<u8>>,
+        chain: Option<&AppendChain>,
     ) -> Result<PendingAppend> {
         let payload = AppendPayload::Encoded {
             records,
             idempotency_key,
+            chain: chain.cloned(),
         };
         self.reserve_payload(payload).await?.send()
     }
@@ -1023,6 +1037,38 @@ impl ReservedAppend<'_> {
             .send(Command::Append(job))
             .map_err(|_| LogError::Closed)?;
         Ok(PendingAppend { rx })
+    }
+}
+
+/// Appends to one partition that land only as a prefix of the order they
+/// were queued in ([`Partition::submit_encoded`]): once one of them fails,
+/// or the chain is stopped, the writer refuses every later one unwritten
+/// ([`LogError::ChainBroken`]). A sender can so keep several appends in
+/// flight and still never have one land after one that did not. Clones
+/// are the same chain.
+#[derive(Debug, Clone, Default)]
+pub struct AppendChain {
+    /// Set once an append of the chain failed or the chain was stopped;
+    /// never cleared. The partition's writer reads it before each append
+    /// of the chain, in queue order.
+    broken: Arc<AtomicBool>,
+}
+
+impl AppendChain {
+    /// A new chain, nothing refused.
+    pub fn new() -> AppendChain {
+        AppendChain::default()
+    }
+
+    /// Refuses every append of the chain the writer has not begun to
+    /// write: a sender giving up on its appends in flight.
+    pub fn stop(&self) {
+        self.broken.store(true, Ordering::SeqCst);
+    }
+
+    /// True once an append of the chain failed or it was stopped.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::SeqCst)
     }
 }
 

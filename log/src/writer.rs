@@ -27,7 +27,7 @@ use crate::config::FsyncPolicy;
 use crate::error::{LogError, Result};
 use crate::idempotency::{fingerprint_encoded, PriorAppend};
 use crate::io;
-use crate::partition::{AppendOutcome, AppendPayload, PartitionShared};
+use crate::partition::{AppendChain, AppendOutcome, AppendPayload, PartitionShared};
 use crate::recovery::{self, ActiveState};
 use crate::syncer::{record_sync, IntervalSync};
 
@@ -46,6 +46,21 @@ pub struct AppendJob {
     pub reply: oneshot::Sender<Result<AppendOutcome>>,
     /// Queue space held until the append is answered.
     pub permit: OwnedSemaphorePermit,
+}
+
+impl AppendJob {
+    /// Answers the append; a failed one breaks its chain first, so that no
+    /// later append of the chain is written.
+    fn answer(self, outcome: Result<AppendOutcome>) {
+        if outcome.is_err() {
+            if let Some(chain) = self.request.chain() {
+                chain.stop();
+            }
+        }
+        let _ = self.reply.send(outcome);
+        // The queue space is given back once the answer is sent.
+        drop(self.permit);
+    }
 }
 
 /// What the writer thread is asked to do.
@@ -183,7 +198,7 @@ impl Writer {
     fn commit_group(&mut self, group: Vec<AppendJob>) {
         if let Some(reason) = self.shared.failure() {
             for job in group {
-                let _ = job.reply.send(Err(self.shared.failed_error(&reason)));
+                job.answer(Err(self.shared.failed_error(&reason)));
             }
             return;
         }
@@ -195,7 +210,7 @@ impl Writer {
         if self.should_roll(group_bytes as u64, now) {
             if let Err(e) = self.roll() {
                 for job in group {
-                    let _ = job.reply.send(Err(self.shared.failed_or(&e)));
+                    job.answer(Err(self.shared.failed_or(&e)));
                 }
                 return;
             }
@@ -211,6 +226,20 @@ impl Writer {
         let compression = shared.compression();
         let mut window = shared.idempotency.lock().expect("idempotency");
         for mut job in group {
+            // Checked in queue order: once an append of the chain failed,
+            // every later one is refused here, unwritten.
+            if job.request.chain().is_some_and(AppendChain::is_broken) {
+                let outcome = Err(LogError::ChainBroken {
+                    topic: shared.topic.clone(),
+                    partition: shared.partition,
+                });
+                pending.push(Pending {
+                    job,
+                    outcome,
+                    written: None,
+                });
+                continue;
+            }
             let key = job.request.idempotency_key().map(<[u8]>::to_vec);
             if let Some(key) = &key {
                 if let Some(prior) = window.get(key, now) {
@@ -310,7 +339,7 @@ impl Writer {
                     } else {
                         p.outcome
                     };
-                    let _ = p.job.reply.send(reply);
+                    p.job.answer(reply);
                 }
                 return;
             }
@@ -320,8 +349,7 @@ impl Writer {
         }
         drop(ticket);
         for p in pending {
-            let _ = p.job.reply.send(p.outcome);
-            drop(p.job.permit);
+            p.job.answer(p.outcome);
         }
     }
 

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use kappa_log::batch::ReadBatch;
 use kappa_log::io::FaultInjector;
 use kappa_log::{
-    AppendClock, AppendRequest, EncodedRecords, Fetch, FsyncPolicy, Log, LogConfig, LogError,
-    ManualTime, NewRecord, ProduceRecord, ResetTo, Topic, TopicConfig,
+    AppendChain, AppendClock, AppendRequest, EncodedRecords, Fetch, FsyncPolicy, Log, LogConfig,
+    LogError, ManualTime, NewRecord, ProduceRecord, ResetTo, Topic, TopicConfig,
 };
 
 fn records(n: usize, ts: i64) -> Vec<NewRecord> {
@@ -1000,7 +1000,10 @@ async fn encoded_records_append_as_the_same_records_do() {
         records
     };
     let key = Some(b"batch-1".to_vec());
-    let first = p.submit_encoded(encoded(), key.clone()).await.unwrap();
+    let first = p
+        .submit_encoded(encoded(), key.clone(), None)
+        .await
+        .unwrap();
     let first = first.wait().await.unwrap();
     assert_eq!((first.base_offset, first.record_count), (0, 3));
     assert!(!first.duplicate);
@@ -1016,7 +1019,10 @@ async fn encoded_records_append_as_the_same_records_do() {
         .collect();
     assert_eq!(got, want);
 
-    let again = p.submit_encoded(encoded(), key.clone()).await.unwrap();
+    let again = p
+        .submit_encoded(encoded(), key.clone(), None)
+        .await
+        .unwrap();
     assert!(again.wait().await.unwrap().duplicate);
     let as_new_records = AppendRequest {
         records: rows
@@ -1034,7 +1040,7 @@ async fn encoded_records_append_as_the_same_records_do() {
     assert!(p.append(as_new_records).await.unwrap().duplicate);
     let mut other = encoded();
     other.push(None, b"four", 1);
-    let pending = p.submit_encoded(other, key).await.unwrap();
+    let pending = p.submit_encoded(other, key, None).await.unwrap();
     let err = pending.wait().await.unwrap_err();
     assert!(
         matches!(err, LogError::IdempotencyKeyReused { .. }),
@@ -1043,7 +1049,7 @@ async fn encoded_records_append_as_the_same_records_do() {
     assert_eq!(p.end_offset(), 3);
 
     let err = p
-        .submit_encoded(EncodedRecords::default(), None)
+        .submit_encoded(EncodedRecords::default(), None, None)
         .await
         .unwrap_err();
     assert!(matches!(err, LogError::InvalidArgument(_)), "{err}");
@@ -1059,10 +1065,112 @@ async fn encoded_records_append_as_the_same_records_do() {
     let err = compacted
         .partition(0)
         .unwrap()
-        .submit_encoded(encoded(), None)
+        .submit_encoded(encoded(), None, None)
         .await
         .unwrap_err();
     assert!(matches!(err, LogError::KeyRequired { .. }), "{err}");
+}
+
+/// Waits until a write started after `started` writes is held at the
+/// injector's write gate (the deadline only turns a hang into a failure).
+async fn write_at_gate(faults: &FaultInjector, started: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while faults.writes_started.load(Ordering::SeqCst) == started {
+        assert!(std::time::Instant::now() < deadline, "no write started");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// The appends of one chain land only as a prefix of their order: after
+/// one failed, the writer refuses every later one of the chain unwritten,
+/// while an append outside the chain queued among them is written; a
+/// stopped chain refuses what is still queued, not what is being written.
+// Holding the gate across awaits is the point: it stalls the writer.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn a_chains_appends_after_a_failed_one_are_refused_unwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (faults, config) = with_faults(dir.path());
+    let log = Log::open(config).unwrap();
+    let topic = log.create_topic("t", TopicConfig::default()).unwrap();
+    let p = topic.partition(0).unwrap();
+    let one = |value: &str| {
+        let mut records = EncodedRecords::default();
+        records.push(None, value.as_bytes(), 1);
+        records
+    };
+    let values = || {
+        let read = p.read(0, u64::MAX, 1 << 20).unwrap();
+        let records = read.batches.iter().flat_map(|b| b.records());
+        records.map(|r| r.value.clone()).collect::<Vec<_>>()
+    };
+
+    // The chain's first append fails while its second and third wait
+    // behind it, an append outside the chain between them.
+    let chain = AppendChain::new();
+    let gate = faults.write_gate.lock().unwrap();
+    let started = faults.writes_started.load(Ordering::SeqCst);
+    let first = p
+        .submit_encoded(one("a"), None, Some(&chain))
+        .await
+        .unwrap();
+    write_at_gate(&faults, started).await;
+    let second = p
+        .submit_encoded(one("b"), None, Some(&chain))
+        .await
+        .unwrap();
+    let outside = p.submit_encoded(one("c"), None, None).await.unwrap();
+    let third = p
+        .submit_encoded(one("d"), None, Some(&chain))
+        .await
+        .unwrap();
+    faults.fail_next_write_after.store(0, Ordering::SeqCst);
+    drop(gate);
+    let err = first.wait().await.unwrap_err();
+    assert!(matches!(err, LogError::Io { .. }), "{err}");
+    for refused in [second, third] {
+        let err = refused.wait().await.unwrap_err();
+        assert!(matches!(err, LogError::ChainBroken { .. }), "{err}");
+    }
+    assert_eq!(outside.wait().await.unwrap().base_offset, 0);
+    assert!(chain.is_broken());
+    assert_eq!(values(), [Bytes::from("c")]);
+
+    // A stopped chain: the append being written lands, the one queued
+    // behind it does not.
+    let chain = AppendChain::new();
+    let gate = faults.write_gate.lock().unwrap();
+    let started = faults.writes_started.load(Ordering::SeqCst);
+    let writing = p
+        .submit_encoded(one("e"), None, Some(&chain))
+        .await
+        .unwrap();
+    write_at_gate(&faults, started).await;
+    let queued = p
+        .submit_encoded(one("f"), None, Some(&chain))
+        .await
+        .unwrap();
+    chain.stop();
+    drop(gate);
+    assert_eq!(writing.wait().await.unwrap().base_offset, 1);
+    let err = queued.wait().await.unwrap_err();
+    assert!(matches!(err, LogError::ChainBroken { .. }), "{err}");
+    assert_eq!(values(), [Bytes::from("c"), Bytes::from("e")]);
+
+    // A chain nothing failed in lands whole, in order.
+    let chain = AppendChain::new();
+    let mut pending = Vec::new();
+    for value in ["g", "h", "i"] {
+        pending.push(
+            p.submit_encoded(one(value), None, Some(&chain))
+                .await
+                .unwrap(),
+        );
+    }
+    for (n, append) in pending.into_iter().enumerate() {
+        assert_eq!(append.wait().await.unwrap().base_offset, 2 + n as u64);
+    }
+    assert_eq!(values().len(), 5);
 }
 
 /// Appends of encoded records and of `NewRecord`s queued together (so the
@@ -1110,7 +1218,7 @@ async fn encoded_and_new_records_queued_together_read_back_in_order() {
                     want.push((key.clone(), value, i64::from(i + r)));
                 }
                 let batch_key = (i % 2 == 0).then(|| format!("batch-{i}").into_bytes());
-                pending.push(p.submit_encoded(records, batch_key).await.unwrap());
+                pending.push(p.submit_encoded(records, batch_key, None).await.unwrap());
             }
         }
         let mut next = 0;

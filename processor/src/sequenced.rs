@@ -25,9 +25,12 @@
 //! Records are appended as they fill an append (a poll's records, up to
 //! [`APPEND_BYTES_MAX`]) and at the latest by the commit that covers their
 //! input. A poll's records wait in their buffer while the partition's
-//! append before them is still being written (or synced), so the version
-//! waits for the log only when a buffer fills an append and at the commit,
-//! not at every poll; they go out with a later poll's. The commit waits
+//! append before them is still being written (or synced); they go out with
+//! a later poll's. A buffer that fills an append goes out behind the
+//! appends in flight, up to [`MAX_IN_FLIGHT`] of them (the log's writer
+//! writes queued appends together, with one fsync): the version waits for
+//! the log only when that many are in flight and at the commit, not at
+//! every poll nor at every fsync. The commit waits
 //! until the log has them all and then writes, in the
 //! same RocksDB write as the state and the input offsets, each partition's
 //! next sequence number and the offset after this writer's last batch there
@@ -44,10 +47,12 @@
 //!   the same numbers, drops those the partition holds and appends the
 //!   rest: neither duplicates nor gaps.
 //!
-//! Appends to one partition go in sequence order, one at a time — the next
-//! is sent once the log acknowledged the last — so what a partition holds
-//! of this writer is always a prefix of its sequence (a batch never lands
-//! after one that failed; [`Sequenced::restore`] checks it). A record
+//! Appends to one partition go in sequence order, in one
+//! [`kappa_log::AppendChain`]: the log refuses, unwritten, every append of
+//! the chain after one that failed (and those still queued when the
+//! version lets go of them), so what a partition holds of this writer is
+//! always a prefix of its sequence (a batch never lands after one that
+//! failed; [`Sequenced::restore`] checks it). A record
 //! counts as written once the log acknowledged it, as the stored outbox
 //! counted it before: under `fsync = always` after its fsync.
 //!
@@ -58,9 +63,12 @@
 //! a Kafka cluster (whose replay may order its input differently:
 //! docs/clusters.md).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use kappa_log::{partition_for_key, AppendOutcome, EncodedRecords, Log, PendingAppend, Topic};
+use kappa_log::{
+    partition_for_key, AppendChain, AppendOutcome, EncodedRecords, Log, PendingAppend, Topic,
+};
 
 use crate::blocking::block_on;
 use crate::error::{ProcessorError, Result};
@@ -77,6 +85,13 @@ pub(crate) const APPEND_BYTES_MAX: usize = 4 << 20;
 
 /// Most records in one append (the log's `max_batch_records` when lower).
 const APPEND_RECORDS_MAX: usize = 65_536;
+
+/// Appends one partition may have in flight at once. A buffer that fills
+/// while the log still writes or syncs the ones before it goes out behind
+/// them instead of waiting: at an fsync per 10,000-record append the
+/// version otherwise stopped at each slow fsync, and its source workers
+/// with it (a third of q1's two cores idle).
+const MAX_IN_FLIGHT: usize = 4;
 
 /// Room a partition's buffer has beyond an append's bytes, for the record
 /// that fills it (a larger one grows the buffer once).
@@ -142,16 +157,29 @@ struct PartitionOutput {
     /// Records waiting for their append, numbered up to `next_seq`,
     /// encoded as the batch will hold them.
     buffer: EncodedRecords,
-    /// The append sent and not yet acknowledged.
-    in_flight: Option<PendingAppend>,
+    /// The appends sent and not yet acknowledged, oldest first (the log
+    /// answers them in this order).
+    in_flight: VecDeque<PendingAppend>,
+    /// The chain of this partition's appends.
+    chain: AppendChain,
 }
 
-/// Whether sending a partition's records waits for its append in flight.
+impl Drop for Sequenced {
+    /// Appends still queued are refused: a version that lets go of its
+    /// appends in flight makes their records again after its restart.
+    fn drop(&mut self) {
+        for out in self.topics.iter().flat_map(|t| &t.partitions) {
+            out.chain.stop();
+        }
+    }
+}
+
+/// Whether sending a partition's records waits for its appends in flight.
 #[derive(Debug, Clone, Copy)]
 enum Wait {
-    /// Wait for it, then send.
-    ForInFlight,
-    /// Send only if there is none; else keep the records buffered.
+    /// Wait until fewer than [`MAX_IN_FLIGHT`] are, then send.
+    ForRoom,
+    /// Send only if none is; else keep the records buffered.
     No,
 }
 
@@ -289,7 +317,7 @@ impl Sequenced {
         out.buffer.push(key, value, timestamp);
         if out.buffer.len() >= self.append_records || out.buffer.records_len() >= self.append_bytes
         {
-            self.send(topic, p, Wait::ForInFlight)?;
+            self.send(topic, p, Wait::ForRoom)?;
         }
         Ok(())
     }
@@ -316,15 +344,15 @@ impl Sequenced {
         for topic in 0..self.topics.len() {
             for p in 0..self.topics[topic].partitions.len() {
                 let sent = !self.topics[topic].partitions[p].buffer.is_empty();
-                self.send(topic, p, Wait::ForInFlight)?;
+                self.send(topic, p, Wait::ForRoom)?;
                 if first_only && sent {
-                    return self.wait(topic, p);
+                    return self.wait_all(topic, p);
                 }
             }
         }
         for topic in 0..self.topics.len() {
             for p in 0..self.topics[topic].partitions.len() {
-                self.wait(topic, p)?;
+                self.wait_all(topic, p)?;
             }
         }
         Ok(())
@@ -341,19 +369,23 @@ impl Sequenced {
     }
 
     /// Sends partition `p`'s buffered records of `topic` in one append,
-    /// once the one before it was acknowledged: waiting for that, or
-    /// (with [`Wait::No`]) keeping them buffered while it is in flight.
+    /// behind its appends in flight: once fewer than [`MAX_IN_FLIGHT`]
+    /// are, waiting for that, or (with [`Wait::No`]) once none is, keeping
+    /// them buffered until then.
     fn send(&mut self, topic: usize, p: usize, wait: Wait) -> Result<()> {
         if self.topics[topic].partitions[p].buffer.is_empty() {
             return Ok(());
         }
+        let mut in_flight = self.take_answered(topic, p)?;
         match wait {
-            Wait::ForInFlight => self.wait(topic, p)?,
-            Wait::No => {
-                if !self.none_in_flight(topic, p)? {
-                    return Ok(());
+            Wait::ForRoom => {
+                while in_flight >= MAX_IN_FLIGHT {
+                    self.wait_oldest(topic, p)?;
+                    in_flight -= 1;
                 }
             }
+            Wait::No if in_flight > 0 => return Ok(()),
+            Wait::No => {}
         }
         let target = self.log_topic(topic)?;
         let out = &mut self.topics[topic].partitions[p];
@@ -366,34 +398,44 @@ impl Sequenced {
         let first = out.next_seq - records.len() as u64;
         let key = batch_key(&self.key_prefix, p as u32, first, last).into_bytes();
         let partition = target.partition(p as u32)?;
-        out.in_flight = Some(block_on(partition.submit_encoded(records, Some(key)))??);
+        let chain = Some(&out.chain);
+        let pending = block_on(partition.submit_encoded(records, Some(key), chain))??;
+        out.in_flight.push_back(pending);
         self.appended = true;
         Ok(())
     }
 
-    /// Waits for partition `p`'s append in flight, if any.
-    fn wait(&mut self, topic: usize, p: usize) -> Result<()> {
+    /// Waits for the oldest of partition `p`'s appends in flight, if any.
+    fn wait_oldest(&mut self, topic: usize, p: usize) -> Result<()> {
         let out = &mut self.topics[topic].partitions[p];
-        if let Some(pending) = out.in_flight.take() {
+        if let Some(pending) = out.in_flight.pop_front() {
             let outcome = block_on(pending.wait())??;
             out.acknowledge(outcome);
         }
         Ok(())
     }
 
-    /// True when partition `p` has no append in flight any more: none was,
-    /// or the log has answered it (an error is returned as `wait` would).
-    fn none_in_flight(&mut self, topic: usize, p: usize) -> Result<bool> {
+    /// Waits for all of partition `p`'s appends in flight.
+    fn wait_all(&mut self, topic: usize, p: usize) -> Result<()> {
+        while !self.topics[topic].partitions[p].in_flight.is_empty() {
+            self.wait_oldest(topic, p)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the log's answers to partition `p`'s appends in flight that
+    /// it has answered, oldest first, without waiting (a failure is
+    /// returned as waiting for it would); the appends still in flight.
+    fn take_answered(&mut self, topic: usize, p: usize) -> Result<usize> {
         let out = &mut self.topics[topic].partitions[p];
-        let Some(pending) = &mut out.in_flight else {
-            return Ok(true);
-        };
-        let Some(outcome) = pending.try_outcome() else {
-            return Ok(false);
-        };
-        out.in_flight = None;
-        out.acknowledge(outcome?);
-        Ok(true)
+        while let Some(pending) = out.in_flight.front_mut() {
+            let Some(outcome) = pending.try_outcome() else {
+                break;
+            };
+            out.in_flight.pop_front();
+            out.acknowledge(outcome?);
+        }
+        Ok(out.in_flight.len())
     }
 
     /// The log's topic, checked to have the partitions it was restored with.

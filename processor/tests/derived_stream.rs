@@ -293,6 +293,72 @@ fn a_live_run_writes_what_a_replay_writes() {
 }
 
 #[test]
+fn a_full_append_goes_out_behind_the_appends_being_synced() {
+    // An append holds at most 4 records (the log's `max_batch_records`),
+    // the output topic syncs every append and each sync waits at a gate
+    // the test holds: the version still reads all of its input, sending
+    // each buffer that fills behind the appends being synced (up to four
+    // in flight) instead of waiting for their fsync. Then the syncs go
+    // on, the commit appends the rest and the output is a plain run's.
+    for workers in [1, 2] {
+        let faults = Arc::new(FaultInjector::new());
+        let h = Harness::with_log_config(|config| {
+            config.faults = Some(faults.clone());
+            config.max_batch_records = 4;
+        });
+        h.create_topic("bids", 2);
+        let synced = TopicConfig {
+            fsync: FsyncPolicy::Always,
+            ..TopicConfig::default()
+        };
+        h.log.create_topic("out", synced).unwrap();
+        h.create_topic("plain", 1);
+        // 15 of them pass the filter (price > 10): three full appends of
+        // four behind the first, and three records left for the commit.
+        for i in 0..26 {
+            h.produce(&bid(i));
+        }
+        let mut rt = h.open_runtime(&plan("plain"), options(1, false));
+        h.run_to_end(&mut rt, &plan("plain"));
+        drop(rt);
+        let expected = by_partition(&h, "plain");
+        assert_eq!(expected[0].len(), 15);
+        let options = RunOptions {
+            max_poll_records: 3,
+            workers,
+            commit_when_caught_up: false,
+            commit_interval_ms: u64::MAX / 4,
+            catch_up_commit_interval_ms: u64::MAX / 4,
+            ..RunOptions::default()
+        };
+        let mut rt = h.open_runtime(&plan("out"), options);
+        let ends = ends(&h);
+        let gate = faults.sync_gate.lock().unwrap();
+        let (read_all, all_read) = mpsc::channel();
+        let runner = std::thread::spawn(move || {
+            while rt.positions() != ends.as_slice() {
+                rt.poll_once().unwrap();
+            }
+            read_all.send(()).unwrap();
+            rt
+        });
+        assert!(
+            all_read.recv_timeout(PATIENCE).is_ok(),
+            "{workers} workers: a full append waited for the fsync of the one before it"
+        );
+        drop(gate);
+        let mut rt = runner.join().unwrap();
+        rt.commit().unwrap();
+        drop(rt);
+        assert_same(
+            &by_partition(&h, "out"),
+            &expected,
+            &format!("{workers} workers, syncs held"),
+        );
+    }
+}
+
+#[test]
 fn a_poll_does_not_wait_for_the_fsync_of_the_append_before_it() {
     // The output topic syncs every append (`fsync = always`) and each sync
     // waits at a gate the test holds: the version still reads all of its

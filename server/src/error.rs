@@ -70,6 +70,8 @@ impl From<LogError> for ApiError {
             LogError::PartitionBudget { .. } => (S::CONFLICT, "limit_exceeded"),
             LogError::LimitExceeded(_) => (S::PAYLOAD_TOO_LARGE, "too_large"),
             LogError::PartitionFailed { .. } => (S::SERVICE_UNAVAILABLE, "partition_failed"),
+            // Only the processor chains appends; said as the failure it follows.
+            LogError::ChainBroken { .. } => (S::SERVICE_UNAVAILABLE, "partition_failed"),
             LogError::Unavailable(_) => (S::SERVICE_UNAVAILABLE, "tiered_storage_unavailable"),
             LogError::Closed => (S::SERVICE_UNAVAILABLE, "shutting_down"),
             LogError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {

@@ -90,11 +90,15 @@ impl Harness {
     /// A harness whose log's I/O goes through `faults` (a test can stall
     /// reads, writes and syncs at its gates).
     pub fn with_faults(faults: &Arc<FaultInjector>) -> Harness {
+        Harness::with_log_config(|config| config.faults = Some(faults.clone()))
+    }
+
+    /// A harness whose log's configuration is the default one as `edit`
+    /// changes it.
+    pub fn with_log_config(edit: impl FnOnce(&mut LogConfig)) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let config = LogConfig {
-            faults: Some(faults.clone()),
-            ..LogConfig::new(dir.path().join("log"))
-        };
+        let mut config = LogConfig::new(dir.path().join("log"));
+        edit(&mut config);
         let (log, store) = open_with(config, dir.path());
         Harness { dir, log, store }
     }
