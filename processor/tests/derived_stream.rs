@@ -292,14 +292,67 @@ fn a_live_run_writes_what_a_replay_writes() {
     assert_same(&live, &by_partition(&h, "replay"), "live against replay");
 }
 
+/// Options that read three records a poll, on `workers`, and never
+/// commit before the test does: a commit waits for the appends, so for a
+/// gate the test holds.
+fn held_options(workers: usize) -> RunOptions {
+    RunOptions {
+        max_poll_records: 3,
+        workers,
+        commit_when_caught_up: false,
+        commit_interval_ms: u64::MAX / 4,
+        catch_up_commit_interval_ms: u64::MAX / 4,
+        ..RunOptions::default()
+    }
+}
+
+/// Runs `plan("out")` with `run` over all of `h`'s input while every
+/// fsync waits at the gate of `faults` (the log's): the version must read
+/// it all all the same (`waited` says what it waited for if not), with an
+/// append being synced meanwhile. Then the syncs go on, a commit appends
+/// the rest, and "out" must hold what a plain run writes to "plain".
+fn reads_all_with_syncs_held(h: &Harness, faults: &FaultInjector, run: RunOptions, waited: &str) {
+    let workers = run.workers;
+    let mut rt = h.open_runtime(&plan("plain"), options(1, false));
+    h.run_to_end(&mut rt, &plan("plain"));
+    drop(rt);
+    let expected = by_partition(h, "plain");
+    let mut rt = h.open_runtime(&plan("out"), run);
+    let ends = ends(h);
+    let gate = faults.sync_gate.lock().unwrap();
+    let (read_all, all_read) = mpsc::channel();
+    let runner = std::thread::spawn(move || {
+        while rt.positions() != ends.as_slice() {
+            rt.poll_once().unwrap();
+        }
+        read_all.send(()).unwrap();
+        rt
+    });
+    assert!(
+        all_read.recv_timeout(PATIENCE).is_ok(),
+        "{workers} workers: the version waited for {waited}"
+    );
+    assert!(
+        faults.syncs_started.load(Ordering::SeqCst) > 0,
+        "{workers} workers: no append was being synced while the input was read"
+    );
+    drop(gate);
+    let mut rt = runner.join().unwrap();
+    rt.commit().unwrap();
+    drop(rt);
+    assert_same(
+        &by_partition(h, "out"),
+        &expected,
+        &format!("{workers} workers, syncs held"),
+    );
+}
+
 #[test]
 fn a_full_append_goes_out_behind_the_appends_being_synced() {
-    // An append holds at most 4 records (the log's `max_batch_records`),
-    // the output topic syncs every append and each sync waits at a gate
-    // the test holds: the version still reads all of its input, sending
-    // each buffer that fills behind the appends being synced (up to four
-    // in flight) instead of waiting for their fsync. Then the syncs go
-    // on, the commit appends the rest and the output is a plain run's.
+    // An append holds at most 4 records (the log's `max_batch_records`)
+    // and the output topic syncs every append: each buffer that fills
+    // goes out behind the appends being synced (up to four in flight)
+    // instead of waiting for their fsync.
     for workers in [1, 2] {
         let faults = Arc::new(FaultInjector::new());
         let h = Harness::with_log_config(|config| {
@@ -318,53 +371,17 @@ fn a_full_append_goes_out_behind_the_appends_being_synced() {
         for i in 0..26 {
             h.produce(&bid(i));
         }
-        let mut rt = h.open_runtime(&plan("plain"), options(1, false));
-        h.run_to_end(&mut rt, &plan("plain"));
-        drop(rt);
-        let expected = by_partition(&h, "plain");
-        assert_eq!(expected[0].len(), 15);
-        let options = RunOptions {
-            max_poll_records: 3,
-            workers,
-            commit_when_caught_up: false,
-            commit_interval_ms: u64::MAX / 4,
-            catch_up_commit_interval_ms: u64::MAX / 4,
-            ..RunOptions::default()
-        };
-        let mut rt = h.open_runtime(&plan("out"), options);
-        let ends = ends(&h);
-        let gate = faults.sync_gate.lock().unwrap();
-        let (read_all, all_read) = mpsc::channel();
-        let runner = std::thread::spawn(move || {
-            while rt.positions() != ends.as_slice() {
-                rt.poll_once().unwrap();
-            }
-            read_all.send(()).unwrap();
-            rt
-        });
-        assert!(
-            all_read.recv_timeout(PATIENCE).is_ok(),
-            "{workers} workers: a full append waited for the fsync of the one before it"
-        );
-        drop(gate);
-        let mut rt = runner.join().unwrap();
-        rt.commit().unwrap();
-        drop(rt);
-        assert_same(
-            &by_partition(&h, "out"),
-            &expected,
-            &format!("{workers} workers, syncs held"),
-        );
+        let waited = "the fsync of an append before a full one";
+        reads_all_with_syncs_held(&h, &faults, held_options(workers), waited);
+        assert_eq!(by_partition(&h, "out")[0].len(), 15);
     }
 }
 
 #[test]
 fn a_poll_does_not_wait_for_the_fsync_of_the_append_before_it() {
-    // The output topic syncs every append (`fsync = always`) and each sync
-    // waits at a gate the test holds: the version still reads all of its
-    // input, the records of later polls waiting in their buffers; once
-    // the syncs go on, the commit appends them and the output is a plain
-    // run's over the same log.
+    // The output topic syncs every append (`fsync = always`): the version
+    // still reads all of its input, the records of later polls waiting in
+    // their buffers until the syncs go on.
     for workers in [1, 2] {
         let faults = Arc::new(FaultInjector::new());
         let h = Harness::with_faults(&faults);
@@ -379,48 +396,10 @@ fn a_poll_does_not_wait_for_the_fsync_of_the_append_before_it() {
             h.produce(&bid(i));
         }
         h.create_topic("plain", 3);
-        let mut rt = h.open_runtime(&plan("plain"), options(1, false));
-        h.run_to_end(&mut rt, &plan("plain"));
-        drop(rt);
-        let expected = by_partition(&h, "plain");
-        let options = RunOptions {
-            max_poll_records: 3,
+        let run = RunOptions {
             append_ahead_records: 2,
-            workers,
-            // No commit before the test makes one: a commit waits for the
-            // appends, so for the gate.
-            commit_when_caught_up: false,
-            commit_interval_ms: u64::MAX / 4,
-            catch_up_commit_interval_ms: u64::MAX / 4,
-            ..RunOptions::default()
+            ..held_options(workers)
         };
-        let mut rt = h.open_runtime(&plan("out"), options);
-        let ends = ends(&h);
-        let gate = faults.sync_gate.lock().unwrap();
-        let (read_all, all_read) = mpsc::channel();
-        let runner = std::thread::spawn(move || {
-            while rt.positions() != ends.as_slice() {
-                rt.poll_once().unwrap();
-            }
-            read_all.send(()).unwrap();
-            rt
-        });
-        assert!(
-            all_read.recv_timeout(PATIENCE).is_ok(),
-            "{workers} workers: the version waited for an append's fsync at a poll's end"
-        );
-        assert!(
-            faults.syncs_started.load(Ordering::SeqCst) > 0,
-            "{workers} workers: no append was being synced while the input was read"
-        );
-        drop(gate);
-        let mut rt = runner.join().unwrap();
-        rt.commit().unwrap();
-        drop(rt);
-        assert_same(
-            &by_partition(&h, "out"),
-            &expected,
-            &format!("{workers} workers, syncs held"),
-        );
+        reads_all_with_syncs_held(&h, &faults, run, "an append's fsync at a poll's end");
     }
 }
