@@ -12,7 +12,8 @@ use kappa_log::batch::ReadBatch;
 use kappa_log::io::FaultInjector;
 use kappa_log::{
     AppendChain, AppendClock, AppendRequest, EncodedRecords, Fetch, FsyncPolicy, Log, LogConfig,
-    LogError, ManualTime, NewRecord, ProduceRecord, ResetTo, Topic, TopicConfig,
+    LogError, ManualTime, NewRecord, Partition, PendingAppend, ProduceRecord, ResetTo, Topic,
+    TopicConfig,
 };
 
 fn records(n: usize, ts: i64) -> Vec<NewRecord> {
@@ -1081,6 +1082,13 @@ async fn write_at_gate(faults: &FaultInjector, started: usize) {
     }
 }
 
+/// Queues an append of one record of `value` to `p`, in `chain`.
+async fn submit_one(p: &Partition, value: &str, chain: Option<&AppendChain>) -> PendingAppend {
+    let mut records = EncodedRecords::default();
+    records.push(None, value.as_bytes(), 1);
+    p.submit_encoded(records, None, chain).await.unwrap()
+}
+
 /// The appends of one chain land only as a prefix of their order: after
 /// one failed, the writer refuses every later one of the chain unwritten,
 /// while an append outside the chain queued among them is written; a
@@ -1094,11 +1102,6 @@ async fn a_chains_appends_after_a_failed_one_are_refused_unwritten() {
     let log = Log::open(config).unwrap();
     let topic = log.create_topic("t", TopicConfig::default()).unwrap();
     let p = topic.partition(0).unwrap();
-    let one = |value: &str| {
-        let mut records = EncodedRecords::default();
-        records.push(None, value.as_bytes(), 1);
-        records
-    };
     let values = || {
         let read = p.read(0, u64::MAX, 1 << 20).unwrap();
         let records = read.batches.iter().flat_map(|b| b.records());
@@ -1110,20 +1113,11 @@ async fn a_chains_appends_after_a_failed_one_are_refused_unwritten() {
     let chain = AppendChain::new();
     let gate = faults.write_gate.lock().unwrap();
     let started = faults.writes_started.load(Ordering::SeqCst);
-    let first = p
-        .submit_encoded(one("a"), None, Some(&chain))
-        .await
-        .unwrap();
+    let first = submit_one(p, "a", Some(&chain)).await;
     write_at_gate(&faults, started).await;
-    let second = p
-        .submit_encoded(one("b"), None, Some(&chain))
-        .await
-        .unwrap();
-    let outside = p.submit_encoded(one("c"), None, None).await.unwrap();
-    let third = p
-        .submit_encoded(one("d"), None, Some(&chain))
-        .await
-        .unwrap();
+    let second = submit_one(p, "b", Some(&chain)).await;
+    let outside = submit_one(p, "c", None).await;
+    let third = submit_one(p, "d", Some(&chain)).await;
     faults.fail_next_write_after.store(0, Ordering::SeqCst);
     drop(gate);
     let err = first.wait().await.unwrap_err();
@@ -1141,15 +1135,9 @@ async fn a_chains_appends_after_a_failed_one_are_refused_unwritten() {
     let chain = AppendChain::new();
     let gate = faults.write_gate.lock().unwrap();
     let started = faults.writes_started.load(Ordering::SeqCst);
-    let writing = p
-        .submit_encoded(one("e"), None, Some(&chain))
-        .await
-        .unwrap();
+    let writing = submit_one(p, "e", Some(&chain)).await;
     write_at_gate(&faults, started).await;
-    let queued = p
-        .submit_encoded(one("f"), None, Some(&chain))
-        .await
-        .unwrap();
+    let queued = submit_one(p, "f", Some(&chain)).await;
     chain.stop();
     drop(gate);
     assert_eq!(writing.wait().await.unwrap().base_offset, 1);
@@ -1161,11 +1149,7 @@ async fn a_chains_appends_after_a_failed_one_are_refused_unwritten() {
     let chain = AppendChain::new();
     let mut pending = Vec::new();
     for value in ["g", "h", "i"] {
-        pending.push(
-            p.submit_encoded(one(value), None, Some(&chain))
-                .await
-                .unwrap(),
-        );
+        pending.push(submit_one(p, value, Some(&chain)).await);
     }
     for (n, append) in pending.into_iter().enumerate() {
         assert_eq!(append.wait().await.unwrap().base_offset, 2 + n as u64);

@@ -164,16 +164,6 @@ struct PartitionOutput {
     chain: AppendChain,
 }
 
-impl Drop for Sequenced {
-    /// Appends still queued are refused: a version that lets go of its
-    /// appends in flight makes their records again after its restart.
-    fn drop(&mut self) {
-        for out in self.topics.iter().flat_map(|t| &t.partitions) {
-            out.chain.stop();
-        }
-    }
-}
-
 /// Whether sending a partition's records waits for its appends in flight.
 #[derive(Debug, Clone, Copy)]
 enum Wait {
@@ -451,6 +441,16 @@ impl Sequenced {
             )));
         }
         Ok(target)
+    }
+}
+
+impl Drop for Sequenced {
+    /// Appends still queued are refused: a version that lets go of its
+    /// appends in flight makes their records again after its restart.
+    fn drop(&mut self) {
+        for out in self.topics.iter().flat_map(|t| &t.partitions) {
+            out.chain.stop();
+        }
     }
 }
 

@@ -102,15 +102,14 @@ mod tests {
     use super::super::eval::num_value;
     use super::*;
     use crate::expr::{Expr, Row};
-    use serde_json::Value;
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
 
     /// The JSON value of a result of [`Arithmetic::eval`], as `Expr::eval`
     /// makes it: NULL for `None`, and for a result that is not finite.
     fn json_of(n: Option<Num>) -> Value {
         n.map_or(Value::Null, num_value)
     }
-    use proptest::prelude::*;
-    use serde_json::json;
 
     /// A row of two top-level fields, `a` and `b`.
     struct Fields(Vec<Value>);
