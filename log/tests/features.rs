@@ -3,7 +3,7 @@
 //! limits, failure handling and waiting for data.
 #![allow(clippy::unwrap_used)] // Test code: a panic is how a test reports failure.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -598,6 +598,17 @@ fn interval_sync() -> TopicConfig {
     }
 }
 
+/// Waits until one of the injector's counters (`writes_started`,
+/// `syncs_started`) has moved past `started`: a write or sync begun since
+/// is held at its gate (the deadline only turns a hang into a failure).
+async fn started_past(counter: &AtomicUsize, started: usize, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while counter.load(Ordering::SeqCst) == started {
+        assert!(std::time::Instant::now() < deadline, "no {what} started");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 // Holding the gate across awaits is the point: it stalls the syncs.
 #[allow(clippy::await_holding_lock)]
 #[tokio::test]
@@ -611,11 +622,7 @@ async fn interval_fsync_never_holds_up_appends() {
     let started = faults.syncs_started.load(Ordering::SeqCst);
     p.append(append(1, 0)).await.unwrap();
     // Wait until an interval sync of that append is stuck at the gate...
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while faults.syncs_started.load(Ordering::SeqCst) == started {
-        assert!(std::time::Instant::now() < deadline, "no sync started");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    started_past(&faults.syncs_started, started, "sync").await;
     // ...appends are still answered (the timeout only turns a hang into a
     // failure).
     for _ in 0..20 {
@@ -1072,16 +1079,6 @@ async fn encoded_records_append_as_the_same_records_do() {
     assert!(matches!(err, LogError::KeyRequired { .. }), "{err}");
 }
 
-/// Waits until a write started after `started` writes is held at the
-/// injector's write gate (the deadline only turns a hang into a failure).
-async fn write_at_gate(faults: &FaultInjector, started: usize) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while faults.writes_started.load(Ordering::SeqCst) == started {
-        assert!(std::time::Instant::now() < deadline, "no write started");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-}
-
 /// Queues an append of one record of `value` to `p`, in `chain`.
 async fn submit_one(p: &Partition, value: &str, chain: Option<&AppendChain>) -> PendingAppend {
     let mut records = EncodedRecords::default();
@@ -1114,7 +1111,7 @@ async fn a_chains_appends_after_a_failed_one_are_refused_unwritten() {
     let gate = faults.write_gate.lock().unwrap();
     let started = faults.writes_started.load(Ordering::SeqCst);
     let first = submit_one(p, "a", Some(&chain)).await;
-    write_at_gate(&faults, started).await;
+    started_past(&faults.writes_started, started, "write").await;
     let second = submit_one(p, "b", Some(&chain)).await;
     let outside = submit_one(p, "c", None).await;
     let third = submit_one(p, "d", Some(&chain)).await;
@@ -1136,7 +1133,7 @@ async fn a_chains_appends_after_a_failed_one_are_refused_unwritten() {
     let gate = faults.write_gate.lock().unwrap();
     let started = faults.writes_started.load(Ordering::SeqCst);
     let writing = submit_one(p, "e", Some(&chain)).await;
-    write_at_gate(&faults, started).await;
+    started_past(&faults.writes_started, started, "write").await;
     let queued = submit_one(p, "f", Some(&chain)).await;
     chain.stop();
     drop(gate);
