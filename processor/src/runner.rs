@@ -678,6 +678,10 @@ impl Runtime {
             grouped,
             late_side_output,
             project,
+            joined: self.stream_join.as_ref().map(|join| {
+                let decoder = join.joined_decoder().clone();
+                (decoder, self.plan.source.max_future_ms)
+            }),
         };
         self.sources = Some(SourcePool::start(
             workers,
@@ -966,10 +970,10 @@ impl Runtime {
     /// Applies a table batch's records to the join's table, the batch
     /// checked whole first (as [`Runtime::process_batch`]); returns how many.
     pub(crate) fn apply_table_batch(&mut self, next: &NextBatch) -> Result<u64> {
-        let (place, _) = JoinedTables::table_of(self.order.table_topic(), next.partition);
-        if self.stream_join.is_some() && place == 0 {
+        if self.is_joined_stream(next) {
             return self.apply_joined_stream_batch(next);
         }
+        let (place, _) = JoinedTables::table_of(self.order.table_topic(), next.partition);
         let batch = self.order.check(next)?;
         if let Some(join) = &mut self.tables_join {
             let mut applied = 0;
@@ -1013,14 +1017,20 @@ impl Runtime {
         Ok(applied)
     }
 
+    /// True if `next` is a batch of the stream a stream-stream join joins:
+    /// the first place of the table side ([`JoinedTables::table_of`]).
+    pub(crate) fn is_joined_stream(&self, next: &NextBatch) -> bool {
+        next.side == Side::Table
+            && self.stream_join.is_some()
+            && JoinedTables::table_of(self.order.table_topic(), next.partition).0 == 0
+    }
+
     /// Joins a joined stream's batch's records, the batch checked whole
-    /// first (as [`Runtime::process_batch`]); returns how many. Each moves
-    /// the watermark (its partitions come after the stream's) and joins
-    /// the stream's buffered events ([`StreamJoin`]).
+    /// first (as [`Runtime::process_batch`]); returns how many.
     fn apply_joined_stream_batch(&mut self, next: &NextBatch) -> Result<u64> {
         let batch = self.order.check(next)?;
         let append_time = next.batch.append_time();
-        let first_partition = self.order.stream_positions().len() as u32;
+        let max_future_ms = self.plan.source.max_future_ms;
         let mut applied = 0;
         for record in batch.record_refs() {
             applied += 1;
@@ -1034,32 +1044,55 @@ impl Runtime {
                 key: record.key,
                 value: record.value,
             };
-            let event = match join.decode(input, append_time, self.plan.source.max_future_ms) {
-                JoinedRecord::Invalid | JoinedRecord::Future => {
-                    self.progress.count_invalid();
-                    continue;
-                }
-                JoinedRecord::Event(event) => *event,
-            };
-            let advanced = self.observe(
-                first_partition + next.partition,
-                event.event_time,
-                append_time,
-            )?;
-            let join = self.stream_join.as_mut().expect("a stream join");
-            match join.right_event_joined(event, advanced) {
-                Joined::Late(_) => self.progress.count_late_dropped(),
-                Joined::Rows(rows) => {
-                    for row in rows {
-                        self.apply_event(row, advanced)?;
-                    }
-                }
-            }
-            if self.pending_entries() > self.options.pending_entries_max {
-                self.commit()?;
-            }
+            let decoded = join
+                .joined_decoder()
+                .decode(input, append_time, max_future_ms);
+            self.join_joined(next.partition, record.offset, decoded, append_time)?;
         }
         Ok(applied)
+    }
+
+    /// Joins the joined stream's record at `offset` of `partition`,
+    /// appended at `append_time` and decoded
+    /// ([`crate::operator::stream_join::JoinedDecoder::decode`]):
+    /// it moves the watermark (the joined stream's partitions come after
+    /// the stream's) and joins the stream's buffered events
+    /// ([`StreamJoin`]), and the commit then covers it.
+    pub(crate) fn join_joined(
+        &mut self,
+        partition: u32,
+        offset: u64,
+        decoded: JoinedRecord,
+        append_time: i64,
+    ) -> Result<()> {
+        let (event_time, event) = match decoded {
+            JoinedRecord::Invalid | JoinedRecord::Future => {
+                self.progress.count_invalid();
+                return Ok(());
+            }
+            JoinedRecord::Filtered(event_time) => (event_time, None),
+            JoinedRecord::Event(event) => (event.event_time, Some(event)),
+        };
+        let first_partition = self.order.stream_positions().len() as u32;
+        let advanced = self.observe(first_partition + partition, event_time, append_time)?;
+        let join = self.stream_join.as_mut().expect("a stream join");
+        match event.map(|event| join.right_event_joined(*event, advanced)) {
+            // It failed the filter: late or not, it joins nothing.
+            None if join.is_late(event_time, advanced) => self.progress.count_late_dropped(),
+            None => {}
+            Some(Joined::Late(_)) => self.progress.count_late_dropped(),
+            Some(Joined::Rows(rows)) => {
+                for row in rows {
+                    self.apply_event(row, advanced)?;
+                }
+            }
+        }
+        // The commit covers the records joined so far.
+        self.order.processed_to(Side::Table, partition, offset + 1);
+        if self.pending_entries() > self.options.pending_entries_max {
+            self.commit()?;
+        }
+        Ok(())
     }
 
     /// Processes one record, read from the batch `buffer` and appended at

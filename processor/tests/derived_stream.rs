@@ -403,3 +403,72 @@ fn a_poll_does_not_wait_for_the_fsync_of_the_append_before_it() {
         reads_all_with_syncs_held(&h, &faults, run, "an append's fsync at a poll's end");
     }
 }
+
+/// Polls `rt` until it has read `orders` and `pays` to their ends (ten
+/// records each).
+fn join_to_the_end(rt: &mut Runtime) {
+    for _ in 0..1_000 {
+        if rt.positions() == [10] && rt.joined_positions() == [10] {
+            return;
+        }
+        rt.poll_once().unwrap();
+    }
+    panic!("did not reach the end: {:?}", rt.joined_positions());
+}
+
+/// A join of two streams commits after every record it joins here
+/// (`pending_entries_max` 0), inside the joined stream's one batch. Each
+/// such commit must cover the joined records before it: a crash after
+/// them, and no commit at the batch's end, then joins none of them again.
+/// (Such a commit used to keep the joined stream's offset at the batch's
+/// start, with the buffers and rows of the records after it: the restart
+/// joined all ten again, and the output held twenty rows.)
+#[test]
+fn a_commit_inside_a_joined_streams_batch_covers_the_records_it_joined() {
+    let sources = "CREATE STREAM orders (k VARCHAR) WITH (KAFKA_TOPIC='orders');
+                   CREATE STREAM pays (k VARCHAR) WITH (KAFKA_TOPIC='pays');";
+    let plan = common::sql_plan_over(
+        sources,
+        "CREATE STREAM out AS SELECT o.k AS k FROM orders o JOIN pays p WITHIN 1 HOUR ON o.k = p.k;",
+    );
+    for workers in [1, 2] {
+        let time = ManualTime::new(T0);
+        let h = Harness::with_time(&time);
+        for topic in ["orders", "pays", "out"] {
+            h.create_topic(topic, 1);
+        }
+        for i in 0..10 {
+            h.produce(&Step::Produce {
+                topic: "orders".into(),
+                partition: Some(0),
+                key: None,
+                value: json!({ "k": format!("k{i}") }),
+                timestamp: None,
+            });
+        }
+        time.set(T0 + 1);
+        h.produce_batch("pays", 0, (0..10).map(|i| json!({ "k": format!("k{i}") })));
+        time.set(T0 + 2);
+        let run = RunOptions {
+            pending_entries_max: 0,
+            ..options(workers, false)
+        };
+        let mut rt = h.open_runtime(&plan, run.clone());
+        join_to_the_end(&mut rt);
+        // A crash: no commit after the batch's last record.
+        drop(rt);
+        let h = h.reopen();
+        let mut rt = h.open_runtime(&plan, run);
+        join_to_the_end(&mut rt);
+        rt.commit().unwrap();
+        drop(rt);
+        let mut keys: Vec<String> = h
+            .topic_records("out")
+            .iter()
+            .map(|r| r["value"]["k"].as_str().unwrap().to_string())
+            .collect();
+        keys.sort();
+        let want: Vec<String> = (0..10).map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, want, "{workers} workers");
+    }
+}

@@ -15,6 +15,14 @@ pub mod top_n;
 
 use serde_json::Value;
 
+/// The hash map operators key by state keys and join keys: foldhash is
+/// several times faster than SipHash on short keys, and the keys are not
+/// attacker-chosen in a way that matters here (a collision flood only
+/// slows one processor).
+pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// The hash set of the same keys ([`HashMap`]).
+pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 /// A change to an output row: the row's key (the view key, also the output
 /// record key), its window if any, and the new row (`None` = deleted).
 #[derive(Debug, Clone, PartialEq)]

@@ -39,7 +39,7 @@ use crate::state::slot::{self, GroupForm};
 use crate::state::store::{Batch, Store};
 use crate::window::Window;
 
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+use crate::operator::HashMap;
 
 /// Stub groups closing at once from which [`Slices::close`] loads them with
 /// one pass over the stored slices instead of a scan each.

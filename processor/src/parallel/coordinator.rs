@@ -36,7 +36,10 @@ impl Runtime {
         loop {
             while !exhausted && sources.has_room() {
                 match self.order.next(complete, max_records, BatchEnds::Whole)? {
-                    Some(next) => sources.push(next)?,
+                    Some(next) => {
+                        let joined = self.is_joined_stream(&next);
+                        sources.push(next, joined)?
+                    }
                     None => exhausted = true,
                 }
             }
@@ -52,6 +55,37 @@ impl Runtime {
                     taken += self.apply_table_batch(&next)?;
                     self.order
                         .processed_to(Side::Table, next.partition, next.to);
+                }
+                Handed::Joined {
+                    partition,
+                    append_time,
+                    to,
+                    prepared,
+                } => {
+                    if let Some((first_offset, reason)) = &prepared.damage {
+                        return Err(self.order.damaged(
+                            Side::Table,
+                            partition,
+                            *first_offset,
+                            reason,
+                        ));
+                    }
+                    self.enter_batch(append_time)?;
+                    // Each record counts in the processing order and the
+                    // commit's records where the engine on one thread
+                    // counts it: those before a valid one, with it.
+                    let from = to - prepared.records;
+                    let mut counted = from;
+                    for (offset, decoded) in prepared.joined {
+                        self.uncommitted_records += offset + 1 - counted;
+                        self.event_seq += offset + 1 - counted;
+                        counted = offset + 1;
+                        self.join_joined(partition, offset, decoded, append_time)?;
+                    }
+                    self.uncommitted_records += to - counted;
+                    self.event_seq += to - counted;
+                    taken += prepared.records;
+                    self.order.processed_to(Side::Table, partition, to);
                 }
                 Handed::Stream {
                     partition,

@@ -42,7 +42,11 @@
 //!   and batch that the coordinator passes on untouched — it sees only
 //!   each event's key shard and event time, and adds the watermark and
 //!   place in the order each is applied with ([`Mark`]). With a dedup or
-//!   join, the coordinator groups the events it keeps.
+//!   join, the coordinator groups the events it keeps. With a join of two
+//!   streams, source workers also decode the joined stream's records and
+//!   apply the conditions of `WHERE` that read it alone
+//!   ([`crate::operator::stream_join::JoinedDecoder`]); the coordinator
+//!   gets each record's event, or its time alone when it failed them.
 //! * **The coordinator** does what needs the whole sequence and is cheap:
 //!   it moves the watermark per record (every record, filtered or not, as
 //!   before — a run of records the early filter dropped in one step, to

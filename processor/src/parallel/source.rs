@@ -1,7 +1,8 @@
 //! Source workers: decode a batch's records ([`crate::decoder`], which
 //! applies the filter when nothing stateful comes before it), and compute
-//! the key shard of each event, in parallel; the coordinator takes the
-//! results back in the order it handed the batches out.
+//! the key shard of each event, in parallel; decode a joined stream's
+//! records ([`JoinedDecoder`]); the coordinator takes the results back in
+//! the order it handed the batches out.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -17,6 +18,7 @@ use crate::decoder::{Decoded, Decoder, Early, FieldsRow, LocatedFields};
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::expr::Expr;
+use crate::operator::stream_join::{JoinedDecoder, JoinedInput, JoinedRecord};
 use crate::order::{NextBatch, Side};
 use crate::plan::AggregateSpec;
 use crate::progress::{Progress, WorkerProgress, WorkerRole};
@@ -239,6 +241,10 @@ pub(crate) struct PreparedBatch {
     /// Per key shard, the events of its [`Item::Grouped`] items, in order
     /// (empty without [`SourceWork::grouped`]).
     grouped: Vec<Vec<ShardEvent>>,
+    /// A joined stream's batch: its valid records in order, each with its
+    /// offset ([`JoinedRecord::Filtered`] or [`JoinedRecord::Event`]; the
+    /// invalid ones are counted and left out).
+    pub(crate) joined: Vec<(u64, JoinedRecord)>,
 }
 
 /// What the coordinator processes of a [`PreparedBatch`], in order: one
@@ -305,6 +311,7 @@ impl PreparedBatch {
             projected: Vec::with_capacity(row_bytes.map_or(0, |_| expected)),
             rows: Vec::with_capacity(row_bytes.unwrap_or(0)),
             grouped: (0..shards).map(|_| Vec::with_capacity(per_shard)).collect(),
+            joined: Vec::new(),
         }
     }
 
@@ -382,9 +389,54 @@ pub(crate) struct SourceWork {
     pub(crate) late_side_output: bool,
     /// The projection, when source workers make a derived stream's rows.
     pub(crate) project: Option<SourceProjection>,
+    /// With a stream-stream join: what decodes the joined stream's records,
+    /// and the plan's `max_future_ms` they are checked against.
+    pub(crate) joined: Option<(JoinedDecoder, i64)>,
 }
 
 impl SourceWork {
+    /// The records of a joined stream's batch `next`, checked and decoded
+    /// (invalid ones are counted in `progress`). A damaged batch gives its
+    /// damage and nothing else.
+    fn prepare_joined(&self, next: &NextBatch, progress: &Progress) -> PreparedBatch {
+        let (decoder, max_future_ms) = self
+            .joined
+            .as_ref()
+            .expect("joined batches come only with a stream-stream join");
+        let append_time = next.batch.append_time();
+        let mut out = PreparedBatch {
+            joined: Vec::with_capacity((next.to - next.from) as usize),
+            ..PreparedBatch::default()
+        };
+        let mut invalid = 0;
+        let checked = next.bytes_to_read().map(|_| ()).and_then(|()| {
+            next.read_checked(|record| {
+                out.records += 1;
+                let input = JoinedInput {
+                    partition: next.partition,
+                    offset: record.offset,
+                    timestamp: record.timestamp,
+                    key: record.key,
+                    value: record.value,
+                };
+                match decoder.decode(input, append_time, *max_future_ms) {
+                    JoinedRecord::Invalid | JoinedRecord::Future => invalid += 1,
+                    decoded => out.joined.push((record.offset, decoded)),
+                }
+            })
+        });
+        if let Err(damage) = checked {
+            return PreparedBatch {
+                damage: Some((next.batch.base_offset(), damage)),
+                ..PreparedBatch::default()
+            };
+        }
+        if invalid > 0 {
+            progress.count_invalid_records(invalid);
+        }
+        out
+    }
+
     /// The records of `next`, checked and prepared (invalid ones are
     /// counted in `progress`); `expected` kept records are made room for.
     /// A damaged batch gives its damage and nothing else.
@@ -473,16 +525,19 @@ const READ_AHEAD_BATCHES: usize = 16;
 /// A batch handed to a source worker.
 struct Job {
     batch: NextBatch,
+    /// It is the joined stream's ([`SourceWork::prepare_joined`]).
+    joined: bool,
 }
 
 /// A batch the coordinator handed to the pool, in log order.
 enum Queued {
     /// A table batch: passes through (the coordinator applies it).
     Table(NextBatch),
-    /// A stream batch a worker prepares: its number of records (those
-    /// read, `to` minus the first), partition, log time and end
-    /// (exclusive) of its records.
-    Stream {
+    /// A batch a worker prepares, the stream's or the joined stream's
+    /// (`joined`): its number of records (those read, `to` minus the
+    /// first), partition, log time and end (exclusive) of its records.
+    Prepared {
+        joined: bool,
         records: u64,
         partition: u32,
         append_time: i64,
@@ -505,6 +560,17 @@ pub(crate) enum Handed {
         /// End (exclusive) of its records.
         to: u64,
         /// Its records, prepared.
+        prepared: PreparedBatch,
+    },
+    /// A joined stream's batch, decoded ([`PreparedBatch::joined`]).
+    Joined {
+        /// Its partition (of the table side).
+        partition: u32,
+        /// Its log (append) time.
+        append_time: i64,
+        /// End (exclusive) of its records.
+        to: u64,
+        /// Its records, decoded.
         prepared: PreparedBatch,
     },
 }
@@ -588,14 +654,16 @@ impl SourcePool {
     }
 
     /// Hands in the next batch in log order: a stream batch to its worker,
-    /// a table batch to pass through.
-    pub(crate) fn push(&mut self, next: NextBatch) -> Result<()> {
-        if next.side == Side::Table {
+    /// a table batch to pass through — unless it is the joined stream's
+    /// (`joined`), which a worker decodes too.
+    pub(crate) fn push(&mut self, next: NextBatch, joined: bool) -> Result<()> {
+        if next.side == Side::Table && !joined {
             self.queue.push_back(Queued::Table(next));
             return Ok(());
         }
         let workers = self.jobs.len();
-        let worker = if self.partitions >= workers {
+        // The joined stream's partitions are not the stream's: in turn.
+        let worker = if self.partitions >= workers && !joined {
             next.partition as usize % workers
         } else {
             self.next_turn = (self.next_turn + 1) % workers;
@@ -603,7 +671,8 @@ impl SourcePool {
         };
         let records = next.to - next.from;
         self.queued_records += records;
-        self.queue.push_back(Queued::Stream {
+        self.queue.push_back(Queued::Prepared {
+            joined,
             records,
             partition: next.partition,
             append_time: next.batch.append_time(),
@@ -612,7 +681,10 @@ impl SourcePool {
         });
         self.results.given_work(worker);
         self.jobs[worker]
-            .send(Job { batch: next })
+            .send(Job {
+                batch: next,
+                joined,
+            })
             .map_err(|_| ProcessorError::Stopped(format!("source worker {worker} ended")))
     }
 
@@ -624,7 +696,8 @@ impl SourcePool {
         };
         match queued {
             Queued::Table(next) => Ok(Some(Handed::Table(next))),
-            Queued::Stream {
+            Queued::Prepared {
+                joined,
                 records,
                 partition,
                 append_time,
@@ -635,11 +708,19 @@ impl SourcePool {
                 let prepared = self.results.take(worker).ok_or_else(|| {
                     ProcessorError::Stopped(format!("source worker {worker} ended"))
                 })?;
-                Ok(Some(Handed::Stream {
-                    partition,
-                    append_time,
-                    to,
-                    prepared,
+                Ok(Some(match joined {
+                    true => Handed::Joined {
+                        partition,
+                        append_time,
+                        to,
+                        prepared,
+                    },
+                    false => Handed::Stream {
+                        partition,
+                        append_time,
+                        to,
+                        prepared,
+                    },
                 }))
             }
         }
@@ -675,10 +756,16 @@ fn run(
     let (mut last_kept, mut last_records) = (0usize, 1usize);
     let mut next = jobs.recv().ok();
     while let Some(job) = next {
-        let records = (job.batch.to - job.batch.from) as usize;
-        let expected = (records * last_kept).div_ceil(last_records) + 8;
-        let prepared = work.prepare(&job.batch, progress, expected);
-        (last_kept, last_records) = (prepared.kept_records(), records.max(1));
+        let prepared = match job.joined {
+            true => work.prepare_joined(&job.batch, progress),
+            false => {
+                let records = (job.batch.to - job.batch.from) as usize;
+                let expected = (records * last_kept).div_ceil(last_records) + 8;
+                let prepared = work.prepare(&job.batch, progress, expected);
+                (last_kept, last_records) = (prepared.kept_records(), records.max(1));
+                prepared
+            }
+        };
         worker.add_events(prepared.records);
         // Whether it is out of work (no job waiting) decides when the
         // waiting coordinator is woken (`Results`).

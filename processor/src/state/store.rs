@@ -157,6 +157,16 @@ impl Batch {
         let value = self.push_bytes(value);
         self.ops.push((cf, key, Some(value)));
     }
+    /// Sets `key` to the value `write` appends to the buffer it is given,
+    /// in `cf`: a value written in place, not made on its own and copied.
+    pub fn put_with(&mut self, cf: &str, key: &[u8], write: impl FnOnce(&mut Vec<u8>)) {
+        let cf = self.cf_index(cf);
+        let key = self.push_bytes(key);
+        let start = self.data.len();
+        write(&mut self.data);
+        self.bytes += key.len() + (self.data.len() - start);
+        self.ops.push((cf, key, Some(start..self.data.len())));
+    }
     /// Deletes `key` in `cf`.
     pub fn delete(&mut self, cf: &str, key: impl AsRef<[u8]>) {
         let key = key.as_ref();

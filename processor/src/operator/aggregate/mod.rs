@@ -37,11 +37,7 @@ use serde_json::{Map, Value};
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 
-/// Hash maps keyed by state keys: foldhash is several times faster than
-/// SipHash on short keys, and the keys are not attacker-chosen in a way that
-/// matters here (a collision flood only slows one processor).
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+use crate::operator::{HashMap, HashSet};
 
 use super::slices::Slices;
 use super::RowChange;

@@ -49,7 +49,8 @@
 //! A restart reads the buffers back and decodes each value whole (a
 //! joined stream's, by the fields read); both forms give the same fields.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -59,6 +60,7 @@ use serde_json::Value;
 use crate::error::{ProcessorError, Result};
 use crate::event::Event;
 use crate::expr::{conforms, parse_timestamp, stringify, BinaryOp, Expr};
+use crate::operator::HashMap;
 use crate::plan::{JoinKind, JoinSpec, WithinSpec};
 use crate::state::key::{self, ns};
 use crate::state::store::{Batch, Store};
@@ -136,7 +138,7 @@ impl Buffer {
     /// are in time order, so its expired ones are a prefix of them, taken
     /// off at once (a hot key's many entries are not shifted one by one).
     fn expire(&mut self, before: i64) -> Vec<(String, Entry)> {
-        let mut expired: HashMap<String, usize> = HashMap::new();
+        let mut expired: HashMap<String, usize> = HashMap::default();
         while let Some(entry) = self.by_time.first_entry() {
             if entry.key().0 >= before {
                 break;
@@ -161,11 +163,11 @@ impl Buffer {
 
 /// The stored header of an entry (see the module doc).
 #[derive(Debug, Serialize, Deserialize)]
-struct StoredHeader {
-    k: String,
+struct StoredHeader<'a> {
+    k: Cow<'a, str>,
     t: i64,
     ts: i64,
-    key: Option<String>,
+    key: Option<Cow<'a, str>>,
     m: bool,
 }
 
@@ -193,115 +195,56 @@ pub enum JoinedRecord {
     /// Its time is too far after its append time (as
     /// [`crate::plan::SourceSpec::max_future_ms`]).
     Future,
+    /// It failed the joined stream's conditions of `WHERE` (its time, which
+    /// still moves the watermark): it joins nothing.
+    Filtered(i64),
     /// An event to join.
     Event(Box<Event>),
 }
 
-/// What joining an event gave.
-#[derive(Debug)]
-pub enum Joined {
-    /// The event is late: joined with nothing (given back).
-    Late(Box<Event>),
-    /// The joined events, in the order they are processed.
-    Rows(Vec<Event>),
+/// Makes the joined stream's records into the events the join takes
+/// ([`JoinedDecoder::decode`]). It depends on the join's definition
+/// alone, so source workers run it ([`crate::parallel::SourceWork`]) as
+/// well as the version's own thread.
+#[derive(Debug, Clone)]
+pub struct JoinedDecoder {
+    /// The joined stream's alias: an event's value is its column of this
+    /// name.
+    alias: String,
+    /// The path of its time column, if declared (else the record
+    /// timestamp is its time).
+    time: Option<Vec<String>>,
+    /// Declared types of its values' top-level fields.
+    typed_fields: Vec<(String, crate::expr::DataType)>,
+    /// `WHERE`'s conjuncts its events must pass before the join
+    /// ([`side_filters`]).
+    filter: Option<Expr>,
+    /// The fields of its values the plan reads (`None`: all of them).
+    fields: Option<Arc<[String]>>,
+    /// Events keep only those fields ([`StreamJoin::keeping_read_fields`]).
+    keep_fields: bool,
 }
 
-/// The stream-stream join operator's state.
-#[derive(Debug)]
-pub struct StreamJoin {
-    spec: JoinSpec,
-    within: WithinSpec,
-    state_cf: String,
-    left: Buffer,
-    right: Buffer,
-    /// `WHERE`'s conjuncts applied to each side's events before the join.
-    left_filter: Option<Expr>,
-    right_filter: Option<Expr>,
-    /// State writes of the next commit by key (`None` deletes): of events
-    /// a commit wrote before.
-    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Events kept since the last commit, with their join key and time:
-    /// the next commit writes those still kept (most leave first, and are
-    /// never encoded).
-    unstored: HashMap<(JoinSide, u32, u64), (String, i64)>,
-    /// The fields of the joined stream's values the plan reads (`None`:
-    /// all of them).
-    joined_fields: Option<Arc<[String]>>,
-    /// Buffered events keep, and store, only the fields the plan reads
-    /// instead of their record's value ([`StreamJoin::keeping_read_fields`]).
-    keep_read_fields: bool,
-}
-
-impl StreamJoin {
-    /// An empty join; `None` unless `spec` joins a stream. `filter` is the
-    /// plan's `WHERE`, applied after the join.
-    pub fn new(spec: JoinSpec, state_cf: String, filter: Option<&Expr>) -> Option<Self> {
-        let within = spec.within.clone()?;
-        let (left_filter, right_filter) = side_filters(filter, &spec.alias, spec.kind);
-        Some(StreamJoin {
-            spec,
-            within,
-            state_cf,
-            left: Buffer::default(),
-            right: Buffer::default(),
-            left_filter,
-            right_filter,
-            pending: BTreeMap::new(),
-            unstored: HashMap::new(),
-            joined_fields: None,
-            keep_read_fields: false,
-        })
-    }
-
-    /// The same join keeping of each buffered event only the fields the
-    /// plan reads, as a JSON object in place of its record's value, in
-    /// memory and in state: a stream's event decoded by fields, a joined
-    /// stream's when [`StreamJoin::reading`] names its fields. Only for
-    /// plans that never send a record's value on — no late side output,
-    /// no repartition stage — where the fields are all that is read.
-    /// Nexmark q3 buffers auctions of ~600 bytes to read 3 of their
-    /// fields.
-    pub fn keeping_read_fields(mut self, keep: bool) -> Self {
-        self.keep_read_fields = keep;
-        self
-    }
-
-    /// The same join decoding only `fields` of the joined stream's values
-    /// (all that the plan reads of them, [`crate::plan::Plan::joined_fields`]):
-    /// a pair then copies those, not the whole value.
-    pub fn reading(mut self, fields: Option<Vec<String>>) -> Self {
-        self.joined_fields = fields.map(Arc::from);
-        self
-    }
-
-    /// True if joined stream events keep only the fields read.
-    fn keeps_joined_fields(&self) -> bool {
-        self.keep_read_fields && self.joined_fields.is_some()
-    }
-
+impl JoinedDecoder {
     /// A joined stream's value as the join holds it: whole, or only the
     /// fields read (missing and null ones left out).
     fn decode_value(&self, bytes: &[u8]) -> serde_json::Result<Value> {
-        let Some(names) = &self.joined_fields else {
+        let Some(names) = &self.fields else {
             return serde_json::from_slice(bytes);
         };
         crate::event::decode_object(bytes, names)
     }
 
-    /// Events buffered, of both streams.
-    pub fn buffered(&self) -> usize {
-        self.left.by_time.len() + self.right.by_time.len()
-    }
-
-    /// State writes waiting for the next commit.
-    pub fn pending_writes(&self) -> usize {
-        self.pending.len() + self.unstored.len()
+    /// True if events keep only the fields read.
+    fn keeps_fields(&self) -> bool {
+        self.keep_fields && self.fields.is_some()
     }
 
     /// Decodes a record of the joined stream appended at `append_time`:
-    /// its value whole, its time from the declared column (else the
-    /// record timestamp), checked against the declared types and
-    /// `max_future_ms`.
+    /// its value whole (or the fields read), its time from the declared
+    /// column (else the record timestamp), checked against the declared
+    /// types and `max_future_ms`, then against the joined stream's
+    /// conditions of `WHERE`.
     pub fn decode(
         &self,
         record: JoinedInput<'_>,
@@ -312,14 +255,13 @@ impl StreamJoin {
             return JoinedRecord::Invalid;
         };
         let typed = self
-            .within
             .typed_fields
             .iter()
             .all(|(name, ty)| value.get(name).is_none_or(|v| conforms(v, *ty)));
         if !typed {
             return JoinedRecord::Invalid;
         }
-        let time = match &self.spec.table_time {
+        let time = match &self.time {
             Some(path) => match crate::expr::get_path(&value, path).and_then(parse_timestamp) {
                 Some(t) => t,
                 None => return JoinedRecord::Invalid,
@@ -330,25 +272,34 @@ impl StreamJoin {
             return JoinedRecord::Future;
         }
         let key = record.key.map(|k| String::from_utf8_lossy(k).into_owned());
-        // Kept as read fields, the value is made when the event is
-        // buffered (most are filtered out before).
-        let raw_value = match self.keeps_joined_fields() {
-            true => Bytes::new(),
-            false => Bytes::copy_from_slice(record.value),
-        };
-        JoinedRecord::Event(Box::new(self.right_event(
+        let mut event = self.event(
             record.partition,
             record.offset,
             record.timestamp,
             time,
             key,
-            raw_value,
+            Bytes::new(),
             value,
-        )))
+        );
+        if self.filter.as_ref().is_some_and(|f| !f.is_true(&event)) {
+            return JoinedRecord::Filtered(time);
+        }
+        // Kept as read fields, the value the join buffers and stores is
+        // those fields' JSON text; else the record's value as read.
+        event.raw_value = match self.keeps_fields() {
+            true => match event.joined.first() {
+                Some((_, value)) => Bytes::from(value.to_string()),
+                None => Bytes::new(),
+            },
+            false => Bytes::copy_from_slice(record.value),
+        };
+        JoinedRecord::Event(Box::new(event))
     }
 
+    /// The event of a joined stream's record: its `value` under the
+    /// alias, its record key as [`Event::joined_key`].
     #[allow(clippy::too_many_arguments)]
-    fn right_event(
+    fn event(
         &self,
         partition: u32,
         offset: u64,
@@ -368,9 +319,115 @@ impl StreamJoin {
             value: Value::Null,
             fields: None,
             event_time,
-            joined: vec![(self.spec.alias.clone(), value)],
+            joined: vec![(self.alias.clone(), value)],
             joined_key: key.map(Value::String),
         }
+    }
+}
+
+/// What joining an event gave.
+#[derive(Debug)]
+pub enum Joined {
+    /// The event is late: joined with nothing (given back).
+    Late(Box<Event>),
+    /// The joined events, in the order they are processed.
+    Rows(Vec<Event>),
+}
+
+/// The stream-stream join operator's state.
+#[derive(Debug)]
+pub struct StreamJoin {
+    spec: JoinSpec,
+    within: WithinSpec,
+    state_cf: String,
+    left: Buffer,
+    right: Buffer,
+    /// `WHERE`'s conjuncts applied to the stream's events before the join
+    /// (the joined stream's are its decoder's).
+    left_filter: Option<Expr>,
+    /// Decodes (and filters) the joined stream's records.
+    joined: JoinedDecoder,
+    /// State writes of the next commit by key (`None` deletes): of events
+    /// a commit wrote before.
+    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Events kept since the last commit, with their join key and time:
+    /// the next commit writes those still kept (most leave first, and are
+    /// never encoded).
+    unstored: HashMap<(JoinSide, u32, u64), (String, i64)>,
+    /// Buffered events keep, and store, only the fields the plan reads
+    /// instead of their record's value ([`StreamJoin::keeping_read_fields`]).
+    keep_read_fields: bool,
+}
+
+impl StreamJoin {
+    /// An empty join; `None` unless `spec` joins a stream. `filter` is the
+    /// plan's `WHERE`, applied after the join.
+    pub fn new(spec: JoinSpec, state_cf: String, filter: Option<&Expr>) -> Option<Self> {
+        let within = spec.within.clone()?;
+        let (left_filter, right_filter) = side_filters(filter, &spec.alias, spec.kind);
+        let joined = JoinedDecoder {
+            alias: spec.alias.clone(),
+            time: spec.table_time.clone(),
+            typed_fields: within.typed_fields.clone(),
+            filter: right_filter,
+            fields: None,
+            keep_fields: false,
+        };
+        Some(StreamJoin {
+            spec,
+            within,
+            state_cf,
+            left: Buffer::default(),
+            right: Buffer::default(),
+            left_filter,
+            joined,
+            pending: BTreeMap::new(),
+            unstored: HashMap::default(),
+            keep_read_fields: false,
+        })
+    }
+
+    /// The same join keeping of each buffered event only the fields the
+    /// plan reads, as a JSON object in place of its record's value, in
+    /// memory and in state: a stream's event decoded by fields, a joined
+    /// stream's when [`StreamJoin::reading`] names its fields. Only for
+    /// plans that never send a record's value on — no late side output,
+    /// no repartition stage — where the fields are all that is read.
+    /// Nexmark q3 buffers auctions of ~600 bytes to read 3 of their
+    /// fields.
+    pub fn keeping_read_fields(mut self, keep: bool) -> Self {
+        self.keep_read_fields = keep;
+        self.joined.keep_fields = keep;
+        self
+    }
+
+    /// The same join decoding only `fields` of the joined stream's values
+    /// (all that the plan reads of them, [`crate::plan::Plan::joined_fields`]):
+    /// a pair then copies those, not the whole value.
+    pub fn reading(mut self, fields: Option<Vec<String>>) -> Self {
+        self.joined.fields = fields.map(Arc::from);
+        self
+    }
+
+    /// What decodes the joined stream's records for this join.
+    pub fn joined_decoder(&self) -> &JoinedDecoder {
+        &self.joined
+    }
+
+    /// True if an event at `event_time` is late at `watermark`: behind it
+    /// by more than the grace, it joins nothing.
+    pub fn is_late(&self, event_time: i64, watermark: i64) -> bool {
+        event_time < self.horizon(watermark)
+    }
+
+    /// Events buffered, of both streams.
+    pub fn buffered(&self) -> usize {
+        self.left.by_time.len() + self.right.by_time.len()
+    }
+
+    /// State writes waiting for the next commit.
+    pub fn pending_writes(&self) -> usize {
+        self.pending.len() + self.unstored.len()
     }
 
     /// The earliest time an event may have and still be joined at
@@ -383,7 +440,7 @@ impl StreamJoin {
     /// pairs it makes with buffered joined events, in their order; then
     /// buffers it.
     pub fn left_event(&mut self, mut event: Event, watermark: i64) -> Joined {
-        if event.event_time < self.horizon(watermark) {
+        if self.is_late(event.event_time, watermark) {
             return Joined::Late(Box::new(event));
         }
         if self
@@ -438,18 +495,12 @@ impl StreamJoin {
         Joined::Rows(rows)
     }
 
-    /// Joins an event of the joined stream ([`StreamJoin::decode`]) at
-    /// `watermark`, as [`StreamJoin::left_event`] joins the stream's.
-    pub fn right_event_joined(&mut self, mut event: Event, watermark: i64) -> Joined {
-        if event.event_time < self.horizon(watermark) {
+    /// Joins an event of the joined stream ([`JoinedDecoder::decode`],
+    /// which applied its filter) at `watermark`, as
+    /// [`StreamJoin::left_event`] joins the stream's.
+    pub fn right_event_joined(&mut self, event: Event, watermark: i64) -> Joined {
+        if self.is_late(event.event_time, watermark) {
             return Joined::Late(Box::new(event));
-        }
-        if self
-            .right_filter
-            .as_ref()
-            .is_some_and(|f| !f.is_true(&event))
-        {
-            return Joined::Rows(Vec::new());
         }
         let Some(join_key) = stringify(&self.within.joined_key.eval(&event)) else {
             return Joined::Rows(match self.spec.kind == JoinKind::Full {
@@ -477,11 +528,6 @@ impl StreamJoin {
                     key::stream_join_entry(JoinSide::Left.tag(), left.partition, left.offset),
                     Some(encode(&join_key, left)),
                 );
-            }
-        }
-        if self.keeps_joined_fields() {
-            if let Some((_, value)) = event.joined.first() {
-                event.raw_value = Bytes::from(value.to_string());
             }
         }
         let entry = Entry {
@@ -547,9 +593,24 @@ impl StreamJoin {
             .collect()
     }
 
-    /// Adds the buffers' changes to the commit.
+    /// Adds the buffers' changes to the commit, in key order: RocksDB's
+    /// memtable takes a batch's keys in the order given, each insert
+    /// starting from where the one before it ended.
     pub fn flush(&mut self, batch: &mut Batch) {
-        for ((side, partition, offset), (join_key, time)) in self.unstored.drain() {
+        let mut unstored: Vec<_> = self.unstored.drain().collect();
+        // (side, partition, offset) sorts as its key (`'l'` < `'r'`).
+        unstored.sort_unstable_by_key(|(id, _)| *id);
+        let mut pending = std::mem::take(&mut self.pending).into_iter().peekable();
+        let state_cf = &self.state_cf;
+        let write_pending = |batch: &mut Batch, (k, v): (Vec<u8>, Option<Vec<u8>>)| match v {
+            Some(bytes) => batch.put(state_cf, k, bytes),
+            None => batch.delete(state_cf, k),
+        };
+        for ((side, partition, offset), (join_key, time)) in unstored {
+            let key = key::stream_join_entry(side.tag(), partition, offset);
+            while let Some(earlier) = pending.next_if(|(k, _)| *k < key) {
+                write_pending(batch, earlier);
+            }
             let buffer = match side {
                 JoinSide::Left => &self.left,
                 JoinSide::Right => &self.right,
@@ -560,17 +621,10 @@ impl StreamJoin {
                 entries.get(at).filter(|e| e.order() == order)
             });
             let entry = entry.expect("an unstored event is kept until it is written or dropped");
-            batch.put(
-                &self.state_cf,
-                key::stream_join_entry(side.tag(), partition, offset),
-                encode(&join_key, entry),
-            );
+            batch.put_with(state_cf, &key, |out| encode_into(&join_key, entry, out));
         }
-        for (k, v) in std::mem::take(&mut self.pending) {
-            match v {
-                Some(bytes) => batch.put(&self.state_cf, k, bytes),
-                None => batch.delete(&self.state_cf, k),
-            }
+        for rest in pending {
+            write_pending(batch, rest);
         }
     }
 
@@ -588,7 +642,7 @@ impl StreamJoin {
             let (header, raw) = decode(&v).ok_or_else(|| self.corrupt("a malformed entry"))?;
             let value: Value = match side {
                 JoinSide::Left => serde_json::from_slice(raw),
-                JoinSide::Right => self.decode_value(raw),
+                JoinSide::Right => self.joined.decode_value(raw),
             }
             .map_err(|e| self.corrupt(&format!("a value that is not JSON: {e}")))?;
             let raw = Bytes::copy_from_slice(raw);
@@ -597,7 +651,7 @@ impl StreamJoin {
                     partition,
                     offset,
                     record_timestamp: header.ts,
-                    raw_key: header.key.map(Bytes::from),
+                    raw_key: header.key.map(|k| Bytes::from(k.into_owned())),
                     lossy_key: None,
                     raw_value: raw,
                     value,
@@ -606,8 +660,14 @@ impl StreamJoin {
                     joined: Vec::new(),
                     joined_key: None,
                 },
-                JoinSide::Right => self.right_event(
-                    partition, offset, header.ts, header.t, header.key, raw, value,
+                JoinSide::Right => self.joined.event(
+                    partition,
+                    offset,
+                    header.ts,
+                    header.t,
+                    header.key.map(Cow::into_owned),
+                    raw,
+                    value,
                 ),
             };
             let entry = Entry {
@@ -617,8 +677,8 @@ impl StreamJoin {
                 event,
             };
             match side {
-                JoinSide::Left => self.left.insert(header.k, entry),
-                JoinSide::Right => self.right.insert(header.k, entry),
+                JoinSide::Left => self.left.insert(header.k.into_owned(), entry),
+                JoinSide::Right => self.right.insert(header.k.into_owned(), entry),
             }
         }
         Ok(())
@@ -711,27 +771,33 @@ fn fields_object(names: &[String], values: &[Value]) -> Vec<u8> {
 
 /// The stored form of `entry` (see the module doc).
 fn encode(join_key: &str, entry: &Entry) -> Vec<u8> {
-    let event = &entry.event;
-    let key = match &event.joined_key {
-        Some(Value::String(k)) => Some(k.clone()),
-        _ => event.key_text().map(str::to_string),
-    };
-    let header = StoredHeader {
-        k: join_key.to_string(),
-        t: event.event_time,
-        ts: event.record_timestamp,
-        key,
-        m: entry.matched,
-    };
-    let mut bytes = vec![ENTRY_FORMAT];
-    serde_json::to_writer(&mut bytes, &header).expect("headers serialize");
-    bytes.push(b'\n');
-    bytes.extend_from_slice(&event.raw_value);
+    let mut bytes = Vec::new();
+    encode_into(join_key, entry, &mut bytes);
     bytes
 }
 
+/// Appends the stored form of `entry` to `out`.
+fn encode_into(join_key: &str, entry: &Entry, out: &mut Vec<u8>) {
+    let event = &entry.event;
+    let key = match &event.joined_key {
+        Some(Value::String(k)) => Some(k.as_str()),
+        _ => event.key_text(),
+    };
+    let header = StoredHeader {
+        k: Cow::Borrowed(join_key),
+        t: event.event_time,
+        ts: event.record_timestamp,
+        key: key.map(Cow::Borrowed),
+        m: entry.matched,
+    };
+    out.push(ENTRY_FORMAT);
+    serde_json::to_writer(&mut *out, &header).expect("headers serialize");
+    out.push(b'\n');
+    out.extend_from_slice(&event.raw_value);
+}
+
 /// A stored entry's header and value bytes.
-fn decode(bytes: &[u8]) -> Option<(StoredHeader, &[u8])> {
+fn decode(bytes: &[u8]) -> Option<(StoredHeader<'static>, &[u8])> {
     let rest = bytes.strip_prefix(&[ENTRY_FORMAT])?;
     let newline = rest.iter().position(|b| *b == b'\n')?;
     let header = serde_json::from_slice(&rest[..newline]).ok()?;

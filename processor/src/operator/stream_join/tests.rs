@@ -53,6 +53,15 @@ fn left(k: Option<&str>, t: i64, id: u64) -> Event {
 
 /// A joined stream's event, decoded as the runtime decodes it.
 fn right(j: &StreamJoin, k: Option<&str>, t: i64, id: u64) -> Event {
+    match right_record(j, k, t, id) {
+        JoinedRecord::Event(e) => *e,
+        other => panic!("not an event: {other:?}"),
+    }
+}
+
+/// A joined stream's record as the runtime decodes it (its filter
+/// applied).
+fn right_record(j: &StreamJoin, k: Option<&str>, t: i64, id: u64) -> JoinedRecord {
     let value = json!({"k": k, "t": t, "id": id}).to_string();
     let record = JoinedInput {
         partition: 1,
@@ -61,10 +70,7 @@ fn right(j: &StreamJoin, k: Option<&str>, t: i64, id: u64) -> Event {
         key: k.map(str::as_bytes),
         value: value.as_bytes(),
     };
-    match j.decode(record, t, i64::MAX / 4) {
-        JoinedRecord::Event(e) => *e,
-        other => panic!("not an event: {other:?}"),
-    }
+    j.joined_decoder().decode(record, t, i64::MAX / 4)
 }
 
 /// (left id, right id) of a joined event; `None` for a side that is null.
@@ -313,10 +319,15 @@ fn run_filtered(
         let id = i as u64;
         let joined = match input.right {
             false => j.left_event(left(Some(&key), input.time, id), watermark),
-            true => {
-                let r = right(&j, Some(&key), input.time, id);
-                j.right_event_joined(r, watermark)
-            }
+            true => match right_record(&j, Some(&key), input.time, id) {
+                JoinedRecord::Event(r) => j.right_event_joined(*r, watermark),
+                // Failed the filter: late or not, it joins nothing.
+                JoinedRecord::Filtered(t) if j.is_late(t, watermark) => {
+                    Joined::Late(Box::new(left(None, t, id)))
+                }
+                JoinedRecord::Filtered(_) => Joined::Rows(Vec::new()),
+                other => panic!("not an event: {other:?}"),
+            },
         };
         match joined {
             Joined::Rows(rows) => out.extend(rows.iter().filter(|e| passes(e)).map(ids)),
@@ -458,7 +469,7 @@ fn buffered_events_keep_only_the_fields_read_and_restore_to_the_same_joins() {
         key: Some(b"b"),
         value: value.as_bytes(),
     };
-    let JoinedRecord::Event(r) = j.decode(record, 1_200, i64::MAX / 4) else {
+    let JoinedRecord::Event(r) = j.joined_decoder().decode(record, 1_200, i64::MAX / 4) else {
         panic!("not an event")
     };
     j.right_event_joined(*r, 0);
