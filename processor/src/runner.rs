@@ -1037,13 +1037,7 @@ impl Runtime {
             self.uncommitted_records += 1;
             self.event_seq += 1;
             let join = self.stream_join.as_ref().expect("a stream join");
-            let input = JoinedInput {
-                partition: next.partition,
-                offset: record.offset,
-                timestamp: record.timestamp,
-                key: record.key,
-                value: record.value,
-            };
+            let input = JoinedInput::of(next.partition, &record);
             let decoded = join
                 .joined_decoder()
                 .decode(input, append_time, max_future_ms);

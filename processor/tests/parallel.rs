@@ -283,17 +283,7 @@ fn a_damaged_batch_stops_the_version_there_with_any_number_of_workers() {
             (0..10u32).map(|i| json!({"user": format!("u{i}"), "amount": 1, "ts": b * 100 + i})),
         );
     }
-    let path = h
-        .dir
-        .path()
-        .join("log/topics/buys/0/00000000000000000000.log");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = bytes
-        .windows(9)
-        .position(|w| w == b"\"ts\":205,")
-        .expect("record 5 of batch 2");
-    bytes[at + 7] = b'6';
-    std::fs::write(&path, &bytes).unwrap();
+    damage_record_205(&h, "buys");
     let plan = count_per_user;
     for (workers, max_poll_records) in [(1, 50), (1, 5), (2, 50), (2, 5), (3, 7)] {
         let what = format!("{workers} workers, polls of {max_poll_records}");
@@ -317,6 +307,74 @@ fn a_damaged_batch_stops_the_version_there_with_any_number_of_workers() {
             other => panic!("{what}: {other}"),
         }
         assert_eq!(rt.positions(), [20], "{what}");
+    }
+}
+
+/// Changes a digit of the record whose `ts` is 205 (record 5 of batch 2)
+/// in partition 0 of `topic`, in place in its segment file: valid JSON
+/// still, which only the batch's CRC shows.
+fn damage_record_205(h: &Harness, topic: &str) {
+    let path = h
+        .dir
+        .path()
+        .join(format!("log/topics/{topic}/0/00000000000000000000.log"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(8)
+        .position(|w| w == b"\"ts\":205")
+        .expect("record 5 of batch 2");
+    bytes[at + 7] = b'6';
+    std::fs::write(&path, &bytes).unwrap();
+}
+
+/// As [`a_damaged_batch_stops_the_version_there_with_any_number_of_workers`],
+/// in the stream a join of two streams joins: source workers decode its
+/// batches too, and a damaged one stops the version at it with the log's
+/// damage error.
+#[test]
+fn a_damaged_batch_of_a_joined_stream_stops_the_version_there() {
+    let h = Harness::new();
+    for topic in ["orders", "pays"] {
+        h.create_topic(topic, 1);
+    }
+    for b in 0..5u32 {
+        h.produce_batch(
+            "pays",
+            0,
+            (0..10u32).map(|i| json!({"ts": b * 100 + i, "k": format!("k{i}")})),
+        );
+    }
+    damage_record_205(&h, "pays");
+    let sources = "CREATE STREAM orders (k VARCHAR) WITH (KAFKA_TOPIC='orders');
+                   CREATE STREAM pays (ts BIGINT, k VARCHAR) WITH (KAFKA_TOPIC='pays');";
+    for (workers, max_poll_records) in [(1, 50), (1, 5), (2, 50), (2, 5), (3, 7)] {
+        let what = format!("{workers} workers, polls of {max_poll_records}");
+        let name = format!("paid_{workers}_{max_poll_records}");
+        h.create_topic(&name, 1);
+        let plan = common::sql_plan_over(
+            sources,
+            &format!(
+                "CREATE STREAM {name} AS SELECT o.k AS k FROM orders o JOIN pays p WITHIN 1 HOUR ON o.k = p.k;"
+            ),
+        );
+        let options = RunOptions {
+            max_poll_records,
+            workers,
+            ..RunOptions::default()
+        };
+        let mut rt = Runtime::open(plan, 1, h.log.clone(), h.store.clone(), options).unwrap();
+        let error = (0..1_000)
+            .find_map(|_| rt.poll_once().err())
+            .unwrap_or_else(|| panic!("{what}: no error"));
+        match error {
+            ProcessorError::Log(LogError::Damaged {
+                first_offset,
+                next_offset,
+                ..
+            }) => assert_eq!((first_offset, next_offset), (20, 30), "{what}"),
+            other => panic!("{what}: {other}"),
+        }
+        assert_eq!(rt.joined_positions(), [20], "{what}");
     }
 }
 

@@ -3,7 +3,7 @@
 //! ([`Runtime::process_prepared`]).
 
 use super::shard::Mark;
-use super::source::Handed;
+use super::source::{Handed, PreparedBatch};
 use super::Item;
 use crate::error::Result;
 use crate::order::{BatchEnds, Side};
@@ -62,14 +62,7 @@ impl Runtime {
                     to,
                     prepared,
                 } => {
-                    if let Some((first_offset, reason)) = &prepared.damage {
-                        return Err(self.order.damaged(
-                            Side::Table,
-                            partition,
-                            *first_offset,
-                            reason,
-                        ));
-                    }
+                    self.stop_at_damage(Side::Table, partition, &prepared)?;
                     self.enter_batch(append_time)?;
                     // Each record counts in the processing order and the
                     // commit's records where the engine on one thread
@@ -93,15 +86,7 @@ impl Runtime {
                     to,
                     prepared,
                 } => {
-                    // A damaged batch stops the version before it.
-                    if let Some((first_offset, reason)) = &prepared.damage {
-                        return Err(self.order.damaged(
-                            Side::Stream,
-                            partition,
-                            *first_offset,
-                            reason,
-                        ));
-                    }
+                    self.stop_at_damage(Side::Stream, partition, &prepared)?;
                     self.enter_batch(append_time)?;
                     let records = prepared.records;
                     let mut parts = prepared.into_parts();
@@ -155,5 +140,16 @@ impl Runtime {
             }
         }
         Ok((processed, exhausted && sources.queued() == 0))
+    }
+
+    /// Stops the version at `prepared`, a batch of `side`'s `partition`,
+    /// if it is damaged: the error the log's read of it reports.
+    fn stop_at_damage(&self, side: Side, partition: u32, prepared: &PreparedBatch) -> Result<()> {
+        match &prepared.damage {
+            Some((first_offset, reason)) => {
+                Err(self.order.damaged(side, partition, *first_offset, reason))
+            }
+            None => Ok(()),
+        }
     }
 }

@@ -360,6 +360,34 @@ impl PreparedBatch {
         self.grouped[shard].push(event);
     }
 
+    /// This batch, prepared from `next` with `invalid` records among them,
+    /// once its reading ended as `checked`: nothing but its damage if that
+    /// failed, else the invalid records are counted in `progress` (once
+    /// the whole batch is known to be undamaged).
+    fn checked(
+        self,
+        next: &NextBatch,
+        checked: std::result::Result<(), DecodeError>,
+        invalid: u64,
+        progress: &Progress,
+    ) -> PreparedBatch {
+        if let Err(damage) = checked {
+            return PreparedBatch::damaged(next, damage);
+        }
+        if invalid > 0 {
+            progress.count_invalid_records(invalid);
+        }
+        self
+    }
+
+    /// A batch that failed its check: `next`'s first offset and `damage`.
+    fn damaged(next: &NextBatch, damage: DecodeError) -> PreparedBatch {
+        PreparedBatch {
+            damage: Some((next.batch.base_offset(), damage)),
+            ..PreparedBatch::default()
+        }
+    }
+
     /// The valid records, in order, runs of filtered ones together; the
     /// kept records; and per key shard, its grouped events in the order of
     /// their items.
@@ -412,29 +440,14 @@ impl SourceWork {
         let checked = next.bytes_to_read().map(|_| ()).and_then(|()| {
             next.read_checked(|record| {
                 out.records += 1;
-                let input = JoinedInput {
-                    partition: next.partition,
-                    offset: record.offset,
-                    timestamp: record.timestamp,
-                    key: record.key,
-                    value: record.value,
-                };
+                let input = JoinedInput::of(next.partition, &record);
                 match decoder.decode(input, append_time, *max_future_ms) {
                     JoinedRecord::Invalid | JoinedRecord::Future => invalid += 1,
                     decoded => out.joined.push((record.offset, decoded)),
                 }
             })
         });
-        if let Err(damage) = checked {
-            return PreparedBatch {
-                damage: Some((next.batch.base_offset(), damage)),
-                ..PreparedBatch::default()
-            };
-        }
-        if invalid > 0 {
-            progress.count_invalid_records(invalid);
-        }
-        out
+        out.checked(next, checked, invalid, progress)
     }
 
     /// The records of `next`, checked and prepared (invalid ones are
@@ -451,12 +464,7 @@ impl SourceWork {
         // damaged batch gives nothing but its damage.
         let bytes = match next.bytes_to_read() {
             Ok(bytes) => bytes,
-            Err(damage) => {
-                return PreparedBatch {
-                    damage: Some((next.batch.base_offset(), damage)),
-                    ..PreparedBatch::default()
-                }
-            }
+            Err(damage) => return PreparedBatch::damaged(next, damage),
         };
         let buffer = &Bytes::from_owner(bytes.clone());
         let count = (next.to - next.from) as usize;
@@ -502,17 +510,7 @@ impl SourceWork {
                 },
             }
         });
-        if let Err(damage) = checked {
-            return PreparedBatch {
-                damage: Some((next.batch.base_offset(), damage)),
-                ..PreparedBatch::default()
-            };
-        }
-        // Counted once the whole batch is known to be undamaged.
-        if invalid > 0 {
-            progress.count_invalid_records(invalid);
-        }
-        out
+        out.checked(next, checked, invalid, progress)
     }
 }
 

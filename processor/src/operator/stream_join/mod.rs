@@ -186,6 +186,19 @@ pub struct JoinedInput<'a> {
     pub value: &'a [u8],
 }
 
+impl<'a> JoinedInput<'a> {
+    /// The record `record` of the joined stream's `partition`.
+    pub fn of(partition: u32, record: &kappa_log::RecordRef<'a>) -> JoinedInput<'a> {
+        JoinedInput {
+            partition,
+            offset: record.offset,
+            timestamp: record.timestamp,
+            key: record.key,
+            value: record.value,
+        }
+    }
+}
+
 /// What a right-side record is.
 #[derive(Debug)]
 pub enum JoinedRecord {
