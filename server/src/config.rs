@@ -745,7 +745,12 @@ impl ServerConfig {
             // One request body may become one batch (JSON text is larger than
             // the stored records, so this always fits).
             max_batch_bytes: self.max_body_bytes * 2,
-            max_batch_records: self.max_records_per_request,
+            // The records of one append stay the log's own limit, not
+            // `max_records_per_request` (which the HTTP route checks): a
+            // derived stream's output appends up to 4 MiB of records at a
+            // time (`kappa_processor`'s sequenced outputs), and each is
+            // synced on its own, so appends of 10,000 small records synced
+            // its output several times more often.
             retention_check_interval_ms: self.retention_check_interval_ms,
             idempotency_window_ms: self.idempotency_window_ms,
             cleaner_buffer_bytes: self.cleaner_buffer_bytes,
@@ -760,6 +765,16 @@ impl ServerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_logs_append_limit_is_not_the_http_request_limit() {
+        let c = ServerConfig::load(None, &Overrides::default()).unwrap();
+        assert_eq!(c.max_records_per_request, 10_000);
+        let log = c.log_config().unwrap();
+        let default = kappa_log::LogConfig::new(&c.data_dir);
+        assert_eq!(log.max_batch_records, default.max_batch_records);
+        assert!(log.max_batch_records > c.max_records_per_request);
+    }
 
     #[test]
     fn layers_apply_in_order_defaults_file_overrides() {
