@@ -295,18 +295,24 @@ fn a_damaged_batch_stops_the_version_there_with_any_number_of_workers() {
         };
         let mut rt =
             Runtime::open(plan(&name), 1, h.log.clone(), h.store.clone(), options).unwrap();
-        let error = (0..1_000)
-            .find_map(|_| rt.poll_once().err())
-            .unwrap_or_else(|| panic!("{what}: no error"));
-        match error {
-            ProcessorError::Log(LogError::Damaged {
-                first_offset,
-                next_offset,
-                ..
-            }) => assert_eq!((first_offset, next_offset), (20, 30), "{what}"),
-            other => panic!("{what}: {other}"),
-        }
+        stops_at_damaged_batch_2(&mut rt, &what);
         assert_eq!(rt.positions(), [20], "{what}");
+    }
+}
+
+/// Polls `rt` until it stops, which must be with the log's damage error
+/// for the batch of offsets 20 to 29 ([`damage_record_205`]).
+fn stops_at_damaged_batch_2(rt: &mut Runtime, what: &str) {
+    let error = (0..1_000)
+        .find_map(|_| rt.poll_once().err())
+        .unwrap_or_else(|| panic!("{what}: no error"));
+    match error {
+        ProcessorError::Log(LogError::Damaged {
+            first_offset,
+            next_offset,
+            ..
+        }) => assert_eq!((first_offset, next_offset), (20, 30), "{what}"),
+        other => panic!("{what}: {other}"),
     }
 }
 
@@ -363,17 +369,7 @@ fn a_damaged_batch_of_a_joined_stream_stops_the_version_there() {
             ..RunOptions::default()
         };
         let mut rt = Runtime::open(plan, 1, h.log.clone(), h.store.clone(), options).unwrap();
-        let error = (0..1_000)
-            .find_map(|_| rt.poll_once().err())
-            .unwrap_or_else(|| panic!("{what}: no error"));
-        match error {
-            ProcessorError::Log(LogError::Damaged {
-                first_offset,
-                next_offset,
-                ..
-            }) => assert_eq!((first_offset, next_offset), (20, 30), "{what}"),
-            other => panic!("{what}: {other}"),
-        }
+        stops_at_damaged_batch_2(&mut rt, &what);
         assert_eq!(rt.joined_positions(), [20], "{what}");
     }
 }
