@@ -244,7 +244,7 @@ impl Runtime {
                 // rows are the view's (read before this batch is written:
                 // the store holds each inner row's previous version).
                 Some(outer) => {
-                    outer.apply(&self.store, &changes)?;
+                    outer.apply(&self.store, std::mem::take(&mut changes))?;
                     changes = outer.take_changes()?;
                     self.progress.add_output(outer.flush(&mut batch));
                 }
@@ -264,7 +264,7 @@ impl Runtime {
                 Some(join) => join.changes(&self.store, rows)?,
                 None => rows.changes(),
             };
-            outer.apply(&self.store, &input)?;
+            outer.apply(&self.store, input)?;
             changes = outer.take_changes()?;
             self.progress.add_output(outer.flush(&mut batch));
             if let Some(join) = &mut self.tables_join {

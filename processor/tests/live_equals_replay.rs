@@ -223,12 +223,15 @@ fn row_plans() -> Vec<Plan> {
              WHERE n > 1
              QUALIFY RANK() OVER (PARTITION BY ws ORDER BY n DESC) <= 1;",
         ),
+        // Windows' final rows of many groups (ids) per window, most of
+        // them dropped as they come: the two smallest sums (ties broken by
+        // key).
         sql_plan(
-            "CREATE TABLE top_final AS SELECT \"user\", n, ws FROM (
-               SELECT \"user\", WINDOWSTART AS ws, COUNT(*) AS n FROM buys
+            "CREATE TABLE top_final AS SELECT id, spent, ws FROM (
+               SELECT id, WINDOWSTART AS ws, SUM(amount) AS spent FROM buys
                WINDOW HOPPING (SIZE 2 SECONDS, ADVANCE BY 500 MILLISECONDS, GRACE PERIOD 200 MILLISECONDS)
-               GROUP BY \"user\") q
-             QUALIFY ROW_NUMBER() OVER (PARTITION BY ws ORDER BY n DESC) <= 2;",
+               GROUP BY id) q
+             QUALIFY ROW_NUMBER() OVER (PARTITION BY ws ORDER BY spent) <= 2;",
         ),
         // A declared table's latest rows (tier changes and deletions),
         // aggregated and ranked.

@@ -49,17 +49,18 @@ pub enum RowsStage {
 }
 
 impl RowsStage {
-    /// Applies the inner rows' changes of a commit, before it is written.
+    /// Applies the inner rows' changes of a commit, before it is written
+    /// (taking them: a top-N keeps the rows it ranks).
     pub fn apply(
         &mut self,
         store: &crate::state::store::Store,
-        changes: &[RowChange],
+        changes: Vec<RowChange>,
     ) -> crate::error::Result<()> {
         match self {
-            RowsStage::Aggregate(a) => a.apply(store, changes),
+            RowsStage::Aggregate(a) => a.apply(store, &changes),
             RowsStage::Top(t) => t.apply(store, changes),
             RowsStage::Each(e) => {
-                e.apply(changes);
+                e.apply(&changes);
                 Ok(())
             }
         }
