@@ -118,7 +118,10 @@ pub fn operators(plan: &Plan) -> Vec<OperatorInfo> {
         Operation::Aggregate(spec) => {
             ops.push(aggregate(spec, plan));
             if let Some(rows) = &plan.then {
-                ops.push(rows_aggregate(rows));
+                ops.push(rows_aggregate(
+                    rows,
+                    RowsAggregate::inner_rows_are_final(spec),
+                ));
             }
         }
         Operation::Project { columns } if plan.then.is_some() => {
@@ -141,7 +144,7 @@ pub fn operators(plan: &Plan) -> Vec<OperatorInfo> {
                 if let Some(j) = &rows.join {
                     ops.push(tables_join(j));
                 }
-                ops.push(rows_aggregate(rows));
+                ops.push(rows_aggregate(rows, false));
             }
         }
         Operation::Project { columns } => {
@@ -352,7 +355,9 @@ fn tables_join(j: &RowsJoin) -> OperatorInfo {
     )
 }
 
-fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
+/// The operator of a query over rows: `final_rows` when they are windows'
+/// final rows (what a top-N then holds).
+fn rows_aggregate(rows: &RowsAggregate, final_rows: bool) -> OperatorInfo {
     let spec = &rows.aggregate;
     if rows.each_row {
         let names: Vec<&str> = spec.columns.iter().map(|(n, _)| n.as_str()).collect();
@@ -397,7 +402,11 @@ fn rows_aggregate(rows: &RowsAggregate) -> OperatorInfo {
             "top_n",
             detail,
             "coordinator, at each commit",
-            Some("every row of each partition in state (the kept ones in the view); partitions touched recently in memory".into()),
+            Some(match final_rows {
+                // Windows' final rows never change: one not kept never will be.
+                true => "the kept rows of each partition in state and in the view (a window's row ranked after the last kept one is dropped as it comes); partitions touched recently in memory".into(),
+                false => "every row of each partition in state (the kept ones in the view); partitions touched recently in memory".into(),
+            }),
             Some(ROWS_AGGREGATE_GAUGE),
         );
     }
