@@ -186,8 +186,41 @@ fn opt_out_of_transparent_huge_pages() {
     }
 }
 
+// mimalloc's `mi_option_set` (its C API: the `mimalloc` crate links the
+// library but does not expose its options).
+extern "C" {
+    /// Sets mimalloc option `option` to `value`.
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// `mi_option_purge_delay` of mimalloc's `mi_option_t` (the same in its
+/// v2, which the `mimalloc` crate builds, and v3).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+/// Has mimalloc give memory freed back to the OS 1 s after it is freed
+/// instead of 10 ms, unless `MIMALLOC_PURGE_DELAY` says otherwise (mimalloc
+/// then applies it) — mimalloc v3's default.
+///
+/// A version's threads free and allocate buffers and window slices
+/// continuously: purged after 10 ms, their pages were often given back
+/// and faulted in again (zeroed by the kernel) a moment later. Nexmark q5
+/// on two workers ran 0.70 against 0.63 M events/s (BENCHMARKS.md). The
+/// cost is memory freed in a burst staying with the process a second
+/// longer (ten for mimalloc's arenas).
+fn purge_freed_memory_after_a_second() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: mi_option_set takes plain integers and sets an option that
+    // mimalloc reads when it next purges; any value is valid.
+    unsafe {
+        mi_option_set(MI_OPTION_PURGE_DELAY, 1_000);
+    }
+}
+
 fn main() {
     opt_out_of_transparent_huge_pages();
+    purge_freed_memory_after_a_second();
     let mut command = command_line();
     let matches = command.get_matches_mut();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
