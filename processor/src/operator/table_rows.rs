@@ -189,15 +189,7 @@ mod tests {
     use serde_json::json;
 
     fn store() -> (tempfile::TempDir, Store, Scope) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let scope = Scope {
-            name: "t".into(),
-            version: 1,
-        };
-        store.ensure(&scope).unwrap();
-        store.ensure_cf(&scope.stage_cf()).unwrap();
-        (dir, store, scope)
+        crate::state::store::temp_store("t")
     }
 
     #[test]

@@ -246,7 +246,6 @@ fn for_each_joining(
 mod tests {
     use super::*;
     use crate::expr::Expr;
-    use crate::state::store::Scope;
     use serde_json::json;
 
     fn spec(kind: JoinKind) -> RowsJoin {
@@ -261,14 +260,7 @@ mod tests {
 
     #[test]
     fn a_joined_row_changes_with_either_side_and_its_previous_version_is_stored() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let scope = Scope {
-            name: "j".into(),
-            version: 1,
-        };
-        store.ensure(&scope).unwrap();
-        store.ensure_cf(&scope.stage_cf()).unwrap();
+        let (_dir, store, scope) = crate::state::store::temp_store("j");
         let mut join = TablesJoin::new(spec(JoinKind::Inner), scope.state_cf());
         let mut left = TableRows::new(scope.stage_cf());
         let commit = |join: &mut TablesJoin, left: &mut TableRows| {

@@ -477,7 +477,6 @@ mod tests {
     use super::*;
     use crate::plan::{InnerRows, Plan};
     use crate::sql::{parse, plan, SourceDecl, Statement};
-    use crate::state::store::Scope;
     use serde_json::json;
 
     /// A top-N of `qualify` over the final rows of a hopping aggregate:
@@ -550,13 +549,7 @@ mod tests {
             let rows_plan = plan.then.as_ref().expect("a query over rows");
             let inner = InnerRows::of(&plan).expect("inner rows");
             assert!(inner.are_final());
-            let dir = tempfile::tempdir().unwrap();
-            let store = Store::open(dir.path()).unwrap();
-            let scope = Scope {
-                name: "hot".into(),
-                version: 1,
-            };
-            store.ensure(&scope).unwrap();
+            let (_dir, store, scope) = crate::state::store::temp_store("hot");
             let new_top = || {
                 let mut top = TopN::new(
                     rows_plan,

@@ -41,6 +41,22 @@ impl Scope {
     }
 }
 
+/// Operators' tests' store: a fresh one in a temporary directory (kept
+/// while the `TempDir` lives), with the column families of version 1 of
+/// `name` made, its stage's included.
+#[cfg(test)]
+pub(crate) fn temp_store(name: &str) -> (tempfile::TempDir, Store, Scope) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let scope = Scope {
+        name: name.into(),
+        version: 1,
+    };
+    store.ensure(&scope).unwrap();
+    store.ensure_cf(&scope.stage_cf()).unwrap();
+    (dir, store, scope)
+}
+
 type Db = DBWithThreadMode<MultiThreaded>;
 
 /// Options of every column family. Memtables are kept small (16 MiB): state

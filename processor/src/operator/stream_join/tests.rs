@@ -7,7 +7,6 @@ use serde_json::json;
 
 use super::*;
 use crate::expr::{BinaryOp, Expr};
-use crate::state::store::Scope;
 
 const ALIAS: &str = "b";
 
@@ -194,15 +193,8 @@ fn a_full_join_also_emits_unmatched_joined_events() {
 }
 
 fn temp_store() -> (tempfile::TempDir, Store, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
-    let scope = Scope {
-        name: "j".into(),
-        version: 1,
-    };
-    store.ensure(&scope).unwrap();
-    let cf = scope.state_cf();
-    (dir, store, cf)
+    let (dir, store, scope) = crate::state::store::temp_store("j");
+    (dir, store, scope.state_cf())
 }
 
 fn commit(j: &mut StreamJoin, store: &Store) {
