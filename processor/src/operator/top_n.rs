@@ -237,6 +237,15 @@ impl TopN {
         k
     }
 
+    /// The state key of view row `view` in the partition whose key prefix
+    /// is `prefix` ([`TopN::prefix`]).
+    fn row_key(prefix: &[u8], view: &str) -> Vec<u8> {
+        let mut k = Vec::with_capacity(prefix.len() + view.len());
+        k.extend_from_slice(prefix);
+        k.extend_from_slice(view.as_bytes());
+        k
+    }
+
     /// Loads partition `part` into memory if it is not there.
     fn load(&mut self, store: &Store, part: &str) -> Result<()> {
         if self.partitions.contains_key(part) {
@@ -334,9 +343,7 @@ impl TopN {
         p.rows.retain(|k, ranked| {
             let kept = keep.contains(k.as_str());
             if !kept && ranked.stored {
-                let mut sk = prefix.clone();
-                sk.extend_from_slice(k.as_bytes());
-                state_writes.insert(sk, None);
+                state_writes.insert(Self::row_key(&prefix, k), None);
             }
             kept
         });
@@ -363,18 +370,17 @@ impl TopN {
         let p = self.partitions.get_mut(&part).expect("loaded");
         p.rows.remove(view);
         p.dirty = true;
-        let mut k = Self::prefix(&part);
-        k.extend_from_slice(view.as_bytes());
-        self.state_writes.insert(k, None);
+        self.state_writes
+            .insert(Self::row_key(&Self::prefix(&part), view), None);
         Ok(())
     }
 
     fn insert(&mut self, store: &Store, row: Value, view: String) -> Result<()> {
         let part = self.partition_of(store, &row)?;
-        let mut k = Self::prefix(&part);
-        k.extend_from_slice(view.as_bytes());
-        self.state_writes
-            .insert(k, Some(serde_json::to_vec(&row).expect("rows serialize")));
+        self.state_writes.insert(
+            Self::row_key(&Self::prefix(&part), &view),
+            Some(serde_json::to_vec(&row).expect("rows serialize")),
+        );
         let order = self.top.order_by.eval(&row_of(&row));
         let p = self.partitions.get_mut(&part).expect("loaded");
         let stored = true;
@@ -399,10 +405,9 @@ impl TopN {
                     let prefix = Self::prefix(&part);
                     let p = self.partitions.get_mut(&part).expect("touched");
                     for (k, ranked) in p.rows.iter_mut().filter(|(_, r)| !r.stored) {
-                        let mut sk = prefix.clone();
-                        sk.extend_from_slice(k.as_bytes());
                         let row = serde_json::to_vec(&ranked.row).expect("rows serialize");
-                        self.state_writes.insert(sk, Some(row));
+                        self.state_writes
+                            .insert(Self::row_key(&prefix, k), Some(row));
                         ranked.stored = true;
                     }
                     kept
