@@ -137,7 +137,7 @@ impl Buffer {
     /// Removes the entries older than `before` (time). A key's entries
     /// are in time order, so its expired ones are a prefix of them, taken
     /// off at once (a hot key's many entries are not shifted one by one).
-    fn expire(&mut self, before: i64) -> Vec<(String, Entry)> {
+    fn expire(&mut self, before: i64) -> Vec<Entry> {
         let mut expired: HashMap<String, usize> = HashMap::default();
         while let Some(entry) = self.by_time.first_entry() {
             if entry.key().0 >= before {
@@ -152,7 +152,7 @@ impl Buffer {
                 .get_mut(&join_key)
                 .expect("indexed by time and key");
             debug_assert!(entries[..n].iter().all(|e| e.event.event_time < before));
-            out.extend(entries.drain(..n).map(|e| (join_key.clone(), e)));
+            out.extend(entries.drain(..n));
             if entries.is_empty() {
                 self.by_key.remove(&join_key);
             }
@@ -578,7 +578,7 @@ impl StreamJoin {
             .expire(horizon.saturating_sub(self.within.before_ms));
         let mut unmatched = Vec::new();
         for (side, expired) in [(JoinSide::Left, left), (JoinSide::Right, right)] {
-            for (_, entry) in expired {
+            for entry in expired {
                 let id = (side, entry.partition, entry.offset);
                 let state_key = key::stream_join_entry(side.tag(), entry.partition, entry.offset);
                 match self.unstored.remove(&id) {
