@@ -204,16 +204,15 @@ def best_ratio(runs, query):
     against its best, as BENCHMARKS.md gives it."""
     mine = [x for x in runs if x["query"] == query]
 
-    def best(engine, key, of):
-        return min(statistics.median(x[key] for x in of if (x["engine"], x["workers"]) == (engine, w))
-                   for w in (1, 2))
+    def ratio(of):
+        def best(engine, key):
+            return min(statistics.median(x[key] for x in of if (x["engine"], x["workers"]) == (engine, w))
+                       for w in (1, 2))
+        return best("flink", "job_seconds") / best("kappa", "seconds")
 
-    ratio = best("flink", "job_seconds", mine) / best("kappa", "seconds", mine)
     rounds = sorted({x["round"] for x in mine})
-    each = ", ".join(
-        f"{best('flink', 'job_seconds', [x for x in mine if x['round'] == r]) / best('kappa', 'seconds', [x for x in mine if x['round'] == r]):.2f}"
-        for r in rounds)
-    return f"{ratio:.1f}x ({each})"
+    each = ", ".join(f"{ratio([x for x in mine if x['round'] == r]):.2f}" for r in rounds)
+    return f"{ratio(mine):.1f}x ({each})"
 
 if __name__ == "__main__":
     main()
