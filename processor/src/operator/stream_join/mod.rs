@@ -107,17 +107,24 @@ impl Entry {
 }
 
 /// One side's buffer: events by join key, each key's in (time, partition,
-/// offset) order, and the same events by that order for expiry.
+/// offset) order, and the same events by that order for expiry. A join
+/// key is one shared string for all three places that name it (the key's
+/// events, the time index and [`StreamJoin::unstored`]).
 #[derive(Debug, Default)]
 struct Buffer {
-    by_key: HashMap<String, Vec<Entry>>,
-    by_time: BTreeMap<(i64, u32, u64), String>,
+    by_key: HashMap<Arc<str>, Vec<Entry>>,
+    by_time: BTreeMap<(i64, u32, u64), Arc<str>>,
 }
 
 impl Buffer {
-    fn insert(&mut self, join_key: String, entry: Entry) {
+    fn insert(&mut self, join_key: Arc<str>, entry: Entry) {
         self.by_time.insert(entry.order(), join_key.clone());
-        let entries = self.by_key.entry(join_key).or_default();
+        // Most keys hold one event or two at a time (an event is large:
+        // a first push would make room for four).
+        let entries = self
+            .by_key
+            .entry(join_key)
+            .or_insert_with(|| Vec::with_capacity(1));
         let at = entries.partition_point(|e| e.order() <= entry.order());
         entries.insert(at, entry);
     }
@@ -138,7 +145,7 @@ impl Buffer {
     /// are in time order, so its expired ones are a prefix of them, taken
     /// off at once (a hot key's many entries are not shifted one by one).
     fn expire(&mut self, before: i64) -> Vec<Entry> {
-        let mut expired: HashMap<String, usize> = HashMap::default();
+        let mut expired: HashMap<Arc<str>, usize> = HashMap::default();
         while let Some(entry) = self.by_time.first_entry() {
             if entry.key().0 >= before {
                 break;
@@ -365,8 +372,9 @@ pub struct StreamJoin {
     pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// Events kept since the last commit, with their join key and time:
     /// the next commit writes those still kept (most leave first, and are
-    /// never encoded).
-    unstored: HashMap<(JoinSide, u32, u64), (String, i64)>,
+    /// never encoded). None of them has a write in `pending`: a change of
+    /// an unstored event's `matched` goes into the entry it is written as.
+    unstored: HashMap<(JoinSide, u32, u64), (Arc<str>, i64)>,
     /// Buffered events keep, and store, only the fields the plan reads
     /// instead of their record's value ([`StreamJoin::keeping_read_fields`]).
     keep_read_fields: bool,
@@ -504,7 +512,7 @@ impl StreamJoin {
             matched: !rows.is_empty(),
             event,
         };
-        self.add(JoinSide::Left, join_key, entry);
+        self.add(JoinSide::Left, Arc::from(join_key), entry);
         Joined::Rows(rows)
     }
 
@@ -549,11 +557,11 @@ impl StreamJoin {
             matched: !rows.is_empty(),
             event,
         };
-        self.add(JoinSide::Right, join_key, entry);
+        self.add(JoinSide::Right, Arc::from(join_key), entry);
         Joined::Rows(rows)
     }
 
-    fn add(&mut self, side: JoinSide, join_key: String, entry: Entry) {
+    fn add(&mut self, side: JoinSide, join_key: Arc<str>, entry: Entry) {
         self.unstored.insert(
             (side, entry.partition, entry.offset),
             (join_key.clone(), entry.event.event_time),
@@ -580,12 +588,13 @@ impl StreamJoin {
         for (side, expired) in [(JoinSide::Left, left), (JoinSide::Right, right)] {
             for entry in expired {
                 let id = (side, entry.partition, entry.offset);
-                let state_key = key::stream_join_entry(side.tag(), entry.partition, entry.offset);
-                match self.unstored.remove(&id) {
-                    // Never written: nothing to delete.
-                    Some(_) => self.pending.remove(&state_key),
-                    None => self.pending.insert(state_key, None),
-                };
+                // Never written (and so without a pending write): nothing
+                // to delete.
+                if self.unstored.remove(&id).is_none() {
+                    let state_key =
+                        key::stream_join_entry(side.tag(), entry.partition, entry.offset);
+                    self.pending.insert(state_key, None);
+                }
                 let emits = !entry.matched
                     && match side {
                         JoinSide::Left => self.spec.kind != JoinKind::Inner,
@@ -629,7 +638,7 @@ impl StreamJoin {
                 JoinSide::Right => &self.right,
             };
             let order = (time, partition, offset);
-            let entry = buffer.by_key.get(&join_key).and_then(|entries| {
+            let entry = buffer.by_key.get(&*join_key).and_then(|entries| {
                 let at = entries.partition_point(|e| e.order() < order);
                 entries.get(at).filter(|e| e.order() == order)
             });
@@ -689,9 +698,10 @@ impl StreamJoin {
                 matched: header.m,
                 event,
             };
+            let join_key = Arc::from(header.k.as_ref());
             match side {
-                JoinSide::Left => self.left.insert(header.k.into_owned(), entry),
-                JoinSide::Right => self.right.insert(header.k.into_owned(), entry),
+                JoinSide::Left => self.left.insert(join_key, entry),
+                JoinSide::Right => self.right.insert(join_key, entry),
             }
         }
         Ok(())
