@@ -590,10 +590,12 @@ impl StreamJoin {
                 let id = (side, entry.partition, entry.offset);
                 // Never written (and so without a pending write): nothing
                 // to delete.
+                let state_key =
+                    || key::stream_join_entry(side.tag(), entry.partition, entry.offset);
                 if self.unstored.remove(&id).is_none() {
-                    let state_key =
-                        key::stream_join_entry(side.tag(), entry.partition, entry.offset);
-                    self.pending.insert(state_key, None);
+                    self.pending.insert(state_key(), None);
+                } else {
+                    debug_assert!(!self.pending.contains_key(&state_key()));
                 }
                 let emits = !entry.matched
                     && match side {
