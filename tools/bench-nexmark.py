@@ -24,6 +24,12 @@ turn of:
 Before each timed run the page cache's dirty pages are written back,
 untimed (`settle`), so that no run pays for the writes of the one before.
 
+With FLINK_TIMEOUT (seconds), a Flink run still going after that long is
+stopped (its whole process group, the JVM included) and counted as
+unfinished: the table then gives "unfinished after T s" and Flink's
+events/s as at most EVENTS/T, and a ratio against an unfinished best as
+"over" the ratio against T.
+
 Prints the medians as a Markdown table (events/s over all events of the
 three inputs, and CPU seconds per million events); details in
 OUT_DIR/results.json. The last column is Kappa's best median time (1 or
@@ -33,9 +39,11 @@ ratio of best against best. Needs the release binaries (cargo build --release
 """
 
 import json
+import math
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -50,6 +58,8 @@ BIN = os.environ.get("BIN_DIR", os.path.join(TARGET, "release"))
 EVENTS = int(os.environ.get("EVENTS", "2000000"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 QUERIES = os.environ.get("QUERIES", "q0 q1 q2 q3 q4 q5 q7 q8 q11").split()
+# Seconds after which a Flink run is stopped and counted unfinished (0: never).
+FLINK_TIMEOUT = float(os.environ.get("FLINK_TIMEOUT", "0"))
 # The input whose end a query's version must commit: the stream it reads
 # FROM. q3 and q8 read auction (joined with person, whose batches come
 # before auction's last one in the log, so they are processed by then).
@@ -120,11 +130,23 @@ def run_kappa(node, query, workers):
 
 
 def run_flink(query, parallelism):
+    """One Flink run; with FLINK_TIMEOUT, one still going after it is
+    stopped with its process group and given as `unfinished_after`."""
     python = subprocess.run(["bash", FLINK_VENV], check=True, capture_output=True,
                             text=True).stdout.strip()
-    out = subprocess.run([python, FLINK_RUNNER, "--data", DATA, "--query", query,
-                          "--parallelism", str(parallelism)],
-                         check=True, capture_output=True, text=True).stdout
+    runner = subprocess.Popen([python, FLINK_RUNNER, "--data", DATA, "--query", query,
+                               "--parallelism", str(parallelism)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        out, err = runner.communicate(timeout=FLINK_TIMEOUT or None)
+    except subprocess.TimeoutExpired:
+        os.killpg(runner.pid, signal.SIGKILL)
+        runner.communicate()
+        return {"seconds": None, "job_seconds": None, "cpu_seconds": None,
+                "unfinished_after": FLINK_TIMEOUT}
+    if runner.returncode != 0:
+        raise subprocess.CalledProcessError(runner.returncode, runner.args, out, err)
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     result = json.loads(line)
     return {"seconds": result["seconds"], "job_seconds": result.get("job_seconds"),
@@ -177,10 +199,22 @@ def main():
         node.stop()
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"events": EVENTS, "rounds": ROUNDS, "runs": runs}, f, indent=1)
+    print_table(runs)
+
+
+def print_table(runs):
+    """Prints the medians of `runs` as BENCHMARKS.md's Markdown table."""
 
     def median(query, engine, workers, key):
-        return statistics.median(x[key] for x in runs
+        return statistics.median(timed(x, key) for x in runs
                                  if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
+
+    def unfinished(query, engine, workers):
+        """The stop time of its runs if its median run did not finish."""
+        if median(query, engine, workers, "seconds") != math.inf:
+            return None
+        return max(x["unfinished_after"] for x in runs if "unfinished_after" in x
+                   and (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
 
     print(f"Medians of {ROUNDS} round(s), {EVENTS:,} events (persons, auctions and bids).")
     print()
@@ -190,29 +224,45 @@ def main():
     for query in QUERIES:
         cells = []
         for engine, workers in (("kappa", 1), ("kappa", 2), ("flink", 1), ("flink", 2)):
+            stopped = unfinished(query, engine, workers)
+            if stopped is not None:
+                cells.append(f"unfinished after {stopped:,.0f} s (under {EVENTS / stopped:,.0f} ev/s)")
+                continue
             s = median(query, engine, workers, "seconds")
             cpu = median(query, engine, workers, "cpu_seconds")
             cells.append(f"{EVENTS / s:,.0f} ev/s, {cpu / EVENTS * 1e6:.2f} CPU-s/M")
         job = median(query, "flink", 2, "job_seconds")
-        cells.append(f"{EVENTS / job:,.0f} ev/s")
+        cells.append("—" if job == math.inf else f"{EVENTS / job:,.0f} ev/s")
         print(f"| {query} | " + " | ".join(cells) + f" | {best_ratio(runs, query)} |")
 
 
 def best_ratio(runs, query):
     """Kappa's best median time (1 or 2 workers) against Flink's best
     median job-only time (p=1 or 2), and each round's ratio of its best
-    against its best, as BENCHMARKS.md gives it."""
+    against its best, as BENCHMARKS.md gives it. Where Flink's best did
+    not finish, the ratio is against the time it was stopped at, as
+    "over" it."""
     mine = [x for x in runs if x["query"] == query]
 
     def ratio(of):
         def best(engine, key):
-            return min(statistics.median(x[key] for x in of if (x["engine"], x["workers"]) == (engine, w))
+            return min(statistics.median(timed(x, key) for x in of
+                                         if (x["engine"], x["workers"]) == (engine, w))
                        for w in (1, 2))
-        return best("flink", "job_seconds") / best("kappa", "seconds")
+        flink = best("flink", "job_seconds")
+        if flink == math.inf:
+            flink = max(x["unfinished_after"] for x in of if "unfinished_after" in x)
+            return "over ", flink / best("kappa", "seconds")
+        return "", flink / best("kappa", "seconds")
 
     rounds = sorted({x["round"] for x in mine})
-    each = ", ".join(f"{ratio([x for x in mine if x['round'] == r]):.2f}" for r in rounds)
-    return f"{ratio(mine):.1f}x ({each})"
+    each = ", ".join("{}{:.2f}".format(*ratio([x for x in mine if x["round"] == r])) for r in rounds)
+    return "{}{:.1f}x ({})".format(*ratio(mine), each)
+
+
+def timed(run, key):
+    """A run's `key` (seconds), infinite for a run stopped unfinished."""
+    return math.inf if run.get(key) is None else run[key]
 
 if __name__ == "__main__":
     main()
