@@ -213,8 +213,7 @@ def print_table(runs):
         """The stop time of its runs if its median run did not finish."""
         if median(query, engine, workers, "seconds") != math.inf:
             return None
-        return max(x["unfinished_after"] for x in runs if "unfinished_after" in x
-                   and (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
+        return stopped_at(x for x in runs if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
 
     print(f"Medians of {ROUNDS} round(s), {EVENTS:,} events (persons, auctions and bids).")
     print()
@@ -251,7 +250,7 @@ def best_ratio(runs, query):
                        for w in (1, 2))
         flink = best("flink", "job_seconds")
         if flink == math.inf:
-            flink = max(x["unfinished_after"] for x in of if "unfinished_after" in x)
+            flink = stopped_at(of)
             return "over ", flink / best("kappa", "seconds")
         return "", flink / best("kappa", "seconds")
 
@@ -262,7 +261,12 @@ def best_ratio(runs, query):
 
 def timed(run, key):
     """A run's `key` (seconds), infinite for a run stopped unfinished."""
-    return math.inf if run.get(key) is None else run[key]
+    return math.inf if "unfinished_after" in run else run[key]
+
+
+def stopped_at(runs):
+    """The latest time any of `runs` was stopped at unfinished."""
+    return max(x["unfinished_after"] for x in runs if "unfinished_after" in x)
 
 if __name__ == "__main__":
     main()
