@@ -219,12 +219,6 @@ def print_table(runs):
         return statistics.median(timed(x, key) for x in runs
                                  if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
 
-    def unfinished(query, engine, workers):
-        """The stop time of its runs if its median run did not finish."""
-        if median(query, engine, workers, "seconds") != math.inf:
-            return None
-        return stopped_at(x for x in runs if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
-
     print(f"Medians of {ROUNDS} round(s), {EVENTS:,} events (persons, auctions and bids).")
     print()
     print("| query | Kappa 1 worker | Kappa 2 workers | Flink p=1 | Flink p=2 | Flink p=2, job only "
@@ -233,11 +227,13 @@ def print_table(runs):
     for query in QUERIES:
         cells = []
         for engine, workers in (("kappa", 1), ("kappa", 2), ("flink", 1), ("flink", 2)):
-            stopped = unfinished(query, engine, workers)
-            if stopped is not None:
+            s = median(query, engine, workers, "seconds")
+            if s == math.inf:
+                # Its median run did not finish: when its runs were stopped.
+                stopped = stopped_at(x for x in runs
+                                     if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
                 cells.append(f"unfinished after {stopped:,.0f} s (under {EVENTS / stopped:,.0f} ev/s)")
                 continue
-            s = median(query, engine, workers, "seconds")
             cpu = median(query, engine, workers, "cpu_seconds")
             cells.append(f"{EVENTS / s:,.0f} ev/s, {cpu / EVENTS * 1e6:.2f} CPU-s/M")
         job = median(query, "flink", 2, "job_seconds")
@@ -277,6 +273,7 @@ def timed(run, key):
 def stopped_at(runs):
     """The latest time any of `runs` was stopped at unfinished."""
     return max(x["unfinished_after"] for x in runs if "unfinished_after" in x)
+
 
 if __name__ == "__main__":
     main()
