@@ -4,7 +4,8 @@
 //!   processor's `LATE_TOPIC` as much as a statement's or a `POST
 //!   /v1/topics` without settings (issue 13: one topic-defaults policy) —
 //!   but for a derived stream's partitions, its source's unless
-//!   `PARTITIONS` is given;
+//!   `PARTITIONS` is given, and its compression, lz4 unless `COMPRESSION`
+//!   is given;
 //! - two servers in one process both serve their metrics (the second used
 //!   to get a recorder that was never installed: an empty `/metrics`);
 //! - a catalog write on a full disk answers `507 disk_full`, not 500.
@@ -46,20 +47,35 @@ fn a_late_topic_a_view_creates_gets_the_server_topic_defaults() {
            SELECT user_id, COUNT(*) AS n FROM clicks
            WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY user_id;
          CREATE STREAM copies AS SELECT user_id FROM clicks;
-         CREATE STREAM spread WITH (PARTITIONS=2) AS SELECT user_id FROM clicks;",
+         CREATE STREAM spread WITH (PARTITIONS=2) AS SELECT user_id FROM clicks;
+         CREATE STREAM plain_copies WITH (COMPRESSION='none') AS SELECT user_id FROM clicks;
+         CREATE STREAM dense_copies WITH (COMPRESSION='zstd') AS SELECT user_id FROM clicks;",
     );
     assert_eq!(status, 200, "{body}");
     let clicks = wait_for(&server, "/v1/topics/clicks");
     assert_eq!(clicks["config"]["partitions"], json!(1), "PARTITIONS wins");
     assert_eq!(clicks["config"]["fsync"], json!("never"));
+    assert_eq!(clicks["config"]["compression_type"], json!("none"));
     // The processor creates its late topic; the statement the streams'.
     // A derived stream's topic has its source's partitions (as ksqlDB's
-    // does) unless PARTITIONS says otherwise; the rest is the defaults.
-    for (topic, partitions) in [("late_clicks", 3), ("copies", 1), ("spread", 2)] {
+    // does) unless PARTITIONS says otherwise, and is lz4-compressed unless
+    // COMPRESSION says otherwise; the rest is the defaults.
+    for (topic, partitions, compression) in [
+        ("late_clicks", 3, "none"),
+        ("copies", 1, "lz4"),
+        ("spread", 2, "lz4"),
+        ("plain_copies", 1, "none"),
+        ("dense_copies", 1, "zstd"),
+    ] {
         let described = wait_for(&server, &format!("/v1/topics/{topic}"));
         assert_eq!(
             described["config"]["partitions"],
             json!(partitions),
+            "{described}"
+        );
+        assert_eq!(
+            described["config"]["compression_type"],
+            json!(compression),
             "{described}"
         );
         assert_eq!(described["config"]["fsync"], json!("never"), "{described}");
@@ -70,6 +86,7 @@ fn a_late_topic_a_view_creates_gets_the_server_topic_defaults() {
     assert_eq!(status, 201, "{created}");
     assert_eq!(created["config"]["partitions"], json!(3));
     assert_eq!(created["config"]["fsync"], json!("never"));
+    assert_eq!(created["config"]["compression_type"], json!("none"));
 }
 
 #[test]

@@ -39,6 +39,7 @@ const CREATE_AS_PROPERTIES: &[&str] = &[
     "CLUSTER",
     "VALUE_FORMAT",
     "PARTITIONS",
+    "COMPRESSION",
     "REPLICAS",
     "LATE_TOPIC",
     "DEDUP_BY",
@@ -779,6 +780,26 @@ fn create_as_decl(
         }
         c => c.map(|(c, _)| c),
     };
+    let compression = match props.string(&["COMPRESSION"])? {
+        None => None,
+        Some((_, span)) if head.kind == ObjectKind::Table => {
+            return Err(SqlError::span(
+                span,
+                "COMPRESSION applies to CREATE STREAM .. AS (how its output topic is stored); a table's rows live in Kappa",
+            ))
+        }
+        Some((_, span)) if cluster.is_some() => {
+            return Err(SqlError::span(
+                span,
+                "COMPRESSION applies to an output topic on the built-in log; a CLUSTER's topic is stored as its cluster stores it",
+            ))
+        }
+        Some((codec, span)) => Some(
+            codec
+                .parse::<kappa_log::Compression>()
+                .map_err(|e| SqlError::span(span, format!("COMPRESSION: {e}")))?,
+        ),
+    };
     let join_history_ms = props.duration(&["JOIN_HISTORY"])?;
     let keep_versions = props.whole_in(&["KEEP_VERSIONS"], 0, limits::MAX_KEEP_VERSIONS)?;
     let version_grace_ms = props.duration(&["VERSION_GRACE"])?;
@@ -816,6 +837,7 @@ fn create_as_decl(
             topic: topic.map(|(t, _)| t),
             cluster,
             partitions,
+            compression,
             late_topic,
             dedup: dedup.map(|(d, _)| d),
             watermark_delay_ms,

@@ -285,6 +285,21 @@ fn brief_sql_is_the_three_statements_in_order() {
 }
 
 #[test]
+fn compression_names_how_a_derived_streams_topic_is_stored() {
+    let c = create_as("CREATE STREAM c WITH (COMPRESSION='ZSTD') AS SELECT id FROM clicks");
+    assert_eq!(c.compression, Some(kappa_log::Compression::Zstd));
+    let c = create_as("CREATE STREAM c WITH (compression='none') AS SELECT id FROM clicks");
+    assert_eq!(c.compression, Some(kappa_log::Compression::None));
+    // Unsaid, the server applies the default when it creates the topic.
+    let c = create_as("CREATE STREAM c AS SELECT id FROM clicks");
+    assert_eq!(c.compression, None);
+    assert_eq!(
+        crate::sql::defaults::STREAM_COMPRESSION,
+        kappa_log::Compression::Lz4
+    );
+}
+
+#[test]
 fn with_properties_timestamp_watermark_idle_partitions() {
     let d = source(
         "create stream Clicks (Ts BIGINT, url STRING, id VARCHAR KEY) with (topic='clicks', timestamp='ts', \

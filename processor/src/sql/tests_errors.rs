@@ -156,6 +156,9 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE STREAM x WITH (DEDUP_TTL=¦'1 HOUR') AS SELECT * FROM user_events", "DEDUP_TTL needs DEDUP_BY"),
     ("CREATE STREAM x WITH (DEDUP_BY=¦'nope') AS SELECT * FROM user_events", "DEDUP_BY 'nope': unknown column 'nope'"),
     ("CREATE STREAM x WITH (PARTITIONS=¦0) AS SELECT * FROM user_events", "PARTITIONS must be a whole number"),
+    ("CREATE TABLE x WITH (COMPRESSION=¦'lz4') AS SELECT COUNT(*) FROM user_events", "COMPRESSION applies to CREATE STREAM .. AS"),
+    ("CREATE STREAM x WITH (COMPRESSION=¦'gzip') AS SELECT * FROM user_events", "COMPRESSION: unknown compression \"gzip\": expected none, zstd or lz4"),
+    ("CREATE STREAM x WITH (CLUSTER='c', COMPRESSION=¦'lz4') AS SELECT * FROM user_events", "COMPRESSION applies to an output topic on the built-in log"),
     // INSERT INTO.
     ("INSERT ¦x SELECT * FROM user_events", "expected INTO after INSERT"),
     ("INSERT INTO s ¦VALUES (1)", "expected SELECT after INSERT INTO name"),

@@ -278,6 +278,10 @@ pub struct CreateAs {
     pub cluster: Option<String>,
     /// Partitions of the output topic (`PARTITIONS`).
     pub partitions: Option<u32>,
+    /// How the output topic is stored if the statement creates it
+    /// (`COMPRESSION`); `None`: [`super::defaults::STREAM_COMPRESSION`].
+    #[serde(default)]
+    pub compression: Option<kappa_log::Compression>,
     /// Topic for events too late for their window (`LATE_TOPIC`).
     pub late_topic: Option<String>,
     /// Deduplication (`DEDUP_BY`, `DEDUP_TTL`).

@@ -21,7 +21,7 @@ pub mod run;
 mod sources;
 pub mod versions;
 
-use kappa_log::{Log, LogError, TopicConfig};
+use kappa_log::{Compression, Log, LogError, TopicConfig};
 use kappa_processor::plan::{Operation, Plan, Sink};
 use kappa_processor::sql::{
     self, CreateAs, ObjectKind, ShowWhat, SourceDecl, SqlError, Statement, VersionChange,
@@ -364,15 +364,23 @@ impl Executor<'_> {
         })
     }
 
-    /// Creates `topic` with `partitions` (or the server default) if
-    /// missing; true if it did.
-    fn ensure_topic(&self, topic: &str, partitions: Option<u32>) -> Result<bool, StatementError> {
+    /// Creates `topic` with `partitions` and `compression` (or the
+    /// server's topic defaults) if missing; true if it did.
+    fn ensure_topic(
+        &self,
+        topic: &str,
+        partitions: Option<u32>,
+        compression: Option<Compression>,
+    ) -> Result<bool, StatementError> {
         if self.log.topic(topic).is_ok() {
             return Ok(false);
         }
         let mut config = self.topic_defaults.clone();
         if let Some(p) = partitions {
             config.partitions = p;
+        }
+        if let Some(c) = compression {
+            config.compression = c;
         }
         match self.log.create_topic(topic, config) {
             Ok(_) => Ok(true),
@@ -409,7 +417,7 @@ impl Executor<'_> {
                     self.clusters.not_configured(cluster),
                 ))
             }
-            None => self.ensure_topic(&topic, decl.partitions)?,
+            None => self.ensure_topic(&topic, decl.partitions, None)?,
         };
         let created = self.views.declare_source(decl, false)?;
         Ok(DeclaredOut {
@@ -438,7 +446,10 @@ impl Executor<'_> {
                 }
                 None => {
                     let partitions = create.partitions.or_else(|| self.source_partitions(&plan));
-                    self.ensure_topic(topic, partitions)?;
+                    let compression = create
+                        .compression
+                        .unwrap_or(sql::defaults::STREAM_COMPRESSION);
+                    self.ensure_topic(topic, partitions, Some(compression))?;
                 }
             }
         }
