@@ -29,13 +29,6 @@ pub const DEDUP_TTL_MS: i64 = 3_600_000;
 /// The only value format.
 pub const VALUE_FORMAT: &str = "JSON";
 
-/// How a derived stream's output topic is stored when its statement
-/// creates it and says no `COMPRESSION`: lz4, as Materialize's Kafka sinks
-/// default to. A derived stream's records are JSON its engine writes in
-/// bulk, about a third of their size compressed; HTTP and Kafka readers get
-/// them uncompressed either way (log/FORMAT.md §2.8).
-pub const STREAM_COMPRESSION: kappa_log::Compression = kappa_log::Compression::Lz4;
-
 /// When rows appear without an `EMIT` clause.
 pub const EMIT: Emit = Emit::Changes;
 
@@ -49,10 +42,6 @@ pub fn table() -> Vec<(&'static str, String)> {
         ("RETENTION", "none (window rows are kept)".to_string()),
         ("DEDUP_TTL", format!("{DEDUP_TTL_MS} ms")),
         ("VALUE_FORMAT", VALUE_FORMAT.to_string()),
-        (
-            "COMPRESSION",
-            format!("{STREAM_COMPRESSION} (a derived stream's output topic, when created)"),
-        ),
         ("EMIT", "CHANGES".to_string()),
     ]
 }

@@ -279,7 +279,7 @@ pub struct CreateAs {
     /// Partitions of the output topic (`PARTITIONS`).
     pub partitions: Option<u32>,
     /// How the output topic is stored if the statement creates it
-    /// (`COMPRESSION`); `None`: [`super::defaults::STREAM_COMPRESSION`].
+    /// (`COMPRESSION`); `None`: the server's topic defaults (uncompressed).
     #[serde(default)]
     pub compression: Option<kappa_log::Compression>,
     /// Topic for events too late for their window (`LATE_TOPIC`).

@@ -446,10 +446,7 @@ impl Executor<'_> {
                 }
                 None => {
                     let partitions = create.partitions.or_else(|| self.source_partitions(&plan));
-                    let compression = create
-                        .compression
-                        .unwrap_or(sql::defaults::STREAM_COMPRESSION);
-                    self.ensure_topic(topic, partitions, Some(compression))?;
+                    self.ensure_topic(topic, partitions, create.compression)?;
                 }
             }
         }
