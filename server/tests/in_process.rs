@@ -6,6 +6,8 @@
 //!   but for a derived stream's partitions, its source's unless
 //!   `PARTITIONS` is given, and its compression where `COMPRESSION` is
 //!   given;
+//! - a derived stream stored lz4-compressed reads back the records an
+//!   uncompressed one holds;
 //! - two servers in one process both serve their metrics (the second used
 //!   to get a recorder that was never installed: an empty `/metrics`);
 //! - a catalog write on a full disk answers `507 disk_full`, not 500.
@@ -87,6 +89,72 @@ fn a_late_topic_a_view_creates_gets_the_server_topic_defaults() {
     assert_eq!(created["config"]["partitions"], json!(3));
     assert_eq!(created["config"]["fsync"], json!("never"));
     assert_eq!(created["config"]["compression_type"], json!("none"));
+}
+
+/// The first `n` records of partition 0 of `topic` as (key, value), read
+/// with long polls as the processor writes them.
+fn read_records(server: &InProcess, topic: &str, n: usize) -> Vec<(Value, Value)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut records = Vec::new();
+    let mut offset = 0;
+    while records.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "{topic}: {} of {n} records",
+            records.len()
+        );
+        let (status, page) = server.get(&format!(
+            "/v1/topics/{topic}/partitions/0/records?offset={offset}&max_records=1000&max_wait_ms=1000"
+        ));
+        assert_eq!(status, 200, "{page}");
+        for record in page["records"].as_array().unwrap() {
+            records.push((record["key"].clone(), record["value"].clone()));
+        }
+        offset = page["next_offset"].as_u64().unwrap();
+    }
+    records
+}
+
+#[test]
+fn a_derived_stream_stored_compressed_reads_back_the_same_records() {
+    let server = InProcess::start(ServerConfig::default(), |_| {});
+    let (status, body) = server.sql(
+        "CREATE STREAM clicks (user_id VARCHAR KEY, page VARCHAR, n BIGINT)
+           WITH (KAFKA_TOPIC='clicks', VALUE_FORMAT='JSON', PARTITIONS=1);
+         CREATE STREAM plain AS SELECT user_id, page, n * 2 AS twice FROM clicks;
+         CREATE STREAM packed WITH (COMPRESSION='lz4') AS SELECT user_id, page, n * 2 AS twice FROM clicks;",
+    );
+    assert_eq!(status, 200, "{body}");
+    let records: Vec<Value> = (0..500)
+        .map(|i| json!({"key": format!("u-{}", i % 7), "value": {"page": format!("/item/{}", i % 13), "n": i}}))
+        .collect();
+    let (status, body) = server.post(
+        "/v1/topics/clicks/records",
+        &json!({"records": records}),
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let plain = read_records(&server, "plain", 500);
+    let packed = read_records(&server, "packed", 500);
+    assert_eq!(plain.len(), 500);
+    assert_eq!(packed, plain);
+    assert_eq!(
+        plain[3],
+        (
+            json!("u-3"),
+            json!({"user_id": "u-3", "page": "/item/3", "twice": 6})
+        )
+    );
+    // And it was stored compressed: in fewer bytes than the plain copy.
+    let packed = wait_for(&server, "/v1/topics/packed");
+    assert_eq!(
+        packed["config"]["compression_type"],
+        json!("lz4"),
+        "{packed}"
+    );
+    let plain = wait_for(&server, "/v1/topics/plain");
+    let bytes = |topic: &Value| topic["partitions"][0]["bytes"].as_u64().unwrap();
+    assert!(bytes(&packed) < bytes(&plain), "{packed} {plain}");
 }
 
 #[test]
