@@ -215,9 +215,11 @@ def main():
 def print_table(runs):
     """Prints the medians of `runs` as BENCHMARKS.md's Markdown table."""
 
+    def runs_of(query, engine, workers):
+        return [x for x in runs if (x["query"], x["engine"], x["workers"]) == (query, engine, workers)]
+
     def median(query, engine, workers, key):
-        return statistics.median(timed(x, key) for x in runs
-                                 if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
+        return statistics.median(timed(x, key) for x in runs_of(query, engine, workers))
 
     print(f"Medians of {ROUNDS} round(s), {EVENTS:,} events (persons, auctions and bids).")
     print()
@@ -230,8 +232,7 @@ def print_table(runs):
             s = median(query, engine, workers, "seconds")
             if s == math.inf:
                 # Its median run did not finish: when its runs were stopped.
-                stopped = stopped_at(x for x in runs
-                                     if (x["query"], x["engine"], x["workers"]) == (query, engine, workers))
+                stopped = stopped_at(runs_of(query, engine, workers))
                 cells.append(f"unfinished after {stopped:,.0f} s (under {EVENTS / stopped:,.0f} ev/s)")
                 continue
             cpu = median(query, engine, workers, "cpu_seconds")
