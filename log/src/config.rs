@@ -86,7 +86,24 @@ pub struct TopicConfig {
     /// partition's local bytes exceed this. Written only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_retention_bytes: Option<u64>,
+    /// Keep only the newest this-many bytes of each partition in the
+    /// operating system's page cache: after each fsync of the writer, the
+    /// bytes of the active segment older than that are dropped from it
+    /// (`posix_fadvise(DONTNEED)`), and a sealed segment's at its seal; a
+    /// reader of them reads from disk. Only under `fsync = always`, where
+    /// the writer's fsync leaves the pages clean. `None` (the default)
+    /// leaves the page cache to the operating system. Derived streams'
+    /// topics are created with [`DERIVED_CACHED_TAIL_BYTES`]: written
+    /// once, read at the tail, their pages would otherwise pile up (and a
+    /// host that prices new memory charges each new page; BENCHMARKS.md).
+    /// Written only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_tail_bytes: Option<u64>,
 }
+
+/// The `cached_tail_bytes` of the topics derived streams create: one group
+/// commit's most bytes (8 MiB), so readers at the tail read from memory.
+pub const DERIVED_CACHED_TAIL_BYTES: u64 = 8 << 20;
 
 /// How long a compacted topic keeps tombstones by default: 1 day, as Kafka.
 pub const DEFAULT_DELETE_RETENTION_MS: u64 = 24 * 3600 * 1000;
@@ -171,7 +188,7 @@ impl std::str::FromStr for CleanupPolicy {
 }
 
 /// The settings of a topic that can change after it was created
-/// ([`crate::Log::alter_topic`]): retention, compression and compaction. Partitions
+/// ([`crate::Log::alter_topic`]): retention, compression, compaction and the page cache tail. Partitions
 /// cannot change (keys would move to other partitions); segment and fsync
 /// settings are held by each partition's writer thread.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,6 +210,9 @@ pub struct TopicChanges {
     pub local_retention_ms: Option<Option<u64>>,
     /// New local retention by size (`Some(None)`: no limit).
     pub local_retention_bytes: Option<Option<u64>>,
+    /// New page cache tail (`Some(None)`: the page cache left to the
+    /// operating system).
+    pub cached_tail_bytes: Option<Option<u64>>,
 }
 
 impl TopicChanges {
@@ -213,6 +233,7 @@ impl TopicChanges {
             local_retention_bytes: self
                 .local_retention_bytes
                 .unwrap_or(config.local_retention_bytes),
+            cached_tail_bytes: self.cached_tail_bytes.unwrap_or(config.cached_tail_bytes),
             ..config.clone()
         }
     }
@@ -241,6 +262,7 @@ impl Default for TopicConfig {
             min_compaction_lag_ms: None,
             local_retention_ms: None,
             local_retention_bytes: None,
+            cached_tail_bytes: None,
         }
     }
 }

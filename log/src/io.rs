@@ -190,6 +190,31 @@ pub fn sync_data(file: &File, path: &Path, faults: Option<&FaultInjector>) -> Re
     file.sync_data().map_err(|e| LogError::io(path, e))
 }
 
+/// Asks the operating system to drop `len` bytes of `file` from `offset`
+/// from its page cache (`posix_fadvise(DONTNEED)`; a no-op elsewhere than
+/// Linux). A hint, never an error: pages that are dirty, or mapped by a
+/// reader, stay; the bytes themselves are untouched and read back from
+/// disk.
+pub fn drop_cached(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: a plain system call on an open descriptor; it reads no
+        // memory of ours.
+        let rc = unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED)
+        };
+        if rc != 0 {
+            tracing::debug!(error = %io::Error::from_raw_os_error(rc), "posix_fadvise(DONTNEED) failed");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}
+
 /// The point between a partition read's end offset and its segments: with
 /// `faults`, counts the read and waits for [`FaultInjector::read_gate`].
 pub fn read_gate(faults: Option<&FaultInjector>) {

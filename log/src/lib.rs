@@ -62,7 +62,7 @@ pub use clock::{AppendClock, ManualTime};
 pub use compression::Compression;
 pub use config::{
     CleanupPolicy, FsyncPolicy, LogConfig, TopicChanges, TopicConfig, DEFAULT_DELETE_RETENTION_MS,
-    MAX_PARTITIONS_PER_TOPIC,
+    DERIVED_CACHED_TAIL_BYTES, MAX_PARTITIONS_PER_TOPIC,
 };
 pub use error::{LogError, Result};
 pub use kafka_batch::KafkaRecords;

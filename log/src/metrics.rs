@@ -5,3 +5,6 @@
 pub const FSYNC_SECONDS: &str = "kappa_log_fsync_seconds";
 /// Histogram of records per group commit.
 pub const GROUP_COMMIT_RECORDS: &str = "kappa_log_group_commit_records";
+/// Counter of segment bytes the writers asked the operating system to drop
+/// from its page cache (`TopicConfig::cached_tail_bytes`).
+pub const PAGE_CACHE_DROPPED_BYTES: &str = "kappa_log_page_cache_dropped_bytes_total";

@@ -15,6 +15,7 @@
 //! recovery): after a failed fsync the kernel may have dropped the dirty
 //! pages, so retrying could acknowledge data that is not on disk.
 
+use std::fs::File;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,6 +82,61 @@ pub struct Writer {
     unsynced: bool,
     /// The syncer of the `interval` policy.
     interval: Option<Arc<IntervalSync>>,
+    /// The page cache tail ([`crate::TopicConfig::cached_tail_bytes`]).
+    cache: CachedTail,
+}
+
+/// What the writer has dropped from the page cache under
+/// [`crate::TopicConfig::cached_tail_bytes`]: the active segment's bytes
+/// before `dropped`, and of the segment sealed last, the rest still
+/// cached until the active segment holds the whole tail.
+#[derive(Default)]
+struct CachedTail {
+    /// Bytes at the start of the active segment dropped (a multiple of
+    /// [`PAGE`]).
+    dropped: u64,
+    /// The segment sealed last, its bytes from the first number to the
+    /// second still cached.
+    sealed: Option<(File, u64, u64)>,
+}
+
+/// The page size the drops are aligned to.
+const PAGE: u64 = 4096;
+/// The largest folio the page cache may hold a file's bytes in (a huge
+/// page): a drop leaves a folio it covers only in part, so each one
+/// reaches back this far over the bytes dropped before.
+const MAX_FOLIO: u64 = 2 << 20;
+
+impl CachedTail {
+    /// After the writer's fsync of the active segment's first `end` bytes
+    /// (`file`): drops the bytes older than the newest `tail`, the sealed
+    /// segment's rest once the active one holds them all.
+    fn drop_behind(&mut self, file: &File, end: u64, tail: u64) {
+        let upto = end.saturating_sub(tail) / PAGE * PAGE;
+        if upto > self.dropped {
+            let from = self.dropped.saturating_sub(MAX_FOLIO);
+            io::drop_cached(file, from, upto - from);
+            metrics::counter!(crate::metrics::PAGE_CACHE_DROPPED_BYTES)
+                .increment(upto - self.dropped);
+            self.dropped = upto;
+        }
+        if end >= tail {
+            if let Some((sealed, from, to)) = self.sealed.take() {
+                let reach = from.saturating_sub(MAX_FOLIO);
+                io::drop_cached(&sealed, reach, to - reach);
+                metrics::counter!(crate::metrics::PAGE_CACHE_DROPPED_BYTES).increment(to - from);
+            }
+        }
+    }
+
+    /// The active segment was sealed, and the next one starts empty; with
+    /// `sealed` (its file and size, synced) its rest is dropped later.
+    fn rolled(&mut self, sealed: Option<(File, u64)>) {
+        self.sealed = sealed
+            .filter(|&(_, size)| size > self.dropped)
+            .map(|(file, size)| (file, self.dropped, size));
+        self.dropped = 0;
+    }
 }
 
 /// Where one batch of a group is, between encoding and writing.
@@ -132,6 +188,7 @@ impl Writer {
             buf: Vec::new(),
             unsynced: false,
             interval,
+            cache: CachedTail::default(),
         })
     }
 
@@ -370,6 +427,7 @@ impl Writer {
         let path = self.active.segment.paths.log.clone();
         let faults = self.shared.log_config.faults.clone();
         let batches: Vec<&[u8]> = pieces.iter().map(|p| p.bytes(&self.buf)).collect();
+        let end = start_size + batches.iter().map(|b| b.len() as u64).sum::<u64>();
         let written =
             io::write_all_vectored(&mut self.active.file, &path, &batches, faults.as_deref());
         if let Err(e) = written {
@@ -394,6 +452,9 @@ impl Writer {
             if let Err(e) = self.sync() {
                 self.shared.fail(&e);
                 return Err(e);
+            }
+            if let Some(tail) = self.shared.settings().cached_tail_bytes {
+                self.cache.drop_behind(&self.active.file, end, tail);
             }
         }
         Ok(())
@@ -485,7 +546,12 @@ impl Writer {
             syncer.retarget(&next.file, &next.segment.paths.log)?;
         }
         self.shared.add_segment(next.segment.clone());
-        self.active = next;
+        let sealed = std::mem::replace(&mut self.active, next);
+        let settings = self.shared.settings();
+        let dropping =
+            settings.fsync == FsyncPolicy::Always && settings.cached_tail_bytes.is_some();
+        self.cache
+            .rolled(dropping.then_some((sealed.file, sealed.size)));
         Ok(())
     }
 }

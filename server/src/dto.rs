@@ -275,6 +275,7 @@ impl CreateTopicExt for CreateTopic {
             local_retention_bytes: self
                 .local_retention_bytes
                 .or(defaults.local_retention_bytes),
+            cached_tail_bytes: self.cached_tail_bytes.or(defaults.cached_tail_bytes),
         }
     }
 }
@@ -313,6 +314,7 @@ impl AlterTopicExt for AlterTopic {
             && self.min_compaction_lag_ms.is_none()
             && self.local_retention_ms.is_none()
             && self.local_retention_bytes.is_none()
+            && self.cached_tail_bytes.is_none()
         {
             return None;
         }
@@ -325,6 +327,7 @@ impl AlterTopicExt for AlterTopic {
             min_compaction_lag_ms: self.min_compaction_lag_ms,
             local_retention_ms: self.local_retention_ms,
             local_retention_bytes: self.local_retention_bytes,
+            cached_tail_bytes: self.cached_tail_bytes,
         })
     }
 }
@@ -356,6 +359,7 @@ pub fn topic_out(d: kappa_log::TopicDescription) -> TopicOut {
             min_compaction_lag_ms: c.min_compaction_lag_ms.unwrap_or(0),
             local_retention_ms: c.local_retention_ms,
             local_retention_bytes: c.local_retention_bytes,
+            cached_tail_bytes: c.cached_tail_bytes,
         },
         partitions: d
             .partitions

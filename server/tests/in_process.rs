@@ -61,13 +61,15 @@ fn a_late_topic_a_view_creates_gets_the_server_topic_defaults() {
     // The processor creates its late topic; the statement the streams'.
     // A derived stream's topic has its source's partitions (as ksqlDB's
     // does) unless PARTITIONS says otherwise, and is stored as COMPRESSION
-    // says; the rest is the defaults.
-    for (topic, partitions, compression) in [
-        ("late_clicks", 3, "none"),
-        ("copies", 1, "none"),
-        ("spread", 2, "none"),
-        ("fast_copies", 1, "lz4"),
-        ("dense_copies", 1, "zstd"),
+    // says, keeping only its newest 8 MiB in the page cache; the rest is
+    // the defaults.
+    let tail = json!(8 << 20);
+    for (topic, partitions, compression, cached_tail) in [
+        ("late_clicks", 3, "none", Value::Null),
+        ("copies", 1, "none", tail.clone()),
+        ("spread", 2, "none", tail.clone()),
+        ("fast_copies", 1, "lz4", tail.clone()),
+        ("dense_copies", 1, "zstd", tail.clone()),
     ] {
         let described = wait_for(&server, &format!("/v1/topics/{topic}"));
         assert_eq!(
@@ -80,15 +82,28 @@ fn a_late_topic_a_view_creates_gets_the_server_topic_defaults() {
             json!(compression),
             "{described}"
         );
+        assert_eq!(
+            described["config"]["cached_tail_bytes"], cached_tail,
+            "{described}"
+        );
         assert_eq!(described["config"]["fsync"], json!("never"), "{described}");
         assert_eq!(described["config"]["retention_ms"], Value::Null);
     }
+    assert_eq!(clicks["config"]["cached_tail_bytes"], Value::Null);
     // And a topic created over HTTP without settings.
     let (status, created) = server.post("/v1/topics", &json!({"name": "plain"}), None);
     assert_eq!(status, 201, "{created}");
     assert_eq!(created["config"]["partitions"], json!(3));
     assert_eq!(created["config"]["fsync"], json!("never"));
     assert_eq!(created["config"]["compression_type"], json!("none"));
+    assert_eq!(created["config"]["cached_tail_bytes"], Value::Null);
+    // A derived stream's page cache tail can be lifted, and set again.
+    for value in [Value::Null, json!(1 << 20)] {
+        let (status, altered) =
+            server.patch("/v1/topics/copies", &json!({ "cached_tail_bytes": value }));
+        assert_eq!(status, 200, "{altered}");
+        assert_eq!(altered["config"]["cached_tail_bytes"], value);
+    }
 }
 
 /// The first `n` records of partition 0 of `topic` as (key, value), read

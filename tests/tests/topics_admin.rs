@@ -20,7 +20,7 @@ fn topics_are_created_with_defaults_listed_sorted_and_deleted_with_their_offsets
                           "fsync_interval_ms": 100, "compression_type": "none",
                           "cleanup_policy": "delete", "delete_retention_ms": 86_400_000,
                           "min_compaction_lag_ms": 0, "local_retention_ms": null,
-                          "local_retention_bytes": null},
+                          "local_retention_bytes": null, "cached_tail_bytes": null},
                "partitions": [{"partition": 0, "start_offset": 0, "end_offset": 0, "bytes": 0, "segment_count": 1}]})
     );
     let custom = server.create_topic(&json!({"name": "b.custom_1-x", "partitions": 3, "segment_bytes": 1_048_576,
@@ -32,7 +32,7 @@ fn topics_are_created_with_defaults_listed_sorted_and_deleted_with_their_offsets
                "retention_bytes": 10_000_000, "fsync": "interval", "fsync_interval_ms": 50,
                "compression_type": "none", "cleanup_policy": "delete",
                "delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
-               "local_retention_ms": null, "local_retention_bytes": null})
+               "local_retention_ms": null, "local_retention_bytes": null, "cached_tail_bytes": null})
     );
     server.create_topic(&json!({"name": "A-upper"}));
     let (status, list) = server.get("/v1/topics");

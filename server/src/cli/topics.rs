@@ -169,6 +169,9 @@ pub struct CreateArgs {
     /// Move the oldest sealed segments to tiered storage while a partition's local bytes exceed this.
     #[arg(long)]
     pub local_retention_bytes: Option<u64>,
+    /// Keep only each partition's newest this-many bytes in the page cache (with `--fsync always`).
+    #[arg(long)]
+    pub cached_tail_bytes: Option<u64>,
 }
 
 /// Arguments of `kappa topics alter`.
@@ -201,6 +204,9 @@ pub struct AlterArgs {
     /// Move the oldest sealed segments to tiered storage while a partition's local bytes exceed this (`none`: no limit).
     #[arg(long, value_parser = parse_limit)]
     pub local_retention_bytes: Option<Limit>,
+    /// Keep only each partition's newest this-many bytes in the page cache (`none`: leave it to the operating system).
+    #[arg(long, value_parser = parse_limit)]
+    pub cached_tail_bytes: Option<Limit>,
 }
 
 impl TopicsCommand {
@@ -257,12 +263,13 @@ pub fn run(client: &Client, command: TopicsCommand, out: &mut dyn Write) -> anyh
                 min_compaction_lag_ms: args.min_compaction_lag_ms.map(Some),
                 local_retention_ms: args.local_retention_ms.map(Limit::value),
                 local_retention_bytes: args.local_retention_bytes.map(Limit::value),
+                cached_tail_bytes: args.cached_tail_bytes.map(Limit::value),
             };
             if serde_json::to_value(&body)?
                 .as_object()
                 .is_some_and(|fields| fields.is_empty())
             {
-                bail!("nothing to change: give --retention-ms, --retention-bytes, --compression, --cleanup-policy, --delete-retention-ms, --min-compaction-lag-ms, --local-retention-ms or --local-retention-bytes");
+                bail!("nothing to change: give --retention-ms, --retention-bytes, --compression, --cleanup-policy, --delete-retention-ms, --min-compaction-lag-ms, --local-retention-ms, --local-retention-bytes or --cached-tail-bytes");
             }
             let path = topic_path(&args.name);
             let answer = client.patch_json(&path, &serde_json::to_value(body)?)?;
@@ -312,6 +319,7 @@ pub fn create_body(args: &CreateArgs) -> Value {
         min_compaction_lag_ms: args.min_compaction_lag_ms,
         local_retention_ms: args.local_retention_ms,
         local_retention_bytes: args.local_retention_bytes,
+        cached_tail_bytes: args.cached_tail_bytes,
     };
     serde_json::to_value(body).expect("a request serializes")
 }
@@ -347,7 +355,7 @@ pub fn render_list(topics: &[TopicOut]) -> String {
 
 /// The `topics describe` output: name, configuration line, partition table.
 pub fn render_description(topic: &TopicOut) -> String {
-    const ORDER: [&str; 13] = [
+    const ORDER: [&str; 14] = [
         "partitions",
         "segment_bytes",
         "segment_ms",
@@ -361,6 +369,7 @@ pub fn render_description(topic: &TopicOut) -> String {
         "min_compaction_lag_ms",
         "local_retention_ms",
         "local_retention_bytes",
+        "cached_tail_bytes",
     ];
     let config = match serde_json::to_value(&topic.config) {
         Ok(Value::Object(map)) => map,
@@ -469,7 +478,7 @@ mod tests {
              config: partitions=2 segment_bytes=134217728 segment_ms=604800000 \
              retention_ms=604800000 retention_bytes=null fsync=always fsync_interval_ms=100 \
              compression_type=none cleanup_policy=delete delete_retention_ms=0 \
-             min_compaction_lag_ms=0 local_retention_ms=null local_retention_bytes=null\n\
+             min_compaction_lag_ms=0 local_retention_ms=null local_retention_bytes=null cached_tail_bytes=null\n\
              PARTITION  START  END     BYTES  SEGMENTS\n\
              \x20       0      0   42  8.00 KiB         1\n\
              \x20       1      5    7     100 B         2\n"

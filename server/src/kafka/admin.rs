@@ -354,6 +354,8 @@ fn alter_changes(
         min_compaction_lag_ms: Some(new.min_compaction_lag_ms),
         local_retention_ms: Some(new.local_retention_ms),
         local_retention_bytes: Some(new.local_retention_bytes),
+        // Not a Kafka setting: unchanged.
+        cached_tail_bytes: None,
     })
 }
 

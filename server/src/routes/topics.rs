@@ -61,7 +61,7 @@ pub async fn alter(
     let request: AlterTopic = json(&bytes)?;
     let changes = request.changes().ok_or_else(|| {
         ApiError::bad_request(
-            "nothing to change: give retention_ms, retention_bytes, compression_type, cleanup_policy, delete_retention_ms, min_compaction_lag_ms, local_retention_ms or local_retention_bytes (null removes a limit)",
+            "nothing to change: give retention_ms, retention_bytes, compression_type, cleanup_policy, delete_retention_ms, min_compaction_lag_ms, local_retention_ms, local_retention_bytes or cached_tail_bytes (null removes a limit)",
         )
     })?;
     let topic = state.log.topic(&topic)?;

@@ -21,7 +21,7 @@ pub mod run;
 mod sources;
 pub mod versions;
 
-use kappa_log::{Compression, Log, LogError, TopicConfig};
+use kappa_log::{Log, LogError, TopicConfig};
 use kappa_processor::plan::{Operation, Plan, Sink};
 use kappa_processor::sql::{
     self, CreateAs, ObjectKind, ShowWhat, SourceDecl, SqlError, Statement, VersionChange,
@@ -364,24 +364,18 @@ impl Executor<'_> {
         })
     }
 
-    /// Creates `topic` with `partitions` and `compression` (or the
-    /// server's topic defaults) if missing; true if it did.
+    /// Creates `topic` with the server's topic defaults as `adjust`
+    /// changes them, if missing; true if it did.
     fn ensure_topic(
         &self,
         topic: &str,
-        partitions: Option<u32>,
-        compression: Option<Compression>,
+        adjust: impl FnOnce(&mut TopicConfig),
     ) -> Result<bool, StatementError> {
         if self.log.topic(topic).is_ok() {
             return Ok(false);
         }
         let mut config = self.topic_defaults.clone();
-        if let Some(p) = partitions {
-            config.partitions = p;
-        }
-        if let Some(c) = compression {
-            config.compression = c;
-        }
+        adjust(&mut config);
         match self.log.create_topic(topic, config) {
             Ok(_) => Ok(true),
             Err(LogError::TopicExists(_)) => Ok(false),
@@ -417,7 +411,11 @@ impl Executor<'_> {
                     self.clusters.not_configured(cluster),
                 ))
             }
-            None => self.ensure_topic(&topic, decl.partitions, None)?,
+            None => self.ensure_topic(&topic, |config| {
+                if let Some(p) = decl.partitions {
+                    config.partitions = p;
+                }
+            })?,
         };
         let created = self.views.declare_source(decl, false)?;
         Ok(DeclaredOut {
@@ -446,7 +444,17 @@ impl Executor<'_> {
                 }
                 None => {
                     let partitions = create.partitions.or_else(|| self.source_partitions(&plan));
-                    self.ensure_topic(topic, partitions, create.compression)?;
+                    self.ensure_topic(topic, |config| {
+                        if let Some(p) = partitions {
+                            config.partitions = p;
+                        }
+                        if let Some(codec) = create.compression {
+                            config.compression = codec;
+                        }
+                        // Written once and read at its tail: the older
+                        // bytes leave the page cache.
+                        config.cached_tail_bytes = Some(kappa_log::DERIVED_CACHED_TAIL_BYTES);
+                    })?;
                 }
             }
         }

@@ -78,11 +78,14 @@ impl InProcess {
         if let Some(key) = key {
             request = request.set("Idempotency-Key", key);
         }
-        match request.send_string(body) {
-            Ok(r) => (r.status(), r.into_json().unwrap()),
-            Err(ureq::Error::Status(status, r)) => (status, r.into_json().unwrap()),
-            Err(e) => panic!("POST {path}: {e}"),
-        }
+        json_answer("POST", path, request.send_string(body))
+    }
+
+    /// `PATCH path` with a JSON body: status and JSON body.
+    pub fn patch(&self, path: &str, body: &Value) -> (u16, Value) {
+        let request = ureq::request("PATCH", &format!("http://{}{path}", self.addr))
+            .set("Content-Type", "application/json");
+        json_answer("PATCH", path, request.send_string(&body.to_string()))
     }
 
     /// `POST path` with a JSON body: status and JSON body.
@@ -93,6 +96,20 @@ impl InProcess {
     /// Runs SQL statements: status and JSON body.
     pub fn sql(&self, sql: &str) -> (u16, Value) {
         self.post_as("/v1/statements", "application/sql", sql, None)
+    }
+}
+
+/// The status and JSON body of `method path`'s answer, an error status's
+/// included.
+fn json_answer(
+    method: &str,
+    path: &str,
+    answer: Result<ureq::Response, ureq::Error>,
+) -> (u16, Value) {
+    match answer {
+        Ok(r) => (r.status(), r.into_json().unwrap()),
+        Err(ureq::Error::Status(status, r)) => (status, r.into_json().unwrap()),
+        Err(e) => panic!("{method} {path}: {e}"),
     }
 }
 

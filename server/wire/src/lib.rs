@@ -135,10 +135,15 @@ pub struct CreateTopic {
     /// partition's local bytes exceed this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_retention_bytes: Option<u64>,
+    /// Keep only each partition's newest this-many bytes in the page cache
+    /// (under `fsync` `always`); absent = the page cache is the operating
+    /// system's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_tail_bytes: Option<u64>,
 }
 
-/// `PATCH /v1/topics/{topic}`: the settings to change (retention and
-/// compression: partitions cannot change, segment and fsync settings are
+/// `PATCH /v1/topics/{topic}`: the settings to change (retention,
+/// compression, compaction and the page cache tail: partitions cannot change, segment and fsync settings are
 /// fixed at creation). A field left out is unchanged; null removes the
 /// limit.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -199,6 +204,15 @@ pub struct AlterTopic {
     )]
     #[schema(value_type = Option<u64>)]
     pub local_retention_bytes: Option<Option<u64>>,
+    /// New page cache tail (bytes); null = the page cache is the
+    /// operating system's.
+    #[serde(
+        default,
+        deserialize_with = "double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub cached_tail_bytes: Option<Option<u64>>,
 }
 
 /// A topic's settings as answered.
@@ -240,6 +254,11 @@ pub struct TopicConfigOut {
     /// storage; null = no limit.
     #[serde(default)]
     pub local_retention_bytes: Option<u64>,
+    /// Each partition's newest bytes kept in the page cache, the older
+    /// dropped from it once on disk (derived streams' topics: 8 MiB); null
+    /// = the page cache is the operating system's.
+    #[serde(default)]
+    pub cached_tail_bytes: Option<u64>,
 }
 
 /// Offsets and size of one partition.
