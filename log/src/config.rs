@@ -89,8 +89,8 @@ pub struct TopicConfig {
     /// Keep only the newest this-many bytes of each partition in the
     /// operating system's page cache: after each fsync of the writer, the
     /// bytes of the active segment older than that are dropped from it
-    /// (`posix_fadvise(DONTNEED)`), and a sealed segment's at its seal; a
-    /// reader of them reads from disk. Only under `fsync = always`, where
+    /// (`posix_fadvise(DONTNEED)`), and a sealed segment's rest once the
+    /// next segment holds the tail; a reader of them reads from disk. Only under `fsync = always`, where
     /// the writer's fsync leaves the pages clean. `None` (the default)
     /// leaves the page cache to the operating system. Derived streams'
     /// topics are created with [`DERIVED_CACHED_TAIL_BYTES`]: written

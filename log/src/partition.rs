@@ -22,7 +22,6 @@ use crate::batch::{
 };
 use crate::cache::SegmentCache;
 use crate::cleaner::CompactionOutcome;
-use crate::compression::Compression;
 use crate::config::{LogConfig, TopicConfig};
 use crate::error::{LogError, Result};
 use crate::idempotency::{fingerprint_by, fingerprint_of, IdempotencyWindow, StoredKey};
@@ -231,11 +230,6 @@ pub struct PartitionShared {
 }
 
 impl PartitionShared {
-    /// How batches appended now are stored.
-    pub fn compression(&self) -> Compression {
-        self.settings().compression
-    }
-
     /// The topic's settings as now set.
     pub fn settings(&self) -> TopicConfig {
         self.settings.lock().expect("settings").clone()

@@ -107,6 +107,15 @@ const PAGE: u64 = 4096;
 /// reaches back this far over the bytes dropped before.
 const MAX_FOLIO: u64 = 2 << 20;
 
+/// Drops bytes `from..to` of `file` from the page cache, reaching back
+/// [`MAX_FOLIO`] before `from` (the bytes there were dropped before but
+/// for a folio that drop covered in part), and counts them.
+fn drop_range(file: &File, from: u64, to: u64) {
+    let reach = from.saturating_sub(MAX_FOLIO);
+    io::drop_cached(file, reach, to - reach);
+    metrics::counter!(crate::metrics::PAGE_CACHE_DROPPED_BYTES).increment(to - from);
+}
+
 impl CachedTail {
     /// After the writer's fsync of the active segment's first `end` bytes
     /// (`file`): drops the bytes older than the newest `tail`, the sealed
@@ -114,17 +123,12 @@ impl CachedTail {
     fn drop_behind(&mut self, file: &File, end: u64, tail: u64) {
         let upto = end.saturating_sub(tail) / PAGE * PAGE;
         if upto > self.dropped {
-            let from = self.dropped.saturating_sub(MAX_FOLIO);
-            io::drop_cached(file, from, upto - from);
-            metrics::counter!(crate::metrics::PAGE_CACHE_DROPPED_BYTES)
-                .increment(upto - self.dropped);
+            drop_range(file, self.dropped, upto);
             self.dropped = upto;
         }
         if end >= tail {
             if let Some((sealed, from, to)) = self.sealed.take() {
-                let reach = from.saturating_sub(MAX_FOLIO);
-                io::drop_cached(&sealed, reach, to - reach);
-                metrics::counter!(crate::metrics::PAGE_CACHE_DROPPED_BYTES).increment(to - from);
+                drop_range(&sealed, from, to);
             }
         }
     }
@@ -280,7 +284,10 @@ impl Writer {
         let mut pieces = Vec::with_capacity(group.len());
         let mut group_len = 0;
         let shared = self.shared.clone();
-        let compression = shared.compression();
+        // Read once per group: how its batches are stored, and the page
+        // cache tail its fsync leaves.
+        let settings = shared.settings();
+        let compression = settings.compression;
         let mut window = shared.idempotency.lock().expect("idempotency");
         for mut job in group {
             // Checked in queue order: once an append of the chain failed,
@@ -378,7 +385,7 @@ impl Writer {
         // (routing checks) must not wait for the disk.
         drop(window);
         if !pieces.is_empty() {
-            if let Err(e) = self.write_and_sync(start_size, &pieces) {
+            if let Err(e) = self.write_and_sync(start_size, &pieces, settings.cached_tail_bytes) {
                 let mut window = shared.idempotency.lock().expect("idempotency");
                 for p in &pending {
                     if p.written.is_some() {
@@ -421,9 +428,16 @@ impl Writer {
     }
 
     /// Writes the group's batches, `pieces`; syncs under `fsync = always`
-    /// (the syncer thread syncs under `interval`). On a write error the
-    /// file is cut back to `start_size` so no partial batch stays.
-    fn write_and_sync(&mut self, start_size: u64, pieces: &[Piece]) -> Result<()> {
+    /// (the syncer thread syncs under `interval`), then drops what is
+    /// older than `cached_tail` bytes from the page cache. On a write
+    /// error the file is cut back to `start_size` so no partial batch
+    /// stays.
+    fn write_and_sync(
+        &mut self,
+        start_size: u64,
+        pieces: &[Piece],
+        cached_tail: Option<u64>,
+    ) -> Result<()> {
         let path = self.active.segment.paths.log.clone();
         let faults = self.shared.log_config.faults.clone();
         let batches: Vec<&[u8]> = pieces.iter().map(|p| p.bytes(&self.buf)).collect();
@@ -453,7 +467,7 @@ impl Writer {
                 self.shared.fail(&e);
                 return Err(e);
             }
-            if let Some(tail) = self.shared.settings().cached_tail_bytes {
+            if let Some(tail) = cached_tail {
                 self.cache.drop_behind(&self.active.file, end, tail);
             }
         }
